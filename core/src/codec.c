@@ -1,0 +1,378 @@
+/* codec.c — the pure codecs declared in codec.h. */
+#include "codec.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <mbedtls/base64.h>
+#include <mbedtls/ctr_drbg.h>
+#include <mbedtls/entropy.h>
+#include <mbedtls/sha256.h>
+
+/* ---- Connect envelopes ---------------------------------------------------- */
+
+void e2b_envelope_header(uint8_t flags, uint32_t len, uint8_t out[E2B_ENV_HEADER_SIZE]) {
+  out[0] = flags;
+  out[1] = (uint8_t)(len >> 24);
+  out[2] = (uint8_t)(len >> 16);
+  out[3] = (uint8_t)(len >> 8);
+  out[4] = (uint8_t)len;
+}
+
+void e2b_envelope_decoder_init(e2b_envelope_decoder *d, size_t max_payload) {
+  memset(d, 0, sizeof *d);
+  d->max_payload = max_payload;
+}
+
+void e2b_envelope_decoder_reset(e2b_envelope_decoder *d) {
+  free(d->payload);
+  size_t max = d->max_payload;
+  e2b_envelope_decoder_init(d, max);
+}
+
+void e2b_envelope_decoder_free(e2b_envelope_decoder *d) {
+  free(d->payload);
+  d->payload = NULL;
+}
+
+int e2b_envelope_idle(const e2b_envelope_decoder *d) { return d->header_have == 0; }
+
+e2b_envelope_status e2b_envelope_feed(e2b_envelope_decoder *d, const uint8_t *data, size_t len,
+                                      size_t *used) {
+  size_t pos = 0;
+  *used = 0;
+  if (d->header_have < E2B_ENV_HEADER_SIZE) {
+    size_t take = E2B_ENV_HEADER_SIZE - d->header_have;
+    if (take > len) take = len;
+    memcpy(d->header + d->header_have, data, take);
+    d->header_have += take;
+    pos += take;
+    if (d->header_have < E2B_ENV_HEADER_SIZE) {
+      *used = pos;
+      return E2B_ENV_NEED_MORE;
+    }
+    d->flags = d->header[0];
+    d->payload_len = ((uint32_t)d->header[1] << 24) | ((uint32_t)d->header[2] << 16) |
+                     ((uint32_t)d->header[3] << 8) | (uint32_t)d->header[4];
+    if (d->payload_len > d->max_payload) {
+      *used = pos;
+      return E2B_ENV_TOO_LARGE;
+    }
+    /* +1 keeps a NUL after the payload so JSON parsers may treat it as a string. */
+    d->payload = malloc((size_t)d->payload_len + 1);
+    if (!d->payload) {
+      *used = pos;
+      return E2B_ENV_NOMEM;
+    }
+    d->payload[d->payload_len] = 0;
+    d->payload_have = 0;
+  }
+  size_t want = d->payload_len - d->payload_have;
+  size_t take = len - pos < want ? len - pos : want;
+  memcpy(d->payload + d->payload_have, data + pos, take);
+  d->payload_have += take;
+  pos += take;
+  *used = pos;
+  return d->payload_have == d->payload_len ? E2B_ENV_FRAME : E2B_ENV_NEED_MORE;
+}
+
+/* ---- base64 ----------------------------------------------------------------- */
+
+size_t e2b_b64_encoded_len(size_t n) { return 4 * ((n + 2) / 3) + 1; }
+
+size_t e2b_b64_encode(const void *data, size_t n, char *out) {
+  size_t olen = 0;
+  out[0] = 0; /* mbedTLS writes nothing at all for empty input */
+  if (mbedtls_base64_encode((unsigned char *)out, e2b_b64_encoded_len(n), &olen, data, n) != 0) {
+    out[0] = 0;
+    return 0;
+  }
+  return olen;
+}
+
+char *e2b_b64_encode_alloc(const void *data, size_t n) {
+  char *out = malloc(e2b_b64_encoded_len(n));
+  if (out) e2b_b64_encode(data, n, out);
+  return out;
+}
+
+/* mbedTLS only knows the padded standard alphabet; proto3 JSON parsers also
+ * accept URL-safe and unpadded text, so normalise into a scratch copy first. */
+static char *b64_normalise(const char *text, size_t len, size_t *norm_len) {
+  size_t padded = (len + 3) / 4 * 4;
+  char *norm = malloc(padded + 1);
+  if (!norm) return NULL;
+  for (size_t i = 0; i < len; i++) {
+    char c = text[i];
+    norm[i] = c == '-' ? '+' : c == '_' ? '/' : c;
+  }
+  size_t n = len;
+  if (len % 4 != 0) {
+    /* Unpadded input: only complete the last quantum when it lacks padding. */
+    if (memchr(text, '=', len)) {
+      free(norm);
+      return NULL;
+    }
+    while (n < padded) norm[n++] = '=';
+  }
+  norm[n] = 0;
+  *norm_len = n;
+  return norm;
+}
+
+int e2b_b64_decode(const char *text, size_t len, uint8_t *out, size_t *out_len) {
+  size_t norm_len = 0, olen = 0;
+  if (len % 4 == 1) return -1;
+  char *norm = b64_normalise(text, len, &norm_len);
+  if (!norm) return -1;
+  int rc = mbedtls_base64_decode(out, len / 4 * 3 + 3, &olen, (const unsigned char *)norm, norm_len);
+  free(norm);
+  if (rc != 0) return -1;
+  *out_len = olen;
+  return 0;
+}
+
+int e2b_b64_decode_alloc(const char *text, size_t len, uint8_t **out, size_t *out_len) {
+  uint8_t *buf = malloc(len / 4 * 3 + 4);
+  if (!buf) return -1;
+  if (e2b_b64_decode(text, len, buf, out_len) != 0) {
+    free(buf);
+    return -1;
+  }
+  *out = buf;
+  return 0;
+}
+
+/* ---- signed file URLs ---------------------------------------------------------- */
+
+int e2b_sign_file_url(const char *path, const char *operation, const char *username,
+                      const char *token, int64_t expiration, char out[E2B_SIGNATURE_SIZE]) {
+  mbedtls_sha256_context sha;
+  unsigned char digest[32];
+  char exp_text[24];
+  const char *parts[5] = {path ? path : "", operation ? operation : "", username ? username : "",
+                          token ? token : "", NULL};
+  int nparts = 4;
+  if (expiration > 0) {
+    snprintf(exp_text, sizeof exp_text, "%lld", (long long)expiration);
+    parts[nparts++] = exp_text;
+  }
+  mbedtls_sha256_init(&sha);
+  if (mbedtls_sha256_starts_ret(&sha, 0) != 0) goto fail;
+  for (int i = 0; i < nparts; i++) {
+    if (i > 0 && mbedtls_sha256_update_ret(&sha, (const unsigned char *)":", 1) != 0) goto fail;
+    if (mbedtls_sha256_update_ret(&sha, (const unsigned char *)parts[i], strlen(parts[i])) != 0)
+      goto fail;
+  }
+  if (mbedtls_sha256_finish_ret(&sha, digest) != 0) goto fail;
+  mbedtls_sha256_free(&sha);
+
+  memcpy(out, "v1_", 3);
+  size_t n = e2b_b64_encode(digest, sizeof digest, out + 3);
+  while (n > 0 && out[3 + n - 1] == '=') out[3 + --n] = 0; /* Go RawStdEncoding */
+  return 0;
+fail:
+  mbedtls_sha256_free(&sha);
+  out[0] = 0;
+  return -1;
+}
+
+int e2b_secure_streq(const char *a, const char *b) {
+  size_t la = strlen(a), lb = strlen(b);
+  unsigned char diff = (unsigned char)(la != lb);
+  for (size_t i = 0; i < la; i++) diff |= (unsigned char)(a[i] ^ b[lb ? i % lb : 0]);
+  return diff == 0;
+}
+
+/* ---- random identifiers ------------------------------------------------------------ */
+
+/* One generator per process, seeded once from the OS entropy; the mutex makes
+ * it safe for e2b-local's many connection threads. */
+static struct {
+  pthread_once_t once;
+  pthread_mutex_t lock;
+  int ready;
+  mbedtls_entropy_context entropy;
+  mbedtls_ctr_drbg_context drbg;
+} rng = {.once = PTHREAD_ONCE_INIT, .lock = PTHREAD_MUTEX_INITIALIZER};
+
+static void rng_free(void) {
+  mbedtls_ctr_drbg_free(&rng.drbg);
+  mbedtls_entropy_free(&rng.entropy);
+}
+
+static void rng_seed(void) {
+  static const char personalisation[] = "lua-e2b";
+  mbedtls_entropy_init(&rng.entropy);
+  mbedtls_ctr_drbg_init(&rng.drbg);
+  if (mbedtls_ctr_drbg_seed(&rng.drbg, mbedtls_entropy_func, &rng.entropy,
+                            (const unsigned char *)personalisation, sizeof personalisation - 1) == 0) {
+    rng.ready = 1;
+  }
+  atexit(rng_free);
+}
+
+int e2b_random_bytes(void *out, size_t n) {
+  pthread_once(&rng.once, rng_seed);
+  if (!rng.ready) return -1;
+  pthread_mutex_lock(&rng.lock);
+  int rc = 0;
+  unsigned char *p = out;
+  while (n > 0 && rc == 0) {
+    size_t chunk = n > MBEDTLS_CTR_DRBG_MAX_REQUEST ? MBEDTLS_CTR_DRBG_MAX_REQUEST : n;
+    rc = mbedtls_ctr_drbg_random(&rng.drbg, p, chunk);
+    p += chunk;
+    n -= chunk;
+  }
+  pthread_mutex_unlock(&rng.lock);
+  return rc == 0 ? 0 : -1;
+}
+
+int e2b_uuid4(char out[E2B_UUID_SIZE]) {
+  unsigned char b[16];
+  if (e2b_random_bytes(b, sizeof b) != 0) return -1;
+  b[6] = (unsigned char)((b[6] & 0x0f) | 0x40); /* version 4 */
+  b[8] = (unsigned char)((b[8] & 0x3f) | 0x80); /* RFC 4122 variant */
+  snprintf(out, E2B_UUID_SIZE,
+           "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1], b[2],
+           b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+  return 0;
+}
+
+static int random_from_alphabet(char *out, size_t n, const char *alphabet, unsigned size) {
+  /* Rejection sampling keeps every character equally likely. */
+  unsigned limit = 256 - (256 % size);
+  size_t have = 0;
+  unsigned char buf[64];
+  while (have < n) {
+    if (e2b_random_bytes(buf, sizeof buf) != 0) return -1;
+    for (size_t i = 0; i < sizeof buf && have < n; i++)
+      if (buf[i] < limit) out[have++] = alphabet[buf[i] % size];
+  }
+  out[n] = 0;
+  return 0;
+}
+
+int e2b_random_alnum(char *out, size_t n) {
+  return random_from_alphabet(out, n, "0123456789abcdefghijklmnopqrstuvwxyz", 36);
+}
+
+int e2b_random_hex(char *out, size_t n) { return random_from_alphabet(out, n, "0123456789abcdef", 16); }
+
+/* ---- times ---------------------------------------------------------------------------- */
+
+int e2b_time_format(int64_t unix_ms, char out[E2B_TIME_SIZE]) {
+  time_t secs = (time_t)(unix_ms >= 0 ? unix_ms / 1000 : (unix_ms - 999) / 1000);
+  int ms = (int)(unix_ms - (int64_t)secs * 1000);
+  struct tm tm;
+  if (!gmtime_r(&secs, &tm)) return -1;
+  int n = snprintf(out, E2B_TIME_SIZE, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
+                   tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ms);
+  return n > 0 && n < E2B_TIME_SIZE ? 0 : -1;
+}
+
+static int parse_digits(const char **p, int count, int *value) {
+  int v = 0;
+  for (int i = 0; i < count; i++) {
+    char c = (*p)[i];
+    if (c < '0' || c > '9') return -1;
+    v = v * 10 + (c - '0');
+  }
+  *p += count;
+  *value = v;
+  return 0;
+}
+
+static int expect(const char **p, char c) {
+  if (**p != c) return -1;
+  (*p)++;
+  return 0;
+}
+
+int e2b_time_parse(const char *text, int64_t *unix_ms) {
+  const char *p = text;
+  int year, mon, day, hour, min, sec, ms = 0;
+  if (!text) return -1;
+  if (parse_digits(&p, 4, &year) || expect(&p, '-') || parse_digits(&p, 2, &mon) ||
+      expect(&p, '-') || parse_digits(&p, 2, &day))
+    return -1;
+  if (*p != 'T' && *p != 't' && *p != ' ') return -1;
+  p++;
+  if (parse_digits(&p, 2, &hour) || expect(&p, ':') || parse_digits(&p, 2, &min) ||
+      expect(&p, ':') || parse_digits(&p, 2, &sec))
+    return -1;
+  if (*p == '.') {
+    p++;
+    int digits = 0;
+    while (*p >= '0' && *p <= '9') {
+      if (digits < 3) ms = ms * 10 + (*p - '0');
+      digits++;
+      p++;
+    }
+    if (digits == 0) return -1;
+    for (; digits < 3; digits++) ms *= 10;
+  }
+  int offset_min = 0;
+  if (*p == 'Z' || *p == 'z') {
+    p++;
+  } else if (*p == '+' || *p == '-') {
+    int sign = *p == '-' ? -1 : 1, oh, om;
+    p++;
+    if (parse_digits(&p, 2, &oh) || expect(&p, ':') || parse_digits(&p, 2, &om)) return -1;
+    offset_min = sign * (oh * 60 + om);
+  } else {
+    return -1;
+  }
+  if (*p != 0 || mon < 1 || mon > 12 || day < 1 || day > 31 || hour > 23 || min > 59 || sec > 60)
+    return -1;
+  struct tm tm = {0};
+  tm.tm_year = year - 1900;
+  tm.tm_mon = mon - 1;
+  tm.tm_mday = day;
+  tm.tm_hour = hour;
+  tm.tm_min = min;
+  tm.tm_sec = sec;
+  time_t secs = timegm(&tm);
+  *unix_ms = ((int64_t)secs - (int64_t)offset_min * 60) * 1000 + ms;
+  return 0;
+}
+
+/* ---- Connect error codes ------------------------------------------------------------------- */
+
+static const struct {
+  const char *code;
+  int status;
+} connect_codes[] = {
+    {"canceled", 499},          {"unknown", 500},           {"invalid_argument", 400},
+    {"deadline_exceeded", 504}, {"not_found", 404},         {"already_exists", 409},
+    {"permission_denied", 403}, {"resource_exhausted", 429}, {"failed_precondition", 400},
+    {"aborted", 409},           {"out_of_range", 400},      {"unimplemented", 501},
+    {"internal", 500},          {"unavailable", 503},       {"data_loss", 500},
+    {"unauthenticated", 401},
+};
+
+int e2b_connect_code_http_status(const char *code) {
+  for (size_t i = 0; code && i < sizeof connect_codes / sizeof connect_codes[0]; i++)
+    if (strcmp(code, connect_codes[i].code) == 0) return connect_codes[i].status;
+  return 500;
+}
+
+const char *e2b_connect_code_from_http_status(int status) {
+  switch (status) {
+  case 400: return "invalid_argument";
+  case 401: return "unauthenticated";
+  case 403: return "permission_denied";
+  case 404: return "unimplemented";
+  case 408: return "deadline_exceeded";
+  case 409: return "aborted";
+  case 429:
+  case 502:
+  case 503:
+  case 504: return "unavailable";
+  default: return "unknown";
+  }
+}

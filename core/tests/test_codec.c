@@ -1,0 +1,201 @@
+/* Known-vector tests for codec.c: envelopes (whole, split, partial, oversized),
+ * base64 (RFC 4648 vectors, URL-safe, unpadded, garbage), v1 signatures
+ * (WIRE.md 7.3 vectors), RFC 3339 times, Connect codes and random ids. */
+#include "codec.h"
+#include "testing.h"
+
+#include <ctype.h>
+#include <stdlib.h>
+
+static void envelope_header_is_big_endian(void) {
+  uint8_t h[5];
+  e2b_envelope_header(0, 22, h);
+  CHECK_MEM(h, 5, "\x00\x00\x00\x00\x16", 5);
+  e2b_envelope_header(E2B_ENV_FLAG_END_STREAM, 0x01020304u, h);
+  CHECK_MEM(h, 5, "\x02\x01\x02\x03\x04", 5);
+}
+
+/* Two frames concatenated, fed one byte at a time, must come out whole. */
+static void envelope_decoder_handles_any_split(void) {
+  const char *a = "{\"process\":{\"pid\":42}}", *b = "{}";
+  uint8_t wire[64];
+  size_t n = 0;
+  e2b_envelope_header(0, (uint32_t)strlen(a), wire);
+  memcpy(wire + 5, a, strlen(a));
+  n = 5 + strlen(a);
+  e2b_envelope_header(E2B_ENV_FLAG_END_STREAM, 2, wire + n);
+  memcpy(wire + n + 5, b, 2);
+  n += 7;
+
+  for (size_t step = 1; step <= n; step++) {
+    e2b_envelope_decoder d;
+    e2b_envelope_decoder_init(&d, 1024);
+    int frames = 0;
+    size_t pos = 0;
+    while (pos < n) {
+      size_t chunk = n - pos < step ? n - pos : step, off = 0;
+      while (off < chunk) {
+        size_t used = 0;
+        e2b_envelope_status st = e2b_envelope_feed(&d, wire + pos + off, chunk - off, &used);
+        off += used;
+        if (st == E2B_ENV_FRAME) {
+          if (frames == 0) {
+            CHECK(d.flags == 0);
+            CHECK_MEM(d.payload, d.payload_len, a, strlen(a));
+          } else {
+            CHECK(d.flags == E2B_ENV_FLAG_END_STREAM);
+            CHECK_MEM(d.payload, d.payload_len, b, 2);
+          }
+          frames++;
+          e2b_envelope_decoder_reset(&d);
+        } else {
+          CHECK(st == E2B_ENV_NEED_MORE);
+          CHECK(used == chunk - (off - used));
+        }
+      }
+      pos += chunk;
+    }
+    CHECK(frames == 2);
+    CHECK(e2b_envelope_idle(&d));
+    e2b_envelope_decoder_free(&d);
+  }
+}
+
+static void envelope_decoder_reports_partial_and_empty(void) {
+  e2b_envelope_decoder d;
+  e2b_envelope_decoder_init(&d, 1024);
+  size_t used;
+  CHECK(e2b_envelope_feed(&d, (const uint8_t *)"\x00\x00\x00", 3, &used) == E2B_ENV_NEED_MORE);
+  CHECK(used == 3);
+  CHECK(!e2b_envelope_idle(&d)); /* a stream ending here is truncated */
+  CHECK(e2b_envelope_feed(&d, (const uint8_t *)"\x00\x00", 2, &used) == E2B_ENV_FRAME);
+  CHECK(d.payload_len == 0);
+  e2b_envelope_decoder_free(&d);
+}
+
+static void envelope_decoder_refuses_oversized_frames(void) {
+  e2b_envelope_decoder d;
+  e2b_envelope_decoder_init(&d, 16);
+  size_t used;
+  CHECK(e2b_envelope_feed(&d, (const uint8_t *)"\x00\x00\x00\x00\x11", 5, &used) ==
+        E2B_ENV_TOO_LARGE);
+  e2b_envelope_decoder_free(&d);
+}
+
+static void base64_rfc4648_vectors(void) {
+  static const char *plain[] = {"", "f", "fo", "foo", "foob", "fooba", "foobar"};
+  static const char *coded[] = {"", "Zg==", "Zm8=", "Zm9v", "Zm9vYg==", "Zm9vYmE=", "Zm9vYmFy"};
+  for (int i = 0; i < 7; i++) {
+    char out[16];
+    uint8_t back[16];
+    size_t back_len = 99;
+    CHECK(e2b_b64_encode(plain[i], strlen(plain[i]), out) == strlen(coded[i]));
+    CHECK_STR(out, coded[i]);
+    CHECK(e2b_b64_decode(coded[i], strlen(coded[i]), back, &back_len) == 0);
+    CHECK_MEM(back, back_len, plain[i], strlen(plain[i]));
+  }
+}
+
+static void base64_accepts_url_safe_and_unpadded(void) {
+  const uint8_t raw[] = {0xfb, 0xff, 0xfe, 0x00, 0x3e};
+  uint8_t out[16];
+  size_t n;
+  CHECK(e2b_b64_decode("+//+AD4=", 8, out, &n) == 0);
+  CHECK_MEM(out, n, raw, sizeof raw);
+  CHECK(e2b_b64_decode("-__-AD4", 7, out, &n) == 0);
+  CHECK_MEM(out, n, raw, sizeof raw);
+  CHECK(e2b_b64_decode("Zg", 2, out, &n) == 0);
+  CHECK_MEM(out, n, "f", 1);
+}
+
+static void base64_rejects_garbage(void) {
+  uint8_t out[16];
+  size_t n;
+  CHECK(e2b_b64_decode("Zm9v!", 5, out, &n) == -1);
+  CHECK(e2b_b64_decode("Z", 1, out, &n) == -1);
+  CHECK(e2b_b64_decode("Zg=", 3, out, &n) == -1);
+}
+
+static void base64_round_trips_every_byte_value(void) {
+  uint8_t all[256], *back = NULL;
+  size_t back_len = 0;
+  for (int i = 0; i < 256; i++) all[i] = (uint8_t)i;
+  char *text = e2b_b64_encode_alloc(all, sizeof all);
+  CHECK(text != NULL);
+  CHECK(e2b_b64_decode_alloc(text, strlen(text), &back, &back_len) == 0);
+  CHECK_MEM(back, back_len, all, sizeof all);
+  free(text);
+  free(back);
+}
+
+static void signature_matches_wire_vectors(void) {
+  char sig[E2B_SIGNATURE_SIZE];
+  CHECK(e2b_sign_file_url("/tmp/a.txt", "read", "", "access-token", 0, sig) == 0);
+  CHECK_STR(sig, "v1_4UabZ/mPmSh2WEPomyAzV9y4hyJsbCofwnQfBG9X+y4");
+  CHECK(e2b_sign_file_url("/tmp/a.txt", "write", "user", "access-token", 1700000000, sig) == 0);
+  CHECK_STR(sig, "v1_Q4Ntpy5Rj+gFrhVXOBXIF5QUvfiXsVYSiDWsE2LP9dU");
+}
+
+static void secure_streq_compares_whole_strings(void) {
+  CHECK(e2b_secure_streq("abc", "abc"));
+  CHECK(!e2b_secure_streq("abc", "abd"));
+  CHECK(!e2b_secure_streq("abc", "abcd"));
+  CHECK(!e2b_secure_streq("", "a"));
+  CHECK(e2b_secure_streq("", ""));
+}
+
+static void times_format_and_parse(void) {
+  char out[E2B_TIME_SIZE];
+  int64_t ms = 0;
+  CHECK(e2b_time_format(1700000000123LL, out) == 0);
+  CHECK_STR(out, "2023-11-14T22:13:20.123Z");
+  CHECK(e2b_time_parse("2023-11-14T22:13:20.123Z", &ms) == 0 && ms == 1700000000123LL);
+  CHECK(e2b_time_parse("2024-05-01T12:00:00.123456789Z", &ms) == 0 && ms == 1714564800123LL);
+  CHECK(e2b_time_parse("2024-05-01T14:00:00+02:00", &ms) == 0 && ms == 1714564800000LL);
+  CHECK(e2b_time_parse("2024-05-01T12:00:00", &ms) == -1);
+  CHECK(e2b_time_parse("yesterday", &ms) == -1);
+}
+
+static void connect_codes_map_both_ways(void) {
+  CHECK(e2b_connect_code_http_status("not_found") == 404);
+  CHECK(e2b_connect_code_http_status("unauthenticated") == 401);
+  CHECK(e2b_connect_code_http_status("deadline_exceeded") == 504);
+  CHECK(e2b_connect_code_http_status("no_such_code") == 500);
+  CHECK_STR(e2b_connect_code_from_http_status(404), "unimplemented");
+  CHECK_STR(e2b_connect_code_from_http_status(502), "unavailable");
+  CHECK_STR(e2b_connect_code_from_http_status(418), "unknown");
+}
+
+static void uuid4_has_version_and_variant(void) {
+  char a[E2B_UUID_SIZE], b[E2B_UUID_SIZE];
+  CHECK(e2b_uuid4(a) == 0 && e2b_uuid4(b) == 0);
+  CHECK(strlen(a) == 36 && a[8] == '-' && a[13] == '-' && a[14] == '4' && a[18] == '-');
+  CHECK(strchr("89ab", a[19]) != NULL);
+  CHECK(strcmp(a, b) != 0);
+}
+
+static void random_alnum_uses_its_alphabet(void) {
+  char s[65];
+  CHECK(e2b_random_alnum(s, 64) == 0);
+  CHECK(strlen(s) == 64);
+  for (int i = 0; i < 64; i++) CHECK(islower((unsigned char)s[i]) || isdigit((unsigned char)s[i]));
+  CHECK(e2b_random_hex(s, 40) == 0 && strlen(s) == 40 && strspn(s, "0123456789abcdef") == 40);
+}
+
+int main(void) {
+  RUN(envelope_header_is_big_endian);
+  RUN(envelope_decoder_handles_any_split);
+  RUN(envelope_decoder_reports_partial_and_empty);
+  RUN(envelope_decoder_refuses_oversized_frames);
+  RUN(base64_rfc4648_vectors);
+  RUN(base64_accepts_url_safe_and_unpadded);
+  RUN(base64_rejects_garbage);
+  RUN(base64_round_trips_every_byte_value);
+  RUN(signature_matches_wire_vectors);
+  RUN(secure_streq_compares_whole_strings);
+  RUN(times_format_and_parse);
+  RUN(connect_codes_map_both_ways);
+  RUN(uuid4_has_version_and_variant);
+  RUN(random_alnum_uses_its_alphabet);
+  return TESTING_DONE();
+}
