@@ -341,6 +341,35 @@ int e2b_time_parse(const char *text, int64_t *unix_ms) {
   return 0;
 }
 
+/* ---- UTF-8 -------------------------------------------------------------------------------- */
+
+int e2b_utf8_valid(const char *s, size_t len) {
+  const unsigned char *p = (const unsigned char *)s, *end = p + len;
+  while (p < end) {
+    unsigned c = *p++;
+    if (c < 0x80) continue;
+    int more;
+    unsigned min;
+    if ((c & 0xe0) == 0xc0) {
+      more = 1, min = 0x80, c &= 0x1f;
+    } else if ((c & 0xf0) == 0xe0) {
+      more = 2, min = 0x800, c &= 0x0f;
+    } else if ((c & 0xf8) == 0xf0) {
+      more = 3, min = 0x10000, c &= 0x07;
+    } else {
+      return 0;
+    }
+    if (end - p < more) return 0;
+    for (int i = 0; i < more; i++) {
+      if ((p[i] & 0xc0) != 0x80) return 0;
+      c = (c << 6) | (p[i] & 0x3f);
+    }
+    p += more;
+    if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff)) return 0;
+  }
+  return 1;
+}
+
 /* ---- Connect error codes ------------------------------------------------------------------- */
 
 static const struct {

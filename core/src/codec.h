@@ -108,6 +108,12 @@ int e2b_random_hex(char *out, size_t n);
 int e2b_time_format(int64_t unix_ms, char out[E2B_TIME_SIZE]);
 int e2b_time_parse(const char *text, int64_t *unix_ms);
 
+/* ---- UTF-8 ------------------------------------------------------------------
+ * proto3 and JSON strings must be valid UTF-8 (no overlongs, no surrogates);
+ * bytes that are not travel base64-encoded in bytes fields instead. */
+
+int e2b_utf8_valid(const char *s, size_t len);
+
 /* ---- Connect error codes ---------------------------------------------------
  * The snake_case code strings of the Connect protocol and the HTTP status each
  * one travels with on unary calls. */

@@ -182,6 +182,17 @@ static void random_alnum_uses_its_alphabet(void) {
   CHECK(e2b_random_hex(s, 40) == 0 && strlen(s) == 40 && strspn(s, "0123456789abcdef") == 40);
 }
 
+static void utf8_validation_follows_rfc3629(void) {
+  CHECK(e2b_utf8_valid("", 0));
+  CHECK(e2b_utf8_valid("h\xc3\xa9llo \xe2\x82\xac \xf0\x9f\x98\x80", 15));
+  CHECK(e2b_utf8_valid("a\0b", 3)); /* NUL is a valid code point */
+  CHECK(!e2b_utf8_valid("\xff", 1));
+  CHECK(!e2b_utf8_valid("\xc0\xaf", 2));         /* overlong '/' */
+  CHECK(!e2b_utf8_valid("\xed\xa0\x80", 3));     /* surrogate */
+  CHECK(!e2b_utf8_valid("\xe2\x82", 2));         /* truncated */
+  CHECK(!e2b_utf8_valid("\xf4\x90\x80\x80", 4)); /* above U+10FFFF */
+}
+
 int main(void) {
   RUN(envelope_header_is_big_endian);
   RUN(envelope_decoder_handles_any_split);
@@ -197,5 +208,6 @@ int main(void) {
   RUN(connect_codes_map_both_ways);
   RUN(uuid4_has_version_and_variant);
   RUN(random_alnum_uses_its_alphabet);
+  RUN(utf8_validation_follows_rfc3629);
   return TESTING_DONE();
 }

@@ -1,0 +1,401 @@
+/*
+ * e2b.h — libe2b, a C client for E2B sandboxes.
+ *
+ * Shape (after libcurl and hiredis):
+ *
+ *   e2b_loop     the transport: one libcurl multi handle. Every transfer of
+ *                every client attached to it progresses in e2b_loop_step(),
+ *                which never blocks inside a transfer; it only waits (in
+ *                curl_multi_poll, costing no CPU) when told to.
+ *   e2b_client   one context per E2B account/endpoint: configuration, auth
+ *                headers and the control-plane operations.
+ *   e2b_sbx      the envd side of one sandbox: process and filesystem calls.
+ *   e2b_req      one operation in flight. It is started by an e2b_* call,
+ *                progressed by the loop and finishes with a status. An
+ *                optional notify callback fires whenever it makes progress
+ *                (completed, or new stream data queued), which is how an
+ *                event-loop adapter learns whom to wake.
+ *
+ * A blocking caller starts a request and calls e2b_req_wait(); an async
+ * caller (the Lua scheduler, OpenResty) calls e2b_loop_step() itself and
+ * reacts to notifications. Both are faces of the same objects.
+ *
+ * Errors: every call that can fail fills an e2b_error (one code from the
+ * e2b_code enum plus a human message, never containing secrets). Options are
+ * validated before any allocation or I/O; a bad one yields
+ * E2B_ERR_INVALID_ARGUMENT naming the field.
+ *
+ * Threads: a loop and everything attached to it belong to one thread at a
+ * time; only e2b_loop_wakeup() may be called from another thread.
+ *
+ * Lifetimes: loops, clients and sandbox handles are reference counted; a
+ * request keeps what it needs alive, so they may be released in any order.
+ */
+#ifndef E2B_H
+#define E2B_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define E2B_VERSION "0.1.0"
+
+/* ==== errors ============================================================== */
+
+/* One code per kind of failure; names (e2b_code_name) are the Lua API's kinds. */
+typedef enum e2b_code {
+  E2B_OK = 0,
+  E2B_ERR_NOT_FOUND,        /* "not_found": the thing is known not to exist (a real 404) */
+  E2B_ERR_AUTH,             /* "auth": 401/403, bad or missing credentials; not retryable */
+  E2B_ERR_RATE_LIMITED,     /* "rate_limited": 429; see retry_after_ms */
+  E2B_ERR_TIMEOUT,          /* "timeout": a deadline passed */
+  E2B_ERR_UNAVAILABLE,      /* "unavailable": could not look (5xx, reset, refused); often retryable */
+  E2B_ERR_UNSUPPORTED,      /* "unsupported": the backend lacks the feature */
+  E2B_ERR_INVALID_ARGUMENT, /* "invalid_argument": bad input; message names the field */
+  E2B_ERR_CONFLICT,         /* "conflict": already exists / already in that state */
+  E2B_ERR_CANCELED,         /* "canceled": the caller canceled the request */
+  E2B_ERR_PROTOCOL,         /* "protocol": the peer broke the wire protocol */
+  E2B_ERR_SANDBOX           /* "sandbox": any other failure reported by E2B or the sandbox */
+} e2b_code;
+
+#define E2B_ERROR_SIZE 512
+
+typedef struct e2b_error {
+  e2b_code code;
+  int status;            /* HTTP status when one was received, else 0 */
+  int retryable;         /* 1 when repeating the same call may succeed */
+  long retry_after_ms;   /* from Retry-After, or -1 */
+  char op[32];           /* operation name, e.g. "create", "process.start" */
+  char message[E2B_ERROR_SIZE];
+} e2b_error;
+
+/* "not_found", "auth", ... ("ok" for E2B_OK). */
+const char *e2b_code_name(e2b_code code);
+/* Resets err to E2B_OK with empty message (err may be NULL). */
+void e2b_error_clear(e2b_error *err);
+
+/* ==== loop (transport) ===================================================== */
+
+typedef struct e2b_loop e2b_loop;
+
+/* Returns NULL only when libcurl cannot be initialised (err says why). */
+e2b_loop *e2b_loop_new(e2b_error *err);
+void e2b_loop_release(e2b_loop *loop);
+
+/* Drives every transfer as far as it can without blocking, then, when
+ * timeout_ms > 0 and nothing progressed, waits up to timeout_ms for socket
+ * activity (or e2b_loop_wakeup) and drives again. Notifications fire from
+ * inside this call. Returns the number of transfers still running. */
+int e2b_loop_step(e2b_loop *loop, long timeout_ms);
+/* Transfers currently running. */
+int e2b_loop_active(const e2b_loop *loop);
+/* Makes a waiting e2b_loop_step return early; callable from any thread. */
+void e2b_loop_wakeup(e2b_loop *loop);
+
+/* ==== client (control plane) ================================================ */
+
+typedef struct e2b_client e2b_client;
+
+/* Client configuration. NULL / 0 fields take the documented defaults, with the
+ * same environment fallbacks as the official SDKs. */
+typedef struct e2b_config {
+  const char *api_key;      /* default: env E2B_API_KEY */
+  const char *domain;       /* default: env E2B_DOMAIN, else "e2b.app" */
+  const char *api_url;      /* default: env E2B_API_URL, else "https://api.<domain>" */
+  const char *sandbox_url;  /* default: env E2B_SANDBOX_URL; when set all envd traffic goes
+                               there, routed by the E2b-Sandbox-Id header */
+  const char *template_id;  /* default: env E2B_TEMPLATE, else "base" */
+  long request_timeout_ms;  /* per unary request; 0 = default 60000; < 0 invalid */
+  const char *user_agent;   /* default "lua-e2b/<version>" */
+} e2b_config;
+
+/* Attaches a new client to loop. The API key is not required here (a probe
+ * reports a missing key as E2B_ERR_AUTH), so a client can be built offline. */
+e2b_client *e2b_client_new(e2b_loop *loop, const e2b_config *config, e2b_error *err);
+void e2b_client_release(e2b_client *client);
+
+/* The resolved configuration (after defaults and environment). */
+const char *e2b_client_api_url(const e2b_client *client);
+const char *e2b_client_domain(const e2b_client *client);
+const char *e2b_client_sandbox_url(const e2b_client *client); /* NULL when unset */
+const char *e2b_client_template(const e2b_client *client);
+int e2b_client_has_api_key(const e2b_client *client);
+
+/* A string-to-string pair, for metadata and environment variables. */
+typedef struct e2b_kv {
+  const char *key;
+  const char *value;
+} e2b_kv;
+
+/* Owned string map in results. */
+typedef struct e2b_map {
+  size_t count;
+  char **keys;
+  char **values;
+} e2b_map;
+
+typedef enum e2b_state {
+  E2B_STATE_UNKNOWN = 0,
+  E2B_STATE_RUNNING,
+  E2B_STATE_PAUSED
+} e2b_state;
+
+/* A sandbox as the control plane describes it (create, connect, get, list). */
+typedef struct e2b_sandbox {
+  char *sandbox_id;
+  char *template_id;
+  char *alias;                /* NULL when absent */
+  char *client_id;
+  char *envd_version;
+  char *envd_access_token;    /* NULL unless the sandbox is secure (create/connect/get) */
+  char *traffic_access_token; /* NULL unless public traffic is restricted */
+  char *domain;               /* NULL: use the client's domain */
+  e2b_state state;            /* E2B_STATE_UNKNOWN for create/connect answers */
+  int64_t started_at_ms;      /* 0 when not reported */
+  int64_t end_at_ms;          /* 0 when not reported */
+  int cpu_count, memory_mb, disk_size_mb;
+  char *on_timeout;           /* lifecycle: "kill" | "pause" | NULL */
+  int auto_resume;            /* lifecycle: -1 unknown, 0, 1 */
+  e2b_map metadata;
+} e2b_sandbox;
+
+/* Tri-state for optional booleans in option structs. */
+#define E2B_UNSET (-1)
+
+typedef struct e2b_create_opts {
+  const char *template_id;           /* NULL: the client's template */
+  long timeout_ms;                   /* sandbox lifetime; 0: 300000; sent as ceil(seconds) */
+  int secure;                        /* E2B_UNSET (true), 0, 1 */
+  int allow_internet_access;         /* E2B_UNSET (true), 0, 1 */
+  const e2b_kv *metadata;
+  size_t metadata_count;
+  const e2b_kv *env;
+  size_t env_count;
+  int auto_pause;                    /* E2B_UNSET: omitted (API default: kill) */
+  int auto_pause_memory;             /* E2B_UNSET: omitted; only with auto_pause = 1 */
+  int auto_resume;                   /* E2B_UNSET: omitted; 1 only with auto_pause = 1 */
+  const char *const *allow_out;      /* network.allowOut (hosts, IPs, CIDRs) */
+  size_t allow_out_count;
+  const char *const *deny_out;       /* network.denyOut (IPs, CIDRs) */
+  size_t deny_out_count;
+  int network;                       /* 1: send a network object even when both lists are empty */
+  int v1_route;                      /* 1: POST /sandboxes (older servers) instead of /v2 */
+} e2b_create_opts;
+
+/* Filters for one page of GET /v2/sandboxes. */
+#define E2B_LIST_RUNNING 1u
+#define E2B_LIST_PAUSED 2u
+typedef struct e2b_list_opts {
+  const e2b_kv *metadata;   /* all pairs must match */
+  size_t metadata_count;
+  unsigned states;          /* E2B_LIST_* bits; 0 = both */
+  int limit;                /* 1..100; 0 = server default */
+  const char *next_token;   /* from the previous page, or NULL */
+} e2b_list_opts;
+
+typedef struct e2b_req e2b_req;
+
+/* Control-plane operations. Each returns a started request, or NULL with err
+ * filled (invalid arguments are caught here, before any I/O). */
+e2b_req *e2b_sandbox_create(e2b_client *c, const e2b_create_opts *opts, e2b_error *err);
+/* Connects to (and resumes, if paused) a sandbox; timeout_ms > 0 is sent as
+ * the requested lifetime (E2B only extends a running sandbox's deadline). */
+e2b_req *e2b_sandbox_connect(e2b_client *c, const char *sandbox_id, long timeout_ms, e2b_error *err);
+e2b_req *e2b_sandbox_get(e2b_client *c, const char *sandbox_id, e2b_error *err);
+e2b_req *e2b_sandbox_list(e2b_client *c, const e2b_list_opts *opts, e2b_error *err);
+e2b_req *e2b_sandbox_kill(e2b_client *c, const char *sandbox_id, e2b_error *err);
+/* Sets the deadline to now + timeout_ms (rounded up to seconds). */
+e2b_req *e2b_sandbox_set_timeout(e2b_client *c, const char *sandbox_id, long timeout_ms,
+                                 e2b_error *err);
+/* memory = 1: processes are frozen and survive; 0: filesystem only. */
+e2b_req *e2b_sandbox_pause(e2b_client *c, const char *sandbox_id, int memory, e2b_error *err);
+
+/* Results. Valid until the request is freed. */
+const e2b_sandbox *e2b_req_sandbox(const e2b_req *req);           /* create, connect, get */
+size_t e2b_req_sandbox_count(const e2b_req *req);                  /* list */
+const e2b_sandbox *e2b_req_sandbox_at(const e2b_req *req, size_t i);
+const char *e2b_req_next_token(const e2b_req *req);                /* list; NULL on the last page */
+/* connect: 1 when the sandbox was resumed from pause (HTTP 201). */
+int e2b_req_resumed(const e2b_req *req);
+
+/* ==== sandbox handle (envd) ================================================= */
+
+typedef struct e2b_sbx e2b_sbx;
+
+/* A handle on one sandbox's envd. access_token may be NULL (insecure
+ * sandbox); domain NULL means the client's. Copies its arguments. */
+e2b_sbx *e2b_sbx_new(e2b_client *c, const char *sandbox_id, const char *access_token,
+                     const char *domain, e2b_error *err);
+void e2b_sbx_release(e2b_sbx *sbx);
+const char *e2b_sbx_id(const e2b_sbx *sbx);
+/* envd base URL used for RPC and /files. */
+const char *e2b_sbx_envd_url(const e2b_sbx *sbx);
+
+/* -- processes (process.Process) -- */
+
+typedef struct e2b_proc_opts {
+  const char *cmd;                 /* required: executable (resolved by PATH in the sandbox) */
+  const char *const *args;         /* argv[1..] */
+  size_t arg_count;
+  const e2b_kv *env;
+  size_t env_count;
+  const char *cwd;                 /* NULL: the user's home */
+  const char *user;                /* NULL: envd's default user */
+  const char *tag;                 /* NULL: none */
+  int stdin_open;                  /* 1: keep stdin open for e2b_proc_send_input */
+  unsigned pty_cols, pty_rows;     /* both > 0: run on a pseudo-terminal */
+  long timeout_ms;                 /* > 0: envd kills the process after it (Connect-Timeout-Ms) */
+  long keepalive_s;                /* keepalive ping interval asked of envd; 0: 50 */
+} e2b_proc_opts;
+
+/* Starts a process; the request is a stream of events until the process ends. */
+e2b_req *e2b_proc_start(e2b_sbx *sbx, const e2b_proc_opts *opts, e2b_error *err);
+/* Attaches to a running process by pid (tag NULL) or by tag; events from now on. */
+e2b_req *e2b_proc_connect(e2b_sbx *sbx, uint32_t pid, const char *tag, long keepalive_s,
+                          e2b_error *err);
+
+typedef enum e2b_event_type {
+  E2B_EVENT_NONE = 0,
+  E2B_EVENT_START,  /* pid */
+  E2B_EVENT_STDOUT, /* data, len */
+  E2B_EVENT_STDERR, /* data, len */
+  E2B_EVENT_PTY,    /* data, len */
+  E2B_EVENT_END     /* exit_code, exited, status, error */
+} e2b_event_type;
+
+typedef struct e2b_proc_event {
+  e2b_event_type type;
+  uint32_t pid;
+  const uint8_t *data; /* exact bytes; valid until the next call on this request */
+  size_t len;
+  int exit_code;
+  int exited;
+  const char *status;  /* e.g. "exit status 1", "signal: killed" */
+  const char *error;   /* NULL when absent */
+} e2b_proc_event;
+
+/* Takes the next queued event of a process stream. Returns 1 with *ev filled,
+ * 0 when none is queued yet (wait for a notification), or -1 when the stream
+ * is over (then e2b_req_error tells whether it ended cleanly). Taking events
+ * frees queue space; a full queue pauses the transfer, so memory stays
+ * bounded however fast the process writes. */
+int e2b_req_next_event(e2b_req *req, e2b_proc_event *ev);
+/* Looks at the next queued event without taking it: same returns as
+ * e2b_req_next_event. The event stays valid until it is consumed. */
+int e2b_req_peek_event(e2b_req *req, e2b_proc_event *ev);
+/* Consumes the first n bytes of the next queued event's data; the event is
+ * removed once n covers all of it (an event without data: any n). Lets a
+ * reader take at most what it wants and leave the rest queued. */
+void e2b_req_consume(e2b_req *req, size_t n);
+/* Bytes of event data currently queued. */
+size_t e2b_req_queued(const e2b_req *req);
+
+e2b_req *e2b_proc_send_input(e2b_sbx *sbx, uint32_t pid, const void *data, size_t len, int pty,
+                             e2b_error *err);
+e2b_req *e2b_proc_close_stdin(e2b_sbx *sbx, uint32_t pid, e2b_error *err);
+/* signo: 9 (KILL), 15 (TERM), 2 (INT) or another number envd accepts. */
+e2b_req *e2b_proc_signal(e2b_sbx *sbx, uint32_t pid, int signo, e2b_error *err);
+e2b_req *e2b_proc_resize(e2b_sbx *sbx, uint32_t pid, unsigned cols, unsigned rows, e2b_error *err);
+e2b_req *e2b_proc_list(e2b_sbx *sbx, e2b_error *err);
+
+typedef struct e2b_proc_info {
+  uint32_t pid;
+  char *tag;       /* NULL when none */
+  char *cmd;
+  char **args;
+  size_t arg_count;
+  char *cwd;       /* NULL when none */
+} e2b_proc_info;
+
+size_t e2b_req_proc_count(const e2b_req *req);
+const e2b_proc_info *e2b_req_proc_at(const e2b_req *req, size_t i);
+
+/* -- filesystem (filesystem.Filesystem and /files) -- */
+
+typedef struct e2b_entry {
+  char *name;
+  char *path;
+  const char *type;        /* "file" | "dir" | "symlink" | "unknown" */
+  int64_t size;
+  uint32_t mode;
+  char *permissions;
+  char *owner;
+  char *group;
+  int64_t modified_at_ms;  /* 0 when not reported */
+  char *symlink_target;    /* NULL when not a symlink */
+} e2b_entry;
+
+/* user NULL: envd's default user. */
+e2b_req *e2b_fs_stat(e2b_sbx *sbx, const char *path, const char *user, e2b_error *err);
+e2b_req *e2b_fs_list(e2b_sbx *sbx, const char *path, unsigned depth, const char *user,
+                     e2b_error *err);
+e2b_req *e2b_fs_mkdir(e2b_sbx *sbx, const char *path, const char *user, e2b_error *err);
+e2b_req *e2b_fs_move(e2b_sbx *sbx, const char *from, const char *to, const char *user,
+                     e2b_error *err);
+e2b_req *e2b_fs_remove(e2b_sbx *sbx, const char *path, const char *user, e2b_error *err);
+
+const e2b_entry *e2b_req_entry(const e2b_req *req);          /* stat, mkdir, move */
+size_t e2b_req_entry_count(const e2b_req *req);              /* list */
+const e2b_entry *e2b_req_entry_at(const e2b_req *req, size_t i);
+
+/* GET /files from byte offset (0: whole file). The body streams: take it with
+ * e2b_req_next_chunk; the transfer pauses while too much is queued. */
+e2b_req *e2b_file_read(e2b_sbx *sbx, const char *path, const char *user, int64_t offset,
+                       e2b_error *err);
+/* Returns 1 with a chunk (valid until the next call), 0 when nothing is
+ * queued yet, -1 at the end of the body (see e2b_req_error). Chunks are also
+ * visible to e2b_req_peek_event/e2b_req_consume as E2B_EVENT_STDOUT data. */
+int e2b_req_next_chunk(e2b_req *req, const uint8_t **data, size_t *len);
+
+/* POST /files (multipart, one "file" part named by path). Feed the content
+ * with e2b_req_send and finish with e2b_req_send_end; the upload streams
+ * with bounded memory. Result: e2b_req_written_path. */
+e2b_req *e2b_file_write(e2b_sbx *sbx, const char *path, const char *user, e2b_error *err);
+/* Queues bytes for an upload. Returns 0, or -1 when the request takes no
+ * more input (ended or failed). */
+int e2b_req_send(e2b_req *req, const void *data, size_t len);
+int e2b_req_send_end(e2b_req *req);
+/* Bytes queued for sending and not yet taken by the transfer; a producer
+ * should wait for a notification while this is large. */
+size_t e2b_req_send_pending(const e2b_req *req);
+const char *e2b_req_written_path(const e2b_req *req);
+
+/* Signed /files URL for sharing (WIRE.md 7.3): operation "read" or "write";
+ * expires_unix <= 0 for no expiry. Requires a secure sandbox. The result is
+ * malloc'd. */
+char *e2b_file_url(e2b_sbx *sbx, const char *path, const char *operation, const char *user,
+                   int64_t expires_unix, e2b_error *err);
+
+/* Plain envd GET /health: succeeds on 2xx. */
+e2b_req *e2b_envd_health(e2b_sbx *sbx, e2b_error *err);
+
+/* ==== requests ================================================================ */
+
+typedef void (*e2b_notify_fn)(e2b_req *req, void *userdata);
+
+/* Called from e2b_loop_step whenever the request completes or queues data
+ * (and when upload space frees). Must not free the request. */
+void e2b_req_set_notify(e2b_req *req, e2b_notify_fn fn, void *userdata);
+
+int e2b_req_done(const e2b_req *req);
+/* NULL while running or after success; the failure otherwise. */
+const e2b_error *e2b_req_error(const e2b_req *req);
+/* HTTP status of the response (0 before headers arrived). */
+int e2b_req_status(const e2b_req *req);
+/* Stops the transfer; the request completes with E2B_ERR_CANCELED. */
+void e2b_req_cancel(e2b_req *req);
+/* Cancels if needed and frees. */
+void e2b_req_free(e2b_req *req);
+/* Blocking helper: steps the request's loop until the request is done or
+ * timeout_ms passes (< 0: no limit). Returns 1 when done, 0 on timeout. */
+int e2b_req_wait(e2b_req *req, long timeout_ms);
+/* The request's loop. */
+e2b_loop *e2b_req_loop(const e2b_req *req);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,313 @@
+/* client.c — configuration (with the official SDKs' environment fallbacks),
+ * URLs and the headers each kind of request carries. */
+#include "internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+char *e2b_strdup0(const char *s) { return s ? strdup(s) : NULL; }
+
+static const char *env_or(const char *given, const char *var) {
+  if (given && *given) return given;
+  const char *v = getenv(var);
+  return v && *v ? v : NULL;
+}
+
+/* Hosts whose sandboxes are reached through E2B's shared "sandbox.<domain>" edge. */
+static int is_e2b_cloud_domain(const char *d) {
+  static const char *const cloud[] = {"e2b.app", "e2b.dev", "e2b.pro", "e2b-staging.dev"};
+  for (size_t i = 0; i < sizeof cloud / sizeof cloud[0]; i++)
+    if (strcmp(d, cloud[i]) == 0) return 1;
+  return 0;
+}
+
+/* Loopback domains (e2b-local) speak plain HTTP; everything else HTTPS. */
+static int is_loopback_domain(const char *d) {
+  size_t host_len = strcspn(d, ":");
+  if (host_len == 9 && strncmp(d, "localhost", 9) == 0) return 1;
+  if (host_len > 10 && strncmp(d + host_len - 10, ".localhost", 10) == 0) return 1;
+  return host_len == 9 && strncmp(d, "127.0.0.1", 9) == 0;
+}
+
+static char *trim_slash(char *url) {
+  size_t n = url ? strlen(url) : 0;
+  while (n > 0 && url[n - 1] == '/') url[--n] = 0;
+  return url;
+}
+
+e2b_client *e2b_client_new(e2b_loop *loop, const e2b_config *cfg, e2b_error *err) {
+  static const e2b_config defaults = {0};
+  e2b_error_clear(err);
+  if (!loop) {
+    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, "client", "loop is required");
+    return NULL;
+  }
+  if (!cfg) cfg = &defaults;
+  if (cfg->request_timeout_ms < 0) {
+    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, "client",
+                "request_timeout_ms must not be negative");
+    return NULL;
+  }
+  e2b_client *c = calloc(1, sizeof *c);
+  if (!c) goto nomem;
+  c->refs = 1;
+  c->loop = loop;
+  e2b_loop_retain(loop);
+  c->request_timeout_ms = cfg->request_timeout_ms ? cfg->request_timeout_ms
+                                                  : E2B_DEFAULT_REQUEST_TIMEOUT_MS;
+  const char *domain = env_or(cfg->domain, "E2B_DOMAIN");
+  c->domain = strdup(domain ? domain : "e2b.app");
+  const char *key = env_or(cfg->api_key, "E2B_API_KEY");
+  c->api_key = e2b_strdup0(key);
+  const char *tmpl = env_or(cfg->template_id, "E2B_TEMPLATE");
+  c->template_id = strdup(tmpl ? tmpl : "base");
+  const char *sandbox_url = env_or(cfg->sandbox_url, "E2B_SANDBOX_URL");
+  c->sandbox_url = trim_slash(e2b_strdup0(sandbox_url));
+  const char *api_url = env_or(cfg->api_url, "E2B_API_URL");
+  if (api_url) {
+    c->api_url = trim_slash(strdup(api_url));
+  } else if (c->domain) {
+    size_t n = strlen(c->domain) + 16;
+    if ((c->api_url = malloc(n)))
+      snprintf(c->api_url, n, "%s://api.%s", is_loopback_domain(c->domain) ? "http" : "https",
+               c->domain);
+  }
+  if (cfg->user_agent) {
+    c->user_agent = strdup(cfg->user_agent);
+  } else {
+    c->user_agent = strdup("lua-e2b/" E2B_VERSION);
+  }
+  if (!c->domain || !c->template_id || !c->api_url || !c->user_agent) goto nomem;
+  if ((key && !c->api_key) || (sandbox_url && !c->sandbox_url)) goto nomem;
+  return c;
+nomem:
+  e2b_client_release(c);
+  e2b_err_set(err, E2B_ERR_UNAVAILABLE, "client", "out of memory");
+  return NULL;
+}
+
+void e2b_client_retain(e2b_client *c) { c->refs++; }
+
+void e2b_client_release(e2b_client *c) {
+  if (!c || --c->refs > 0) return;
+  if (c->api_key) memset(c->api_key, 0, strlen(c->api_key));
+  free(c->api_key);
+  free(c->domain);
+  free(c->api_url);
+  free(c->sandbox_url);
+  free(c->template_id);
+  free(c->user_agent);
+  if (c->loop) e2b_loop_release(c->loop);
+  free(c);
+}
+
+const char *e2b_client_api_url(const e2b_client *c) { return c->api_url; }
+const char *e2b_client_domain(const e2b_client *c) { return c->domain; }
+const char *e2b_client_sandbox_url(const e2b_client *c) { return c->sandbox_url; }
+const char *e2b_client_template(const e2b_client *c) { return c->template_id; }
+int e2b_client_has_api_key(const e2b_client *c) { return c->api_key != NULL; }
+
+char *e2b_url_escape(const char *s) {
+  char *tmp = curl_easy_escape(NULL, s, 0);
+  char *out = e2b_strdup0(tmp);
+  curl_free(tmp);
+  return out;
+}
+
+static int set_json_body(e2b_req *req, json_t *body, e2b_error *err) {
+  if (!body) return 0;
+  char *text = json_dumps(body, JSON_COMPACT);
+  if (!text || e2b_growbuf_append(&req->request_body, text, strlen(text)) != 0) {
+    free(text);
+    e2b_err_set(err, E2B_ERR_UNAVAILABLE, req->op, "out of memory");
+    return -1;
+  }
+  free(text);
+  curl_easy_setopt(req->easy, CURLOPT_POSTFIELDS, req->request_body.data);
+  curl_easy_setopt(req->easy, CURLOPT_POSTFIELDSIZE, (long)req->request_body.len);
+  return e2b_req_add_header(req, "Content-Type", "application/json", err);
+}
+
+static int set_method(e2b_req *req, const char *method) {
+  if (strcmp(method, "GET") == 0) return 0;
+  if (strcmp(method, "POST") == 0) {
+    curl_easy_setopt(req->easy, CURLOPT_POST, 1L);
+    if (req->request_body.len == 0) {
+      curl_easy_setopt(req->easy, CURLOPT_POSTFIELDS, "");
+      curl_easy_setopt(req->easy, CURLOPT_POSTFIELDSIZE, 0L);
+    }
+    return 0;
+  }
+  curl_easy_setopt(req->easy, CURLOPT_CUSTOMREQUEST, method);
+  return 0;
+}
+
+int e2b_client_prepare_control(e2b_client *c, e2b_req *req, const char *method, const char *path,
+                               json_t *body, e2b_error *err) {
+  if (!c->api_key) {
+    e2b_err_set(err, E2B_ERR_AUTH, req->op,
+                "no API key: set api_key or the E2B_API_KEY environment variable");
+    return -1;
+  }
+  size_t n = strlen(c->api_url) + strlen(path) + 1;
+  char *url = malloc(n);
+  if (!url) {
+    e2b_err_set(err, E2B_ERR_UNAVAILABLE, req->op, "out of memory");
+    return -1;
+  }
+  snprintf(url, n, "%s%s", c->api_url, path);
+  curl_easy_setopt(req->easy, CURLOPT_URL, url);
+  free(url);
+  req->client = c;
+  e2b_client_retain(c);
+  req->error_style = ERR_CONTROL;
+  curl_easy_setopt(req->easy, CURLOPT_TIMEOUT_MS, c->request_timeout_ms);
+  curl_easy_setopt(req->easy, CURLOPT_USERAGENT, c->user_agent);
+  if (e2b_req_add_header(req, "X-API-Key", c->api_key, err) != 0 ||
+      e2b_req_add_header(req, "Accept", "application/json", err) != 0 ||
+      set_json_body(req, body, err) != 0)
+    return -1;
+  return set_method(req, method);
+}
+
+/* ---- sandbox handles ---- */
+
+e2b_sbx *e2b_sbx_new(e2b_client *c, const char *sandbox_id, const char *access_token,
+                     const char *domain, e2b_error *err) {
+  e2b_error_clear(err);
+  if (!c || !sandbox_id || !*sandbox_id) {
+    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, "sandbox", "sandbox_id is required");
+    return NULL;
+  }
+  e2b_sbx *s = calloc(1, sizeof *s);
+  if (!s) goto nomem;
+  s->refs = 1;
+  s->client = c;
+  e2b_client_retain(c);
+  s->sandbox_id = strdup(sandbox_id);
+  s->access_token = e2b_strdup0(access_token && *access_token ? access_token : NULL);
+  if (!s->sandbox_id || (access_token && *access_token && !s->access_token)) goto nomem;
+  if (c->sandbox_url) {
+    s->envd_url = strdup(c->sandbox_url);
+  } else {
+    const char *d = domain && *domain ? domain : c->domain;
+    size_t n = strlen(d) + strlen(sandbox_id) + 32;
+    if ((s->envd_url = malloc(n))) {
+      if (is_e2b_cloud_domain(d))
+        snprintf(s->envd_url, n, "https://sandbox.%s", d);
+      else
+        snprintf(s->envd_url, n, "%s://%d-%s.%s", is_loopback_domain(d) ? "http" : "https",
+                 E2B_ENVD_PORT, sandbox_id, d);
+    }
+  }
+  if (!s->envd_url) goto nomem;
+  return s;
+nomem:
+  e2b_sbx_release(s);
+  e2b_err_set(err, E2B_ERR_UNAVAILABLE, "sandbox", "out of memory");
+  return NULL;
+}
+
+void e2b_sbx_retain(e2b_sbx *s) { s->refs++; }
+
+void e2b_sbx_release(e2b_sbx *s) {
+  if (!s || --s->refs > 0) return;
+  if (s->access_token) memset(s->access_token, 0, strlen(s->access_token));
+  free(s->access_token);
+  free(s->sandbox_id);
+  free(s->envd_url);
+  if (s->client) e2b_client_release(s->client);
+  free(s);
+}
+
+const char *e2b_sbx_id(const e2b_sbx *s) { return s->sandbox_id; }
+const char *e2b_sbx_envd_url(const e2b_sbx *s) { return s->envd_url; }
+
+/* Headers every envd request carries, whichever host it goes to. */
+int e2b_sbx_prepare_envd(e2b_sbx *s, e2b_req *req, const char *path_and_query, e2b_error *err);
+int e2b_sbx_prepare_envd(e2b_sbx *s, e2b_req *req, const char *path_and_query, e2b_error *err) {
+  size_t n = strlen(s->envd_url) + strlen(path_and_query) + 1;
+  char *url = malloc(n);
+  if (!url) {
+    e2b_err_set(err, E2B_ERR_UNAVAILABLE, req->op, "out of memory");
+    return -1;
+  }
+  snprintf(url, n, "%s%s", s->envd_url, path_and_query);
+  curl_easy_setopt(req->easy, CURLOPT_URL, url);
+  free(url);
+  req->sbx = s;
+  e2b_sbx_retain(s);
+  curl_easy_setopt(req->easy, CURLOPT_USERAGENT, s->client->user_agent);
+  char port[16];
+  snprintf(port, sizeof port, "%d", E2B_ENVD_PORT);
+  if (e2b_req_add_header(req, "E2b-Sandbox-Id", s->sandbox_id, err) != 0 ||
+      e2b_req_add_header(req, "E2b-Sandbox-Port", port, err) != 0 ||
+      /* curl would otherwise wait for "100 Continue" before large bodies. */
+      e2b_req_add_header(req, "Expect", "", err) != 0)
+    return -1;
+  if (s->access_token && e2b_req_add_header(req, "X-Access-Token", s->access_token, err) != 0)
+    return -1;
+  return 0;
+}
+
+static int add_user_auth(e2b_req *req, const char *user, e2b_error *err) {
+  if (!user) return 0;
+  size_t n = strlen(user);
+  char *plain = malloc(n + 2);
+  if (!plain) return -1;
+  memcpy(plain, user, n);
+  plain[n] = ':';
+  char *b64 = e2b_b64_encode_alloc(plain, n + 1);
+  free(plain);
+  if (!b64) return -1;
+  size_t hn = strlen(b64) + 8;
+  char *value = malloc(hn);
+  if (!value) {
+    free(b64);
+    return -1;
+  }
+  snprintf(value, hn, "Basic %s", b64);
+  free(b64);
+  int rc = e2b_req_add_header(req, "Authorization", value, err);
+  free(value);
+  return rc;
+}
+
+int e2b_sbx_prepare_rpc(e2b_sbx *s, e2b_req *req, const char *method_path, const char *user,
+                        json_t *body, int stream, e2b_error *err) {
+  if (e2b_sbx_prepare_envd(s, req, method_path, err) != 0) return -1;
+  req->error_style = ERR_CONNECT;
+  curl_easy_setopt(req->easy, CURLOPT_POST, 1L);
+  curl_easy_setopt(req->easy, CURLOPT_CONNECTTIMEOUT_MS, s->client->request_timeout_ms);
+  if (e2b_req_add_header(req, "Connect-Protocol-Version", "1", err) != 0 ||
+      add_user_auth(req, user, err) != 0)
+    return -1;
+  char *text = json_dumps(body, JSON_COMPACT);
+  if (!text) {
+    e2b_err_set(err, E2B_ERR_UNAVAILABLE, req->op, "out of memory");
+    return -1;
+  }
+  size_t len = strlen(text);
+  int rc = 0;
+  if (stream) {
+    /* Server-streaming calls send their one request message enveloped. */
+    uint8_t header[E2B_ENV_HEADER_SIZE];
+    e2b_envelope_header(0, (uint32_t)len, header);
+    rc = e2b_growbuf_append(&req->request_body, header, sizeof header) ||
+         e2b_growbuf_append(&req->request_body, text, len);
+    req->mode = BODY_EVENTS;
+  } else {
+    rc = e2b_growbuf_append(&req->request_body, text, len);
+    curl_easy_setopt(req->easy, CURLOPT_TIMEOUT_MS, s->client->request_timeout_ms);
+  }
+  free(text);
+  if (rc != 0) {
+    e2b_err_set(err, E2B_ERR_UNAVAILABLE, req->op, "out of memory");
+    return -1;
+  }
+  curl_easy_setopt(req->easy, CURLOPT_POSTFIELDS, req->request_body.data);
+  curl_easy_setopt(req->easy, CURLOPT_POSTFIELDSIZE, (long)req->request_body.len);
+  return e2b_req_add_header(req, "Content-Type",
+                            stream ? "application/connect+json" : "application/json", err);
+}

@@ -1,0 +1,347 @@
+/* control.c — control-plane operations (api.<domain>, X-API-Key). */
+#include "internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* E2B ids and template names travel as one path segment. */
+static int check_id(const char *id, const char *field, const char *op, e2b_error *err) {
+  if (!id || !*id) {
+    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "%s is required", field);
+    return -1;
+  }
+  if (strlen(id) > 256) {
+    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "%s is too long", field);
+    return -1;
+  }
+  return 0;
+}
+
+static int check_kvs(const e2b_kv *kv, size_t n, const char *field, const char *op,
+                     e2b_error *err) {
+  if (n && !kv) {
+    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "%s: count given without pairs", field);
+    return -1;
+  }
+  for (size_t i = 0; i < n; i++) {
+    if (!kv[i].key || !*kv[i].key || !kv[i].value) {
+      e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "%s: every pair needs a key and a value",
+                  field);
+      return -1;
+    }
+    if (!e2b_utf8_valid(kv[i].key, strlen(kv[i].key)) ||
+        !e2b_utf8_valid(kv[i].value, strlen(kv[i].value))) {
+      e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "%s: keys and values must be UTF-8", field);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+static int check_strings(const char *const *s, size_t n, const char *field, const char *op,
+                         e2b_error *err) {
+  for (size_t i = 0; i < n; i++) {
+    if (!s || !s[i] || !*s[i] || !e2b_utf8_valid(s[i], strlen(s[i]))) {
+      e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "%s: entries must be non-empty strings",
+                  field);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+static json_t *kv_object(const e2b_kv *kv, size_t n) {
+  json_t *o = json_object();
+  for (size_t i = 0; o && i < n; i++) json_object_set_new(o, kv[i].key, json_string(kv[i].value));
+  return o;
+}
+
+static json_t *string_array(const char *const *s, size_t n) {
+  json_t *a = json_array();
+  for (size_t i = 0; a && i < n; i++) json_array_append_new(a, json_string(s[i]));
+  return a;
+}
+
+static long ceil_seconds(long ms) { return (ms + 999) / 1000; }
+
+/* Runs a control-plane request: builds it, owns body, starts it. */
+static e2b_req *control(e2b_client *c, const char *op, const char *method, const char *path,
+                        json_t *body, req_parse_fn parse, e2b_error *err) {
+  e2b_req *req = e2b_req_new(c->loop, op, err);
+  if (!req) {
+    json_decref(body);
+    return NULL;
+  }
+  req->mode = BODY_BUFFER;
+  req->parse = parse;
+  int rc = e2b_client_prepare_control(c, req, method, path, body, err);
+  json_decref(body);
+  if (rc != 0) {
+    e2b_req_free(req);
+    return NULL;
+  }
+  return e2b_req_start(req, err) == 0 ? req : NULL;
+}
+
+static int parse_one_sandbox(e2b_req *req, json_t *body, e2b_error *err) {
+  req->sandboxes = calloc(1, sizeof *req->sandboxes);
+  if (!req->sandboxes || e2b_parse_sandbox(body, &req->sandboxes[0]) != 0) {
+    e2b_err_set(err, E2B_ERR_PROTOCOL, req->op, "response is not a sandbox object");
+    return -1;
+  }
+  req->sandbox_count = 1;
+  req->resumed = req->status == 201;
+  return 0;
+}
+
+static int parse_sandbox_list(e2b_req *req, json_t *body, e2b_error *err) {
+  if (!json_is_array(body)) {
+    e2b_err_set(err, E2B_ERR_PROTOCOL, req->op, "response is not a list of sandboxes");
+    return -1;
+  }
+  size_t n = json_array_size(body);
+  if (n) {
+    req->sandboxes = calloc(n, sizeof *req->sandboxes);
+    if (!req->sandboxes) {
+      e2b_err_set(err, E2B_ERR_UNAVAILABLE, req->op, "out of memory");
+      return -1;
+    }
+  }
+  for (size_t i = 0; i < n; i++) {
+    if (e2b_parse_sandbox(json_array_get(body, i), &req->sandboxes[req->sandbox_count]) != 0) {
+      e2b_err_set(err, E2B_ERR_PROTOCOL, req->op, "list item %zu is not a sandbox", i);
+      return -1;
+    }
+    req->sandbox_count++;
+  }
+  /* The token arrives as a header; on_header stored nothing for it, so ask curl. */
+  struct curl_header *h = NULL;
+  if (curl_easy_header(req->easy, "X-Next-Token", 0, CURLH_HEADER, -1, &h) == CURLHE_OK && h &&
+      h->value && *h->value) {
+    if (!(req->next_token = strdup(h->value))) {
+      e2b_err_set(err, E2B_ERR_UNAVAILABLE, req->op, "out of memory");
+      return -1;
+    }
+  }
+  return 0;
+}
+
+static int parse_nothing(e2b_req *req, json_t *body, e2b_error *err) { return 0; }
+
+static int validate_create(const e2b_create_opts *o, e2b_error *err) {
+  const char *op = "create";
+  if (o->timeout_ms < 0) {
+    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "timeout_ms must not be negative");
+    return -1;
+  }
+  if (o->template_id && (!*o->template_id || !e2b_utf8_valid(o->template_id, strlen(o->template_id)))) {
+    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "template must be a non-empty UTF-8 string");
+    return -1;
+  }
+  if (check_kvs(o->metadata, o->metadata_count, "metadata", op, err) ||
+      check_kvs(o->env, o->env_count, "env", op, err) ||
+      check_strings(o->allow_out, o->allow_out_count, "network.allow", op, err) ||
+      check_strings(o->deny_out, o->deny_out_count, "network.deny", op, err))
+    return -1;
+  /* The combinations E2B's SDK refuses (WIRE.md 2.2). */
+  if (o->auto_pause_memory != E2B_UNSET && o->auto_pause != 1) {
+    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op,
+                "lifecycle.keep_memory only applies when on_timeout is \"pause\"");
+    return -1;
+  }
+  if (o->auto_resume == 1 && o->auto_pause != 1) {
+    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op,
+                "lifecycle.auto_resume requires on_timeout = \"pause\"");
+    return -1;
+  }
+  if (o->auto_resume == 1 && o->auto_pause_memory == 0) {
+    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op,
+                "lifecycle.auto_resume requires keep_memory (a filesystem-only pause cannot auto-resume)");
+    return -1;
+  }
+  return 0;
+}
+
+e2b_req *e2b_sandbox_create(e2b_client *c, const e2b_create_opts *o, e2b_error *err) {
+  static const e2b_create_opts defaults = {.secure = E2B_UNSET,
+                                           .allow_internet_access = E2B_UNSET,
+                                           .auto_pause = E2B_UNSET,
+                                           .auto_pause_memory = E2B_UNSET,
+                                           .auto_resume = E2B_UNSET};
+  e2b_error_clear(err);
+  if (!o) o = &defaults;
+  if (validate_create(o, err) != 0) return NULL;
+  long timeout_ms = o->timeout_ms ? o->timeout_ms : E2B_DEFAULT_SANDBOX_TIMEOUT_MS;
+  json_t *body = json_object();
+  if (!body) goto nomem;
+  json_object_set_new(body, "templateID", json_string(o->template_id ? o->template_id : c->template_id));
+  json_object_set_new(body, "timeout", json_integer(ceil_seconds(timeout_ms)));
+  json_object_set_new(body, "secure", json_boolean(o->secure != 0));
+  json_object_set_new(body, "allow_internet_access", json_boolean(o->allow_internet_access != 0));
+  if (o->metadata_count) json_object_set_new(body, "metadata", kv_object(o->metadata, o->metadata_count));
+  if (o->env_count) json_object_set_new(body, "envVars", kv_object(o->env, o->env_count));
+  if (o->auto_pause != E2B_UNSET) json_object_set_new(body, "autoPause", json_boolean(o->auto_pause));
+  if (o->auto_pause_memory != E2B_UNSET)
+    json_object_set_new(body, "autoPauseMemory", json_boolean(o->auto_pause_memory));
+  if (o->auto_resume != E2B_UNSET) {
+    json_t *ar = json_object();
+    json_object_set_new(ar, "enabled", json_boolean(o->auto_resume));
+    json_object_set_new(body, "autoResume", ar);
+  }
+  if (o->network || o->allow_out_count || o->deny_out_count) {
+    json_t *net = json_object();
+    if (o->allow_out_count) json_object_set_new(net, "allowOut", string_array(o->allow_out, o->allow_out_count));
+    if (o->deny_out_count) json_object_set_new(net, "denyOut", string_array(o->deny_out, o->deny_out_count));
+    json_object_set_new(body, "network", net);
+  }
+  return control(c, "create", "POST", o->v1_route ? "/sandboxes" : "/v2/sandboxes", body,
+                 parse_one_sandbox, err);
+nomem:
+  e2b_err_set(err, E2B_ERR_UNAVAILABLE, "create", "out of memory");
+  return NULL;
+}
+
+/* Builds "/prefix/<escaped id>/suffix". */
+static char *id_path(const char *prefix, const char *id, const char *suffix) {
+  char *esc = e2b_url_escape(id);
+  if (!esc) return NULL;
+  size_t n = strlen(prefix) + strlen(esc) + strlen(suffix) + 2;
+  char *path = malloc(n);
+  if (path) snprintf(path, n, "%s/%s%s", prefix, esc, suffix);
+  free(esc);
+  return path;
+}
+
+static e2b_req *on_sandbox(e2b_client *c, const char *op, const char *method, const char *id,
+                           const char *suffix, json_t *body, req_parse_fn parse, e2b_error *err) {
+  e2b_error_clear(err);
+  if (!c) {
+    json_decref(body);
+    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "client is required");
+    return NULL;
+  }
+  if (check_id(id, "sandbox_id", op, err) != 0) {
+    json_decref(body);
+    return NULL;
+  }
+  char *path = id_path("/sandboxes", id, suffix);
+  if (!path) {
+    json_decref(body);
+    e2b_err_set(err, E2B_ERR_UNAVAILABLE, op, "out of memory");
+    return NULL;
+  }
+  e2b_req *req = control(c, op, method, path, body, parse, err);
+  free(path);
+  return req;
+}
+
+e2b_req *e2b_sandbox_connect(e2b_client *c, const char *sandbox_id, long timeout_ms, e2b_error *err) {
+  if (timeout_ms < 0) {
+    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, "connect", "timeout_ms must not be negative");
+    return NULL;
+  }
+  json_t *body = json_object();
+  json_object_set_new(body, "timeout",
+                      json_integer(ceil_seconds(timeout_ms ? timeout_ms : E2B_DEFAULT_SANDBOX_TIMEOUT_MS)));
+  return on_sandbox(c, "connect", "POST", sandbox_id, "/connect", body, parse_one_sandbox, err);
+}
+
+e2b_req *e2b_sandbox_get(e2b_client *c, const char *sandbox_id, e2b_error *err) {
+  return on_sandbox(c, "info", "GET", sandbox_id, "", NULL, parse_one_sandbox, err);
+}
+
+e2b_req *e2b_sandbox_kill(e2b_client *c, const char *sandbox_id, e2b_error *err) {
+  return on_sandbox(c, "kill", "DELETE", sandbox_id, "", NULL, parse_nothing, err);
+}
+
+e2b_req *e2b_sandbox_set_timeout(e2b_client *c, const char *sandbox_id, long timeout_ms,
+                                 e2b_error *err) {
+  if (timeout_ms <= 0) {
+    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, "set_timeout", "timeout_ms must be positive");
+    return NULL;
+  }
+  json_t *body = json_object();
+  json_object_set_new(body, "timeout", json_integer(ceil_seconds(timeout_ms)));
+  return on_sandbox(c, "set_timeout", "POST", sandbox_id, "/timeout", body, parse_nothing, err);
+}
+
+e2b_req *e2b_sandbox_pause(e2b_client *c, const char *sandbox_id, int memory, e2b_error *err) {
+  json_t *body = json_object();
+  json_object_set_new(body, "memory", json_boolean(memory));
+  return on_sandbox(c, "pause", "POST", sandbox_id, "/pause", body, parse_nothing, err);
+}
+
+/* metadata=k=v&k2=v2 with each key and value escaped, then the whole string
+ * escaped once more as the parameter value — exactly what the SDKs send. */
+static int append_metadata_query(growbuf *q, const e2b_kv *kv, size_t n) {
+  growbuf inner = {0};
+  int rc = 0;
+  for (size_t i = 0; i < n && rc == 0; i++) {
+    char *k = e2b_url_escape(kv[i].key), *v = e2b_url_escape(kv[i].value);
+    rc = !k || !v || (i && e2b_growbuf_append(&inner, "&", 1)) ||
+         e2b_growbuf_append(&inner, k, strlen(k)) || e2b_growbuf_append(&inner, "=", 1) ||
+         e2b_growbuf_append(&inner, v, strlen(v));
+    free(k);
+    free(v);
+  }
+  if (rc == 0 && inner.len) {
+    char *outer = e2b_url_escape(inner.data);
+    rc = !outer || e2b_growbuf_append(q, "&metadata=", 10) ||
+         e2b_growbuf_append(q, outer, strlen(outer));
+    free(outer);
+  }
+  e2b_growbuf_free(&inner);
+  return rc ? -1 : 0;
+}
+
+e2b_req *e2b_sandbox_list(e2b_client *c, const e2b_list_opts *o, e2b_error *err) {
+  static const e2b_list_opts defaults = {0};
+  const char *op = "list";
+  e2b_error_clear(err);
+  if (!o) o = &defaults;
+  if (o->limit < 0 || o->limit > 100) {
+    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "limit must be between 1 and 100");
+    return NULL;
+  }
+  if (o->states & ~(E2B_LIST_RUNNING | E2B_LIST_PAUSED)) {
+    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "state: unknown state bit");
+    return NULL;
+  }
+  if (check_kvs(o->metadata, o->metadata_count, "metadata", op, err) != 0) return NULL;
+  growbuf q = {0};
+  unsigned states = o->states ? o->states : E2B_LIST_RUNNING | E2B_LIST_PAUSED;
+  int rc = e2b_growbuf_append(&q, "/v2/sandboxes?state=", 20);
+  if (states & E2B_LIST_RUNNING) rc |= e2b_growbuf_append(&q, "running", 7);
+  if (states == (E2B_LIST_RUNNING | E2B_LIST_PAUSED)) rc |= e2b_growbuf_append(&q, ",", 1);
+  if (states & E2B_LIST_PAUSED) rc |= e2b_growbuf_append(&q, "paused", 6);
+  if (o->limit) {
+    char lim[24];
+    snprintf(lim, sizeof lim, "&limit=%d", o->limit);
+    rc |= e2b_growbuf_append(&q, lim, strlen(lim));
+  }
+  if (o->next_token && *o->next_token) {
+    char *tok = e2b_url_escape(o->next_token);
+    rc |= !tok || e2b_growbuf_append(&q, "&nextToken=", 11) || e2b_growbuf_append(&q, tok, strlen(tok));
+    free(tok);
+  }
+  rc |= append_metadata_query(&q, o->metadata, o->metadata_count);
+  if (rc) {
+    e2b_growbuf_free(&q);
+    e2b_err_set(err, E2B_ERR_UNAVAILABLE, op, "out of memory");
+    return NULL;
+  }
+  e2b_req *req = control(c, op, "GET", q.data, NULL, parse_sandbox_list, err);
+  e2b_growbuf_free(&q);
+  return req;
+}
+
+const e2b_sandbox *e2b_req_sandbox(const e2b_req *req) {
+  return req->sandbox_count ? &req->sandboxes[0] : NULL;
+}
+size_t e2b_req_sandbox_count(const e2b_req *req) { return req->sandbox_count; }
+const e2b_sandbox *e2b_req_sandbox_at(const e2b_req *req, size_t i) {
+  return i < req->sandbox_count ? &req->sandboxes[i] : NULL;
+}
+const char *e2b_req_next_token(const e2b_req *req) { return req->next_token; }
+int e2b_req_resumed(const e2b_req *req) { return req->resumed; }

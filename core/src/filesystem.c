@@ -1,0 +1,308 @@
+/* filesystem.c — envd's filesystem.Filesystem service, the /files transfer
+ * endpoints (streamed both ways) and /health. */
+#include "internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+size_t e2b_upload_read_cb(char *buf, size_t size, size_t n, void *ud);
+int e2b_sbx_prepare_envd(e2b_sbx *s, e2b_req *req, const char *path_and_query, e2b_error *err);
+
+static int check_text(const char *s, const char *field, const char *op, int required,
+                      e2b_error *err) {
+  if (!s) {
+    if (!required) return 0;
+    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "%s is required", field);
+    return -1;
+  }
+  if (required && !*s) {
+    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "%s must not be empty", field);
+    return -1;
+  }
+  if (!e2b_utf8_valid(s, strlen(s))) {
+    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "%s is not valid UTF-8", field);
+    return -1;
+  }
+  return 0;
+}
+
+static int start_fs_rpc(e2b_sbx *sbx, const char *op, const char *method, const char *user,
+                        json_t *body, req_parse_fn parse, e2b_req **out, e2b_error *err) {
+  *out = NULL;
+  e2b_req *req = e2b_req_new(sbx->client->loop, op, err);
+  if (!req) {
+    json_decref(body);
+    return -1;
+  }
+  req->mode = BODY_BUFFER;
+  req->parse = parse;
+  int rc = e2b_sbx_prepare_rpc(sbx, req, method, user, body, 0, err);
+  json_decref(body);
+  if (rc != 0) {
+    e2b_req_free(req);
+    return -1;
+  }
+  if (e2b_req_start(req, err) != 0) return -1;
+  *out = req;
+  return 0;
+}
+
+static int parse_entry_field(e2b_req *req, json_t *body, e2b_error *err) {
+  req->entries = calloc(1, sizeof *req->entries);
+  if (!req->entries || e2b_parse_entry(json_object_get(body, "entry"), &req->entries[0]) != 0) {
+    e2b_err_set(err, E2B_ERR_PROTOCOL, req->op, "response has no entry");
+    return -1;
+  }
+  req->entry_count = 1;
+  return 0;
+}
+
+static int parse_entries(e2b_req *req, json_t *body, e2b_error *err) {
+  json_t *list = json_object_get(body, "entries");
+  size_t n = json_array_size(list);
+  if (n && !(req->entries = calloc(n, sizeof *req->entries))) {
+    e2b_err_set(err, E2B_ERR_UNAVAILABLE, req->op, "out of memory");
+    return -1;
+  }
+  for (size_t i = 0; i < n; i++) {
+    e2b_entry *e = &req->entries[req->entry_count];
+    if (e2b_parse_entry(json_array_get(list, i), e) != 0) {
+      e2b_err_set(err, E2B_ERR_PROTOCOL, req->op, "entry %zu is malformed", i);
+      return -1;
+    }
+    req->entry_count++;
+    /* Entries of unspecified type carry nothing a caller can use (the SDK skips them too). */
+    if (strcmp(e->type, "unknown") == 0) e2b_entry_clear(&req->entries[--req->entry_count]);
+  }
+  return 0;
+}
+
+static int parse_nothing(e2b_req *req, json_t *body, e2b_error *err) { return 0; }
+
+static e2b_req *path_rpc(e2b_sbx *sbx, const char *op, const char *method, const char *path,
+                         const char *user, req_parse_fn parse, e2b_error *err) {
+  e2b_error_clear(err);
+  if (!sbx) {
+    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "sandbox handle is required");
+    return NULL;
+  }
+  if (check_text(path, "path", op, 1, err) || check_text(user, "user", op, 0, err)) return NULL;
+  json_t *body = json_object();
+  json_object_set_new(body, "path", json_string(path));
+  e2b_req *req;
+  start_fs_rpc(sbx, op, method, user, body, parse, &req, err);
+  return req;
+}
+
+e2b_req *e2b_fs_stat(e2b_sbx *sbx, const char *path, const char *user, e2b_error *err) {
+  return path_rpc(sbx, "files.stat", "/filesystem.Filesystem/Stat", path, user, parse_entry_field, err);
+}
+
+e2b_req *e2b_fs_mkdir(e2b_sbx *sbx, const char *path, const char *user, e2b_error *err) {
+  return path_rpc(sbx, "files.mkdir", "/filesystem.Filesystem/MakeDir", path, user,
+                  parse_entry_field, err);
+}
+
+e2b_req *e2b_fs_remove(e2b_sbx *sbx, const char *path, const char *user, e2b_error *err) {
+  return path_rpc(sbx, "files.remove", "/filesystem.Filesystem/Remove", path, user, parse_nothing,
+                  err);
+}
+
+e2b_req *e2b_fs_list(e2b_sbx *sbx, const char *path, unsigned depth, const char *user,
+                     e2b_error *err) {
+  const char *op = "files.list";
+  e2b_error_clear(err);
+  if (!sbx) {
+    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "sandbox handle is required");
+    return NULL;
+  }
+  if (depth < 1) {
+    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "depth must be at least 1");
+    return NULL;
+  }
+  if (check_text(path, "path", op, 1, err) || check_text(user, "user", op, 0, err)) return NULL;
+  json_t *body = json_object();
+  json_object_set_new(body, "path", json_string(path));
+  json_object_set_new(body, "depth", json_integer(depth));
+  e2b_req *req;
+  start_fs_rpc(sbx, op, "/filesystem.Filesystem/ListDir", user, body, parse_entries, &req, err);
+  return req;
+}
+
+e2b_req *e2b_fs_move(e2b_sbx *sbx, const char *from, const char *to, const char *user,
+                     e2b_error *err) {
+  const char *op = "files.rename";
+  e2b_error_clear(err);
+  if (!sbx) {
+    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "sandbox handle is required");
+    return NULL;
+  }
+  if (check_text(from, "from", op, 1, err) || check_text(to, "to", op, 1, err) ||
+      check_text(user, "user", op, 0, err))
+    return NULL;
+  json_t *body = json_object();
+  json_object_set_new(body, "source", json_string(from));
+  json_object_set_new(body, "destination", json_string(to));
+  e2b_req *req;
+  start_fs_rpc(sbx, op, "/filesystem.Filesystem/Move", user, body, parse_entry_field, &req, err);
+  return req;
+}
+
+const e2b_entry *e2b_req_entry(const e2b_req *req) { return req->entry_count ? &req->entries[0] : NULL; }
+size_t e2b_req_entry_count(const e2b_req *req) { return req->entry_count; }
+const e2b_entry *e2b_req_entry_at(const e2b_req *req, size_t i) {
+  return i < req->entry_count ? &req->entries[i] : NULL;
+}
+
+/* ---- /files ---- */
+
+/* "/files?path=<p>[&username=<u>]" */
+static char *files_query(const char *path, const char *user) {
+  char *p = e2b_url_escape(path), *u = user ? e2b_url_escape(user) : NULL;
+  char *out = NULL;
+  if (p && (!user || u)) {
+    size_t n = strlen(p) + (u ? strlen(u) : 0) + 32;
+    if ((out = malloc(n)))
+      snprintf(out, n, "/files?path=%s%s%s", p, u ? "&username=" : "", u ? u : "");
+  }
+  free(p);
+  free(u);
+  return out;
+}
+
+static e2b_req *files_req(e2b_sbx *sbx, const char *op, const char *path, const char *user,
+                          e2b_error *err) {
+  e2b_error_clear(err);
+  if (!sbx) {
+    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "sandbox handle is required");
+    return NULL;
+  }
+  if (check_text(path, "path", op, 1, err) || check_text(user, "user", op, 0, err)) return NULL;
+  e2b_req *req = e2b_req_new(sbx->client->loop, op, err);
+  if (!req) return NULL;
+  char *pq = files_query(path, user);
+  if (!pq || e2b_sbx_prepare_envd(sbx, req, pq, err) != 0) {
+    free(pq);
+    if (err->code == E2B_OK) e2b_err_set(err, E2B_ERR_UNAVAILABLE, op, "out of memory");
+    e2b_req_free(req);
+    return NULL;
+  }
+  free(pq);
+  req->error_style = ERR_ENVD_HTTP;
+  curl_easy_setopt(req->easy, CURLOPT_CONNECTTIMEOUT_MS, sbx->client->request_timeout_ms);
+  return req;
+}
+
+e2b_req *e2b_file_read(e2b_sbx *sbx, const char *path, const char *user, int64_t offset,
+                       e2b_error *err) {
+  if (offset < 0) {
+    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, "files.read", "offset must not be negative");
+    return NULL;
+  }
+  e2b_req *req = files_req(sbx, "files.read", path, user, err);
+  if (!req) return NULL;
+  req->mode = BODY_CHUNKS;
+  if (offset > 0) {
+    char range[48];
+    snprintf(range, sizeof range, "%lld-", (long long)offset);
+    curl_easy_setopt(req->easy, CURLOPT_RANGE, range);
+  }
+  return e2b_req_start(req, err) == 0 ? req : NULL;
+}
+
+static int parse_written(e2b_req *req, json_t *body, e2b_error *err) {
+  json_t *first = json_array_get(body, 0);
+  const char *path = e2b_json_str(first, "path", NULL);
+  if (!path) {
+    e2b_err_set(err, E2B_ERR_PROTOCOL, req->op, "upload answered without the written path");
+    return -1;
+  }
+  if (!(req->written_path = strdup(path))) {
+    e2b_err_set(err, E2B_ERR_UNAVAILABLE, req->op, "out of memory");
+    return -1;
+  }
+  return 0;
+}
+
+e2b_req *e2b_file_write(e2b_sbx *sbx, const char *path, const char *user, e2b_error *err) {
+  e2b_req *req = files_req(sbx, "files.write", path, user, err);
+  if (!req) return NULL;
+  req->mode = BODY_BUFFER;
+  req->parse = parse_written;
+  /* One "file" part named by its path; size unknown, so the body is chunked
+   * and the content streams in from e2b_req_send. */
+  curl_mimepart *part;
+  if (!(req->mime = curl_mime_init(req->easy)) || !(part = curl_mime_addpart(req->mime)) ||
+      curl_mime_name(part, "file") != CURLE_OK || curl_mime_filename(part, path) != CURLE_OK ||
+      curl_mime_type(part, "application/octet-stream") != CURLE_OK ||
+      curl_mime_data_cb(part, -1, e2b_upload_read_cb, NULL, NULL, req) != CURLE_OK) {
+    e2b_err_set(err, E2B_ERR_UNAVAILABLE, req->op, "out of memory");
+    e2b_req_free(req);
+    return NULL;
+  }
+  curl_easy_setopt(req->easy, CURLOPT_MIMEPOST, req->mime);
+  return e2b_req_start(req, err) == 0 ? req : NULL;
+}
+
+const char *e2b_req_written_path(const e2b_req *req) { return req->written_path; }
+
+char *e2b_file_url(e2b_sbx *sbx, const char *path, const char *operation, const char *user,
+                   int64_t expires_unix, e2b_error *err) {
+  const char *op = "files.url";
+  e2b_error_clear(err);
+  if (!sbx) {
+    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "sandbox handle is required");
+    return NULL;
+  }
+  if (!operation || (strcmp(operation, "read") != 0 && strcmp(operation, "write") != 0)) {
+    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "operation must be \"read\" or \"write\"");
+    return NULL;
+  }
+  if (check_text(path, "path", op, 0, err) || check_text(user, "user", op, 0, err)) return NULL;
+  if (!sbx->access_token) {
+    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op,
+                "signed URLs need a secure sandbox (created with secure = true)");
+    return NULL;
+  }
+  char sig[E2B_SIGNATURE_SIZE];
+  if (e2b_sign_file_url(path ? path : "", operation, user ? user : "", sbx->access_token,
+                        expires_unix, sig) != 0) {
+    e2b_err_set(err, E2B_ERR_UNAVAILABLE, op, "could not compute the signature");
+    return NULL;
+  }
+  char *pq = files_query(path ? path : "", user);
+  char *esig = e2b_url_escape(sig);
+  char *url = NULL;
+  if (pq && esig) {
+    size_t n = strlen(sbx->envd_url) + strlen(pq) + strlen(esig) + 64;
+    if ((url = malloc(n))) {
+      int len = snprintf(url, n, "%s%s&signature=%s", sbx->envd_url, pq, esig);
+      if (expires_unix > 0)
+        snprintf(url + len, n - (size_t)len, "&signature_expiration=%lld", (long long)expires_unix);
+    }
+  }
+  free(pq);
+  free(esig);
+  if (!url) e2b_err_set(err, E2B_ERR_UNAVAILABLE, op, "out of memory");
+  return url;
+}
+
+e2b_req *e2b_envd_health(e2b_sbx *sbx, e2b_error *err) {
+  const char *op = "health";
+  e2b_error_clear(err);
+  if (!sbx) {
+    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "sandbox handle is required");
+    return NULL;
+  }
+  e2b_req *req = e2b_req_new(sbx->client->loop, op, err);
+  if (!req) return NULL;
+  if (e2b_sbx_prepare_envd(sbx, req, "/health", err) != 0) {
+    e2b_req_free(req);
+    return NULL;
+  }
+  req->mode = BODY_BUFFER;
+  req->error_style = ERR_ENVD_HTTP;
+  curl_easy_setopt(req->easy, CURLOPT_TIMEOUT_MS, sbx->client->request_timeout_ms);
+  return e2b_req_start(req, err) == 0 ? req : NULL;
+}

@@ -1,0 +1,173 @@
+/* internal.h — libe2b's private structures, shared by its source files. */
+#ifndef E2B_INTERNAL_H
+#define E2B_INTERNAL_H
+
+#include "e2b.h"
+#include "codec.h"
+
+#include <curl/curl.h>
+#include <jansson.h>
+
+/* Limits that keep memory bounded whatever the peer sends. */
+#define E2B_MAX_JSON_BODY (16u << 20)     /* unary JSON responses */
+#define E2B_MAX_ENVELOPE (16u << 20)      /* one Connect stream message */
+#define E2B_STREAM_QUEUE_CAP (4u << 20)   /* queued stream bytes before the transfer pauses */
+#define E2B_UPLOAD_QUEUE_CAP (1u << 20)   /* queued upload bytes a producer should not exceed */
+#define E2B_DEFAULT_REQUEST_TIMEOUT_MS 60000L
+#define E2B_DEFAULT_SANDBOX_TIMEOUT_MS 300000L
+#define E2B_ENVD_PORT 49983
+
+struct e2b_loop {
+  int refs;
+  CURLM *multi;
+  int running;
+  e2b_req *dirty; /* requests that progressed since the last notification round */
+};
+
+struct e2b_client {
+  int refs;
+  e2b_loop *loop;
+  char *api_key;
+  char *domain;
+  char *api_url;
+  char *sandbox_url;
+  char *template_id;
+  char *user_agent;
+  long request_timeout_ms;
+};
+
+struct e2b_sbx {
+  int refs;
+  e2b_client *client;
+  char *sandbox_id;
+  char *access_token;
+  char *envd_url;
+};
+
+/* How a response body is handled. */
+typedef enum req_body_mode {
+  BODY_BUFFER,        /* collect (capped), parse at completion */
+  BODY_EVENTS,        /* Connect server stream of process events */
+  BODY_CHUNKS         /* raw bytes handed out as they arrive (file download) */
+} req_body_mode;
+
+/* How a non-2xx answer is turned into an e2b_error. */
+typedef enum req_error_style {
+  ERR_CONTROL,        /* control plane: {"code": int, "message"} */
+  ERR_ENVD_HTTP,      /* envd /files, /health: {"code": int, "message"} */
+  ERR_CONNECT         /* Connect RPC: {"code": "string", "message"} */
+} req_error_style;
+
+typedef struct queued {
+  struct queued *next;
+  e2b_proc_event ev;  /* data/status/error point into this allocation */
+  size_t len;         /* bytes counted against the queue */
+} queued;
+
+typedef struct growbuf {
+  char *data;
+  size_t len, cap;
+} growbuf;
+
+/* Called once with the full 2xx body of a BODY_BUFFER request. */
+typedef int (*req_parse_fn)(e2b_req *req, json_t *body, e2b_error *err);
+
+struct e2b_req {
+  e2b_loop *loop;
+  e2b_client *client;
+  e2b_sbx *sbx;
+  CURL *easy;
+  struct curl_slist *headers;
+  curl_mime *mime;
+  char curl_error[CURL_ERROR_SIZE];
+  char op[32];
+
+  req_body_mode mode;
+  req_error_style error_style;
+  req_parse_fn parse;
+  int ok_status_min, ok_status_max;
+
+  int added;          /* handle is in the multi */
+  int done;
+  int status;
+  long retry_after_ms;
+  e2b_error err;
+
+  growbuf request_body;
+  growbuf response_body; /* BUFFER bodies and error bodies */
+
+  /* streams */
+  e2b_envelope_decoder decoder;
+  int end_stream_seen;
+  int recv_paused;
+  queued *queue_head, *queue_tail;
+  size_t queued_bytes;
+  queued *current;     /* event or chunk last handed out; freed on the next call */
+
+  /* uploads */
+  growbuf send_buf;
+  size_t send_off;
+  int send_ended;
+  int send_paused;
+
+  /* results */
+  e2b_sandbox *sandboxes;
+  size_t sandbox_count;
+  char *next_token;
+  int resumed;
+  e2b_entry *entries;
+  size_t entry_count;
+  e2b_proc_info *procs;
+  size_t proc_count;
+  char *written_path;
+
+  e2b_notify_fn notify;
+  void *notify_ud;
+  int dirty;
+  e2b_req *dirty_next;
+};
+
+/* ---- error.c ---- */
+void e2b_err_set(e2b_error *err, e2b_code code, const char *op, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+int e2b_err_failed(const e2b_error *err);
+void e2b_err_from_curl(e2b_error *err, CURLcode rc, const char *op, const char *detail);
+void e2b_err_from_http(e2b_error *err, int status, req_error_style style, const char *op,
+                       const char *body, size_t body_len, long retry_after_ms);
+void e2b_err_from_connect(e2b_error *err, const char *connect_code, const char *message,
+                          const char *op);
+e2b_code e2b_code_from_connect(const char *connect_code);
+
+/* ---- loop.c: generic request machinery ---- */
+e2b_req *e2b_req_new(e2b_loop *loop, const char *op, e2b_error *err);
+int e2b_req_add_header(e2b_req *req, const char *name, const char *value, e2b_error *err);
+int e2b_req_start(e2b_req *req, e2b_error *err); /* adds to the multi; frees req on failure */
+void e2b_req_fail(e2b_req *req, const e2b_error *err);
+void e2b_req_mark_dirty(e2b_req *req);
+int e2b_growbuf_append(growbuf *b, const void *data, size_t len);
+void e2b_growbuf_free(growbuf *b);
+
+/* ---- client.c ---- */
+char *e2b_strdup0(const char *s); /* NULL-safe strdup */
+int e2b_client_prepare_control(e2b_client *c, e2b_req *req, const char *method, const char *path,
+                               json_t *body, e2b_error *err);
+int e2b_sbx_prepare_rpc(e2b_sbx *sbx, e2b_req *req, const char *method_path, const char *user,
+                        json_t *body, int stream, e2b_error *err);
+char *e2b_url_escape(const char *s);
+void e2b_client_retain(e2b_client *c);
+void e2b_sbx_retain(e2b_sbx *sbx);
+void e2b_loop_retain(e2b_loop *loop);
+
+/* ---- parse.c: JSON -> result structs ---- */
+int e2b_parse_sandbox(json_t *obj, e2b_sandbox *out);
+void e2b_sandbox_clear(e2b_sandbox *sb);
+int e2b_parse_entry(json_t *obj, e2b_entry *out);
+void e2b_entry_clear(e2b_entry *e);
+int e2b_parse_proc_info(json_t *obj, e2b_proc_info *out);
+void e2b_proc_info_clear(e2b_proc_info *p);
+/* Decodes one process event message into a queue node; *node NULL for keepalives. */
+int e2b_parse_proc_event(const char *json, size_t len, queued **node, e2b_error *err);
+const char *e2b_json_str(json_t *obj, const char *camel, const char *snake);
+int64_t e2b_json_int(json_t *obj, const char *camel, const char *snake, int64_t dflt);
+
+#endif

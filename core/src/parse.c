@@ -1,0 +1,303 @@
+/* parse.c — E2B JSON (control plane and proto3 canonical JSON) into the
+ * result structures of e2b.h. Parsers accept lowerCamelCase and proto field
+ * names, numbers or strings for 64-bit integers, and enum names or numbers,
+ * as proto3 JSON readers must. */
+#include "internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+const char *e2b_json_str(json_t *obj, const char *camel, const char *snake) {
+  json_t *v = json_object_get(obj, camel);
+  if (!v && snake) v = json_object_get(obj, snake);
+  return json_string_value(v);
+}
+
+int64_t e2b_json_int(json_t *obj, const char *camel, const char *snake, int64_t dflt) {
+  json_t *v = json_object_get(obj, camel);
+  if (!v && snake) v = json_object_get(obj, snake);
+  if (json_is_integer(v)) return (int64_t)json_integer_value(v);
+  if (json_is_real(v)) return (int64_t)json_real_value(v);
+  if (json_is_string(v)) {
+    char *end = NULL;
+    long long n = strtoll(json_string_value(v), &end, 10);
+    if (end && *end == 0) return (int64_t)n;
+  }
+  return dflt;
+}
+
+static int dup_field(char **out, json_t *obj, const char *camel, const char *snake) {
+  const char *s = e2b_json_str(obj, camel, snake);
+  *out = NULL;
+  if (!s) return 0;
+  *out = strdup(s);
+  return *out ? 0 : -1;
+}
+
+static int64_t time_field(json_t *obj, const char *camel, const char *snake) {
+  int64_t ms = 0;
+  const char *s = e2b_json_str(obj, camel, snake);
+  if (s && e2b_time_parse(s, &ms) == 0) return ms;
+  return 0;
+}
+
+static void map_clear(e2b_map *m) {
+  for (size_t i = 0; i < m->count; i++) {
+    free(m->keys[i]);
+    free(m->values[i]);
+  }
+  free(m->keys);
+  free(m->values);
+  memset(m, 0, sizeof *m);
+}
+
+static int parse_map(json_t *obj, e2b_map *out) {
+  memset(out, 0, sizeof *out);
+  if (!json_is_object(obj) || json_object_size(obj) == 0) return 0;
+  size_t n = json_object_size(obj);
+  out->keys = calloc(n, sizeof *out->keys);
+  out->values = calloc(n, sizeof *out->values);
+  if (!out->keys || !out->values) return -1;
+  const char *k;
+  json_t *v;
+  json_object_foreach(obj, k, v) {
+    if (!json_is_string(v)) continue;
+    out->keys[out->count] = strdup(k);
+    out->values[out->count] = strdup(json_string_value(v));
+    out->count++;
+    if (!out->keys[out->count - 1] || !out->values[out->count - 1]) return -1;
+  }
+  return 0;
+}
+
+void e2b_sandbox_clear(e2b_sandbox *sb) {
+  free(sb->sandbox_id);
+  free(sb->template_id);
+  free(sb->alias);
+  free(sb->client_id);
+  free(sb->envd_version);
+  if (sb->envd_access_token) memset(sb->envd_access_token, 0, strlen(sb->envd_access_token));
+  free(sb->envd_access_token);
+  free(sb->traffic_access_token);
+  free(sb->domain);
+  free(sb->on_timeout);
+  map_clear(&sb->metadata);
+  memset(sb, 0, sizeof *sb);
+}
+
+int e2b_parse_sandbox(json_t *obj, e2b_sandbox *out) {
+  memset(out, 0, sizeof *out);
+  out->auto_resume = -1;
+  if (!json_is_object(obj) || !e2b_json_str(obj, "sandboxID", NULL)) return -1;
+  if (dup_field(&out->sandbox_id, obj, "sandboxID", NULL) ||
+      dup_field(&out->template_id, obj, "templateID", NULL) ||
+      dup_field(&out->alias, obj, "alias", NULL) ||
+      dup_field(&out->client_id, obj, "clientID", NULL) ||
+      dup_field(&out->envd_version, obj, "envdVersion", NULL) ||
+      dup_field(&out->envd_access_token, obj, "envdAccessToken", NULL) ||
+      dup_field(&out->traffic_access_token, obj, "trafficAccessToken", NULL) ||
+      dup_field(&out->domain, obj, "domain", NULL))
+    goto fail;
+  const char *state = e2b_json_str(obj, "state", NULL);
+  out->state = !state                       ? E2B_STATE_UNKNOWN
+               : strcmp(state, "running") == 0 ? E2B_STATE_RUNNING
+               : strcmp(state, "paused") == 0  ? E2B_STATE_PAUSED
+                                               : E2B_STATE_UNKNOWN;
+  out->started_at_ms = time_field(obj, "startedAt", NULL);
+  out->end_at_ms = time_field(obj, "endAt", NULL);
+  out->cpu_count = (int)e2b_json_int(obj, "cpuCount", NULL, 0);
+  out->memory_mb = (int)e2b_json_int(obj, "memoryMB", NULL, 0);
+  out->disk_size_mb = (int)e2b_json_int(obj, "diskSizeMB", NULL, 0);
+  json_t *lifecycle = json_object_get(obj, "lifecycle");
+  if (json_is_object(lifecycle)) {
+    if (dup_field(&out->on_timeout, lifecycle, "onTimeout", NULL)) goto fail;
+    json_t *ar = json_object_get(lifecycle, "autoResume");
+    if (json_is_boolean(ar)) out->auto_resume = json_is_true(ar);
+  }
+  if (parse_map(json_object_get(obj, "metadata"), &out->metadata) != 0) goto fail;
+  return 0;
+fail:
+  e2b_sandbox_clear(out);
+  return -1;
+}
+
+/* ---- filesystem entries ---- */
+
+void e2b_entry_clear(e2b_entry *e) {
+  free(e->name);
+  free(e->path);
+  free(e->permissions);
+  free(e->owner);
+  free(e->group);
+  free(e->symlink_target);
+  memset(e, 0, sizeof *e);
+}
+
+static const char *entry_type(json_t *v) {
+  if (json_is_string(v)) {
+    const char *s = json_string_value(v);
+    if (strcmp(s, "FILE_TYPE_FILE") == 0) return "file";
+    if (strcmp(s, "FILE_TYPE_DIRECTORY") == 0) return "dir";
+    if (strcmp(s, "FILE_TYPE_SYMLINK") == 0) return "symlink";
+  } else if (json_is_integer(v)) {
+    switch (json_integer_value(v)) {
+    case 1: return "file";
+    case 2: return "dir";
+    case 3: return "symlink";
+    default: break;
+    }
+  }
+  return "unknown";
+}
+
+int e2b_parse_entry(json_t *obj, e2b_entry *out) {
+  memset(out, 0, sizeof *out);
+  if (!json_is_object(obj)) return -1;
+  if (dup_field(&out->name, obj, "name", NULL) || dup_field(&out->path, obj, "path", NULL) ||
+      dup_field(&out->permissions, obj, "permissions", NULL) ||
+      dup_field(&out->owner, obj, "owner", NULL) || dup_field(&out->group, obj, "group", NULL) ||
+      dup_field(&out->symlink_target, obj, "symlinkTarget", "symlink_target"))
+    goto fail;
+  out->type = entry_type(json_object_get(obj, "type"));
+  out->size = e2b_json_int(obj, "size", NULL, 0);
+  out->mode = (uint32_t)e2b_json_int(obj, "mode", NULL, 0);
+  out->modified_at_ms = time_field(obj, "modifiedTime", "modified_time");
+  return 0;
+fail:
+  e2b_entry_clear(out);
+  return -1;
+}
+
+/* ---- processes ---- */
+
+void e2b_proc_info_clear(e2b_proc_info *p) {
+  free(p->tag);
+  free(p->cmd);
+  for (size_t i = 0; i < p->arg_count; i++) free(p->args[i]);
+  free(p->args);
+  free(p->cwd);
+  memset(p, 0, sizeof *p);
+}
+
+int e2b_parse_proc_info(json_t *obj, e2b_proc_info *out) {
+  memset(out, 0, sizeof *out);
+  if (!json_is_object(obj)) return -1;
+  json_t *config = json_object_get(obj, "config");
+  out->pid = (uint32_t)e2b_json_int(obj, "pid", NULL, 0);
+  if (dup_field(&out->tag, obj, "tag", NULL) || dup_field(&out->cmd, config, "cmd", NULL) ||
+      dup_field(&out->cwd, config, "cwd", NULL))
+    goto fail;
+  json_t *args = json_object_get(config, "args");
+  if (json_is_array(args) && json_array_size(args) > 0) {
+    out->args = calloc(json_array_size(args), sizeof *out->args);
+    if (!out->args) goto fail;
+    size_t i;
+    json_t *a;
+    json_array_foreach(args, i, a) {
+      if (!json_is_string(a)) continue;
+      if (!(out->args[out->arg_count] = strdup(json_string_value(a)))) goto fail;
+      out->arg_count++;
+    }
+  }
+  return 0;
+fail:
+  e2b_proc_info_clear(out);
+  return -1;
+}
+
+/* One allocation holds the node, the decoded bytes and the strings, so a
+ * consumer frees an event with one free(). */
+static queued *new_node(size_t extra) {
+  queued *q = calloc(1, sizeof *q + extra + 1);
+  return q;
+}
+
+static int data_event(json_t *data, queued **node, e2b_error *err) {
+  static const struct {
+    const char *name;
+    e2b_event_type type;
+  } streams[] = {{"stdout", E2B_EVENT_STDOUT}, {"stderr", E2B_EVENT_STDERR}, {"pty", E2B_EVENT_PTY}};
+  for (size_t i = 0; i < 3; i++) {
+    json_t *v = json_object_get(data, streams[i].name);
+    if (!v) continue;
+    const char *text = json_string_value(v);
+    if (!text) break;
+    size_t tlen = json_string_length(v);
+    queued *q = new_node(tlen / 4 * 3 + 3);
+    if (!q) {
+      e2b_err_set(err, E2B_ERR_UNAVAILABLE, NULL, "out of memory");
+      return -1;
+    }
+    uint8_t *bytes = (uint8_t *)(q + 1);
+    size_t n = 0;
+    if (e2b_b64_decode(text, tlen, bytes, &n) != 0) {
+      free(q);
+      break;
+    }
+    q->ev.type = streams[i].type;
+    q->ev.data = bytes;
+    q->ev.len = n;
+    q->len = n;
+    *node = q;
+    return 0;
+  }
+  e2b_err_set(err, E2B_ERR_PROTOCOL, NULL, "data event without valid stdout, stderr or pty bytes");
+  return -1;
+}
+
+static int end_event(json_t *end, queued **node, e2b_error *err) {
+  const char *status = e2b_json_str(end, "status", NULL);
+  const char *error = e2b_json_str(end, "error", NULL);
+  size_t sl = status ? strlen(status) + 1 : 0, el = error ? strlen(error) + 1 : 0;
+  queued *q = new_node(sl + el);
+  if (!q) {
+    e2b_err_set(err, E2B_ERR_UNAVAILABLE, NULL, "out of memory");
+    return -1;
+  }
+  char *p = (char *)(q + 1);
+  q->ev.type = E2B_EVENT_END;
+  q->ev.exit_code = (int)e2b_json_int(end, "exitCode", "exit_code", 0);
+  q->ev.exited = json_is_true(json_object_get(end, "exited"));
+  if (status) {
+    memcpy(p, status, sl);
+    q->ev.status = p;
+    p += sl;
+  }
+  if (error) {
+    memcpy(p, error, el);
+    q->ev.error = p;
+  }
+  *node = q;
+  return 0;
+}
+
+int e2b_parse_proc_event(const char *json, size_t len, queued **node, e2b_error *err) {
+  *node = NULL;
+  json_t *root = json_loadb(json, len, 0, NULL);
+  json_t *event = json_object_get(root, "event");
+  int rc = 0;
+  json_t *v;
+  if (!json_is_object(event)) {
+    e2b_err_set(err, E2B_ERR_PROTOCOL, NULL, "stream message without an event");
+    rc = -1;
+  } else if ((v = json_object_get(event, "start"))) {
+    queued *q = new_node(0);
+    if (!q) {
+      e2b_err_set(err, E2B_ERR_UNAVAILABLE, NULL, "out of memory");
+      rc = -1;
+    } else {
+      q->ev.type = E2B_EVENT_START;
+      q->ev.pid = (uint32_t)e2b_json_int(v, "pid", NULL, 0);
+      *node = q;
+    }
+  } else if ((v = json_object_get(event, "data"))) {
+    rc = data_event(v, node, err);
+  } else if ((v = json_object_get(event, "end"))) {
+    rc = end_event(v, node, err);
+  } else if (!json_object_get(event, "keepalive")) {
+    e2b_err_set(err, E2B_ERR_PROTOCOL, NULL, "unknown process event");
+    rc = -1;
+  }
+  json_decref(root);
+  return rc;
+}

@@ -1,0 +1,286 @@
+/* process.c — envd's process.Process service over Connect with the JSON codec. */
+#include "internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int need_sbx(e2b_sbx *sbx, const char *op, e2b_error *err) {
+  e2b_error_clear(err);
+  if (!sbx) {
+    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "sandbox handle is required");
+    return -1;
+  }
+  return 0;
+}
+
+/* Starts an RPC whose body is `body` (consumed). */
+static e2b_req *rpc(e2b_sbx *sbx, const char *op, const char *method_path, const char *user,
+                    json_t *body, int stream, req_parse_fn parse, e2b_error *err) {
+  if (!body) {
+    e2b_err_set(err, E2B_ERR_UNAVAILABLE, op, "out of memory");
+    return NULL;
+  }
+  e2b_req *req = e2b_req_new(sbx->client->loop, op, err);
+  if (!req) {
+    json_decref(body);
+    return NULL;
+  }
+  req->mode = stream ? BODY_EVENTS : BODY_BUFFER;
+  req->parse = parse;
+  int rc = e2b_sbx_prepare_rpc(sbx, req, method_path, user, body, stream, err);
+  json_decref(body);
+  if (rc != 0) {
+    e2b_req_free(req);
+    return NULL;
+  }
+  return e2b_req_start(req, err) == 0 ? req : NULL;
+}
+
+static int add_stream_headers(e2b_req *req, long keepalive_s, long timeout_ms, e2b_error *err) {
+  char v[32];
+  snprintf(v, sizeof v, "%ld", keepalive_s > 0 ? keepalive_s : 50);
+  if (e2b_req_add_header(req, "Keepalive-Ping-Interval", v, err) != 0) return -1;
+  if (timeout_ms > 0) {
+    snprintf(v, sizeof v, "%ld", timeout_ms);
+    if (e2b_req_add_header(req, "Connect-Timeout-Ms", v, err) != 0) return -1;
+  }
+  return 0;
+}
+
+static json_t *selector(uint32_t pid, const char *tag) {
+  json_t *sel = json_object();
+  if (tag)
+    json_object_set_new(sel, "tag", json_string(tag));
+  else
+    json_object_set_new(sel, "pid", json_integer(pid));
+  return sel;
+}
+
+static e2b_req *stream_rpc(e2b_sbx *sbx, const char *op, const char *method_path, const char *user,
+                           json_t *body, long keepalive_s, long timeout_ms, e2b_error *err) {
+  /* Stream headers must be added before the transfer starts, so build by hand. */
+  e2b_req *req = e2b_req_new(sbx->client->loop, op, err);
+  if (!req) {
+    json_decref(body);
+    return NULL;
+  }
+  int rc = !body ? -1 : e2b_sbx_prepare_rpc(sbx, req, method_path, user, body, 1, err);
+  json_decref(body);
+  if (rc == 0) rc = add_stream_headers(req, keepalive_s, timeout_ms, err);
+  if (rc != 0) {
+    if (err->code == E2B_OK) e2b_err_set(err, E2B_ERR_UNAVAILABLE, op, "out of memory");
+    e2b_req_free(req);
+    return NULL;
+  }
+  return e2b_req_start(req, err) == 0 ? req : NULL;
+}
+
+/* proto3 strings must be UTF-8; bytes that are not belong in stdin or a file. */
+static int utf8_field(const char *s, const char *op, e2b_error *err, const char *fmt, size_t i) {
+  if (!s || e2b_utf8_valid(s, strlen(s))) return 0;
+  char field[64];
+  snprintf(field, sizeof field, fmt, i);
+  e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "%s is not valid UTF-8", field);
+  return -1;
+}
+
+static int validate_proc_opts(const e2b_proc_opts *o, e2b_error *err) {
+  const char *op = "process.start";
+  if (!o || !o->cmd || !*o->cmd) {
+    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "cmd is required");
+    return -1;
+  }
+  if (utf8_field(o->cmd, op, err, "cmd", 0) || utf8_field(o->cwd, op, err, "cwd", 0) ||
+      utf8_field(o->user, op, err, "user", 0) || utf8_field(o->tag, op, err, "tag", 0))
+    return -1;
+  for (size_t i = 0; i < o->arg_count; i++) {
+    if (!o->args || !o->args[i]) {
+      e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "args[%zu] is missing", i + 1);
+      return -1;
+    }
+    if (utf8_field(o->args[i], op, err, "args[%zu]", i + 1)) return -1;
+  }
+  for (size_t i = 0; i < o->env_count; i++) {
+    if (!o->env || !o->env[i].key || !*o->env[i].key || !o->env[i].value ||
+        strchr(o->env[i].key, '=')) {
+      e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op,
+                  "env: names must be non-empty, without '=', and have a value");
+      return -1;
+    }
+    if (utf8_field(o->env[i].key, op, err, "env name %zu", i + 1) ||
+        utf8_field(o->env[i].value, op, err, "env value %zu", i + 1))
+      return -1;
+  }
+  if (o->timeout_ms < 0 || o->keepalive_s < 0) {
+    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "%s must not be negative",
+                o->timeout_ms < 0 ? "timeout_ms" : "keepalive_s");
+    return -1;
+  }
+  if ((o->pty_cols == 0) != (o->pty_rows == 0)) {
+    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "pty needs both cols and rows");
+    return -1;
+  }
+  return 0;
+}
+
+e2b_req *e2b_proc_start(e2b_sbx *sbx, const e2b_proc_opts *o, e2b_error *err) {
+  if (need_sbx(sbx, "process.start", err) || validate_proc_opts(o, err)) return NULL;
+  json_t *process = json_object(), *args = json_array(), *body = json_object();
+  if (!process || !args || !body) {
+    json_decref(process);
+    json_decref(args);
+    json_decref(body);
+    e2b_err_set(err, E2B_ERR_UNAVAILABLE, "process.start", "out of memory");
+    return NULL;
+  }
+  json_object_set_new(process, "cmd", json_string(o->cmd));
+  for (size_t i = 0; i < o->arg_count; i++) json_array_append_new(args, json_stringn(o->args[i], strlen(o->args[i])));
+  json_object_set_new(process, "args", args);
+  if (o->env_count) {
+    json_t *envs = json_object();
+    for (size_t i = 0; i < o->env_count; i++) json_object_set_new(envs, o->env[i].key, json_string(o->env[i].value));
+    json_object_set_new(process, "envs", envs);
+  }
+  if (o->cwd) json_object_set_new(process, "cwd", json_string(o->cwd));
+  json_object_set_new(body, "process", process);
+  if (o->pty_cols) {
+    json_t *size = json_object(), *pty = json_object();
+    json_object_set_new(size, "cols", json_integer(o->pty_cols));
+    json_object_set_new(size, "rows", json_integer(o->pty_rows));
+    json_object_set_new(pty, "size", size);
+    json_object_set_new(body, "pty", pty);
+  } else {
+    json_object_set_new(body, "stdin", json_boolean(o->stdin_open));
+  }
+  if (o->tag) json_object_set_new(body, "tag", json_string(o->tag));
+  return stream_rpc(sbx, "process.start", "/process.Process/Start", o->user, body, o->keepalive_s,
+                    o->timeout_ms, err);
+}
+
+e2b_req *e2b_proc_connect(e2b_sbx *sbx, uint32_t pid, const char *tag, long keepalive_s,
+                          e2b_error *err) {
+  if (need_sbx(sbx, "process.connect", err)) return NULL;
+  if (!tag && pid == 0) {
+    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, "process.connect", "pid or tag is required");
+    return NULL;
+  }
+  json_t *body = json_object();
+  if (body) json_object_set_new(body, "process", selector(pid, tag));
+  return stream_rpc(sbx, "process.connect", "/process.Process/Connect", NULL, body, keepalive_s, 0,
+                    err);
+}
+
+static int parse_nothing(e2b_req *req, json_t *body, e2b_error *err) { return 0; }
+
+static int need_pid(uint32_t pid, const char *op, e2b_error *err) {
+  if (pid == 0) {
+    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "pid is required");
+    return -1;
+  }
+  return 0;
+}
+
+e2b_req *e2b_proc_send_input(e2b_sbx *sbx, uint32_t pid, const void *data, size_t len, int pty,
+                             e2b_error *err) {
+  const char *op = "process.send_input";
+  if (need_sbx(sbx, op, err) || need_pid(pid, op, err)) return NULL;
+  if (len && !data) {
+    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "data is required");
+    return NULL;
+  }
+  char *b64 = e2b_b64_encode_alloc(data ? data : "", len);
+  json_t *input = json_object(), *body = json_object();
+  if (!b64 || !input || !body) {
+    free(b64);
+    json_decref(input);
+    json_decref(body);
+    e2b_err_set(err, E2B_ERR_UNAVAILABLE, op, "out of memory");
+    return NULL;
+  }
+  json_object_set_new(input, pty ? "pty" : "stdin", json_string(b64));
+  free(b64);
+  json_object_set_new(body, "process", selector(pid, NULL));
+  json_object_set_new(body, "input", input);
+  return rpc(sbx, op, "/process.Process/SendInput", NULL, body, 0, parse_nothing, err);
+}
+
+static json_t *pid_body(uint32_t pid) {
+  json_t *body = json_object();
+  if (body) json_object_set_new(body, "process", selector(pid, NULL));
+  return body;
+}
+
+e2b_req *e2b_proc_close_stdin(e2b_sbx *sbx, uint32_t pid, e2b_error *err) {
+  const char *op = "process.close_stdin";
+  if (need_sbx(sbx, op, err) || need_pid(pid, op, err)) return NULL;
+  return rpc(sbx, op, "/process.Process/CloseStdin", NULL, pid_body(pid), 0, parse_nothing, err);
+}
+
+e2b_req *e2b_proc_signal(e2b_sbx *sbx, uint32_t pid, int signo, e2b_error *err) {
+  const char *op = "process.signal";
+  if (need_sbx(sbx, op, err) || need_pid(pid, op, err)) return NULL;
+  if (signo <= 0 || signo > 64) {
+    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "signal %d is not a signal number", signo);
+    return NULL;
+  }
+  json_t *body = pid_body(pid);
+  if (body) {
+    /* The proto names SIGKILL and SIGTERM; others travel as numbers. */
+    if (signo == 9)
+      json_object_set_new(body, "signal", json_string("SIGNAL_SIGKILL"));
+    else if (signo == 15)
+      json_object_set_new(body, "signal", json_string("SIGNAL_SIGTERM"));
+    else
+      json_object_set_new(body, "signal", json_integer(signo));
+  }
+  return rpc(sbx, op, "/process.Process/SendSignal", NULL, body, 0, parse_nothing, err);
+}
+
+e2b_req *e2b_proc_resize(e2b_sbx *sbx, uint32_t pid, unsigned cols, unsigned rows, e2b_error *err) {
+  const char *op = "process.resize";
+  if (need_sbx(sbx, op, err) || need_pid(pid, op, err)) return NULL;
+  if (cols == 0 || rows == 0) {
+    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "cols and rows must be positive");
+    return NULL;
+  }
+  json_t *body = pid_body(pid), *size = json_object(), *pty = json_object();
+  json_object_set_new(size, "cols", json_integer(cols));
+  json_object_set_new(size, "rows", json_integer(rows));
+  json_object_set_new(pty, "size", size);
+  if (body) json_object_set_new(body, "pty", pty);
+  else json_decref(pty);
+  return rpc(sbx, op, "/process.Process/Update", NULL, body, 0, parse_nothing, err);
+}
+
+static int parse_proc_list(e2b_req *req, json_t *body, e2b_error *err) {
+  json_t *list = json_object_get(body, "processes");
+  if (body && !json_is_object(body)) {
+    e2b_err_set(err, E2B_ERR_PROTOCOL, req->op, "response is not an object");
+    return -1;
+  }
+  size_t n = json_array_size(list);
+  if (n && !(req->procs = calloc(n, sizeof *req->procs))) {
+    e2b_err_set(err, E2B_ERR_UNAVAILABLE, req->op, "out of memory");
+    return -1;
+  }
+  for (size_t i = 0; i < n; i++) {
+    if (e2b_parse_proc_info(json_array_get(list, i), &req->procs[req->proc_count]) != 0) {
+      e2b_err_set(err, E2B_ERR_PROTOCOL, req->op, "process %zu is malformed", i);
+      return -1;
+    }
+    req->proc_count++;
+  }
+  return 0;
+}
+
+e2b_req *e2b_proc_list(e2b_sbx *sbx, e2b_error *err) {
+  const char *op = "process.list";
+  if (need_sbx(sbx, op, err)) return NULL;
+  return rpc(sbx, op, "/process.Process/List", NULL, json_object(), 0, parse_proc_list, err);
+}
+
+size_t e2b_req_proc_count(const e2b_req *req) { return req->proc_count; }
+const e2b_proc_info *e2b_req_proc_at(const e2b_req *req, size_t i) {
+  return i < req->proc_count ? &req->procs[i] : NULL;
+}
