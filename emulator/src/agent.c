@@ -1,0 +1,324 @@
+/* agent.c — main loop of the in-sandbox agent: spawn, signal, reap, file ops. */
+#define _GNU_SOURCE
+#include "agent.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
+#include <pty.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "ipc.h"
+#include "log.h"
+#include "util.h"
+
+extern char **environ;
+
+static int g_sock = -1;
+static int g_isolated = 1;
+
+/* Pids we spawned on request: only their exits are reported. */
+static pid_t *g_tracked;
+static size_t g_ntracked, g_captracked;
+
+static void track(pid_t pid) {
+  if (g_ntracked == g_captracked) {
+    g_captracked = g_captracked ? g_captracked * 2 : 64;
+    g_tracked = xrealloc(g_tracked, g_captracked * sizeof *g_tracked);
+  }
+  g_tracked[g_ntracked++] = pid;
+}
+
+static int untrack(pid_t pid) {
+  for (size_t i = 0; i < g_ntracked; i++) {
+    if (g_tracked[i] != pid) continue;
+    g_tracked[i] = g_tracked[--g_ntracked];
+    return 1;
+  }
+  return 0;
+}
+
+static char **str_array(json_t *arr) {
+  size_t n = json_array_size(arr);
+  char **v = xcalloc(n + 1, sizeof *v);
+  for (size_t i = 0; i < n; i++) {
+    const char *s = json_string_value(json_array_get(arr, i));
+    v[i] = xstrdup(s ? s : "");
+  }
+  return v;
+}
+
+static void free_str_array(char **v) {
+  for (char **p = v; p && *p; p++) free(*p);
+  free(v);
+}
+
+/* Runs in the forked child; reports the failing errno through errfd. */
+static void child_exec(json_t *req, char **argv, char **envp, int in, int out, int err_fd,
+                       int is_pty, int errfd) {
+  sigset_t all;
+  sigemptyset(&all);
+  sigprocmask(SIG_SETMASK, &all, NULL);
+  for (int s = 1; s < NSIG; s++) signal(s, SIG_DFL);
+  setsid();
+  if (is_pty) ioctl(in, TIOCSCTTY, 0);
+  if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(err_fd, 2) < 0) goto fail;
+  /* errfd is CLOEXEC; nothing else above 2 may leak into the command. */
+  if (errfd > 3) close_range(3, (unsigned)errfd - 1, 0);
+  close_range((unsigned)errfd + 1, ~0u, 0);
+  const char *cwd = json_string_value(json_object_get(req, "cwd"));
+  if (cwd && *cwd) {
+    char *real = afs_to_real(cwd);
+    if (chdir(real) != 0) goto fail;
+  }
+  gid_t gid = (gid_t)json_integer_value(json_object_get(req, "gid"));
+  uid_t uid = (uid_t)json_integer_value(json_object_get(req, "uid"));
+  if (setgroups(1, &gid) != 0 || setgid(gid) != 0 || setuid(uid) != 0) goto fail;
+  umask(022);
+  environ = envp; /* execvp searches the command's own PATH */
+  execvp(argv[0], argv);
+fail:;
+  int e = errno;
+  if (write(errfd, &e, sizeof e) < 0) _exit(126);
+  _exit(127);
+}
+
+static void close_pair(int p[2]) {
+  if (p[0] >= 0) close(p[0]);
+  if (p[1] >= 0) close(p[1]);
+}
+
+static void handle_spawn(const ipc_msg *m) {
+  json_t *req = m->body;
+  char **argv = str_array(json_object_get(req, "argv"));
+  char **envp = str_array(json_object_get(req, "env"));
+  json_t *pty = json_object_get(req, "pty");
+  int want_stdin = json_is_true(json_object_get(req, "stdin"));
+  int in[2] = {-1, -1}, out[2] = {-1, -1}, er[2] = {-1, -1}, ep[2] = {-1, -1};
+  int master = -1, slave = -1, err = 0;
+  if (!argv[0] || !*argv[0]) {
+    err = EINVAL;
+    goto done;
+  }
+  if (pty) {
+    struct winsize ws = {.ws_col = (unsigned short)json_integer_value(json_object_get(pty, "cols")),
+                         .ws_row = (unsigned short)json_integer_value(json_object_get(pty, "rows"))};
+    if (openpty(&master, &slave, NULL, NULL, &ws) != 0) err = errno;
+    if (!err) set_cloexec(master, 1);
+  } else {
+    if (pipe2(out, O_CLOEXEC) != 0 || pipe2(er, O_CLOEXEC) != 0) err = errno;
+    if (!err && want_stdin && pipe2(in, O_CLOEXEC) != 0) err = errno;
+    if (!err && !want_stdin && (in[0] = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0) err = errno;
+  }
+  if (!err && pipe2(ep, O_CLOEXEC) != 0) err = errno;
+  if (err) goto done;
+  pid_t pid = fork();
+  if (pid < 0) {
+    err = errno;
+    goto done;
+  }
+  if (pid == 0) {
+    close(ep[0]);
+    if (pty) child_exec(req, argv, envp, slave, slave, slave, 1, ep[1]);
+    child_exec(req, argv, envp, in[0], out[1], er[1], 0, ep[1]);
+  }
+  close(ep[1]);
+  ep[1] = -1;
+  int child_err = 0;
+  ssize_t r;
+  do {
+    r = read(ep[0], &child_err, sizeof child_err);
+  } while (r < 0 && errno == EINTR);
+  if (r > 0) {
+    /* exec failed: the child exits at once; reap it here, it is not tracked */
+    waitpid(pid, NULL, 0);
+    err = child_err ? child_err : ENOEXEC;
+    goto done;
+  }
+  track(pid);
+  int fds[3], nfds = 0;
+  if (pty) {
+    fds[nfds++] = master;
+  } else {
+    fds[nfds++] = out[0];
+    fds[nfds++] = er[0];
+    if (want_stdin) fds[nfds++] = in[1];
+  }
+  json_t *body = json_pack("{s:i}", "pid", (int)pid);
+  ipc_send(g_sock, IPC_REPLY, m->id, 0, body, fds, nfds);
+  json_decref(body);
+done:
+  if (err) {
+    json_t *msg = json_pack("{s:s}", "message", strerror(err));
+    ipc_send(g_sock, IPC_REPLY, m->id, err, msg, NULL, 0);
+    json_decref(msg);
+  }
+  close_pair(in);
+  close_pair(out);
+  close_pair(er);
+  close_pair(ep);
+  if (master >= 0) close(master);
+  if (slave >= 0) close(slave);
+  free_str_array(argv);
+  free_str_array(envp);
+}
+
+static void handle_signal(const ipc_msg *m) {
+  pid_t pid = (pid_t)json_integer_value(json_object_get(m->body, "pid"));
+  int sig = (int)json_integer_value(json_object_get(m->body, "sig"));
+  int err = 0;
+  int known = 0;
+  for (size_t i = 0; i < g_ntracked; i++) known |= g_tracked[i] == pid;
+  if (!known || pid <= 1)
+    err = ESRCH;
+  else if (kill(-pid, sig) != 0 && kill(pid, sig) != 0)
+    err = errno; /* the command may have left its own process group */
+  ipc_send(g_sock, IPC_REPLY, m->id, err, NULL, NULL, 0);
+}
+
+static void handle_fs(const ipc_msg *m) {
+  json_t *out = NULL;
+  int fd = -1, err;
+  switch (m->type) {
+  case IPC_STAT: err = afs_stat(m->body, &out); break;
+  case IPC_LISTDIR: err = afs_listdir(m->body, &out); break;
+  case IPC_MKDIR: err = afs_mkdir(m->body, &out); break;
+  case IPC_MOVE: err = afs_move(m->body, &out); break;
+  case IPC_REMOVE: err = afs_remove(m->body, &out); break;
+  case IPC_OPEN_READ: err = afs_open_read(m->body, &out, &fd); break;
+  case IPC_OPEN_WRITE: err = afs_open_write(m->body, &out, &fd); break;
+  default: err = ENOSYS; break;
+  }
+  if (err && !out) out = json_pack("{s:s}", "message", strerror(err));
+  int rc = ipc_send(g_sock, IPC_REPLY, m->id, err, out, &fd, fd >= 0 ? 1 : 0);
+  if (rc == -EMSGSIZE) ipc_send(g_sock, IPC_REPLY, m->id, E2BIG, NULL, NULL, 0);
+  json_decref(out);
+  if (fd >= 0) close(fd);
+}
+
+static void reap(void) {
+  int status;
+  pid_t pid;
+  while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+    if (!untrack(pid)) continue; /* an orphan we inherited as init/subreaper */
+    json_t *body = json_pack("{s:i, s:i}", "pid", (int)pid, "status", status);
+    ipc_send(g_sock, IPC_EXIT, 0, 0, body, NULL, 0);
+    json_decref(body);
+  }
+}
+
+/* Without a pid namespace, killing the agent would orphan its commands; as
+ * subreaper every descendant is ours, so kill children until none remain. */
+static void kill_descendants(void) {
+  for (int round = 0; round < 50; round++) {
+    int found = 0;
+    DIR *d = opendir("/proc");
+    struct dirent *de;
+    while (d && (de = readdir(d))) {
+      pid_t pid = (pid_t)atoi(de->d_name);
+      if (pid <= 0) continue;
+      char path[64], buf[512];
+      snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+      int fd = open(path, O_RDONLY | O_CLOEXEC);
+      if (fd < 0) continue;
+      ssize_t n = read(fd, buf, sizeof buf - 1);
+      close(fd);
+      if (n <= 0) continue;
+      buf[n] = '\0';
+      char *rp = strrchr(buf, ')');
+      int ppid = 0;
+      if (rp && sscanf(rp + 2, "%*c %d", &ppid) == 1 && ppid == getpid()) {
+        kill(pid, SIGKILL);
+        found = 1;
+      }
+    }
+    if (d) closedir(d);
+    while (waitpid(-1, NULL, WNOHANG) > 0) {
+    }
+    if (!found) return;
+    usleep(20000);
+  }
+}
+
+static void shutdown_agent(void) {
+  if (!g_isolated) kill_descendants();
+  _exit(0);
+}
+
+static void dispatch(const ipc_msg *m) {
+  switch (m->type) {
+  case IPC_SPAWN: handle_spawn(m); break;
+  case IPC_SIGNAL: handle_signal(m); break;
+  case IPC_SHUTDOWN: shutdown_agent(); break;
+  default: handle_fs(m); break;
+  }
+}
+
+int agent_main(int argc, char **argv) {
+  log_set_prefix("e2b-local agent");
+  for (int i = 2; i < argc; i++) {
+    if (strcmp(argv[i], "--fd") == 0 && i + 1 < argc) {
+      g_sock = atoi(argv[++i]);
+    } else if (strcmp(argv[i], "--no-isolation") == 0) {
+      g_isolated = 0;
+    } else if (strcmp(argv[i], "--map") == 0 && i + 1 < argc) {
+      char *spec = xstrdup(argv[++i]);
+      char *eq = strchr(spec, '=');
+      if (eq) {
+        *eq = '\0';
+        afs_add_map(spec, eq + 1);
+      }
+      free(spec);
+    }
+  }
+  if (g_sock < 0) {
+    log_msg("agent: missing --fd");
+    return 2;
+  }
+  set_cloexec(g_sock, 1);
+  umask(022);
+  signal(SIGPIPE, SIG_IGN);
+  if (!g_isolated) {
+    prctl(PR_SET_CHILD_SUBREAPER, 1);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() == 1) return 1; /* the server is already gone */
+  }
+  sigset_t mask;
+  sigemptyset(&mask);
+  sigaddset(&mask, SIGCHLD);
+  sigprocmask(SIG_BLOCK, &mask, NULL);
+  int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+  for (;;) {
+    struct pollfd p[2] = {{g_sock, POLLIN, 0}, {sfd, POLLIN, 0}};
+    if (poll(p, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    if (p[1].revents) {
+      struct signalfd_siginfo si;
+      while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
+      }
+      reap();
+    }
+    if (p[0].revents) {
+      ipc_msg m;
+      int rc = ipc_recv(g_sock, &m);
+      if (rc <= 0) break; /* the server closed the channel: the sandbox ends */
+      dispatch(&m);
+      ipc_msg_clear(&m);
+    }
+  }
+  shutdown_agent();
+  return 0;
+}

@@ -1,0 +1,31 @@
+/* agent.h — the in-sandbox agent (`e2b-local agent --fd N`).
+ *
+ * It is pid 1 of the sandbox: it spawns commands on request, passes their
+ * pipe ends up to the server, reaps every zombie and reports the exit status
+ * of the processes it spawned. File operations run here so that paths resolve
+ * exactly as the sandbox's own processes see them. */
+#ifndef EMU_AGENT_H
+#define EMU_AGENT_H
+
+#include <jansson.h>
+
+int agent_main(int argc, char **argv);
+
+/* ---- agent_fs.c: file operations, all on sandbox-visible paths ---- */
+
+/* Without isolation, sandbox paths (/home/user, /tmp, /root) are mapped onto
+ * host directories; these translate in both directions (identity otherwise). */
+void afs_add_map(const char *virt, const char *real);
+char *afs_to_real(const char *virt);
+char *afs_to_virt(const char *real);
+
+/* Each returns 0 or a positive errno; *out receives the reply body. */
+int afs_stat(json_t *req, json_t **out);
+int afs_listdir(json_t *req, json_t **out);
+int afs_mkdir(json_t *req, json_t **out);
+int afs_move(json_t *req, json_t **out);
+int afs_remove(json_t *req, json_t **out);
+int afs_open_read(json_t *req, json_t **out, int *fd);
+int afs_open_write(json_t *req, json_t **out, int *fd);
+
+#endif

@@ -1,0 +1,135 @@
+/* channel.c — request/reply correlation over the agent socket. */
+#define _GNU_SOURCE
+#include "channel.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "util.h"
+
+typedef struct call {
+  struct call *next;
+  uint32_t id;
+  int done, rc;
+  ipc_msg reply;
+} call;
+
+struct channel {
+  int sock;
+  pthread_t reader;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  call *pending;
+  uint32_t next_id;
+  int broken;
+  channel_ops ops;
+  void *ctx;
+};
+
+static void fail_pending_locked(channel *c) {
+  for (call *k = c->pending; k; k = k->next) {
+    if (k->done) continue;
+    k->done = 1;
+    k->rc = -EPIPE;
+  }
+  pthread_cond_broadcast(&c->cv);
+}
+
+static void deliver(channel *c, ipc_msg *m) {
+  pthread_mutex_lock(&c->mu);
+  for (call *k = c->pending; k; k = k->next) {
+    if (k->id != m->id || k->done) continue;
+    k->reply = *m;
+    memset(m, 0, sizeof *m);
+    k->done = 1;
+    pthread_cond_broadcast(&c->cv);
+    break;
+  }
+  pthread_mutex_unlock(&c->mu);
+  ipc_msg_clear(m); /* nobody waited (cannot happen) or already moved */
+}
+
+static void *reader_main(void *arg) {
+  channel *c = arg;
+  for (;;) {
+    ipc_msg m;
+    int rc = ipc_recv(c->sock, &m);
+    if (rc <= 0) break;
+    if (m.type == IPC_REPLY) {
+      deliver(c, &m);
+    } else if (m.type == IPC_EXIT) {
+      int pid = (int)json_integer_value(json_object_get(m.body, "pid"));
+      int status = (int)json_integer_value(json_object_get(m.body, "status"));
+      if (c->ops.on_exit) c->ops.on_exit(c->ctx, pid, status);
+      ipc_msg_clear(&m);
+    } else {
+      ipc_msg_clear(&m);
+    }
+  }
+  pthread_mutex_lock(&c->mu);
+  c->broken = 1;
+  fail_pending_locked(c);
+  pthread_mutex_unlock(&c->mu);
+  return NULL;
+}
+
+channel *channel_open(int sock, const channel_ops *ops, void *ctx) {
+  channel *c = xcalloc(1, sizeof *c);
+  c->sock = sock;
+  c->ops = *ops;
+  c->ctx = ctx;
+  c->next_id = 1;
+  pthread_mutex_init(&c->mu, NULL);
+  pthread_cond_init(&c->cv, NULL);
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstacksize(&attr, 128 * 1024);
+  if (pthread_create(&c->reader, &attr, reader_main, c) != 0) abort();
+  pthread_attr_destroy(&attr);
+  return c;
+}
+
+int channel_call(channel *c, uint32_t type, json_t *req, ipc_msg *reply) {
+  call k = {0};
+  memset(reply, 0, sizeof *reply);
+  pthread_mutex_lock(&c->mu);
+  if (c->broken) {
+    pthread_mutex_unlock(&c->mu);
+    return -EPIPE;
+  }
+  k.id = c->next_id++;
+  if (c->next_id == 0) c->next_id = 1;
+  k.next = c->pending;
+  c->pending = &k;
+  pthread_mutex_unlock(&c->mu);
+  int rc = ipc_send(c->sock, type, k.id, 0, req, NULL, 0);
+  pthread_mutex_lock(&c->mu);
+  if (rc == 0)
+    while (!k.done) pthread_cond_wait(&c->cv, &c->mu);
+  else if (k.done)
+    ipc_msg_clear(&k.reply);
+  for (call **pp = &c->pending; *pp; pp = &(*pp)->next)
+    if (*pp == &k) {
+      *pp = k.next;
+      break;
+    }
+  pthread_mutex_unlock(&c->mu);
+  if (rc != 0) return rc;
+  if (k.rc != 0) return k.rc;
+  *reply = k.reply;
+  return 0;
+}
+
+void channel_close(channel *c) {
+  if (!c) return;
+  shutdown(c->sock, SHUT_RDWR);
+  pthread_join(c->reader, NULL);
+  close(c->sock);
+  pthread_mutex_destroy(&c->mu);
+  pthread_cond_destroy(&c->cv);
+  free(c);
+}

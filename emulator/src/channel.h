@@ -1,0 +1,23 @@
+/* channel.h — server side of the agent control channel: many HTTP threads may
+ * call concurrently; one reader thread matches replies by id and forwards
+ * exit notifications. */
+#ifndef EMU_CHANNEL_H
+#define EMU_CHANNEL_H
+
+#include "ipc.h"
+
+typedef struct channel channel;
+
+typedef struct channel_ops {
+  void (*on_exit)(void *ctx, int pid, int status); /* a spawned process was reaped */
+} channel_ops;
+
+/* Takes ownership of sock. */
+channel *channel_open(int sock, const channel_ops *ops, void *ctx);
+/* Sends a request and waits for its reply. Returns 0 (reply->err carries the
+ * agent's errno) or -errno when the channel is broken (-EPIPE once closed). */
+int channel_call(channel *c, uint32_t type, json_t *req, ipc_msg *reply);
+/* Breaks the channel, fails pending calls, joins the reader and frees. */
+void channel_close(channel *c);
+
+#endif

@@ -1,0 +1,538 @@
+/* control.c — the control plane (E2B's REST API for sandboxes). */
+#define _GNU_SOURCE
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codec.h"
+#include "log.h"
+#include "sandbox.h"
+#include "server.h"
+
+#define ENVD_VERSION "0.6.4"
+#define MAX_TIMEOUT_S 86400
+#define DEFAULT_TIMEOUT_S 15
+#define SANDBOX_CPUS 2
+#define MEMORY_MB 512
+#define DISK_MB 10240
+
+/* ---- request parsing helpers ---- */
+
+typedef struct opts_err {
+  char msg[200];
+} opts_err;
+
+static int get_bool(json_t *o, const char *key, int dflt, int *out, opts_err *e) {
+  json_t *v = json_object_get(o, key);
+  if (!v || json_is_null(v)) {
+    *out = dflt;
+    return 0;
+  }
+  if (!json_is_boolean(v)) {
+    snprintf(e->msg, sizeof e->msg, "field '%s' must be a boolean", key);
+    return -1;
+  }
+  *out = json_is_true(v);
+  return 0;
+}
+
+static int get_timeout(json_t *o, int dflt, int *out, opts_err *e) {
+  json_t *v = json_object_get(o, "timeout");
+  if (!v || json_is_null(v)) {
+    *out = dflt;
+    return 0;
+  }
+  if (!json_is_integer(v) || json_integer_value(v) < 0) {
+    snprintf(e->msg, sizeof e->msg, "field 'timeout' must be a non-negative integer (seconds)");
+    return -1;
+  }
+  if (json_integer_value(v) > MAX_TIMEOUT_S) {
+    snprintf(e->msg, sizeof e->msg, "timeout cannot be greater than %d seconds", MAX_TIMEOUT_S);
+    return -1;
+  }
+  *out = (int)json_integer_value(v);
+  return 0;
+}
+
+static int get_string_map(json_t *o, const char *key, json_t **out, opts_err *e) {
+  json_t *v = json_object_get(o, key);
+  *out = NULL;
+  if (!v || json_is_null(v)) return 0;
+  const char *k;
+  json_t *val;
+  if (!json_is_object(v)) goto bad;
+  json_object_foreach(v, k, val) {
+    if (!json_is_string(val)) goto bad;
+  }
+  *out = v;
+  return 0;
+bad:
+  snprintf(e->msg, sizeof e->msg, "field '%s' must be an object of strings", key);
+  return -1;
+}
+
+static json_t *body_object(http_req *r, enum MHD_Result *res, int allow_empty) {
+  if (allow_empty && r->body.len == 0) return json_object();
+  json_t *j = http_body_json(r, res);
+  if (j && !json_is_object(j)) {
+    json_decref(j);
+    *res = http_error(r->conn, 400, "request body must be a JSON object");
+    return NULL;
+  }
+  return j;
+}
+
+/* ---- responses ---- */
+
+static void add_common(json_t *o, sandbox *sb) {
+  json_object_set_new(o, "sandboxID", json_string(sb->id));
+  json_object_set_new(o, "templateID", json_string(sb->template_id));
+  json_object_set_new(o, "alias", json_string(sb->alias));
+  json_object_set_new(o, "clientID", json_string(sb->client_id));
+  json_object_set_new(o, "envdVersion", json_string(ENVD_VERSION));
+}
+
+static json_t *sandbox_json(sandbox *sb) {
+  json_t *o = json_object();
+  add_common(o, sb);
+  json_object_set_new(o, "envdAccessToken", sb->envd_token ? json_string(sb->envd_token) : json_null());
+  json_object_set_new(o, "trafficAccessToken", json_null());
+  json_object_set_new(o, "domain", json_string(g_server.domain));
+  return o;
+}
+
+static void add_listed_fields(json_t *o, sandbox *sb, sandbox_view v) {
+  char started[E2B_TIME_SIZE], end[E2B_TIME_SIZE];
+  e2b_time_format(sb->started_at_ms, started);
+  e2b_time_format(v.end_at_ms, end);
+  json_object_set_new(o, "startedAt", json_string(started));
+  json_object_set_new(o, "endAt", json_string(end));
+  json_object_set_new(o, "cpuCount", json_integer(SANDBOX_CPUS));
+  json_object_set_new(o, "memoryMB", json_integer(MEMORY_MB));
+  json_object_set_new(o, "diskSizeMB", json_integer(DISK_MB));
+  json_object_set(o, "metadata", sb->metadata);
+  json_object_set_new(o, "state", json_string(v.state == SB_PAUSED ? "paused" : "running"));
+  json_object_set_new(o, "volumeMounts", json_array());
+}
+
+static json_t *listed_json(sandbox *sb, sandbox_view v) {
+  json_t *o = json_object();
+  add_common(o, sb);
+  add_listed_fields(o, sb, v);
+  return o;
+}
+
+static json_t *detail_json(sandbox *sb, sandbox_view v) {
+  json_t *o = listed_json(sb, v);
+  if (sb->envd_token) json_object_set_new(o, "envdAccessToken", json_string(sb->envd_token));
+  json_object_set_new(o, "allowInternetAccess", json_boolean(sb->allow_internet));
+  json_object_set_new(o, "domain", json_string(g_server.domain));
+  if (json_object_size(sb->network)) json_object_set(o, "network", sb->network);
+  json_object_set_new(o, "lifecycle", json_pack("{s:b, s:s}", "autoResume", sb->auto_resume,
+                                                "onTimeout", sb->auto_pause ? "pause" : "kill"));
+  return o;
+}
+
+static enum MHD_Result not_found(http_req *r, const char *id) {
+  return http_error(r->conn, 404, "sandbox \"%s\" not found", id);
+}
+
+/* ---- handlers ---- */
+
+static enum MHD_Result h_create(http_req *r) {
+  enum MHD_Result res;
+  json_t *b = body_object(r, &res, 0);
+  if (!b) return res;
+  opts_err e = {{0}};
+  sandbox_params p = {0};
+  json_t *tpl = json_object_get(b, "templateID");
+  int bad = 0;
+  if (tpl && !json_is_string(tpl)) {
+    snprintf(e.msg, sizeof e.msg, "field 'templateID' must be a string");
+    bad = 1;
+  }
+  p.template_id = tpl ? json_string_value(tpl) : "base";
+  json_t *ar = json_object_get(b, "autoResume");
+  json_t *vm = json_object_get(b, "volumeMounts");
+  json_t *net = json_object_get(b, "network");
+  bad = bad || get_timeout(b, DEFAULT_TIMEOUT_S, &p.timeout_s, &e) ||
+        get_bool(b, "secure", 0, &p.secure, &e) ||
+        get_bool(b, "allow_internet_access", 1, &p.allow_internet, &e) ||
+        get_bool(b, "autoPause", 0, &p.auto_pause, &e) ||
+        get_bool(b, "autoPauseMemory", 1, &p.auto_pause_memory, &e) ||
+        get_string_map(b, "metadata", &p.metadata, &e) ||
+        get_string_map(b, "envVars", &p.env_vars, &e);
+  if (!bad && ar && !json_is_null(ar)) {
+    if (!json_is_object(ar) || get_bool(ar, "enabled", 0, &p.auto_resume, &e)) {
+      if (!e.msg[0]) snprintf(e.msg, sizeof e.msg, "field 'autoResume' must be an object");
+      bad = 1;
+    }
+  }
+  if (!bad && net && !json_is_null(net) && !json_is_object(net)) {
+    snprintf(e.msg, sizeof e.msg, "field 'network' must be an object");
+    bad = 1;
+  }
+  p.network = json_is_object(net) ? net : NULL;
+  if (!bad && vm && !json_is_null(vm) && (!json_is_array(vm) || json_array_size(vm) > 0)) {
+    snprintf(e.msg, sizeof e.msg, "volume mounts are not supported by e2b-local yet");
+    bad = 1;
+  }
+  json_t *mcp = json_object_get(b, "mcp");
+  if (!bad && mcp && !json_is_null(mcp)) {
+    snprintf(e.msg, sizeof e.msg, "MCP gateways are not supported by e2b-local yet");
+    bad = 1;
+  }
+  if (bad) {
+    json_decref(b);
+    return http_error(r->conn, 400, "%s", e.msg);
+  }
+  if (strcmp(p.template_id, "base") != 0) {
+    res = http_error(r->conn, 404, "template '%s' not found", p.template_id);
+    json_decref(b);
+    return res;
+  }
+  const char *err = NULL;
+  sandbox *sb = sandbox_create(&p, &err);
+  json_decref(b);
+  if (!sb) return http_error(r->conn, 500, "%s", err ? err : "cannot create the sandbox");
+  res = http_json(r->conn, 201, sandbox_json(sb));
+  sandbox_unref(sb);
+  return res;
+}
+
+/* Decodes %XX escapes in place; returns 1 when something changed. */
+static int unescape_once(char *s) {
+  char *o = s;
+  int changed = 0;
+  for (char *i = s; *i; i++) {
+    if (*i == '%' && isxdigit((unsigned char)i[1]) && isxdigit((unsigned char)i[2])) {
+      char hex[3] = {i[1], i[2], 0};
+      *o++ = (char)strtol(hex, NULL, 16);
+      i += 2;
+      changed = 1;
+    } else if (*i == '+') {
+      *o++ = ' ';
+      changed = 1;
+    } else {
+      *o++ = *i;
+    }
+  }
+  *o = '\0';
+  return changed;
+}
+
+static void unescape_stable(char *s) {
+  for (int i = 0; i < 8 && unescape_once(s); i++) {
+  }
+}
+
+/* "k=v&k2=v2", each part escaped an unknown number of times (WIRE 2.5). */
+static json_t *parse_metadata_filter(const char *q) {
+  json_t *m = json_object();
+  char *copy = xstrdup(q);
+  /* Peel whole-string layers only until pairs appear, then split, so an
+   * escaped '&' or '=' inside a key or value stays data. */
+  for (int round = 0; round < 3 && !strchr(copy, '=') && unescape_once(copy); round++) {
+  }
+  char *save = NULL;
+  for (char *pair = strtok_r(copy, "&", &save); pair; pair = strtok_r(NULL, "&", &save)) {
+    char *eq = strchr(pair, '=');
+    if (!eq) continue;
+    *eq = '\0';
+    unescape_stable(pair);
+    unescape_stable(eq + 1);
+    json_object_set_new(m, pair, json_string(eq + 1));
+  }
+  free(copy);
+  return m;
+}
+
+static int metadata_matches(sandbox *sb, json_t *filter) {
+  const char *k;
+  json_t *v;
+  json_object_foreach(filter, k, v) {
+    const char *have = json_string_value(json_object_get(sb->metadata, k));
+    if (!have || strcmp(have, json_string_value(v)) != 0) return 0;
+  }
+  return 1;
+}
+
+typedef struct listed {
+  sandbox *sb;
+  sandbox_view v;
+} listed;
+
+static int cmp_desc(const void *a, const void *b) {
+  const listed *x = a, *y = b;
+  if (x->sb->started_at_ms != y->sb->started_at_ms)
+    return x->sb->started_at_ms > y->sb->started_at_ms ? -1 : 1;
+  return strcmp(y->sb->id, x->sb->id);
+}
+
+static int cmp_asc(const void *a, const void *b) { return cmp_desc(b, a); }
+
+/* Is item strictly after the cursor "<startedAtMs>_<id>" in the list order? */
+static int after_cursor(const listed *it, long long ms, const char *id, int asc) {
+  if (it->sb->started_at_ms != ms) return asc ? it->sb->started_at_ms > ms : it->sb->started_at_ms < ms;
+  int c = strcmp(it->sb->id, id);
+  return asc ? c > 0 : c < 0;
+}
+
+static enum MHD_Result list_sandboxes(http_req *r, int v2) {
+  struct MHD_Connection *c = r->conn;
+  int want_running = 1, want_paused = v2;
+  const char *state = v2 ? http_query(c, "state") : NULL;
+  if (state && *state) {
+    want_running = want_paused = 0;
+    char *copy = xstrdup(state), *save = NULL;
+    unescape_stable(copy);
+    for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+      if (strcmp(t, "running") == 0) want_running = 1;
+      else if (strcmp(t, "paused") == 0) want_paused = 1;
+      else {
+        free(copy);
+        return http_error(c, 400, "invalid state '%s' (expected running or paused)", t);
+      }
+    }
+    free(copy);
+  }
+  long limit = 100;
+  const char *ls = v2 ? http_query(c, "limit") : NULL;
+  if (ls) {
+    char *end;
+    limit = strtol(ls, &end, 10);
+    if (*ls == '\0' || *end || limit < 1 || limit > 100)
+      return http_error(c, 400, "limit must be an integer between 1 and 100");
+  }
+  const char *order = v2 ? http_query(c, "order") : NULL;
+  int asc = order && strcmp(order, "asc") == 0;
+  if (order && !asc && strcmp(order, "desc") != 0)
+    return http_error(c, 400, "order must be 'asc' or 'desc'");
+  const char *tok = v2 ? http_query(c, "nextToken") : NULL;
+  long long cur_ms = 0;
+  char cur_id[32] = {0};
+  if (tok && *tok && sscanf(tok, "%lld_%31s", &cur_ms, cur_id) != 2)
+    return http_error(c, 400, "invalid nextToken");
+  int64_t started_after = 0;
+  const char *sa = v2 ? http_query(c, "startedAfter") : NULL;
+  if (sa && *sa && e2b_time_parse(sa, &started_after) != 0)
+    return http_error(c, 400, "invalid startedAfter (expected RFC 3339)");
+  const char *tpl = v2 ? http_query(c, "template") : NULL;
+  const char *mq = http_query(c, "metadata");
+  json_t *filter = mq && *mq ? parse_metadata_filter(mq) : json_object();
+
+  size_t n;
+  sandbox **all = sandbox_list(&n);
+  listed *items = xcalloc(n + 1, sizeof *items);
+  size_t m = 0;
+  for (size_t i = 0; i < n; i++) {
+    sandbox_view v = sandbox_view_of(all[i]);
+    if (v.state == SB_RUNNING ? !want_running : v.state == SB_PAUSED ? !want_paused : 1) continue;
+    if (!metadata_matches(all[i], filter)) continue;
+    if (started_after && all[i]->started_at_ms <= started_after) continue;
+    if (tpl && *tpl && strcmp(tpl, all[i]->template_id) != 0 && strcmp(tpl, all[i]->alias) != 0)
+      continue;
+    items[m].sb = all[i];
+    items[m++].v = v;
+  }
+  qsort(items, m, sizeof *items, asc ? cmp_asc : cmp_desc);
+  json_t *arr = json_array();
+  size_t shown = 0;
+  int more = 0;
+  listed *last = NULL;
+  for (size_t i = 0; i < m; i++) {
+    if (tok && *tok && !after_cursor(&items[i], cur_ms, cur_id, asc)) continue;
+    if (v2 && shown == (size_t)limit) {
+      more = 1;
+      break;
+    }
+    json_array_append_new(arr, listed_json(items[i].sb, items[i].v));
+    last = &items[i];
+    shown++;
+  }
+  char next[64];
+  if (more && last) snprintf(next, sizeof next, "%lld_%s", (long long)last->sb->started_at_ms, last->sb->id);
+  free(items);
+  sandbox_list_free(all, n);
+  json_decref(filter);
+  return http_json_hdr(c, 200, arr, more ? "X-Next-Token" : NULL, more ? next : NULL);
+}
+
+static enum MHD_Result h_list_v1(http_req *r) { return list_sandboxes(r, 0); }
+static enum MHD_Result h_list_v2(http_req *r) { return list_sandboxes(r, 1); }
+
+typedef struct id_ctx {
+  char id[64];
+  int v2;
+} id_ctx;
+
+static const char *ctx_id(http_req *r) { return ((id_ctx *)r->ctx)->id; }
+
+static enum MHD_Result h_get(http_req *r) {
+  sandbox *sb = sandbox_get(ctx_id(r));
+  if (!sb) return not_found(r, ctx_id(r));
+  enum MHD_Result res = http_json(r->conn, 200, detail_json(sb, sandbox_view_of(sb)));
+  sandbox_unref(sb);
+  return res;
+}
+
+static enum MHD_Result h_delete(http_req *r) {
+  sandbox *sb = sandbox_get(ctx_id(r));
+  if (!sb) return not_found(r, ctx_id(r));
+  int rc = sandbox_kill(sb);
+  sandbox_unref(sb);
+  return rc ? not_found(r, ctx_id(r)) : http_empty(r->conn, 204);
+}
+
+static enum MHD_Result h_timeout(http_req *r) {
+  enum MHD_Result res;
+  json_t *b = body_object(r, &res, 0);
+  if (!b) return res;
+  opts_err e = {{0}};
+  int t = 0;
+  if (!json_object_get(b, "timeout")) snprintf(e.msg, sizeof e.msg, "field 'timeout' is required");
+  int bad = e.msg[0] || get_timeout(b, 0, &t, &e);
+  json_decref(b);
+  if (bad) return http_error(r->conn, 400, "%s", e.msg);
+  sandbox *sb = sandbox_get(ctx_id(r));
+  if (!sb) return not_found(r, ctx_id(r));
+  int rc = sandbox_set_timeout(sb, t);
+  sandbox_unref(sb);
+  return rc ? not_found(r, ctx_id(r)) : http_empty(r->conn, 204);
+}
+
+static enum MHD_Result h_pause(http_req *r) {
+  enum MHD_Result res;
+  json_t *b = body_object(r, &res, 1);
+  if (!b) return res;
+  opts_err e = {{0}};
+  int memory = 1;
+  int bad = get_bool(b, "memory", 1, &memory, &e);
+  json_decref(b);
+  if (bad) return http_error(r->conn, 400, "%s", e.msg);
+  sandbox *sb = sandbox_get(ctx_id(r));
+  if (!sb) return not_found(r, ctx_id(r));
+  int rc = sandbox_pause(sb, memory);
+  sandbox_unref(sb);
+  if (rc == -EALREADY) return http_error(r->conn, 409, "sandbox \"%s\" is already paused", ctx_id(r));
+  if (rc == -ENOENT) return not_found(r, ctx_id(r));
+  if (rc) return http_error(r->conn, 500, "cannot pause the sandbox: %s", strerror(-rc));
+  return http_empty(r->conn, 204);
+}
+
+static enum MHD_Result do_connect(http_req *r, int only_paused) {
+  enum MHD_Result res;
+  json_t *b = body_object(r, &res, 1);
+  if (!b) return res;
+  opts_err e = {{0}};
+  int t = 0, memory = 1;
+  int bad = get_timeout(b, DEFAULT_TIMEOUT_S, &t, &e) || get_bool(b, "memory", 1, &memory, &e);
+  json_decref(b);
+  if (bad) return http_error(r->conn, 400, "%s", e.msg);
+  sandbox *sb = sandbox_get(ctx_id(r));
+  if (!sb) return not_found(r, ctx_id(r));
+  int resumed = 0;
+  int rc = sandbox_connect(sb, t, !memory, only_paused, &resumed);
+  if (rc == -EALREADY) res = http_error(r->conn, 409, "sandbox \"%s\" is already running", ctx_id(r));
+  else if (rc == -ENOENT) res = not_found(r, ctx_id(r));
+  else if (rc) res = http_error(r->conn, 500, "cannot resume the sandbox: %s", strerror(-rc));
+  else res = http_json(r->conn, resumed ? 201 : 200, sandbox_json(sb));
+  sandbox_unref(sb);
+  return res;
+}
+
+static enum MHD_Result h_connect(http_req *r) { return do_connect(r, 0); }
+static enum MHD_Result h_resume(http_req *r) { return do_connect(r, 1); }
+
+static enum MHD_Result h_unimplemented(http_req *r) {
+  return http_error(r->conn, 501, "%s %s is not implemented by e2b-local yet", r->method, r->url);
+}
+
+static enum MHD_Result h_method(http_req *r) {
+  return http_error(r->conn, 405, "method %s not allowed on %s", r->method, r->url);
+}
+
+/* ---- routing ---- */
+
+typedef struct route_def {
+  const char *pattern; /* '*' matches one path segment (the sandbox id) */
+  const char *method;
+  enum MHD_Result (*fn)(http_req *);
+} route_def;
+
+static const route_def ROUTES[] = {
+    {"/sandboxes", "POST", h_create},
+    {"/v2/sandboxes", "POST", h_create},
+    {"/sandboxes", "GET", h_list_v1},
+    {"/v2/sandboxes", "GET", h_list_v2},
+    {"/sandboxes/*", "GET", h_get},
+    {"/sandboxes/*", "DELETE", h_delete},
+    {"/sandboxes/*/timeout", "POST", h_timeout},
+    {"/sandboxes/*/connect", "POST", h_connect},
+    {"/v2/sandboxes/*/connect", "POST", h_connect},
+    {"/sandboxes/*/resume", "POST", h_resume},
+    {"/sandboxes/*/pause", "POST", h_pause},
+    /* E2B routes that the next layers will serve */
+    {"/sandboxes/*/metrics", "GET", h_unimplemented},
+    {"/sandboxes/metrics", "GET", h_unimplemented},
+    {"/sandboxes/*/network", "PUT", h_unimplemented},
+    {"/sandboxes/*/snapshots", "POST", h_unimplemented},
+    {"/sandboxes/*/fork", "POST", h_unimplemented},
+    {"/sandboxes/*/refreshes", "POST", h_unimplemented},
+    {"/sandboxes/*/logs", "GET", h_unimplemented},
+    {"/v2/sandboxes/*/logs", "GET", h_unimplemented},
+    {"/snapshots", "GET", h_unimplemented},
+    {"/templates/*", "DELETE", h_unimplemented},
+    {"/volumes", "GET", h_unimplemented},
+    {"/volumes", "POST", h_unimplemented},
+    {"/volumes/*", "GET", h_unimplemented},
+    {"/volumes/*", "DELETE", h_unimplemented},
+};
+
+/* Matches url against pattern, capturing the '*' segment into id. */
+static int match(const char *pattern, const char *url, char *id, size_t idcap) {
+  const char *p = pattern, *u = url;
+  while (*p && *u) {
+    if (*p == '*') {
+      size_t n = strcspn(u, "/");
+      if (n == 0 || n >= idcap) return 0;
+      memcpy(id, u, n);
+      id[n] = '\0';
+      u += n;
+      p++;
+    } else if (*p++ != *u++) {
+      return 0;
+    }
+  }
+  if (*u == '/' && u[1] == '\0') u++; /* tolerate one trailing slash */
+  return *p == '\0' && *u == '\0';
+}
+
+static void free_ctx(void *p) { free(p); }
+
+void control_route(http_req *r) {
+  const char *key = http_header(r->conn, "X-API-Key");
+  int path_known = 0;
+  id_ctx *ctx = xcalloc(1, sizeof *ctx);
+  r->ctx = ctx;
+  r->ctx_free = free_ctx;
+  for (size_t i = 0; i < sizeof ROUTES / sizeof ROUTES[0]; i++) {
+    char id[64];
+    if (!match(ROUTES[i].pattern, r->url, id, sizeof id)) continue;
+    path_known = 1;
+    if (strcmp(ROUTES[i].method, r->method) != 0) continue;
+    if (strchr(ROUTES[i].pattern, '*')) snprintf(ctx->id, sizeof ctx->id, "%s", id);
+    r->on_complete = ROUTES[i].fn;
+    break;
+  }
+  if (!r->on_complete) {
+    if (path_known) r->on_complete = h_method;
+    return; /* unknown route: 404 */
+  }
+  if (!key || !e2b_secure_streq(key, g_server.api_key)) {
+    r->early_status = 401;
+    snprintf(r->early_msg, sizeof r->early_msg, "%s", key ? "Invalid API key" : "Missing API key (X-API-Key header)");
+  }
+}

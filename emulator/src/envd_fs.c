@@ -1,0 +1,115 @@
+/* envd_fs.c — filesystem.Filesystem: Stat, ListDir, MakeDir, Move, Remove.
+ * The work happens in the agent, inside the sandbox's mount namespace. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdlib.h>
+
+#include "connect_rpc.h"
+#include "pjson.h"
+#include "sandbox.h"
+#include "util.h"
+
+/* Runs one agent file operation; the agent's reply body is the response. */
+static int fs_call(rpc_call *c, uint32_t type, json_t *req, json_t **resp, rpc_err *e,
+                   const char *what) {
+  ipc_msg reply;
+  int rc = sandbox_call(c->sb, type, req, &reply);
+  json_decref(req);
+  if (rc) {
+    rpc_fail_errno(e, -rc, what);
+    return -1;
+  }
+  if (reply.err) {
+    if (reply.err == ENOTDIR && type == IPC_LISTDIR)
+      rpc_fail(e, "invalid_argument", "%s: path is not a directory", what);
+    else if (reply.err == EEXIST)
+      rpc_fail(e, "already_exists", "%s: the directory already exists", what);
+    else if (reply.err == ENOENT)
+      rpc_fail(e, "not_found", "%s: no such file or directory", what);
+    else
+      rpc_fail_errno(e, reply.err, what);
+    ipc_msg_clear(&reply);
+    return -1;
+  }
+  *resp = json_incref(reply.body);
+  ipc_msg_clear(&reply);
+  return 0;
+}
+
+static int path_arg(rpc_call *c, const char *field, char **out, rpc_err *e) {
+  const char *p = NULL;
+  if (pj_string(pj_get(c->msg, field, NULL), "", &p)) {
+    rpc_fail(e, "invalid_argument", "field '%s' must be a string", field);
+    return -1;
+  }
+  *out = rpc_resolve_path(c->user, p);
+  return 0;
+}
+
+static int stat_(rpc_call *c, json_t **resp, rpc_err *e) {
+  char *path;
+  if (path_arg(c, "path", &path, e)) return -1;
+  int rc = fs_call(c, IPC_STAT, json_pack("{s:s}", "path", path), resp, e, path);
+  free(path);
+  return rc;
+}
+
+static int list_dir(rpc_call *c, json_t **resp, rpc_err *e) {
+  char *path;
+  uint32_t depth = 1;
+  if (pj_uint32(pj_get(c->msg, "depth", NULL), 1, &depth)) {
+    rpc_fail(e, "invalid_argument", "depth must be a non-negative integer");
+    return -1;
+  }
+  if (path_arg(c, "path", &path, e)) return -1;
+  if (depth == 0) depth = 1;
+  if (depth > 64) depth = 64;
+  int rc = fs_call(c, IPC_LISTDIR, json_pack("{s:s, s:i}", "path", path, "depth", (int)depth), resp, e, path);
+  free(path);
+  return rc;
+}
+
+static int make_dir(rpc_call *c, json_t **resp, rpc_err *e) {
+  char *path;
+  if (path_arg(c, "path", &path, e)) return -1;
+  int rc = fs_call(c, IPC_MKDIR, json_pack("{s:s, s:i, s:i}", "path", path, "uid", c->user->uid, "gid", c->user->gid), resp, e, path);
+  free(path);
+  return rc;
+}
+
+static int move(rpc_call *c, json_t **resp, rpc_err *e) {
+  char *src, *dst;
+  if (path_arg(c, "source", &src, e)) return -1;
+  if (path_arg(c, "destination", &dst, e)) {
+    free(src);
+    return -1;
+  }
+  int rc = fs_call(c, IPC_MOVE,
+                   json_pack("{s:s, s:s, s:i, s:i}", "source", src, "destination", dst, "uid",
+                             c->user->uid, "gid", c->user->gid),
+                   resp, e, src);
+  free(src);
+  free(dst);
+  return rc;
+}
+
+static int remove_(rpc_call *c, json_t **resp, rpc_err *e) {
+  char *path;
+  if (path_arg(c, "path", &path, e)) return -1;
+  int rc = fs_call(c, IPC_REMOVE, json_pack("{s:s}", "path", path), resp, e, path);
+  free(path);
+  return rc;
+}
+
+const rpc_method ENVD_FS_METHODS[] = {
+    {"/filesystem.Filesystem/Stat", stat_, NULL},
+    {"/filesystem.Filesystem/ListDir", list_dir, NULL},
+    {"/filesystem.Filesystem/MakeDir", make_dir, NULL},
+    {"/filesystem.Filesystem/Move", move, NULL},
+    {"/filesystem.Filesystem/Remove", remove_, NULL},
+    {"/filesystem.Filesystem/WatchDir", NULL, rpc_unimplemented_stream},
+    {"/filesystem.Filesystem/CreateWatcher", rpc_unimplemented_unary, NULL},
+    {"/filesystem.Filesystem/GetWatcherEvents", rpc_unimplemented_unary, NULL},
+    {"/filesystem.Filesystem/RemoveWatcher", rpc_unimplemented_unary, NULL},
+    {NULL, NULL, NULL},
+};

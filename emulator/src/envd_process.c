@@ -1,0 +1,353 @@
+/* envd_process.c — process.Process: Start, Connect, List, SendInput,
+ * StreamInput, CloseStdin, SendSignal, Update. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "codec.h"
+#include "connect_rpc.h"
+#include "pjson.h"
+#include "sandbox.h"
+#include "util.h"
+
+#define DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+/* ---- events ---- */
+
+static json_t *event(const char *kind, json_t *body) {
+  return json_pack("{s:{s:o}}", "event", kind, body);
+}
+
+static json_t *data_event(const proc_event *ev) {
+  const char *field = ev->kind == PEV_STDOUT ? "stdout" : ev->kind == PEV_STDERR ? "stderr" : "pty";
+  char *b64 = e2b_b64_encode_alloc(ev->data, ev->len);
+  json_t *d = json_pack("{s:s}", field, b64 ? b64 : "");
+  free(b64);
+  return event("data", d);
+}
+
+/* Go's ProcessState rendering, which envd reports. */
+static json_t *end_event(int status) {
+  char text[96];
+  json_t *end = json_object();
+  if (WIFEXITED(status)) {
+    int code = WEXITSTATUS(status);
+    snprintf(text, sizeof text, "exit status %d", code);
+    if (code) json_object_set_new(end, "exitCode", json_integer(code));
+    json_object_set_new(end, "exited", json_true());
+    json_object_set_new(end, "status", json_string(text));
+    if (code) json_object_set_new(end, "error", json_string(text));
+  } else {
+    int sig = WIFSIGNALED(status) ? WTERMSIG(status) : SIGKILL;
+    const char *name = strsignal(sig);
+    snprintf(text, sizeof text, "signal: %s%s", name ? name : "unknown",
+             WIFSIGNALED(status) && WCOREDUMP(status) ? " (core dumped)" : "");
+    size_t off = strlen("signal: ");
+    if (text[off] >= 'A' && text[off] <= 'Z') text[off] = (char)(text[off] - 'A' + 'a');
+    json_object_set_new(end, "exitCode", json_integer(-1));
+    json_object_set_new(end, "status", json_string(text));
+    json_object_set_new(end, "error", json_string(text));
+  }
+  return event("end", end);
+}
+
+/* ---- the event stream shared by Start and Connect ---- */
+
+typedef struct pstream {
+  sandbox *sb;
+  proc *p;
+  proc_sub *sub;
+  int client_fd;
+  int keepalive_ms;
+  int started;
+} pstream;
+
+static int pstream_fill(void *ctx, sbuf *out) {
+  pstream *s = ctx;
+  if (!s->started) {
+    s->started = 1;
+    rpc_env_msg(out, event("start", json_pack("{s:i}", "pid", proc_pid(s->p))));
+    return 0;
+  }
+  proc_event *ev = NULL;
+  switch (proc_sub_next(s->sub, s->keepalive_ms, s->client_fd, &ev)) {
+  case PSUB_TIMEOUT:
+    rpc_env_msg(out, event("keepalive", json_object()));
+    return 0;
+  case PSUB_HANGUP:
+    return -1; /* the client left; the process keeps running (E2B semantics) */
+  default:
+    break;
+  }
+  int done = ev->kind == PEV_END;
+  rpc_env_msg(out, done ? end_event(ev->status) : data_event(ev));
+  if (done) {
+    rpc_err e = {0};
+    if (proc_deadline_hit(s->p))
+      rpc_fail(&e, "deadline_exceeded", "the process was killed when the request deadline passed");
+    rpc_env_end(out, &e);
+  }
+  proc_event_free(ev);
+  return done;
+}
+
+static void pstream_free(void *ctx) {
+  pstream *s = ctx;
+  proc_unsubscribe(s->sub);
+  proc_unref(s->p);
+  sandbox_unref(s->sb);
+  free(s);
+}
+
+static void pstream_start(rpc_call *c, proc *p, proc_sub *sub, stream_src *src) {
+  pstream *s = xcalloc(1, sizeof *s);
+  sandbox_ref(c->sb);
+  s->sb = c->sb;
+  s->p = p;
+  s->sub = sub;
+  s->client_fd = http_client_fd(c->r->conn);
+  s->keepalive_ms = c->keepalive_ms;
+  *src = (stream_src){pstream_fill, pstream_free, s};
+}
+
+/* ---- Start ---- */
+
+static void env_add(json_t *env, const char *k, const char *v) {
+  json_array_append_new(env, json_sprintf("%s=%s", k, v));
+}
+
+/* Defaults, then the sandbox's envVars, then the request's envs (last wins). */
+static json_t *build_env(rpc_call *c, json_t *req_envs) {
+  json_t *merged = json_pack("{s:s, s:s, s:s, s:s, s:s}", "PATH", DEFAULT_PATH, "HOME",
+                             c->user->home, "USER", c->user->name, "LOGNAME", c->user->name,
+                             "SHELL", "/bin/bash");
+  json_object_update(merged, c->sb->env_vars);
+  json_object_update(merged, req_envs);
+  json_t *env = json_array();
+  const char *k;
+  json_t *v;
+  json_object_foreach(merged, k, v) env_add(env, k, json_string_value(v));
+  json_decref(merged);
+  return env;
+}
+
+static int parse_pty(json_t *msg, json_t **pty, rpc_err *e) {
+  json_t *p = pj_get(msg, "pty", NULL);
+  *pty = NULL;
+  if (!p) return 0;
+  json_t *size = pj_get(p, "size", NULL);
+  uint32_t cols = 80, rows = 24;
+  if (!json_is_object(p) || pj_uint32(pj_get(size, "cols", NULL), 80, &cols) ||
+      pj_uint32(pj_get(size, "rows", NULL), 24, &rows)) {
+    rpc_fail(e, "invalid_argument", "invalid pty size");
+    return -1;
+  }
+  *pty = json_pack("{s:i, s:i}", "cols", (int)(cols ? cols : 80), "rows", (int)(rows ? rows : 24));
+  return 0;
+}
+
+static int start(rpc_call *c, stream_src *src, rpc_err *e) {
+  json_t *pc = pj_get(c->msg, "process", NULL);
+  const char *cmd = NULL, *cwd = NULL, *tag = NULL;
+  json_t *args = pj_get(pc, "args", NULL), *envs = NULL, *pty = NULL;
+  int with_stdin = 1;
+  if (!json_is_object(pc) || pj_string(pj_get(pc, "cmd", NULL), "", &cmd) || !*cmd) {
+    rpc_fail(e, "invalid_argument", "process.cmd is required");
+    return -1;
+  }
+  if (pj_string(pj_get(pc, "cwd", NULL), NULL, &cwd) || pj_string(pj_get(c->msg, "tag", NULL), NULL, &tag) ||
+      pj_bool(pj_get(c->msg, "stdin", NULL), 1, &with_stdin) || (args && !json_is_array(args))) {
+    rpc_fail(e, "invalid_argument", "invalid process configuration");
+    return -1;
+  }
+  if (pj_string_map(pj_get(pc, "envs", NULL), &envs)) {
+    rpc_fail(e, "invalid_argument", "process.envs must map strings to strings");
+    return -1;
+  }
+  if (parse_pty(c->msg, &pty, e)) {
+    json_decref(envs);
+    return -1;
+  }
+  json_t *argv = json_pack("[s]", cmd);
+  for (size_t i = 0; i < json_array_size(args); i++) {
+    json_t *a = json_array_get(args, i);
+    if (!json_is_string(a)) {
+      rpc_fail(e, "invalid_argument", "process.args must be strings");
+      json_decref(argv);
+      json_decref(envs);
+      json_decref(pty);
+      return -1;
+    }
+    json_array_append(argv, a);
+  }
+  char *dir = rpc_resolve_path(c->user, cwd);
+  json_t *req = json_pack("{s:o, s:o, s:s, s:i, s:i, s:b}", "argv", argv, "env", build_env(c, envs),
+                          "cwd", dir, "uid", c->user->uid, "gid", c->user->gid, "stdin",
+                          pty ? 0 : with_stdin);
+  if (pty) json_object_set_new(req, "pty", pty);
+  /* List reports the configuration as requested. */
+  json_t *config = json_pack("{s:s, s:o, s:o}", "cmd", cmd, "args",
+                             args ? json_incref(args) : json_array(), "envs", envs);
+  if (cwd) json_object_set_new(config, "cwd", json_string(cwd));
+  free(dir);
+  int64_t deadline = c->timeout_ms > 0 ? mono_ms() + c->timeout_ms : 0;
+  spawn_result sp;
+  ipc_msg reply;
+  int rc = sandbox_spawn(c->sb, req, config, tag, deadline, &sp, &reply);
+  json_decref(req);
+  json_decref(config);
+  if (rc) {
+    rpc_fail_errno(e, -rc, "cannot start the process");
+    return -1;
+  }
+  if (reply.err) {
+    rpc_fail(e, reply.err == ENOENT || reply.err == EACCES || reply.err == ENOTDIR ? "invalid_argument" : "internal",
+             "failed to start process '%s': %s", cmd, strerror(reply.err));
+    ipc_msg_clear(&reply);
+    return -1;
+  }
+  ipc_msg_clear(&reply);
+  pstream_start(c, sp.p, sp.sub, src);
+  return 0;
+}
+
+/* ---- selector-based calls ---- */
+
+static proc *select_proc(rpc_call *c, rpc_err *e) {
+  json_t *sel = pj_get(c->msg, "process", NULL);
+  uint32_t pid = 0;
+  const char *tag = NULL;
+  if (!json_is_object(sel) || pj_uint32(pj_get(sel, "pid", NULL), 0, &pid) ||
+      pj_string(pj_get(sel, "tag", NULL), NULL, &tag) || (!pid && !tag)) {
+    rpc_fail(e, "invalid_argument", "a process selector (pid or tag) is required");
+    return NULL;
+  }
+  proc_table *t = sandbox_procs(c->sb);
+  if (!t) {
+    rpc_fail(e, "unavailable", "sandbox is not running");
+    return NULL;
+  }
+  proc *p = proc_find(t, (int)pid, tag);
+  proc_table_unref(t);
+  if (!p) {
+    if (pid)
+      rpc_fail(e, "not_found", "process with pid %u not found", pid);
+    else
+      rpc_fail(e, "not_found", "process with tag '%s' not found", tag);
+  }
+  return p;
+}
+
+static int connect_stream(rpc_call *c, stream_src *src, rpc_err *e) {
+  proc *p = select_proc(c, e);
+  if (!p) return -1;
+  proc_sub *sub = proc_subscribe(p);
+  if (!sub) {
+    rpc_fail(e, "not_found", "process %d has already ended", proc_pid(p));
+    proc_unref(p);
+    return -1;
+  }
+  pstream_start(c, p, sub, src);
+  return 0;
+}
+
+static int list(rpc_call *c, json_t **resp, rpc_err *e) {
+  proc_table *t = sandbox_procs(c->sb);
+  if (!t) {
+    rpc_fail(e, "unavailable", "sandbox is not running");
+    return -1;
+  }
+  *resp = json_pack("{s:o}", "processes", proc_table_list(t));
+  proc_table_unref(t);
+  return 0;
+}
+
+static int write_input(proc *p, json_t *input, rpc_err *e) {
+  json_t *in_stdin = pj_get(input, "stdin", NULL), *in_pty = pj_get(input, "pty", NULL);
+  if (!json_is_object(input) || (!in_stdin && !in_pty)) {
+    rpc_fail(e, "invalid_argument", "input.stdin or input.pty is required");
+    return -1;
+  }
+  uint8_t *data = NULL;
+  size_t n = 0;
+  if (pj_bytes(in_pty ? in_pty : in_stdin, &data, &n)) {
+    rpc_fail(e, "invalid_argument", "input is not valid base64");
+    return -1;
+  }
+  int rc = proc_write_stdin(p, data, n, in_pty != NULL);
+  free(data);
+  if (rc == -EBADF)
+    rpc_fail(e, "failed_precondition", in_pty ? "process %d has no pty" : "stdin of process %d is closed or was not enabled", proc_pid(p));
+  else if (rc)
+    rpc_fail(e, "internal", "cannot write to process %d: %s", proc_pid(p), strerror(-rc));
+  return rc ? -1 : 0;
+}
+
+static int send_input(rpc_call *c, json_t **resp, rpc_err *e) {
+  proc *p = select_proc(c, e);
+  if (!p) return -1;
+  int rc = write_input(p, pj_get(c->msg, "input", NULL), e);
+  proc_unref(p);
+  return rc;
+}
+
+static int close_stdin(rpc_call *c, json_t **resp, rpc_err *e) {
+  proc *p = select_proc(c, e);
+  if (!p) return -1;
+  int rc = proc_close_stdin(p);
+  if (rc) rpc_fail(e, "failed_precondition", "stdin of process %d is already closed or was not enabled", proc_pid(p));
+  proc_unref(p);
+  return rc ? -1 : 0;
+}
+
+static int send_signal(rpc_call *c, json_t **resp, rpc_err *e) {
+  static const char *const names[] = {"SIGNAL_SIGKILL", "SIGNAL_SIGTERM", "SIGNAL_SIGINT", "SIGNAL_SIGHUP", "SIGNAL_SIGQUIT", "SIGNAL_SIGUSR1", "SIGNAL_SIGUSR2"};
+  static const int nums[] = {SIGKILL, SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+  int sig = 0;
+  if (pj_enum(pj_get(c->msg, "signal", NULL), names, nums, sizeof nums / sizeof nums[0], &sig) || sig <= 0 || sig >= 32) {
+    rpc_fail(e, "invalid_argument", "unsupported signal");
+    return -1;
+  }
+  proc *p = select_proc(c, e);
+  if (!p) return -1;
+  int rc = sandbox_signal(c->sb, proc_pid(p), sig);
+  if (rc == -ESRCH) rc = 0; /* it ended meanwhile: the signal is moot */
+  if (rc) rpc_fail_errno(e, -rc, "cannot signal the process");
+  proc_unref(p);
+  return rc ? -1 : 0;
+}
+
+static int update(rpc_call *c, json_t **resp, rpc_err *e) {
+  json_t *pty = NULL;
+  if (parse_pty(c->msg, &pty, e)) return -1;
+  proc *p = select_proc(c, e);
+  if (!p) {
+    json_decref(pty);
+    return -1;
+  }
+  int rc = 0;
+  if (pty) {
+    rc = proc_resize(p, (unsigned)json_integer_value(json_object_get(pty, "cols")),
+                     (unsigned)json_integer_value(json_object_get(pty, "rows")));
+    if (rc) rpc_fail(e, "failed_precondition", "process %d has no pty", proc_pid(p));
+  }
+  json_decref(pty);
+  proc_unref(p);
+  return rc ? -1 : 0;
+}
+
+const rpc_method ENVD_PROCESS_METHODS[] = {
+    {"/process.Process/Start", NULL, start},
+    {"/process.Process/Connect", NULL, connect_stream},
+    {"/process.Process/List", list, NULL},
+    {"/process.Process/SendInput", send_input, NULL},
+    {"/process.Process/CloseStdin", close_stdin, NULL},
+    {"/process.Process/SendSignal", send_signal, NULL},
+    {"/process.Process/Update", update, NULL},
+    {"/process.Process/StreamInput", NULL, rpc_unimplemented_stream},
+    {NULL, NULL, NULL},
+};

@@ -1,0 +1,342 @@
+/* files.c — envd's /files: streaming download (with Range) and upload
+ * (multipart or octet-stream), authorised by access token or URL signature.
+ * The agent opens the file inside the sandbox and passes the descriptor up,
+ * so bytes stream straight between the socket and the file. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "codec.h"
+#include "connect_rpc.h"
+#include "envd.h"
+#include "sandbox.h"
+#include "util.h"
+
+/* ---- authorisation (WIRE 4.5, 7.3) ---- */
+
+static void early(http_req *r, int status, const char *msg) {
+  if (r->early_status) return;
+  r->early_status = status;
+  snprintf(r->early_msg, sizeof r->early_msg, "%s", msg);
+}
+
+/* A correct X-Access-Token, or else a valid signature; a wrong header is
+ * rejected even when a valid signature is present. */
+static void check_auth(http_req *r, const char *op) {
+  const char *token = r->sb->envd_token;
+  if (!token) return;
+  struct MHD_Connection *c = r->conn;
+  const char *hdr = http_header(c, "X-Access-Token");
+  if (hdr) {
+    if (!e2b_secure_streq(hdr, token)) early(r, 401, "invalid access token");
+    return;
+  }
+  const char *sig = http_query(c, "signature");
+  if (!sig || !*sig) {
+    early(r, 401, "missing signature query parameter");
+    return;
+  }
+  const char *exp_s = http_query(c, "signature_expiration");
+  int64_t exp = 0;
+  if (exp_s && *exp_s) {
+    char *end;
+    exp = strtoll(exp_s, &end, 10);
+    if (*end || exp <= 0) {
+      early(r, 401, "invalid signature expiration");
+      return;
+    }
+    if (exp < now_ms() / 1000) {
+      early(r, 401, "signature is already expired");
+      return;
+    }
+  }
+  const char *path = http_query(c, "path"), *user = http_query(c, "username");
+  char want[E2B_SIGNATURE_SIZE];
+  if (e2b_sign_file_url(path ? path : "", op, user ? user : "", token, exp, want) != 0 ||
+      !e2b_secure_streq(sig, want))
+    early(r, 401, "invalid signature");
+}
+
+static const rpc_user *query_user(http_req *r) {
+  const char *name = http_query(r->conn, "username");
+  const rpc_user *u = rpc_user_by_name(name && *name ? name : "user");
+  if (!u) early(r, 401, "invalid username");
+  return u;
+}
+
+static unsigned status_for_errno(int err) {
+  switch (err) {
+  case ENOENT: return 404;
+  case EISDIR:
+  case ENOTDIR:
+  case EINVAL:
+  case ENAMETOOLONG: return 400;
+  case EACCES:
+  case EPERM:
+  case EROFS: return 403;
+  case ENOSPC:
+  case EDQUOT: return 507;
+  case ESRCH: return 502;
+  default: return 500;
+  }
+}
+
+static enum MHD_Result errno_response(struct MHD_Connection *c, int err, const char *path) {
+  unsigned st = status_for_errno(err);
+  if (err == EISDIR) return http_error(c, 400, "path '%s' is a directory", path);
+  if (err == ENOENT) return http_error(c, 404, "file '%s' not found", path);
+  if (err == ESRCH) return http_error(c, 502, "The sandbox was not found or is not running");
+  if (err == EINVAL) return http_error(c, 400, "path '%s' is not a regular file", path);
+  return http_error(c, st, "%s: %s", path, strerror(err));
+}
+
+/* ---- download ---- */
+
+/* Parses a single "bytes=" range against size. 0 = no/ignored range,
+ * 1 = satisfiable [*from, *to], -1 = unsatisfiable. */
+static int parse_range(const char *h, uint64_t size, uint64_t *from, uint64_t *to) {
+  if (!h || strncasecmp(h, "bytes=", 6) != 0 || strchr(h, ',')) return 0;
+  const char *s = h + 6;
+  char *end;
+  if (*s == '-') {
+    unsigned long long suffix = strtoull(s + 1, &end, 10);
+    if (end == s + 1 || *end) return 0;
+    if (suffix == 0 || size == 0) return -1;
+    *from = suffix >= size ? 0 : size - suffix;
+    *to = size - 1;
+    return 1;
+  }
+  unsigned long long a = strtoull(s, &end, 10);
+  if (end == s || *end != '-') return 0;
+  s = end + 1;
+  unsigned long long b = size ? size - 1 : 0;
+  if (*s) {
+    b = strtoull(s, &end, 10);
+    if (*end || b < a) return 0;
+    if (b >= size) b = size - 1;
+  }
+  if (a >= size) return -1;
+  *from = a;
+  *to = b;
+  return 1;
+}
+
+static enum MHD_Result download(http_req *r) {
+  struct MHD_Connection *c = r->conn;
+  const char *qpath = http_query(c, "path");
+  if (!qpath || !*qpath) return http_error(c, 400, "missing path query parameter");
+  const rpc_user *u = query_user(r);
+  if (!u) return http_error(c, 401, "invalid username");
+  char *path = rpc_resolve_path(u, qpath);
+  json_t *req = json_pack("{s:s}", "path", path);
+  ipc_msg reply;
+  int rc = sandbox_call(r->sb, IPC_OPEN_READ, req, &reply);
+  json_decref(req);
+  if (rc || reply.err) {
+    enum MHD_Result res = errno_response(c, rc ? -rc : reply.err, path);
+    if (!rc) ipc_msg_clear(&reply);
+    free(path);
+    return res;
+  }
+  free(path);
+  uint64_t size = (uint64_t)json_integer_value(json_object_get(reply.body, "size"));
+  int fd = ipc_take_fd(&reply, 0);
+  ipc_msg_clear(&reply);
+  uint64_t from = 0, to = size ? size - 1 : 0;
+  int range = parse_range(http_header(c, "Range"), size, &from, &to);
+  if (range < 0) {
+    close(fd);
+    struct MHD_Response *resp = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+    char cr[64];
+    snprintf(cr, sizeof cr, "bytes */%" PRIu64, size);
+    MHD_add_response_header(resp, "Content-Range", cr);
+    enum MHD_Result res = MHD_queue_response(c, 416, resp);
+    MHD_destroy_response(resp);
+    return res;
+  }
+  uint64_t len = range > 0 ? to - from + 1 : size;
+  /* MHD owns and closes fd; it streams (or sendfile()s) from the offset. */
+  struct MHD_Response *resp = MHD_create_response_from_fd_at_offset64(len, fd, from);
+  if (!resp) {
+    close(fd);
+    return MHD_NO;
+  }
+  MHD_add_response_header(resp, "Content-Type", "application/octet-stream");
+  MHD_add_response_header(resp, "Accept-Ranges", "bytes");
+  if (range > 0) {
+    char cr[96];
+    snprintf(cr, sizeof cr, "bytes %" PRIu64 "-%" PRIu64 "/%" PRIu64, from, to, size);
+    MHD_add_response_header(resp, "Content-Range", cr);
+  }
+  enum MHD_Result res = MHD_queue_response(c, range > 0 ? 206 : 200, resp);
+  MHD_destroy_response(resp);
+  return res;
+}
+
+/* ---- upload ---- */
+
+typedef struct upload {
+  http_req *r;
+  const rpc_user *user;
+  const char *qpath; /* query path: overrides every part's filename */
+  struct MHD_PostProcessor *pp;
+  int fd;
+  int err; /* first failure (errno) */
+  char *err_path;
+  json_t *results; /* [{path,name,type}] */
+} upload;
+
+static void upload_free(void *p) {
+  upload *u = p;
+  if (u->pp) MHD_destroy_post_processor(u->pp);
+  if (u->fd >= 0) close(u->fd);
+  free(u->err_path);
+  json_decref(u->results);
+  free(u);
+}
+
+static void fail(upload *u, int err, const char *path) {
+  if (u->err) return;
+  u->err = err;
+  u->err_path = xstrdup(path);
+}
+
+/* Opens (creating parents, truncating, owned by the user) the next target. */
+static void open_target(upload *u, const char *raw) {
+  if (u->fd >= 0) close(u->fd);
+  u->fd = -1;
+  char *path = rpc_resolve_path(u->user, raw);
+  size_t n = json_array_size(u->results);
+  for (size_t i = 0; i < n; i++)
+    if (strcmp(json_string_value(json_object_get(json_array_get(u->results, i), "path")), path) == 0 &&
+        !u->qpath) {
+      fail(u, EEXIST, path);
+      free(path);
+      return;
+    }
+  json_t *req = json_pack("{s:s, s:i, s:i}", "path", path, "uid", u->user->uid, "gid", u->user->gid);
+  ipc_msg reply;
+  int rc = sandbox_call(u->r->sb, IPC_OPEN_WRITE, req, &reply);
+  json_decref(req);
+  if (rc || reply.err) {
+    fail(u, rc ? -rc : reply.err, path);
+    if (!rc) ipc_msg_clear(&reply);
+    free(path);
+    return;
+  }
+  u->fd = ipc_take_fd(&reply, 0);
+  ipc_msg_clear(&reply);
+  const char *slash = strrchr(path, '/');
+  json_array_append_new(u->results, json_pack("{s:s, s:s, s:s}", "path", path, "name",
+                                              slash ? slash + 1 : path, "type", "file"));
+  free(path);
+}
+
+static void write_chunk(upload *u, const char *data, size_t n) {
+  if (u->err || u->fd < 0 || n == 0) return;
+  if (write_all(u->fd, data, n) != 0) {
+    const char *p = json_string_value(json_object_get(json_array_get(u->results, json_array_size(u->results) - 1), "path"));
+    fail(u, errno, p ? p : "");
+  }
+}
+
+static enum MHD_Result part_iter(void *cls, enum MHD_ValueKind kind, const char *key,
+                                 const char *filename, const char *content_type,
+                                 const char *transfer_encoding, const char *data, uint64_t off,
+                                 size_t size) {
+  (void)kind;
+  (void)content_type;
+  (void)transfer_encoding;
+  upload *u = cls;
+  if (!key || strcmp(key, "file") != 0 || u->err) return MHD_YES;
+  if (off == 0) {
+    const char *target = u->qpath ? u->qpath : filename;
+    if (!target || !*target) {
+      fail(u, EINVAL, "");
+      return MHD_YES;
+    }
+    open_target(u, target);
+  }
+  write_chunk(u, data, size);
+  return MHD_YES;
+}
+
+static int upload_body(http_req *r, const char *data, size_t n) {
+  upload *u = r->ctx;
+  if (r->early_status) return 0; /* discard: the error is answered at the end */
+  if (u->pp) {
+    if (MHD_post_process(u->pp, data, n) != MHD_YES) fail(u, EBADMSG, "");
+    return 0;
+  }
+  if (u->fd < 0 && !u->err) open_target(u, u->qpath);
+  write_chunk(u, data, n);
+  return 0;
+}
+
+static enum MHD_Result upload_complete(http_req *r) {
+  upload *u = r->ctx;
+  if (!u->pp && u->fd < 0 && !u->err) open_target(u, u->qpath); /* empty body */
+  if (u->fd >= 0) {
+    if (close(u->fd) != 0) fail(u, errno, "");
+    u->fd = -1;
+  }
+  if (u->err == EBADMSG) return http_error(r->conn, 400, "malformed multipart body");
+  if (u->err == EEXIST) return http_error(r->conn, 400, "duplicate target path '%s' in one upload", u->err_path);
+  if (u->err == EINVAL && !*u->err_path) return http_error(r->conn, 400, "a file part has no filename and no path query was given");
+  if (u->err) return errno_response(r->conn, u->err, u->err_path);
+  if (json_array_size(u->results) == 0) return http_error(r->conn, 400, "no file part named 'file' in the upload");
+  return http_json(r->conn, 200, json_incref(u->results));
+}
+
+static int has_metadata_header(void *cls, enum MHD_ValueKind kind, const char *key, const char *value) {
+  (void)kind;
+  (void)value;
+  if (strncasecmp(key, "X-Metadata-", 11) == 0) *(int *)cls = 1;
+  return MHD_YES;
+}
+
+static void setup_upload(http_req *r) {
+  struct MHD_Connection *c = r->conn;
+  upload *u = xcalloc(1, sizeof *u);
+  u->r = r;
+  u->fd = -1;
+  u->results = json_array();
+  r->ctx = u;
+  r->ctx_free = upload_free;
+  r->on_body = upload_body;
+  r->on_complete = upload_complete;
+  check_auth(r, "write");
+  u->user = query_user(r);
+  const char *q = http_query(c, "path");
+  u->qpath = q && *q ? q : NULL;
+  const char *ct = http_header(c, "Content-Type");
+  const char *enc = http_header(c, "Content-Encoding");
+  int meta = 0;
+  MHD_get_connection_values(c, MHD_HEADER_KIND, (MHD_KeyValueIterator)has_metadata_header, &meta);
+  if (enc && strcasecmp(enc, "identity") != 0)
+    early(r, 400, "compressed uploads (Content-Encoding) are not supported by e2b-local yet");
+  else if (meta)
+    early(r, 501, "file metadata (X-Metadata-* headers) is not supported by e2b-local yet");
+  else if (ct && strncasecmp(ct, "multipart/form-data", 19) == 0) {
+    u->pp = MHD_create_post_processor(c, 64 * 1024, part_iter, u);
+    if (!u->pp) early(r, 400, "malformed multipart Content-Type (missing boundary?)");
+  } else if (ct && strncasecmp(ct, "application/octet-stream", 24) == 0) {
+    if (!u->qpath) early(r, 400, "the path query parameter is required for octet-stream uploads");
+  } else {
+    early(r, 400, "unsupported Content-Type (expected multipart/form-data or application/octet-stream)");
+  }
+}
+
+void files_route(http_req *r) {
+  if (strcmp(r->method, "GET") == 0) {
+    check_auth(r, "read");
+    r->on_complete = download;
+  } else {
+    setup_upload(r);
+  }
+}

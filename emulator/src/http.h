@@ -1,0 +1,69 @@
+/* http.h — request context and response helpers on top of libmicrohttpd. */
+#ifndef EMU_HTTP_H
+#define EMU_HTTP_H
+
+#include <jansson.h>
+#include <microhttpd.h>
+#include <stddef.h>
+
+#include "util.h"
+
+struct sandbox;
+
+#define HTTP_JSON_LIMIT (1u << 20) /* control-plane and unary bodies */
+
+typedef struct http_req http_req;
+struct http_req {
+  struct MHD_Connection *conn;
+  const char *method, *url;
+  sbuf body;
+  size_t body_limit; /* bodies beyond this are discarded and answered 413 */
+  int too_large;
+  /* Streaming body consumer (instead of buffering); returns 0 or -1 to stop. */
+  int (*on_body)(http_req *r, const char *data, size_t n);
+  /* Called once the whole body arrived; must queue a response. */
+  enum MHD_Result (*on_complete)(http_req *r);
+  void *ctx;
+  void (*ctx_free)(void *ctx);
+  struct sandbox *sb; /* referenced, for envd requests */
+  int early_status;   /* when set, answer this error at completion */
+  char early_msg[160];
+};
+
+/* Global facts handlers need. */
+typedef struct server_info {
+  const char *api_key;
+  char domain[128]; /* localhost:PORT */
+  char base_url[160];
+} server_info;
+extern server_info g_server;
+
+const char *http_header(struct MHD_Connection *c, const char *name);
+const char *http_query(struct MHD_Connection *c, const char *name);
+int http_client_fd(struct MHD_Connection *c);
+
+/* Each queues a response and returns MHD's result. json bodies are stolen. */
+enum MHD_Result http_json(struct MHD_Connection *c, unsigned status, json_t *body);
+enum MHD_Result http_json_hdr(struct MHD_Connection *c, unsigned status, json_t *body,
+                              const char *hname, const char *hvalue);
+enum MHD_Result http_error(struct MHD_Connection *c, unsigned status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+enum MHD_Result http_empty(struct MHD_Connection *c, unsigned status);
+enum MHD_Result http_bytes(struct MHD_Connection *c, unsigned status, const char *content_type,
+                           const void *data, size_t len);
+
+/* A streaming (chunked) body produced on demand. fill() may block; it appends
+ * bytes to out and returns 0 to continue, 1 when the body is complete, or -1
+ * to abort the connection. */
+typedef struct stream_src {
+  int (*fill)(void *ctx, sbuf *out);
+  void (*free)(void *ctx);
+  void *ctx;
+} stream_src;
+enum MHD_Result http_stream(struct MHD_Connection *c, unsigned status, const char *content_type,
+                            stream_src src);
+
+/* Parses r->body as JSON; on failure queues 400 and returns NULL with *res set. */
+json_t *http_body_json(http_req *r, enum MHD_Result *res);
+
+#endif

@@ -1,0 +1,173 @@
+/* ipc.c — framing of the server<->agent control messages. */
+#define _GNU_SOURCE
+#include "ipc.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "util.h"
+
+#define IPC_INLINE_MAX (48 * 1024)
+#define IPC_FLAG_BODY_IN_FD 1u
+
+struct ipc_hdr {
+  uint32_t type, id;
+  int32_t err;
+  uint32_t flags;
+};
+
+static int body_to_memfd(const char *text, size_t len) {
+  int fd = memfd_create("e2b-ipc", MFD_CLOEXEC);
+  if (fd < 0) return -1;
+  if (write_all(fd, text, len) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+int ipc_send(int sock, uint32_t type, uint32_t id, int32_t err, json_t *body, const int *fds,
+             int nfds) {
+  char *text = body ? json_dumps(body, JSON_COMPACT) : strdup("{}");
+  if (!text) return -ENOMEM;
+  size_t len = strlen(text);
+  struct ipc_hdr h = {type, id, err, 0};
+  int all_fds[IPC_MAX_FDS + 1];
+  int nall = 0;
+  for (int i = 0; i < nfds && i < IPC_MAX_FDS; i++) all_fds[nall++] = fds[i];
+  int memfd = -1;
+  if (len > IPC_INLINE_MAX) {
+    memfd = body_to_memfd(text, len);
+    if (memfd < 0) {
+      free(text);
+      return -errno;
+    }
+    all_fds[nall++] = memfd;
+    h.flags |= IPC_FLAG_BODY_IN_FD;
+    len = 0;
+  }
+  struct iovec iov[2] = {{&h, sizeof h}, {text, len}};
+  union {
+    char buf[CMSG_SPACE(sizeof(int) * (IPC_MAX_FDS + 1))];
+    struct cmsghdr align;
+  } cbuf;
+  struct msghdr msg = {.msg_iov = iov, .msg_iovlen = 2};
+  if (nall > 0) {
+    memset(&cbuf, 0, sizeof cbuf);
+    msg.msg_control = cbuf.buf;
+    msg.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)nall);
+    struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nall);
+    memcpy(CMSG_DATA(c), all_fds, sizeof(int) * (size_t)nall);
+  }
+  ssize_t n;
+  do {
+    n = sendmsg(sock, &msg, MSG_NOSIGNAL);
+  } while (n < 0 && errno == EINTR);
+  int rc = n < 0 ? -errno : 0;
+  free(text);
+  if (memfd >= 0) close(memfd);
+  return rc;
+}
+
+static json_t *body_from_memfd(int fd) {
+  struct stat st;
+  if (fstat(fd, &st) != 0 || st.st_size < 0) return NULL;
+  size_t len = (size_t)st.st_size;
+  char *text = xmalloc(len + 1);
+  size_t got = 0;
+  while (got < len) {
+    ssize_t r = pread(fd, text + got, len - got, (off_t)got);
+    if (r <= 0) {
+      if (r < 0 && errno == EINTR) continue;
+      break;
+    }
+    got += (size_t)r;
+  }
+  json_t *j = got == len ? json_loadb(text, len, 0, NULL) : NULL;
+  free(text);
+  return j;
+}
+
+int ipc_recv(int sock, ipc_msg *m) {
+  static const size_t cap = sizeof(struct ipc_hdr) + IPC_INLINE_MAX + 1;
+  char *buf = xmalloc(cap);
+  union {
+    char buf[CMSG_SPACE(sizeof(int) * (IPC_MAX_FDS + 1))];
+    struct cmsghdr align;
+  } cbuf;
+  struct iovec iov = {buf, cap};
+  struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf.buf,
+                       .msg_controllen = sizeof cbuf.buf};
+  ssize_t n;
+  do {
+    n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
+  } while (n < 0 && errno == EINTR);
+  memset(m, 0, sizeof *m);
+  if (n <= 0) {
+    free(buf);
+    return n == 0 ? 0 : -errno;
+  }
+  int fds[IPC_MAX_FDS + 1];
+  int nfds = 0;
+  for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+    int cnt = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+    for (int i = 0; i < cnt; i++) {
+      int fd;
+      memcpy(&fd, CMSG_DATA(c) + sizeof(int) * (size_t)i, sizeof fd);
+      if (nfds < IPC_MAX_FDS + 1)
+        fds[nfds++] = fd;
+      else
+        close(fd);
+    }
+  }
+  struct ipc_hdr h;
+  if ((size_t)n < sizeof h || (msg.msg_flags & MSG_TRUNC)) {
+    for (int i = 0; i < nfds; i++) close(fds[i]);
+    free(buf);
+    return -EPROTO;
+  }
+  memcpy(&h, buf, sizeof h);
+  m->type = h.type;
+  m->id = h.id;
+  m->err = h.err;
+  if (h.flags & IPC_FLAG_BODY_IN_FD) {
+    if (nfds == 0) {
+      free(buf);
+      return -EPROTO;
+    }
+    m->body = body_from_memfd(fds[nfds - 1]);
+    close(fds[--nfds]);
+  } else {
+    m->body = json_loadb(buf + sizeof h, (size_t)n - sizeof h, 0, NULL);
+  }
+  free(buf);
+  if (!m->body) m->body = json_object();
+  m->nfds = nfds < IPC_MAX_FDS ? nfds : IPC_MAX_FDS;
+  for (int i = 0; i < m->nfds; i++) m->fds[i] = fds[i];
+  for (int i = m->nfds; i < nfds; i++) close(fds[i]);
+  return 1;
+}
+
+int ipc_take_fd(ipc_msg *m, int i) {
+  if (i < 0 || i >= m->nfds) return -1;
+  int fd = m->fds[i];
+  m->fds[i] = -1;
+  return fd;
+}
+
+void ipc_msg_clear(ipc_msg *m) {
+  if (m->body) json_decref(m->body);
+  m->body = NULL;
+  for (int i = 0; i < m->nfds; i++)
+    if (m->fds[i] >= 0) close(m->fds[i]);
+  m->nfds = 0;
+}

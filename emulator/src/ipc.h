@@ -1,0 +1,50 @@
+/* ipc.h — the server<->agent control protocol.
+ *
+ * One SOCK_SEQPACKET message per request, reply or notification: a fixed
+ * header, a JSON body, and up to IPC_MAX_FDS descriptors (SCM_RIGHTS).
+ * Bodies too large for one datagram travel in a sealed memfd instead. */
+#ifndef EMU_IPC_H
+#define EMU_IPC_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+#define IPC_MAX_FDS 4
+
+enum ipc_type {
+  /* server -> agent requests */
+  IPC_SPAWN = 1,     /* {argv,env,cwd,uid,gid,stdin,pty?} -> {pid} + fds */
+  IPC_SIGNAL = 2,    /* {pid,sig} -> {} (to the process group) */
+  IPC_STAT = 3,      /* {path} -> {entry} */
+  IPC_LISTDIR = 4,   /* {path,depth} -> {entries} */
+  IPC_MKDIR = 5,     /* {path,uid,gid} -> {entry} */
+  IPC_MOVE = 6,      /* {source,destination} -> {entry} */
+  IPC_REMOVE = 7,    /* {path} -> {} */
+  IPC_OPEN_READ = 8, /* {path} -> {size} + fd */
+  IPC_OPEN_WRITE = 9, /* {path,uid,gid} -> {path} + fd */
+  IPC_SHUTDOWN = 10, /* kill every process of the sandbox, then exit */
+  /* agent -> server */
+  IPC_REPLY = 100, /* id = the request's id, err = errno (0 on success) */
+  IPC_EXIT = 101   /* {pid,status}: a spawned process was reaped */
+};
+
+typedef struct ipc_msg {
+  uint32_t type;
+  uint32_t id;
+  int32_t err;
+  json_t *body; /* owned; never NULL after a successful receive */
+  int fds[IPC_MAX_FDS];
+  int nfds;
+} ipc_msg;
+
+/* Sends one message; body may be NULL (sent as {}). Returns 0 or -errno. */
+int ipc_send(int sock, uint32_t type, uint32_t id, int32_t err, json_t *body, const int *fds,
+             int nfds);
+/* Receives one message. Returns 1, 0 on EOF, or -errno. */
+int ipc_recv(int sock, ipc_msg *m);
+/* Releases the body and closes any descriptors still owned by the message. */
+void ipc_msg_clear(ipc_msg *m);
+/* Takes descriptor i out of the message (the caller owns it now). */
+int ipc_take_fd(ipc_msg *m, int i);
+
+#endif

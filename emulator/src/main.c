@@ -1,0 +1,240 @@
+/* main.c — e2b-local command line: serve, exec, and the hidden agent mode. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "codec.h"
+#include "log.h"
+#include "proc.h"
+#include "runtime.h"
+#include "sandbox.h"
+#include "server.h"
+#include "util.h"
+
+typedef struct options {
+  char host[64];
+  int port;
+  const char *state;
+  const char *api_key;
+  const char *domain;
+  int no_isolation;
+  char **cmd; /* exec */
+} options;
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: e2b-local serve [--listen HOST:PORT] [--state DIR] [--api-key KEY] [--domain D]\n"
+          "                       [--no-isolation]\n"
+          "       e2b-local exec [serve options] -- CMD ARGS...\n"
+          "\n"
+          "serve: run a local E2B-compatible server until SIGINT/SIGTERM.\n"
+          "exec:  run one for the duration of CMD, with E2B_API_URL, E2B_SANDBOX_URL,\n"
+          "       E2B_DOMAIN and E2B_API_KEY in its environment; exits with CMD's status.\n");
+}
+
+static int parse_listen(const char *s, options *o) {
+  const char *colon = strrchr(s, ':');
+  if (!colon || colon == s || (size_t)(colon - s) >= sizeof o->host) return -1;
+  char *end;
+  long port = strtol(colon + 1, &end, 10);
+  if (!colon[1] || *end || port < 0 || port > 65535) return -1;
+  memcpy(o->host, s, (size_t)(colon - s));
+  o->host[colon - s] = '\0';
+  o->port = (int)port;
+  return 0;
+}
+
+static int parse_args(int argc, char **argv, int exec_mode, options *o) {
+  snprintf(o->host, sizeof o->host, "127.0.0.1");
+  o->port = exec_mode ? 0 : 3000;
+  for (int i = 2; i < argc; i++) {
+    const char *a = argv[i];
+    int has_val = i + 1 < argc;
+    if (strcmp(a, "--") == 0 && exec_mode) {
+      o->cmd = &argv[i + 1];
+      break;
+    } else if (strcmp(a, "--listen") == 0 && has_val) {
+      if (parse_listen(argv[++i], o)) {
+        fprintf(stderr, "e2b-local: invalid --listen '%s' (expected HOST:PORT)\n", argv[i]);
+        return -1;
+      }
+    } else if (strcmp(a, "--state") == 0 && has_val) {
+      o->state = argv[++i];
+    } else if (strcmp(a, "--api-key") == 0 && has_val) {
+      o->api_key = argv[++i];
+    } else if (strcmp(a, "--domain") == 0 && has_val) {
+      o->domain = argv[++i];
+    } else if (strcmp(a, "--no-isolation") == 0) {
+      o->no_isolation = 1;
+    } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+      usage(stdout);
+      exit(0);
+    } else {
+      fprintf(stderr, "e2b-local: unknown or incomplete option '%s'\n", a);
+      usage(stderr);
+      return -1;
+    }
+  }
+  if (exec_mode && (!o->cmd || !o->cmd[0])) {
+    fprintf(stderr, "e2b-local exec: missing command after --\n");
+    return -1;
+  }
+  return 0;
+}
+
+/* Thousands of streams need thousands of descriptors. */
+static void raise_fd_limit(void) {
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+    rl.rlim_cur = rl.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &rl);
+  }
+}
+
+typedef struct running {
+  server *srv;
+  char *state_dir;
+  int state_is_temp;
+  char *api_key;
+  char env[4][256];
+} running;
+
+static int start_all(const options *o, running *run) {
+  runtime_init(o->no_isolation);
+  if (o->state) {
+    if (mkdir_p(o->state, 0700) != 0) {
+      log_msg("cannot create state directory %s: %s", o->state, strerror(errno));
+      return -1;
+    }
+    run->state_dir = xstrdup(o->state);
+  } else {
+    char tmpl[] = "/tmp/e2b-local.XXXXXX";
+    if (!mkdtemp(tmpl)) {
+      log_msg("cannot create a temporary state directory: %s", strerror(errno));
+      return -1;
+    }
+    run->state_dir = xstrdup(tmpl);
+    run->state_is_temp = 1;
+  }
+  if (o->api_key) {
+    run->api_key = xstrdup(o->api_key);
+  } else {
+    char hex[41];
+    if (e2b_random_hex(hex, 40) != 0) return -1;
+    run->api_key = xasprintf("e2b_%s", hex);
+  }
+  g_server.api_key = run->api_key;
+  if (sandbox_registry_init(run->state_dir) != 0) {
+    log_msg("cannot initialise the state directory %s", run->state_dir);
+    return -1;
+  }
+  run->srv = server_start(o->host, (uint16_t)o->port);
+  if (!run->srv) return -1;
+  unsigned port = server_port(run->srv);
+  const char *host = strcmp(o->host, "0.0.0.0") == 0 ? "127.0.0.1" : o->host;
+  if (o->domain)
+    snprintf(g_server.domain, sizeof g_server.domain, "%s", o->domain);
+  else
+    snprintf(g_server.domain, sizeof g_server.domain, "localhost:%u", port);
+  snprintf(g_server.base_url, sizeof g_server.base_url, "http://%s:%u", host, port);
+  snprintf(run->env[0], sizeof run->env[0], "E2B_API_URL=%s", g_server.base_url);
+  snprintf(run->env[1], sizeof run->env[1], "E2B_SANDBOX_URL=%s", g_server.base_url);
+  snprintf(run->env[2], sizeof run->env[2], "E2B_DOMAIN=%s", g_server.domain);
+  snprintf(run->env[3], sizeof run->env[3], "E2B_API_KEY=%s", run->api_key);
+  log_msg("listening on %s (state %s, %s)", g_server.base_url, run->state_dir,
+          runtime_isolated() ? "bubblewrap isolation" : "no isolation");
+  return 0;
+}
+
+static void stop_all(running *run) {
+  sandbox_registry_shutdown(); /* kills every sandbox: their streams end */
+  server_stop(run->srv);
+  proc_wait_all_readers();
+  if (run->state_is_temp && run->state_dir) rm_rf(run->state_dir);
+  free(run->state_dir);
+  free(run->api_key);
+  log_msg("stopped");
+}
+
+static int serve(const options *o, const sigset_t *sigs) {
+  running run = {0};
+  if (start_all(o, &run) != 0) {
+    stop_all(&run);
+    return 1;
+  }
+  for (int i = 0; i < 4; i++) printf("%s\n", run.env[i]);
+  fflush(stdout);
+  int sig = 0;
+  while (sig != SIGINT && sig != SIGTERM) sigwait(sigs, &sig);
+  log_msg("received %s, stopping", sig == SIGINT ? "SIGINT" : "SIGTERM");
+  stop_all(&run);
+  return 0;
+}
+
+static int exec_cmd(const options *o, const sigset_t *sigs) {
+  running run = {0};
+  if (start_all(o, &run) != 0) {
+    stop_all(&run);
+    return 1;
+  }
+  for (int i = 0; i < 4; i++) printf("%s\n", run.env[i]);
+  fflush(stdout);
+  pid_t child = fork();
+  if (child == 0) {
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    signal(SIGPIPE, SIG_DFL);
+    for (int i = 0; i < 4; i++) putenv(run.env[i]);
+    execvp(o->cmd[0], o->cmd);
+    fprintf(stderr, "e2b-local exec: cannot run %s: %s\n", o->cmd[0], strerror(errno));
+    _exit(127);
+  }
+  int status = 0, code = 1;
+  if (child > 0) {
+    for (;;) {
+      int sig = 0;
+      sigwait(sigs, &sig);
+      if (sig == SIGINT || sig == SIGTERM) {
+        kill(child, sig); /* the command decides; we follow its exit */
+        continue;
+      }
+      pid_t r = waitpid(child, &status, WNOHANG);
+      if (r == child) break;
+    }
+    code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  } else {
+    log_msg("cannot fork: %s", strerror(errno));
+  }
+  stop_all(&run);
+  return code;
+}
+
+int main(int argc, char **argv) {
+  if (argc >= 2 && strcmp(argv[1], "agent") == 0) return agent_main(argc, argv);
+  if (argc < 2 || (strcmp(argv[1], "serve") != 0 && strcmp(argv[1], "exec") != 0)) {
+    usage(argc < 2 ? stderr : (strcmp(argv[1], "--help") == 0 ? stdout : stderr));
+    return argc >= 2 && strcmp(argv[1], "--help") == 0 ? 0 : 2;
+  }
+  int exec_mode = strcmp(argv[1], "exec") == 0;
+  options o = {0};
+  if (parse_args(argc, argv, exec_mode, &o) != 0) return 2;
+  /* Blocked before any thread exists, so only sigwait() sees them. SIGCHLD
+   * stays blocked too: sandbox runtimes reap their own children by pid. */
+  sigset_t sigs;
+  sigemptyset(&sigs);
+  sigaddset(&sigs, SIGINT);
+  sigaddset(&sigs, SIGTERM);
+  sigaddset(&sigs, SIGCHLD);
+  pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+  signal(SIGPIPE, SIG_IGN);
+  raise_fd_limit();
+  return exec_mode ? exec_cmd(&o, &sigs) : serve(&o, &sigs);
+}

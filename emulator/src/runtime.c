@@ -1,0 +1,459 @@
+/* runtime.c — bubblewrap command line, agent spawn, freeze/thaw and kill. */
+#define _GNU_SOURCE
+#include "runtime.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "codec.h"
+#include "ipc.h"
+#include "log.h"
+#include "util.h"
+
+#define FREEZER_ROOT "/sys/fs/cgroup/freezer/e2b-local"
+#define AGENT_PATH "/run/e2b/envd"
+#define MAX_ARGS 128
+
+static char *g_self;   /* this executable, bind-mounted as the agent */
+static char *g_bwrap;  /* bubblewrap, or NULL without isolation */
+static int g_freezer;  /* the freezer hierarchy is usable */
+
+static char *find_in_path(const char *name) {
+  const char *dirs[] = {"/usr/bin", "/bin", "/usr/local/bin", "/usr/sbin", NULL};
+  for (int i = 0; dirs[i]; i++) {
+    char *p = xasprintf("%s/%s", dirs[i], name);
+    if (access(p, X_OK) == 0) return p;
+    free(p);
+  }
+  return NULL;
+}
+
+static int run_quiet(char *const argv[]) {
+  pid_t pid = fork();
+  if (pid < 0) return -1;
+  if (pid == 0) {
+    int nul = open("/dev/null", O_RDWR);
+    if (nul >= 0) {
+      dup2(nul, 0);
+      dup2(nul, 1);
+      dup2(nul, 2);
+    }
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    execv(argv[0], argv);
+    _exit(127);
+  }
+  int st;
+  while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+  }
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+void runtime_init(int force_no_isolation) {
+  g_self = realpath("/proc/self/exe", NULL);
+  if (!g_self) g_self = xstrdup("/proc/self/exe");
+  if (!force_no_isolation) g_bwrap = find_in_path("bwrap");
+  if (g_bwrap) {
+    /* The same namespaces a sandbox gets; any refusal means no isolation. */
+    char *argv[] = {g_bwrap, "--die-with-parent", "--unshare-pid", "--unshare-ipc",
+                    "--unshare-uts", "--unshare-net", "--as-pid-1", "--ro-bind", "/", "/",
+                    "--proc", "/proc", "--dev", "/dev", "/bin/true", NULL};
+    if (run_quiet(argv) != 0) {
+      free(g_bwrap);
+      g_bwrap = NULL;
+    }
+  }
+  if (!g_bwrap)
+    log_msg("WARNING: running WITHOUT isolation (%s): sandboxes are plain child processes "
+            "sharing this host's filesystem, pids and network",
+            force_no_isolation ? "--no-isolation" : "bubblewrap missing or not permitted");
+  g_freezer = mkdir_p(FREEZER_ROOT, 0755) == 0 && access(FREEZER_ROOT, W_OK) == 0;
+}
+
+int runtime_isolated(void) { return g_bwrap != NULL; }
+
+static int write_text(const char *dir, const char *name, const char *text, mode_t mode) {
+  char *p = xasprintf("%s/%s", dir, name);
+  int rc = write_file(p, text, strlen(text), mode);
+  free(p);
+  return rc;
+}
+
+static int make_owned_dir(const char *dir, const char *name, mode_t mode, uid_t uid) {
+  char *p = xasprintf("%s/%s", dir, name);
+  int rc = mkdir(p, mode);
+  if (rc == 0) {
+    rc = chown(p, uid, uid);
+    if (rc == 0) rc = chmod(p, mode); /* mkdir honours the umask; tmp needs 1777 */
+  } else if (errno == EEXIST) {
+    rc = 0;
+  }
+  free(p);
+  return rc;
+}
+
+int runtime_prepare_dir(const char *dir) {
+  if (make_owned_dir(dir, "home", 0755, 1000) || make_owned_dir(dir, "tmp", 01777, 0) ||
+      make_owned_dir(dir, "root", 0700, 0) || make_owned_dir(dir, "etc", 0755, 0))
+    return -errno;
+  int rc = write_text(dir, "etc/passwd",
+                      "root:x:0:0:root:/root:/bin/bash\n"
+                      "user:x:1000:1000::/home/user:/bin/bash\n"
+                      "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
+                      0644);
+  if (!rc) rc = write_text(dir, "etc/group", "root:x:0:\nuser:x:1000:\nnogroup:x:65534:\n", 0644);
+  if (!rc) rc = write_text(dir, "etc/shadow", "", 0640);
+  if (!rc) rc = write_text(dir, "etc/hostname", "e2b.local\n", 0644);
+  return rc ? -errno : 0;
+}
+
+/* A fresh boot id per boot, like a VM: a cold resume gets a new one. */
+static int write_boot_id(const char *dir) {
+  char uuid[E2B_UUID_SIZE];
+  if (e2b_uuid4(uuid) != 0) return -EIO;
+  char text[E2B_UUID_SIZE + 1];
+  snprintf(text, sizeof text, "%s\n", uuid);
+  return write_text(dir, "boot_id", text, 0444) ? -errno : 0;
+}
+
+typedef struct argvec {
+  char *v[MAX_ARGS];
+  char *owned[MAX_ARGS];
+  int n, nowned;
+} argvec;
+
+static void av_add(argvec *a, const char *s) {
+  if (a->n < MAX_ARGS - 1) a->v[a->n++] = (char *)s;
+}
+
+static const char *av_own(argvec *a, char *s) {
+  if (a->nowned < MAX_ARGS) a->owned[a->nowned++] = s;
+  return s;
+}
+
+static void av_free(argvec *a) {
+  for (int i = 0; i < a->nowned; i++) free(a->owned[i]);
+}
+
+/* Host system directories as the host has them: merged-usr symlinks stay symlinks. */
+static void add_system_dir(argvec *a, const char *path) {
+  struct stat st;
+  if (lstat(path, &st) != 0) return;
+  if (S_ISLNK(st.st_mode)) {
+    char target[PATH_MAX];
+    ssize_t n = readlink(path, target, sizeof target - 1);
+    if (n <= 0) return;
+    target[n] = '\0';
+    av_add(a, "--symlink");
+    av_add(a, av_own(a, xstrdup(target)));
+    av_add(a, path);
+  } else if (S_ISDIR(st.st_mode)) {
+    av_add(a, "--ro-bind");
+    av_add(a, path);
+    av_add(a, path);
+  }
+}
+
+static void add_bind(argvec *a, const char *kind, const char *dir, const char *name,
+                     const char *dest) {
+  av_add(a, kind);
+  av_add(a, av_own(a, xasprintf("%s/%s", dir, name)));
+  av_add(a, dest);
+}
+
+static void build_argv(argvec *a, const runtime_config *cfg) {
+  if (g_bwrap) {
+    av_add(a, g_bwrap);
+    av_add(a, "--die-with-parent");
+    av_add(a, "--unshare-pid");
+    av_add(a, "--unshare-ipc");
+    av_add(a, "--unshare-uts");
+    if (!cfg->allow_internet) av_add(a, "--unshare-net");
+    av_add(a, "--as-pid-1");
+    av_add(a, "--hostname");
+    av_add(a, "e2b.local");
+    /* Root in the sandbox keeps Docker's default capabilities, never SYS_ADMIN. */
+    static const char *caps[] = {"CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FSETID", "CAP_FOWNER",
+                                 "CAP_MKNOD", "CAP_NET_RAW", "CAP_SETGID", "CAP_SETUID",
+                                 "CAP_SETFCAP", "CAP_SETPCAP", "CAP_NET_BIND_SERVICE",
+                                 "CAP_SYS_CHROOT", "CAP_KILL", "CAP_AUDIT_WRITE", NULL};
+    av_add(a, "--cap-drop");
+    av_add(a, "ALL");
+    for (int i = 0; caps[i]; i++) {
+      av_add(a, "--cap-add");
+      av_add(a, caps[i]);
+    }
+    av_add(a, "--ro-bind");
+    av_add(a, "/usr");
+    av_add(a, "/usr");
+    static const char *sys[] = {"/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32", NULL};
+    for (int i = 0; sys[i]; i++) add_system_dir(a, sys[i]);
+    av_add(a, "--ro-bind");
+    av_add(a, "/etc");
+    av_add(a, "/etc");
+    av_add(a, "--ro-bind-try");
+    av_add(a, "/opt");
+    av_add(a, "/opt");
+    av_add(a, "--proc");
+    av_add(a, "/proc");
+    av_add(a, "--dev");
+    av_add(a, "/dev");
+    av_add(a, "--tmpfs");
+    av_add(a, "/run");
+    /* bwrap would create these mount points 0700: users must traverse them */
+    static const char *dirs[] = {"/home", "/var", "/var/tmp", NULL};
+    static const char *perms[] = {"0755", "0755", "1777"};
+    for (int i = 0; dirs[i]; i++) {
+      av_add(a, "--perms");
+      av_add(a, perms[i]);
+      av_add(a, "--dir");
+      av_add(a, dirs[i]);
+    }
+    add_bind(a, "--bind", cfg->dir, "home", "/home/user");
+    add_bind(a, "--bind", cfg->dir, "tmp", "/tmp");
+    add_bind(a, "--bind", cfg->dir, "root", "/root");
+    add_bind(a, "--ro-bind", cfg->dir, "etc/passwd", "/etc/passwd");
+    add_bind(a, "--ro-bind", cfg->dir, "etc/group", "/etc/group");
+    add_bind(a, "--ro-bind", cfg->dir, "etc/shadow", "/etc/shadow");
+    add_bind(a, "--ro-bind", cfg->dir, "etc/shadow", "/etc/gshadow");
+    add_bind(a, "--ro-bind", cfg->dir, "etc/hostname", "/etc/hostname");
+    add_bind(a, "--ro-bind", cfg->dir, "boot_id", "/proc/sys/kernel/random/boot_id");
+    av_add(a, "--ro-bind");
+    av_add(a, g_self);
+    av_add(a, AGENT_PATH);
+    av_add(a, "--chdir");
+    av_add(a, "/");
+    av_add(a, "--");
+    av_add(a, AGENT_PATH);
+    av_add(a, "agent");
+    av_add(a, "--fd");
+    av_add(a, "3");
+  } else {
+    av_add(a, g_self);
+    av_add(a, "agent");
+    av_add(a, "--fd");
+    av_add(a, "3");
+    av_add(a, "--no-isolation");
+    static const char *maps[][2] = {{"/home/user", "home"}, {"/tmp", "tmp"}, {"/root", "root"}};
+    for (int i = 0; i < 3; i++) {
+      av_add(a, "--map");
+      av_add(a, av_own(a, xasprintf("%s=%s/%s", maps[i][0], cfg->dir, maps[i][1])));
+    }
+  }
+  a->v[a->n] = NULL;
+}
+
+/* Only what the agent needs: the host's environment (API keys!) stays out. */
+static void build_env(argvec *e) {
+  av_add(e, "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
+  static const char *pass[] = {"ASAN_OPTIONS", "LSAN_OPTIONS", "UBSAN_OPTIONS", NULL};
+  for (int i = 0; pass[i]; i++) {
+    const char *v = getenv(pass[i]);
+    if (v) av_add(e, av_own(e, xasprintf("%s=%s", pass[i], v)));
+  }
+  e->v[e->n] = NULL;
+}
+
+static char *make_cgroup(const char *id) {
+  if (!g_freezer) return NULL;
+  char *p = xasprintf("%s/%s", FREEZER_ROOT, id);
+  if (mkdir(p, 0755) != 0 && errno != EEXIST) {
+    free(p);
+    return NULL;
+  }
+  return p;
+}
+
+int runtime_start(runtime *rt, const runtime_config *cfg) {
+  memset(rt, 0, sizeof *rt);
+  rt->sock = -1;
+  int rc = runtime_prepare_dir(cfg->dir);
+  if (!rc) rc = write_boot_id(cfg->dir);
+  if (rc) return rc;
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) return -errno;
+  rt->cgroup = make_cgroup(cfg->id);
+  char *procs = rt->cgroup ? xasprintf("%s/cgroup.procs", rt->cgroup) : NULL;
+  argvec a = {0}, e = {0};
+  build_argv(&a, cfg);
+  build_env(&e);
+  pid_t pid = fork();
+  if (pid == 0) {
+    /* Only async-signal-safe calls between fork and exec: we are multithreaded. */
+    if (procs) {
+      int fd = open(procs, O_WRONLY);
+      if (fd >= 0) {
+        if (write(fd, "0", 1) < 0) _exit(125);
+        close(fd);
+      }
+    }
+    setsid(); /* a ^C on the server's terminal must not reach sandboxes */
+    if (dup2(sv[1], 3) < 0) _exit(125);
+    close_range(4, ~0u, 0);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    execve(a.v[0], a.v, e.v);
+    _exit(127);
+  }
+  int err = pid < 0 ? errno : 0;
+  free(procs);
+  av_free(&a);
+  av_free(&e);
+  close(sv[1]);
+  if (err) {
+    close(sv[0]);
+    return -err;
+  }
+  rt->pid = pid;
+  rt->sock = sv[0];
+  return 0;
+}
+
+/* Host pids in the sandbox: the cgroup's members, or the agent's descendants. */
+static int list_pids(const runtime *rt, pid_t **out) {
+  size_t n = 0, cap = 16;
+  pid_t *v = xmalloc(cap * sizeof *v);
+  if (rt->cgroup) {
+    char *p = xasprintf("%s/cgroup.procs", rt->cgroup);
+    FILE *f = fopen(p, "re");
+    free(p);
+    int pid;
+    while (f && fscanf(f, "%d", &pid) == 1) {
+      if (n == cap) v = xrealloc(v, (cap *= 2) * sizeof *v);
+      v[n++] = pid;
+    }
+    if (f) fclose(f);
+    *out = v;
+    return (int)n;
+  }
+  /* Walk /proc repeatedly: a parent-before-child order is not guaranteed. */
+  if (rt->pid > 0) v[n++] = rt->pid;
+  for (int changed = 1; changed;) {
+    changed = 0;
+    DIR *d = opendir("/proc");
+    struct dirent *de;
+    while (d && (de = readdir(d))) {
+      int pid = atoi(de->d_name), ppid = 0;
+      if (pid <= 0) continue;
+      char path[64], buf[512];
+      snprintf(path, sizeof path, "/proc/%d/stat", pid);
+      int fd = open(path, O_RDONLY | O_CLOEXEC);
+      if (fd < 0) continue;
+      ssize_t r = read(fd, buf, sizeof buf - 1);
+      close(fd);
+      if (r <= 0) continue;
+      buf[r] = '\0';
+      char *rp = strrchr(buf, ')');
+      if (!rp || sscanf(rp + 2, "%*c %d", &ppid) != 1) continue;
+      int parent_in = 0, self_in = 0;
+      for (size_t i = 0; i < n; i++) {
+        parent_in |= v[i] == ppid;
+        self_in |= v[i] == pid;
+      }
+      if (parent_in && !self_in) {
+        if (n == cap) v = xrealloc(v, (cap *= 2) * sizeof *v);
+        v[n++] = pid;
+        changed = 1;
+      }
+    }
+    if (d) closedir(d);
+  }
+  *out = v;
+  return (int)n;
+}
+
+static void signal_all(const runtime *rt, int sig) {
+  pid_t *pids;
+  int n = list_pids(rt, &pids);
+  for (int i = 0; i < n; i++) kill(pids[i], sig);
+  free(pids);
+}
+
+int runtime_count_processes(const runtime *rt) {
+  if (!rt->cgroup && rt->pid <= 0) return 0;
+  pid_t *pids;
+  int n = list_pids(rt, &pids);
+  free(pids);
+  return n;
+}
+
+static int freezer_set(const char *cg, const char *state) {
+  char *p = xasprintf("%s/freezer.state", cg);
+  int rc = write_file(p, state, strlen(state), 0644);
+  for (int i = 0; rc == 0 && i < 500; i++) {
+    char buf[32] = {0};
+    int fd = open(p, O_RDONLY | O_CLOEXEC);
+    ssize_t r = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+    if (fd >= 0) close(fd);
+    if (r > 0 && strncmp(buf, state, strlen(state)) == 0) break;
+    usleep(2000); /* FREEZING: tasks are still on their way to the fridge */
+  }
+  free(p);
+  return rc ? -errno : 0;
+}
+
+int runtime_freeze(runtime *rt) {
+  if (rt->cgroup) return freezer_set(rt->cgroup, "FROZEN");
+  signal_all(rt, SIGSTOP);
+  rt->frozen_by_signal = 1;
+  return 0;
+}
+
+int runtime_thaw(runtime *rt) {
+  if (rt->cgroup) return freezer_set(rt->cgroup, "THAWED");
+  signal_all(rt, SIGCONT);
+  rt->frozen_by_signal = 0;
+  return 0;
+}
+
+static int reap_within(pid_t pid, int ms) {
+  for (int waited = 0; waited <= ms; waited += 10) {
+    pid_t r = waitpid(pid, NULL, WNOHANG);
+    if (r == pid || (r < 0 && errno == ECHILD)) return 1;
+    usleep(10000);
+  }
+  return 0;
+}
+
+void runtime_stop(runtime *rt) {
+  if (rt->pid <= 0) return;
+  if (!g_bwrap && rt->sock >= 0 && !rt->frozen_by_signal && !rt->cgroup) {
+    /* No pid namespace and no cgroup: let the subreaper agent kill its tree. */
+    ipc_send(rt->sock, IPC_SHUTDOWN, 0, 0, NULL, NULL, 0);
+    reap_within(rt->pid, 2000);
+  }
+  /* SIGKILL everyone, then thaw: frozen tasks only die once thawed. */
+  for (int round = 0; round < 100; round++) {
+    signal_all(rt, SIGKILL);
+    if (rt->cgroup) freezer_set(rt->cgroup, "THAWED");
+    if (rt->frozen_by_signal) signal_all(rt, SIGCONT);
+    kill(rt->pid, SIGKILL);
+    reap_within(rt->pid, round ? 20 : 50);
+    pid_t *pids;
+    int n = list_pids(rt, &pids);
+    free(pids);
+    if (n == 0 || (!rt->cgroup && n <= 1)) break;
+  }
+  while (waitpid(rt->pid, NULL, 0) < 0 && errno == EINTR) {
+  }
+  int left = rt->cgroup ? runtime_count_processes(rt) : 0;
+  if (left > 0) log_msg("WARNING: %d process(es) survived the sandbox kill", left);
+  if (rt->cgroup) {
+    rmdir(rt->cgroup);
+    free(rt->cgroup);
+    rt->cgroup = NULL;
+  }
+  rt->pid = 0;
+}

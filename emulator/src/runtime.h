@@ -1,0 +1,39 @@
+/* runtime.h — how a sandbox's processes are run on the host: one agent per
+ * sandbox under bubblewrap (or as a plain child without isolation), a freezer
+ * cgroup (or SIGSTOP) for memory pause, and a kill that leaves nothing behind. */
+#ifndef EMU_RUNTIME_H
+#define EMU_RUNTIME_H
+
+#include <sys/types.h>
+
+typedef struct runtime {
+  pid_t pid;    /* host pid of bwrap (or of the agent without isolation) */
+  int sock;     /* server end of the control channel, owned by the caller after start */
+  char *cgroup; /* freezer cgroup directory, or NULL */
+  int frozen_by_signal;
+} runtime;
+
+typedef struct runtime_config {
+  const char *id;  /* sandbox id (hostname, cgroup name) */
+  const char *dir; /* the sandbox's state directory */
+  int allow_internet;
+} runtime_config;
+
+/* Probes bubblewrap and the freezer; prints one warning when isolation is off.
+ * force_no_isolation comes from --no-isolation. */
+void runtime_init(int force_no_isolation);
+int runtime_isolated(void);
+
+/* Creates home/, tmp/, root/ and the generated /etc files (idempotent). */
+int runtime_prepare_dir(const char *dir);
+
+/* Starts the agent. Returns 0 or -errno. */
+int runtime_start(runtime *rt, const runtime_config *cfg);
+/* Kills every process of the sandbox and reaps the agent. */
+void runtime_stop(runtime *rt);
+int runtime_freeze(runtime *rt);
+int runtime_thaw(runtime *rt);
+/* Number of host processes still belonging to the sandbox (for checks). */
+int runtime_count_processes(const runtime *rt);
+
+#endif

@@ -1,0 +1,21 @@
+/* server.h — the one HTTP listener: routing between control plane, envd and
+ * the (future) port proxy. */
+#ifndef EMU_SERVER_H
+#define EMU_SERVER_H
+
+#include <stdint.h>
+
+#include "http.h"
+
+typedef struct server server;
+
+/* host "127.0.0.1", port 0 = any. Returns NULL with a logged reason. */
+server *server_start(const char *host, uint16_t port);
+uint16_t server_port(const server *s);
+void server_stop(server *s);
+
+/* Route setup, called on a request's first callback (server.c dispatches). */
+void control_route(http_req *r);
+void envd_route(http_req *r, const char *sandbox_id);
+
+#endif

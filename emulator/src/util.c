@@ -1,0 +1,184 @@
+/* util.c — allocation, buffers, clocks and file helpers. */
+#define _GNU_SOURCE
+#include "util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+void *xmalloc(size_t n) {
+  void *p = malloc(n ? n : 1);
+  if (!p) abort();
+  return p;
+}
+
+void *xcalloc(size_t n, size_t m) {
+  void *p = calloc(n ? n : 1, m ? m : 1);
+  if (!p) abort();
+  return p;
+}
+
+void *xrealloc(void *p, size_t n) {
+  p = realloc(p, n ? n : 1);
+  if (!p) abort();
+  return p;
+}
+
+char *xstrdup(const char *s) {
+  char *p = strdup(s ? s : "");
+  if (!p) abort();
+  return p;
+}
+
+char *xasprintf(const char *fmt, ...) {
+  va_list ap;
+  char *out = NULL;
+  va_start(ap, fmt);
+  int n = vasprintf(&out, fmt, ap);
+  va_end(ap);
+  if (n < 0) abort();
+  return out;
+}
+
+void sbuf_reserve(sbuf *b, size_t extra) {
+  if (b->len + extra + 1 <= b->cap) return;
+  size_t cap = b->cap ? b->cap : 256;
+  while (cap < b->len + extra + 1) cap *= 2;
+  b->data = xrealloc(b->data, cap);
+  b->cap = cap;
+}
+
+void sbuf_append(sbuf *b, const void *data, size_t n) {
+  sbuf_reserve(b, n);
+  if (n) memcpy(b->data + b->len, data, n);
+  b->len += n;
+  b->data[b->len] = '\0';
+}
+
+void sbuf_appendf(sbuf *b, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  char *s = NULL;
+  int n = vasprintf(&s, fmt, ap);
+  va_end(ap);
+  if (n < 0) abort();
+  sbuf_append(b, s, (size_t)n);
+  free(s);
+}
+
+void sbuf_free(sbuf *b) {
+  free(b->data);
+  b->data = NULL;
+  b->len = b->cap = 0;
+}
+
+int64_t now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t mono_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int mkdir_p(const char *path, mode_t mode) {
+  char *p = xstrdup(path);
+  for (char *s = p + 1; *s; s++) {
+    if (*s != '/') continue;
+    *s = '\0';
+    if (mkdir(p, mode) != 0 && errno != EEXIST) {
+      free(p);
+      return -1;
+    }
+    *s = '/';
+  }
+  int rc = mkdir(p, mode);
+  free(p);
+  return rc != 0 && errno != EEXIST ? -1 : 0;
+}
+
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+  (void)st;
+  (void)ftw;
+  if (flag == FTW_DP || flag == FTW_D || flag == FTW_DNR)
+    rmdir(path);
+  else
+    unlink(path);
+  return 0; /* keep going: remove as much as possible */
+}
+
+int rm_rf(const char *path) {
+  /* FTW_PHYS: never follow a symlink a sandbox planted out of its tree. */
+  return nftw(path, rm_one, 32, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+}
+
+int write_all(int fd, const void *data, size_t n) {
+  const char *p = data;
+  while (n > 0) {
+    ssize_t w = write(fd, p, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return -1;
+    }
+    p += w;
+    n -= (size_t)w;
+  }
+  return 0;
+}
+
+int write_file(const char *path, const void *data, size_t n, mode_t mode) {
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+  if (fd < 0) return -1;
+  int rc = write_all(fd, data, n);
+  if (close(fd) != 0) rc = -1;
+  return rc;
+}
+
+int write_file_atomic(const char *path, const void *data, size_t n, mode_t mode) {
+  char *tmp = xasprintf("%s.tmp", path);
+  int rc = write_file(tmp, data, n, mode);
+  if (rc == 0) rc = rename(tmp, path);
+  if (rc != 0) unlink(tmp);
+  free(tmp);
+  return rc;
+}
+
+char *path_clean(const char *path) {
+  size_t n = strlen(path);
+  char *out = xmalloc(n + 2);
+  size_t o = 0; /* out[0..o) is "/seg/seg", empty meaning the root */
+  const char *s = path;
+  while (*s) {
+    while (*s == '/') s++;
+    if (!*s) break;
+    size_t len = strcspn(s, "/");
+    if (len == 2 && s[0] == '.' && s[1] == '.') {
+      while (o > 0 && out[o - 1] != '/') o--;
+      if (o > 0) o--;
+    } else if (!(len == 1 && s[0] == '.')) {
+      out[o++] = '/';
+      memcpy(out + o, s, len);
+      o += len;
+    }
+    s += len;
+  }
+  if (o == 0) out[o++] = '/';
+  out[o] = '\0';
+  return out;
+}
+
+void set_cloexec(int fd, int on) {
+  int fl = fcntl(fd, F_GETFD);
+  if (fl < 0) return;
+  fcntl(fd, F_SETFD, on ? (fl | FD_CLOEXEC) : (fl & ~FD_CLOEXEC));
+}

@@ -1,0 +1,43 @@
+/* util.h — small helpers shared by the server and the agent. */
+#ifndef EMU_UTIL_H
+#define EMU_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* Allocation failures abort: the server cannot do anything useful without memory. */
+void *xmalloc(size_t n);
+void *xcalloc(size_t n, size_t m);
+void *xrealloc(void *p, size_t n);
+char *xstrdup(const char *s);
+char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Growable byte buffer. */
+typedef struct sbuf {
+  char *data;
+  size_t len, cap;
+} sbuf;
+void sbuf_reserve(sbuf *b, size_t extra);
+void sbuf_append(sbuf *b, const void *data, size_t n);
+void sbuf_appendf(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void sbuf_free(sbuf *b);
+
+int64_t now_ms(void);  /* wall clock, ms since the epoch */
+int64_t mono_ms(void); /* monotonic clock, ms */
+
+int mkdir_p(const char *path, mode_t mode);
+int rm_rf(const char *path);
+int write_file(const char *path, const void *data, size_t n, mode_t mode);
+/* Writes via a temp file + rename so readers never see a partial file. */
+int write_file_atomic(const char *path, const void *data, size_t n, mode_t mode);
+
+/* Lexical clean of an absolute path ("/a/./b/../c//" -> "/a/c"), like Go's path.Clean. */
+char *path_clean(const char *path);
+
+/* Writes all n bytes, retrying on EINTR/short writes. Returns 0 or -1 (errno set). */
+int write_all(int fd, const void *data, size_t n);
+
+void set_cloexec(int fd, int on);
+
+#endif
