@@ -14,9 +14,11 @@
 #include "e2b.h"
 #include "codec.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define LOOP_MT "e2b.core.loop"
 #define CLIENT_MT "e2b.core.client"
@@ -937,6 +939,15 @@ static int core_utf8_valid(lua_State *L) {
   return 1;
 }
 
+/* host_pid() -> "hostname:pid", the default owner tag of created sandboxes. */
+static int core_host_pid(lua_State *L) {
+  char host[256];
+  if (gethostname(host, sizeof host) != 0) snprintf(host, sizeof host, "unknown");
+  host[sizeof host - 1] = 0;
+  lua_pushfstring(L, "%s:%d", host, (int)getpid());
+  return 1;
+}
+
 /* set_error_metatable(mt): errors created here get mt (from lua/e2b/errors.lua). */
 static int core_set_error_metatable(lua_State *L) {
   luaL_checktype(L, 1, LUA_TTABLE);
@@ -985,6 +996,7 @@ int luaopen_e2b_core(lua_State *L) {
       {"loop", core_loop},           {"client", core_client},
       {"now_ms", core_now_ms},       {"time_ms", core_time_ms},
       {"uuid4", core_uuid4},         {"utf8_valid", core_utf8_valid},
+      {"host_pid", core_host_pid},
       {"set_error_metatable", core_set_error_metatable},
       {NULL, NULL}};
   new_class(L, LOOP_MT, loop_methods, loop_gc);

@@ -1,0 +1,249 @@
+-- e2b.files: a sandbox's filesystem (shared/API.md, "Files").
+-- Transfers stream both ways through the core's bounded queues, so reading
+-- or writing a file of any size holds at most a few MiB.
+local core = require("e2b.core")
+local check = require("e2b.check")
+local errors = require("e2b.errors")
+local rt = require("e2b.rt")
+
+local M = {}
+
+local Files = {}
+Files.__index = Files
+M.Files = Files
+
+local adapter = rt.adapter
+local CHUNK = 1024 * 1024
+local UPLOAD_HIGH_WATER = 1024 * 1024
+
+function M.new(sbx)
+  return setmetatable({ _sbx = sbx }, Files)
+end
+
+function Files:_user()
+  return self._sbx._client._user
+end
+
+local function entry(e)
+  return {
+    name = e.name, path = e.path, type = e.type, size = e.size, mode = e.mode,
+    permissions = e.permissions, owner = e.owner, group = e.group,
+    modified_at = e.modified_at, symlink_target = e.symlink_target,
+  }
+end
+
+local function check_path(op, path, field)
+  return check.value(op, field or "path", path, "nonempty")
+end
+
+-- Streams a download into emit(chunk); returns the byte count.
+function Files:_download(op, path, emit)
+  local ok, err = check_path(op, path)
+  if not ok then return nil, err end
+  local req
+  req, err = self._sbx._h:read(path, self:_user(), 0)
+  if not req then return nil, self._sbx:_tag(err) end
+  local total = 0
+  while true do
+    local chunk = req:read_bytes(CHUNK)
+    if chunk then
+      total = total + #chunk
+      local sink_ok, sink_err = emit(chunk)
+      if sink_ok == false or (sink_ok == nil and sink_err) then
+        req:close()
+        return nil, errors.new("canceled", op, "sink failed: " .. tostring(sink_err))
+      end
+    elseif chunk == false then
+      local done
+      done, err = req:result()
+      req:close()
+      if not done then return nil, self._sbx:_tag(err) end
+      return total
+    else
+      adapter.await(req)
+    end
+  end
+end
+
+-- read(path) -> bytes | nil, err
+function Files:read(path)
+  local parts = {}
+  local n, err = self:_download("files.read", path, function(chunk) parts[#parts + 1] = chunk end)
+  if not n then return nil, err end
+  return table.concat(parts)
+end
+
+-- read_to(path, sink) -> bytes_count | nil, err; sink: function(chunk) or a file.
+function Files:read_to(path, sink)
+  local emit
+  if type(sink) == "function" then
+    emit = sink
+  elseif io.type(sink) == "file" then
+    emit = function(chunk)
+      local ok, err = sink:write(chunk)
+      if not ok then return false, err end
+      return true
+    end
+  else
+    return nil, errors.invalid("files.read_to", "sink", "must be a function or an open file")
+  end
+  return self:_download("files.read_to", path, emit)
+end
+
+-- Feeds an upload from a string or a chunk function, never holding more
+-- than about a MiB beyond the caller's own chunk.
+local function upload(req, data)
+  local source
+  if type(data) == "string" then
+    local pos = 1
+    source = function()
+      if pos > #data then return nil end
+      local chunk = data:sub(pos, pos + CHUNK - 1)
+      pos = pos + CHUNK
+      return chunk
+    end
+  else
+    source = data
+  end
+  while true do
+    while req:pending() > UPLOAD_HIGH_WATER and not req:done() do adapter.await(req) end
+    if req:done() then return end
+    local chunk = source()
+    if chunk == nil then
+      req:finish()
+      return
+    end
+    if type(chunk) ~= "string" then
+      req:cancel()
+      return errors.invalid("files.write", "data", "chunk function must return strings, then nil")
+    end
+    if #chunk > 0 then req:send(chunk) end
+  end
+end
+
+local WRITE_SPEC = { mode = "count", exclusive = "boolean" }
+
+-- write(path, data, opts) -> info | nil, err
+function Files:write(path, data, opts)
+  local op = "files.write"
+  local ok, err = check_path(op, path)
+  if not ok then return nil, err end
+  if type(data) ~= "string" and type(data) ~= "function" then
+    return nil, errors.invalid(op, "data", "must be a string or a function returning chunks")
+  end
+  local o
+  o, err = check.options(op, opts, WRITE_SPEC)
+  if not o then return nil, err end
+  if o.mode and o.mode > 4095 then return nil, errors.invalid(op, "mode", "must be at most 0o7777") end
+  if o.exclusive then
+    local exists
+    exists, err = self:exists(path)
+    if exists == nil then return nil, err end
+    if exists then
+      return nil, errors.new("conflict", op, ("%s already exists"):format(path),
+        { retryable = false, sandbox_id = self._sbx.sandbox_id })
+    end
+  end
+  local req
+  req, err = self._sbx._h:write(path, self:_user())
+  if not req then return nil, self._sbx:_tag(err) end
+  local feed_err = upload(req, data)
+  while not req:done() do adapter.await(req) end
+  local written
+  written, err = req:result()
+  req:close()
+  if feed_err then return nil, feed_err end
+  if not written then return nil, self._sbx:_tag(err) end
+  if o.mode then
+    local res
+    res, err = self._sbx:run({ "chmod", ("%o"):format(o.mode), written }, {})
+    if not res then return nil, err end
+    if res.exit_code ~= 0 then
+      return nil, errors.new("sandbox", op, "chmod failed: " .. res.stderr,
+        { sandbox_id = self._sbx.sandbox_id })
+    end
+  end
+  local name = written:match("([^/]*)$")
+  return { name = name, path = written, type = "file", size = type(data) == "string" and #data or nil }
+end
+
+function Files:_finish(req, err)
+  return self._sbx:_finish(req, err)
+end
+
+-- stat(path) -> entry | nil, err (kind "not_found" when absent)
+function Files:stat(path)
+  local ok, err = check_path("files.stat", path)
+  if not ok then return nil, err end
+  local e
+  e, err = self:_finish(self._sbx._h:stat(path, self:_user()))
+  if not e then return nil, err end
+  return entry(e)
+end
+
+-- exists(path) -> boolean | nil, err ("could not look" is an error, not false)
+function Files:exists(path)
+  local e, err = self:stat(path)
+  if e then return true end
+  if errors.is(err, "not_found") then return false end
+  return nil, err
+end
+
+-- list(path, { depth = 1 }) -> array of entry
+function Files:list(path, opts)
+  local ok, err = check_path("files.list", path)
+  if not ok then return nil, err end
+  local o
+  o, err = check.options("files.list", opts, { depth = "positive" })
+  if not o then return nil, err end
+  local list
+  list, err = self:_finish(self._sbx._h:list(path, o.depth or 1, self:_user()))
+  if not list then return nil, err end
+  local out = {}
+  for i, e in ipairs(list) do out[i] = entry(e) end
+  return out
+end
+
+-- mkdir(path) -> true (also when it already exists as a directory)
+function Files:mkdir(path)
+  local ok, err = check_path("files.mkdir", path)
+  if not ok then return nil, err end
+  local e
+  e, err = self:_finish(self._sbx._h:mkdir(path, self:_user()))
+  if e then return true end
+  if errors.is(err, "conflict") then
+    local st = self:stat(path)
+    if st and st.type == "dir" then return true end
+  end
+  return nil, err
+end
+
+-- remove(path) -> true
+function Files:remove(path)
+  local ok, err = check_path("files.remove", path)
+  if not ok then return nil, err end
+  return self:_finish(self._sbx._h:remove(path, self:_user()))
+end
+
+-- rename(from, to) -> entry
+function Files:rename(from, to)
+  local ok, err = check_path("files.rename", from, "from")
+  if ok then ok, err = check_path("files.rename", to, "to") end
+  if not ok then return nil, err end
+  local e
+  e, err = self:_finish(self._sbx._h:move(from, to, self:_user()))
+  if not e then return nil, err end
+  return entry(e)
+end
+
+-- url(path, { operation = "read"|"write", expires_ms = n }) -> signed URL
+function Files:url(path, opts)
+  local o, err = check.options("files.url", opts, {
+    operation = check.oneof("read", "write"), expires_ms = "positive_ms",
+  })
+  if not o then return nil, err end
+  local expires = o.expires_ms and math.floor((core.time_ms() + o.expires_ms) / 1000) or 0
+  return self._sbx._h:url(path, o.operation or "read", self:_user(), expires)
+end
+
+return M

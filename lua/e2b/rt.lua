@@ -1,0 +1,33 @@
+-- e2b.rt: the runtime shared by the API modules — the scheduler adapter in
+-- use and the one way to wait for a core request.
+local M = {}
+
+-- Under OpenResty (ngx present) waits must go through ngx's primitives;
+-- everywhere else the plain-Lua scheduler drives the core loop.
+if rawget(_G, "ngx") and ngx.timer then
+  M.adapter = require("e2b.ngx")
+else
+  M.adapter = require("e2b.sched")
+end
+
+local adapter = M.adapter
+
+-- finish(req, err) -> req:result() once req is done; closes req.
+-- Passes a start failure (req nil) through as nil, err.
+function M.finish(req, err)
+  if not req then return nil, err end
+  while not req:done() do adapter.await(req) end
+  local a, b = req:result()
+  req:close()
+  return a, b
+end
+
+-- Tags an error with the sandbox it concerns, for readable messages.
+function M.tag(err, sandbox_id)
+  if type(err) == "table" and sandbox_id and not err.sandbox_id then
+    err.sandbox_id = sandbox_id
+  end
+  return err
+end
+
+return M

@@ -1,0 +1,241 @@
+-- e2b.sched: the plain-Lua adapter — tasks on coroutines, one core loop.
+--
+-- Every wait of lua-e2b goes through the small interface below (await,
+-- sleep, spawn, run, in_task, now_ms); e2b.ngx implements the same interface
+-- for OpenResty. Here:
+--   * inside a task a wait yields to the scheduler;
+--   * outside any task a wait drives the scheduler itself until its condition
+--     holds, so other tasks still progress and the caller simply blocks;
+--   * when nothing is runnable the core waits in curl_multi_poll on its own
+--     sockets, so an idle wait costs no CPU.
+local core = require("e2b.core")
+
+local unpack = table.unpack or unpack
+local now_ms = core.now_ms
+
+local M = { name = "lua" }
+
+local loop = assert(core.loop())
+M.loop = loop
+
+local Task = {}
+Task.__index = Task
+
+local live = {}         -- coroutine -> task, for tasks not yet finished
+local ready = {}        -- { task, gen, value } entries to resume
+local waiters = {}      -- request id -> array of wait entries
+local timers = {}       -- wait entries with a deadline
+local orphan_errors = {} -- errors of tasks nobody joined (reported by run)
+
+local function pack(...)
+  return { n = select("#", ...), ... }
+end
+
+-- A wait entry wakes either a task (resumed later) or a blocking caller
+-- (a flag its drive loop checks).
+local function wake(entry, value)
+  if entry.woken then return end
+  entry.woken = true
+  entry.value = value
+  if entry.task then
+    local t = entry.task
+    if t.parked == entry then
+      t.parked = nil
+      ready[#ready + 1] = { t, value }
+    end
+  end
+end
+
+local function add_timer(entry)
+  if entry.deadline then timers[#timers + 1] = entry end
+end
+
+local function expire_timers(now)
+  local nearest
+  local i, n = 1, #timers
+  while i <= n do
+    local e = timers[i]
+    if e.woken then
+      timers[i] = timers[n]; timers[n] = nil; n = n - 1
+    elseif e.deadline <= now then
+      wake(e, false)
+      timers[i] = timers[n]; timers[n] = nil; n = n - 1
+    else
+      if not nearest or e.deadline < nearest then nearest = e.deadline end
+      i = i + 1
+    end
+  end
+  return nearest
+end
+
+local function finish_task(t, ok, results)
+  t.finished = true
+  live[t.co] = nil
+  if ok then
+    t.results = results
+  else
+    t.error = results[1]
+    t.traceback = debug.traceback(t.co, tostring(results[1]))
+  end
+  local joined = #t.joiners > 0
+  for _, entry in ipairs(t.joiners) do wake(entry, true) end
+  t.joiners = {}
+  if not ok and not joined then orphan_errors[#orphan_errors + 1] = t end
+end
+
+local function resume(t, value)
+  local results = pack(coroutine.resume(t.co, value))
+  if coroutine.status(t.co) == "dead" then
+    local ok = table.remove(results, 1)
+    results.n = results.n - 1
+    finish_task(t, ok, results)
+  elseif not t.parked then
+    -- The task yielded on its own (not through us): treat it as a
+    -- cooperative yield and run it again on the next round.
+    ready[#ready + 1] = { t, nil }
+  end
+end
+
+local function run_ready()
+  while #ready > 0 do
+    local batch = ready
+    ready = {}
+    for i = 1, #batch do
+      local t, value = batch[i][1], batch[i][2]
+      if not t.finished then resume(t, value) end
+    end
+  end
+end
+
+-- drive(cond): runs tasks and the loop until cond() is true.
+local function drive(cond)
+  while true do
+    run_ready()
+    if cond() then return end
+    local nearest = expire_timers(now_ms())
+    if #ready == 0 then
+      local timeout = 1000
+      if nearest then timeout = math.max(0, math.min(timeout, nearest - now_ms())) end
+      local ids, running = loop:step(timeout)
+      if not ids and running == 0 and #timers == 0 and #ready == 0 and not cond() then
+        -- Every waiter waits on something that can no longer happen.
+        error("e2b: deadlock: every task is waiting and nothing is in flight", 2)
+      end
+      if ids then
+        for i = 1, #ids do
+          local list = waiters[ids[i]]
+          if list then
+            waiters[ids[i]] = nil
+            for j = 1, #list do wake(list[j], true) end
+          end
+        end
+      end
+      expire_timers(now_ms())
+    end
+  end
+end
+M.drive = drive
+
+local function current_task()
+  local co = coroutine.running()
+  return co and live[co] or nil
+end
+
+function M.in_task()
+  return current_task() ~= nil
+end
+
+M.now_ms = now_ms
+
+-- Parks the caller on entry: yields inside a task, drives outside one.
+local function park(entry)
+  if entry.join then entry.join.joiners[#entry.join.joiners + 1] = entry end
+  local t = current_task()
+  add_timer(entry)
+  if t then
+    entry.task = t
+    t.parked = entry
+    coroutine.yield()
+    return entry.value
+  end
+  drive(function() return entry.woken end)
+  return entry.value
+end
+
+-- await(reqs, deadline_ms?) -> true when one of the requests progressed,
+-- false when the deadline (monotonic ms, core.now_ms) passed first.
+-- reqs is one core request or an array of them.
+function M.await(reqs, deadline)
+  local entry = { deadline = deadline }
+  if type(reqs) == "table" then
+    for i = 1, #reqs do
+      local id = reqs[i]:id()
+      local list = waiters[id]
+      if not list then list = {}; waiters[id] = list end
+      list[#list + 1] = entry
+    end
+  else
+    local id = reqs:id()
+    local list = waiters[id]
+    if not list then list = {}; waiters[id] = list end
+    list[#list + 1] = entry
+  end
+  return park(entry)
+end
+
+function M.sleep(ms)
+  ms = tonumber(ms) or 0
+  park({ deadline = now_ms() + math.max(0, ms) })
+end
+
+function M.spawn(fn, ...)
+  assert(type(fn) == "function", "e2b.spawn: fn must be a function")
+  local args = pack(...)
+  local t = setmetatable({ joiners = {} }, Task)
+  t.co = coroutine.create(function() return fn(unpack(args, 1, args.n)) end)
+  live[t.co] = t
+  ready[#ready + 1] = { t, nil }
+  return t
+end
+
+local function take_orphan(t)
+  for i, o in ipairs(orphan_errors) do
+    if o == t then table.remove(orphan_errors, i) return end
+  end
+end
+
+-- task:wait() -> the task's results; re-raises the task's error.
+function Task:wait()
+  if not self.finished then
+    park({ join = self })
+  end
+  if self.error ~= nil then
+    take_orphan(self)
+    error(self.traceback or self.error, 0)
+  end
+  return unpack(self.results, 1, self.results.n)
+end
+
+function Task:done()
+  return self.finished == true
+end
+
+-- run(fn, ...) -> fn's results, once every task has ended.
+function M.run(fn, ...)
+  if current_task() then
+    -- Nested inside a task: the outer run owns the other tasks.
+    return M.spawn(fn, ...):wait()
+  end
+  local main = M.spawn(fn, ...)
+  local all_done = function()
+    return main.finished and next(live) == nil
+  end
+  drive(all_done)
+  local orphan = table.remove(orphan_errors, 1)
+  if orphan and orphan ~= main then
+    error("e2b.run: a task failed: " .. (orphan.traceback or tostring(orphan.error)), 0)
+  end
+  return main:wait()
+end
+
+return M

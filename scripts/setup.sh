@@ -1,0 +1,34 @@
+#!/bin/sh
+# Set-up for a fresh Debian 12 machine, as root: installs the Debian packages
+# lua-e2b needs (only those missing), then builds and installs the rock the
+# way a LuaRocks user would, so that `e2b-local` is on PATH and
+# `lua5.4 -l e2b` finds the module. Safe to run again.
+set -eu
+cd "$(dirname "$0")/.."
+
+# luajit2/libluajit2-5.1-dev are OpenResty's LuaJIT branch: the one Debian's
+# libnginx-mod-http-lua is built against (plain luajit conflicts with it).
+PACKAGES="build-essential cmake pkg-config git ca-certificates curl procps python3
+  lua5.4 liblua5.4-dev lua-cjson lua-busted luarocks
+  libcurl4-openssl-dev libmbedtls-dev libjansson-dev libmicrohttpd-dev bubblewrap
+  luajit2 libluajit2-5.1-dev nginx-light libnginx-mod-http-lua"
+
+missing=""
+for p in $PACKAGES; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
+done
+command -v node >/dev/null 2>&1 || missing="$missing nodejs"
+command -v npm >/dev/null 2>&1 || missing="$missing npm"
+if [ -n "$missing" ]; then
+  echo "setup: installing$missing"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing >/dev/null
+fi
+
+# LuaRocks' own registry is not needed: dependencies come from Debian.
+echo "setup: building and installing the rock (luarocks make, Lua 5.4)"
+luarocks --lua-version=5.4 make --deps-mode=none rockspec/lua-e2b-scm-1.rockspec >/tmp/lua-e2b-rock.log 2>&1 || {
+  cat /tmp/lua-e2b-rock.log
+  exit 1
+}
+echo "setup: e2b-local at $(command -v e2b-local); module at $(lua5.4 -e 'print(package.searchpath("e2b", package.path))')"
