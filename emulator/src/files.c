@@ -189,6 +189,8 @@ typedef struct upload {
   int err; /* first failure (errno) */
   char *err_path;
   json_t *results; /* [{path,name,type}] */
+  int in_part;
+  uint64_t part_bytes;
 } upload;
 
 static void upload_free(void *p) {
@@ -254,7 +256,13 @@ static enum MHD_Result part_iter(void *cls, enum MHD_ValueKind kind, const char 
   (void)transfer_encoding;
   upload *u = cls;
   if (!key || strcmp(key, "file") != 0 || u->err) return MHD_YES;
-  if (off == 0) {
+  /* MHD announces each part with (off 0, size 0), then delivers its data
+   * from off 0 again: a part starts at off 0 unless it continues an
+   * announced part that has had no data yet. */
+  int continues = u->in_part && u->part_bytes == 0 && size > 0;
+  if (off == 0 && !continues) {
+    u->in_part = 1;
+    u->part_bytes = 0;
     const char *target = u->qpath ? u->qpath : filename;
     if (!target || !*target) {
       fail(u, EINVAL, "");
@@ -262,6 +270,7 @@ static enum MHD_Result part_iter(void *cls, enum MHD_ValueKind kind, const char 
     }
     open_target(u, target);
   }
+  u->part_bytes += size;
   write_chunk(u, data, size);
   return MHD_YES;
 }
