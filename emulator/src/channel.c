@@ -25,7 +25,7 @@ struct channel {
   pthread_cond_t cv;
   call *pending;
   uint32_t next_id;
-  int broken;
+  int broken, closing;
   channel_ops ops;
   void *ctx;
 };
@@ -71,9 +71,11 @@ static void *reader_main(void *arg) {
     }
   }
   pthread_mutex_lock(&c->mu);
+  int closing = c->closing;
   c->broken = 1;
   fail_pending_locked(c);
   pthread_mutex_unlock(&c->mu);
+  if (!closing && c->ops.on_broken) c->ops.on_broken(c->ctx);
   return NULL;
 }
 
@@ -126,6 +128,9 @@ int channel_call(channel *c, uint32_t type, json_t *req, ipc_msg *reply) {
 
 void channel_close(channel *c) {
   if (!c) return;
+  pthread_mutex_lock(&c->mu);
+  c->closing = 1;
+  pthread_mutex_unlock(&c->mu);
   shutdown(c->sock, SHUT_RDWR);
   pthread_join(c->reader, NULL);
   close(c->sock);

@@ -10,6 +10,7 @@ typedef struct channel channel;
 
 typedef struct channel_ops {
   void (*on_exit)(void *ctx, int pid, int status); /* a spawned process was reaped */
+  void (*on_broken)(void *ctx); /* the agent went away without channel_close */
 } channel_ops;
 
 /* Takes ownership of sock. */

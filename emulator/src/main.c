@@ -157,6 +157,7 @@ static void stop_all(running *run) {
   sandbox_registry_shutdown(); /* kills every sandbox: their streams end */
   server_stop(run->srv);
   proc_wait_all_readers();
+  runtime_shutdown();
   if (run->state_is_temp && run->state_dir) rm_rf(run->state_dir);
   free(run->state_dir);
   free(run->api_key);

@@ -73,6 +73,8 @@ proc_table *proc_table_new(proc_signal_fn sig, const char *key) {
   return t;
 }
 
+const char *proc_table_key(const proc_table *t) { return t->key; }
+
 void proc_table_ref(proc_table *t) {
   pthread_mutex_lock(&t->mu);
   t->refs++;

@@ -32,6 +32,7 @@ typedef int (*proc_signal_fn)(const char *key, int pid, int sig);
 
 proc_table *proc_table_new(proc_signal_fn sig, const char *key);
 void proc_table_ref(proc_table *t);
+const char *proc_table_key(const proc_table *t);
 void proc_table_unref(proc_table *t);
 /* Every current process is taken as killed (the agent is gone). */
 void proc_table_abort(proc_table *t);

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +28,85 @@
 static char *g_self;   /* this executable, bind-mounted as the agent */
 static char *g_bwrap;  /* bubblewrap, or NULL without isolation */
 static int g_freezer;  /* the freezer hierarchy is usable */
+
+/* Sandboxes are forked by one long-lived thread: PR_SET_PDEATHSIG (bwrap's
+ * --die-with-parent) fires when the forking *thread* exits, and HTTP
+ * connection threads come and go with their connections. */
+typedef struct spawn_job {
+  char **argv, **envp;
+  const char *procs; /* cgroup.procs to join, or NULL */
+  int sock;          /* becomes fd 3 of the child */
+  pid_t pid;
+  int err, done;
+} spawn_job;
+
+static pthread_t g_spawner;
+static pthread_mutex_t g_sp_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t g_sp_cv = PTHREAD_COND_INITIALIZER;
+static spawn_job *g_job;
+static int g_sp_stop, g_sp_started;
+
+static pid_t fork_sandbox(const spawn_job *j) {
+  pid_t pid = fork();
+  if (pid != 0) return pid;
+  /* Only async-signal-safe calls between fork and exec: we are multithreaded. */
+  if (j->procs) {
+    int fd = open(j->procs, O_WRONLY);
+    if (fd >= 0) {
+      if (write(fd, "0", 1) < 0) _exit(125);
+      close(fd);
+    }
+  }
+  setsid(); /* a ^C on the server's terminal must not reach sandboxes */
+  if (dup2(j->sock, 3) < 0) _exit(125);
+  close_range(4, ~0u, 0);
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, NULL);
+  execve(j->argv[0], j->argv, j->envp);
+  _exit(127);
+}
+
+static void *spawner_main(void *arg) {
+  (void)arg;
+  pthread_mutex_lock(&g_sp_mu);
+  for (;;) {
+    while (!g_job && !g_sp_stop) pthread_cond_wait(&g_sp_cv, &g_sp_mu);
+    if (!g_job) break;
+    spawn_job *j = g_job;
+    pthread_mutex_unlock(&g_sp_mu);
+    j->pid = fork_sandbox(j);
+    j->err = j->pid < 0 ? errno : 0;
+    pthread_mutex_lock(&g_sp_mu);
+    j->done = 1;
+    g_job = NULL;
+    pthread_cond_broadcast(&g_sp_cv);
+  }
+  pthread_mutex_unlock(&g_sp_mu);
+  return NULL;
+}
+
+static void run_job(spawn_job *j) {
+  pthread_mutex_lock(&g_sp_mu);
+  while (g_job) pthread_cond_wait(&g_sp_cv, &g_sp_mu);
+  g_job = j;
+  pthread_cond_broadcast(&g_sp_cv);
+  while (!j->done) pthread_cond_wait(&g_sp_cv, &g_sp_mu);
+  pthread_mutex_unlock(&g_sp_mu);
+}
+
+void runtime_shutdown(void) {
+  if (!g_sp_started) return;
+  pthread_mutex_lock(&g_sp_mu);
+  g_sp_stop = 1;
+  pthread_cond_broadcast(&g_sp_cv);
+  pthread_mutex_unlock(&g_sp_mu);
+  pthread_join(g_spawner, NULL);
+  g_sp_started = 0;
+  free(g_self);
+  free(g_bwrap);
+  g_self = g_bwrap = NULL;
+}
 
 static char *find_in_path(const char *name) {
   const char *dirs[] = {"/usr/bin", "/bin", "/usr/local/bin", "/usr/sbin", NULL};
@@ -79,6 +159,8 @@ void runtime_init(int force_no_isolation) {
             "sharing this host's filesystem, pids and network",
             force_no_isolation ? "--no-isolation" : "bubblewrap missing or not permitted");
   g_freezer = mkdir_p(FREEZER_ROOT, 0755) == 0 && access(FREEZER_ROOT, W_OK) == 0;
+  if (pthread_create(&g_spawner, NULL, spawner_main, NULL) != 0) abort();
+  g_sp_started = 1;
 }
 
 int runtime_isolated(void) { return g_bwrap != NULL; }
@@ -288,26 +370,10 @@ int runtime_start(runtime *rt, const runtime_config *cfg) {
   argvec a = {0}, e = {0};
   build_argv(&a, cfg);
   build_env(&e);
-  pid_t pid = fork();
-  if (pid == 0) {
-    /* Only async-signal-safe calls between fork and exec: we are multithreaded. */
-    if (procs) {
-      int fd = open(procs, O_WRONLY);
-      if (fd >= 0) {
-        if (write(fd, "0", 1) < 0) _exit(125);
-        close(fd);
-      }
-    }
-    setsid(); /* a ^C on the server's terminal must not reach sandboxes */
-    if (dup2(sv[1], 3) < 0) _exit(125);
-    close_range(4, ~0u, 0);
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, NULL);
-    execve(a.v[0], a.v, e.v);
-    _exit(127);
-  }
-  int err = pid < 0 ? errno : 0;
+  spawn_job job = {.argv = a.v, .envp = e.v, .procs = procs, .sock = sv[1]};
+  run_job(&job);
+  pid_t pid = job.pid;
+  int err = job.err;
   free(procs);
   av_free(&a);
   av_free(&e);
@@ -429,24 +495,26 @@ static int reap_within(pid_t pid, int ms) {
 
 void runtime_stop(runtime *rt) {
   if (rt->pid <= 0) return;
+  int reaped = 0;
   if (!g_bwrap && rt->sock >= 0 && !rt->frozen_by_signal && !rt->cgroup) {
     /* No pid namespace and no cgroup: let the subreaper agent kill its tree. */
     ipc_send(rt->sock, IPC_SHUTDOWN, 0, 0, NULL, NULL, 0);
-    reap_within(rt->pid, 2000);
+    reaped = reap_within(rt->pid, 2000);
   }
-  /* SIGKILL everyone, then thaw: frozen tasks only die once thawed. */
-  for (int round = 0; round < 100; round++) {
-    signal_all(rt, SIGKILL);
+  /* SIGKILL everyone, then thaw: frozen tasks only die once thawed. Once
+   * reaped, rt->pid may belong to someone else: never signal it again. */
+  for (int round = 0; round < 200; round++) {
+    if (rt->cgroup || !reaped) signal_all(rt, SIGKILL);
     if (rt->cgroup) freezer_set(rt->cgroup, "THAWED");
-    if (rt->frozen_by_signal) signal_all(rt, SIGCONT);
-    kill(rt->pid, SIGKILL);
-    reap_within(rt->pid, round ? 20 : 50);
-    pid_t *pids;
-    int n = list_pids(rt, &pids);
-    free(pids);
-    if (n == 0 || (!rt->cgroup && n <= 1)) break;
+    if (rt->frozen_by_signal && !reaped) signal_all(rt, SIGCONT);
+    if (!reaped) {
+      kill(rt->pid, SIGKILL);
+      reaped = reap_within(rt->pid, 50);
+    }
+    if (reaped && (!rt->cgroup || runtime_count_processes(rt) == 0)) break;
+    if (reaped) usleep(10000);
   }
-  while (waitpid(rt->pid, NULL, 0) < 0 && errno == EINTR) {
+  while (!reaped && waitpid(rt->pid, NULL, 0) < 0 && errno == EINTR) {
   }
   int left = rt->cgroup ? runtime_count_processes(rt) : 0;
   if (left > 0) log_msg("WARNING: %d process(es) survived the sandbox kill", left);

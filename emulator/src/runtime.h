@@ -23,6 +23,8 @@ typedef struct runtime_config {
  * force_no_isolation comes from --no-isolation. */
 void runtime_init(int force_no_isolation);
 int runtime_isolated(void);
+/* Stops the spawner thread (after every sandbox is gone). */
+void runtime_shutdown(void);
 
 /* Creates home/, tmp/, root/ and the generated /etc files (idempotent). */
 int runtime_prepare_dir(const char *dir);

@@ -154,6 +154,14 @@ static void on_exit_cb(void *ctx, int pid, int status) {
   proc_table_exited((proc_table *)ctx, pid, status);
 }
 
+/* The agent died on its own (crash, OOM, external kill): end every stream;
+ * envd then answers 502 until the sandbox is killed or times out. */
+static void on_broken_cb(void *ctx) {
+  proc_table *t = ctx;
+  log_msg("sandbox %s: its agent exited unexpectedly", proc_table_key(t));
+  proc_table_abort(t);
+}
+
 static int signal_by_key(const char *key, int pid, int sig) {
   sandbox *sb = sandbox_get(key);
   if (!sb) return -ENOENT;
@@ -167,7 +175,7 @@ static int boot_locked(sandbox *sb) {
   int rc = runtime_start(&sb->rt, &cfg);
   if (rc) return rc;
   sb->procs = proc_table_new(signal_by_key, sb->id);
-  static const channel_ops ops = {on_exit_cb};
+  static const channel_ops ops = {on_exit_cb, on_broken_cb};
   sb->chan = channel_open(sb->rt.sock, &ops, sb->procs); /* the channel owns the socket */
   return 0;
 }
