@@ -12,6 +12,7 @@
 
 #include "agent.h"
 #include "codec.h"
+#include "pjson.h"
 #include "util.h"
 
 #define MAX_MAPS 4
@@ -111,8 +112,8 @@ static json_t *entry_info(const char *virt, int *err) {
   int64_t mtime_ms = (int64_t)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000;
   e2b_time_format(mtime_ms, tbuf);
   snprintf(size, sizeof size, "%lld", (long long)st.st_size);
-  json_t *e = json_pack("{s:s, s:s, s:s, s:s, s:I, s:s, s:s, s:s, s:s}", "name", base_name(virt),
-                        "type", file_type(st.st_mode), "path", virt, "size", size, "mode",
+  json_t *e = json_pack("{s:o, s:s, s:o, s:s, s:I, s:s, s:s, s:s, s:s}", "name", pj_text(base_name(virt)),
+                        "type", file_type(st.st_mode), "path", pj_text(virt), "size", size, "mode",
                         (json_int_t)(st.st_mode & 07777), "permissions", perm, "owner",
                         id_name(st.st_uid, ob), "group", id_name(st.st_gid, gb), "modifiedTime",
                         tbuf);
@@ -121,14 +122,14 @@ static json_t *entry_info(const char *virt, int *err) {
     char *resolved = realpath(real, NULL);
     if (resolved) {
       char *v = afs_to_virt(resolved);
-      json_object_set_new(e, "symlinkTarget", json_string(v));
+      json_object_set_new(e, "symlinkTarget", pj_text(v));
       free(v);
       free(resolved);
     } else {
       ssize_t n = readlink(real, target, sizeof target - 1);
       if (n >= 0) {
         target[n] = '\0';
-        json_object_set_new(e, "symlinkTarget", json_string(target));
+        json_object_set_new(e, "symlinkTarget", pj_text(target));
       }
     }
   }
@@ -311,6 +312,6 @@ int afs_open_write(json_t *req, json_t **out, int *fd) {
   if (fchown(*fd, (uid_t)uid, (gid_t)gid) != 0) {
     /* ownership is best effort (e.g. without privileges); the data still lands */
   }
-  *out = json_pack("{s:s}", "path", virt);
+  *out = json_pack("{s:o}", "path", pj_text(virt));
   return 0;
 }

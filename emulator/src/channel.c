@@ -126,6 +126,13 @@ int channel_call(channel *c, uint32_t type, json_t *req, ipc_msg *reply) {
   return 0;
 }
 
+void channel_expect_close(channel *c) {
+  if (!c) return;
+  pthread_mutex_lock(&c->mu);
+  c->closing = 1;
+  pthread_mutex_unlock(&c->mu);
+}
+
 void channel_close(channel *c) {
   if (!c) return;
   pthread_mutex_lock(&c->mu);

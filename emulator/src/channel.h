@@ -18,6 +18,8 @@ channel *channel_open(int sock, const channel_ops *ops, void *ctx);
 /* Sends a request and waits for its reply. Returns 0 (reply->err carries the
  * agent's errno) or -errno when the channel is broken (-EPIPE once closed). */
 int channel_call(channel *c, uint32_t type, json_t *req, ipc_msg *reply);
+/* The agent is about to be killed on purpose: its EOF is not "unexpected". */
+void channel_expect_close(channel *c);
 /* Breaks the channel, fails pending calls, joins the reader and frees. */
 void channel_close(channel *c);
 

@@ -10,6 +10,7 @@
 #include <strings.h>
 
 #include "codec.h"
+#include "pjson.h"
 #include "sandbox.h"
 #include "util.h"
 
@@ -107,7 +108,7 @@ void rpc_env_msg(sbuf *out, json_t *msg) {
 }
 
 void rpc_env_end(sbuf *out, const rpc_err *e) {
-  json_t *body = e && e->code ? json_pack("{s:{s:s, s:s}}", "error", "code", e->code, "message", e->msg)
+  json_t *body = e && e->code ? json_pack("{s:{s:s, s:o}}", "error", "code", e->code, "message", pj_text(e->msg))
                               : json_object();
   char *text = json_dumps(body, JSON_COMPACT);
   json_decref(body);
@@ -120,7 +121,7 @@ void rpc_env_end(sbuf *out, const rpc_err *e) {
 }
 
 static enum MHD_Result unary_error(struct MHD_Connection *c, const rpc_err *e) {
-  json_t *body = json_pack("{s:s, s:s}", "code", e->code, "message", e->msg);
+  json_t *body = json_pack("{s:s, s:o}", "code", e->code, "message", pj_text(e->msg));
   return http_json(c, (unsigned)e2b_connect_code_http_status(e->code), body);
 }
 

@@ -158,7 +158,7 @@ static enum MHD_Result h_create(http_req *r) {
   json_t *vm = json_object_get(b, "volumeMounts");
   json_t *net = json_object_get(b, "network");
   bad = bad || get_timeout(b, DEFAULT_TIMEOUT_S, &p.timeout_s, &e) ||
-        get_bool(b, "secure", 0, &p.secure, &e) ||
+        get_bool(b, "secure", 1, &p.secure, &e) ||
         get_bool(b, "allow_internet_access", 1, &p.allow_internet, &e) ||
         get_bool(b, "autoPause", 0, &p.auto_pause, &e) ||
         get_bool(b, "autoPauseMemory", 1, &p.auto_pause_memory, &e) ||
@@ -243,7 +243,13 @@ static json_t *parse_metadata_filter(const char *q) {
     *eq = '\0';
     unescape_stable(pair);
     unescape_stable(eq + 1);
-    json_object_set_new(m, pair, json_string(eq + 1));
+    json_t *v = json_string(eq + 1);
+    if (!v || json_object_set_new(m, pair, v) != 0) {
+      /* not UTF-8: no stored metadata (always UTF-8) can match */
+      json_decref(m);
+      free(copy);
+      return NULL;
+    }
   }
   free(copy);
   return m;
@@ -292,8 +298,9 @@ static enum MHD_Result list_sandboxes(http_req *r, int v2) {
       if (strcmp(t, "running") == 0) want_running = 1;
       else if (strcmp(t, "paused") == 0) want_paused = 1;
       else {
+        enum MHD_Result res = http_error(c, 400, "invalid state '%s' (expected running or paused)", t);
         free(copy);
-        return http_error(c, 400, "invalid state '%s' (expected running or paused)", t);
+        return res;
       }
     }
     free(copy);
@@ -322,6 +329,7 @@ static enum MHD_Result list_sandboxes(http_req *r, int v2) {
   const char *tpl = v2 ? http_query(c, "template") : NULL;
   const char *mq = http_query(c, "metadata");
   json_t *filter = mq && *mq ? parse_metadata_filter(mq) : json_object();
+  int match_none = filter == NULL;
 
   size_t n;
   sandbox **all = sandbox_list(&n);
@@ -330,7 +338,7 @@ static enum MHD_Result list_sandboxes(http_req *r, int v2) {
   for (size_t i = 0; i < n; i++) {
     sandbox_view v = sandbox_view_of(all[i]);
     if (v.state == SB_RUNNING ? !want_running : v.state == SB_PAUSED ? !want_paused : 1) continue;
-    if (!metadata_matches(all[i], filter)) continue;
+    if (match_none || !metadata_matches(all[i], filter)) continue;
     if (started_after && all[i]->started_at_ms <= started_after) continue;
     if (tpl && *tpl && strcmp(tpl, all[i]->template_id) != 0 && strcmp(tpl, all[i]->alias) != 0)
       continue;

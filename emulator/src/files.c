@@ -341,6 +341,27 @@ static void setup_upload(http_req *r) {
   }
 }
 
+char *files_sandbox_by_signature(struct MHD_Connection *c, const char *method) {
+  const char *sig = http_query(c, "signature");
+  if (!sig || !*sig) return NULL;
+  const char *path = http_query(c, "path"), *user = http_query(c, "username");
+  const char *exp_s = http_query(c, "signature_expiration");
+  int64_t exp = exp_s ? strtoll(exp_s, NULL, 10) : 0;
+  const char *op = strcmp(method, "GET") == 0 ? "read" : "write";
+  size_t n;
+  sandbox **all = sandbox_list(&n);
+  char *found = NULL;
+  for (size_t i = 0; i < n && !found; i++) {
+    char want[E2B_SIGNATURE_SIZE];
+    if (all[i]->envd_token &&
+        e2b_sign_file_url(path ? path : "", op, user ? user : "", all[i]->envd_token, exp, want) == 0 &&
+        e2b_secure_streq(sig, want))
+      found = xstrdup(all[i]->id);
+  }
+  sandbox_list_free(all, n);
+  return found;
+}
+
 void files_route(http_req *r) {
   if (strcmp(r->method, "GET") == 0) {
     check_auth(r, "read");

@@ -1,6 +1,7 @@
 /* http.c — response helpers and the blocking stream adapter. */
 #define _GNU_SOURCE
 #include "http.h"
+#include "pjson.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -64,7 +65,7 @@ enum MHD_Result http_error(struct MHD_Connection *c, unsigned status, const char
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  return http_json(c, status, json_pack("{s:i, s:s}", "code", (int)status, "message", msg));
+  return http_json(c, status, json_pack("{s:i, s:o}", "code", (int)status, "message", pj_text(msg)));
 }
 
 enum MHD_Result http_empty(struct MHD_Connection *c, unsigned status) {

@@ -19,6 +19,7 @@ struct http_req {
   sbuf body;
   size_t body_limit; /* bodies beyond this are discarded and answered 413 */
   int too_large;
+  size_t discarded;
   /* Streaming body consumer (instead of buffering); returns 0 or -1 to stop. */
   int (*on_body)(http_req *r, const char *data, size_t n);
   /* Called once the whole body arrived; must queue a response. */

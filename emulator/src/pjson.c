@@ -101,3 +101,41 @@ int pj_string_map(json_t *v, json_t **out) {
   *out = json_incref(v);
   return 0;
 }
+
+/* Length of the valid UTF-8 sequence at s, or 0. */
+static size_t utf8_len(const unsigned char *s) {
+  if (s[0] < 0x80) return 1;
+  size_t n = (s[0] & 0xe0) == 0xc0 ? 2 : (s[0] & 0xf0) == 0xe0 ? 3 : (s[0] & 0xf8) == 0xf0 ? 4 : 0;
+  if (n == 0 || (n == 2 && s[0] < 0xc2) || (n == 4 && s[0] > 0xf4)) return 0;
+  for (size_t i = 1; i < n; i++)
+    if ((s[i] & 0xc0) != 0x80) return 0;
+  if (n == 3 && ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] >= 0xa0))) return 0;
+  if (n == 4 && ((s[0] == 0xf0 && s[1] < 0x90) || (s[0] == 0xf4 && s[1] >= 0x90))) return 0;
+  return n;
+}
+
+json_t *pj_text(const char *s) {
+  if (!s) s = "";
+  json_t *j = json_string(s);
+  if (j) return j;
+  size_t n = strlen(s);
+  char *out = malloc(n * 3 + 1);
+  if (!out) return json_string("");
+  size_t o = 0;
+  for (const unsigned char *p = (const unsigned char *)s; *p;) {
+    size_t l = utf8_len(p);
+    if (l) {
+      memcpy(out + o, p, l);
+      o += l;
+      p += l;
+    } else {
+      memcpy(out + o, "\xef\xbf\xbd", 3);
+      o += 3;
+      p++;
+    }
+  }
+  out[o] = '\0';
+  j = json_string(out);
+  free(out);
+  return j ? j : json_string("");
+}

@@ -21,4 +21,8 @@ int pj_enum(json_t *v, const char *const *names, const int *nums, size_t n, int 
 /* map<string,string>: an object of strings (absent -> empty object). */
 int pj_string_map(json_t *v, json_t **out);
 
+/* A JSON string from arbitrary bytes: invalid UTF-8 becomes U+FFFD, so file
+ * names and messages can never make a response unserialisable. */
+json_t *pj_text(const char *s);
+
 #endif

@@ -181,6 +181,7 @@ static int boot_locked(sandbox *sb) {
 }
 
 static void teardown_locked(sandbox *sb) {
+  channel_expect_close(sb->chan);
   if (sb->rt.pid > 0) runtime_stop(&sb->rt);
   channel_close(sb->chan);
   sb->chan = NULL;

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "envd.h"
 #include "log.h"
 #include "sandbox.h"
 
@@ -19,6 +20,7 @@ struct server {
 };
 
 #define ENVD_PORT 49983
+#define DISCARD_LIMIT ((size_t)64 << 20) /* oversized bodies read and dropped */
 
 /* "<port>-<sandboxID>.<anything>[:p]" -> port and id. */
 static int parse_sandbox_host(const char *host, long *port, char *id, size_t idcap) {
@@ -50,6 +52,15 @@ static void route(http_req *r) {
       envd_route(r, id);
     else
       r->on_complete = port_proxy_502;
+  } else if (strcmp(r->url, "/files") == 0 && http_query(r->conn, "signature")) {
+    char *owned = files_sandbox_by_signature(r->conn, r->method);
+    if (owned) {
+      envd_route(r, owned);
+      free(owned);
+    } else {
+      r->early_status = 401;
+      snprintf(r->early_msg, sizeof r->early_msg, "invalid signature");
+    }
   } else {
     control_route(r);
   }
@@ -77,17 +88,19 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     *con_cls = r;
     route(r);
     const char *cl = http_header(conn, "Content-Length");
-    if (!r->on_body && cl && strtoull(cl, NULL, 10) > r->body_limit) {
+    /* Far too large to bother reading: answer now (MHD then closes). Merely
+     * too large: read and drop it, so the client sees the 413 cleanly. */
+    if (!r->on_body && cl && strtoull(cl, NULL, 10) > DISCARD_LIMIT) {
       r->too_large = 2; /* 2: already answered */
-      /* answered now, before the body: MHD then closes instead of reading it */
       return http_error(conn, 413, "request body too large (limit %zu bytes)", r->body_limit);
     }
     return MHD_YES;
   }
   if (*size > 0) {
     if (r->too_large) {
+      r->discarded += *size;
       *size = 0;
-      return MHD_YES;
+      return r->discarded > DISCARD_LIMIT ? MHD_NO : MHD_YES;
     }
     if (r->on_body) {
       int rc = r->on_body(r, data, *size);

@@ -60,10 +60,11 @@ export function parseEnvelopes(buf) {
 }
 
 // Raw envd request routed by E2b-Sandbox-Id, as the SDK does.
+// sbx: an SDK Sandbox, or a raw create response (sandboxID).
 export function envdHeaders(sbx, extra = {}) {
-  const h = { 'E2b-Sandbox-Id': sbx.sandboxId, ...extra }
+  const h = { 'E2b-Sandbox-Id': sbx.sandboxId ?? sbx.sandboxID }
   if (sbx.envdAccessToken) h['X-Access-Token'] = sbx.envdAccessToken
-  return h
+  return { ...h, ...extra }
 }
 
 export async function startStream(env, sbx, cmd, headers = {}) {

@@ -1,0 +1,509 @@
+// Raw HTTP checks of WIRE.md section 9 and the error shapes: what any client
+// (not only the JS SDK) relies on.
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { createHash } from 'node:crypto'
+import { request as httpRequest } from 'node:http'
+import { connect as netConnect } from 'node:net'
+import { Sandbox } from 'e2b'
+import { envdHeaders, envelope, parseEnvelopes, sleep, startStream, useServer } from './helpers.mjs'
+
+const S = useServer()
+
+const api = (path, init = {}) =>
+  fetch(`${S.env.E2B_API_URL}${path}`, {
+    ...init,
+    headers: { 'X-API-Key': S.env.E2B_API_KEY, 'Content-Type': 'application/json', ...(init.headers || {}) },
+  })
+
+async function create(body = {}) {
+  const res = await api('/v2/sandboxes', { method: 'POST', body: JSON.stringify({ templateID: 'base', timeout: 120, ...body }) })
+  assert.equal(res.status, 201)
+  return res.json()
+}
+
+const kill = (id) => api(`/sandboxes/${id}`, { method: 'DELETE' })
+
+async function assertErrorBody(res, status) {
+  assert.equal(res.status, status)
+  assert.match(res.headers.get('content-type'), /application\/json/)
+  const body = await res.json()
+  assert.equal(body.code, status)
+  assert.equal(typeof body.message, 'string')
+  assert.ok(body.message.length > 0)
+  return body
+}
+
+const envd = (sb, path, init = {}) =>
+  fetch(`${S.env.E2B_SANDBOX_URL}${path}`, {
+    ...init,
+    headers: {
+      'E2b-Sandbox-Id': sb.sandboxID,
+      ...(sb.envdAccessToken ? { 'X-Access-Token': sb.envdAccessToken } : {}),
+      ...(init.headers || {}),
+    },
+  })
+
+const unary = (sb, method, msg, headers = {}) =>
+  envd(sb, method, { method: 'POST', headers: { 'Content-Type': 'application/json', ...headers }, body: JSON.stringify(msg) })
+
+async function healthy() {
+  const res = await fetch(`${S.env.E2B_API_URL}/v2/sandboxes`, { headers: { 'X-API-Key': S.env.E2B_API_KEY } })
+  assert.equal(res.status, 200)
+}
+
+// ---- control plane ----
+
+test('401 with a {code,message} body without or with a wrong API key', async () => {
+  for (const headers of [{}, { 'X-API-Key': 'e2b_wrong' }]) {
+    const res = await fetch(`${S.env.E2B_API_URL}/v2/sandboxes`, { headers })
+    await assertErrorBody(res, 401)
+  }
+  const lower = await fetch(`${S.env.E2B_API_URL}/v2/sandboxes`, { headers: { 'x-api-key': S.env.E2B_API_KEY } })
+  assert.equal(lower.status, 200, 'the header name is case-insensitive')
+})
+
+test('the default API key has the format the SDK validates', () => {
+  assert.match(S.env.E2B_API_KEY, /^e2b_[0-9a-f]{40}$/)
+  assert.match(S.env.E2B_DOMAIN, /^localhost:\d+$/)
+})
+
+test('unknown routes are 404 and wrong methods 405, both JSON', async () => {
+  await assertErrorBody(await api('/nope'), 404)
+  await assertErrorBody(await api('/sandboxes/x/nope', { method: 'POST' }), 404)
+  await assertErrorBody(await api('/v2/sandboxes', { method: 'PUT' }), 405)
+  const body = await assertErrorBody(await api('/sandboxes/x/metrics'), 501)
+  assert.match(body.message, /not implemented/)
+})
+
+test('create: 201 Sandbox with the fields clients need (WIRE 9.2)', async () => {
+  const sb = await create({ secure: true, metadata: {}, envVars: {} })
+  assert.match(sb.sandboxID, /^i[0-9a-z]{19}$/)
+  assert.equal(sb.templateID, 'base')
+  assert.equal(typeof sb.clientID, 'string')
+  const [maj, min, pat] = sb.envdVersion.split('.').map(Number)
+  assert.ok(maj > 0 || min > 6 || (min === 6 && pat >= 4), sb.envdVersion)
+  assert.equal(typeof sb.envdAccessToken, 'string')
+  assert.equal(sb.trafficAccessToken, null)
+  assert.equal(sb.domain, S.env.E2B_DOMAIN)
+  const insecure = await create({ secure: false })
+  assert.ok(!insecure.envdAccessToken)
+  await kill(sb.sandboxID)
+  await kill(insecure.sandboxID)
+})
+
+test('create: bad input is a 400/404/413 {code,message}, never a crash', async () => {
+  const post = (body) => api('/v2/sandboxes', { method: 'POST', body })
+  await assertErrorBody(await post('{not json'), 400)
+  await assertErrorBody(await post('[]'), 400)
+  await assertErrorBody(await post(JSON.stringify({ templateID: 5 })), 400)
+  await assertErrorBody(await post(JSON.stringify({ timeout: 'long' })), 400)
+  await assertErrorBody(await post(JSON.stringify({ timeout: -1 })), 400)
+  await assertErrorBody(await post(JSON.stringify({ metadata: { a: 1 } })), 400)
+  await assertErrorBody(await post(JSON.stringify({ secure: 'yes' })), 400)
+  await assertErrorBody(await post(JSON.stringify({ volumeMounts: [{ name: 'v', path: '/mnt' }] })), 400)
+  await assertErrorBody(await post(JSON.stringify({ templateID: 'nope' })), 404)
+  await assertErrorBody(await post('x'.repeat(2 << 20)), 413)
+  // an oversized chunked body (no Content-Length) is refused the same way
+  const chunked = new ReadableStream({
+    start(c) {
+      for (let i = 0; i < 3; i++) c.enqueue(new Uint8Array(1 << 20).fill(32))
+      c.close()
+    },
+  })
+  await assertErrorBody(await api('/v2/sandboxes', { method: 'POST', body: chunked, duplex: 'half' }), 413)
+  await healthy()
+})
+
+test('getInfo is SandboxDetail; kill is 204 then 404', async () => {
+  const sb = await create({ metadata: { k: 'v' } })
+  const res = await api(`/sandboxes/${sb.sandboxID}`)
+  assert.equal(res.status, 200)
+  const d = await res.json()
+  for (const f of ['templateID', 'sandboxID', 'clientID', 'startedAt', 'endAt', 'envdVersion', 'cpuCount', 'memoryMB', 'diskSizeMB', 'state'])
+    assert.ok(d[f] !== undefined, f)
+  assert.equal(d.state, 'running')
+  assert.deepEqual(d.metadata, { k: 'v' })
+  assert.deepEqual(d.lifecycle, { autoResume: false, onTimeout: 'kill' })
+  assert.ok(!Number.isNaN(Date.parse(d.startedAt)) && !Number.isNaN(Date.parse(d.endAt)))
+  assert.equal((await kill(sb.sandboxID)).status, 204)
+  await assertErrorBody(await kill(sb.sandboxID), 404)
+  await assertErrorBody(await api(`/sandboxes/${sb.sandboxID}`), 404)
+})
+
+test('timeout: 204 and endAt = now + timeout; 404 when unknown', async () => {
+  const sb = await create()
+  const res = await api(`/sandboxes/${sb.sandboxID}/timeout`, { method: 'POST', body: JSON.stringify({ timeout: 5 }) })
+  assert.equal(res.status, 204)
+  const d = await (await api(`/sandboxes/${sb.sandboxID}`)).json()
+  assert.ok(Math.abs(Date.parse(d.endAt) - Date.now() - 5000) < 2000)
+  await assertErrorBody(await api('/sandboxes/inope/timeout', { method: 'POST', body: '{"timeout":5}' }), 404)
+  await assertErrorBody(await api(`/sandboxes/${sb.sandboxID}/timeout`, { method: 'POST', body: '{"timeout":"x"}' }), 400)
+  await kill(sb.sandboxID)
+})
+
+test('pause 204/409/404, connect 200 running / 201 resumed / 404 killed (WIRE 9.3, 9.4)', async () => {
+  const sb = await create()
+  const p = (id, body) => api(`/sandboxes/${id}/pause`, { method: 'POST', ...(body ? { body } : {}) })
+  assert.equal((await p(sb.sandboxID)).status, 204, 'pause without a body defaults to memory')
+  await assertErrorBody(await p(sb.sandboxID, '{"memory":true}'), 409)
+  await assertErrorBody(await p('inope0000000000000000'), 404)
+  let res = await api(`/v2/sandboxes/${sb.sandboxID}/connect`, { method: 'POST', body: '{"timeout":60}' })
+  assert.equal(res.status, 201)
+  assert.equal((await res.json()).sandboxID, sb.sandboxID)
+  res = await api(`/sandboxes/${sb.sandboxID}/connect`, { method: 'POST', body: '{"timeout":60}' })
+  assert.equal(res.status, 200)
+  await assertErrorBody(await api(`/sandboxes/${sb.sandboxID}/resume`, { method: 'POST', body: '{}' }), 409)
+  await kill(sb.sandboxID)
+  await assertErrorBody(await api(`/v2/sandboxes/${sb.sandboxID}/connect`, { method: 'POST', body: '{"timeout":60}' }), 404)
+})
+
+test('list v2: state (comma and %2C), metadata, limit, X-Next-Token only when more (WIRE 9.5)', async () => {
+  const tag = `w${Date.now()}`
+  const ids = []
+  for (let i = 0; i < 3; i++) ids.push((await create({ metadata: { tag, i: String(i) } })).sandboxID)
+  await api(`/sandboxes/${ids[2]}/pause`, { method: 'POST', body: '{"memory":false}' })
+  // metadata the way the JS SDK sends it: k=v pairs, URLSearchParams, escaped again
+  const meta = (o) => encodeURIComponent(new URLSearchParams(o).toString())
+  const list = async (q) => {
+    const res = await api(`/v2/sandboxes?${q}`)
+    assert.equal(res.status, 200)
+    return { items: await res.json(), next: res.headers.get('x-next-token') }
+  }
+  let r = await list(`metadata=${meta({ tag })}`)
+  assert.equal(r.items.length, 3)
+  assert.equal(r.next, null)
+  r = await list(`metadata=${meta({ tag })}&state=running`)
+  assert.deepEqual(r.items.map((x) => x.sandboxID).sort(), ids.slice(0, 2).sort())
+  r = await list(`metadata=${meta({ tag })}&state=running%2Cpaused`)
+  assert.equal(r.items.length, 3)
+  r = await list(`metadata=${meta({ tag })}&state=paused`)
+  assert.equal(r.items[0].state, 'paused')
+  r = await list(`metadata=${meta({ tag, i: '1' })}`)
+  assert.deepEqual(r.items.map((x) => x.sandboxID), [ids[1]])
+  const seen = []
+  let next = ''
+  for (let page = 0; page < 5; page++) {
+    r = await list(`metadata=${meta({ tag })}&limit=2${next ? `&nextToken=${encodeURIComponent(next)}` : ''}`)
+    seen.push(...r.items.map((x) => x.sandboxID))
+    if (!r.next) break
+    assert.equal(r.items.length, 2)
+    next = r.next
+  }
+  assert.deepEqual(seen.sort(), [...ids].sort())
+  await assertErrorBody(await api('/v2/sandboxes?limit=0'), 400)
+  await assertErrorBody(await api('/v2/sandboxes?state=bogus'), 400)
+  // v1 list: running only
+  const v1 = await (await api('/sandboxes')).json()
+  assert.ok(!v1.some((x) => x.sandboxID === ids[2]))
+  for (const id of ids) await kill(id)
+})
+
+// ---- envd routing and auth ----
+
+test('envd: /health 204, /envs, routing by header and by 49983-<id> Host (WIRE 9.6)', async () => {
+  const sb = await create({ envVars: { FOO: 'bar' } })
+  assert.equal((await envd(sb, '/health')).status, 204)
+  assert.deepEqual(await (await envd(sb, '/envs')).json(), { FOO: 'bar' })
+  const port = new URL(S.env.E2B_API_URL).port
+  const viaHost = await new Promise((ok, fail) => {
+    const req = httpRequest(
+      { host: '127.0.0.1', port, path: '/health', headers: { Host: `49983-${sb.sandboxID}.${S.env.E2B_DOMAIN}` } },
+      (res) => ok(res.statusCode),
+    )
+    req.on('error', fail)
+    req.end()
+  })
+  assert.equal(viaHost, 204)
+  const proxied = await new Promise((ok, fail) => {
+    const req = httpRequest(
+      { host: '127.0.0.1', port, path: '/', headers: { Host: `8080-${sb.sandboxID}.${S.env.E2B_DOMAIN}` } },
+      (res) => {
+        let b = ''
+        res.on('data', (d) => (b += d))
+        res.on('end', () => ok({ status: res.statusCode, body: JSON.parse(b) }))
+      },
+    )
+    req.on('error', fail)
+    req.end()
+  })
+  assert.equal(proxied.status, 502)
+  assert.equal(proxied.body.code, 502)
+  await kill(sb.sandboxID)
+})
+
+test('envd: X-Access-Token is enforced except on /health', async () => {
+  const sb = await create({ secure: true })
+  const noTok = { ...sb, envdAccessToken: undefined }
+  assert.equal((await envd(noTok, '/health')).status, 204)
+  await assertErrorBody(await envd(noTok, '/envs'), 401)
+  await assertErrorBody(await unary(noTok, '/process.Process/List', {}), 401)
+  await assertErrorBody(await unary({ ...sb, envdAccessToken: 'wrong' }, '/process.Process/List', {}), 401)
+  assert.equal((await unary(sb, '/process.Process/List', {})).status, 200)
+  await kill(sb.sandboxID)
+})
+
+test('envd of a killed, paused or unknown sandbox answers 502 JSON', async () => {
+  const sb = await create()
+  await api(`/sandboxes/${sb.sandboxID}/pause`, { method: 'POST', body: '{}' })
+  await assertErrorBody(await envd(sb, '/health'), 502)
+  await kill(sb.sandboxID)
+  await assertErrorBody(await envd(sb, '/health'), 502)
+  await assertErrorBody(await unary(sb, '/process.Process/List', {}), 502)
+  await assertErrorBody(await envd({ sandboxID: 'iunknown000000000000' }, '/health'), 502)
+})
+
+// ---- Connect RPC ----
+
+test('Connect unary: JSON codec, string error codes, 415 on a wrong content type (WIRE 9.7)', async () => {
+  const sb = await create()
+  let res = await unary(sb, '/filesystem.Filesystem/Stat', { path: '/nope' })
+  assert.equal(res.status, 404)
+  let body = await res.json()
+  assert.equal(body.code, 'not_found')
+  assert.equal(typeof body.message, 'string')
+  res = await unary(sb, '/filesystem.Filesystem/MakeDir', { path: '/home/user' })
+  assert.equal((await res.json()).code, 'already_exists')
+  res = await unary(sb, '/process.Process/SendSignal', { process: { pid: 99999 }, signal: 'SIGNAL_SIGKILL' })
+  assert.equal((await res.json()).code, 'not_found')
+  res = await unary(sb, '/filesystem.Filesystem/Stat', { path: '/' }, { 'Content-Type': 'text/plain' })
+  assert.equal(res.status, 415)
+  res = await unary(sb, '/filesystem.Filesystem/Stat', { path: '/' }, { 'Content-Type': 'application/proto' })
+  assert.equal(res.status, 415)
+  res = await envd(sb, '/filesystem.Filesystem/Stat', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{bad' })
+  assert.equal((await res.json()).code, 'invalid_argument')
+  res = await unary(sb, '/filesystem.Filesystem/WatchDir', {}, { 'Content-Type': 'application/json' })
+  assert.equal(res.status, 415, 'a server stream needs application/connect+json')
+  res = await unary(sb, '/filesystem.Filesystem/CreateWatcher', { path: '/tmp' })
+  assert.equal((await res.json()).code, 'unimplemented')
+  // EntryInfo: lowerCamelCase, int64 as string, enums by name, zero values omitted
+  res = await unary(sb, '/filesystem.Filesystem/Stat', { path: '/etc/hostname' })
+  const e = (await res.json()).entry
+  assert.equal(e.type, 'FILE_TYPE_FILE')
+  assert.equal(typeof e.size, 'string')
+  assert.match(e.modifiedTime, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/)
+  // proto field names and 64-bit-as-string are accepted on input
+  res = await unary(sb, '/filesystem.Filesystem/ListDir', { path: '/etc', depth: '1' })
+  assert.equal(res.status, 200)
+  await kill(sb.sandboxID)
+})
+
+test('Connect stream: start first, byte-exact data, end, exactly one end-stream frame', async () => {
+  const sb = await create()
+  const esc = Array.from({ length: 256 }, (_, b) => '\\' + b.toString(8).padStart(3, '0')).join('')
+  const { res, frames } = await startStream(S.env, sb, `printf '${esc}'; printf 'E' >&2; exit 3`)
+  assert.equal(res.status, 200)
+  assert.equal(res.headers.get('content-type'), 'application/connect+json')
+  assert.ok(frames[0].msg.event.start.pid > 0)
+  const ends = frames.filter((f) => f.flags & 2)
+  assert.equal(ends.length, 1)
+  assert.deepEqual(frames.at(-1), { flags: 2, msg: {} })
+  const out = Buffer.concat(frames.filter((f) => f.msg.event?.data?.stdout).map((f) => Buffer.from(f.msg.event.data.stdout, 'base64')))
+  assert.deepEqual([...out], Array.from({ length: 256 }, (_, i) => i))
+  const end = frames.find((f) => f.msg.event?.end).msg.event.end
+  assert.deepEqual(end, { exitCode: 3, exited: true, status: 'exit status 3', error: 'exit status 3' })
+  const ok = await startStream(S.env, sb, 'true')
+  assert.deepEqual(ok.frames.find((f) => f.msg.event?.end).msg.event.end, { exited: true, status: 'exit status 0' })
+  await kill(sb.sandboxID)
+})
+
+test('Connect stream errors travel in the single end-stream frame of an HTTP 200', async () => {
+  const sb = await create()
+  const res = await envd(sb, '/process.Process/Connect', {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/connect+json' },
+    body: envelope({ process: { pid: 424242 } }),
+  })
+  assert.equal(res.status, 200)
+  const frames = parseEnvelopes(Buffer.from(await res.arrayBuffer()))
+  assert.equal(frames.length, 1)
+  assert.equal(frames[0].flags, 2)
+  assert.equal(frames[0].msg.error.code, 'not_found')
+  // a start that cannot exec
+  const bad = await envd(sb, '/process.Process/Start', {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/connect+json' },
+    body: envelope({ process: { cmd: '/no/such/binary' } }),
+  })
+  const bf = parseEnvelopes(Buffer.from(await bad.arrayBuffer()))
+  assert.equal(bf.length, 1)
+  assert.equal(typeof bf[0].msg.error.code, 'string')
+  // unknown user
+  const u = await startStream(S.env, sb, 'true', { Authorization: 'Basic ' + Buffer.from('mallory:').toString('base64') })
+  assert.equal(u.frames[0].msg.error.code, 'unauthenticated')
+  await kill(sb.sandboxID)
+})
+
+test('keepalive events follow Keepalive-Ping-Interval; Connect-Timeout-Ms kills the process', async () => {
+  const sb = await create()
+  const k = await startStream(S.env, sb, 'sleep 2.5', { 'Keepalive-Ping-Interval': '1' })
+  assert.ok(k.frames.filter((f) => f.msg.event?.keepalive).length >= 1)
+  const t0 = Date.now()
+  const d = await startStream(S.env, sb, 'sleep 30', { 'Connect-Timeout-Ms': '1000' })
+  assert.ok(Date.now() - t0 < 8000)
+  const end = d.frames.find((f) => f.msg.event?.end).msg.event.end
+  assert.equal(end.status, 'signal: killed')
+  assert.equal(end.exitCode, -1)
+  assert.equal(d.frames.at(-1).msg.error.code, 'deadline_exceeded')
+  await kill(sb.sandboxID)
+})
+
+test('malformed stream requests never crash or hang the server', async () => {
+  const sb = await create()
+  const post = (body, ct = 'application/connect+json') =>
+    envd(sb, '/process.Process/Start', { method: 'POST', headers: { 'Content-Type': ct }, body })
+  const cases = [
+    Buffer.alloc(0),
+    Buffer.from([0, 0, 0]),
+    Buffer.from([0, 0, 0, 0, 10, 1, 2]),
+    Buffer.from([0, 0xff, 0xff, 0xff, 0xff]),
+    envelope('not an object'),
+    Buffer.concat([Buffer.from([0, 0, 0, 0, 4]), Buffer.from('{{{{')]),
+    envelope({ process: { cmd: 5 } }),
+    envelope({ process: { cmd: 'true', args: [1] } }),
+    envelope({ process: { cmd: 'true', envs: { A: 1 } } }),
+    envelope({ process: { cmd: 'true' }, pty: { size: { cols: 'wide' } } }),
+  ]
+  for (const body of cases) {
+    const res = await post(body)
+    assert.equal(res.status, 200)
+    const frames = parseEnvelopes(Buffer.from(await res.arrayBuffer()))
+    assert.equal(frames.length, 1)
+    assert.ok(['invalid_argument', 'unimplemented'].includes(frames[0].msg.error.code), JSON.stringify(frames[0]))
+  }
+  // an abrupt disconnect in the middle of a request body
+  await new Promise((ok) => {
+    const port = new URL(S.env.E2B_API_URL).port
+    const s = netConnect(port, '127.0.0.1', () => {
+      s.write(`POST /process.Process/Start HTTP/1.1\r\nHost: x\r\nE2b-Sandbox-Id: ${sb.sandboxID}\r\nX-Access-Token: ${sb.envdAccessToken}\r\nContent-Type: application/connect+json\r\nContent-Length: 1000\r\n\r\n\0\0\0`)
+      s.destroy()
+      ok()
+    })
+  })
+  const r = await unary(sb, '/process.Process/List', {})
+  assert.equal(r.status, 200)
+  await kill(sb.sandboxID)
+  await healthy()
+})
+
+test('a disconnecting Start client leaves the process running', async () => {
+  const sbx = await Sandbox.create({ ...S.opts })
+  const ctrl = new AbortController()
+  const res = await fetch(`${S.env.E2B_SANDBOX_URL}/process.Process/Start`, {
+    method: 'POST',
+    signal: ctrl.signal,
+    headers: envdHeaders(sbx, { 'Content-Type': 'application/connect+json' }),
+    body: envelope({ process: { cmd: '/bin/bash', args: ['-c', 'sleep 1; echo survived > /tmp/s'] }, stdin: false }),
+  })
+  const reader = res.body.getReader()
+  await reader.read()
+  ctrl.abort()
+  await sleep(1800)
+  assert.equal(await sbx.files.read('/tmp/s'), 'survived\n')
+  await sbx.kill()
+})
+
+// ---- /files ----
+
+function sign(path, op, user, token, exp) {
+  const parts = [path, op, user, token]
+  if (exp) parts.push(String(exp))
+  return 'v1_' + createHash('sha256').update(parts.join(':')).digest('base64').replace(/=+$/, '')
+}
+
+test('/files: signed URLs accepted, expired, wrong, and a wrong header beats a good signature (WIRE 9.8)', async () => {
+  const sbx = await Sandbox.create({ ...S.opts })
+  await sbx.files.write('/tmp/s.txt', 'signed')
+  // the SDK's own URLs work as given (they carry no sandbox id: the signature routes them)
+  const dl = await sbx.downloadUrl('/tmp/s.txt')
+  assert.equal(await (await fetch(dl)).text(), 'signed')
+  const ul = await sbx.uploadUrl('/tmp/up.txt', { useSignatureExpiration: 60 })
+  const form = new FormData()
+  form.append('file', new Blob(['uploaded']), 'up.txt')
+  const up = await fetch(ul, { method: 'POST', body: form })
+  assert.equal(up.status, 200)
+  assert.equal((await up.json())[0].path, '/tmp/up.txt')
+  assert.equal(await sbx.files.read('/tmp/up.txt'), 'uploaded')
+  const tok = sbx.envdAccessToken
+  const base = `${S.env.E2B_SANDBOX_URL}/files?path=${encodeURIComponent('/tmp/s.txt')}`
+  const h = { 'E2b-Sandbox-Id': sbx.sandboxId }
+  const exp = Math.floor(Date.now() / 1000) - 10
+  let res = await fetch(`${base}&signature=${encodeURIComponent(sign('/tmp/s.txt', 'read', '', tok, exp))}&signature_expiration=${exp}`, { headers: h })
+  assert.deepEqual(await assertErrorBody(res, 401), { code: 401, message: 'signature is already expired' })
+  res = await fetch(`${base}&signature=v1_wrong`, { headers: h })
+  await assertErrorBody(res, 401)
+  res = await fetch(base, { headers: h })
+  await assertErrorBody(res, 401)
+  const good = `${base}&signature=${encodeURIComponent(sign('/tmp/s.txt', 'read', '', tok))}`
+  assert.equal(await (await fetch(good, { headers: h })).text(), 'signed')
+  res = await fetch(good, { headers: { ...h, 'X-Access-Token': 'wrong' } })
+  await assertErrorBody(res, 401)
+  await sbx.kill()
+})
+
+test('/files: ranges, empty files, directories, missing files, octet-stream without path', async () => {
+  const sbx = await Sandbox.create({ ...S.opts })
+  await sbx.files.write('/tmp/r.txt', '0123456789')
+  await sbx.files.write('/tmp/empty', '')
+  const get = (path, headers = {}) =>
+    fetch(`${S.env.E2B_SANDBOX_URL}/files?path=${encodeURIComponent(path)}`, { headers: envdHeaders(sbx, headers) })
+  let res = await get('/tmp/r.txt', { Range: 'bytes=4-' })
+  assert.equal(res.status, 206)
+  assert.equal(res.headers.get('content-range'), 'bytes 4-9/10')
+  assert.equal(await res.text(), '456789')
+  res = await get('/tmp/r.txt', { Range: 'bytes=2-3' })
+  assert.equal(await res.text(), '23')
+  res = await get('/tmp/r.txt', { Range: 'bytes=-3' })
+  assert.equal(await res.text(), '789')
+  res = await get('/tmp/r.txt', { Range: 'bytes=10-' })
+  assert.equal(res.status, 416)
+  assert.equal(res.headers.get('content-range'), 'bytes */10')
+  await res.arrayBuffer()
+  res = await get('/tmp/empty')
+  assert.equal(res.status, 200)
+  assert.equal(res.headers.get('content-length'), '0')
+  await res.arrayBuffer()
+  await assertErrorBody(await get('/tmp'), 400)
+  await assertErrorBody(await get('/tmp/missing'), 404)
+  await assertErrorBody(await get('/tmp/r.txt', { 'X-Access-Token': 'bad' }), 401)
+  res = await fetch(`${S.env.E2B_SANDBOX_URL}/files`, {
+    method: 'POST',
+    headers: envdHeaders(sbx, { 'Content-Type': 'application/octet-stream' }),
+    body: 'x',
+  })
+  await assertErrorBody(res, 400)
+  res = await fetch(`${S.env.E2B_SANDBOX_URL}/files?path=/tmp/o.bin`, {
+    method: 'POST',
+    headers: envdHeaders(sbx, { 'Content-Type': 'application/octet-stream' }),
+    body: new Uint8Array([0, 1, 2, 255]),
+  })
+  assert.equal(res.status, 200)
+  assert.deepEqual(await res.json(), [{ path: '/tmp/o.bin', name: 'o.bin', type: 'file' }])
+  await sbx.kill()
+})
+
+test('one thousand concurrent streams on one process', async () => {
+  const sbx = await Sandbox.create({ ...S.opts })
+  const h = await sbx.commands.run('cat', { background: true, stdin: true })
+  const N = 1000
+  const streams = await Promise.all(
+    Array.from({ length: N }, async () => {
+      const res = await fetch(`${S.env.E2B_SANDBOX_URL}/process.Process/Connect`, {
+        method: 'POST',
+        headers: envdHeaders(sbx, { 'Content-Type': 'application/connect+json' }),
+        body: envelope({ process: { pid: h.pid } }),
+      })
+      assert.equal(res.status, 200)
+      return res
+    }),
+  )
+  await sbx.commands.sendStdin(h.pid, 'ping\n')
+  await sbx.commands.closeStdin(h.pid)
+  const got = await Promise.all(streams.map(async (res) => parseEnvelopes(Buffer.from(await res.arrayBuffer()))))
+  for (const frames of got) {
+    const out = frames.filter((f) => f.msg.event?.data?.stdout).map((f) => Buffer.from(f.msg.event.data.stdout, 'base64').toString()).join('')
+    assert.equal(out, 'ping\n')
+    assert.equal(frames.filter((f) => f.flags & 2).length, 1)
+  }
+  await sbx.kill()
+})
