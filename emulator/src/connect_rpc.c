@@ -140,7 +140,10 @@ static json_t *unwrap_stream_request(const sbuf *body, rpc_err *e) {
   e2b_envelope_decoder_init(&d, RPC_BODY_LIMIT);
   size_t used = 0;
   json_t *msg = NULL;
-  e2b_envelope_status st = e2b_envelope_feed(&d, (const uint8_t *)body->data, body->len, &used);
+  static const uint8_t none[1];
+  /* never hand memcpy a NULL source, even for 0 bytes */
+  const uint8_t *data = body->data ? (const uint8_t *)body->data : none;
+  e2b_envelope_status st = e2b_envelope_feed(&d, data, body->len, &used);
   if (st != E2B_ENV_FRAME) {
     rpc_fail(e, "invalid_argument", "request body is not one complete Connect envelope");
   } else if (d.flags & E2B_ENV_FLAG_COMPRESSED) {
