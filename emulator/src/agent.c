@@ -94,6 +94,26 @@ fail:;
   _exit(127);
 }
 
+/* Without a mount namespace, HOME must name the host directory behind
+ * /home/user, and TMPDIR points at the sandbox's own /tmp. */
+static void map_env(char ***envp) {
+  size_t n = 0;
+  for (char **p = *envp; *p; p++) {
+    if (strncmp(*p, "HOME=", 5) == 0) {
+      char *real = afs_to_real(*p + 5);
+      free(*p);
+      *p = xasprintf("HOME=%s", real);
+      free(real);
+    }
+    n++;
+  }
+  char *tmp = afs_to_real("/tmp");
+  *envp = xrealloc(*envp, (n + 2) * sizeof **envp);
+  (*envp)[n] = xasprintf("TMPDIR=%s", tmp);
+  (*envp)[n + 1] = NULL;
+  free(tmp);
+}
+
 static void close_pair(int p[2]) {
   if (p[0] >= 0) close(p[0]);
   if (p[1] >= 0) close(p[1]);
@@ -103,6 +123,7 @@ static void handle_spawn(const ipc_msg *m) {
   json_t *req = m->body;
   char **argv = str_array(json_object_get(req, "argv"));
   char **envp = str_array(json_object_get(req, "env"));
+  if (!g_isolated) map_env(&envp);
   json_t *pty = json_object_get(req, "pty");
   int want_stdin = json_is_true(json_object_get(req, "stdin"));
   int in[2] = {-1, -1}, out[2] = {-1, -1}, er[2] = {-1, -1}, ep[2] = {-1, -1};

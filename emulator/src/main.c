@@ -24,19 +24,22 @@ typedef struct options {
   const char *state;
   const char *api_key;
   const char *domain;
-  int no_isolation;
+  int no_isolation, no_freezer;
   char **cmd; /* exec */
 } options;
 
 static void usage(FILE *f) {
   fprintf(f,
           "usage: e2b-local serve [--listen HOST:PORT] [--state DIR] [--api-key KEY] [--domain D]\n"
-          "                       [--no-isolation]\n"
+          "                       [--no-isolation] [--no-freezer]\n"
           "       e2b-local exec [serve options] -- CMD ARGS...\n"
           "\n"
           "serve: run a local E2B-compatible server until SIGINT/SIGTERM.\n"
           "exec:  run one for the duration of CMD, with E2B_API_URL, E2B_SANDBOX_URL,\n"
-          "       E2B_DOMAIN and E2B_API_KEY in its environment; exits with CMD's status.\n");
+          "       E2B_DOMAIN and E2B_API_KEY in its environment; exits with CMD's status.\n"
+          "\n"
+          "--no-isolation  run sandboxes as plain child processes (no bubblewrap)\n"
+          "--no-freezer    pause with SIGSTOP/SIGCONT instead of the cgroup freezer\n");
 }
 
 static int parse_listen(const char *s, options *o) {
@@ -73,6 +76,8 @@ static int parse_args(int argc, char **argv, int exec_mode, options *o) {
       o->domain = argv[++i];
     } else if (strcmp(a, "--no-isolation") == 0) {
       o->no_isolation = 1;
+    } else if (strcmp(a, "--no-freezer") == 0) {
+      o->no_freezer = 1;
     } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
       usage(stdout);
       exit(0);
@@ -107,7 +112,7 @@ typedef struct running {
 } running;
 
 static int start_all(const options *o, running *run) {
-  runtime_init(o->no_isolation);
+  runtime_init(o->no_isolation, o->no_freezer);
   if (o->state) {
     if (mkdir_p(o->state, 0700) != 0) {
       log_msg("cannot create state directory %s: %s", o->state, strerror(errno));

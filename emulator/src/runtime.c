@@ -140,7 +140,7 @@ static int run_quiet(char *const argv[]) {
   return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
-void runtime_init(int force_no_isolation) {
+void runtime_init(int force_no_isolation, int force_no_freezer) {
   g_self = realpath("/proc/self/exe", NULL);
   if (!g_self) g_self = xstrdup("/proc/self/exe");
   if (!force_no_isolation) g_bwrap = find_in_path("bwrap");
@@ -158,12 +158,19 @@ void runtime_init(int force_no_isolation) {
     log_msg("WARNING: running WITHOUT isolation (%s): sandboxes are plain child processes "
             "sharing this host's filesystem, pids and network",
             force_no_isolation ? "--no-isolation" : "bubblewrap missing or not permitted");
-  g_freezer = mkdir_p(FREEZER_ROOT, 0755) == 0 && access(FREEZER_ROOT, W_OK) == 0;
+  g_freezer = !force_no_freezer && mkdir_p(FREEZER_ROOT, 0755) == 0 && access(FREEZER_ROOT, W_OK) == 0;
+  if (!g_freezer)
+    log_msg("memory pause uses SIGSTOP/SIGCONT (%s)",
+            force_no_freezer ? "--no-freezer" : "no writable cgroup v1 freezer");
   if (pthread_create(&g_spawner, NULL, spawner_main, NULL) != 0) abort();
   g_sp_started = 1;
 }
 
 int runtime_isolated(void) { return g_bwrap != NULL; }
+
+/* Without namespaces, commands running as the user reach their home through
+ * the host path, so the state directories must be traversable (not listable). */
+mode_t runtime_state_dir_mode(void) { return g_bwrap ? 0700 : 0711; }
 
 static int write_text(const char *dir, const char *name, const char *text, mode_t mode) {
   char *p = xasprintf("%s/%s", dir, name);

@@ -20,9 +20,10 @@ typedef struct runtime_config {
 } runtime_config;
 
 /* Probes bubblewrap and the freezer; prints one warning when isolation is off.
- * force_no_isolation comes from --no-isolation. */
-void runtime_init(int force_no_isolation);
+ * The flags come from --no-isolation and --no-freezer (SIGSTOP pause). */
+void runtime_init(int force_no_isolation, int force_no_freezer);
 int runtime_isolated(void);
+mode_t runtime_state_dir_mode(void);
 /* Stops the spawner thread (after every sandbox is gone). */
 void runtime_shutdown(void);
 

@@ -230,7 +230,7 @@ sandbox *sandbox_create(const sandbox_params *p, const char **err) {
   sb->state = SB_RUNNING;
   sb->dir = xasprintf("%s/%s", g_root, sb->id);
   sb->rt.sock = -1;
-  if (mkdir(sb->dir, 0700) != 0) {
+  if (mkdir(sb->dir, 0700) != 0 || chmod(sb->dir, runtime_state_dir_mode()) != 0) {
     *err = "cannot create the sandbox directory";
     sandbox_free(sb);
     return NULL;
@@ -441,6 +441,9 @@ static void *timer_main(void *arg) {
 int sandbox_registry_init(const char *state_dir) {
   g_root = xasprintf("%s/sandboxes", state_dir);
   if (mkdir_p(g_root, 0700) != 0) return -errno;
+  if (runtime_state_dir_mode() != 0700 &&
+      (chmod(state_dir, runtime_state_dir_mode()) != 0 || chmod(g_root, runtime_state_dir_mode()) != 0))
+    return -errno;
   if (pthread_create(&g_timer, NULL, timer_main, NULL) != 0) return -EAGAIN;
   g_timer_started = 1;
   return 0;
