@@ -479,7 +479,18 @@ static int freezer_set(const char *cg, const char *state) {
 
 int runtime_freeze(runtime *rt) {
   if (rt->cgroup) return freezer_set(rt->cgroup, "FROZEN");
-  signal_all(rt, SIGSTOP);
+  /* A process may fork while we walk the tree: stop until the set is stable
+   * (stopped processes cannot fork, so this converges). */
+  int before = -1;
+  for (int round = 0; round < 20; round++) {
+    pid_t *pids;
+    int n = list_pids(rt, &pids);
+    for (int i = 0; i < n; i++) kill(pids[i], SIGSTOP);
+    free(pids);
+    if (n == before) break;
+    before = n;
+    usleep(2000);
+  }
   rt->frozen_by_signal = 1;
   return 0;
 }

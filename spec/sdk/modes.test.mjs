@@ -39,7 +39,8 @@ test('exec: a sandbox created by CMD is gone when exec returns', () => {
     const { Sandbox } = await import('e2b')
     const s = await Sandbox.create({ envs: { E2B_SPEC_MARKER: '${marker}' } })
     await s.commands.run('sleep 600', { background: true })
-    console.log(s.sandboxId)`
+    console.log(s.sandboxId)
+    process.exit(0) // the background stream would keep node alive`
   const r = spawnSync(BIN, ['exec', '--', process.execPath, '--input-type=module', '-e', script], {
     encoding: 'utf8',
     timeout: 60_000,
