@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "agent.h"
@@ -98,6 +99,44 @@ static const char *base_name(const char *p) {
   return s && s[1] ? s + 1 : (s ? "/" : p);
 }
 
+#define META_PREFIX "user.e2b."
+
+/* envd keeps file metadata as user.e2b.<key> extended attributes. */
+static json_t *read_metadata(const char *real) {
+  char names[8192];
+  ssize_t n = llistxattr(real, names, sizeof names);
+  if (n <= 0) return NULL;
+  json_t *m = NULL;
+  for (char *k = names; k < names + n; k += strlen(k) + 1) {
+    if (strncmp(k, META_PREFIX, strlen(META_PREFIX)) != 0) continue;
+    char val[4097];
+    ssize_t vl = lgetxattr(real, k, val, sizeof val - 1);
+    if (vl < 0) continue;
+    val[vl] = '\0';
+    if (!m) m = json_object();
+    json_object_set_new(m, k + strlen(META_PREFIX), pj_text(val));
+  }
+  return m;
+}
+
+/* Each upload replaces all of a file's metadata. */
+static int write_metadata(int fd, json_t *meta) {
+  char names[8192];
+  ssize_t n = flistxattr(fd, names, sizeof names);
+  for (char *k = names; n > 0 && k < names + n; k += strlen(k) + 1)
+    if (strncmp(k, META_PREFIX, strlen(META_PREFIX)) == 0) fremovexattr(fd, k);
+  const char *key;
+  json_t *v;
+  json_object_foreach(meta, key, v) {
+    char *name = xasprintf(META_PREFIX "%s", key);
+    const char *val = json_string_value(v);
+    int rc = fsetxattr(fd, name, val ? val : "", val ? strlen(val) : 0, 0);
+    free(name);
+    if (rc != 0) return errno;
+  }
+  return 0;
+}
+
 /* EntryInfo (proto3 JSON) of the sandbox path `virt`, from lstat. */
 static json_t *entry_info(const char *virt, int *err) {
   char *real = afs_to_real(virt);
@@ -117,6 +156,8 @@ static json_t *entry_info(const char *virt, int *err) {
                         (json_int_t)(st.st_mode & 07777), "permissions", perm, "owner",
                         id_name(st.st_uid, ob), "group", id_name(st.st_gid, gb), "modifiedTime",
                         tbuf);
+  json_t *meta = read_metadata(real);
+  if (meta) json_object_set_new(e, "metadata", meta);
   if (S_ISLNK(st.st_mode)) {
     char target[PATH_MAX];
     char *resolved = realpath(real, NULL);
@@ -311,6 +352,15 @@ int afs_open_write(json_t *req, json_t **out, int *fd) {
   if (err) return err;
   if (fchown(*fd, (uid_t)uid, (gid_t)gid) != 0) {
     /* ownership is best effort (e.g. without privileges); the data still lands */
+  }
+  json_t *meta = json_object_get(req, "metadata");
+  json_t *none = json_object();
+  err = write_metadata(*fd, json_is_object(meta) ? meta : none);
+  json_decref(none);
+  if (err) {
+    close(*fd);
+    *fd = -1;
+    return err == ENOTSUP ? EOPNOTSUPP : err;
   }
   *out = json_pack("{s:o}", "path", pj_text(virt));
   return 0;

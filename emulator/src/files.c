@@ -91,6 +91,7 @@ static enum MHD_Result errno_response(struct MHD_Connection *c, int err, const c
   if (err == EISDIR) return http_error(c, 400, "path '%s' is a directory", path);
   if (err == ENOENT) return http_error(c, 404, "file '%s' not found", path);
   if (err == ESRCH) return http_error(c, 502, "The sandbox was not found or is not running");
+  if (err == EOPNOTSUPP) return http_error(c, 500, "%s: the filesystem does not support file metadata", path);
   if (err == EINVAL) return http_error(c, 400, "path '%s' is not a regular file", path);
   return http_error(c, st, "%s: %s", path, strerror(err));
 }
@@ -189,6 +190,7 @@ typedef struct upload {
   int err; /* first failure (errno) */
   char *err_path;
   json_t *results; /* [{path,name,type}] */
+  json_t *metadata; /* from X-Metadata-* headers */
   int in_part;
   uint64_t part_bytes;
 } upload;
@@ -199,6 +201,7 @@ static void upload_free(void *p) {
   if (u->fd >= 0) close(u->fd);
   free(u->err_path);
   json_decref(u->results);
+  json_decref(u->metadata);
   free(u);
 }
 
@@ -221,7 +224,8 @@ static void open_target(upload *u, const char *raw) {
       free(path);
       return;
     }
-  json_t *req = json_pack("{s:s, s:i, s:i}", "path", path, "uid", u->user->uid, "gid", u->user->gid);
+  json_t *req = json_pack("{s:s, s:i, s:i, s:O}", "path", path, "uid", u->user->uid, "gid",
+                          u->user->gid, "metadata", u->metadata);
   ipc_msg reply;
   int rc = sandbox_call(u->r->sb, IPC_OPEN_WRITE, req, &reply);
   json_decref(req);
@@ -234,8 +238,9 @@ static void open_target(upload *u, const char *raw) {
   u->fd = ipc_take_fd(&reply, 0);
   ipc_msg_clear(&reply);
   const char *slash = strrchr(path, '/');
-  json_array_append_new(u->results, json_pack("{s:s, s:s, s:s}", "path", path, "name",
-                                              slash ? slash + 1 : path, "type", "file"));
+  json_t *res = json_pack("{s:s, s:s, s:s}", "path", path, "name", slash ? slash + 1 : path, "type", "file");
+  if (json_object_size(u->metadata)) json_object_set(res, "metadata", u->metadata);
+  json_array_append_new(u->results, res);
   free(path);
 }
 
@@ -302,10 +307,42 @@ static enum MHD_Result upload_complete(http_req *r) {
   return http_json(r->conn, 200, json_incref(u->results));
 }
 
-static int has_metadata_header(void *cls, enum MHD_ValueKind kind, const char *key, const char *value) {
+#define META_KEY_MAX 246
+#define META_TOTAL_MAX 4096
+
+typedef struct meta_acc {
+  json_t *map;
+  size_t total;
+  const char *bad;
+} meta_acc;
+
+/* X-Metadata-<key>: <value> (WIRE 7.2): key lowercased, printable ASCII
+ * values, bounded sizes, first value wins. */
+static enum MHD_Result collect_metadata(void *cls, enum MHD_ValueKind kind, const char *key,
+                                        const char *value) {
   (void)kind;
-  (void)value;
-  if (strncasecmp(key, "X-Metadata-", 11) == 0) *(int *)cls = 1;
+  meta_acc *m = cls;
+  if (strncasecmp(key, "X-Metadata-", 11) != 0 || m->bad) return MHD_YES;
+  const char *k = key + 11;
+  size_t klen = strlen(k), vlen = value ? strlen(value) : 0;
+  if (klen == 0 || klen > META_KEY_MAX) {
+    m->bad = "metadata keys must be 1 to 246 bytes";
+    return MHD_YES;
+  }
+  for (size_t i = 0; i < vlen; i++)
+    if ((unsigned char)value[i] < 0x20 || (unsigned char)value[i] > 0x7e) {
+      m->bad = "metadata values must be printable ASCII";
+      return MHD_YES;
+    }
+  char lower[META_KEY_MAX + 1];
+  for (size_t i = 0; i <= klen; i++) lower[i] = (char)((k[i] >= 'A' && k[i] <= 'Z') ? k[i] - 'A' + 'a' : k[i]);
+  if (json_object_get(m->map, lower)) return MHD_YES;
+  m->total += klen + vlen;
+  if (m->total > META_TOTAL_MAX) {
+    m->bad = "metadata may not exceed 4096 bytes in total";
+    return MHD_YES;
+  }
+  json_object_set_new(m->map, lower, json_string(value ? value : ""));
   return MHD_YES;
 }
 
@@ -325,12 +362,13 @@ static void setup_upload(http_req *r) {
   u->qpath = q && *q ? q : NULL;
   const char *ct = http_header(c, "Content-Type");
   const char *enc = http_header(c, "Content-Encoding");
-  int meta = 0;
-  MHD_get_connection_values(c, MHD_HEADER_KIND, (MHD_KeyValueIterator)has_metadata_header, &meta);
+  meta_acc meta = {json_object(), 0, NULL};
+  MHD_get_connection_values(c, MHD_HEADER_KIND, collect_metadata, &meta);
+  u->metadata = meta.map;
   if (enc && strcasecmp(enc, "identity") != 0)
     early(r, 400, "compressed uploads (Content-Encoding) are not supported by e2b-local yet");
-  else if (meta)
-    early(r, 501, "file metadata (X-Metadata-* headers) is not supported by e2b-local yet");
+  else if (meta.bad)
+    early(r, 400, meta.bad);
   else if (ct && strncasecmp(ct, "multipart/form-data", 19) == 0) {
     u->pp = MHD_create_post_processor(c, 64 * 1024, part_iter, u);
     if (!u->pp) early(r, 400, "malformed multipart Content-Type (missing boundary?)");

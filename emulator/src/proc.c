@@ -347,7 +347,7 @@ proc *proc_register(proc_table *t, const proc_spec *spec, proc_sub **first) {
     free(e);
     break;
   }
-  *first = first ? sub_new_locked(p) : NULL;
+  if (first) *first = sub_new_locked(p);
   pthread_mutex_unlock(&t->mu);
   pthread_mutex_lock(&g_readers_mu);
   g_readers++;
@@ -443,7 +443,8 @@ void proc_event_free(proc_event *ev) { free(ev); }
 
 int proc_write_stdin(proc *p, const void *data, size_t n, int to_pty) {
   pthread_mutex_lock(&p->in_mu);
-  int fd = to_pty ? p->pty_fd : p->in_fd;
+  /* stdin bytes to a pty process go to its terminal, like typed input */
+  int fd = to_pty ? p->pty_fd : (p->in_fd >= 0 ? p->in_fd : p->pty_fd);
   int rc = fd < 0 ? -EBADF : (write_all(fd, data, n) == 0 ? 0 : -errno);
   pthread_mutex_unlock(&p->in_mu);
   return rc;

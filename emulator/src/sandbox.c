@@ -81,8 +81,13 @@ void sandbox_list_free(sandbox **v, size_t n) {
   free(v);
 }
 
-static void registry_add(sandbox *sb) {
+/* Fails once shutdown began, so no sandbox can outlive the server. */
+static int registry_add(sandbox *sb) {
   pthread_mutex_lock(&g_mu);
+  if (g_stopping) {
+    pthread_mutex_unlock(&g_mu);
+    return -1;
+  }
   if (g_n == g_cap) {
     g_cap = g_cap ? g_cap * 2 : 16;
     g_sbs = xrealloc(g_sbs, g_cap * sizeof *g_sbs);
@@ -91,6 +96,7 @@ static void registry_add(sandbox *sb) {
   sb->refs++;
   pthread_cond_broadcast(&g_timer_cv);
   pthread_mutex_unlock(&g_mu);
+  return 0;
 }
 
 static void registry_remove(sandbox *sb) {
@@ -245,8 +251,16 @@ sandbox *sandbox_create(const sandbox_params *p, const char **err) {
     sandbox_free(sb);
     return NULL;
   }
+  if (registry_add(sb) != 0) {
+    pthread_rwlock_wrlock(&sb->lock);
+    teardown_locked(sb);
+    pthread_rwlock_unlock(&sb->lock);
+    rm_rf(sb->dir);
+    *err = "the server is shutting down";
+    sandbox_free(sb);
+    return NULL;
+  }
   write_meta(sb);
-  registry_add(sb);
   log_msg("sandbox %s: created (template %s, timeout %ds)", sb->id, sb->template_id, p->timeout_s);
   return sb;
 }

@@ -119,3 +119,14 @@ test('missing files and directories map to FileNotFoundError / InvalidArgument',
   await assert.rejects(sbx.files.read('/home/user'), (e) => e.name === 'InvalidArgumentError')
   await sbx.kill()
 })
+
+test('file metadata: set on write (keys lowercased), reported by getInfo/list, replaced by the next write', async () => {
+  const sbx = await sandbox()
+  const info = await sbx.files.write('/tmp/meta.txt', 'm', { metadata: { Owner: 'alice', stage: 'raw' } })
+  assert.deepEqual(info.metadata, { owner: 'alice', stage: 'raw' })
+  assert.deepEqual((await sbx.files.getInfo('/tmp/meta.txt')).metadata, { owner: 'alice', stage: 'raw' })
+  assert.deepEqual((await sbx.files.list('/tmp')).find((e) => e.name === 'meta.txt').metadata, { owner: 'alice', stage: 'raw' })
+  await sbx.files.write('/tmp/meta.txt', 'm2')
+  assert.equal((await sbx.files.getInfo('/tmp/meta.txt')).metadata, undefined)
+  await sbx.kill()
+})

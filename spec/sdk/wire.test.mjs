@@ -479,6 +479,18 @@ test('/files: ranges, empty files, directories, missing files, octet-stream with
   })
   assert.equal(res.status, 200)
   assert.deepEqual(await res.json(), [{ path: '/tmp/o.bin', name: 'o.bin', type: 'file' }])
+  res = await fetch(`${S.env.E2B_SANDBOX_URL}/files?path=/tmp/o.bin`, {
+    method: 'POST',
+    headers: envdHeaders(sbx, { 'Content-Type': 'application/octet-stream', ['X-Metadata-' + 'k'.repeat(247)]: 'v' }),
+    body: 'x',
+  })
+  await assertErrorBody(res, 400)
+  res = await fetch(`${S.env.E2B_SANDBOX_URL}/files?path=/tmp/o.bin`, {
+    method: 'POST',
+    headers: envdHeaders(sbx, { 'Content-Type': 'application/octet-stream', 'Content-Encoding': 'gzip' }),
+    body: 'x',
+  })
+  await assertErrorBody(res, 400)
   await sbx.kill()
 })
 
