@@ -10,6 +10,7 @@
 #include <string.h>
 #include <strings.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "codec.h"
 #include "connect_rpc.h"
@@ -193,10 +194,16 @@ typedef struct upload {
   json_t *metadata; /* from X-Metadata-* headers */
   int in_part;
   uint64_t part_bytes;
+  z_stream *z; /* Content-Encoding: gzip (octet-stream uploads) */
+  int z_done;
 } upload;
 
 static void upload_free(void *p) {
   upload *u = p;
+  if (u->z) {
+    inflateEnd(u->z);
+    free(u->z);
+  }
   if (u->pp) MHD_destroy_post_processor(u->pp);
   if (u->fd >= 0) close(u->fd);
   free(u->err_path);
@@ -280,6 +287,25 @@ static enum MHD_Result part_iter(void *cls, enum MHD_ValueKind kind, const char 
   return MHD_YES;
 }
 
+/* Inflates a gzip body chunk by chunk: memory stays bounded whatever its size. */
+static void write_gzip(upload *u, const char *data, size_t n) {
+  unsigned char out[64 * 1024];
+  u->z->next_in = (unsigned char *)data;
+  u->z->avail_in = (uInt)n;
+  while (!u->err && u->z->avail_in > 0 && !u->z_done) {
+    u->z->next_out = out;
+    u->z->avail_out = sizeof out;
+    int rc = inflate(u->z, Z_NO_FLUSH);
+    if (rc != Z_OK && rc != Z_STREAM_END && rc != Z_BUF_ERROR) {
+      fail(u, EILSEQ, "");
+      return;
+    }
+    write_chunk(u, (const char *)out, sizeof out - u->z->avail_out);
+    if (rc == Z_STREAM_END) u->z_done = 1;
+    if (rc == Z_BUF_ERROR && u->z->avail_out != 0) break;
+  }
+}
+
 static int upload_body(http_req *r, const char *data, size_t n) {
   upload *u = r->ctx;
   if (r->early_status) return 0; /* discard: the error is answered at the end */
@@ -288,18 +314,23 @@ static int upload_body(http_req *r, const char *data, size_t n) {
     return 0;
   }
   if (u->fd < 0 && !u->err) open_target(u, u->qpath);
-  write_chunk(u, data, n);
+  if (u->z)
+    write_gzip(u, data, n);
+  else
+    write_chunk(u, data, n);
   return 0;
 }
 
 static enum MHD_Result upload_complete(http_req *r) {
   upload *u = r->ctx;
   if (!u->pp && u->fd < 0 && !u->err) open_target(u, u->qpath); /* empty body */
+  if (u->z && !u->z_done && !u->err) fail(u, EILSEQ, "");
   if (u->fd >= 0) {
     if (close(u->fd) != 0) fail(u, errno, "");
     u->fd = -1;
   }
   if (u->err == EBADMSG) return http_error(r->conn, 400, "malformed multipart body");
+  if (u->err == EILSEQ) return http_error(r->conn, 400, "invalid or truncated gzip body");
   if (u->err == EEXIST) return http_error(r->conn, 400, "duplicate target path '%s' in one upload", u->err_path);
   if (u->err == EINVAL && !*u->err_path) return http_error(r->conn, 400, "a file part has no filename and no path query was given");
   if (u->err) return errno_response(r->conn, u->err, u->err_path);
@@ -365,8 +396,11 @@ static void setup_upload(http_req *r) {
   meta_acc meta = {json_object(), 0, NULL};
   MHD_get_connection_values(c, MHD_HEADER_KIND, collect_metadata, &meta);
   u->metadata = meta.map;
-  if (enc && strcasecmp(enc, "identity") != 0)
-    early(r, 400, "compressed uploads (Content-Encoding) are not supported by e2b-local yet");
+  int gzip = enc && strcasecmp(enc, "gzip") == 0;
+  if (enc && !gzip && strcasecmp(enc, "identity") != 0)
+    early(r, 400, "unsupported Content-Encoding (supported: identity, gzip)");
+  else if (gzip && ct && strncasecmp(ct, "application/octet-stream", 24) != 0)
+    early(r, 400, "gzip uploads must be application/octet-stream");
   else if (meta.bad)
     early(r, 400, meta.bad);
   else if (ct && strncasecmp(ct, "multipart/form-data", 19) == 0) {
@@ -374,6 +408,10 @@ static void setup_upload(http_req *r) {
     if (!u->pp) early(r, 400, "malformed multipart Content-Type (missing boundary?)");
   } else if (ct && strncasecmp(ct, "application/octet-stream", 24) == 0) {
     if (!u->qpath) early(r, 400, "the path query parameter is required for octet-stream uploads");
+    if (gzip) {
+      u->z = xcalloc(1, sizeof *u->z);
+      if (inflateInit2(u->z, 16 + MAX_WBITS) != Z_OK) early(r, 500, "cannot initialise gzip decoding");
+    }
   } else {
     early(r, 400, "unsupported Content-Type (expected multipart/form-data or application/octet-stream)");
   }

@@ -33,6 +33,14 @@ test('binary round trip: all 256 byte values, both upload encodings', async () =
   await sbx.kill()
 })
 
+test('gzip uploads are decoded (streamed, any size)', async () => {
+  const sbx = await sandbox()
+  const big = new Uint8Array(3 << 20).map((_, i) => (i * 7) & 0xff)
+  await sbx.files.write('/tmp/gz.bin', big, { gzip: true })
+  assert.deepEqual(await sbx.files.read('/tmp/gz.bin', { format: 'bytes' }), big)
+  await sbx.kill()
+})
+
 test('a file written by a command reads back byte exact (all 256 values)', async () => {
   const sbx = await sandbox()
   const esc = Array.from(ALL_BYTES, (b) => '\\' + b.toString(8).padStart(3, '0')).join('')

@@ -3,6 +3,7 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { createHash } from 'node:crypto'
+import { gzipSync } from 'node:zlib'
 import { request as httpRequest } from 'node:http'
 import { connect as netConnect } from 'node:net'
 import { Sandbox } from 'e2b'
@@ -487,8 +488,14 @@ test('/files: ranges, empty files, directories, missing files, octet-stream with
   await assertErrorBody(res, 400)
   res = await fetch(`${S.env.E2B_SANDBOX_URL}/files?path=/tmp/o.bin`, {
     method: 'POST',
-    headers: envdHeaders(sbx, { 'Content-Type': 'application/octet-stream', 'Content-Encoding': 'gzip' }),
+    headers: envdHeaders(sbx, { 'Content-Type': 'application/octet-stream', 'Content-Encoding': 'br' }),
     body: 'x',
+  })
+  await assertErrorBody(res, 400)
+  res = await fetch(`${S.env.E2B_SANDBOX_URL}/files?path=/tmp/o.bin`, {
+    method: 'POST',
+    headers: envdHeaders(sbx, { 'Content-Type': 'application/octet-stream', 'Content-Encoding': 'gzip' }),
+    body: gzipSync(Buffer.from('zipped')).subarray(0, 10),
   })
   await assertErrorBody(res, 400)
   await sbx.kill()
