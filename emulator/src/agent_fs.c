@@ -156,6 +156,7 @@ static json_t *entry_info(const char *virt, int *err) {
                         (json_int_t)(st.st_mode & 07777), "permissions", perm, "owner",
                         id_name(st.st_uid, ob), "group", id_name(st.st_gid, gb), "modifiedTime",
                         tbuf);
+  if (st.st_size == 0) json_object_del(e, "size"); /* proto3 JSON omits zero values */
   json_t *meta = read_metadata(real);
   if (meta) json_object_set_new(e, "metadata", meta);
   if (S_ISLNK(st.st_mode)) {

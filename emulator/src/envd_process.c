@@ -193,6 +193,9 @@ static int start(rpc_call *c, stream_src *src, rpc_err *e) {
   json_t *config = json_pack("{s:s, s:o, s:o}", "cmd", cmd, "args",
                              args ? json_incref(args) : json_array(), "envs", envs);
   if (cwd) json_object_set_new(config, "cwd", json_string(cwd));
+  /* proto3 JSON omits empty repeated and map fields */
+  if (json_array_size(json_object_get(config, "args")) == 0) json_object_del(config, "args");
+  if (json_object_size(json_object_get(config, "envs")) == 0) json_object_del(config, "envs");
   free(dir);
   int64_t deadline = c->timeout_ms > 0 ? mono_ms() + c->timeout_ms : 0;
   spawn_result sp;
