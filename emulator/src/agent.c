@@ -119,6 +119,63 @@ static void close_pair(int p[2]) {
   if (p[1] >= 0) close(p[1]);
 }
 
+/* The child's stdio: a pty, or pipes (stdin: a pipe kept open, or /dev/null). */
+typedef struct stdio_set {
+  int in[2], out[2], er[2];
+  int master, slave;
+} stdio_set;
+
+static int open_stdio(json_t *pty, int want_stdin, stdio_set *s) {
+  if (pty) {
+    struct winsize ws = {.ws_col = (unsigned short)json_integer_value(json_object_get(pty, "cols")),
+                         .ws_row = (unsigned short)json_integer_value(json_object_get(pty, "rows"))};
+    if (openpty(&s->master, &s->slave, NULL, NULL, &ws) != 0) return errno;
+    set_cloexec(s->master, 1);
+    return 0;
+  }
+  if (pipe2(s->out, O_CLOEXEC) != 0 || pipe2(s->er, O_CLOEXEC) != 0) return errno;
+  if (want_stdin) return pipe2(s->in, O_CLOEXEC) != 0 ? errno : 0;
+  s->in[0] = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  return s->in[0] < 0 ? errno : 0;
+}
+
+static void close_stdio(stdio_set *s) {
+  close_pair(s->in);
+  close_pair(s->out);
+  close_pair(s->er);
+  if (s->master >= 0) close(s->master);
+  if (s->slave >= 0) close(s->slave);
+}
+
+/* Forks and execs; returns the pid, or -errno (exec failures included: the
+ * CLOEXEC pipe stays silent only when exec succeeded). */
+static pid_t fork_exec(json_t *req, char **argv, char **envp, const stdio_set *s, int is_pty) {
+  int ep[2];
+  if (pipe2(ep, O_CLOEXEC) != 0) return -errno;
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(ep[0]);
+    if (is_pty) child_exec(req, argv, envp, s->slave, s->slave, s->slave, 1, ep[1]);
+    child_exec(req, argv, envp, s->in[0], s->out[1], s->er[1], 0, ep[1]);
+  }
+  int err = pid < 0 ? errno : 0;
+  close(ep[1]);
+  int child_err = 0;
+  ssize_t r = 0;
+  if (pid > 0) {
+    do {
+      r = read(ep[0], &child_err, sizeof child_err);
+    } while (r < 0 && errno == EINTR);
+  }
+  close(ep[0]);
+  if (err) return -err;
+  if (r > 0) {
+    waitpid(pid, NULL, 0); /* it exits at once; reaped here, never tracked */
+    return -(child_err ? child_err : ENOEXEC);
+  }
+  return pid;
+}
+
 static void handle_spawn(const ipc_msg *m) {
   json_t *req = m->body;
   char **argv = str_array(json_object_get(req, "argv"));
@@ -126,71 +183,28 @@ static void handle_spawn(const ipc_msg *m) {
   if (!g_isolated) map_env(&envp);
   json_t *pty = json_object_get(req, "pty");
   int want_stdin = json_is_true(json_object_get(req, "stdin"));
-  int in[2] = {-1, -1}, out[2] = {-1, -1}, er[2] = {-1, -1}, ep[2] = {-1, -1};
-  int master = -1, slave = -1, err = 0;
-  if (!argv[0] || !*argv[0]) {
-    err = EINVAL;
-    goto done;
-  }
-  if (pty) {
-    struct winsize ws = {.ws_col = (unsigned short)json_integer_value(json_object_get(pty, "cols")),
-                         .ws_row = (unsigned short)json_integer_value(json_object_get(pty, "rows"))};
-    if (openpty(&master, &slave, NULL, NULL, &ws) != 0) err = errno;
-    if (!err) set_cloexec(master, 1);
+  stdio_set s = {{-1, -1}, {-1, -1}, {-1, -1}, -1, -1};
+  int err = !argv[0] || !*argv[0] ? EINVAL : open_stdio(pty, want_stdin, &s);
+  pid_t pid = err ? -err : fork_exec(req, argv, envp, &s, pty != NULL);
+  if (pid > 0) {
+    track(pid);
+    int fds[3], nfds = 0;
+    if (pty) {
+      fds[nfds++] = s.master;
+    } else {
+      fds[nfds++] = s.out[0];
+      fds[nfds++] = s.er[0];
+      if (want_stdin) fds[nfds++] = s.in[1];
+    }
+    json_t *body = json_pack("{s:i}", "pid", (int)pid);
+    ipc_send(g_sock, IPC_REPLY, m->id, 0, body, fds, nfds);
+    json_decref(body);
   } else {
-    if (pipe2(out, O_CLOEXEC) != 0 || pipe2(er, O_CLOEXEC) != 0) err = errno;
-    if (!err && want_stdin && pipe2(in, O_CLOEXEC) != 0) err = errno;
-    if (!err && !want_stdin && (in[0] = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0) err = errno;
-  }
-  if (!err && pipe2(ep, O_CLOEXEC) != 0) err = errno;
-  if (err) goto done;
-  pid_t pid = fork();
-  if (pid < 0) {
-    err = errno;
-    goto done;
-  }
-  if (pid == 0) {
-    close(ep[0]);
-    if (pty) child_exec(req, argv, envp, slave, slave, slave, 1, ep[1]);
-    child_exec(req, argv, envp, in[0], out[1], er[1], 0, ep[1]);
-  }
-  close(ep[1]);
-  ep[1] = -1;
-  int child_err = 0;
-  ssize_t r;
-  do {
-    r = read(ep[0], &child_err, sizeof child_err);
-  } while (r < 0 && errno == EINTR);
-  if (r > 0) {
-    /* exec failed: the child exits at once; reap it here, it is not tracked */
-    waitpid(pid, NULL, 0);
-    err = child_err ? child_err : ENOEXEC;
-    goto done;
-  }
-  track(pid);
-  int fds[3], nfds = 0;
-  if (pty) {
-    fds[nfds++] = master;
-  } else {
-    fds[nfds++] = out[0];
-    fds[nfds++] = er[0];
-    if (want_stdin) fds[nfds++] = in[1];
-  }
-  json_t *body = json_pack("{s:i}", "pid", (int)pid);
-  ipc_send(g_sock, IPC_REPLY, m->id, 0, body, fds, nfds);
-  json_decref(body);
-done:
-  if (err) {
-    json_t *msg = json_pack("{s:s}", "message", strerror(err));
-    ipc_send(g_sock, IPC_REPLY, m->id, err, msg, NULL, 0);
+    json_t *msg = json_pack("{s:s}", "message", strerror((int)-pid));
+    ipc_send(g_sock, IPC_REPLY, m->id, (int32_t)-pid, msg, NULL, 0);
     json_decref(msg);
   }
-  close_pair(in);
-  close_pair(out);
-  close_pair(er);
-  close_pair(ep);
-  if (master >= 0) close(master);
-  if (slave >= 0) close(slave);
+  close_stdio(&s);
   free_str_array(argv);
   free_str_array(envp);
 }

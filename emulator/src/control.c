@@ -141,64 +141,63 @@ static enum MHD_Result not_found(http_req *r, const char *id) {
 
 /* ---- handlers ---- */
 
+/* NewSandbox -> params (borrowing from b). Returns 0, or -1 with e->msg. */
+static int parse_create(json_t *b, sandbox_params *p, opts_err *e) {
+  json_t *tpl = json_object_get(b, "templateID");
+  if (tpl && !json_is_string(tpl)) {
+    snprintf(e->msg, sizeof e->msg, "field 'templateID' must be a string");
+    return -1;
+  }
+  p->template_id = tpl ? json_string_value(tpl) : "base";
+  /* SDK 2.51 no longer sends `secure`: absent means secure, as on E2B. */
+  if (get_timeout(b, DEFAULT_TIMEOUT_S, &p->timeout_s, e) || get_bool(b, "secure", 1, &p->secure, e) ||
+      get_bool(b, "allow_internet_access", 1, &p->allow_internet, e) ||
+      get_bool(b, "autoPause", 0, &p->auto_pause, e) ||
+      get_bool(b, "autoPauseMemory", 1, &p->auto_pause_memory, e) ||
+      get_string_map(b, "metadata", &p->metadata, e) || get_string_map(b, "envVars", &p->env_vars, e))
+    return -1;
+  json_t *ar = json_object_get(b, "autoResume");
+  if (ar && !json_is_null(ar) && (!json_is_object(ar) || get_bool(ar, "enabled", 0, &p->auto_resume, e))) {
+    if (!e->msg[0]) snprintf(e->msg, sizeof e->msg, "field 'autoResume' must be an object");
+    return -1;
+  }
+  json_t *net = json_object_get(b, "network");
+  if (net && !json_is_null(net) && !json_is_object(net)) {
+    snprintf(e->msg, sizeof e->msg, "field 'network' must be an object");
+    return -1;
+  }
+  p->network = json_is_object(net) ? net : NULL;
+  json_t *vm = json_object_get(b, "volumeMounts");
+  if (vm && !json_is_null(vm) && (!json_is_array(vm) || json_array_size(vm) > 0)) {
+    snprintf(e->msg, sizeof e->msg, "volume mounts are not supported by e2b-local yet");
+    return -1;
+  }
+  json_t *mcp = json_object_get(b, "mcp");
+  if (mcp && !json_is_null(mcp)) {
+    snprintf(e->msg, sizeof e->msg, "MCP gateways are not supported by e2b-local yet");
+    return -1;
+  }
+  return 0;
+}
+
 static enum MHD_Result h_create(http_req *r) {
   enum MHD_Result res;
   json_t *b = body_object(r, &res, 0);
   if (!b) return res;
   opts_err e = {{0}};
   sandbox_params p = {0};
-  json_t *tpl = json_object_get(b, "templateID");
-  int bad = 0;
-  if (tpl && !json_is_string(tpl)) {
-    snprintf(e.msg, sizeof e.msg, "field 'templateID' must be a string");
-    bad = 1;
-  }
-  p.template_id = tpl ? json_string_value(tpl) : "base";
-  json_t *ar = json_object_get(b, "autoResume");
-  json_t *vm = json_object_get(b, "volumeMounts");
-  json_t *net = json_object_get(b, "network");
-  bad = bad || get_timeout(b, DEFAULT_TIMEOUT_S, &p.timeout_s, &e) ||
-        get_bool(b, "secure", 1, &p.secure, &e) ||
-        get_bool(b, "allow_internet_access", 1, &p.allow_internet, &e) ||
-        get_bool(b, "autoPause", 0, &p.auto_pause, &e) ||
-        get_bool(b, "autoPauseMemory", 1, &p.auto_pause_memory, &e) ||
-        get_string_map(b, "metadata", &p.metadata, &e) ||
-        get_string_map(b, "envVars", &p.env_vars, &e);
-  if (!bad && ar && !json_is_null(ar)) {
-    if (!json_is_object(ar) || get_bool(ar, "enabled", 0, &p.auto_resume, &e)) {
-      if (!e.msg[0]) snprintf(e.msg, sizeof e.msg, "field 'autoResume' must be an object");
-      bad = 1;
-    }
-  }
-  if (!bad && net && !json_is_null(net) && !json_is_object(net)) {
-    snprintf(e.msg, sizeof e.msg, "field 'network' must be an object");
-    bad = 1;
-  }
-  p.network = json_is_object(net) ? net : NULL;
-  if (!bad && vm && !json_is_null(vm) && (!json_is_array(vm) || json_array_size(vm) > 0)) {
-    snprintf(e.msg, sizeof e.msg, "volume mounts are not supported by e2b-local yet");
-    bad = 1;
-  }
-  json_t *mcp = json_object_get(b, "mcp");
-  if (!bad && mcp && !json_is_null(mcp)) {
-    snprintf(e.msg, sizeof e.msg, "MCP gateways are not supported by e2b-local yet");
-    bad = 1;
-  }
-  if (bad) {
-    json_decref(b);
-    return http_error(r->conn, 400, "%s", e.msg);
-  }
-  if (strcmp(p.template_id, "base") != 0) {
+  if (parse_create(b, &p, &e)) {
+    res = http_error(r->conn, 400, "%s", e.msg);
+  } else if (strcmp(p.template_id, "base") != 0) {
     res = http_error(r->conn, 404, "template '%s' not found", p.template_id);
-    json_decref(b);
-    return res;
+  } else {
+    const char *err = NULL;
+    sandbox *sb = sandbox_create(&p, &err);
+    res = sb ? http_json(r->conn, 201, sandbox_json(sb))
+             : http_error(r->conn, 500, "%s", err ? err : "cannot create the sandbox");
+    sandbox_unref(sb);
   }
-  const char *err = NULL;
-  sandbox *sb = sandbox_create(&p, &err);
   json_decref(b);
-  if (!sb) return http_error(r->conn, 500, "%s", err ? err : "cannot create the sandbox");
-  res = http_json(r->conn, 201, sandbox_json(sb));
-  sandbox_unref(sb);
   return res;
 }
 
@@ -286,73 +285,110 @@ static int after_cursor(const listed *it, long long ms, const char *id, int asc)
   return asc ? c > 0 : c < 0;
 }
 
-static enum MHD_Result list_sandboxes(http_req *r, int v2) {
-  struct MHD_Connection *c = r->conn;
-  int want_running = 1, want_paused = v2;
-  const char *state = v2 ? http_query(c, "state") : NULL;
-  if (state && *state) {
-    want_running = want_paused = 0;
-    char *copy = xstrdup(state), *save = NULL;
-    unescape_stable(copy);
-    for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-      if (strcmp(t, "running") == 0) want_running = 1;
-      else if (strcmp(t, "paused") == 0) want_paused = 1;
-      else {
-        enum MHD_Result res = http_error(c, 400, "invalid state '%s' (expected running or paused)", t);
-        free(copy);
-        return res;
-      }
+/* The query of a list request, validated. */
+typedef struct list_query {
+  int want_running, want_paused, asc;
+  long limit;
+  int has_cursor;
+  long long cur_ms;
+  char cur_id[32];
+  int64_t started_after;
+  const char *tpl;
+  json_t *filter; /* metadata pairs; NULL when no sandbox can match */
+} list_query;
+
+static int parse_states(const char *state, list_query *q, char *err, size_t errcap) {
+  q->want_running = q->want_paused = 0;
+  char *copy = xstrdup(state), *save = NULL;
+  unescape_stable(copy);
+  int rc = 0;
+  for (char *t = strtok_r(copy, ",", &save); t && !rc; t = strtok_r(NULL, ",", &save)) {
+    if (strcmp(t, "running") == 0) q->want_running = 1;
+    else if (strcmp(t, "paused") == 0) q->want_paused = 1;
+    else {
+      snprintf(err, errcap, "invalid state '%.40s' (expected running or paused)", t);
+      rc = -1;
     }
-    free(copy);
   }
-  long limit = 100;
+  free(copy);
+  return rc;
+}
+
+/* v1 (GET /sandboxes) knows only `metadata` and lists running sandboxes. */
+static int parse_list_query(struct MHD_Connection *c, int v2, list_query *q, char *err, size_t errcap) {
+  memset(q, 0, sizeof *q);
+  q->want_running = 1;
+  q->want_paused = v2;
+  q->limit = 100;
+  const char *state = v2 ? http_query(c, "state") : NULL;
+  if (state && *state && parse_states(state, q, err, errcap)) return -1;
   const char *ls = v2 ? http_query(c, "limit") : NULL;
   if (ls) {
     char *end;
-    limit = strtol(ls, &end, 10);
-    if (*ls == '\0' || *end || limit < 1 || limit > 100)
-      return http_error(c, 400, "limit must be an integer between 1 and 100");
+    q->limit = strtol(ls, &end, 10);
+    if (*ls == '\0' || *end || q->limit < 1 || q->limit > 100) {
+      snprintf(err, errcap, "limit must be an integer between 1 and 100");
+      return -1;
+    }
   }
   const char *order = v2 ? http_query(c, "order") : NULL;
-  int asc = order && strcmp(order, "asc") == 0;
-  if (order && !asc && strcmp(order, "desc") != 0)
-    return http_error(c, 400, "order must be 'asc' or 'desc'");
+  q->asc = order && strcmp(order, "asc") == 0;
+  if (order && !q->asc && strcmp(order, "desc") != 0) {
+    snprintf(err, errcap, "order must be 'asc' or 'desc'");
+    return -1;
+  }
   const char *tok = v2 ? http_query(c, "nextToken") : NULL;
-  long long cur_ms = 0;
-  char cur_id[32] = {0};
-  if (tok && *tok && sscanf(tok, "%lld_%31s", &cur_ms, cur_id) != 2)
-    return http_error(c, 400, "invalid nextToken");
-  int64_t started_after = 0;
+  if (tok && *tok) {
+    if (sscanf(tok, "%lld_%31s", &q->cur_ms, q->cur_id) != 2) {
+      snprintf(err, errcap, "invalid nextToken");
+      return -1;
+    }
+    q->has_cursor = 1;
+  }
   const char *sa = v2 ? http_query(c, "startedAfter") : NULL;
-  if (sa && *sa && e2b_time_parse(sa, &started_after) != 0)
-    return http_error(c, 400, "invalid startedAfter (expected RFC 3339)");
-  const char *tpl = v2 ? http_query(c, "template") : NULL;
+  if (sa && *sa && e2b_time_parse(sa, &q->started_after) != 0) {
+    snprintf(err, errcap, "invalid startedAfter (expected RFC 3339)");
+    return -1;
+  }
+  q->tpl = v2 ? http_query(c, "template") : NULL;
   const char *mq = http_query(c, "metadata");
-  json_t *filter = mq && *mq ? parse_metadata_filter(mq) : json_object();
-  int match_none = filter == NULL;
+  q->filter = mq && *mq ? parse_metadata_filter(mq) : json_object();
+  return 0;
+}
 
+static int list_wants(const list_query *q, sandbox *sb, sandbox_view v) {
+  if (v.state == SB_RUNNING ? !q->want_running : v.state == SB_PAUSED ? !q->want_paused : 1) return 0;
+  if (!q->filter || !metadata_matches(sb, q->filter)) return 0;
+  if (q->started_after && sb->started_at_ms <= q->started_after) return 0;
+  if (q->tpl && *q->tpl && strcmp(q->tpl, sb->template_id) != 0 && strcmp(q->tpl, sb->alias) != 0)
+    return 0;
+  return 1;
+}
+
+static enum MHD_Result list_sandboxes(http_req *r, int v2) {
+  list_query q;
+  char err[128];
+  if (parse_list_query(r->conn, v2, &q, err, sizeof err)) return http_error(r->conn, 400, "%s", err);
   size_t n;
   sandbox **all = sandbox_list(&n);
   listed *items = xcalloc(n + 1, sizeof *items);
   size_t m = 0;
   for (size_t i = 0; i < n; i++) {
     sandbox_view v = sandbox_view_of(all[i]);
-    if (v.state == SB_RUNNING ? !want_running : v.state == SB_PAUSED ? !want_paused : 1) continue;
-    if (match_none || !metadata_matches(all[i], filter)) continue;
-    if (started_after && all[i]->started_at_ms <= started_after) continue;
-    if (tpl && *tpl && strcmp(tpl, all[i]->template_id) != 0 && strcmp(tpl, all[i]->alias) != 0)
-      continue;
+    if (!list_wants(&q, all[i], v)) continue;
     items[m].sb = all[i];
     items[m++].v = v;
   }
-  qsort(items, m, sizeof *items, asc ? cmp_asc : cmp_desc);
+  /* Ordered by start time, then id: the cursor of the last item shown is a
+   * stable nextToken even when sandboxes come and go between pages. */
+  qsort(items, m, sizeof *items, q.asc ? cmp_asc : cmp_desc);
   json_t *arr = json_array();
   size_t shown = 0;
   int more = 0;
   listed *last = NULL;
   for (size_t i = 0; i < m; i++) {
-    if (tok && *tok && !after_cursor(&items[i], cur_ms, cur_id, asc)) continue;
-    if (v2 && shown == (size_t)limit) {
+    if (q.has_cursor && !after_cursor(&items[i], q.cur_ms, q.cur_id, q.asc)) continue;
+    if (v2 && shown == (size_t)q.limit) {
       more = 1;
       break;
     }
@@ -364,8 +400,8 @@ static enum MHD_Result list_sandboxes(http_req *r, int v2) {
   if (more && last) snprintf(next, sizeof next, "%lld_%s", (long long)last->sb->started_at_ms, last->sb->id);
   free(items);
   sandbox_list_free(all, n);
-  json_decref(filter);
-  return http_json_hdr(c, 200, arr, more ? "X-Next-Token" : NULL, more ? next : NULL);
+  json_decref(q.filter);
+  return http_json_hdr(r->conn, 200, arr, more ? "X-Next-Token" : NULL, more ? next : NULL);
 }
 
 static enum MHD_Result h_list_v1(http_req *r) { return list_sandboxes(r, 0); }
