@@ -272,9 +272,11 @@ static void build_argv(argvec *a, const runtime_config *cfg) {
     av_add(a, "--as-pid-1");
     av_add(a, "--hostname");
     av_add(a, "e2b.local");
-    /* Root in the sandbox keeps Docker's default capabilities, never SYS_ADMIN. */
+    /* Root in the sandbox keeps Docker's default capabilities minus MKNOD
+     * (no device cgroup here: a block device node would read the host disk),
+     * and never SYS_ADMIN. */
     static const char *caps[] = {"CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FSETID", "CAP_FOWNER",
-                                 "CAP_MKNOD", "CAP_NET_RAW", "CAP_SETGID", "CAP_SETUID",
+                                 "CAP_NET_RAW", "CAP_SETGID", "CAP_SETUID",
                                  "CAP_SETFCAP", "CAP_SETPCAP", "CAP_NET_BIND_SERVICE",
                                  "CAP_SYS_CHROOT", "CAP_KILL", "CAP_AUDIT_WRITE", NULL};
     av_add(a, "--cap-drop");

@@ -51,6 +51,9 @@ test('the state directory and the host\'s private paths are unreachable', async 
   // not even root inside the sandbox can mount its way out
   const m = await sbx.commands.run('mount -t tmpfs x /mnt 2>&1; echo rc=$?', { user: 'root' })
   assert.match(m.stdout, /rc=(?!0)/)
+  // nor create a device node for the host's disk
+  const d = await sbx.commands.run('mknod /tmp/disk b 8 0 2>&1; echo rc=$?', { user: 'root' })
+  assert.match(d.stdout, /rc=(?!0)/)
   await sbx.kill()
 })
 
