@@ -526,3 +526,15 @@ test('one thousand concurrent streams on one process', async () => {
   }
   await sbx.kill()
 })
+
+test('killing a sandbox during an open stream ends the stream cleanly', async () => {
+  const sb = await create()
+  const pending = startStream(S.env, sb, 'echo started; sleep 100')
+  await sleep(500)
+  assert.equal((await kill(sb.sandboxID)).status, 204)
+  const { res, frames } = await pending
+  assert.equal(res.status, 200)
+  assert.equal(frames.filter((f) => f.flags & 2).length, 1)
+  assert.equal(frames.find((f) => f.msg.event?.end)?.msg.event.end.status, 'signal: killed')
+  await healthy()
+})
