@@ -90,14 +90,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     const char *cl = http_header(conn, "Content-Length");
     /* Far too large to bother reading: answer now (MHD then closes). Merely
      * too large: read and drop it, so the client sees the 413 cleanly. */
-    if (!r->on_body && cl && strtoull(cl, NULL, 10) > DISCARD_LIMIT) {
+    if ((!r->on_body || r->early_status) && cl && strtoull(cl, NULL, 10) > DISCARD_LIMIT) {
       r->too_large = 2; /* 2: already answered */
+      if (r->early_status) return http_error(conn, (unsigned)r->early_status, "%s", r->early_msg);
       return http_error(conn, 413, "request body too large (limit %zu bytes)", r->body_limit);
     }
     return MHD_YES;
   }
   if (*size > 0) {
-    if (r->too_large) {
+    if (r->too_large || (r->early_status && !r->on_body)) {
+      /* the answer is already decided: drop the body (bounded) */
       r->discarded += *size;
       *size = 0;
       return r->discarded > DISCARD_LIMIT ? MHD_NO : MHD_YES;
@@ -115,8 +117,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     return MHD_YES;
   }
   if (r->too_large == 2) return MHD_YES;
-  if (r->too_large) return http_error(conn, 413, "request body too large (limit %zu bytes)", r->body_limit);
   if (r->early_status) return http_error(conn, (unsigned)r->early_status, "%s", r->early_msg);
+  if (r->too_large) return http_error(conn, 413, "request body too large (limit %zu bytes)", r->body_limit);
   if (!r->on_complete) return http_error(conn, 404, "not found");
   return r->on_complete(r);
 }

@@ -252,6 +252,13 @@ test('envd of a killed, paused or unknown sandbox answers 502 JSON', async () =>
   await assertErrorBody(await envd(sb, '/health'), 502)
   await assertErrorBody(await unary(sb, '/process.Process/List', {}), 502)
   await assertErrorBody(await envd({ sandboxID: 'iunknown000000000000' }, '/health'), 502)
+  // the routing answer wins over the body: no 413 for a gone sandbox
+  const up = await envd(sb, '/files?path=/tmp/x', {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/octet-stream' },
+    body: new Uint8Array(3 << 20),
+  })
+  await assertErrorBody(up, 502)
 })
 
 // ---- Connect RPC ----
