@@ -36,7 +36,7 @@ static const rpc_method *find_method(const char *url) {
 void envd_route(http_req *r, const char *sandbox_id) {
   r->sb = sandbox_get(sandbox_id);
   /* What E2B's edge proxy answers for a sandbox that is not running. */
-  if (!r->sb || sandbox_view_of(r->sb).state != SB_RUNNING) {
+  if (!r->sb || !sandbox_wake(r->sb)) {
     early(r, 502, "The sandbox was not found or is not running");
     return;
   }

@@ -138,11 +138,11 @@ static void write_meta(sandbox *sb) {
   e2b_time_format(v.end_at_ms, end);
   const char *state = v.state == SB_RUNNING ? "running" : v.state == SB_PAUSED ? "paused" : "killed";
   json_t *m = json_pack(
-      "{s:s, s:s, s:s, s:s?, s:b, s:s?, s:b, s:b, s:b, s:b, s:O, s:O, s:O, s:s, s:s, s:s, s:b}",
+      "{s:s, s:s, s:s, s:s?, s:b, s:s?, s:b, s:b, s:b, s:b, s:i, s:O, s:O, s:O, s:s, s:s, s:s, s:b}",
       "sandboxID", sb->id, "templateID", sb->template_id, "clientID", sb->client_id, "alias",
       sb->alias, "secure", sb->secure, "envdAccessToken", sb->envd_token, "allowInternetAccess",
       sb->allow_internet, "autoPause", sb->auto_pause, "autoPauseMemory", sb->auto_pause_memory,
-      "autoResume", sb->auto_resume, "metadata", sb->metadata, "envVars", sb->env_vars, "network",
+      "autoResume", sb->auto_resume, "timeout", sb->timeout_s, "metadata", sb->metadata, "envVars", sb->env_vars, "network",
       sb->network, "startedAt", started, "endAt", end, "state", state, "pausedMemory",
       sb->paused_memory);
   char *text = m ? json_dumps(m, JSON_INDENT(2)) : NULL;
@@ -228,6 +228,7 @@ sandbox *sandbox_create(const sandbox_params *p, const char **err) {
   sb->auto_pause = p->auto_pause;
   sb->auto_pause_memory = p->auto_pause_memory;
   sb->auto_resume = p->auto_resume;
+  sb->timeout_s = p->timeout_s;
   sb->metadata = p->metadata ? json_deep_copy(p->metadata) : json_object();
   sb->env_vars = p->env_vars ? json_deep_copy(p->env_vars) : json_object();
   sb->network = p->network ? json_deep_copy(p->network) : json_object();
@@ -343,6 +344,19 @@ int sandbox_connect(sandbox *sb, int timeout_s, int force_cold, int only_paused,
   if (!rc) write_meta(sb);
   if (*resumed) log_msg("sandbox %s: resumed", sb->id);
   return rc;
+}
+
+int sandbox_wake(sandbox *sb) {
+  sandbox_view v = sandbox_view_of(sb);
+  if (v.state == SB_RUNNING) return 1;
+  /* only memory snapshots can be auto-resumed (filesystem ones need connect) */
+  pthread_rwlock_rdlock(&sb->lock);
+  int eligible = sb->state == SB_PAUSED && sb->auto_resume && sb->paused_memory;
+  pthread_rwlock_unlock(&sb->lock);
+  if (!eligible) return 0;
+  int resumed = 0;
+  int rc = sandbox_connect(sb, sb->timeout_s, 0, 0, &resumed);
+  return rc == 0;
 }
 
 /* ---- envd side ---- */

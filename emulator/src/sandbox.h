@@ -23,6 +23,7 @@ typedef struct sandbox {
   char *envd_token; /* NULL unless secure */
   int secure, allow_internet;
   int auto_pause, auto_pause_memory, auto_resume;
+  int timeout_s; /* from create: the lifetime an auto-resume grants */
   json_t *metadata, *env_vars, *network; /* objects */
   int64_t started_at_ms;
   char *dir;
@@ -67,6 +68,10 @@ int sandbox_set_timeout(sandbox *sb, int timeout_s);
 int sandbox_pause(sandbox *sb, int memory);
 /* Resumes a paused sandbox (*resumed=1) or extends a running one's deadline. */
 int sandbox_connect(sandbox *sb, int timeout_s, int force_cold, int only_paused, int *resumed);
+
+/* Resumes a memory-paused sandbox created with autoResume (inbound envd
+ * traffic wakes it, as on E2B). Returns 1 when it is running afterwards. */
+int sandbox_wake(sandbox *sb);
 
 /* Snapshot of the mutable fields for responses. */
 typedef struct sandbox_view {

@@ -153,3 +153,17 @@ test('autoPause: the deadline pauses instead of killing, and connect resumes', a
   assert.equal(await again.files.read('/tmp/x'), 'still here')
   await again.kill()
 })
+
+test('autoResume: envd traffic wakes a memory-paused sandbox, not a filesystem-paused one', async () => {
+  const sbx = await sandbox({ lifecycle: { onTimeout: 'pause', autoResume: true } })
+  assert.deepEqual((await sbx.getInfo()).lifecycle, { onTimeout: 'pause', autoResume: true })
+  await sbx.files.write('/tmp/a', 'awake')
+  await sbx.pause()
+  assert.equal((await sbx.getInfo()).state, 'paused')
+  assert.equal(await sbx.files.read('/tmp/a'), 'awake')
+  assert.equal((await sbx.getInfo()).state, 'running')
+  await Sandbox.pause(sbx.sandboxId, { ...S.opts, keepMemory: false })
+  assert.equal(await sbx.isRunning(), false)
+  assert.equal((await sbx.getInfo()).state, 'paused')
+  await sbx.kill()
+})
