@@ -17,8 +17,22 @@ export function useServer(args) {
     if (res.code !== 0) throw new Error(`e2b-local exited with ${res.code}/${res.signal}:\n${res.stderr}`)
     if (/ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:/.test(res.stderr))
       throw new Error(`sanitizer report:\n${res.stderr}`)
+    // every sandbox runtime (bwrap's command line names the state dir) is gone
+    const left = pidsWithCmdline(box.srv.state)
+    if (left.length) throw new Error(`processes left after stop: ${left}`)
   })
   return box
+}
+
+export function pidsWithCmdline(fragment) {
+  const pids = []
+  for (const d of readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue
+    try {
+      if (readFileSync(`/proc/${d}/cmdline`).includes(fragment)) pids.push(Number(d))
+    } catch {}
+  }
+  return pids
 }
 
 export const sleep = (ms) => new Promise((ok) => setTimeout(ok, ms))

@@ -98,3 +98,19 @@ test('--no-freezer with isolation: memory pause freezes every process and kill s
     assert.deepEqual(pidsWithEnv('E2B_SPEC_MARKER', marker), [])
   })
 })
+
+test('SIGTERM stops serve cleanly and kills every running and paused sandbox', async () => {
+  const srv = await startServer()
+  const opts = sdkOpts(srv.env)
+  const marker = `s${Date.now()}`
+  const a = await Sandbox.create({ ...opts, envs: { E2B_SPEC_MARKER: marker } })
+  const b = await Sandbox.create({ ...opts, envs: { E2B_SPEC_MARKER: marker } })
+  await a.commands.run('sleep 600', { background: true })
+  await b.commands.run('sleep 600', { background: true })
+  await b.pause()
+  assert.ok(pidsWithEnv('E2B_SPEC_MARKER', marker).length >= 2)
+  const res = await srv.stop()
+  assert.equal(res.code, 0, res.stderr)
+  assert.doesNotMatch(res.stderr, /ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:|survived/)
+  assert.deepEqual(pidsWithEnv('E2B_SPEC_MARKER', marker), [])
+})
