@@ -91,7 +91,7 @@ static int pstream_fill(void *ctx, sbuf *out) {
       rpc_fail(&e, "deadline_exceeded", "the process was killed when the request deadline passed");
     rpc_env_end(out, &e);
   }
-  proc_event_free(ev);
+  proc_event_free(s->sub, ev);
   return done;
 }
 

@@ -19,10 +19,15 @@
 #define SUB_QUEUE_LIMIT (1u << 20) /* bytes queued per subscriber before backpressure */
 #define READ_CHUNK 65536
 
+typedef struct qnode {
+  struct qnode *next;
+  proc_event *ev;
+} qnode;
+
 struct proc_sub {
   proc_sub *next;
   proc *p;
-  proc_event *head, *tail;
+  qnode *head, *tail;
   size_t bytes;
   int efd; /* wakes the consumer */
 };
@@ -151,19 +156,26 @@ json_t *proc_table_list(proc_table *t) {
   return arr;
 }
 
+static void event_unref_locked(proc_event *ev) {
+  if (--ev->refs == 0) free(ev);
+}
+
+/* Queues ev (heap-allocated, refs 0) on every subscriber; frees it when none. */
 static void push_locked(proc *p, proc_event *ev) {
   for (proc_sub *s = p->subs; s; s = s->next) {
-    proc_event *copy = xmalloc(sizeof *copy + ev->len);
-    memcpy(copy, ev, sizeof *copy + ev->len);
-    copy->next = NULL;
+    qnode *q = xmalloc(sizeof *q);
+    q->next = NULL;
+    q->ev = ev;
+    ev->refs++;
     if (s->tail)
-      s->tail->next = copy;
+      s->tail->next = q;
     else
-      s->head = copy;
-    s->tail = copy;
-    s->bytes += copy->len;
+      s->head = q;
+    s->tail = q;
+    s->bytes += ev->len;
     wake(s->efd);
   }
+  if (ev->refs == 0) free(ev);
 }
 
 static int any_sub_full_locked(const proc *p) {
@@ -225,7 +237,7 @@ static int pump(proc *p, int fd, int kind, unsigned char *buf) {
   if (n < 0 && (errno == EINTR || errno == EAGAIN)) return 1;
   if (n <= 0) return 0; /* EOF, or EIO once a pty's last slave closes */
   proc_event *ev = xmalloc(sizeof *ev + (size_t)n);
-  ev->next = NULL;
+  ev->refs = 0;
   ev->kind = kind;
   ev->status = 0;
   ev->len = (size_t)n;
@@ -233,7 +245,6 @@ static int pump(proc *p, int fd, int kind, unsigned char *buf) {
   pthread_mutex_lock(&p->t->mu);
   push_locked(p, ev);
   pthread_mutex_unlock(&p->t->mu);
-  free(ev);
   return 1;
 }
 
@@ -293,8 +304,10 @@ static void *reader_main(void *arg) {
     if (pf.revents) drain_wake(p->wake_fd);
     pthread_mutex_lock(&t->mu);
   }
-  proc_event end = {.kind = PEV_END, .status = p->status};
-  push_locked(p, &end);
+  proc_event *end = xcalloc(1, sizeof *end);
+  end->kind = PEV_END;
+  end->status = p->status;
+  push_locked(p, end);
   p->ended = 1;
   unlink_locked(p);
   int last = --p->refs == 0; /* the table's reference */
@@ -392,10 +405,13 @@ void proc_unsubscribe(proc_sub *s) {
     }
   pthread_cond_broadcast(&p->t->cv); /* a full queue may have held the reader */
   pthread_mutex_unlock(&p->t->mu);
-  for (proc_event *e = s->head, *n; e; e = n) {
-    n = e->next;
-    free(e);
+  pthread_mutex_lock(&p->t->mu);
+  for (qnode *q = s->head, *n; q; q = n) {
+    n = q->next;
+    event_unref_locked(q->ev);
+    free(q);
   }
+  pthread_mutex_unlock(&p->t->mu);
   close(s->efd);
   free(s);
   proc_unref(p);
@@ -406,16 +422,16 @@ int proc_sub_next(proc_sub *s, int timeout_ms, int watch_fd, proc_event **ev) {
   int64_t until = timeout_ms >= 0 ? mono_ms() + timeout_ms : -1;
   for (;;) {
     pthread_mutex_lock(&t->mu);
-    proc_event *e = s->head;
-    if (e) {
-      s->head = e->next;
+    qnode *q = s->head;
+    if (q) {
+      s->head = q->next;
       if (!s->head) s->tail = NULL;
       int was_full = s->bytes >= SUB_QUEUE_LIMIT;
-      s->bytes -= e->len;
+      s->bytes -= q->ev->len;
       if (was_full && s->bytes < SUB_QUEUE_LIMIT) pthread_cond_broadcast(&t->cv);
       pthread_mutex_unlock(&t->mu);
-      e->next = NULL;
-      *ev = e;
+      *ev = q->ev; /* the queue's reference passes to the caller */
+      free(q);
       return PSUB_EVENT;
     }
     pthread_mutex_unlock(&t->mu);
@@ -439,7 +455,11 @@ int proc_sub_next(proc_sub *s, int timeout_ms, int watch_fd, proc_event **ev) {
   }
 }
 
-void proc_event_free(proc_event *ev) { free(ev); }
+void proc_event_free(proc_sub *s, proc_event *ev) {
+  pthread_mutex_lock(&s->p->t->mu);
+  event_unref_locked(ev);
+  pthread_mutex_unlock(&s->p->t->mu);
+}
 
 int proc_write_stdin(proc *p, const void *data, size_t n, int to_pty) {
   pthread_mutex_lock(&p->in_mu);

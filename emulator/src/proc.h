@@ -18,8 +18,9 @@ typedef struct proc_sub proc_sub;
 
 enum proc_ev_kind { PEV_STDOUT, PEV_STDERR, PEV_PTY, PEV_END };
 
+/* One chunk of output (or the end), shared by every subscriber's queue. */
 typedef struct proc_event {
-  struct proc_event *next;
+  int refs; /* guarded by the table mutex */
   int kind;
   int status; /* PEV_END: wait status */
   size_t len;
@@ -64,7 +65,7 @@ enum { PSUB_EVENT = 0, PSUB_TIMEOUT = 1, PSUB_HANGUP = 2 };
 /* Waits for the next event up to timeout_ms (-1 = forever), also returning
  * PSUB_HANGUP when watch_fd (the client's socket) is closed by the peer. */
 int proc_sub_next(proc_sub *s, int timeout_ms, int watch_fd, proc_event **ev);
-void proc_event_free(proc_event *ev);
+void proc_event_free(proc_sub *s, proc_event *ev); /* drops the caller's reference */
 
 int proc_write_stdin(proc *p, const void *data, size_t n, int to_pty); /* 0 or -errno */
 int proc_close_stdin(proc *p);
