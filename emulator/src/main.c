@@ -143,7 +143,7 @@ static int start_all(const options *o, running *run) {
   run->srv = server_start(o->host, (uint16_t)o->port);
   if (!run->srv) return -1;
   unsigned port = server_port(run->srv);
-  const char *host = strcmp(o->host, "0.0.0.0") == 0 ? "127.0.0.1" : o->host;
+  const char *host = strcmp(o->host, "0.0.0.0") == 0 || strcmp(o->host, "localhost") == 0 ? "127.0.0.1" : o->host;
   if (o->domain)
     snprintf(g_server.domain, sizeof g_server.domain, "%s", o->domain);
   else
@@ -190,7 +190,7 @@ static int exec_cmd(const options *o, const sigset_t *sigs) {
     stop_all(&run);
     return 1;
   }
-  for (int i = 0; i < 4; i++) printf("%s\n", run.env[i]);
+  /* stdout belongs to CMD: the variables go only into its environment */
   fflush(stdout);
   pid_t child = fork();
   if (child == 0) {

@@ -142,6 +142,7 @@ static void mhd_log(void *cls, const char *fmt, va_list ap) {
 
 server *server_start(const char *host, uint16_t port) {
   struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port)};
+  if (strcmp(host, "localhost") == 0) host = "127.0.0.1";
   if (inet_pton(AF_INET, host, &sa.sin_addr) != 1) {
     log_msg("cannot listen on %s: only IPv4 addresses are supported", host);
     return NULL;
