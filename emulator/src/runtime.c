@@ -539,7 +539,8 @@ void runtime_stop(runtime *rt) {
   int left = rt->cgroup ? runtime_count_processes(rt) : 0;
   if (left > 0) log_msg("WARNING: %d process(es) survived the sandbox kill", left);
   if (rt->cgroup) {
-    rmdir(rt->cgroup);
+    /* the last task may still be on its way out of the cgroup: EBUSY for a moment */
+    for (int i = 0; i < 100 && rmdir(rt->cgroup) != 0 && errno == EBUSY; i++) usleep(10000);
     free(rt->cgroup);
     rt->cgroup = NULL;
   }

@@ -65,7 +65,7 @@ test('--no-isolation: one warning, commands and files still work on mapped dirs,
     assert.equal((await sbx.files.list('/home/user')).map((e) => e.path).join(), '/home/user/f.txt')
     // memory pause by SIGSTOP: the counter stops, then continues with the same pid
     // without a mount namespace, absolute paths in commands are host paths: use $TMPDIR
-    const h = await sbx.commands.run('i=0; while true; do i=$((i+1)); echo $i > $TMPDIR/c; sleep 0.05; done', { background: true })
+    const h = await sbx.commands.run('i=0; while true; do i=$((i+1)); echo $i > $TMPDIR/c.new; mv $TMPDIR/c.new $TMPDIR/c; sleep 0.05; done', { background: true })
     await sbx.commands.run('(setsid sleep 903 >/dev/null 2>&1 &); true')
     await sleep(300)
     await sbx.pause()
@@ -84,7 +84,7 @@ test('--no-freezer with isolation: memory pause freezes every process and kill s
   await withServer(['--no-freezer'], async (srv, opts) => {
     const marker = `f${Date.now()}`
     const sbx = await Sandbox.create({ ...opts, envs: { E2B_SPEC_MARKER: marker } })
-    await sbx.commands.run('i=0; while true; do i=$((i+1)); echo $i > /tmp/c; sleep 0.05; done', { background: true })
+    await sbx.commands.run('i=0; while true; do i=$((i+1)); echo $i > /tmp/c.new; mv /tmp/c.new /tmp/c; sleep 0.05; done', { background: true })
     await sleep(300)
     await sbx.pause()
     const stopped = pidsWithEnv('E2B_SPEC_MARKER', marker).map((p) => spawnSync('ps', ['-o', 'stat=', '-p', String(p)], { encoding: 'utf8' }).stdout.trim())

@@ -97,7 +97,7 @@ test('filesystem pause then connect keeps files and reboots processes', async ()
 
 test('memory pause keeps a running process alive with the same pid', async () => {
   const sbx = await sandbox()
-  const h = await sbx.commands.run('i=0; while true; do i=$((i+1)); echo $i > /tmp/count; sleep 0.05; done', { background: true })
+  const h = await sbx.commands.run('i=0; while true; do i=$((i+1)); echo $i > /tmp/count.new; mv /tmp/count.new /tmp/count; sleep 0.05; done', { background: true })
   await sleep(300)
   await sbx.pause()
   const frozen = await (async () => {
