@@ -48,7 +48,7 @@ e2b_envelope_status e2b_envelope_feed(e2b_envelope_decoder *d, const uint8_t *da
   if (d->header_have < E2B_ENV_HEADER_SIZE) {
     size_t take = E2B_ENV_HEADER_SIZE - d->header_have;
     if (take > len) take = len;
-    memcpy(d->header + d->header_have, data, take);
+    if (take) memcpy(d->header + d->header_have, data, take);
     d->header_have += take;
     pos += take;
     if (d->header_have < E2B_ENV_HEADER_SIZE) {
@@ -73,7 +73,7 @@ e2b_envelope_status e2b_envelope_feed(e2b_envelope_decoder *d, const uint8_t *da
   }
   size_t want = d->payload_len - d->payload_have;
   size_t take = len - pos < want ? len - pos : want;
-  memcpy(d->payload + d->payload_have, data + pos, take);
+  if (take) memcpy(d->payload + d->payload_have, data + pos, take);
   d->payload_have += take;
   pos += take;
   *used = pos;

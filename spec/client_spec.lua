@@ -1,0 +1,128 @@
+-- Client configuration, probing and the validation that happens before any I/O.
+local h = require("spec.helpers")
+local e2b = h.e2b
+
+-- Evaluates Lua in a fresh interpreter with a controlled environment, so the
+-- environment fallbacks can be observed without touching this process.
+local function in_fresh_env(env, code)
+  local assigns = {}
+  for k, v in pairs(env) do assigns[#assigns + 1] = ("%s=%q"):format(k, v) end
+  -- A sanitizer build's module needs its runtime preloaded in the child too.
+  if os.getenv("LD_PRELOAD") then assigns[#assigns + 1] = ("LD_PRELOAD=%q"):format(os.getenv("LD_PRELOAD")) end
+  local cmd = ("env -u E2B_API_KEY -u E2B_API_URL -u E2B_SANDBOX_URL -u E2B_DOMAIN -u E2B_TEMPLATE %s "
+    .. "LUA_PATH=%q LUA_CPATH=%q lua5.4 -e %q"):format(table.concat(assigns, " "),
+    package.path, package.cpath, code)
+  return h.host(cmd)
+end
+
+describe("client configuration", function()
+  it("falls back to E2B_API_KEY, E2B_API_URL, E2B_SANDBOX_URL and E2B_TEMPLATE like the official SDKs", function()
+    local out = in_fresh_env({ E2B_API_KEY = "k", E2B_API_URL = "http://127.0.0.1:9/", E2B_SANDBOX_URL = "http://127.0.0.1:8",
+      E2B_TEMPLATE = "custom" },
+      [[local c = require("e2b").client{}; io.write(c.api_url, " ", c.sandbox_url, " ", c.template)]])
+    assert.are.equal("http://127.0.0.1:9 http://127.0.0.1:8 custom", out)
+  end)
+
+  it("derives api_url from E2B_DOMAIN, and defaults to e2b.app and the base template", function()
+    assert.are.equal("https://api.example.org base",
+      in_fresh_env({ E2B_DOMAIN = "example.org" },
+        [[local c = require("e2b").client{}; io.write(c.api_url, " ", c.template)]]))
+    assert.are.equal("https://api.e2b.app e2b.app",
+      in_fresh_env({}, [[local c = require("e2b").client{}; io.write(c.api_url, " ", c.domain)]]))
+  end)
+
+  it("lets options win over the environment", function()
+    local c = h.client({ api_url = "http://127.0.0.1:7", template = "other" })
+    assert.are.equal("http://127.0.0.1:7", c.api_url)
+    assert.are.equal("other", c.template)
+  end)
+
+  it("reports a missing API key as auth on first use, without a request", function()
+    local out = in_fresh_env({ E2B_API_URL = "http://127.0.0.1:1" },
+      [[local c = require("e2b").client{}; local ok, err = c:probe(); io.write(err.kind, " ", tostring(err.retryable))]])
+    assert.are.equal("auth false", out)
+  end)
+
+  it("refuses unknown options, wrong types and negative times, naming the field", function()
+    local cases = {
+      { { bogus = 1 }, "bogus" },
+      { { timeout_ms = -1 }, "timeout_ms" },
+      { { request_timeout_ms = "fast" }, "request_timeout_ms" },
+      { { network = 42 }, "network" },
+      { { lifecycle = { on_timeout = "explode" } }, "lifecycle.on_timeout" },
+      { { on_close = "shred" }, "on_close" },
+    }
+    for _, case in ipairs(cases) do
+      local c, err = e2b.client(case[1])
+      assert.is_nil(c)
+      assert.are.equal("invalid_argument", err.kind)
+      assert.are.equal(case[2], err.field)
+      assert.truthy(tostring(err):find(case[2], 1, true))
+    end
+  end)
+
+  it("validates create options before any network call", function()
+    -- Nothing listens on port 1: any request would fail as unavailable.
+    local c = h.client({ api_url = "http://127.0.0.1:1", sandbox_url = "http://127.0.0.1:1" })
+    local cases = {
+      { { nope = true }, "nope" },
+      { { timeout_ms = 0 }, "timeout_ms" },
+      { { env = { A = 1 } }, "env" },
+      { { metadata = { lua_e2b_id = "x" } }, "metadata.lua_e2b_id" },
+      { { lifecycle = { on_timeout = "kill", keep_memory = true } }, "lifecycle.keep_memory" },
+      { { lifecycle = { on_timeout = "pause", keep_memory = false, auto_resume = true } }, "lifecycle.auto_resume" },
+      { { setup = 5 }, "setup" },
+      { { network = { allow = { "example.com" }, bogus = {} } }, "network.bogus" },
+    }
+    for _, case in ipairs(cases) do
+      local sbx, err = c:create(case[1])
+      assert.is_nil(sbx)
+      assert.are.equal("invalid_argument", err.kind, tostring(err))
+      assert.are.equal(case[2], err.field)
+    end
+  end)
+
+  it("refuses network policies E2B cannot enforce as unsupported, before allocation", function()
+    local c = h.client({ api_url = "http://127.0.0.1:1" })
+    local _, err = c:create({ network = { allow = { "example.com" }, deny = { "10.0.0.0/8" } } })
+    assert.are.equal("unsupported", err.kind)
+    _, err = c:create({ network = { allow = { "example.com" }, transform = {} } })
+    assert.are.equal("unsupported", err.kind)
+    _, err = c:create({ network = { deny = { "example.com" } } })
+    assert.are.equal("invalid_argument", err.kind)
+  end)
+end)
+
+describe("probe", function()
+  it("is one authenticated call that allocates nothing", function()
+    local c = h.client()
+    local before = assert(c:list())
+    assert.is_true(c:probe())
+    assert.are.equal(#before, #assert(c:list()))
+  end)
+
+  it("reports a bad key as auth, not retryable", function()
+    local c = h.client({ api_key = "e2b_0000000000000000000000000000000000000000" })
+    local ok, err = c:probe()
+    assert.is_nil(ok)
+    assert.are.equal("auth", err.kind)
+    assert.is_false(err.retryable)
+    assert.are.equal(401, err.status)
+  end)
+
+  it("reports an unreachable backend as unavailable and retryable, never not_found", function()
+    local c = h.client({ api_url = "http://127.0.0.1:1" })
+    local ok, err = c:probe()
+    assert.is_nil(ok)
+    assert.are.equal("unavailable", err.kind)
+    assert.is_true(err.retryable)
+  end)
+
+  it("gives errors one readable line", function()
+    local c = h.client({ api_url = "http://127.0.0.1:1" })
+    local _, err = c:probe()
+    local line = tostring(err)
+    assert.truthy(line:match("^e2b unavailable error in list: "))
+    assert.is_nil(line:find("\n"))
+  end)
+end)

@@ -1,0 +1,194 @@
+-- Commands: sbx:run and sbx:spawn, byte-exact both ways.
+local h = require("spec.helpers")
+
+describe("commands", function()
+  local sbx
+  setup(function() sbx = h.sandbox() end)
+  teardown(h.cleanup)
+
+  describe("run", function()
+    it("returns stdout, stderr and the exit code; a non-zero exit is not an error", function()
+      local r = assert(sbx:run("echo out; echo err >&2; exit 7"))
+      assert.are.equal("out\n", r.stdout)
+      assert.are.equal("err\n", r.stderr)
+      assert.are.equal(7, r.exit_code)
+      assert.is_false(r.ok)
+      r = assert(sbx:run("true"))
+      assert.is_true(r.ok)
+      assert.are.equal(0, r.exit_code)
+      assert.are.equal("", r.stdout)
+    end)
+
+    it("runs a shell string through bash and an argv array without a shell", function()
+      local r = assert(sbx:run("echo $((6 * 7)) | tr 4 X"))
+      assert.are.equal("X2\n", r.stdout)
+      r = assert(sbx:run({ "printf", "%s|%s", "$HOME", "a b" }))
+      assert.are.equal("$HOME|a b", r.stdout)
+    end)
+
+    it("applies cwd and env", function()
+      local r = assert(sbx:run('printf "%s %s" "$PWD" "$MY_VAR"', { cwd = "/tmp", env = { MY_VAR = "v=1 2" } }))
+      assert.are.equal("/tmp v=1 2", r.stdout)
+    end)
+
+    it("keeps env values out of the process's command line", function()
+      local secret = "s3cret-value-" .. h.core.uuid4()
+      local r = assert(sbx:run("cat /proc/$$/cmdline | tr '\\0' ' '; echo; ps -eo args", { env = { TOKEN = secret } }))
+      assert.is_nil(r.stdout:find(secret, 1, true))
+    end)
+
+    it("delivers stdin bytes, then EOF", function()
+      local bytes = h.all_bytes() .. "\0tail without newline"
+      local r = assert(sbx:run("cat", { stdin = bytes }))
+      assert.are.equal(bytes, r.stdout)
+      r = assert(sbx:run("wc -c", { stdin = "" }))
+      assert.are.equal("0\n", r.stdout)
+    end)
+
+    it("carries every byte value, NUL, invalid UTF-8 and a last line without newline", function()
+      local r = assert(sbx:run([[printf 'a\000b\377\376c'; printf 'no newline' >&2]]))
+      assert.are.equal("a\0b\255\254c", r.stdout)
+      assert.are.equal("no newline", r.stderr)
+      assert(sbx.files:write("/tmp/all.bin", h.all_bytes()))
+      r = assert(sbx:run("cat /tmp/all.bin; cat /tmp/all.bin >&2"))
+      assert.are.equal(h.all_bytes(), r.stdout)
+      assert.are.equal(h.all_bytes(), r.stderr)
+    end)
+
+    it("keeps stdout and stderr each in their own order", function()
+      local r = assert(sbx:run("for i in $(seq 1 2000); do echo o$i; echo e$i >&2; done"))
+      local o, e = {}, {}
+      for i = 1, 2000 do o[i] = "o" .. i; e[i] = "e" .. i end
+      assert.are.equal(table.concat(o, "\n") .. "\n", r.stdout)
+      assert.are.equal(table.concat(e, "\n") .. "\n", r.stderr)
+    end)
+
+    it("streams output to on_stdout and on_stderr as it arrives", function()
+      local seen_out, seen_err = {}, {}
+      local r = assert(sbx:run("echo one; sleep 0.2; echo two >&2", {
+        on_stdout = function(c) seen_out[#seen_out + 1] = c end,
+        on_stderr = function(c) seen_err[#seen_err + 1] = c end,
+      }))
+      assert.are.equal("one\n", table.concat(seen_out))
+      assert.are.equal("two\n", table.concat(seen_err))
+      assert.are.equal("one\n", r.stdout)
+    end)
+
+    it("kills the process group on timeout_ms and returns kind timeout with the output so far", function()
+      local t0 = h.now_ms()
+      local r, err = sbx:run("echo started; (sleep 30; echo child) & sleep 30", { timeout_ms = 700 })
+      assert.is_nil(r)
+      assert.are.equal("timeout", err.kind)
+      assert.are.equal("started\n", err.stdout)
+      assert.is_true(h.now_ms() - t0 < 5000)
+      local ps = assert(sbx:run("ps -eo args | grep -c '[s]leep 30' || true"))
+      assert.are.equal("0\n", ps.stdout)
+    end)
+
+    it("refuses arguments that are not valid UTF-8 before any request", function()
+      local r, err = sbx:run({ "echo", "\255" })
+      assert.is_nil(r)
+      assert.are.equal("invalid_argument", err.kind)
+      r, err = sbx:run("echo hi", { bogus = 1 })
+      assert.are.equal("invalid_argument", err.kind)
+      assert.are.equal("bogus", err.field)
+      r, err = sbx:run("echo hi", { timeout_ms = -5 })
+      assert.are.equal("timeout_ms", err.field)
+    end)
+
+    it("runs as user by default and as root when asked", function()
+      assert.are.equal("user\n", assert(sbx:run("whoami")).stdout)
+      assert.are.equal("root\n", assert(sbx:run("whoami", { user = "root" })).stdout)
+    end)
+  end)
+
+  describe("spawn", function()
+    it("reads output chunks with their stream, then nil at the end", function()
+      local proc = assert(sbx:spawn("echo a; sleep 0.1; echo b >&2"))
+      assert.is_number(proc.pid)
+      local got = { stdout = "", stderr = "" }
+      while true do
+        local data, stream = proc:read(5000)
+        if data == nil then
+          assert.is_nil(stream)
+          break
+        end
+        got[stream] = got[stream] .. data
+      end
+      assert.are.same({ stdout = "a\n", stderr = "b\n" }, got)
+      local res = assert(proc:wait())
+      assert.are.equal(0, res.exit_code)
+      assert.are.equal("", res.stdout)
+      proc:close()
+    end)
+
+    it("writes stdin and closes it when kept open", function()
+      local proc = assert(sbx:spawn("cat; echo closed", { stdin = true }))
+      assert(proc:write("one\n"))
+      assert.are.equal("one\n", (proc:read(5000)))
+      assert(proc:write("\0\255two"))
+      assert(proc:close_stdin())
+      local res = assert(proc:wait(5000))
+      assert.are.equal("\0\255twoclosed\n", res.stdout)
+      proc:close()
+    end)
+
+    it("times out a read when nothing comes, leaving the process running", function()
+      local proc = assert(sbx:spawn("sleep 5"))
+      local data, err = proc:read(200)
+      assert.is_nil(data)
+      assert.are.equal("timeout", err.kind)
+      local _, werr = proc:wait(100)
+      assert.are.equal("timeout", werr.kind)
+      assert(proc:kill())
+      local res = assert(proc:wait(5000))
+      assert.are_not.equal(0, res.exit_code)
+      proc:close()
+    end)
+
+    it("counts consumed bytes in offsets()", function()
+      local proc = assert(sbx:spawn("printf 12345; printf ab >&2"))
+      local res = assert(proc:wait(5000))
+      assert.are.equal("12345", res.stdout)
+      assert.are.same({ stdout = 5, stderr = 2, pty = 0 }, proc:offsets())
+      proc:close()
+    end)
+
+    it("signals the whole process group", function()
+      local proc = assert(sbx:spawn("trap 'echo got-term; exit 3' TERM; sleep 30 & wait", { tag = "sig" }))
+      sbx:run("sleep 0.2")
+      assert(proc:signal("TERM"))
+      local res = assert(proc:wait(5000))
+      assert.are.equal("got-term\n", res.stdout)
+      proc:close()
+      local _, err = proc:signal("HUP")
+      assert.are.equal("invalid_argument", err.kind)
+    end)
+
+    it("kills its process group on close unless detached", function()
+      local a = assert(sbx:spawn("sleep 41"))
+      local b = assert(sbx:spawn("sleep 42"))
+      b:detach()
+      a:close()
+      b:close()
+      local r = assert(sbx:run("sleep 0.2; ps -eo args"))
+      assert.is_nil(r.stdout:find("sleep 41", 1, true))
+      assert.truthy(r.stdout:find("sleep 42", 1, true))
+      assert(sbx:run("pkill -f 'sleep 42'", { user = "root" }))
+    end)
+
+    it("lists running processes with their tags", function()
+      local proc = assert(sbx:spawn({ "sleep", "30" }, { tag = "sleeper" }))
+      local list = assert(sbx:processes())
+      local found
+      for _, p in ipairs(list) do
+        if p.pid == proc.pid then found = p end
+      end
+      assert.truthy(found)
+      assert.are.equal("sleeper", found.tag)
+      assert.are.equal("sleep", found.cmd)
+      assert.are.same({ "30" }, found.args)
+      proc:close()
+    end)
+  end)
+end)

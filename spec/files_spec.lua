@@ -1,0 +1,152 @@
+-- sbx.files: byte-exact transfers both ways and the filesystem calls.
+local h = require("spec.helpers")
+
+describe("files", function()
+  local sbx, files
+  setup(function()
+    sbx = h.sandbox()
+    files = sbx.files
+  end)
+  teardown(h.cleanup)
+
+  it("writes and reads every byte value exactly", function()
+    local bytes = h.all_bytes() .. "\0\255 last line without newline"
+    local info = assert(files:write("/home/user/bytes.bin", bytes))
+    assert.are.equal("/home/user/bytes.bin", info.path)
+    assert.are.equal("bytes.bin", info.name)
+    assert.are.equal(bytes, assert(files:read("/home/user/bytes.bin")))
+    assert.are.equal(tostring(#bytes) .. "\n", assert(sbx:run("stat -c %s /home/user/bytes.bin")).stdout)
+  end)
+
+  it("writes and reads an empty file", function()
+    assert(files:write("/tmp/empty", ""))
+    assert.are.equal("", assert(files:read("/tmp/empty")))
+  end)
+
+  it("round-trips a multi-MiB file through the bounded streams", function()
+    local chunk = h.all_bytes():rep(4096) -- 1 MiB
+    local big = chunk:rep(5) .. "tail"
+    assert(files:write("/tmp/big.bin", big))
+    local back = assert(files:read("/tmp/big.bin"))
+    assert.are.equal(#big, #back)
+    assert.is_true(back == big)
+  end)
+
+  it("resolves relative paths against the user's home", function()
+    assert(files:write("relative.txt", "rel"))
+    assert.are.equal("rel", assert(files:read("/home/user/relative.txt")))
+  end)
+
+  it("creates missing parent directories on write", function()
+    assert(files:write("/home/user/a/b/c/deep.txt", "deep"))
+    assert.are.equal("dir", assert(files:stat("/home/user/a/b")).type)
+    assert.are.equal("deep", assert(files:read("/home/user/a/b/c/deep.txt")))
+  end)
+
+  it("writes from a chunk function and reads into a sink", function()
+    local parts = { "one,", "", "two,", "\0three" }
+    local i = 0
+    assert(files:write("/tmp/chunks", function() i = i + 1; return parts[i] end))
+    local got = {}
+    local n = assert(files:read_to("/tmp/chunks", function(c) got[#got + 1] = c end))
+    assert.are.equal(14, n)
+    assert.are.equal("one,two,\0three", table.concat(got))
+    local path = os.tmpname()
+    local f = assert(io.open(path, "wb"))
+    assert.are.equal(14, assert(files:read_to("/tmp/chunks", f)))
+    f:close()
+    f = assert(io.open(path, "rb"))
+    assert.are.equal("one,two,\0three", f:read("a"))
+    f:close()
+    os.remove(path)
+  end)
+
+  it("stats files with their type, size, mode, owner and times", function()
+    assert(files:write("/home/user/stat.txt", "12345"))
+    local st = assert(files:stat("/home/user/stat.txt"))
+    assert.are.equal("stat.txt", st.name)
+    assert.are.equal("/home/user/stat.txt", st.path)
+    assert.are.equal("file", st.type)
+    assert.are.equal(5, st.size)
+    assert.are.equal("user", st.owner)
+    assert.is_string(st.permissions)
+    assert.is_true(st.modified_at > 1600000000000)
+    assert.are.equal("dir", assert(files:stat("/home/user")).type)
+  end)
+
+  it("reports a missing path as not_found, and exists() as false", function()
+    local st, err = files:stat("/home/user/nope")
+    assert.is_nil(st)
+    assert.are.equal("not_found", err.kind)
+    local data
+    data, err = files:read("/home/user/nope")
+    assert.is_nil(data)
+    assert.are.equal("not_found", err.kind)
+    local exists, eerr = files:exists("/home/user/nope")
+    assert.is_false(exists)
+    assert.is_nil(eerr)
+    assert.is_true((files:exists("/home/user/stat.txt")))
+  end)
+
+  it("lists directories to a depth", function()
+    assert(files:mkdir("/tmp/tree/sub"))
+    assert(files:write("/tmp/tree/top.txt", "t"))
+    assert(files:write("/tmp/tree/sub/inner.txt", "i"))
+    local names = {}
+    for _, e in ipairs(assert(files:list("/tmp/tree"))) do names[e.name] = e.type end
+    assert.are.same({ ["top.txt"] = "file", sub = "dir" }, names)
+    local deep = {}
+    for _, e in ipairs(assert(files:list("/tmp/tree", { depth = 2 }))) do deep[e.path] = true end
+    assert.is_true(deep["/tmp/tree/sub/inner.txt"])
+    local _, err = files:list("/tmp/tree", { depth = 0 })
+    assert.are.equal("invalid_argument", err.kind)
+  end)
+
+  it("makes directories idempotently, renames and removes", function()
+    assert(files:mkdir("/tmp/m/n"))
+    assert(files:mkdir("/tmp/m/n"))
+    assert(files:write("/tmp/m/n/f", "x"))
+    local moved = assert(files:rename("/tmp/m/n/f", "/tmp/m/g"))
+    assert.are.equal("/tmp/m/g", moved.path)
+    assert.is_false((files:exists("/tmp/m/n/f")))
+    assert(files:remove("/tmp/m"))
+    assert.is_false((files:exists("/tmp/m")))
+  end)
+
+  it("refuses to overwrite with exclusive = true", function()
+    assert(files:write("/tmp/excl", "first", { exclusive = true }))
+    local ok, err = files:write("/tmp/excl", "second", { exclusive = true })
+    assert.is_nil(ok)
+    assert.are.equal("conflict", err.kind)
+    assert.are.equal("first", assert(files:read("/tmp/excl")))
+  end)
+
+  it("applies a file mode", function()
+    assert(files:write("/tmp/run.sh", "#!/bin/sh\necho ran\n", { mode = 493 }))
+    assert.are.equal("ran\n", assert(sbx:run({ "/tmp/run.sh" })).stdout)
+    assert.are.equal("755\n", assert(sbx:run("stat -c %a /tmp/run.sh")).stdout)
+  end)
+
+  it("validates arguments before any request", function()
+    local ok, err = files:write("", "x")
+    assert.are.equal("invalid_argument", err.kind)
+    ok, err = files:write("/tmp/x", 42)
+    assert.are.equal("data", err.field)
+    ok, err = files:write("/tmp/x", "x", { mode = "rw" })
+    assert.are.equal("mode", err.field)
+    assert.is_nil(ok)
+  end)
+
+  it("signs download URLs that work without the access token", function()
+    assert(files:write("/home/user/shared.txt", "shared bytes"))
+    local url = assert(files:url("/home/user/shared.txt", { expires_ms = 60000 }))
+    assert.truthy(url:find("signature=v1_", 1, true))
+    -- The signed URL alone (plus the routing header) is enough.
+    local out = h.host(("curl -s -H 'E2b-Sandbox-Id: %s' '%s'"):format(sbx.sandbox_id, url))
+    assert.are.equal("shared bytes", out)
+    local tampered = url:gsub("signature=v1_", "signature=v1_x")
+    local code = h.host(("curl -s -o /dev/null -w '%%{http_code}' -H 'E2b-Sandbox-Id: %s' '%s'")
+      :format(sbx.sandbox_id, tampered))
+    assert.are.equal("401", code)
+  end)
+end)

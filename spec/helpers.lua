@@ -1,0 +1,62 @@
+-- Shared by the specs: the conformance suite runs against e2b-local (under
+-- `e2b-local exec`), or against real E2B when E2B_LIVE=1 and E2B_API_KEY are
+-- set. Tests only ever target loopback otherwise.
+local e2b = require("e2b")
+local core = require("e2b.core")
+
+local M = { e2b = e2b, core = core }
+
+M.live = os.getenv("E2B_LIVE") == "1" and (os.getenv("E2B_API_KEY") or "") ~= ""
+
+local api_url = os.getenv("E2B_API_URL") or ""
+if not M.live then
+  assert(api_url:match("^http://127%.0%.0%.1[:/]") or api_url:match("^http://localhost[:/]"),
+    "the specs target a loopback e2b-local: run them under `e2b-local exec -- busted ...`")
+end
+
+local created = {}
+
+-- client(opts) -> a client for the backend under test
+function M.client(opts)
+  return assert(e2b.client(opts or {}))
+end
+
+-- sandbox(opts) -> a new sandbox, killed by M.cleanup()
+function M.sandbox(opts, client)
+  client = client or M.client()
+  local sbx = assert(client:create(opts or {}))
+  created[#created + 1] = sbx
+  return sbx, client
+end
+
+-- Kills what M.sandbox created (call from an after_each / teardown).
+function M.cleanup()
+  for i = #created, 1, -1 do
+    created[i]:kill()
+    created[i] = nil
+  end
+end
+
+-- All 256 byte values, in order.
+function M.all_bytes()
+  local t = {}
+  for i = 0, 255 do t[#t + 1] = string.char(i) end
+  return table.concat(t)
+end
+
+M.now_ms = core.now_ms
+
+function M.shell_quote(s)
+  return "'" .. s:gsub("'", "'\\''") .. "'"
+end
+
+-- Runs shell text on the host and returns its stdout. The sanitizer runtime
+-- preloaded into this interpreter (ASan runs) is kept out of host tools.
+function M.host(cmd)
+  local p = assert(io.popen("env -u LD_PRELOAD sh -c " .. M.shell_quote(cmd), "r"))
+  local out = p:read("a")
+  p:close()
+  return out
+end
+
+return M
