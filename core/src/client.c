@@ -143,6 +143,20 @@ static int set_method(e2b_req *req, const char *method) {
   return 0;
 }
 
+/* Points req at base + path. */
+static int set_url(e2b_req *req, const char *base, const char *path, e2b_error *err) {
+  size_t n = strlen(base) + strlen(path) + 1;
+  char *url = malloc(n);
+  if (!url) {
+    e2b_err_set(err, E2B_ERR_UNAVAILABLE, req->op, "out of memory");
+    return -1;
+  }
+  snprintf(url, n, "%s%s", base, path);
+  curl_easy_setopt(req->easy, CURLOPT_URL, url);
+  free(url);
+  return 0;
+}
+
 int e2b_client_prepare_control(e2b_client *c, e2b_req *req, const char *method, const char *path,
                                json_t *body, e2b_error *err) {
   if (!c->api_key) {
@@ -150,15 +164,7 @@ int e2b_client_prepare_control(e2b_client *c, e2b_req *req, const char *method, 
                 "no API key: set api_key or the E2B_API_KEY environment variable");
     return -1;
   }
-  size_t n = strlen(c->api_url) + strlen(path) + 1;
-  char *url = malloc(n);
-  if (!url) {
-    e2b_err_set(err, E2B_ERR_UNAVAILABLE, req->op, "out of memory");
-    return -1;
-  }
-  snprintf(url, n, "%s%s", c->api_url, path);
-  curl_easy_setopt(req->easy, CURLOPT_URL, url);
-  free(url);
+  if (set_url(req, c->api_url, path, err) != 0) return -1;
   req->client = c;
   e2b_client_retain(c);
   req->error_style = ERR_CONTROL;
@@ -227,15 +233,7 @@ const char *e2b_sbx_envd_url(const e2b_sbx *s) { return s->envd_url; }
 /* Headers every envd request carries, whichever host it goes to. */
 int e2b_sbx_prepare_envd(e2b_sbx *s, e2b_req *req, const char *path_and_query, e2b_error *err);
 int e2b_sbx_prepare_envd(e2b_sbx *s, e2b_req *req, const char *path_and_query, e2b_error *err) {
-  size_t n = strlen(s->envd_url) + strlen(path_and_query) + 1;
-  char *url = malloc(n);
-  if (!url) {
-    e2b_err_set(err, E2B_ERR_UNAVAILABLE, req->op, "out of memory");
-    return -1;
-  }
-  snprintf(url, n, "%s%s", s->envd_url, path_and_query);
-  curl_easy_setopt(req->easy, CURLOPT_URL, url);
-  free(url);
+  if (set_url(req, s->envd_url, path_and_query, err) != 0) return -1;
   req->sbx = s;
   e2b_sbx_retain(s);
   curl_easy_setopt(req->easy, CURLOPT_USERAGENT, s->client->user_agent);

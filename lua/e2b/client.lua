@@ -20,6 +20,12 @@ M.Client = Client
 
 local ON_CLOSE = check.oneof("kill", "pause", "leave")
 
+local function network_checker(v)
+  if type(v) ~= "string" and type(v) ~= "table" then
+    return 'must be "all", "none" or a table'
+  end
+end
+
 local CLIENT_SPEC = {
   api_key = "string",
   domain = "nonempty",
@@ -28,18 +34,13 @@ local CLIENT_SPEC = {
   request_timeout_ms = "positive_ms",
   template = "nonempty",
   timeout_ms = "positive_ms",
-  network = "table_or_string",
+  network = network_checker,
   lifecycle = "table",
   user = "nonempty",
   owner = "nonempty",
   on_close = ON_CLOSE,
   ready_timeout_ms = "ms",
 }
-CLIENT_SPEC.network = function(v)
-  if type(v) ~= "string" and type(v) ~= "table" then
-    return 'must be "all", "none" or a table'
-  end
-end
 
 -- e2b.client(opts) -> client | nil, err
 function M.new(opts)
@@ -134,7 +135,7 @@ local CREATE_SPEC = {
   timeout_ms = "positive_ms",
   env = "string_map",
   metadata = "string_map",
-  network = CLIENT_SPEC.network,
+  network = network_checker,
   lifecycle = "table",
   secure = "boolean",
   setup = function(v)
@@ -304,7 +305,7 @@ end
 
 -- Connects to a sandbox by provider id: resumes it if paused. The deadline
 -- asked for is the client's timeout; E2B only ever extends a running one.
-function Client:_connect_raw(sandbox_id, op)
+function Client:_connect_raw(sandbox_id)
   local raw, err = rt.finish(self._h:connect(sandbox_id, self._timeout_ms))
   if not raw then return nil, rt.tag(err, sandbox_id) end
   local info
@@ -319,7 +320,7 @@ function Client:connect(sandbox_id)
   local ok, err = check.value("connect", "sandbox_id", sandbox_id, "nonempty")
   if not ok then return nil, err end
   local raw
-  raw, err = self:_connect_raw(sandbox_id, "connect")
+  raw, err = self:_connect_raw(sandbox_id)
   if not raw then return nil, err end
   return Sandbox.new(self, raw, { owned = false })
 end
@@ -340,7 +341,7 @@ function Client:resume(id)
       { retryable = false })
   end
   local raw
-  raw, err = self:_connect_raw(found[1].sandbox_id, "resume")
+  raw, err = self:_connect_raw(found[1].sandbox_id)
   if not raw then return nil, err end
   return Sandbox.new(self, raw, { owned = false })
 end

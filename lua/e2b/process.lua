@@ -66,18 +66,11 @@ local SPAWN_SPEC = setmetatable({
   end,
 }, { __index = COMMON })
 
--- Copies opts checking them against spec (whose __index holds shared keys).
-local function check_opts(op, opts, spec)
-  if opts == nil then return {} end
-  if type(opts) ~= "table" then return nil, errors.invalid(op, "opts", "must be a table") end
-  for k, v in pairs(opts) do
-    local want = spec[k]
-    if want == nil then return nil, errors.invalid(op, tostring(k), "unknown option") end
-    local checker = type(want) == "function" and want or check.types[want]
-    local reason = checker(v)
-    if reason then return nil, errors.invalid(op, tostring(k), reason) end
-  end
-  return opts
+-- Checks a command and its options (spec's __index holds the shared keys).
+local function check_command(op, cmd, opts, spec)
+  local reason = cmd_checker(cmd)
+  if reason then return nil, errors.invalid(op, "cmd", reason) end
+  return check.options(op, opts, spec)
 end
 
 -- The core start options for a command string (run by bash, as E2B's SDKs
@@ -130,10 +123,7 @@ end
 
 -- spawn(sbx, cmd, opts) -> proc | nil, err
 function M.spawn(sbx, cmd, opts)
-  local op = "spawn"
-  local reason = cmd_checker(cmd)
-  if reason then return nil, errors.invalid(op, "cmd", reason) end
-  local o, err = check_opts(op, opts, SPAWN_SPEC)
+  local o, err = check_command("spawn", cmd, opts, SPAWN_SPEC)
   if not o then return nil, err end
   local req
   req, err = sbx._h:start(start_opts(sbx, cmd, o))
@@ -336,9 +326,7 @@ end
 -- run(sbx, cmd, opts) -> result | nil, err
 function M.run(sbx, cmd, opts)
   local op = "run"
-  local reason = cmd_checker(cmd)
-  if reason then return nil, errors.invalid(op, "cmd", reason) end
-  local o, err = check_opts(op, opts, RUN_SPEC)
+  local o, err = check_command(op, cmd, opts, RUN_SPEC)
   if not o then return nil, err end
   local proc
   proc, err = M.spawn(sbx, cmd, o)
