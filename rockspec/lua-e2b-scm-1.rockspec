@@ -33,7 +33,6 @@ build = {
   type = "cmake",
   variables = {
     CMAKE_BUILD_TYPE = "Release",
-    LUA_VERSION = "$(LUA_VERSION)",
     LUA_INCDIR = "$(LUA_INCDIR)",
     LUADIR = "$(LUADIR)",
     LIBDIR = "$(LIBDIR)",
