@@ -197,7 +197,7 @@ static enum MHD_Result rpc_complete(http_req *r) {
   if (streaming) {
     stream_src src = {0};
     if (!e.code && m->stream(&call, &src, &e) == 0)
-      res = http_stream(c, 200, "application/connect+json", src);
+      res = http_stream(r, 200, "application/connect+json", MHD_SIZE_UNKNOWN, 1, src);
     else
       res = stream_error(c, &e);
   } else {

@@ -77,19 +77,57 @@ typedef struct stream_state {
   sbuf buf;
   size_t off;
   int done;
+  /* drop_mid_stream: messages (or bytes) still to pass before the cut */
+  int connect_frames;
+  int64_t left; /* -1 = no cut */
+  int cut;      /* the cut point is inside buf: abort once it is sent */
 } stream_state;
+
+/* Shortens s->buf so that only s->left more messages (Connect envelopes
+ * other than the end-stream one) or bytes go out; then the stream is cut. */
+static void apply_cut(stream_state *s) {
+  if (s->left < 0) return;
+  if (!s->connect_frames) {
+    if ((int64_t)s->buf.len >= s->left) {
+      s->buf.len = (size_t)s->left;
+      s->cut = 1;
+    }
+    s->left -= (int64_t)s->buf.len;
+    return;
+  }
+  size_t off = 0;
+  while (off + 5 <= s->buf.len) {
+    if (s->left == 0) break;
+    const unsigned char *h = (const unsigned char *)s->buf.data + off;
+    uint32_t len = (uint32_t)h[1] << 24 | (uint32_t)h[2] << 16 | (uint32_t)h[3] << 8 | h[4];
+    off += 5 + (size_t)len;
+    if (!(h[0] & 0x02)) s->left--;
+  }
+  if (s->left == 0 && off < s->buf.len) {
+    s->buf.len = off;
+    s->cut = 1;
+  } else if (s->left == 0) {
+    s->cut = 1;
+  }
+}
 
 /* Thread-per-connection: blocking here only blocks this connection's thread. */
 static ssize_t stream_reader(void *cls, uint64_t pos, char *out, size_t max) {
   (void)pos;
   stream_state *s = cls;
   while (s->off >= s->buf.len) {
+    if (s->cut) return MHD_CONTENT_READER_END_WITH_ERROR; /* injected: no end, no trailer */
     if (s->done) return MHD_CONTENT_READER_END_OF_STREAM;
     s->buf.len = 0;
     s->off = 0;
+    if (s->left == 0) {
+      s->cut = 1;
+      continue;
+    }
     int rc = s->src.fill(s->src.ctx, &s->buf);
     if (rc < 0) return MHD_CONTENT_READER_END_WITH_ERROR;
     if (rc > 0) s->done = 1;
+    apply_cut(s);
   }
   size_t n = s->buf.len - s->off;
   if (n > max) n = max;
@@ -105,18 +143,24 @@ static void stream_free(void *cls) {
   free(s);
 }
 
-enum MHD_Result http_stream(struct MHD_Connection *c, unsigned status, const char *content_type,
-                            stream_src src) {
+enum MHD_Result http_stream(http_req *req, unsigned status, const char *content_type, uint64_t size,
+                            int connect_frames, stream_src src) {
   stream_state *s = xcalloc(1, sizeof *s);
   s->src = src;
+  s->connect_frames = connect_frames;
+  s->left = -1;
+  req->streamed = 1;
+  if (req->fault.action == FA_DROP_MID)
+    s->left = connect_frames ? (req->fault.after_events >= 0 ? req->fault.after_events : 0)
+                             : (req->fault.after_bytes >= 0 ? req->fault.after_bytes : 0);
   struct MHD_Response *r =
-      MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, stream_reader, s, stream_free);
+      MHD_create_response_from_callback(size, 64 * 1024, stream_reader, s, stream_free);
   if (!r) {
     stream_free(s);
     return MHD_NO;
   }
-  MHD_add_response_header(r, "Content-Type", content_type);
-  return queue(c, status, r);
+  if (content_type) MHD_add_response_header(r, "Content-Type", content_type);
+  return queue(req->conn, status, r);
 }
 
 json_t *http_body_json(http_req *r, enum MHD_Result *res) {

@@ -6,6 +6,7 @@
 #include <microhttpd.h>
 #include <stddef.h>
 
+#include "faults.h"
 #include "util.h"
 
 struct sandbox;
@@ -29,11 +30,15 @@ struct http_req {
   struct sandbox *sb; /* referenced, for envd requests */
   int early_status;   /* when set, answer this error at completion */
   char early_msg[160];
+  fault_hit fault;    /* an injected fault that applies to this request */
+  int streamed;       /* the response is a stream (drop_mid_stream applies there) */
+  int fault_connect;  /* the injected status answers as a Connect error */
 };
 
 /* Global facts handlers need. */
 typedef struct server_info {
   const char *api_key;
+  const char *admin_token; /* X-Admin-Token for /_e2b_local/ (loopback only) */
   char domain[128]; /* localhost:PORT */
   char base_url[160];
 } server_info;
@@ -61,8 +66,10 @@ typedef struct stream_src {
   void (*free)(void *ctx);
   void *ctx;
 } stream_src;
-enum MHD_Result http_stream(struct MHD_Connection *c, unsigned status, const char *content_type,
-                            stream_src src);
+/* size: the body's length, or MHD_SIZE_UNKNOWN (chunked). connect_frames:
+ * the body is Connect envelopes (drop_mid_stream counts messages, not bytes). */
+enum MHD_Result http_stream(http_req *r, unsigned status, const char *content_type, uint64_t size,
+                            int connect_frames, stream_src src);
 
 /* Parses r->body as JSON; on failure queues 400 and returns NULL with *res set. */
 json_t *http_body_json(http_req *r, enum MHD_Result *res);

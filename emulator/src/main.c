@@ -24,6 +24,7 @@ typedef struct options {
   const char *state;
   const char *api_key;
   const char *domain;
+  const char *admin_token;
   int no_isolation, no_freezer;
   char **cmd; /* exec */
 } options;
@@ -31,13 +32,15 @@ typedef struct options {
 static void usage(FILE *f) {
   fprintf(f,
           "usage: e2b-local serve [--listen HOST:PORT] [--state DIR] [--api-key KEY] [--domain D]\n"
-          "                       [--no-isolation] [--no-freezer]\n"
+          "                       [--admin-token TOKEN] [--no-isolation] [--no-freezer]\n"
           "       e2b-local exec [serve options] -- CMD ARGS...\n"
           "\n"
           "serve: run a local E2B-compatible server until SIGINT/SIGTERM.\n"
           "exec:  run one for the duration of CMD, with E2B_API_URL, E2B_SANDBOX_URL,\n"
-          "       E2B_DOMAIN and E2B_API_KEY in its environment; exits with CMD's status.\n"
+          "       E2B_DOMAIN, E2B_API_KEY and E2B_LOCAL_ADMIN_TOKEN in its environment;\n"
+          "       exits with CMD's status.\n"
           "\n"
+          "--admin-token   token of the admin API (/_e2b_local/faults; default: random)\n"
           "--no-isolation  run sandboxes as plain child processes (no bubblewrap)\n"
           "--no-freezer    pause with SIGSTOP/SIGCONT instead of the cgroup freezer\n");
 }
@@ -72,6 +75,8 @@ static int parse_args(int argc, char **argv, int exec_mode, options *o) {
       o->state = argv[++i];
     } else if (strcmp(a, "--api-key") == 0 && has_val) {
       o->api_key = argv[++i];
+    } else if (strcmp(a, "--admin-token") == 0 && has_val) {
+      o->admin_token = argv[++i];
     } else if (strcmp(a, "--domain") == 0 && has_val) {
       o->domain = argv[++i];
     } else if (strcmp(a, "--no-isolation") == 0) {
@@ -108,7 +113,8 @@ typedef struct running {
   char *state_dir;
   int state_is_temp;
   char *api_key;
-  char env[4][256];
+  char *admin_token;
+  char env[5][256];
 } running;
 
 static int start_all(const options *o, running *run) {
@@ -136,6 +142,14 @@ static int start_all(const options *o, running *run) {
     run->api_key = xasprintf("e2b_%s", hex);
   }
   g_server.api_key = run->api_key;
+  if (o->admin_token && *o->admin_token) {
+    run->admin_token = xstrdup(o->admin_token);
+  } else {
+    char hex[41];
+    if (e2b_random_hex(hex, 40) != 0) return -1;
+    run->admin_token = xstrdup(hex);
+  }
+  g_server.admin_token = run->admin_token;
   if (sandbox_registry_init(run->state_dir) != 0) {
     log_msg("cannot initialise the state directory %s", run->state_dir);
     return -1;
@@ -153,6 +167,7 @@ static int start_all(const options *o, running *run) {
   snprintf(run->env[1], sizeof run->env[1], "E2B_SANDBOX_URL=%s", g_server.base_url);
   snprintf(run->env[2], sizeof run->env[2], "E2B_DOMAIN=%s", g_server.domain);
   snprintf(run->env[3], sizeof run->env[3], "E2B_API_KEY=%s", run->api_key);
+  snprintf(run->env[4], sizeof run->env[4], "E2B_LOCAL_ADMIN_TOKEN=%s", run->admin_token);
   log_msg("listening on %s (state %s, %s)", g_server.base_url, run->state_dir,
           runtime_isolated() ? "bubblewrap isolation" : "no isolation");
   return 0;
@@ -166,6 +181,7 @@ static void stop_all(running *run) {
   if (run->state_is_temp && run->state_dir) rm_rf(run->state_dir);
   free(run->state_dir);
   free(run->api_key);
+  free(run->admin_token);
   log_msg("stopped");
 }
 
@@ -175,7 +191,7 @@ static int serve(const options *o, const sigset_t *sigs) {
     stop_all(&run);
     return 1;
   }
-  for (int i = 0; i < 4; i++) printf("%s\n", run.env[i]);
+  for (int i = 0; i < 5; i++) printf("%s\n", run.env[i]);
   fflush(stdout);
   int sig = 0;
   while (sig != SIGINT && sig != SIGTERM) sigwait(sigs, &sig);
@@ -198,7 +214,7 @@ static int exec_cmd(const options *o, const sigset_t *sigs) {
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
     signal(SIGPIPE, SIG_DFL);
-    for (int i = 0; i < 4; i++) putenv(run.env[i]);
+    for (int i = 0; i < 5; i++) putenv(run.env[i]);
     execvp(o->cmd[0], o->cmd);
     fprintf(stderr, "e2b-local exec: cannot run %s: %s\n", o->cmd[0], strerror(errno));
     _exit(127);

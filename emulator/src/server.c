@@ -9,8 +9,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "envd.h"
+#include "faults.h"
 #include "log.h"
 #include "sandbox.h"
 
@@ -41,28 +43,84 @@ static enum MHD_Result port_proxy_502(http_req *r) {
   return http_error(r->conn, 502, "port forwarding to sandbox services is not implemented by e2b-local yet");
 }
 
-static void route(http_req *r) {
-  const char *sid = http_header(r->conn, "E2b-Sandbox-Id");
+/* Where a request goes, decided from its headers only (no side effects, so
+ * an injected fault can stop it before anything happens). */
+typedef enum { RK_CONTROL, RK_ENVD, RK_PORT, RK_ADMIN, RK_BAD_SIGNATURE } route_kind;
+
+typedef struct route_to {
+  route_kind kind;
   char id[64];
-  long port = 0;
+  long port;
+} route_to;
+
+static void classify(http_req *r, route_to *to) {
+  const char *sid = http_header(r->conn, "E2b-Sandbox-Id");
+  to->kind = RK_CONTROL;
   if (sid && *sid) {
-    envd_route(r, sid);
-  } else if (parse_sandbox_host(http_header(r->conn, "Host"), &port, id, sizeof id)) {
-    if (port == ENVD_PORT)
-      envd_route(r, id);
-    else
-      r->on_complete = port_proxy_502;
+    to->kind = RK_ENVD;
+    snprintf(to->id, sizeof to->id, "%s", sid);
+  } else if (parse_sandbox_host(http_header(r->conn, "Host"), &to->port, to->id, sizeof to->id)) {
+    to->kind = to->port == ENVD_PORT ? RK_ENVD : RK_PORT;
   } else if (strcmp(r->url, "/files") == 0 && http_query(r->conn, "signature")) {
     char *owned = files_sandbox_by_signature(r->conn, r->method);
-    if (owned) {
-      envd_route(r, owned);
-      free(owned);
-    } else {
-      r->early_status = 401;
-      snprintf(r->early_msg, sizeof r->early_msg, "invalid signature");
-    }
+    to->kind = owned ? RK_ENVD : RK_BAD_SIGNATURE;
+    if (owned) snprintf(to->id, sizeof to->id, "%s", owned);
+    free(owned);
+  } else if (strncmp(r->url, "/_e2b_local/", 12) == 0) {
+    to->kind = RK_ADMIN;
+  }
+}
+
+static void dispatch(http_req *r, const route_to *to) {
+  switch (to->kind) {
+  case RK_ENVD: envd_route(r, to->id); break;
+  case RK_PORT: r->on_complete = port_proxy_502; break;
+  case RK_ADMIN: admin_route(r); break;
+  case RK_BAD_SIGNATURE:
+    r->early_status = 401;
+    snprintf(r->early_msg, sizeof r->early_msg, "invalid signature");
+    break;
+  default: control_route(r); break;
+  }
+}
+
+static int is_connect_path(const char *url) {
+  return strncmp(url, "/process.Process/", 17) == 0 || strncmp(url, "/filesystem.Filesystem/", 23) == 0;
+}
+
+/* The injected status: E2B's error body, or a Connect error on RPC routes. */
+static enum MHD_Result fault_respond(http_req *r) {
+  int st = r->fault.status;
+  json_t *body;
+  if (r->fault_connect) {
+    const char *code = connect_code_for_status(st);
+    body = json_pack("{s:s, s:s}", "code", code, "message", "injected fault");
   } else {
-    control_route(r);
+    body = json_pack("{s:i, s:s}", "code", st, "message", "injected fault");
+  }
+  char ra[24];
+  snprintf(ra, sizeof ra, "%d", r->fault.retry_after_s);
+  return http_json_hdr(r->conn, (unsigned)st, body, r->fault.retry_after_s >= 0 ? "Retry-After" : NULL, ra);
+}
+
+/* Returns 0 to go on, or 1 when the connection must be dropped now. */
+static int apply_faults(http_req *r, const route_to *to) {
+  if (to->kind == RK_ADMIN || to->kind == RK_PORT) return 0;
+  char path[1100];
+  snprintf(path, sizeof path, "%s%s", to->kind == RK_ENVD ? "envd:" : "", r->url);
+  fault_hit hit;
+  if (!faults_check(r->method, path, &hit)) return 0;
+  log_msg("fault rule %d fired on %s %s", hit.rule_id, r->method, path);
+  switch (hit.action) {
+  case FA_STALL: usleep((useconds_t)hit.ms * 1000); return 0;
+  case FA_DROP: return 1;
+  case FA_STATUS:
+    r->fault = hit;
+    r->fault_connect = to->kind == RK_ENVD && is_connect_path(r->url);
+    r->on_complete = fault_respond;
+    return 0;
+  case FA_DROP_MID: r->fault = hit; return 0;
+  default: return 0;
   }
 }
 
@@ -86,10 +144,17 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     r->method = method;
     r->body_limit = HTTP_JSON_LIMIT;
     *con_cls = r;
-    route(r);
+    route_to to;
+    classify(r, &to);
+    if (apply_faults(r, &to)) return MHD_NO; /* injected drop: no response at all */
+    if (r->fault.action != FA_STATUS) dispatch(r, &to);
     const char *cl = http_header(conn, "Content-Length");
     /* Far too large to bother reading: answer now (MHD then closes). Merely
      * too large: read and drop it, so the client sees the 413 cleanly. */
+    if (r->fault.action == FA_STATUS && cl && strtoull(cl, NULL, 10) > DISCARD_LIMIT) {
+      r->too_large = 2;
+      return fault_respond(r);
+    }
     if ((!r->on_body || r->early_status) && cl && strtoull(cl, NULL, 10) > DISCARD_LIMIT) {
       r->too_large = 2; /* 2: already answered */
       if (r->early_status) return http_error(conn, (unsigned)r->early_status, "%s", r->early_msg);
@@ -98,7 +163,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     return MHD_YES;
   }
   if (*size > 0) {
-    if (r->too_large || (r->early_status && !r->on_body)) {
+    if (r->too_large || (r->early_status && !r->on_body) || r->fault.action == FA_STATUS) {
       /* the answer is already decided: drop the body (bounded) */
       r->discarded += *size;
       *size = 0;
@@ -117,10 +182,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     return MHD_YES;
   }
   if (r->too_large == 2) return MHD_YES;
+  if (r->fault.action == FA_STATUS) return fault_respond(r);
   if (r->early_status) return http_error(conn, (unsigned)r->early_status, "%s", r->early_msg);
   if (r->too_large) return http_error(conn, 413, "request body too large (limit %zu bytes)", r->body_limit);
   if (!r->on_complete) return http_error(conn, 404, "not found");
-  return r->on_complete(r);
+  enum MHD_Result res = r->on_complete(r);
+  /* drop_mid_stream on a plain response: processed, then the answer is lost */
+  if (r->fault.action == FA_DROP_MID && !r->streamed) return MHD_NO;
+  return res;
 }
 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
@@ -149,7 +218,9 @@ server *server_start(const char *host, uint16_t port) {
   }
   server *s = xcalloc(1, sizeof *s);
   s->d = MHD_start_daemon(
-      MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG, 0, NULL,
+      MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG |
+          MHD_ALLOW_UPGRADE,
+      0, NULL,
       NULL, on_request, NULL, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
       MHD_OPTION_THREAD_STACK_SIZE, (size_t)(256 * 1024), MHD_OPTION_CONNECTION_LIMIT,
       (unsigned int)16384, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)600,

@@ -17,5 +17,8 @@ void server_stop(server *s);
 /* Route setup, called on a request's first callback (server.c dispatches). */
 void control_route(http_req *r);
 void envd_route(http_req *r, const char *sandbox_id);
+void admin_route(http_req *r); /* /_e2b_local/... (admin.c) */
+/* The Connect code whose HTTP status is `status` (503 -> unavailable). */
+const char *connect_code_for_status(int status);
 
 #endif

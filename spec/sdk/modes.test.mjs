@@ -19,12 +19,13 @@ async function withServer(extraArgs, fn) {
 }
 
 test('exec runs CMD with the four variables and exits with its status', () => {
-  const r = spawnSync(BIN, ['exec', '--', 'sh', '-c', 'echo "$E2B_API_URL|$E2B_SANDBOX_URL|$E2B_DOMAIN|$E2B_API_KEY"; exit 7'], {
+  const r = spawnSync(BIN, ['exec', '--admin-token', 'adm1n', '--', 'sh', '-c', 'echo "$E2B_LOCAL_ADMIN_TOKEN"; echo "$E2B_API_URL|$E2B_SANDBOX_URL|$E2B_DOMAIN|$E2B_API_KEY"; exit 7'], {
     encoding: 'utf8',
     timeout: 30_000,
   })
   assert.equal(r.status, 7, r.stderr)
   const line = r.stdout.trim().split('\n').pop()
+  assert.equal(r.stdout.trim().split('\n').at(-2), 'adm1n')
   assert.match(line, /^http:\/\/127\.0\.0\.1:\d+\|http:\/\/127\.0\.0\.1:\d+\|localhost:\d+\|e2b_[0-9a-f]{40}$/)
   assert.doesNotMatch(r.stderr, /e2b_[0-9a-f]{40}/, 'the API key is never logged')
   const k = spawnSync(BIN, ['exec', '--', 'sh', '-c', 'kill -TERM $$'], { encoding: 'utf8', timeout: 30_000 })

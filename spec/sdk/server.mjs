@@ -10,10 +10,10 @@ import { createInterface } from 'node:readline'
 
 const here = dirname(fileURLToPath(import.meta.url))
 export const BIN = process.env.E2B_LOCAL_BIN || resolve(here, '../../build/emulator/e2b-local')
-const KEYS = ['E2B_API_URL', 'E2B_SANDBOX_URL', 'E2B_DOMAIN', 'E2B_API_KEY']
+const KEYS = ['E2B_API_URL', 'E2B_SANDBOX_URL', 'E2B_DOMAIN', 'E2B_API_KEY', 'E2B_LOCAL_ADMIN_TOKEN']
 
-export async function startServer({ extraArgs = [] } = {}) {
-  const state = mkdtempSync(join(tmpdir(), 'e2b-local-spec-'))
+export async function startServer({ extraArgs = [], state: keep } = {}) {
+  const state = keep || mkdtempSync(join(tmpdir(), 'e2b-local-spec-'))
   const child = spawn(BIN, ['serve', '--listen', '127.0.0.1:0', '--state', state, ...extraArgs], {
     stdio: ['ignore', 'pipe', 'pipe'],
   })
@@ -44,10 +44,11 @@ export async function startServer({ extraArgs = [] } = {}) {
     pid: child.pid,
     logs: () => stderr,
     // Stops the server (SIGTERM), which kills every sandbox; resolves to its exit.
-    async stop() {
+    // keepState: leave the state directory for a restarted server.
+    async stop({ keepState = false } = {}) {
       child.kill('SIGTERM')
       const res = await exited
-      rmSync(state, { recursive: true, force: true })
+      if (!keepState) rmSync(state, { recursive: true, force: true })
       return { ...res, stderr }
     },
   }
