@@ -55,7 +55,12 @@ typedef enum {
   RES_ENTRIES,
   RES_PROCS,
   RES_WRITTEN,   /* written path */
-  RES_STREAM     /* true once the stream ended cleanly */
+  RES_STREAM,    /* true once the stream ended cleanly */
+  RES_SNAPSHOTS,
+  RES_VOLUMES,
+  RES_RUN,
+  RES_DOCTOR,
+  RES_EGRESS
 } result_kind;
 
 typedef struct {
@@ -276,6 +281,66 @@ static void push_proc_info(lua_State *L, const e2b_proc_info *p) {
   lua_setfield(L, -2, "args");
 }
 
+static void push_snapshot(lua_State *L, const e2b_snapshot *sn) {
+  lua_createtable(L, 0, 2);
+  set_str(L, "snapshot_id", sn->snapshot_id);
+  lua_createtable(L, (int)sn->name_count, 0);
+  for (size_t i = 0; i < sn->name_count; i++) {
+    lua_pushstring(L, sn->names[i]);
+    lua_rawseti(L, -2, (int)i + 1);
+  }
+  lua_setfield(L, -2, "names");
+}
+
+static void push_volume(lua_State *L, const e2b_volume *v) {
+  lua_createtable(L, 0, 3);
+  set_str(L, "volume_id", v->volume_id);
+  set_str(L, "name", v->name);
+  set_str(L, "token", v->token);
+}
+
+static void push_tri(lua_State *L, const char *k, int v) {
+  if (v < 0) return; /* unknown stays nil */
+  lua_pushboolean(L, v);
+  lua_setfield(L, -2, k);
+}
+
+static void push_doctor(lua_State *L, const e2b_doctor_report *r) {
+  lua_createtable(L, 0, 12);
+  push_tri(L, "auth", r->auth);
+  set_str(L, "create_route", r->create_route);
+  set_str(L, "envd_version", r->envd_version);
+  push_tri(L, "envd", r->envd);
+  push_tri(L, "stdin_close", r->stdin_close);
+  push_tri(L, "group_signals", r->group_signals);
+  push_tri(L, "volumes", r->volumes);
+  push_tri(L, "snapshots", r->snapshots);
+  push_tri(L, "network_update", r->network_update);
+  push_tri(L, "pagination", r->pagination);
+  if (r->notes[0]) set_str(L, "notes", r->notes);
+}
+
+static void push_egress(lua_State *L, const e2b_egress_report *r) {
+  static const char *const verdicts[] = {"inconclusive", "filtered", "open"};
+  lua_createtable(L, 0, 5);
+  set_str(L, "verdict", verdicts[r->verdict]);
+  set_int(L, "allowed_code", r->allowed_code);
+  set_int(L, "denied_code", r->denied_code);
+  set_int(L, "ip_code", r->ip_code);
+  set_str(L, "detail", r->detail);
+}
+
+static void push_run(lua_State *L, const e2b_run_result *r) {
+  lua_createtable(L, 0, 6);
+  set_int(L, "exit_code", r->exit_code);
+  lua_pushlstring(L, (const char *)r->out, r->out_len);
+  lua_setfield(L, -2, "stdout");
+  lua_pushlstring(L, (const char *)r->err, r->err_len);
+  lua_setfield(L, -2, "stderr");
+  set_str(L, "status", r->status);
+  set_int(L, "bytes_dropped", (lua_Integer)r->dropped);
+}
+
 /* ---- requests ---- */
 
 static void on_notify(e2b_req *req, void *ud) {
@@ -379,11 +444,42 @@ static int req_result(lua_State *L) {
   case RES_WRITTEN:
     lua_pushstring(L, e2b_req_written_path(r->req));
     return 1;
+  case RES_SNAPSHOTS:
+  case RES_VOLUMES: {
+    size_t n = r->kind == RES_SNAPSHOTS ? e2b_req_snapshot_count(r->req) : e2b_req_volume_count(r->req);
+    lua_createtable(L, (int)n, 0);
+    for (size_t i = 0; i < n; i++) {
+      if (r->kind == RES_SNAPSHOTS)
+        push_snapshot(L, e2b_req_snapshot_at(r->req, i));
+      else
+        push_volume(L, e2b_req_volume_at(r->req, i));
+      lua_rawseti(L, -2, (int)i + 1);
+    }
+    return 1;
+  }
+  case RES_RUN:
+    push_run(L, e2b_req_run_result(r->req));
+    return 1;
+  case RES_DOCTOR:
+    push_doctor(L, e2b_req_doctor_report(r->req));
+    return 1;
+  case RES_EGRESS:
+    push_egress(L, e2b_req_egress_report(r->req));
+    return 1;
   case RES_NONE:
   case RES_STREAM:
     break;
   }
   lua_pushboolean(L, 1);
+  return 1;
+}
+
+/* partial() -> the run result even when the run failed (a timeout keeps its output), or nil. */
+static int req_partial(lua_State *L) {
+  req_ud *r = check_req(L);
+  const e2b_run_result *rr = r->kind == RES_RUN ? e2b_req_run_result(r->req) : NULL;
+  if (!rr) return 0;
+  push_run(L, rr);
   return 1;
 }
 
@@ -590,6 +686,9 @@ static int core_client(lua_State *L) {
   cfg.template_id = opt_string(L, 2, "template");
   cfg.user_agent = opt_string(L, 2, "user_agent");
   cfg.request_timeout_ms = (long)opt_integer(L, 2, "request_timeout_ms", 0);
+  cfg.max_retries = (int)opt_integer(L, 2, "max_retries", 0);
+  cfg.max_inflight = (int)opt_integer(L, 2, "max_inflight", 0);
+  cfg.owner = opt_string(L, 2, "owner");
   e2b_error err;
   e2b_client *c = e2b_client_new(lu->l->loop, &cfg, &err);
   if (!c) return push_fail(L, &err);
@@ -624,29 +723,44 @@ static int client_config(lua_State *L) {
   set_str(L, "domain", e2b_client_domain(u->c));
   set_str(L, "sandbox_url", e2b_client_sandbox_url(u->c));
   set_str(L, "template", e2b_client_template(u->c));
+  set_str(L, "owner", e2b_client_owner(u->c));
   lua_pushboolean(L, e2b_client_has_api_key(u->c));
   lua_setfield(L, -2, "has_api_key");
   return 1;
+}
+
+/* Reads the create fields of table t (scratch arrays stay on the stack). */
+static void read_create_opts(lua_State *L, int t, e2b_create_opts *o) {
+  memset(o, 0, sizeof *o);
+  o->template_id = opt_string(L, t, "template");
+  o->timeout_ms = (long)opt_integer(L, t, "timeout_ms", 0);
+  o->secure = opt_tristate(L, t, "secure");
+  o->allow_internet_access = opt_tristate(L, t, "allow_internet_access");
+  o->metadata = opt_kvs(L, t, "metadata", &o->metadata_count);
+  o->env = opt_kvs(L, t, "env", &o->env_count);
+  o->auto_pause = opt_tristate(L, t, "auto_pause");
+  o->auto_pause_memory = opt_tristate(L, t, "auto_pause_memory");
+  o->auto_resume = opt_tristate(L, t, "auto_resume");
+  o->allow_out = opt_strings(L, t, "allow_out", &o->allow_out_count);
+  o->deny_out = opt_strings(L, t, "deny_out", &o->deny_out_count);
+  o->network = opt_tristate(L, t, "send_network") == 1;
+  o->v1_route = opt_tristate(L, t, "v1_route") == 1;
+  o->volume_mounts = opt_kvs(L, t, "volume_mounts", &o->volume_mount_count);
+}
+
+/* Reads { allow_internet_access, allow_out, deny_out } at t. */
+static void read_network(lua_State *L, int t, e2b_network *n) {
+  memset(n, 0, sizeof *n);
+  n->allow_internet_access = opt_tristate(L, t, "allow_internet_access") != 0;
+  n->allow_out = opt_strings(L, t, "allow_out", &n->allow_out_count);
+  n->deny_out = opt_strings(L, t, "deny_out", &n->deny_out_count);
 }
 
 static int client_create(lua_State *L) {
   client_ud *u = check_client(L);
   luaL_checktype(L, 2, LUA_TTABLE);
   e2b_create_opts o;
-  memset(&o, 0, sizeof o);
-  o.template_id = opt_string(L, 2, "template");
-  o.timeout_ms = (long)opt_integer(L, 2, "timeout_ms", 0);
-  o.secure = opt_tristate(L, 2, "secure");
-  o.allow_internet_access = opt_tristate(L, 2, "allow_internet_access");
-  o.metadata = opt_kvs(L, 2, "metadata", &o.metadata_count);
-  o.env = opt_kvs(L, 2, "env", &o.env_count);
-  o.auto_pause = opt_tristate(L, 2, "auto_pause");
-  o.auto_pause_memory = opt_tristate(L, 2, "auto_pause_memory");
-  o.auto_resume = opt_tristate(L, 2, "auto_resume");
-  o.allow_out = opt_strings(L, 2, "allow_out", &o.allow_out_count);
-  o.deny_out = opt_strings(L, 2, "deny_out", &o.deny_out_count);
-  o.network = opt_tristate(L, 2, "network") == 1;
-  o.v1_route = opt_tristate(L, 2, "v1_route") == 1;
+  read_create_opts(L, 2, &o);
   e2b_error err;
   e2b_req *req = e2b_sandbox_create(u->c, &o, &err);
   return push_req(L, u->l, req, RES_SANDBOX, &err);
@@ -689,32 +803,191 @@ static int client_pause(lua_State *L) {
   return push_req(L, u->l, req, RES_NONE, &err);
 }
 
-/* list{metadata=, states={"running"|"paused"...}, limit=, next_token=} */
+/* Reads {metadata=, states={"running"|"paused"...}, limit=, next_token=} at t. */
+static void read_list_opts(lua_State *L, int t, e2b_list_opts *o) {
+  o->metadata = opt_kvs(L, t, "metadata", &o->metadata_count);
+  o->limit = (int)opt_integer(L, t, "limit", 0);
+  o->next_token = opt_string(L, t, "next_token");
+  lua_getfield(L, t, "states");
+  if (lua_istable(L, -1)) {
+    for (int i = 1; i <= (int)lua_rawlen(L, -1); i++) {
+      lua_rawgeti(L, -1, i);
+      const char *s = lua_tostring(L, -1);
+      if (s && strcmp(s, "running") == 0)
+        o->states |= E2B_LIST_RUNNING;
+      else if (s && strcmp(s, "paused") == 0)
+        o->states |= E2B_LIST_PAUSED;
+      else
+        luaL_error(L, "states[%d] must be \"running\" or \"paused\"", i);
+      lua_pop(L, 1);
+    }
+  }
+  lua_pop(L, 1);
+}
+
+/* list{metadata=, states=, limit=, next_token=}: one page */
 static int client_list(lua_State *L) {
   client_ud *u = check_client(L);
   e2b_list_opts o;
   memset(&o, 0, sizeof o);
   if (!lua_isnoneornil(L, 2)) {
     luaL_checktype(L, 2, LUA_TTABLE);
-    o.metadata = opt_kvs(L, 2, "metadata", &o.metadata_count);
-    o.limit = (int)opt_integer(L, 2, "limit", 0);
-    o.next_token = opt_string(L, 2, "next_token");
-    lua_getfield(L, 2, "states");
-    if (lua_istable(L, -1)) {
-      for (int i = 1; i <= (int)lua_rawlen(L, -1); i++) {
-        lua_rawgeti(L, -1, i);
-        const char *s = lua_tostring(L, -1);
-        if (s && strcmp(s, "running") == 0) o.states |= E2B_LIST_RUNNING;
-        else if (s && strcmp(s, "paused") == 0) o.states |= E2B_LIST_PAUSED;
-        else luaL_error(L, "states[%d] must be \"running\" or \"paused\"", i);
-        lua_pop(L, 1);
-      }
-    }
-    lua_pop(L, 1);
+    read_list_opts(L, 2, &o);
   }
   e2b_error err;
   e2b_req *req = e2b_sandbox_list(u->c, &o, &err);
   return push_req(L, u->l, req, RES_SANDBOXES, &err);
+}
+
+/* provision{ <create fields>, id, ready_timeout_ms, setup_script, setup_name,
+ *            setup_timeout_ms, user, network = {...} } */
+static int client_provision(lua_State *L) {
+  client_ud *u = check_client(L);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  e2b_provision_opts o;
+  memset(&o, 0, sizeof o);
+  read_create_opts(L, 2, &o.create);
+  o.id = opt_string(L, 2, "id");
+  o.ready_timeout_ms = (long)opt_integer(L, 2, "ready_timeout_ms", 0);
+  lua_getfield(L, 2, "setup_script");
+  if (!lua_isnil(L, -1)) o.setup_script = luaL_checklstring(L, -1, &o.setup_len);
+  lua_pop(L, 1); /* the options table keeps the string alive */
+  o.setup_name = opt_string(L, 2, "setup_name");
+  o.setup_timeout_ms = (long)opt_integer(L, 2, "setup_timeout_ms", 0);
+  o.user = opt_string(L, 2, "user");
+  e2b_network net;
+  lua_getfield(L, 2, "network");
+  if (lua_istable(L, -1)) {
+    read_network(L, lua_gettop(L), &net);
+    o.network = &net;
+  }
+  e2b_error err;
+  e2b_req *req = e2b_sandbox_provision(u->c, &o, &err);
+  return push_req(L, u->l, req, RES_SANDBOX, &err);
+}
+
+/* find{metadata=, states=} -> every page */
+static int client_find(lua_State *L) {
+  client_ud *u = check_client(L);
+  e2b_list_opts o;
+  memset(&o, 0, sizeof o);
+  if (!lua_isnoneornil(L, 2)) {
+    luaL_checktype(L, 2, LUA_TTABLE);
+    read_list_opts(L, 2, &o);
+  }
+  e2b_error err;
+  return push_req(L, u->l, e2b_sandbox_find(u->c, &o, &err), RES_SANDBOXES, &err);
+}
+
+static int client_describe(lua_State *L) {
+  client_ud *u = check_client(L);
+  e2b_error err;
+  return push_req(L, u->l, e2b_sandbox_describe(u->c, luaL_checkstring(L, 2), &err), RES_SANDBOX, &err);
+}
+
+static int client_attach(lua_State *L) {
+  client_ud *u = check_client(L);
+  e2b_error err;
+  e2b_req *req = e2b_sandbox_attach(u->c, luaL_checkstring(L, 2), (long)luaL_optinteger(L, 3, 0), &err);
+  return push_req(L, u->l, req, RES_SANDBOX, &err);
+}
+
+static int client_resume(lua_State *L) {
+  client_ud *u = check_client(L);
+  e2b_error err;
+  e2b_req *req = e2b_sandbox_resume(u->c, luaL_checkstring(L, 2), (long)luaL_optinteger(L, 3, 0), &err);
+  return push_req(L, u->l, req, RES_SANDBOX, &err);
+}
+
+static int client_destroy(lua_State *L) {
+  client_ud *u = check_client(L);
+  e2b_error err;
+  return push_req(L, u->l, e2b_sandbox_destroy(u->c, luaL_checkstring(L, 2), &err), RES_NONE, &err);
+}
+
+static int client_keep_alive(lua_State *L) {
+  client_ud *u = check_client(L);
+  e2b_error err;
+  e2b_req *req = e2b_sandbox_keep_alive(u->c, luaL_checkstring(L, 2), (long)luaL_checkinteger(L, 3), &err);
+  return push_req(L, u->l, req, RES_NONE, &err);
+}
+
+static int client_reap(lua_State *L) {
+  client_ud *u = check_client(L);
+  e2b_error err;
+  e2b_req *req = e2b_sandbox_reap(u->c, luaL_checkstring(L, 2), (long)luaL_optinteger(L, 3, 0), &err);
+  return push_req(L, u->l, req, RES_SANDBOXES, &err);
+}
+
+static int client_set_network(lua_State *L) {
+  client_ud *u = check_client(L);
+  const char *id = luaL_checkstring(L, 2);
+  luaL_checktype(L, 3, LUA_TTABLE);
+  e2b_network net;
+  read_network(L, 3, &net);
+  e2b_error err;
+  return push_req(L, u->l, e2b_sandbox_set_network(u->c, id, &net, &err), RES_NONE, &err);
+}
+
+static int client_snapshot(lua_State *L) {
+  client_ud *u = check_client(L);
+  e2b_error err;
+  e2b_req *req = e2b_snapshot_create(u->c, luaL_checkstring(L, 2), luaL_checkstring(L, 3), &err);
+  return push_req(L, u->l, req, RES_SNAPSHOTS, &err);
+}
+
+static int client_snapshots(lua_State *L) {
+  client_ud *u = check_client(L);
+  e2b_error err;
+  return push_req(L, u->l, e2b_snapshot_list(u->c, luaL_optstring(L, 2, NULL), &err), RES_SNAPSHOTS, &err);
+}
+
+static int client_delete_snapshot(lua_State *L) {
+  client_ud *u = check_client(L);
+  e2b_error err;
+  return push_req(L, u->l, e2b_snapshot_delete(u->c, luaL_checkstring(L, 2), &err), RES_NONE, &err);
+}
+
+static int client_create_volume(lua_State *L) {
+  client_ud *u = check_client(L);
+  e2b_error err;
+  return push_req(L, u->l, e2b_volume_create(u->c, luaL_checkstring(L, 2), &err), RES_VOLUMES, &err);
+}
+
+static int client_volumes(lua_State *L) {
+  client_ud *u = check_client(L);
+  e2b_error err;
+  return push_req(L, u->l, e2b_volume_list(u->c, &err), RES_VOLUMES, &err);
+}
+
+static int client_delete_volume(lua_State *L) {
+  client_ud *u = check_client(L);
+  e2b_error err;
+  return push_req(L, u->l, e2b_volume_delete(u->c, luaL_checkstring(L, 2), &err), RES_NONE, &err);
+}
+
+static int client_doctor(lua_State *L) {
+  client_ud *u = check_client(L);
+  e2b_error err;
+  return push_req(L, u->l, e2b_doctor(u->c, &err), RES_DOCTOR, &err);
+}
+
+/* verify_egress{allow_host, allowed_url, denied_url, ip_url, template, timeout_ms} */
+static int client_verify_egress(lua_State *L) {
+  client_ud *u = check_client(L);
+  e2b_egress_opts o;
+  memset(&o, 0, sizeof o);
+  if (!lua_isnoneornil(L, 2)) {
+    luaL_checktype(L, 2, LUA_TTABLE);
+    o.allow_host = opt_string(L, 2, "allow_host");
+    o.allowed_url = opt_string(L, 2, "allowed_url");
+    o.denied_url = opt_string(L, 2, "denied_url");
+    o.ip_url = opt_string(L, 2, "ip_url");
+    o.template_id = opt_string(L, 2, "template");
+    o.timeout_ms = (long)opt_integer(L, 2, "timeout_ms", 0);
+  }
+  e2b_error err;
+  return push_req(L, u->l, e2b_verify_egress(u->c, &o, &err), RES_EGRESS, &err);
 }
 
 /* sandbox(sandbox_id, access_token?, domain?) -> sbx */
@@ -779,6 +1052,28 @@ static int sbx_start(lua_State *L) {
   e2b_error err;
   e2b_req *req = e2b_proc_start(u->s, &o, &err);
   return push_req(L, u->l, req, RES_STREAM, &err);
+}
+
+/* run(start_opts, stdin?, max_output?) -> request for e2b_run */
+static int sbx_run(lua_State *L) {
+  sbx_ud *u = check_sbx(L);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  size_t in_len = 0;
+  const char *in = luaL_optlstring(L, 3, NULL, &in_len);
+  lua_Integer max = luaL_optinteger(L, 4, 64 << 20);
+  luaL_argcheck(L, max > 0, 4, "max_output must be positive");
+  e2b_proc_opts o;
+  memset(&o, 0, sizeof o);
+  o.cmd = opt_string(L, 2, "cmd");
+  o.args = opt_strings(L, 2, "args", &o.arg_count);
+  o.env = opt_kvs(L, 2, "env", &o.env_count);
+  o.cwd = opt_string(L, 2, "cwd");
+  o.user = opt_string(L, 2, "user");
+  o.tag = opt_string(L, 2, "tag");
+  o.timeout_ms = (long)opt_integer(L, 2, "timeout_ms", 0);
+  e2b_error err;
+  e2b_req *req = e2b_run(u->s, &o, in, in_len, (size_t)max, &err);
+  return push_req(L, u->l, req, RES_RUN, &err);
 }
 
 /* connect(pid_or_tag, keepalive_s?) */
@@ -977,6 +1272,14 @@ int luaopen_e2b_core(lua_State *L) {
       {"config", client_config}, {"create", client_create}, {"connect", client_connect},
       {"info", client_info},     {"kill", client_kill},     {"set_timeout", client_set_timeout},
       {"pause", client_pause},   {"list", client_list},     {"sandbox", client_sandbox},
+      {"provision", client_provision}, {"find", client_find}, {"describe", client_describe},
+      {"attach", client_attach}, {"resume", client_resume}, {"destroy", client_destroy},
+      {"keep_alive", client_keep_alive}, {"reap", client_reap},
+      {"set_network", client_set_network}, {"snapshot", client_snapshot},
+      {"snapshots", client_snapshots}, {"delete_snapshot", client_delete_snapshot},
+      {"create_volume", client_create_volume}, {"volumes", client_volumes},
+      {"delete_volume", client_delete_volume}, {"doctor", client_doctor},
+      {"verify_egress", client_verify_egress},
       {"close", client_gc},      {NULL, NULL}};
   static const luaL_Reg sbx_methods[] = {
       {"envd_url", sbx_envd_url}, {"start", sbx_start},           {"connect", sbx_connect},
@@ -984,13 +1287,15 @@ int luaopen_e2b_core(lua_State *L) {
       {"resize", sbx_resize},     {"processes", sbx_processes},   {"stat", sbx_stat},
       {"list", sbx_list},         {"mkdir", sbx_mkdir},           {"move", sbx_move},
       {"remove", sbx_remove},     {"read", sbx_read},             {"write", sbx_write},
-      {"url", sbx_url},           {"health", sbx_health},         {"close", sbx_gc},
+      {"url", sbx_url},           {"health", sbx_health},         {"run", sbx_run},
+      {"close", sbx_gc},
       {NULL, NULL}};
   static const luaL_Reg req_methods[] = {
       {"id", req_id},         {"done", req_done},     {"status", req_status},
       {"result", req_result}, {"read", req_read},     {"read_bytes", req_read_bytes},
       {"queued", req_queued}, {"send", req_send},     {"finish", req_finish},
       {"pending", req_pending}, {"cancel", req_cancel}, {"close", req_close},
+      {"partial", req_partial},
       {NULL, NULL}};
   static const luaL_Reg functions[] = {
       {"loop", core_loop},           {"client", core_client},

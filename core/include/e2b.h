@@ -110,7 +110,16 @@ typedef struct e2b_config {
   const char *template_id;  /* default: env E2B_TEMPLATE, else "base" */
   long request_timeout_ms;  /* per unary request; 0 = default 60000; < 0 invalid */
   const char *user_agent;   /* default "lua-e2b/<version>" */
+  int max_retries;          /* extra attempts after a retryable failure of an idempotent call
+                               (or of any call that never reached the server); 0: 3,
+                               E2B_NO_RETRY: none */
+  int max_inflight;         /* control-plane requests in flight at once, the rest queue
+                               (protects an account from 429 storms); 0: 16, E2B_NO_CAP: none */
+  const char *owner;        /* owner tag put in created sandboxes; default "<hostname>:<pid>" */
 } e2b_config;
+
+#define E2B_NO_RETRY (-1)
+#define E2B_NO_CAP (-1)
 
 /* Attaches a new client to loop. The API key is not required here (a probe
  * reports a missing key as E2B_ERR_AUTH), so a client can be built offline. */
@@ -122,6 +131,7 @@ const char *e2b_client_api_url(const e2b_client *client);
 const char *e2b_client_domain(const e2b_client *client);
 const char *e2b_client_sandbox_url(const e2b_client *client); /* NULL when unset */
 const char *e2b_client_template(const e2b_client *client);
+const char *e2b_client_owner(const e2b_client *client);
 int e2b_client_has_api_key(const e2b_client *client);
 
 /* A string-to-string pair, for metadata and environment variables. */
@@ -183,6 +193,8 @@ typedef struct e2b_create_opts {
   size_t deny_out_count;
   int network;                       /* 1: send a network object even when both lists are empty */
   int v1_route;                      /* 1: POST /sandboxes (older servers) instead of /v2 */
+  const e2b_kv *volume_mounts;       /* key: absolute mount path, value: volume name */
+  size_t volume_mount_count;
 } e2b_create_opts;
 
 /* Filters for one page of GET /v2/sandboxes. */
@@ -206,11 +218,14 @@ e2b_req *e2b_sandbox_create(e2b_client *c, const e2b_create_opts *opts, e2b_erro
 e2b_req *e2b_sandbox_connect(e2b_client *c, const char *sandbox_id, long timeout_ms, e2b_error *err);
 e2b_req *e2b_sandbox_get(e2b_client *c, const char *sandbox_id, e2b_error *err);
 e2b_req *e2b_sandbox_list(e2b_client *c, const e2b_list_opts *opts, e2b_error *err);
+/* Raw DELETE: an absent sandbox is E2B_ERR_NOT_FOUND (see e2b_sandbox_destroy). */
 e2b_req *e2b_sandbox_kill(e2b_client *c, const char *sandbox_id, e2b_error *err);
 /* Sets the deadline to now + timeout_ms (rounded up to seconds). */
 e2b_req *e2b_sandbox_set_timeout(e2b_client *c, const char *sandbox_id, long timeout_ms,
                                  e2b_error *err);
-/* memory = 1: processes are frozen and survive; 0: filesystem only. */
+/* memory = 1: processes are frozen and survive; 0: filesystem only. Succeeds
+ * only once the sandbox is paused (a sandbox already paused counts); a
+ * success answer that did not pause it is an error, never success. */
 e2b_req *e2b_sandbox_pause(e2b_client *c, const char *sandbox_id, int memory, e2b_error *err);
 
 /* Results. Valid until the request is freed. */
@@ -371,6 +386,172 @@ char *e2b_file_url(e2b_sbx *sbx, const char *path, const char *operation, const 
 
 /* Plain envd GET /health: succeeds on 2xx. */
 e2b_req *e2b_envd_health(e2b_sbx *sbx, e2b_error *err);
+
+/* ==== lifecycle: identity, ownership and the rules over the raw calls ====== */
+
+/* Metadata keys libe2b keeps beside the caller's: the logical id (so any
+ * host finds the sandbox again) and the owner tag (so orphans can be reaped). */
+#define E2B_META_ID "lua_e2b_id"
+#define E2B_META_OWNER "lua_e2b_owner"
+
+/* Every page of the list (results: e2b_req_sandbox_count/at). */
+e2b_req *e2b_sandbox_find(e2b_client *c, const e2b_list_opts *opts, e2b_error *err);
+/* A sandbox by logical id (metadata) or provider id. Only reads, never
+ * resumes; E2B_ERR_NOT_FOUND only when it is known not to exist, and
+ * E2B_ERR_CONFLICT when two sandboxes carry the logical id. */
+e2b_req *e2b_sandbox_describe(e2b_client *c, const char *id, e2b_error *err);
+/* Connects to a sandbox by provider id, resuming it if paused, and never
+ * shortens its deadline: a running sandbox keeps max(its deadline, now +
+ * timeout_ms). Result: the sandbox, with metadata and state. */
+e2b_req *e2b_sandbox_attach(e2b_client *c, const char *sandbox_id, long timeout_ms,
+                            e2b_error *err);
+/* attach by logical id, searching running and paused sandboxes on every
+ * page: none -> E2B_ERR_NOT_FOUND (nothing allocated), two -> E2B_ERR_CONFLICT. */
+e2b_req *e2b_sandbox_resume(e2b_client *c, const char *logical_id, long timeout_ms,
+                            e2b_error *err);
+/* Kills by logical or provider id; a sandbox already gone counts as destroyed. */
+e2b_req *e2b_sandbox_destroy(e2b_client *c, const char *id, e2b_error *err);
+/* Moves the deadline to at least now + ms, never earlier. */
+e2b_req *e2b_sandbox_keep_alive(e2b_client *c, const char *sandbox_id, long ms, e2b_error *err);
+/* Kills every sandbox of owner (all pages) started more than older_than_ms
+ * ago. Result: the killed sandboxes (e2b_req_sandbox_count/at). */
+e2b_req *e2b_sandbox_reap(e2b_client *c, const char *owner, long older_than_ms, e2b_error *err);
+
+typedef struct e2b_network {
+  int allow_internet_access;      /* 0: deny all egress */
+  const char *const *allow_out;   /* hosts, IPs, CIDRs */
+  size_t allow_out_count;
+  const char *const *deny_out;    /* IPs, CIDRs */
+  size_t deny_out_count;
+} e2b_network;
+
+/* Replaces a running sandbox's egress rules (PUT /sandboxes/{id}/network). */
+e2b_req *e2b_sandbox_set_network(e2b_client *c, const char *sandbox_id, const e2b_network *net,
+                                 e2b_error *err);
+
+/* Creation with the contract's rules. */
+typedef struct e2b_provision_opts {
+  e2b_create_opts create;     /* the caller's metadata; logical id and owner are added */
+  const char *id;             /* logical id; NULL: a new UUIDv4 */
+  long ready_timeout_ms;      /* wait for envd at most this long; 0: 60000, < 0: do not wait */
+  const char *setup_script;   /* uploaded, made executable, run with create.env; NULL: none */
+  size_t setup_len;
+  const char *setup_name;     /* file name under /tmp; NULL: "e2b-setup.sh" */
+  long setup_timeout_ms;      /* 0: 600000 */
+  const char *user;           /* user for the setup run; NULL: envd's default */
+  const e2b_network *network; /* applied after setup (setup needs the network to install
+                                 things); without setup it is part of the create call */
+} e2b_provision_opts;
+
+/* Creates a sandbox: creates are serialised within one client; an explicit
+ * logical id is checked before and after allocation (a duplicate found after
+ * deletes only this allocation and fails with E2B_ERR_CONFLICT); then waits
+ * until envd answers, runs the setup script and applies the network policy.
+ * Any failure after allocation destroys the allocation before the request
+ * completes. Result: the sandbox (e2b_req_sandbox). A setup failure's message
+ * ends with the tail of the script's stderr. */
+e2b_req *e2b_sandbox_provision(e2b_client *c, const e2b_provision_opts *opts, e2b_error *err);
+
+/* -- snapshots and volumes -- */
+
+typedef struct e2b_snapshot {
+  char *snapshot_id; /* usable as template_id */
+  char **names;
+  size_t name_count;
+} e2b_snapshot;
+
+/* Snapshots a sandbox under name (a snapshot of that name gets a new build). */
+e2b_req *e2b_snapshot_create(e2b_client *c, const char *sandbox_id, const char *name,
+                             e2b_error *err);
+/* Every snapshot (name NULL) or those matching name, on every page. */
+e2b_req *e2b_snapshot_list(e2b_client *c, const char *name, e2b_error *err);
+/* Deletes every snapshot matching name (or that id); none left is success. */
+e2b_req *e2b_snapshot_delete(e2b_client *c, const char *name, e2b_error *err);
+size_t e2b_req_snapshot_count(const e2b_req *req);
+const e2b_snapshot *e2b_req_snapshot_at(const e2b_req *req, size_t i);
+
+typedef struct e2b_volume {
+  char *volume_id;
+  char *name;
+  char *token;  /* only from create */
+} e2b_volume;
+
+e2b_req *e2b_volume_create(e2b_client *c, const char *name, e2b_error *err);
+e2b_req *e2b_volume_list(e2b_client *c, e2b_error *err);
+/* Deletes the volume with that name (or id); an absent one is success. */
+e2b_req *e2b_volume_delete(e2b_client *c, const char *name, e2b_error *err);
+size_t e2b_req_volume_count(const e2b_req *req);
+const e2b_volume *e2b_req_volume_at(const e2b_req *req, size_t i);
+
+/* -- running a command to completion -- */
+
+typedef struct e2b_run_result {
+  int exit_code;
+  char *status;
+  uint8_t *out;       /* stdout, exact bytes (the last max_output when it overflowed) */
+  size_t out_len;
+  uint8_t *err;
+  size_t err_len;
+  size_t dropped;     /* bytes dropped from the front when output exceeded max_output */
+} e2b_run_result;
+
+/* Starts opts, writes stdin (may be NULL) then closes it, and collects the
+ * output, keeping at most max_output bytes of each stream (the tail).
+ * opts->timeout_ms bounds the run: past it the process group is killed and
+ * the request fails with E2B_ERR_TIMEOUT (the result still holds the output). */
+e2b_req *e2b_run(e2b_sbx *sbx, const e2b_proc_opts *opts, const void *stdin_data,
+                 size_t stdin_len, size_t max_output, e2b_error *err);
+const e2b_run_result *e2b_req_run_result(const e2b_req *req);
+
+/* -- looking at a backend -- */
+
+/* Tri-state answers: 1 supported, 0 not supported, -1 could not tell. */
+typedef struct e2b_doctor_report {
+  int auth;            /* the API key is accepted */
+  char *create_route;  /* "/v2/sandboxes" or "/sandboxes" (what worked), or NULL */
+  char *envd_version;
+  int envd;            /* envd answered /health on a fresh sandbox */
+  int stdin_close;     /* CloseStdin ends a reader's input */
+  int group_signals;   /* a signal reaches the whole process group */
+  int volumes;
+  int snapshots;
+  int network_update;
+  int pagination;      /* limit honoured and X-Next-Token returned when more exist */
+  char notes[512];     /* what went wrong while looking, for humans */
+} e2b_doctor_report;
+
+/* Looks: one list, then a throwaway sandbox (killed at the end, lifetime
+ * 120 s so a crash cannot leak it for long) to try each feature. */
+e2b_req *e2b_doctor(e2b_client *c, e2b_error *err);
+const e2b_doctor_report *e2b_req_doctor_report(const e2b_req *req);
+
+typedef struct e2b_egress_opts {
+  const char *allow_host;  /* the one host put in the allow-list; default "example.com" */
+  const char *allowed_url; /* must answer for the check to mean anything; default https://<allow_host> */
+  const char *denied_url;  /* a host not on the list; default "https://example.org" */
+  const char *ip_url;      /* a raw IP not on the list; default "http://1.1.1.1" */
+  const char *template_id;
+  long timeout_ms;         /* per probe; 0: 5000 */
+} e2b_egress_opts;
+
+typedef enum e2b_egress_verdict {
+  E2B_EGRESS_INCONCLUSIVE = 0,
+  E2B_EGRESS_FILTERED,
+  E2B_EGRESS_OPEN
+} e2b_egress_verdict;
+
+typedef struct e2b_egress_report {
+  e2b_egress_verdict verdict;
+  int allowed_code, denied_code, ip_code; /* HTTP status seen from inside; 0: no answer */
+  char detail[256];
+} e2b_egress_report;
+
+/* Creates a throwaway sandbox with an allow-list of one host and observes,
+ * from inside, the allowed host, a denied host and a raw IP. The request
+ * succeeds whenever it could run the probes; inconclusive whenever it could
+ * not observe (the allowed host did not answer, no curl, ...). */
+e2b_req *e2b_verify_egress(e2b_client *c, const e2b_egress_opts *opts, e2b_error *err);
+const e2b_egress_report *e2b_req_egress_report(const e2b_req *req);
 
 /* ==== requests ================================================================ */
 

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 char *e2b_strdup0(const char *s) { return s ? strdup(s) : NULL; }
 
@@ -44,6 +45,11 @@ e2b_client *e2b_client_new(e2b_loop *loop, const e2b_config *cfg, e2b_error *err
     return NULL;
   }
   if (!cfg) cfg = &defaults;
+  if (cfg->max_retries < E2B_NO_RETRY || cfg->max_inflight < E2B_NO_CAP) {
+    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, "client",
+                "max_retries and max_inflight must be positive (or the NO_ constants)");
+    return NULL;
+  }
   if (cfg->request_timeout_ms < 0) {
     e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, "client",
                 "request_timeout_ms must not be negative");
@@ -78,7 +84,18 @@ e2b_client *e2b_client_new(e2b_loop *loop, const e2b_config *cfg, e2b_error *err
   } else {
     c->user_agent = strdup("lua-e2b/" E2B_VERSION);
   }
-  if (!c->domain || !c->template_id || !c->api_url || !c->user_agent) goto nomem;
+  c->max_retries = cfg->max_retries == 0 ? 3 : cfg->max_retries < 0 ? 0 : cfg->max_retries;
+  c->max_inflight = cfg->max_inflight == 0 ? 16 : cfg->max_inflight < 0 ? 0 : cfg->max_inflight;
+  if (cfg->owner) {
+    c->owner = strdup(cfg->owner);
+  } else {
+    char host[256];
+    if (gethostname(host, sizeof host) != 0) snprintf(host, sizeof host, "unknown");
+    host[sizeof host - 1] = 0;
+    size_t n = strlen(host) + 24;
+    if ((c->owner = malloc(n))) snprintf(c->owner, n, "%s:%d", host, (int)getpid());
+  }
+  if (!c->domain || !c->template_id || !c->api_url || !c->user_agent || !c->owner) goto nomem;
   if ((key && !c->api_key) || (sandbox_url && !c->sandbox_url)) goto nomem;
   return c;
 nomem:
@@ -98,6 +115,7 @@ void e2b_client_release(e2b_client *c) {
   free(c->sandbox_url);
   free(c->template_id);
   free(c->user_agent);
+  free(c->owner);
   if (c->loop) e2b_loop_release(c->loop);
   free(c);
 }
@@ -107,6 +125,7 @@ const char *e2b_client_domain(const e2b_client *c) { return c->domain; }
 const char *e2b_client_sandbox_url(const e2b_client *c) { return c->sandbox_url; }
 const char *e2b_client_template(const e2b_client *c) { return c->template_id; }
 int e2b_client_has_api_key(const e2b_client *c) { return c->api_key != NULL; }
+const char *e2b_client_owner(const e2b_client *c) { return c->owner; }
 
 char *e2b_url_escape(const char *s) {
   char *tmp = curl_easy_escape(NULL, s, 0);

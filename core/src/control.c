@@ -66,8 +66,8 @@ static json_t *string_array(const char *const *s, size_t n) {
 static long ceil_seconds(long ms) { return (ms + 999) / 1000; }
 
 /* Runs a control-plane request: builds it, owns body, starts it. */
-static e2b_req *control(e2b_client *c, const char *op, const char *method, const char *path,
-                        json_t *body, req_parse_fn parse, e2b_error *err) {
+e2b_req *e2b_control(e2b_client *c, const char *op, const char *method, const char *path,
+                     json_t *body, req_parse_fn parse, int idempotent, e2b_error *err) {
   e2b_req *req = e2b_req_new(c->loop, op, err);
   if (!req) {
     json_decref(body);
@@ -75,6 +75,7 @@ static e2b_req *control(e2b_client *c, const char *op, const char *method, const
   }
   req->mode = BODY_BUFFER;
   req->parse = parse;
+  req->idempotent = idempotent;
   int rc = e2b_client_prepare_control(c, req, method, path, body, err);
   json_decref(body);
   if (rc != 0) {
@@ -92,6 +93,19 @@ static int parse_one_sandbox(e2b_req *req, json_t *body, e2b_error *err) {
   }
   req->sandbox_count = 1;
   req->resumed = req->status == 201;
+  return 0;
+}
+
+/* Pages carry the next token in a header (absent or empty on the last page). */
+int e2b_take_next_token(e2b_req *req, e2b_error *err) {
+  struct curl_header *h = NULL;
+  if (curl_easy_header(req->easy, "X-Next-Token", 0, CURLH_HEADER, -1, &h) == CURLHE_OK && h &&
+      h->value && *h->value) {
+    if (!(req->next_token = strdup(h->value))) {
+      e2b_err_set(err, E2B_ERR_UNAVAILABLE, req->op, "out of memory");
+      return -1;
+    }
+  }
   return 0;
 }
 
@@ -115,19 +129,10 @@ static int parse_sandbox_list(e2b_req *req, json_t *body, e2b_error *err) {
     }
     req->sandbox_count++;
   }
-  /* The token arrives as a header; on_header stored nothing for it, so ask curl. */
-  struct curl_header *h = NULL;
-  if (curl_easy_header(req->easy, "X-Next-Token", 0, CURLH_HEADER, -1, &h) == CURLHE_OK && h &&
-      h->value && *h->value) {
-    if (!(req->next_token = strdup(h->value))) {
-      e2b_err_set(err, E2B_ERR_UNAVAILABLE, req->op, "out of memory");
-      return -1;
-    }
-  }
-  return 0;
+    return e2b_take_next_token(req, err);
 }
 
-static int parse_nothing(e2b_req *req, json_t *body, e2b_error *err) { return 0; }
+int e2b_parse_nothing(e2b_req *req, json_t *body, e2b_error *err) { return 0; }
 
 static int validate_create(const e2b_create_opts *o, e2b_error *err) {
   const char *op = "create";
@@ -141,6 +146,7 @@ static int validate_create(const e2b_create_opts *o, e2b_error *err) {
   }
   if (check_kvs(o->metadata, o->metadata_count, "metadata", op, err) ||
       check_kvs(o->env, o->env_count, "env", op, err) ||
+      check_kvs(o->volume_mounts, o->volume_mount_count, "volume_mounts", op, err) ||
       check_strings(o->allow_out, o->allow_out_count, "network.allow", op, err) ||
       check_strings(o->deny_out, o->deny_out_count, "network.deny", op, err))
     return -1;
@@ -195,15 +201,26 @@ e2b_req *e2b_sandbox_create(e2b_client *c, const e2b_create_opts *o, e2b_error *
     if (o->deny_out_count) json_object_set_new(net, "denyOut", string_array(o->deny_out, o->deny_out_count));
     json_object_set_new(body, "network", net);
   }
-  return control(c, "create", "POST", o->v1_route ? "/sandboxes" : "/v2/sandboxes", body,
-                 parse_one_sandbox, err);
+  if (o->volume_mount_count) {
+    json_t *mounts = json_array();
+    for (size_t i = 0; i < o->volume_mount_count; i++) {
+      json_t *m = json_object();
+      json_object_set_new(m, "name", json_string(o->volume_mounts[i].value));
+      json_object_set_new(m, "path", json_string(o->volume_mounts[i].key));
+      json_array_append_new(mounts, m);
+    }
+    json_object_set_new(body, "volumeMounts", mounts);
+  }
+  /* Never repeated once it may have reached the server: it allocates. */
+  return e2b_control(c, "create", "POST", o->v1_route ? "/sandboxes" : "/v2/sandboxes", body,
+                     parse_one_sandbox, 0, err);
 nomem:
   e2b_err_set(err, E2B_ERR_UNAVAILABLE, "create", "out of memory");
   return NULL;
 }
 
 /* Builds "/prefix/<escaped id>/suffix". */
-static char *id_path(const char *prefix, const char *id, const char *suffix) {
+char *e2b_id_path(const char *prefix, const char *id, const char *suffix) {
   char *esc = e2b_url_escape(id);
   if (!esc) return NULL;
   size_t n = strlen(prefix) + strlen(esc) + strlen(suffix) + 2;
@@ -213,8 +230,9 @@ static char *id_path(const char *prefix, const char *id, const char *suffix) {
   return path;
 }
 
-static e2b_req *on_sandbox(e2b_client *c, const char *op, const char *method, const char *id,
-                           const char *suffix, json_t *body, req_parse_fn parse, e2b_error *err) {
+e2b_req *e2b_on_sandbox(e2b_client *c, const char *op, const char *method, const char *id,
+                        const char *suffix, json_t *body, req_parse_fn parse, int idempotent,
+                        e2b_error *err) {
   e2b_error_clear(err);
   if (!c) {
     json_decref(body);
@@ -225,13 +243,13 @@ static e2b_req *on_sandbox(e2b_client *c, const char *op, const char *method, co
     json_decref(body);
     return NULL;
   }
-  char *path = id_path("/sandboxes", id, suffix);
+  char *path = e2b_id_path("/sandboxes", id, suffix);
   if (!path) {
     json_decref(body);
     e2b_err_set(err, E2B_ERR_UNAVAILABLE, op, "out of memory");
     return NULL;
   }
-  e2b_req *req = control(c, op, method, path, body, parse, err);
+  e2b_req *req = e2b_control(c, op, method, path, body, parse, idempotent, err);
   free(path);
   return req;
 }
@@ -244,15 +262,16 @@ e2b_req *e2b_sandbox_connect(e2b_client *c, const char *sandbox_id, long timeout
   json_t *body = json_object();
   json_object_set_new(body, "timeout",
                       json_integer(ceil_seconds(timeout_ms ? timeout_ms : E2B_DEFAULT_SANDBOX_TIMEOUT_MS)));
-  return on_sandbox(c, "connect", "POST", sandbox_id, "/connect", body, parse_one_sandbox, err);
+  return e2b_on_sandbox(c, "connect", "POST", sandbox_id, "/connect", body, parse_one_sandbox, 1,
+                        err);
 }
 
 e2b_req *e2b_sandbox_get(e2b_client *c, const char *sandbox_id, e2b_error *err) {
-  return on_sandbox(c, "info", "GET", sandbox_id, "", NULL, parse_one_sandbox, err);
+  return e2b_on_sandbox(c, "info", "GET", sandbox_id, "", NULL, parse_one_sandbox, 1, err);
 }
 
 e2b_req *e2b_sandbox_kill(e2b_client *c, const char *sandbox_id, e2b_error *err) {
-  return on_sandbox(c, "kill", "DELETE", sandbox_id, "", NULL, parse_nothing, err);
+  return e2b_on_sandbox(c, "kill", "DELETE", sandbox_id, "", NULL, e2b_parse_nothing, 1, err);
 }
 
 e2b_req *e2b_sandbox_set_timeout(e2b_client *c, const char *sandbox_id, long timeout_ms,
@@ -263,13 +282,42 @@ e2b_req *e2b_sandbox_set_timeout(e2b_client *c, const char *sandbox_id, long tim
   }
   json_t *body = json_object();
   json_object_set_new(body, "timeout", json_integer(ceil_seconds(timeout_ms)));
-  return on_sandbox(c, "set_timeout", "POST", sandbox_id, "/timeout", body, parse_nothing, err);
+  return e2b_on_sandbox(c, "set_timeout", "POST", sandbox_id, "/timeout", body, e2b_parse_nothing,
+                        1, err);
 }
 
-e2b_req *e2b_sandbox_pause(e2b_client *c, const char *sandbox_id, int memory, e2b_error *err) {
+e2b_req *e2b_api_pause(e2b_client *c, const char *sandbox_id, int memory, e2b_error *err) {
   json_t *body = json_object();
   json_object_set_new(body, "memory", json_boolean(memory));
-  return on_sandbox(c, "pause", "POST", sandbox_id, "/pause", body, parse_nothing, err);
+  return e2b_on_sandbox(c, "pause", "POST", sandbox_id, "/pause", body, e2b_parse_nothing, 1, err);
+}
+
+e2b_req *e2b_api_refresh(e2b_client *c, const char *sandbox_id, long seconds, e2b_error *err) {
+  json_t *body = json_object();
+  json_object_set_new(body, "duration", json_integer(seconds));
+  return e2b_on_sandbox(c, "keep_alive", "POST", sandbox_id, "/refreshes", body, e2b_parse_nothing,
+                        1, err);
+}
+
+e2b_req *e2b_sandbox_set_network(e2b_client *c, const char *sandbox_id, const e2b_network *net,
+                                 e2b_error *err) {
+  const char *op = "set_network";
+  e2b_error_clear(err);
+  if (!net) {
+    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "network is required");
+    return NULL;
+  }
+  if (check_strings(net->allow_out, net->allow_out_count, "network.allow", op, err) ||
+      check_strings(net->deny_out, net->deny_out_count, "network.deny", op, err))
+    return NULL;
+  /* The update replaces the whole egress configuration. */
+  json_t *body = json_object();
+  json_object_set_new(body, "allow_internet_access", json_boolean(net->allow_internet_access));
+  if (net->allow_out_count)
+    json_object_set_new(body, "allowOut", string_array(net->allow_out, net->allow_out_count));
+  if (net->deny_out_count)
+    json_object_set_new(body, "denyOut", string_array(net->deny_out, net->deny_out_count));
+  return e2b_on_sandbox(c, op, "PUT", sandbox_id, "/network", body, e2b_parse_nothing, 1, err);
 }
 
 /* metadata=k=v&k2=v2 with each key and value escaped, then the whole string
@@ -331,7 +379,7 @@ e2b_req *e2b_sandbox_list(e2b_client *c, const e2b_list_opts *o, e2b_error *err)
     e2b_err_set(err, E2B_ERR_UNAVAILABLE, op, "out of memory");
     return NULL;
   }
-  e2b_req *req = control(c, op, "GET", q.data, NULL, parse_sandbox_list, err);
+  e2b_req *req = e2b_control(c, op, "GET", q.data, NULL, parse_sandbox_list, 1, err);
   e2b_growbuf_free(&q);
   return req;
 }

@@ -21,7 +21,9 @@ struct e2b_loop {
   int refs;
   CURLM *multi;
   int running;
-  e2b_req *dirty; /* requests that progressed since the last notification round */
+  e2b_req *dirty;   /* requests that progressed since the last notification round */
+  e2b_req **timers; /* requests with an armed timer (retries, backoffs, deadlines) */
+  size_t timer_count, timer_cap;
 };
 
 struct e2b_client {
@@ -34,6 +36,13 @@ struct e2b_client {
   char *template_id;
   char *user_agent;
   long request_timeout_ms;
+  int max_retries;          /* extra attempts for retryable failures */
+  int max_inflight;         /* control-plane requests in flight at once; 0: no cap */
+  int inflight;
+  e2b_req *queue_head, *queue_tail; /* control-plane requests waiting for a slot */
+  e2b_req *create_owner;    /* the provisioning that holds the create slot */
+  e2b_req *create_queue_head, *create_queue_tail;
+  char *owner;              /* owner tag written into created sandboxes */
 };
 
 struct e2b_sbx {
@@ -58,6 +67,9 @@ typedef enum req_error_style {
   ERR_CONNECT         /* Connect RPC: {"code": "string", "message"} */
 } req_error_style;
 
+enum { E2B_RESULT_NONE, E2B_RESULT_RUN, E2B_RESULT_SNAPSHOTS, E2B_RESULT_VOLUMES,
+       E2B_RESULT_DOCTOR, E2B_RESULT_EGRESS };
+
 typedef struct queued {
   struct queued *next;
   e2b_proc_event ev;  /* data/status/error point into this allocation */
@@ -72,8 +84,27 @@ typedef struct growbuf {
 /* Called once with the full 2xx body of a BODY_BUFFER request. */
 typedef int (*req_parse_fn)(e2b_req *req, json_t *body, e2b_error *err);
 
+/* A composite request: a state machine over child requests and a timer. */
+typedef void (*req_advance_fn)(e2b_req *req);
+typedef void (*req_state_free_fn)(void *state);
+
 struct e2b_req {
   e2b_loop *loop;
+  /* composite requests only */
+  req_advance_fn advance;
+  void *state;
+  req_state_free_fn state_free;
+  e2b_req *parent;     /* set on children of a composite */
+  /* timers */
+  int64_t timer_at_ms; /* 0: not armed */
+  /* retries (transfers) */
+  int idempotent;      /* may be repeated after any retryable failure */
+  int attempts;
+  int waiting_retry;
+  int queued;          /* waiting for a control-plane slot */
+  e2b_req *queue_next;
+  int holds_slot;
+  int autofree;        /* nobody waits: the loop frees it once it completes */
   e2b_client *client;
   e2b_sbx *sbx;
   CURL *easy;
@@ -120,6 +151,9 @@ struct e2b_req {
   e2b_proc_info *procs;
   size_t proc_count;
   char *written_path;
+  void *result;                 /* composite results (type per operation) */
+  void (*result_free)(void *);
+  int result_kind;              /* E2B_RESULT_* */
 
   e2b_notify_fn notify;
   void *notify_ud;
@@ -138,7 +172,12 @@ void e2b_err_from_connect(e2b_error *err, const char *connect_code, const char *
                           const char *op);
 e2b_code e2b_code_from_connect(const char *connect_code);
 
-/* ---- loop.c: generic request machinery ---- */
+/* ---- loop.c: the loop, timers, notifications ---- */
+int64_t e2b_now_ms(void);
+void e2b_req_arm_timer(e2b_req *req, int64_t delay_ms);
+void e2b_req_disarm_timer(e2b_req *req);
+
+/* ---- transfer.c: HTTP transfers ---- */
 e2b_req *e2b_req_new(e2b_loop *loop, const char *op, e2b_error *err);
 int e2b_req_add_header(e2b_req *req, const char *name, const char *value, e2b_error *err);
 int e2b_req_start(e2b_req *req, e2b_error *err); /* adds to the multi; frees req on failure */
@@ -146,6 +185,29 @@ void e2b_req_fail(e2b_req *req, const e2b_error *err);
 void e2b_req_mark_dirty(e2b_req *req);
 int e2b_growbuf_append(growbuf *b, const void *data, size_t len);
 void e2b_growbuf_free(growbuf *b);
+
+void e2b_transfer_complete(e2b_req *req, CURLcode rc);
+void e2b_transfer_retry_now(e2b_req *req);
+
+/* ---- lifecycle.c: helpers shared by composites ---- */
+typedef struct e2b_kvs {
+  e2b_kv *kv;
+  size_t n;
+} e2b_kvs;
+int e2b_kvs_dup(e2b_kvs *dst, const e2b_kv *src, size_t n);
+void e2b_kvs_free(e2b_kvs *k);
+int64_t e2b_wall_ms(void);
+int e2b_take_sandboxes(e2b_req *dst, e2b_req *src);
+
+/* ---- op.c: composite requests ---- */
+e2b_req *e2b_op_new(e2b_loop *loop, const char *op, req_advance_fn advance, void *state,
+                    req_state_free_fn state_free, e2b_error *err);
+/* Makes child report to op: its progress runs op's advance. */
+e2b_req *e2b_op_child(e2b_req *op, e2b_req *child);
+/* Finishes op with err (NULL: success). */
+void e2b_op_finish(e2b_req *op, const e2b_error *err);
+/* Runs op's advance once, soon (from the next notification round). */
+void e2b_op_kick(e2b_req *op);
 
 /* ---- client.c ---- */
 char *e2b_strdup0(const char *s); /* NULL-safe strdup */
@@ -157,6 +219,18 @@ char *e2b_url_escape(const char *s);
 void e2b_client_retain(e2b_client *c);
 void e2b_sbx_retain(e2b_sbx *sbx);
 void e2b_loop_retain(e2b_loop *loop);
+
+/* ---- control.c: raw control-plane calls ---- */
+e2b_req *e2b_control(e2b_client *c, const char *op, const char *method, const char *path,
+                     json_t *body, req_parse_fn parse, int idempotent, e2b_error *err);
+e2b_req *e2b_on_sandbox(e2b_client *c, const char *op, const char *method, const char *id,
+                        const char *suffix, json_t *body, req_parse_fn parse, int idempotent,
+                        e2b_error *err);
+char *e2b_id_path(const char *prefix, const char *id, const char *suffix);
+int e2b_parse_nothing(e2b_req *req, json_t *body, e2b_error *err);
+int e2b_take_next_token(e2b_req *req, e2b_error *err);
+e2b_req *e2b_api_pause(e2b_client *c, const char *sandbox_id, int memory, e2b_error *err);
+e2b_req *e2b_api_refresh(e2b_client *c, const char *sandbox_id, long seconds, e2b_error *err);
 
 /* ---- parse.c: JSON -> result structs ---- */
 int e2b_parse_sandbox(json_t *obj, e2b_sandbox *out);

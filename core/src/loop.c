@@ -1,38 +1,18 @@
-/* loop.c — the transport: a libcurl multi handle, the request life cycle and
- * the curl callbacks that feed bodies, streams and uploads. Nothing here
- * blocks inside a transfer: waiting happens only in curl_multi_poll, at the
- * caller's request. */
+/* loop.c — the loop: one libcurl multi handle, the timers of composite
+ * requests and retries, and the notification round. Nothing here blocks
+ * inside a transfer: waiting happens only in curl_multi_poll, at the
+ * caller's request, and never past the next timer. */
 #include "internal.h"
 
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <time.h>
 
-/* ---- growable buffers ---- */
-
-int e2b_growbuf_append(growbuf *b, const void *data, size_t len) {
-  if (len == 0) return 0;
-  if (b->len + len + 1 > b->cap) {
-    size_t cap = b->cap ? b->cap : 1024;
-    while (cap < b->len + len + 1) cap *= 2;
-    char *p = realloc(b->data, cap);
-    if (!p) return -1;
-    b->data = p;
-    b->cap = cap;
-  }
-  memcpy(b->data + b->len, data, len);
-  b->len += len;
-  b->data[b->len] = 0;
-  return 0;
+int64_t e2b_now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
-
-void e2b_growbuf_free(growbuf *b) {
-  free(b->data);
-  memset(b, 0, sizeof *b);
-}
-
-/* ---- loop ---- */
 
 static int curl_ready; /* curl_global_init once per process */
 
@@ -60,12 +40,73 @@ void e2b_loop_retain(e2b_loop *loop) { loop->refs++; }
 void e2b_loop_release(e2b_loop *loop) {
   if (!loop || --loop->refs > 0) return;
   curl_multi_cleanup(loop->multi);
+  free(loop->timers);
   free(loop);
 }
 
-int e2b_loop_active(const e2b_loop *loop) { return loop->running; }
+int e2b_loop_active(const e2b_loop *loop) { return loop->running + (int)loop->timer_count; }
 
 void e2b_loop_wakeup(e2b_loop *loop) { curl_multi_wakeup(loop->multi); }
+
+/* ---- timers ---- */
+
+void e2b_req_arm_timer(e2b_req *req, int64_t delay_ms) {
+  e2b_loop *loop = req->loop;
+  if (!req->timer_at_ms) {
+    if (loop->timer_count == loop->timer_cap) {
+      size_t cap = loop->timer_cap ? loop->timer_cap * 2 : 16;
+      e2b_req **t = realloc(loop->timers, cap * sizeof *t);
+      if (!t) return; /* the request then completes on its own schedule only */
+      loop->timers = t;
+      loop->timer_cap = cap;
+    }
+    loop->timers[loop->timer_count++] = req;
+  }
+  req->timer_at_ms = e2b_now_ms() + (delay_ms > 0 ? delay_ms : 0);
+  if (req->timer_at_ms == 0) req->timer_at_ms = 1;
+}
+
+void e2b_req_disarm_timer(e2b_req *req) {
+  if (!req->timer_at_ms) return;
+  e2b_loop *loop = req->loop;
+  for (size_t i = 0; i < loop->timer_count; i++) {
+    if (loop->timers[i] == req) {
+      loop->timers[i] = loop->timers[--loop->timer_count];
+      break;
+    }
+  }
+  req->timer_at_ms = 0;
+}
+
+/* ms until the next timer (-1: none). */
+long e2b_loop_timeout(const e2b_loop *loop) {
+  int64_t next = 0;
+  for (size_t i = 0; i < loop->timer_count; i++)
+    if (!next || loop->timers[i]->timer_at_ms < next) next = loop->timers[i]->timer_at_ms;
+  if (!next) return -1;
+  int64_t left = next - e2b_now_ms();
+  return left > 0 ? (long)left : 0;
+}
+
+static void fire_timers(e2b_loop *loop) {
+  int64_t now = e2b_now_ms();
+  size_t i = 0;
+  while (i < loop->timer_count) {
+    e2b_req *req = loop->timers[i];
+    if (req->timer_at_ms > now) {
+      i++;
+      continue;
+    }
+    loop->timers[i] = loop->timers[--loop->timer_count];
+    req->timer_at_ms = 0;
+    if (req->waiting_retry)
+      e2b_transfer_retry_now(req);
+    else
+      e2b_req_mark_dirty(req); /* composites advance on their timer */
+  }
+}
+
+/* ---- notifications ---- */
 
 void e2b_req_mark_dirty(e2b_req *req) {
   if (req->dirty) return;
@@ -74,8 +115,9 @@ void e2b_req_mark_dirty(e2b_req *req) {
   req->loop->dirty = req;
 }
 
-/* Notifications are delivered after curl returns, never from inside a curl
- * callback, so a notified caller may freely pause, unpause or cancel. */
+/* Delivered after curl returns, never from inside a curl callback, so a
+ * notified caller may freely pause, unpause or cancel. A composite advances
+ * before its own notification, so one round settles whole cascades. */
 static int flush_notifications(e2b_loop *loop) {
   int n = 0;
   while (loop->dirty) {
@@ -84,12 +126,15 @@ static int flush_notifications(e2b_loop *loop) {
     req->dirty = 0;
     req->dirty_next = NULL;
     n++;
-    if (req->notify) req->notify(req, req->notify_ud);
+    if (req->advance && !req->done) req->advance(req);
+    if (req->parent)
+      e2b_req_mark_dirty(req->parent);
+    else if (req->notify)
+      req->notify(req, req->notify_ud);
+    if (req->autofree && req->done) e2b_req_free(req);
   }
   return n;
 }
-
-static void req_complete(e2b_req *req, CURLcode rc);
 
 static void drain_completions(e2b_loop *loop) {
   CURLMsg *msg;
@@ -101,11 +146,12 @@ static void drain_completions(e2b_loop *loop) {
     CURLcode rc = msg->data.result;
     curl_multi_remove_handle(loop->multi, msg->easy_handle);
     req->added = 0;
-    req_complete(req, rc);
+    e2b_transfer_complete(req, rc);
   }
 }
 
 static int perform(e2b_loop *loop) {
+  fire_timers(loop);
   curl_multi_perform(loop->multi, &loop->running);
   drain_completions(loop);
   return flush_notifications(loop);
@@ -114,471 +160,12 @@ static int perform(e2b_loop *loop) {
 int e2b_loop_step(e2b_loop *loop, long timeout_ms) {
   int progressed = perform(loop);
   if (progressed == 0 && timeout_ms > 0) {
-    int numfds = 0;
+    long next = e2b_loop_timeout(loop);
+    if (next >= 0 && next < timeout_ms) timeout_ms = next;
     if (timeout_ms > 0x7fffffffL) timeout_ms = 0x7fffffffL;
-    curl_multi_poll(loop->multi, NULL, 0, (int)timeout_ms, &numfds);
+    int numfds = 0;
+    if (timeout_ms > 0) curl_multi_poll(loop->multi, NULL, 0, (int)timeout_ms, &numfds);
     perform(loop);
   }
-  return loop->running;
+  return e2b_loop_active(loop);
 }
-
-/* ---- request life cycle ---- */
-
-e2b_req *e2b_req_new(e2b_loop *loop, const char *op, e2b_error *err) {
-  e2b_req *req = calloc(1, sizeof *req);
-  if (!req || !(req->easy = curl_easy_init())) {
-    free(req);
-    e2b_err_set(err, E2B_ERR_UNAVAILABLE, op, "out of memory");
-    return NULL;
-  }
-  req->loop = loop;
-  e2b_loop_retain(loop);
-  snprintf(req->op, sizeof req->op, "%s", op);
-  e2b_error_clear(&req->err);
-  req->retry_after_ms = -1;
-  req->ok_status_min = 200;
-  req->ok_status_max = 299;
-  e2b_envelope_decoder_init(&req->decoder, E2B_MAX_ENVELOPE);
-  return req;
-}
-
-int e2b_req_add_header(e2b_req *req, const char *name, const char *value, e2b_error *err) {
-  size_t n = strlen(name) + strlen(value) + 3;
-  char *line = malloc(n);
-  if (!line) goto nomem;
-  snprintf(line, n, "%s: %s", name, value);
-  struct curl_slist *l = curl_slist_append(req->headers, line);
-  free(line);
-  if (!l) goto nomem;
-  req->headers = l;
-  return 0;
-nomem:
-  e2b_err_set(err, E2B_ERR_UNAVAILABLE, req->op, "out of memory");
-  return -1;
-}
-
-static void free_queue(e2b_req *req) {
-  queued *q = req->queue_head;
-  while (q) {
-    queued *next = q->next;
-    free(q);
-    q = next;
-  }
-  req->queue_head = req->queue_tail = NULL;
-  req->queued_bytes = 0;
-  free(req->current);
-  req->current = NULL;
-}
-
-static void free_results(e2b_req *req) {
-  for (size_t i = 0; i < req->sandbox_count; i++) e2b_sandbox_clear(&req->sandboxes[i]);
-  free(req->sandboxes);
-  for (size_t i = 0; i < req->entry_count; i++) e2b_entry_clear(&req->entries[i]);
-  free(req->entries);
-  for (size_t i = 0; i < req->proc_count; i++) e2b_proc_info_clear(&req->procs[i]);
-  free(req->procs);
-  free(req->next_token);
-  free(req->written_path);
-}
-
-void e2b_req_free(e2b_req *req) {
-  if (!req) return;
-  if (req->added) {
-    curl_multi_remove_handle(req->loop->multi, req->easy);
-    req->added = 0;
-  }
-  /* Unlink from the pending notifications. */
-  for (e2b_req **p = &req->loop->dirty; *p; p = &(*p)->dirty_next) {
-    if (*p == req) {
-      *p = req->dirty_next;
-      break;
-    }
-  }
-  curl_easy_cleanup(req->easy);
-  curl_slist_free_all(req->headers);
-  curl_mime_free(req->mime);
-  e2b_growbuf_free(&req->request_body);
-  e2b_growbuf_free(&req->response_body);
-  e2b_growbuf_free(&req->send_buf);
-  e2b_envelope_decoder_free(&req->decoder);
-  free_queue(req);
-  free_results(req);
-  if (req->sbx) e2b_sbx_release(req->sbx);
-  if (req->client) e2b_client_release(req->client);
-  e2b_loop_release(req->loop);
-  free(req);
-}
-
-void e2b_req_fail(e2b_req *req, const e2b_error *err) {
-  if (req->done) return;
-  req->err = *err;
-  req->done = 1;
-  if (req->added) {
-    curl_multi_remove_handle(req->loop->multi, req->easy);
-    req->added = 0;
-  }
-  e2b_req_mark_dirty(req);
-}
-
-void e2b_req_cancel(e2b_req *req) {
-  if (req->done) return;
-  e2b_error err;
-  e2b_err_set(&err, E2B_ERR_CANCELED, req->op, "canceled");
-  e2b_req_fail(req, &err);
-}
-
-int e2b_req_done(const e2b_req *req) { return req->done; }
-
-const e2b_error *e2b_req_error(const e2b_req *req) {
-  return req->done && req->err.code != E2B_OK ? &req->err : NULL;
-}
-
-int e2b_req_status(const e2b_req *req) { return req->status; }
-
-e2b_loop *e2b_req_loop(const e2b_req *req) { return req->loop; }
-
-void e2b_req_set_notify(e2b_req *req, e2b_notify_fn fn, void *userdata) {
-  req->notify = fn;
-  req->notify_ud = userdata;
-}
-
-int e2b_req_wait(e2b_req *req, long timeout_ms) {
-  struct timespec start;
-  clock_gettime(CLOCK_MONOTONIC, &start);
-  while (!req->done) {
-    long wait = 1000;
-    if (timeout_ms >= 0) {
-      struct timespec now;
-      clock_gettime(CLOCK_MONOTONIC, &now);
-      long elapsed = (now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000;
-      if (elapsed >= timeout_ms) return 0;
-      if (timeout_ms - elapsed < wait) wait = timeout_ms - elapsed;
-    }
-    e2b_loop_step(req->loop, wait);
-  }
-  return 1;
-}
-
-/* ---- curl callbacks ---- */
-
-static size_t on_header(char *line, size_t size, size_t n, void *ud) {
-  e2b_req *req = ud;
-  size_t len = size * n;
-  if (len > 12 && strncmp(line, "HTTP/", 5) == 0) {
-    long code = 0;
-    curl_easy_getinfo(req->easy, CURLINFO_RESPONSE_CODE, &code);
-    req->status = (int)code;
-    /* A new status line (after 100 Continue or a redirect) starts afresh. */
-    req->response_body.len = 0;
-  } else if (len > 12 && strncasecmp(line, "retry-after:", 12) == 0) {
-    long secs = strtol(line + 12, NULL, 10);
-    if (secs >= 0) req->retry_after_ms = secs * 1000;
-  }
-  return len;
-}
-
-static int is_ok_status(const e2b_req *req) {
-  return req->status >= req->ok_status_min && req->status <= req->ok_status_max;
-}
-
-static void push_queued(e2b_req *req, queued *node) {
-  if (req->queue_tail)
-    req->queue_tail->next = node;
-  else
-    req->queue_head = node;
-  req->queue_tail = node;
-  req->queued_bytes += node->len;
-  e2b_req_mark_dirty(req);
-}
-
-static void fail_protocol(e2b_req *req, const char *what) {
-  e2b_error err;
-  e2b_err_set(&err, E2B_ERR_PROTOCOL, req->op, "%s", what);
-  req->err = err;
-}
-
-/* Handles one complete Connect envelope of a process stream. */
-static int on_envelope(e2b_req *req) {
-  e2b_envelope_decoder *d = &req->decoder;
-  if (req->end_stream_seen) {
-    fail_protocol(req, "data after the end of the stream");
-    return -1;
-  }
-  if (d->flags & E2B_ENV_FLAG_COMPRESSED) {
-    fail_protocol(req, "compressed stream message (never negotiated)");
-    return -1;
-  }
-  if (d->flags & E2B_ENV_FLAG_END_STREAM) {
-    req->end_stream_seen = 1;
-    json_t *root = json_loadb((const char *)d->payload, d->payload_len, 0, NULL);
-    json_t *error = json_object_get(root, "error");
-    if (!json_is_object(root)) {
-      fail_protocol(req, "end of stream is not a JSON object");
-    } else if (json_is_object(error)) {
-      e2b_err_from_connect(&req->err, json_string_value(json_object_get(error, "code")),
-                           json_string_value(json_object_get(error, "message")), req->op);
-    }
-    json_decref(root);
-    return req->err.code == E2B_OK ? 0 : -1;
-  }
-  queued *node = NULL;
-  if (e2b_parse_proc_event((const char *)d->payload, d->payload_len, &node, &req->err) != 0)
-    return -1;
-  if (node) push_queued(req, node);
-  return 0;
-}
-
-static size_t on_stream_body(e2b_req *req, const uint8_t *data, size_t len) {
-  size_t pos = 0;
-  while (pos < len) {
-    size_t used = 0;
-    e2b_envelope_status st = e2b_envelope_feed(&req->decoder, data + pos, len - pos, &used);
-    pos += used;
-    if (st == E2B_ENV_FRAME) {
-      int rc = on_envelope(req);
-      e2b_envelope_decoder_reset(&req->decoder);
-      if (rc != 0) return 0; /* aborts the transfer; req->err says why */
-    } else if (st == E2B_ENV_TOO_LARGE) {
-      fail_protocol(req, "stream message larger than 16 MiB");
-      return 0;
-    } else if (st == E2B_ENV_NOMEM) {
-      e2b_err_set(&req->err, E2B_ERR_UNAVAILABLE, req->op, "out of memory");
-      return 0;
-    }
-  }
-  return len;
-}
-
-static size_t on_chunk_body(e2b_req *req, const uint8_t *data, size_t len) {
-  queued *node = malloc(sizeof *node + len);
-  if (!node) {
-    e2b_err_set(&req->err, E2B_ERR_UNAVAILABLE, req->op, "out of memory");
-    return 0;
-  }
-  memset(node, 0, sizeof *node);
-  memcpy(node + 1, data, len);
-  node->ev.type = E2B_EVENT_STDOUT;
-  node->ev.data = (const uint8_t *)(node + 1);
-  node->ev.len = len;
-  node->len = len;
-  push_queued(req, node);
-  return len;
-}
-
-static size_t on_body(char *data, size_t size, size_t n, void *ud) {
-  e2b_req *req = ud;
-  size_t len = size * n;
-  if (req->status == 0) {
-    long code = 0;
-    curl_easy_getinfo(req->easy, CURLINFO_RESPONSE_CODE, &code);
-    req->status = (int)code;
-  }
-  if (req->mode == BODY_BUFFER || !is_ok_status(req)) {
-    if (req->response_body.len + len > E2B_MAX_JSON_BODY) {
-      fail_protocol(req, "response body larger than 16 MiB");
-      return 0;
-    }
-    if (e2b_growbuf_append(&req->response_body, data, len) != 0) return 0;
-    return len;
-  }
-  /* Backpressure: refuse (and so pause) while the consumer is behind. curl
-   * hands the same bytes again after unpausing. */
-  if (req->queued_bytes >= E2B_STREAM_QUEUE_CAP) {
-    req->recv_paused = 1;
-    return CURL_WRITEFUNC_PAUSE;
-  }
-  if (req->mode == BODY_EVENTS) return on_stream_body(req, (const uint8_t *)data, len);
-  return on_chunk_body(req, (const uint8_t *)data, len);
-}
-
-static size_t on_upload(char *buf, size_t size, size_t n, void *ud) {
-  e2b_req *req = ud;
-  size_t room = size * n, avail = req->send_buf.len - req->send_off;
-  if (avail == 0) {
-    if (req->send_ended) return 0;
-    req->send_paused = 1;
-    return CURL_READFUNC_PAUSE;
-  }
-  size_t take = avail < room ? avail : room;
-  memcpy(buf, req->send_buf.data + req->send_off, take);
-  req->send_off += take;
-  if (req->send_off == req->send_buf.len) {
-    req->send_buf.len = 0;
-    req->send_off = 0;
-    e2b_req_mark_dirty(req); /* the producer may send more */
-  }
-  return take;
-}
-
-static void finish_buffered(e2b_req *req) {
-  if (!req->parse) return;
-  json_error_t jerr;
-  json_t *root = NULL;
-  if (req->response_body.len > 0) {
-    root = json_loadb(req->response_body.data, req->response_body.len, JSON_DECODE_ANY, &jerr);
-    if (!root) {
-      e2b_err_set(&req->err, E2B_ERR_PROTOCOL, req->op, "response is not JSON: %s", jerr.text);
-      return;
-    }
-  }
-  req->parse(req, root, &req->err);
-  json_decref(root);
-}
-
-static void req_complete(e2b_req *req, CURLcode rc) {
-  if (req->done) return;
-  req->done = 1;
-  e2b_req_mark_dirty(req);
-  if (req->err.code != E2B_OK) { /* a callback already decided */
-    if (!req->err.op[0]) snprintf(req->err.op, sizeof req->err.op, "%s", req->op);
-    return;
-  }
-  if (rc != CURLE_OK) {
-    e2b_err_from_curl(&req->err, rc, req->op, req->curl_error);
-    return;
-  }
-  long code = 0;
-  curl_easy_getinfo(req->easy, CURLINFO_RESPONSE_CODE, &code);
-  req->status = (int)code;
-  if (!is_ok_status(req)) {
-    e2b_err_from_http(&req->err, req->status, req->error_style, req->op, req->response_body.data,
-                      req->response_body.len, req->retry_after_ms);
-    return;
-  }
-  if (req->mode == BODY_BUFFER) {
-    finish_buffered(req);
-  } else if (req->mode == BODY_EVENTS && !req->end_stream_seen) {
-    fail_protocol(req, e2b_envelope_idle(&req->decoder) ? "stream ended without an end-of-stream message"
-                                                        : "stream ended inside a message");
-  }
-}
-
-int e2b_req_start(e2b_req *req, e2b_error *err) {
-  CURL *e = req->easy;
-  curl_easy_setopt(e, CURLOPT_PRIVATE, (char *)req);
-  curl_easy_setopt(e, CURLOPT_ERRORBUFFER, req->curl_error);
-  curl_easy_setopt(e, CURLOPT_HTTPHEADER, req->headers);
-  curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
-  curl_easy_setopt(e, CURLOPT_HEADERDATA, req);
-  curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
-  curl_easy_setopt(e, CURLOPT_WRITEDATA, req);
-  curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
-  /* TLS verification is always on; these are curl's defaults, stated so no
-   * later change can silently drop them. */
-  curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 1L);
-  curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 2L);
-  curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
-  if (req->mime) {
-    curl_easy_setopt(e, CURLOPT_MIMEPOST, req->mime);
-  }
-  if (curl_multi_add_handle(req->loop->multi, e) != CURLM_OK) {
-    e2b_err_set(err, E2B_ERR_UNAVAILABLE, req->op, "could not start the transfer");
-    e2b_req_free(req);
-    return -1;
-  }
-  req->added = 1;
-  return 0;
-}
-
-/* Exposed for upload sources (filesystem.c). */
-size_t e2b_upload_read_cb(char *buf, size_t size, size_t n, void *ud);
-size_t e2b_upload_read_cb(char *buf, size_t size, size_t n, void *ud) {
-  return on_upload(buf, size, n, ud);
-}
-
-/* ---- stream consumers ---- */
-
-static void maybe_unpause(e2b_req *req) {
-  if (req->recv_paused && !req->done && req->queued_bytes < E2B_STREAM_QUEUE_CAP / 2) {
-    req->recv_paused = 0;
-    curl_easy_pause(req->easy, CURLPAUSE_CONT);
-  }
-}
-
-static int take_queued(e2b_req *req) {
-  free(req->current);
-  req->current = NULL;
-  queued *node = req->queue_head;
-  if (!node) {
-    maybe_unpause(req);
-    return req->done ? -1 : 0;
-  }
-  req->queue_head = node->next;
-  if (!req->queue_head) req->queue_tail = NULL;
-  req->queued_bytes -= node->len;
-  req->current = node;
-  maybe_unpause(req);
-  return 1;
-}
-
-int e2b_req_next_event(e2b_req *req, e2b_proc_event *ev) {
-  int rc = take_queued(req);
-  if (rc == 1) *ev = req->current->ev;
-  else memset(ev, 0, sizeof *ev);
-  return rc;
-}
-
-int e2b_req_next_chunk(e2b_req *req, const uint8_t **data, size_t *len) {
-  int rc = take_queued(req);
-  *data = rc == 1 ? req->current->ev.data : NULL;
-  *len = rc == 1 ? req->current->ev.len : 0;
-  return rc;
-}
-
-size_t e2b_req_queued(const e2b_req *req) { return req->queued_bytes; }
-
-int e2b_req_peek_event(e2b_req *req, e2b_proc_event *ev) {
-  if (!req->queue_head) {
-    memset(ev, 0, sizeof *ev);
-    maybe_unpause(req);
-    return req->done ? -1 : 0;
-  }
-  *ev = req->queue_head->ev;
-  return 1;
-}
-
-void e2b_req_consume(e2b_req *req, size_t n) {
-  queued *head = req->queue_head;
-  if (!head) return;
-  if (head->ev.len > n) {
-    head->ev.data += n;
-    head->ev.len -= n;
-    head->len -= n;
-    req->queued_bytes -= n;
-  } else {
-    req->queue_head = head->next;
-    if (!req->queue_head) req->queue_tail = NULL;
-    req->queued_bytes -= head->len;
-    free(head);
-  }
-  maybe_unpause(req);
-}
-
-/* ---- upload producers ---- */
-
-int e2b_req_send(e2b_req *req, const void *data, size_t len) {
-  if (req->done || req->send_ended) return -1;
-  if (req->send_off > 0 && req->send_off == req->send_buf.len) {
-    req->send_buf.len = 0;
-    req->send_off = 0;
-  }
-  if (e2b_growbuf_append(&req->send_buf, data, len) != 0) return -1;
-  if (req->send_paused) {
-    req->send_paused = 0;
-    curl_easy_pause(req->easy, CURLPAUSE_CONT);
-  }
-  return 0;
-}
-
-int e2b_req_send_end(e2b_req *req) {
-  if (req->done) return -1;
-  req->send_ended = 1;
-  if (req->send_paused) {
-    req->send_paused = 0;
-    curl_easy_pause(req->easy, CURLPAUSE_CONT);
-  }
-  return 0;
-}
-
-size_t e2b_req_send_pending(const e2b_req *req) { return req->send_buf.len - req->send_off; }

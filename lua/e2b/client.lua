@@ -1,4 +1,6 @@
 -- e2b.client: the control-plane face of lua-e2b (shared/API.md, "Client").
+-- The rules (identity, serialised creates, readiness, setup, reaping...)
+-- live in libe2b; this file checks options and shapes results.
 local core = require("e2b.core")
 local check = require("e2b.check")
 local errors = require("e2b.errors")
@@ -8,8 +10,7 @@ local Sandbox = require("e2b.sandbox")
 
 local M = {}
 
--- Metadata keys lua-e2b keeps beside the caller's: the logical id (found
--- again from any host) and the owner tag (for reaping orphans).
+-- Metadata keys libe2b keeps beside the caller's (E2B_META_ID / _OWNER).
 local ID_KEY = "lua_e2b_id"
 local OWNER_KEY = "lua_e2b_owner"
 M.ID_KEY, M.OWNER_KEY = ID_KEY, OWNER_KEY
@@ -40,6 +41,8 @@ local CLIENT_SPEC = {
   owner = "nonempty",
   on_close = ON_CLOSE,
   ready_timeout_ms = "ms",
+  max_retries = "count",
+  max_concurrent = "positive",
 }
 
 -- e2b.client(opts) -> client | nil, err
@@ -56,7 +59,9 @@ function M.new(opts)
   local h
   h, err = core.client(rt.adapter.loop, {
     api_key = o.api_key, domain = o.domain, api_url = o.api_url, sandbox_url = o.sandbox_url,
-    template = o.template, request_timeout_ms = o.request_timeout_ms,
+    template = o.template, request_timeout_ms = o.request_timeout_ms, owner = o.owner,
+    max_retries = o.max_retries == 0 and -1 or o.max_retries,
+    max_inflight = o.max_concurrent,
   })
   if not h then return nil, err end
   local self = setmetatable({
@@ -65,13 +70,12 @@ function M.new(opts)
     _network = o.network or "all",
     _lifecycle = o.lifecycle,
     _user = o.user or "user",
-    _owner = o.owner or core.host_pid(),
     _on_close = o.on_close or "kill",
-    _ready_timeout_ms = o.ready_timeout_ms or 60000,
+    _ready_timeout_ms = o.ready_timeout_ms,
   }, Client)
   local cfg = h:config()
-  self.api_url, self.domain, self.sandbox_url, self.template =
-    cfg.api_url, cfg.domain, cfg.sandbox_url, cfg.template
+  self.api_url, self.domain, self.sandbox_url, self.template, self.owner =
+    cfg.api_url, cfg.domain, cfg.sandbox_url, cfg.template, cfg.owner
   return self
 end
 
@@ -97,27 +101,10 @@ local function to_info(raw)
 end
 M.to_info = to_info
 
--- Walks every page of the sandbox list. filter: { metadata, states }.
-function Client:_list_raw(filter)
-  local out, token, seen = {}, nil, {}
-  repeat
-    local page, next_token = rt.finish(self._h:list({
-      metadata = filter.metadata, states = filter.states, limit = 100, next_token = token,
-    }))
-    if not page then return nil, next_token end
-    for i = 1, #page do out[#out + 1] = page[i] end
-    if next_token and seen[next_token] then
-      return nil, errors.new("protocol", "list", "pagination returned the same token twice")
-    end
-    token = next_token
-    if token then seen[token] = true end
-  until not token
+local function infos(raws)
+  local out = {}
+  for i = 1, #raws do out[i] = to_info(raws[i]) end
   return out
-end
-
--- Finds the sandboxes carrying logical id `id` (running and paused).
-function Client:_find(id)
-  return self:_list_raw({ metadata = { [ID_KEY] = id } })
 end
 
 -- probe() -> true | nil, err: one authenticated list of at most one sandbox.
@@ -128,6 +115,16 @@ function Client:probe()
 end
 
 local SETUP_SPEC = { script = "string", name = "nonempty", timeout_ms = "positive_ms" }
+
+local function volumes_checker(v)
+  if type(v) ~= "table" then return "must be a table { [mount_path] = volume_name }" end
+  for path, name in pairs(v) do
+    if type(path) ~= "string" or path:sub(1, 1) ~= "/" then
+      return "every mount needs an absolute path as its key"
+    end
+    if type(name) ~= "string" or name == "" then return "volume names must be non-empty strings" end
+  end
+end
 
 local CREATE_SPEC = {
   id = "nonempty",
@@ -145,11 +142,16 @@ local CREATE_SPEC = {
   end,
   ready_timeout_ms = "ms",
   on_close = ON_CLOSE,
+  volumes = volumes_checker,
 }
 
-local function create_fields(self, o)
+-- create(opts) -> sbx | nil, err
+function Client:create(opts)
   local op = "create"
-  local net, err = policy.network(op, o.network or self._network)
+  local o, err = check.options(op, opts, CREATE_SPEC)
+  if not o then return nil, err end
+  local net
+  net, err = policy.network(op, o.network or self._network)
   if not net then return nil, err end
   local lc
   lc, err = policy.lifecycle(op, o.lifecycle or self._lifecycle)
@@ -164,186 +166,172 @@ local function create_fields(self, o)
       return nil, errors.invalid(op, "setup.script", "is required")
     end
   end
-  local metadata = {}
-  for k, v in pairs(o.metadata or {}) do
+  for k in pairs(o.metadata or {}) do
     if k == ID_KEY or k == OWNER_KEY then
       return nil, errors.invalid(op, "metadata." .. k, "is reserved by lua-e2b")
     end
-    metadata[k] = v
   end
-  local id = o.id or core.uuid4()
-  metadata[ID_KEY] = id
-  metadata[OWNER_KEY] = self._owner
-  return {
-    id = id,
-    setup = setup,
-    core = {
-      template = o.template,
-      timeout_ms = o.timeout_ms or self._timeout_ms,
-      secure = o.secure ~= false,
-      env = o.env,
-      metadata = metadata,
+  local ready = o.ready_timeout_ms or self._ready_timeout_ms
+  local raw
+  raw, err = rt.finish(self._h:provision({
+    id = o.id,
+    template = o.template,
+    timeout_ms = o.timeout_ms or self._timeout_ms,
+    secure = o.secure ~= false,
+    env = o.env,
+    metadata = o.metadata,
+    volume_mounts = o.volumes,
+    auto_pause = lc.auto_pause,
+    auto_pause_memory = lc.auto_pause_memory,
+    auto_resume = lc.auto_resume,
+    network = {
       allow_internet_access = net.allow_internet_access,
-      network = net.network,
       allow_out = net.allow_out,
       deny_out = net.deny_out,
-      auto_pause = lc.auto_pause,
-      auto_pause_memory = lc.auto_pause_memory,
-      auto_resume = lc.auto_resume,
     },
-  }
-end
-
--- Kills an allocation this client made and failed to finish; the original
--- failure is what the caller sees.
-function Client:_discard(sandbox_id)
-  rt.finish(self._h:kill(sandbox_id))
-end
-
--- create(opts) -> sbx | nil, err
-function Client:create(opts)
-  local o, err = check.options("create", opts, CREATE_SPEC)
-  if not o then return nil, err end
-  local f
-  f, err = create_fields(self, o)
-  if not f then return nil, err end
-  if o.id then
-    local found
-    found, err = self:_find(o.id)
-    if not found then return nil, err end
-    if #found > 0 then
-      return nil, errors.new("conflict", "create",
-        ("a sandbox with id %q already exists (%s)"):format(o.id, found[1].sandbox_id),
-        { retryable = false, sandbox_id = found[1].sandbox_id })
-    end
-  end
-  local raw
-  raw, err = rt.finish(self._h:create(f.core))
+    ready_timeout_ms = ready == 0 and -1 or ready,
+    setup_script = setup and setup.script,
+    setup_name = setup and setup.name,
+    setup_timeout_ms = setup and setup.timeout_ms,
+    user = self._user,
+  }))
   if not raw then return nil, err end
-  if o.id then
-    -- Another creator may have raced us: keep the sandbox only if ours is alone.
-    local found
-    found, err = self:_find(o.id)
-    if not found or #found > 1 then
-      self:_discard(raw.sandbox_id)
-      return nil, err or errors.new("conflict", "create",
-        ("another sandbox with id %q was created concurrently; this one was removed"):format(o.id),
-        { retryable = false })
-    end
-  end
-  raw.metadata = f.core.metadata
-  local sbx = Sandbox.new(self, raw, { owned = true, on_close = o.on_close or self._on_close })
-  local ok
-  ok, err = sbx:_wait_ready(o.ready_timeout_ms or self._ready_timeout_ms)
-  if ok and f.setup then ok, err = sbx:_setup(f.setup, o.env) end
-  if not ok then
-    self:_discard(raw.sandbox_id)
-    return nil, rt.tag(err, raw.sandbox_id)
-  end
-  return sbx
+  return Sandbox.new(self, raw, { owned = true, on_close = o.on_close or self._on_close })
 end
 
--- Resolves a logical or provider id to one control-plane sandbox table.
--- Only a real 404 is not_found; any other failure is returned as it is.
-function Client:_resolve(id, op)
-  local ok, err = check.value(op, "id", id, "nonempty")
-  if not ok then return nil, err end
-  local found
-  found, err = self:_find(id)
-  if not found then return nil, err end
-  if #found > 1 then
-    return nil, errors.new("conflict", op,
-      ("%d sandboxes carry id %q; refusing to choose one"):format(#found, id),
-      { retryable = false })
-  end
-  if #found == 1 then return found[1] end
-  local raw
-  raw, err = rt.finish(self._h:info(id))
-  if not raw then return nil, rt.tag(err, id) end
-  return raw
+local function id_arg(op, id)
+  return check.value(op, "id", id, "nonempty")
 end
 
 -- describe(id) -> info | nil, err. Never resumes: it only reads.
 function Client:describe(id)
-  local raw, err = self:_resolve(id, "describe")
-  if not raw then return nil, err end
+  local ok, err = id_arg("describe", id)
+  if not ok then return nil, err end
+  local raw
+  raw, err = rt.finish(self._h:describe(id))
+  if not raw then return nil, rt.tag(err, id) end
   return to_info(raw)
 end
 
--- list{ metadata = {...}, state = {"running","paused"} } -> array of info
+local STATE_CHECK = function(v)
+  if type(v) ~= "table" then return 'must be an array of "running" / "paused"' end
+  for _, s in ipairs(v) do
+    if s ~= "running" and s ~= "paused" then return 'entries must be "running" or "paused"' end
+  end
+end
+
+-- list{ metadata = {...}, state = {"running","paused"} } -> array of info (every page)
 function Client:list(opts)
-  local o, err = check.options("list", opts, {
-    metadata = "string_map",
-    state = function(v)
-      if type(v) ~= "table" then return 'must be an array of "running" / "paused"' end
-      for _, s in ipairs(v) do
-        if s ~= "running" and s ~= "paused" then return 'entries must be "running" or "paused"' end
-      end
-    end,
-  })
+  local o, err = check.options("list", opts, { metadata = "string_map", state = STATE_CHECK })
   if not o then return nil, err end
   local raws
-  raws, err = self:_list_raw({ metadata = o.metadata, states = o.state })
+  raws, err = rt.finish(self._h:find({ metadata = o.metadata, states = o.state }))
   if not raws then return nil, err end
-  local out = {}
-  for i = 1, #raws do out[i] = to_info(raws[i]) end
-  return out
+  return infos(raws)
 end
 
 -- destroy(id) -> true | nil, err. Idempotent: an absent sandbox is destroyed.
 function Client:destroy(id)
-  local raw, err = self:_resolve(id, "destroy")
-  if not raw then
-    if errors.is(err, "not_found") then return true end
-    return nil, err
-  end
-  local ok
-  ok, err = rt.finish(self._h:kill(raw.sandbox_id))
-  if not ok and not errors.is(err, "not_found") then return nil, rt.tag(err, raw.sandbox_id) end
+  local ok, err = id_arg("destroy", id)
+  if not ok then return nil, err end
+  ok, err = rt.finish(self._h:destroy(id))
+  if not ok then return nil, rt.tag(err, id) end
   return true
 end
 
--- Connects to a sandbox by provider id: resumes it if paused. The deadline
--- asked for is the client's timeout; E2B only ever extends a running one.
-function Client:_connect_raw(sandbox_id)
-  local raw, err = rt.finish(self._h:connect(sandbox_id, self._timeout_ms))
-  if not raw then return nil, rt.tag(err, sandbox_id) end
-  local info
-  info, err = rt.finish(self._h:info(sandbox_id))
-  if not info then return nil, rt.tag(err, sandbox_id) end
-  raw.metadata = info.metadata
-  return raw
-end
-
--- connect(sandbox_id) -> sbx: an externally owned sandbox (close never kills it).
+-- connect(sandbox_id) -> sbx: an externally owned sandbox (close never kills
+-- it). Resumes a paused one; never shortens a running one's deadline.
 function Client:connect(sandbox_id)
   local ok, err = check.value("connect", "sandbox_id", sandbox_id, "nonempty")
   if not ok then return nil, err end
   local raw
-  raw, err = self:_connect_raw(sandbox_id)
-  if not raw then return nil, err end
+  raw, err = rt.finish(self._h:attach(sandbox_id, self._timeout_ms))
+  if not raw then return nil, rt.tag(err, sandbox_id) end
   return Sandbox.new(self, raw, { owned = false })
 end
 
--- resume(id) -> sbx: by logical id, running or paused, on any page.
+-- resume(id) -> sbx: by logical id, running or paused, found on any page.
+-- The sandbox stays as owned as it was: close() forgets it, kill() kills it.
 function Client:resume(id)
-  local ok, err = check.value("resume", "id", id, "nonempty")
+  local ok, err = id_arg("resume", id)
   if not ok then return nil, err end
-  local found
-  found, err = self:_find(id)
-  if not found then return nil, err end
-  if #found == 0 then
-    return nil, errors.new("not_found", "resume", ("no sandbox has id %q"):format(id),
-      { retryable = false })
-  elseif #found > 1 then
-    return nil, errors.new("conflict", "resume",
-      ("%d sandboxes carry id %q; refusing to choose one"):format(#found, id),
-      { retryable = false })
-  end
   local raw
-  raw, err = self:_connect_raw(found[1].sandbox_id)
-  if not raw then return nil, err end
+  raw, err = rt.finish(self._h:resume(id, self._timeout_ms))
+  if not raw then return nil, rt.tag(err, id) end
   return Sandbox.new(self, raw, { owned = false })
+end
+
+-- reap{ owner = ..., older_than_ms = ... } -> array of the killed info
+function Client:reap(opts)
+  local o, err = check.options("reap", opts, { owner = "nonempty", older_than_ms = "ms" })
+  if not o then return nil, err end
+  local raws
+  raws, err = rt.finish(self._h:reap(o.owner or self.owner, o.older_than_ms or 0))
+  if not raws then return nil, err end
+  return infos(raws)
+end
+
+-- snapshots() -> array of { id, names }
+function Client:snapshots(name)
+  if name ~= nil then
+    local ok, err = check.value("snapshots", "name", name, "nonempty")
+    if not ok then return nil, err end
+  end
+  local list, err = rt.finish(self._h:snapshots(name))
+  if not list then return nil, err end
+  local out = {}
+  for i, s in ipairs(list) do out[i] = { id = s.snapshot_id, snapshot_id = s.snapshot_id, names = s.names } end
+  return out
+end
+
+function Client:delete_snapshot(name)
+  local ok, err = check.value("delete_snapshot", "name", name, "nonempty")
+  if not ok then return nil, err end
+  return rt.finish(self._h:delete_snapshot(name))
+end
+
+-- Volumes: create_volume(name) -> { id, name }, volumes(), delete_volume(name).
+function Client:create_volume(name)
+  local ok, err = check.value("create_volume", "name", name, "nonempty")
+  if not ok then return nil, err end
+  local list
+  list, err = rt.finish(self._h:create_volume(name))
+  if not list then return nil, err end
+  return { id = list[1].volume_id, name = list[1].name }
+end
+
+function Client:volumes()
+  local list, err = rt.finish(self._h:volumes())
+  if not list then return nil, err end
+  local out = {}
+  for i, v in ipairs(list) do out[i] = { id = v.volume_id, name = v.name } end
+  return out
+end
+
+function Client:delete_volume(name)
+  local ok, err = check.value("delete_volume", "name", name, "nonempty")
+  if not ok then return nil, err end
+  return rt.finish(self._h:delete_volume(name))
+end
+
+-- doctor() -> report: what this backend supports, found by trying it.
+function Client:doctor()
+  return rt.finish(self._h:doctor())
+end
+
+local EGRESS_SPEC = {
+  allow_host = "nonempty", allowed_url = "nonempty", denied_url = "nonempty", ip_url = "nonempty",
+  template = "nonempty", timeout_ms = "positive_ms",
+}
+
+-- verify_egress(opts) -> "filtered" | "open" | "inconclusive", details
+function Client:verify_egress(opts)
+  local o, err = check.options("verify_egress", opts, EGRESS_SPEC)
+  if not o then return nil, err end
+  local report
+  report, err = rt.finish(self._h:verify_egress(o))
+  if not report then return "inconclusive", { detail = tostring(err), error = err } end
+  return report.verdict, report
 end
 
 return M

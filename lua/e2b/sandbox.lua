@@ -11,7 +11,6 @@ local Sandbox = {}
 Sandbox.__index = Sandbox
 M.Sandbox = Sandbox
 
-local adapter = rt.adapter
 
 -- Sandbox.new(client, raw, { owned, on_close }) -> sbx
 function M.new(client, raw, opts)
@@ -45,50 +44,6 @@ function Sandbox:_finish(req, err)
   local a, b = rt.finish(req, err)
   if a == nil then return nil, self:_tag(b) end
   return a, b
-end
-
--- Waits until envd answers /health, backing off up to ready_ms.
-function Sandbox:_wait_ready(ready_ms)
-  if ready_ms == 0 then return true end
-  local deadline = adapter.now_ms() + ready_ms
-  local delay, last = 25, nil
-  while true do
-    local ok, err = rt.finish(self._h:health())
-    if ok then return true end
-    last = err
-    if errors.is(err, "auth") or errors.is(err, "invalid_argument") then break end
-    if adapter.now_ms() + delay > deadline then break end
-    adapter.sleep(delay)
-    delay = math.min(delay * 2, 1000)
-  end
-  return nil, errors.new("timeout", "create",
-    ("sandbox did not become ready within %d ms (last: %s)"):format(ready_ms, tostring(last)),
-    { sandbox_id = self.sandbox_id })
-end
-
--- Uploads the setup script, makes it executable and runs it with the
--- sandbox env; a failure carries the tail of its stderr.
-function Sandbox:_setup(setup, env)
-  local name = setup.name or "e2b-setup.sh"
-  if name:find("/") then
-    return nil, errors.invalid("create", "setup.name", "must be a plain file name")
-  end
-  local path = "/tmp/" .. name
-  local ok, err = self.files:write(path, setup.script, { mode = 493 })
-  if not ok then return nil, err end
-  local res
-  res, err = self:run({ path }, { env = env, timeout_ms = setup.timeout_ms or 600000 })
-  if not res then
-    err.message = "setup failed: " .. err.message
-    return nil, err
-  end
-  if res.exit_code ~= 0 then
-    local tail = res.stderr:sub(-2000)
-    return nil, errors.new("sandbox", "create",
-      ("setup script exited with %d: %s"):format(res.exit_code, tail),
-      { exit_code = res.exit_code, stderr = tail, sandbox_id = self.sandbox_id, retryable = false })
-  end
-  return true
 end
 
 -- ---- commands ----
@@ -151,14 +106,35 @@ end
 function Sandbox:pause(opts)
   local o, err = check.options("pause", opts, { mode = check.oneof("memory", "filesystem") })
   if not o then return nil, err end
-  local ok
-  ok, err = rt.finish(self._client._h:pause(self.sandbox_id, (o.mode or "memory") == "memory"))
-  if ok then return true end
-  if errors.is(err, "conflict") then
-    local info = self:info()
-    if info and info.state == "paused" then return true end
-  end
-  return nil, self:_tag(err)
+  return self:_finish(self._client._h:pause(self.sandbox_id, (o.mode or "memory") == "memory"))
+end
+
+-- keep_alive(ms): the deadline becomes at least now + ms, never earlier.
+function Sandbox:keep_alive(ms)
+  local ok, err = check.value("keep_alive", "ms", ms, "positive_ms")
+  if not ok then return nil, err end
+  return self:_finish(self._client._h:keep_alive(self.sandbox_id, ms))
+end
+
+-- set_network(policy): replaces the egress policy of the running sandbox.
+function Sandbox:set_network(net)
+  local fields, err = require("e2b.policy").network("set_network", net, "policy")
+  if not fields then return nil, err end
+  return self:_finish(self._client._h:set_network(self.sandbox_id, {
+    allow_internet_access = fields.allow_internet_access,
+    allow_out = fields.allow_out, deny_out = fields.deny_out,
+  }))
+end
+
+-- snapshot(name) -> { id, names }: a template to create sandboxes from; a
+-- snapshot of the same name is replaced (E2B gives the name a new build).
+function Sandbox:snapshot(name)
+  local ok, err = check.value("snapshot", "name", name, "nonempty")
+  if not ok then return nil, err end
+  local list
+  list, err = self:_finish(self._client._h:snapshot(self.sandbox_id, name))
+  if not list then return nil, err end
+  return { id = list[1].snapshot_id, snapshot_id = list[1].snapshot_id, names = list[1].names }
 end
 
 -- kill() -> true; killing a sandbox that is already gone succeeds.

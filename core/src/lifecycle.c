@@ -1,0 +1,602 @@
+/* lifecycle.c — the contract's rules over the raw control-plane calls:
+ * find through every page, describe without resuming, attach without
+ * shortening a deadline, resume by logical id, idempotent destroy, a pause
+ * that never pretends, extend-only keep-alive and reaping by owner. Each is
+ * a composite request (op.c): a small state machine over child calls. */
+#include "internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* ---- shared helpers ---- */
+
+int64_t e2b_wall_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int e2b_kvs_dup(e2b_kvs *dst, const e2b_kv *src, size_t n) {
+  memset(dst, 0, sizeof *dst);
+  if (!n) return 0;
+  if (!(dst->kv = calloc(n, sizeof *dst->kv))) return -1;
+  for (size_t i = 0; i < n; i++) {
+    dst->kv[i].key = strdup(src[i].key);
+    dst->kv[i].value = strdup(src[i].value);
+    dst->n++;
+    if (!dst->kv[i].key || !dst->kv[i].value) return -1;
+  }
+  return 0;
+}
+
+void e2b_kvs_free(e2b_kvs *k) {
+  for (size_t i = 0; i < k->n; i++) {
+    free((char *)k->kv[i].key);
+    free((char *)k->kv[i].value);
+  }
+  free(k->kv);
+  memset(k, 0, sizeof *k);
+}
+
+/* Moves src's sandbox results to the end of dst's. */
+int e2b_take_sandboxes(e2b_req *dst, e2b_req *src) {
+  if (!src->sandbox_count) return 0;
+  e2b_sandbox *p = realloc(dst->sandboxes, (dst->sandbox_count + src->sandbox_count) * sizeof *p);
+  if (!p) return -1;
+  dst->sandboxes = p;
+  memcpy(p + dst->sandbox_count, src->sandboxes, src->sandbox_count * sizeof *p);
+  dst->sandbox_count += src->sandbox_count;
+  free(src->sandboxes);
+  src->sandboxes = NULL;
+  src->sandbox_count = 0;
+  return 0;
+}
+
+static void nomem(e2b_req *op) {
+  e2b_error err;
+  e2b_err_set(&err, E2B_ERR_UNAVAILABLE, op->op, "out of memory");
+  e2b_op_finish(op, &err);
+}
+
+/* Takes a finished child: on failure finishes op with its error and
+ * returns -1 (the child is freed either way unless kept). */
+static int child_failed(e2b_req *op, e2b_req **child) {
+  const e2b_error *err = e2b_req_error(*child);
+  if (!err) return 0;
+  e2b_op_finish(op, err);
+  e2b_req_free(*child);
+  *child = NULL;
+  return -1;
+}
+
+/* ---- find: every page ---- */
+
+typedef struct find_state {
+  e2b_client *client;
+  e2b_kvs metadata;
+  unsigned states;
+  e2b_req *child;
+  char *token;
+  int pages;
+} find_state;
+
+static void find_free(void *p) {
+  find_state *s = p;
+  e2b_req_free(s->child);
+  e2b_kvs_free(&s->metadata);
+  free(s->token);
+  e2b_client_release(s->client);
+  free(s);
+}
+
+static void find_advance(e2b_req *op) {
+  find_state *s = op->state;
+  if (s->child) {
+    if (!e2b_req_done(s->child)) return;
+    if (child_failed(op, &s->child)) return;
+    if (e2b_take_sandboxes(op, s->child) != 0) return nomem(op);
+    free(s->token);
+    s->token = s->child->next_token;
+    s->child->next_token = NULL;
+    e2b_req_free(s->child);
+    s->child = NULL;
+    if (!s->token) return e2b_op_finish(op, NULL);
+    if (++s->pages > 100000) {
+      e2b_error err;
+      e2b_err_set(&err, E2B_ERR_PROTOCOL, op->op, "pagination does not end");
+      return e2b_op_finish(op, &err);
+    }
+  }
+  e2b_list_opts lo = {.metadata = s->metadata.kv,
+                      .metadata_count = s->metadata.n,
+                      .states = s->states,
+                      .limit = 100,
+                      .next_token = s->token};
+  e2b_error err;
+  s->child = e2b_op_child(op, e2b_sandbox_list(s->client, &lo, &err));
+  if (!s->child) e2b_op_finish(op, &err);
+}
+
+e2b_req *e2b_sandbox_find(e2b_client *c, const e2b_list_opts *o, e2b_error *err) {
+  static const e2b_list_opts defaults = {0};
+  e2b_error_clear(err);
+  if (!o) o = &defaults;
+  /* Validate as the page call will, before anything starts. */
+  e2b_list_opts probe = *o;
+  probe.limit = 0;
+  probe.next_token = NULL;
+  if (o->states & ~(E2B_LIST_RUNNING | E2B_LIST_PAUSED)) {
+    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, "list", "state: unknown state bit");
+    return NULL;
+  }
+  (void)probe;
+  find_state *s = calloc(1, sizeof *s);
+  if (!s || e2b_kvs_dup(&s->metadata, o->metadata, o->metadata_count) != 0) {
+    if (s) e2b_kvs_free(&s->metadata);
+    free(s);
+    e2b_err_set(err, E2B_ERR_UNAVAILABLE, "list", "out of memory");
+    return NULL;
+  }
+  s->client = c;
+  e2b_client_retain(c);
+  s->states = o->states;
+  return e2b_op_new(c->loop, "list", find_advance, s, find_free, err);
+}
+
+static e2b_req *find_by_meta(e2b_req *op, e2b_client *c, const char *key, const char *value,
+                             e2b_error *err) {
+  e2b_kv kv = {key, value};
+  e2b_list_opts lo = {.metadata = &kv, .metadata_count = 1};
+  return e2b_op_child(op, e2b_sandbox_find(c, &lo, err));
+}
+
+/* ---- describe ---- */
+
+typedef struct id_state {
+  e2b_client *client;
+  char *id;          /* logical or provider id as given */
+  char *sandbox_id;  /* resolved provider id */
+  long timeout_ms;
+  int stage;
+  e2b_req *child;
+  int64_t end_at_ms; /* attach: the deadline seen before connecting */
+  e2b_sandbox info;  /* attach: metadata kept across the connect */
+  int have_info;
+  int memory;        /* pause */
+  int polls;
+} id_state;
+
+static void id_free(void *p) {
+  id_state *s = p;
+  e2b_req_free(s->child);
+  if (s->have_info) e2b_sandbox_clear(&s->info);
+  free(s->id);
+  free(s->sandbox_id);
+  e2b_client_release(s->client);
+  free(s);
+}
+
+static e2b_req *id_op(e2b_client *c, const char *opname, const char *id, long timeout_ms,
+                      req_advance_fn advance, e2b_error *err) {
+  e2b_error_clear(err);
+  if (!c || !id || !*id) {
+    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, opname, "id is required");
+    return NULL;
+  }
+  if (timeout_ms < 0) {
+    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, opname, "timeout_ms must not be negative");
+    return NULL;
+  }
+  if (!e2b_utf8_valid(id, strlen(id))) {
+    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, opname, "id is not valid UTF-8");
+    return NULL;
+  }
+  id_state *s = calloc(1, sizeof *s);
+  if (!s || !(s->id = strdup(id))) {
+    free(s);
+    e2b_err_set(err, E2B_ERR_UNAVAILABLE, opname, "out of memory");
+    return NULL;
+  }
+  s->client = c;
+  e2b_client_retain(c);
+  s->timeout_ms = timeout_ms;
+  return e2b_op_new(c->loop, opname, advance, s, id_free, err);
+}
+
+static void conflict(e2b_req *op, size_t n, const char *id) {
+  e2b_error err;
+  e2b_err_set(&err, E2B_ERR_CONFLICT, op->op, "%zu sandboxes carry id \"%s\"; refusing to choose one",
+              n, id);
+  e2b_op_finish(op, &err);
+}
+
+/* Stage machine shared by describe and destroy: resolve id to one sandbox. */
+enum { RESOLVE_FIND = 0, RESOLVE_INFO, RESOLVED };
+
+/* Returns 1 once op holds exactly one sandbox (op->sandboxes[0]), 0 while
+ * working, -1 when op finished (with an error or, for tolerate_missing,
+ * with s->stage = RESOLVED and no sandbox). */
+static int resolve(e2b_req *op, id_state *s) {
+  e2b_error err;
+  if (s->stage == RESOLVE_FIND) {
+    if (!s->child) {
+      s->child = find_by_meta(op, s->client, E2B_META_ID, s->id, &err);
+      if (!s->child) return e2b_op_finish(op, &err), -1;
+      return 0;
+    }
+    if (!e2b_req_done(s->child)) return 0;
+    if (child_failed(op, &s->child)) return -1;
+    size_t n = s->child->sandbox_count;
+    if (n > 1) return conflict(op, n, s->id), -1;
+    if (n == 1) {
+      if (e2b_take_sandboxes(op, s->child) != 0) return nomem(op), -1;
+      e2b_req_free(s->child);
+      s->child = NULL;
+      s->stage = RESOLVED;
+      return 1;
+    }
+    e2b_req_free(s->child);
+    s->child = NULL;
+    s->stage = RESOLVE_INFO;
+  }
+  if (s->stage == RESOLVE_INFO) {
+    if (!s->child) {
+      s->child = e2b_op_child(op, e2b_sandbox_get(s->client, s->id, &err));
+      if (!s->child) return e2b_op_finish(op, &err), -1;
+      return 0;
+    }
+    if (!e2b_req_done(s->child)) return 0;
+    if (child_failed(op, &s->child)) return -1;
+    if (e2b_take_sandboxes(op, s->child) != 0) return nomem(op), -1;
+    e2b_req_free(s->child);
+    s->child = NULL;
+    s->stage = RESOLVED;
+    return 1;
+  }
+  return op->sandbox_count ? 1 : 0;
+}
+
+static void describe_advance(e2b_req *op) {
+  if (resolve(op, op->state) == 1) e2b_op_finish(op, NULL);
+}
+
+e2b_req *e2b_sandbox_describe(e2b_client *c, const char *id, e2b_error *err) {
+  return id_op(c, "describe", id, 0, describe_advance, err);
+}
+
+/* ---- destroy ---- */
+
+enum { DESTROY_KILL = 10 };
+
+static void destroy_advance(e2b_req *op) {
+  id_state *s = op->state;
+  e2b_error err;
+  if (s->stage < RESOLVED) {
+    int r = resolve(op, s);
+    if (r == 0) return;
+    if (r < 0) {
+      /* Nothing to destroy is destroyed. */
+      if (op->err.code == E2B_ERR_NOT_FOUND) {
+        e2b_error_clear(&op->err);
+      }
+      return;
+    }
+    s->stage = DESTROY_KILL;
+  }
+  if (!s->child) {
+    s->child = e2b_op_child(op, e2b_sandbox_kill(s->client, op->sandboxes[0].sandbox_id, &err));
+    if (!s->child) return e2b_op_finish(op, &err);
+    return;
+  }
+  if (!e2b_req_done(s->child)) return;
+  const e2b_error *kerr = e2b_req_error(s->child);
+  if (kerr && kerr->code != E2B_ERR_NOT_FOUND) return e2b_op_finish(op, kerr);
+  e2b_op_finish(op, NULL);
+}
+
+e2b_req *e2b_sandbox_destroy(e2b_client *c, const char *id, e2b_error *err) {
+  return id_op(c, "destroy", id, 0, destroy_advance, err);
+}
+
+/* ---- attach: connect without shortening ---- */
+
+enum { ATTACH_INFO = 20, ATTACH_CONNECT, ATTACH_REINFO };
+
+static long attach_timeout(const id_state *s) {
+  long want = s->timeout_ms ? s->timeout_ms : E2B_DEFAULT_SANDBOX_TIMEOUT_MS;
+  if (s->info.state == E2B_STATE_RUNNING && s->info.end_at_ms) {
+    int64_t left = s->info.end_at_ms - e2b_wall_ms();
+    if (left > want) want = (long)left;
+  }
+  return want;
+}
+
+static void attach_advance(e2b_req *op) {
+  id_state *s = op->state;
+  e2b_error err;
+  if (s->stage < ATTACH_INFO) s->stage = ATTACH_INFO;
+  if (!s->child) {
+    const char *id = s->sandbox_id ? s->sandbox_id : s->id;
+    s->child = e2b_op_child(op, s->stage == ATTACH_CONNECT
+                                    ? e2b_sandbox_connect(s->client, id, attach_timeout(s), &err)
+                                    : e2b_sandbox_get(s->client, id, &err));
+    if (!s->child) e2b_op_finish(op, &err);
+    return;
+  }
+  if (!e2b_req_done(s->child)) return;
+  if (child_failed(op, &s->child)) return;
+  e2b_sandbox *got = s->child->sandbox_count ? &s->child->sandboxes[0] : NULL;
+  if (!got) return nomem(op);
+  switch (s->stage) {
+  case ATTACH_INFO:
+    s->info = *got; /* keep the metadata and the deadline */
+    s->have_info = 1;
+    memset(got, 0, sizeof *got);
+    s->child->sandbox_count = 0;
+    s->stage = ATTACH_CONNECT;
+    break;
+  case ATTACH_CONNECT:
+    /* The connect answer has the access token; metadata comes from info. */
+    if (e2b_take_sandboxes(op, s->child) != 0) return nomem(op);
+    op->resumed = e2b_req_resumed(s->child);
+    s->stage = ATTACH_REINFO;
+    break;
+  default: {
+    /* Refresh state and deadline; keep the connect answer's token and domain. */
+    e2b_sandbox *res = &op->sandboxes[0];
+    res->state = got->state;
+    res->started_at_ms = got->started_at_ms;
+    res->end_at_ms = got->end_at_ms;
+    e2b_map m = res->metadata;
+    res->metadata = s->info.metadata;
+    s->info.metadata = m;
+    if (!res->template_id && got->template_id) res->template_id = strdup(got->template_id);
+    e2b_req_free(s->child);
+    s->child = NULL;
+    return e2b_op_finish(op, NULL);
+  }
+  }
+  e2b_req_free(s->child);
+  s->child = NULL;
+  attach_advance(op);
+}
+
+e2b_req *e2b_sandbox_attach(e2b_client *c, const char *sandbox_id, long timeout_ms,
+                            e2b_error *err) {
+  return id_op(c, "connect", sandbox_id, timeout_ms, attach_advance, err);
+}
+
+/* ---- resume: attach by logical id ---- */
+
+static void resume_advance(e2b_req *op) {
+  id_state *s = op->state;
+  e2b_error err;
+  if (s->stage == 0) {
+    if (!s->child) {
+      s->child = find_by_meta(op, s->client, E2B_META_ID, s->id, &err);
+      if (!s->child) e2b_op_finish(op, &err);
+      return;
+    }
+    if (!e2b_req_done(s->child)) return;
+    if (child_failed(op, &s->child)) return;
+    size_t n = s->child->sandbox_count;
+    if (n > 1) return conflict(op, n, s->id);
+    if (n == 0) {
+      e2b_err_set(&err, E2B_ERR_NOT_FOUND, op->op, "no sandbox has id \"%s\"", s->id);
+      err.retryable = 0;
+      return e2b_op_finish(op, &err);
+    }
+    s->sandbox_id = strdup(s->child->sandboxes[0].sandbox_id);
+    e2b_req_free(s->child);
+    s->child = NULL;
+    if (!s->sandbox_id) return nomem(op);
+    s->stage = ATTACH_INFO;
+  }
+  attach_advance(op);
+}
+
+e2b_req *e2b_sandbox_resume(e2b_client *c, const char *logical_id, long timeout_ms,
+                            e2b_error *err) {
+  return id_op(c, "resume", logical_id, timeout_ms, resume_advance, err);
+}
+
+/* ---- pause: true only once paused ---- */
+
+enum { PAUSE_CALL = 30, PAUSE_CHECK };
+
+static void pause_advance(e2b_req *op) {
+  id_state *s = op->state;
+  e2b_error err;
+  if (s->stage < PAUSE_CALL) s->stage = PAUSE_CALL;
+  if (s->stage == PAUSE_CALL) {
+    if (!s->child) {
+      s->child = e2b_op_child(op, e2b_api_pause(s->client, s->id, s->memory, &err));
+      if (!s->child) e2b_op_finish(op, &err);
+      return;
+    }
+    if (!e2b_req_done(s->child)) return;
+    const e2b_error *perr = e2b_req_error(s->child);
+    /* 409 means "already paused" only if the sandbox says so: look. */
+    if (perr && perr->code != E2B_ERR_CONFLICT) {
+      e2b_op_finish(op, perr);
+      return;
+    }
+    e2b_req_free(s->child);
+    s->child = NULL;
+    s->stage = PAUSE_CHECK;
+  }
+  if (op->timer_at_ms) return; /* waiting before the next look */
+  if (!s->child) {
+    s->child = e2b_op_child(op, e2b_sandbox_get(s->client, s->id, &err));
+    if (!s->child) e2b_op_finish(op, &err);
+    return;
+  }
+  if (!e2b_req_done(s->child)) return;
+  if (child_failed(op, &s->child)) return;
+  e2b_state state = s->child->sandboxes[0].state;
+  e2b_req_free(s->child);
+  s->child = NULL;
+  if (state == E2B_STATE_PAUSED) return e2b_op_finish(op, NULL);
+  /* A backend may finish pausing just after answering; give it a moment. */
+  if (++s->polls <= 20) return e2b_req_arm_timer(op, 100);
+  e2b_err_set(&err, E2B_ERR_SANDBOX, op->op,
+              "the backend answered the pause but the sandbox is still %s",
+              state == E2B_STATE_RUNNING ? "running" : "not paused");
+  e2b_op_finish(op, &err);
+}
+
+e2b_req *e2b_sandbox_pause(e2b_client *c, const char *sandbox_id, int memory, e2b_error *err) {
+  e2b_req *op = id_op(c, "pause", sandbox_id, 0, pause_advance, err);
+  if (op) ((id_state *)op->state)->memory = memory;
+  return op;
+}
+
+/* ---- keep_alive: extend only ---- */
+
+enum { KEEP_INFO = 40, KEEP_REFRESH, KEEP_VERIFY, KEEP_SET };
+
+static void keep_alive_advance(e2b_req *op) {
+  id_state *s = op->state;
+  e2b_error err;
+  if (s->stage < KEEP_INFO)
+    /* The refresh call extends without ever shortening; it takes up to an hour. */
+    s->stage = s->timeout_ms <= 3600000 ? KEEP_REFRESH : KEEP_INFO;
+  if (!s->child) {
+    switch (s->stage) {
+    case KEEP_REFRESH:
+      s->child = e2b_api_refresh(s->client, s->id, (s->timeout_ms + 999) / 1000, &err);
+      break;
+    case KEEP_SET:
+      s->child = e2b_sandbox_set_timeout(s->client, s->id, s->timeout_ms, &err);
+      break;
+    default:
+      s->child = e2b_sandbox_get(s->client, s->id, &err);
+    }
+    if (!e2b_op_child(op, s->child)) e2b_op_finish(op, &err);
+    return;
+  }
+  if (!e2b_req_done(s->child)) return;
+  const e2b_error *cerr = e2b_req_error(s->child);
+  int stage = s->stage;
+  if (cerr && !(stage == KEEP_REFRESH && cerr->code == E2B_ERR_UNSUPPORTED)) {
+    e2b_op_finish(op, cerr);
+    return;
+  }
+  int64_t want = e2b_wall_ms() + s->timeout_ms;
+  int64_t end = s->child->sandbox_count ? s->child->sandboxes[0].end_at_ms : 0;
+  e2b_req_free(s->child);
+  s->child = NULL;
+  switch (stage) {
+  case KEEP_REFRESH: /* check it took effect: servers without refreshes ignore it */
+    s->stage = KEEP_VERIFY;
+    return keep_alive_advance(op);
+  case KEEP_SET: return e2b_op_finish(op, NULL);
+  default:
+    /* 2 s of slack: the deadline is kept in whole seconds. */
+    if (end && end + 2000 >= want) return e2b_op_finish(op, NULL);
+    s->stage = KEEP_SET;
+    return keep_alive_advance(op);
+  }
+}
+
+e2b_req *e2b_sandbox_keep_alive(e2b_client *c, const char *sandbox_id, long ms, e2b_error *err) {
+  if (ms <= 0) {
+    e2b_error_clear(err);
+    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, "keep_alive", "ms must be positive");
+    return NULL;
+  }
+  return id_op(c, "keep_alive", sandbox_id, ms, keep_alive_advance, err);
+}
+
+/* ---- reap: kill an owner's old sandboxes ---- */
+
+typedef struct reap_state {
+  e2b_client *client;
+  char *owner;
+  long older_than_ms;
+  e2b_req *find;
+  e2b_req **kills;
+  size_t kill_count;
+  int64_t cutoff;
+} reap_state;
+
+static void reap_free(void *p) {
+  reap_state *s = p;
+  e2b_req_free(s->find);
+  for (size_t i = 0; i < s->kill_count; i++) e2b_req_free(s->kills[i]);
+  free(s->kills);
+  free(s->owner);
+  e2b_client_release(s->client);
+  free(s);
+}
+
+static void reap_advance(e2b_req *op) {
+  reap_state *s = op->state;
+  e2b_error err;
+  if (!s->find) {
+    s->cutoff = e2b_wall_ms() - s->older_than_ms;
+    s->find = find_by_meta(op, s->client, E2B_META_OWNER, s->owner, &err);
+    if (!s->find) e2b_op_finish(op, &err);
+    return;
+  }
+  if (!e2b_req_done(s->find)) return;
+  if (!s->kills) {
+    const e2b_error *ferr = e2b_req_error(s->find);
+    if (ferr) return e2b_op_finish(op, ferr);
+    /* Keep only the old enough; kill them all at once (the client's cap
+     * bounds how many requests are really in flight). */
+    size_t n = s->find->sandbox_count, keep = 0;
+    e2b_sandbox *sb = s->find->sandboxes;
+    for (size_t i = 0; i < n; i++) {
+      if (sb[i].started_at_ms && sb[i].started_at_ms <= s->cutoff)
+        sb[keep++] = sb[i];
+      else
+        e2b_sandbox_clear(&sb[i]);
+    }
+    s->find->sandbox_count = keep;
+    if (e2b_take_sandboxes(op, s->find) != 0) return nomem(op);
+    if (!(s->kills = calloc(keep + 1, sizeof *s->kills))) return nomem(op);
+    for (size_t i = 0; i < keep; i++) {
+      s->kills[i] = e2b_op_child(op, e2b_sandbox_kill(s->client, op->sandboxes[i].sandbox_id, &err));
+      if (!s->kills[i]) return e2b_op_finish(op, &err);
+      s->kill_count++;
+    }
+  }
+  for (size_t i = 0; i < s->kill_count; i++)
+    if (!e2b_req_done(s->kills[i])) return;
+  /* Report only what this call killed (or found already gone). */
+  size_t kept = 0;
+  for (size_t i = 0; i < s->kill_count; i++) {
+    const e2b_error *kerr = e2b_req_error(s->kills[i]);
+    if (kerr && kerr->code != E2B_ERR_NOT_FOUND) {
+      e2b_error first = *kerr;
+      return e2b_op_finish(op, &first);
+    }
+    op->sandboxes[kept++] = op->sandboxes[i];
+  }
+  op->sandbox_count = kept;
+  e2b_op_finish(op, NULL);
+}
+
+e2b_req *e2b_sandbox_reap(e2b_client *c, const char *owner, long older_than_ms, e2b_error *err) {
+  e2b_error_clear(err);
+  if (!c || !owner || !*owner || !e2b_utf8_valid(owner, strlen(owner))) {
+    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, "reap", "owner is required");
+    return NULL;
+  }
+  if (older_than_ms < 0) {
+    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, "reap", "older_than_ms must not be negative");
+    return NULL;
+  }
+  reap_state *s = calloc(1, sizeof *s);
+  if (!s || !(s->owner = strdup(owner))) {
+    free(s);
+    e2b_err_set(err, E2B_ERR_UNAVAILABLE, "reap", "out of memory");
+    return NULL;
+  }
+  s->client = c;
+  e2b_client_retain(c);
+  s->older_than_ms = older_than_ms;
+  return e2b_op_new(c->loop, "reap", reap_advance, s, reap_free, err);
+}

@@ -1,0 +1,48 @@
+/* op.c — composite requests: an operation made of several calls (find a
+ * sandbox through every page, create-then-verify, wait for readiness, run a
+ * setup script...). A composite is an e2b_req without a transfer of its own:
+ * its advance function runs whenever one of its children progresses or its
+ * timer fires, and it finishes like any request, so callers wait on it the
+ * same way whatever it does underneath. */
+#include "internal.h"
+
+#include <stdlib.h>
+
+e2b_req *e2b_op_new(e2b_loop *loop, const char *op, req_advance_fn advance, void *state,
+                    req_state_free_fn state_free, e2b_error *err) {
+  e2b_req *req = calloc(1, sizeof *req);
+  if (!req) {
+    if (state_free) state_free(state);
+    e2b_err_set(err, E2B_ERR_UNAVAILABLE, op, "out of memory");
+    return NULL;
+  }
+  req->loop = loop;
+  e2b_loop_retain(loop);
+  snprintf(req->op, sizeof req->op, "%s", op);
+  e2b_error_clear(&req->err);
+  req->retry_after_ms = -1;
+  req->advance = advance;
+  req->state = state;
+  req->state_free = state_free;
+  e2b_envelope_decoder_init(&req->decoder, E2B_MAX_ENVELOPE);
+  e2b_op_kick(req); /* the first step runs from the loop, like every later one */
+  return req;
+}
+
+e2b_req *e2b_op_child(e2b_req *op, e2b_req *child) {
+  if (child) child->parent = op;
+  return child;
+}
+
+void e2b_op_kick(e2b_req *op) { e2b_req_mark_dirty(op); }
+
+void e2b_op_finish(e2b_req *op, const e2b_error *err) {
+  if (op->done) return;
+  e2b_req_disarm_timer(op);
+  if (err && err->code != E2B_OK) {
+    op->err = *err;
+    if (!op->err.op[0]) snprintf(op->err.op, sizeof op->err.op, "%s", op->op);
+  }
+  op->done = 1;
+  e2b_req_mark_dirty(op);
+}

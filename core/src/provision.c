@@ -1,0 +1,551 @@
+/* provision.c — e2b_sandbox_provision: creating a sandbox with the
+ * contract's rules. Creates are serialised within one client and an
+ * explicit logical id is checked before and after allocation; then the
+ * sandbox must answer on envd, run its setup script and take its network
+ * policy before the request succeeds. Whatever fails after allocation —
+ * including the request being canceled or freed — destroys the allocation.
+ *
+ * What stays open: two clients (or hosts) creating the same logical id at
+ * the same moment can both pass the first check; each then sees the other
+ * in the second check and deletes its own allocation, so both may fail, but
+ * neither keeps a duplicate — unless one lists before the other's create is
+ * visible, which E2B's list does not rule out. Serialise creates of one id
+ * across hosts outside lua-e2b when that matters. */
+#include "internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define SETUP_TAIL 2000
+
+enum stage {
+  P_QUEUE,
+  P_PRECHECK,
+  P_CREATE,
+  P_POSTCHECK,
+  P_READY,
+  P_SETUP_WRITE,
+  P_SETUP_RUN,
+  P_NETWORK,
+  P_DISCARD
+};
+
+typedef struct prov_state {
+  e2b_req *self;
+  e2b_client *client;
+  enum stage stage;
+  int holds_slot;
+  int queued;
+  e2b_req *child;
+  /* copies of the caller's options */
+  e2b_create_opts create;
+  char *template_id;
+  e2b_kvs metadata, env, volumes;
+  char **allow, **deny;
+  size_t allow_n, deny_n;
+  int has_network;
+  e2b_network network;
+  char id[E2B_UUID_SIZE > 256 ? E2B_UUID_SIZE : 257];
+  int explicit_id;
+  long ready_timeout_ms;
+  int64_t ready_deadline;
+  long backoff_ms;
+  char *setup;
+  size_t setup_len;
+  char *setup_path;
+  long setup_timeout_ms;
+  char *user;
+  /* the allocation */
+  e2b_sandbox sandbox;
+  int allocated;
+  e2b_sbx *sbx;
+  e2b_error fail; /* the error to report once the allocation is discarded */
+  int succeeded;
+} prov_state;
+
+/* ---- the client's create slot ---- */
+
+static void take_slot_or_queue(e2b_req *op, prov_state *s) {
+  e2b_client *c = s->client;
+  if (!c->create_owner) {
+    c->create_owner = op;
+    s->holds_slot = 1;
+    return;
+  }
+  s->queued = 1;
+  op->queue_next = NULL;
+  if (c->create_queue_tail)
+    c->create_queue_tail->queue_next = op;
+  else
+    c->create_queue_head = op;
+  c->create_queue_tail = op;
+}
+
+static void release_create_slot(e2b_req *op, prov_state *s) {
+  e2b_client *c = s->client;
+  if (s->queued) {
+    for (e2b_req **p = &c->create_queue_head; *p; p = &(*p)->queue_next) {
+      if (*p == op) {
+        *p = op->queue_next;
+        break;
+      }
+    }
+    c->create_queue_tail = NULL;
+    for (e2b_req *r = c->create_queue_head; r; r = r->queue_next) c->create_queue_tail = r;
+    s->queued = 0;
+  }
+  if (!s->holds_slot) return;
+  s->holds_slot = 0;
+  c->create_owner = NULL;
+  e2b_req *next = c->create_queue_head;
+  if (next) {
+    c->create_queue_head = next->queue_next;
+    if (!c->create_queue_head) c->create_queue_tail = NULL;
+    prov_state *ns = next->state;
+    ns->queued = 0;
+    ns->holds_slot = 1;
+    c->create_owner = next;
+    e2b_op_kick(next);
+  }
+}
+
+/* ---- state ---- */
+
+static void free_strings(char **v, size_t n) {
+  for (size_t i = 0; i < n; i++) free(v[i]);
+  free(v);
+}
+
+static char **dup_strings(const char *const *v, size_t n) {
+  char **out = calloc(n + 1, sizeof *out);
+  for (size_t i = 0; out && i < n; i++) {
+    if (!(out[i] = strdup(v[i]))) {
+      free_strings(out, i);
+      return NULL;
+    }
+  }
+  return out;
+}
+
+/* Kills an allocation nobody will own; the request frees itself. */
+static void discard_detached(e2b_client *c, const char *sandbox_id) {
+  e2b_error err;
+  e2b_req *kill = e2b_sandbox_kill(c, sandbox_id, &err);
+  if (kill) kill->autofree = 1;
+}
+
+static void prov_free(void *p) {
+  prov_state *s = p;
+  if (s->self) release_create_slot(s->self, s);
+  e2b_req_free(s->child);
+  if (s->allocated && !s->succeeded) discard_detached(s->client, s->sandbox.sandbox_id);
+  e2b_sandbox_clear(&s->sandbox);
+  if (s->sbx) e2b_sbx_release(s->sbx);
+  e2b_kvs_free(&s->metadata);
+  e2b_kvs_free(&s->env);
+  e2b_kvs_free(&s->volumes);
+  free_strings(s->allow, s->allow_n);
+  free_strings(s->deny, s->deny_n);
+  free(s->template_id);
+  free(s->setup);
+  free(s->setup_path);
+  free(s->user);
+  e2b_client_release(s->client);
+  free(s);
+}
+
+/* ---- steps ---- */
+
+static void fail_after_allocation(e2b_req *op, prov_state *s, const e2b_error *err) {
+  s->fail = *err;
+  if (!s->fail.op[0]) snprintf(s->fail.op, sizeof s->fail.op, "create");
+  e2b_req_free(s->child);
+  s->child = NULL;
+  if (!s->allocated) return e2b_op_finish(op, &s->fail);
+  s->stage = P_DISCARD;
+  e2b_error kerr;
+  s->child = e2b_op_child(op, e2b_sandbox_kill(s->client, s->sandbox.sandbox_id, &kerr));
+  if (!s->child) {
+    s->allocated = 0; /* nothing more can be done from here */
+    e2b_op_finish(op, &s->fail);
+  }
+}
+
+static e2b_req *find_id(e2b_req *op, prov_state *s, e2b_error *err) {
+  e2b_kv kv = {E2B_META_ID, s->id};
+  e2b_list_opts lo = {.metadata = &kv, .metadata_count = 1};
+  return e2b_op_child(op, e2b_sandbox_find(s->client, &lo, err));
+}
+
+static void start_create(e2b_req *op, prov_state *s, e2b_error *err) {
+  e2b_create_opts o = s->create;
+  o.template_id = s->template_id;
+  o.metadata = s->metadata.kv;
+  o.metadata_count = s->metadata.n;
+  o.env = s->env.kv;
+  o.env_count = s->env.n;
+  o.volume_mounts = s->volumes.kv;
+  o.volume_mount_count = s->volumes.n;
+  if (s->has_network && !s->setup) {
+    /* No setup to prepare: the policy is part of the create call. */
+    o.allow_internet_access = s->network.allow_internet_access;
+    o.allow_out = (const char *const *)s->allow;
+    o.allow_out_count = s->allow_n;
+    o.deny_out = (const char *const *)s->deny;
+    o.deny_out_count = s->deny_n;
+    o.network = s->allow_n || s->deny_n;
+  } else {
+    o.allow_internet_access = E2B_UNSET;
+    o.allow_out_count = o.deny_out_count = 0;
+    o.network = 0;
+  }
+  s->child = e2b_op_child(op, e2b_sandbox_create(s->client, &o, err));
+}
+
+static void add_metadata(prov_state *s, const e2b_sandbox *created) {
+  /* The create answer does not echo metadata: record what was sent. */
+  e2b_map *m = &s->sandbox.metadata;
+  m->keys = calloc(s->metadata.n + 1, sizeof *m->keys);
+  m->values = calloc(s->metadata.n + 1, sizeof *m->values);
+  for (size_t i = 0; m->keys && m->values && i < s->metadata.n; i++) {
+    m->keys[m->count] = strdup(s->metadata.kv[i].key);
+    m->values[m->count] = strdup(s->metadata.kv[i].value);
+    if (m->keys[m->count] && m->values[m->count]) m->count++;
+  }
+  (void)created;
+}
+
+static const char SETUP_RUNNER[] = "chmod 755 \"$1\" && exec \"$1\"";
+
+static void prov_advance(e2b_req *op) {
+  prov_state *s = op->state;
+  e2b_error err;
+  const e2b_error *cerr;
+  if (s->child && !e2b_req_done(s->child)) return;
+  cerr = s->child ? e2b_req_error(s->child) : NULL;
+
+  switch (s->stage) {
+  case P_QUEUE:
+    /* Only an explicit id can collide; generated ones skip the queue. */
+    if (!s->explicit_id) {
+      s->stage = P_CREATE;
+      return prov_advance(op);
+    }
+    if (!s->holds_slot) {
+      if (!s->queued) take_slot_or_queue(op, s);
+      if (!s->holds_slot) return;
+    }
+    s->stage = P_PRECHECK;
+    return prov_advance(op);
+
+  case P_PRECHECK:
+    if (!s->child) {
+      if (!(s->child = find_id(op, s, &err))) return fail_after_allocation(op, s, &err);
+      return;
+    }
+    if (cerr) return fail_after_allocation(op, s, cerr);
+    if (s->child->sandbox_count > 0) {
+      e2b_err_set(&err, E2B_ERR_CONFLICT, "create", "a sandbox with id \"%s\" already exists (%s)",
+                  s->id, s->child->sandboxes[0].sandbox_id);
+      err.retryable = 0;
+      return fail_after_allocation(op, s, &err);
+    }
+    e2b_req_free(s->child);
+    s->child = NULL;
+    s->stage = P_CREATE;
+    return prov_advance(op);
+
+  case P_CREATE:
+    if (!s->child) {
+      start_create(op, s, &err);
+      if (!s->child) return fail_after_allocation(op, s, &err);
+      return;
+    }
+    if (cerr) return fail_after_allocation(op, s, cerr);
+    s->sandbox = s->child->sandboxes[0];
+    memset(&s->child->sandboxes[0], 0, sizeof s->sandbox);
+    s->child->sandbox_count = 0;
+    s->allocated = 1;
+    add_metadata(s, &s->sandbox);
+    e2b_req_free(s->child);
+    s->child = NULL;
+    s->stage = s->explicit_id ? P_POSTCHECK : P_READY;
+    return prov_advance(op);
+
+  case P_POSTCHECK:
+    if (!s->child) {
+      if (!(s->child = find_id(op, s, &err))) return fail_after_allocation(op, s, &err);
+      return;
+    }
+    release_create_slot(op, s);
+    if (cerr) return fail_after_allocation(op, s, cerr);
+    if (s->child->sandbox_count > 1) {
+      e2b_err_set(&err, E2B_ERR_CONFLICT, "create",
+                  "another sandbox with id \"%s\" was created concurrently; this one was removed",
+                  s->id);
+      err.retryable = 0;
+      return fail_after_allocation(op, s, &err);
+    }
+    e2b_req_free(s->child);
+    s->child = NULL;
+    s->stage = P_READY;
+    return prov_advance(op);
+
+  case P_READY:
+    if (s->ready_timeout_ms < 0) {
+      s->stage = s->setup ? P_SETUP_WRITE : P_NETWORK;
+      return prov_advance(op);
+    }
+    if (!s->sbx) {
+      s->sbx = e2b_sbx_new(s->client, s->sandbox.sandbox_id, s->sandbox.envd_access_token,
+                           s->sandbox.domain, &err);
+      if (!s->sbx) return fail_after_allocation(op, s, &err);
+      s->ready_deadline = e2b_now_ms() + s->ready_timeout_ms;
+      s->backoff_ms = 25;
+    }
+    if (op->timer_at_ms) return;
+    if (!s->child) {
+      if (!(s->child = e2b_op_child(op, e2b_envd_health(s->sbx, &err))))
+        return fail_after_allocation(op, s, &err);
+      return;
+    }
+    if (!cerr) {
+      e2b_req_free(s->child);
+      s->child = NULL;
+      s->stage = s->setup ? P_SETUP_WRITE : P_NETWORK;
+      return prov_advance(op);
+    }
+    if (cerr->code == E2B_ERR_AUTH || e2b_now_ms() + s->backoff_ms > s->ready_deadline) {
+      e2b_err_set(&err, E2B_ERR_TIMEOUT, "create",
+                  "sandbox did not become ready within %ld ms (last: %s)", s->ready_timeout_ms,
+                  cerr->message);
+      return fail_after_allocation(op, s, &err);
+    }
+    e2b_req_free(s->child);
+    s->child = NULL;
+    e2b_req_arm_timer(op, s->backoff_ms);
+    if (s->backoff_ms < 1000) s->backoff_ms *= 2;
+    return;
+
+  case P_SETUP_WRITE:
+    if (!s->sbx && !(s->sbx = e2b_sbx_new(s->client, s->sandbox.sandbox_id,
+                                          s->sandbox.envd_access_token, s->sandbox.domain, &err)))
+      return fail_after_allocation(op, s, &err);
+    if (!s->child) {
+      s->child = e2b_op_child(op, e2b_file_write(s->sbx, s->setup_path, s->user, &err));
+      if (!s->child) return fail_after_allocation(op, s, &err);
+      if (e2b_req_send(s->child, s->setup, s->setup_len) != 0 || e2b_req_send_end(s->child) != 0) {
+        e2b_err_set(&err, E2B_ERR_UNAVAILABLE, "create", "could not upload the setup script");
+        return fail_after_allocation(op, s, &err);
+      }
+      return;
+    }
+    if (cerr) return fail_after_allocation(op, s, cerr);
+    e2b_req_free(s->child);
+    s->child = NULL;
+    s->stage = P_SETUP_RUN;
+    return prov_advance(op);
+
+  case P_SETUP_RUN:
+    if (!s->child) {
+      const char *args[] = {"-c", SETUP_RUNNER, "setup", s->setup_path};
+      e2b_proc_opts po = {.cmd = "/bin/sh",
+                          .args = args,
+                          .arg_count = 4,
+                          .env = s->env.kv,
+                          .env_count = s->env.n,
+                          .user = s->user,
+                          .timeout_ms = s->setup_timeout_ms};
+      s->child = e2b_op_child(op, e2b_run(s->sbx, &po, NULL, 0, SETUP_TAIL, &err));
+      if (!s->child) return fail_after_allocation(op, s, &err);
+      return;
+    }
+    {
+      const e2b_run_result *r = e2b_req_run_result(s->child);
+      const char *tail = r && r->err_len ? (const char *)r->err : "";
+      if (cerr) {
+        e2b_err_set(&err, cerr->code, "create", "setup %s: %s%s%s",
+                    cerr->code == E2B_ERR_TIMEOUT ? "timed out" : "was interrupted", cerr->message,
+                    *tail ? "; stderr: " : "", tail);
+        return fail_after_allocation(op, s, &err);
+      }
+      if (!r || r->exit_code != 0) {
+        e2b_err_set(&err, E2B_ERR_SANDBOX, "create", "setup script exited with %d%s%s",
+                    r ? r->exit_code : -1, *tail ? ": " : "", tail);
+        err.retryable = 0;
+        return fail_after_allocation(op, s, &err);
+      }
+    }
+    e2b_req_free(s->child);
+    s->child = NULL;
+    s->stage = P_NETWORK;
+    return prov_advance(op);
+
+  case P_NETWORK:
+    /* Open egress is how the sandbox was created: nothing to change. */
+    if (!s->has_network || !s->setup ||
+        (s->network.allow_internet_access && !s->allow_n && !s->deny_n))
+      goto done;
+    if (!s->child) {
+      e2b_network n = s->network;
+      n.allow_out = (const char *const *)s->allow;
+      n.deny_out = (const char *const *)s->deny;
+      s->child = e2b_op_child(op, e2b_sandbox_set_network(s->client, s->sandbox.sandbox_id, &n, &err));
+      if (!s->child) return fail_after_allocation(op, s, &err);
+      return;
+    }
+    if (cerr) return fail_after_allocation(op, s, cerr);
+    goto done;
+
+  case P_DISCARD:
+    /* The kill's own failure is secondary; the original failure is reported. */
+    s->allocated = cerr && cerr->code != E2B_ERR_NOT_FOUND ? 1 : 0;
+    if (s->allocated) {
+      size_t n = strlen(s->fail.message);
+      snprintf(s->fail.message + n, sizeof s->fail.message - n,
+               " (and removing sandbox %s failed: %s)", s->sandbox.sandbox_id, cerr->message);
+      s->allocated = 0;
+    }
+    e2b_req_free(s->child);
+    s->child = NULL;
+    return e2b_op_finish(op, &s->fail);
+  }
+  return;
+
+done:
+  e2b_req_free(s->child);
+  s->child = NULL;
+  s->sandbox.state = E2B_STATE_RUNNING;
+  if (!(op->sandboxes = calloc(1, sizeof *op->sandboxes))) {
+    e2b_err_set(&err, E2B_ERR_UNAVAILABLE, "create", "out of memory");
+    return fail_after_allocation(op, s, &err);
+  }
+  op->sandboxes[0] = s->sandbox;
+  op->sandbox_count = 1;
+  memset(&s->sandbox, 0, sizeof s->sandbox);
+  s->succeeded = 1;
+  e2b_op_finish(op, NULL);
+}
+
+/* ---- entry point: everything is validated and copied before anything starts ---- */
+
+static int copy_opts(prov_state *s, const e2b_provision_opts *o, e2b_error *err) {
+  const e2b_create_opts *co = &o->create;
+  s->create = *co;
+  s->template_id = e2b_strdup0(co->template_id);
+  s->has_network = o->network != NULL;
+  if (o->network) s->network = *o->network;
+  /* Our keys beside the caller's metadata. */
+  size_t n = co->metadata_count;
+  e2b_kv *md = calloc(n + 2, sizeof *md);
+  if (!md) return -1;
+  for (size_t i = 0; i < n; i++) md[i] = co->metadata[i];
+  md[n].key = E2B_META_ID;
+  md[n].value = s->id;
+  md[n + 1].key = E2B_META_OWNER;
+  md[n + 1].value = s->client->owner;
+  int rc = e2b_kvs_dup(&s->metadata, md, n + 2);
+  free(md);
+  if (rc || e2b_kvs_dup(&s->env, co->env, co->env_count) ||
+      e2b_kvs_dup(&s->volumes, co->volume_mounts, co->volume_mount_count))
+    return -1;
+  const char *const *allow = o->network ? o->network->allow_out : co->allow_out;
+  const char *const *deny = o->network ? o->network->deny_out : co->deny_out;
+  s->allow_n = o->network ? o->network->allow_out_count : co->allow_out_count;
+  s->deny_n = o->network ? o->network->deny_out_count : co->deny_out_count;
+  if (!o->network && (co->allow_out_count || co->deny_out_count || co->network ||
+                      co->allow_internet_access != E2B_UNSET)) {
+    /* A policy given in the create options applies the same way. */
+    s->has_network = 1;
+    s->network.allow_internet_access = co->allow_internet_access != 0;
+  }
+  if (!(s->allow = dup_strings(allow, s->allow_n)) || !(s->deny = dup_strings(deny, s->deny_n)))
+    return -1;
+  s->ready_timeout_ms = o->ready_timeout_ms ? o->ready_timeout_ms : 60000;
+  s->setup_timeout_ms = o->setup_timeout_ms ? o->setup_timeout_ms : 600000;
+  if (o->user && !(s->user = strdup(o->user))) return -1;
+  if (o->setup_script) {
+    const char *name = o->setup_name ? o->setup_name : "e2b-setup.sh";
+    size_t pn = strlen(name) + 6;
+    if (!(s->setup = malloc(o->setup_len + 1)) || !(s->setup_path = malloc(pn))) return -1;
+    memcpy(s->setup, o->setup_script, o->setup_len);
+    s->setup_len = o->setup_len;
+    snprintf(s->setup_path, pn, "/tmp/%s", name);
+  }
+  (void)err;
+  return 0;
+}
+
+e2b_req *e2b_sandbox_provision(e2b_client *c, const e2b_provision_opts *o, e2b_error *err) {
+  const char *op = "create";
+  e2b_error_clear(err);
+  if (!c || !o) {
+    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "client and options are required");
+    return NULL;
+  }
+  if (o->id && (!*o->id || strlen(o->id) > 256 || !e2b_utf8_valid(o->id, strlen(o->id)))) {
+    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "id must be 1-256 bytes of UTF-8");
+    return NULL;
+  }
+  for (size_t i = 0; i < o->create.metadata_count; i++) {
+    const char *k = o->create.metadata ? o->create.metadata[i].key : NULL;
+    if (k && (strcmp(k, E2B_META_ID) == 0 || strcmp(k, E2B_META_OWNER) == 0)) {
+      e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "metadata.%s is reserved by lua-e2b", k);
+      return NULL;
+    }
+  }
+  if (o->setup_script && o->setup_name &&
+      (!*o->setup_name || strchr(o->setup_name, '/') || strlen(o->setup_name) > 200)) {
+    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "setup.name must be a plain file name");
+    return NULL;
+  }
+  if (o->setup_timeout_ms < 0) {
+    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "setup.timeout_ms must not be negative");
+    return NULL;
+  }
+  for (size_t i = 0; i < o->create.volume_mount_count; i++) {
+    const char *path = o->create.volume_mounts[i].key;
+    if (!path || path[0] != '/') {
+      e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "volumes: every mount needs an absolute path");
+      return NULL;
+    }
+  }
+  /* The raw create validates the rest; run it on a dry copy now, before any I/O. */
+  e2b_create_opts dry = o->create;
+  if (dry.auto_pause_memory != E2B_UNSET && dry.auto_pause != 1) {
+    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op,
+                "lifecycle.keep_memory only applies when on_timeout is \"pause\"");
+    return NULL;
+  }
+  if (dry.auto_resume == 1 && (dry.auto_pause != 1 || dry.auto_pause_memory == 0)) {
+    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op,
+                "lifecycle.auto_resume requires on_timeout = \"pause\" with keep_memory");
+    return NULL;
+  }
+  if (dry.timeout_ms < 0) {
+    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "timeout_ms must not be negative");
+    return NULL;
+  }
+  prov_state *s = calloc(1, sizeof *s);
+  if (!s) goto nomem;
+  s->client = c;
+  e2b_client_retain(c);
+  if (o->id) {
+    snprintf(s->id, sizeof s->id, "%s", o->id);
+    s->explicit_id = 1;
+  } else if (e2b_uuid4(s->id) != 0) {
+    prov_free(s);
+    e2b_err_set(err, E2B_ERR_UNAVAILABLE, op, "random generator unavailable");
+    return NULL;
+  }
+  if (copy_opts(s, o, err) != 0) {
+    prov_free(s);
+    goto nomem;
+  }
+  e2b_req *req = e2b_op_new(c->loop, op, prov_advance, s, prov_free, err);
+  if (req) s->self = req;
+  return req;
+nomem:
+  e2b_err_set(err, E2B_ERR_UNAVAILABLE, op, "out of memory");
+  return NULL;
+}

@@ -1,0 +1,343 @@
+/* resources.c — snapshots and volumes: the raw calls and the composites
+ * that work by name (list every page, delete every match, idempotently). */
+#include "internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct item_list {
+  e2b_snapshot *snapshots;
+  e2b_volume *volumes;
+  size_t n;
+} item_list;
+
+static void snapshot_clear(e2b_snapshot *s) {
+  free(s->snapshot_id);
+  for (size_t i = 0; i < s->name_count; i++) free(s->names[i]);
+  free(s->names);
+}
+
+static void volume_clear(e2b_volume *v) {
+  free(v->volume_id);
+  free(v->name);
+  if (v->token) memset(v->token, 0, strlen(v->token));
+  free(v->token);
+}
+
+static void items_free(void *p) {
+  item_list *l = p;
+  if (!l) return;
+  for (size_t i = 0; i < l->n; i++) {
+    if (l->snapshots) snapshot_clear(&l->snapshots[i]);
+    if (l->volumes) volume_clear(&l->volumes[i]);
+  }
+  free(l->snapshots);
+  free(l->volumes);
+  free(l);
+}
+
+static item_list *items_of(e2b_req *req, int kind) {
+  if (!req->result) {
+    if (!(req->result = calloc(1, sizeof(item_list)))) return NULL;
+    req->result_free = items_free;
+    req->result_kind = kind;
+  }
+  return req->result;
+}
+
+static int parse_snapshot(json_t *o, e2b_snapshot *out) {
+  memset(out, 0, sizeof *out);
+  const char *id = e2b_json_str(o, "snapshotID", NULL);
+  if (!id || !(out->snapshot_id = strdup(id))) return -1;
+  json_t *names = json_object_get(o, "names");
+  size_t n = json_array_size(names);
+  if (n && !(out->names = calloc(n, sizeof *out->names))) return -1;
+  for (size_t i = 0; i < n; i++) {
+    const char *name = json_string_value(json_array_get(names, i));
+    if (name && !(out->names[out->name_count++] = strdup(name))) return -1;
+  }
+  return 0;
+}
+
+static int parse_volume(json_t *o, e2b_volume *out) {
+  memset(out, 0, sizeof *out);
+  const char *id = e2b_json_str(o, "volumeID", NULL), *name = e2b_json_str(o, "name", NULL);
+  const char *token = e2b_json_str(o, "token", NULL);
+  if (!id || !name || !(out->volume_id = strdup(id)) || !(out->name = strdup(name))) return -1;
+  if (token && !(out->token = strdup(token))) return -1;
+  return 0;
+}
+
+/* Appends one object or every object of an array. */
+static int parse_items(e2b_req *req, json_t *body, e2b_error *err, int volumes) {
+  item_list *l = items_of(req, volumes ? E2B_RESULT_VOLUMES : E2B_RESULT_SNAPSHOTS);
+  size_t n = json_is_array(body) ? json_array_size(body) : 1;
+  if (!l) goto nomem;
+  if (!json_is_array(body) && !json_is_object(body)) {
+    e2b_err_set(err, E2B_ERR_PROTOCOL, req->op, "unexpected response shape");
+    return -1;
+  }
+  if (volumes) {
+    e2b_volume *v = realloc(l->volumes, (l->n + n + 1) * sizeof *v);
+    if (!v) goto nomem;
+    l->volumes = v;
+  } else {
+    e2b_snapshot *s = realloc(l->snapshots, (l->n + n + 1) * sizeof *s);
+    if (!s) goto nomem;
+    l->snapshots = s;
+  }
+  for (size_t i = 0; i < n; i++) {
+    json_t *o = json_is_array(body) ? json_array_get(body, i) : body;
+    int rc = volumes ? parse_volume(o, &l->volumes[l->n]) : parse_snapshot(o, &l->snapshots[l->n]);
+    l->n++; /* counted either way, so a half-parsed item is freed */
+    if (rc != 0) {
+      e2b_err_set(err, E2B_ERR_PROTOCOL, req->op, "malformed %s", volumes ? "volume" : "snapshot");
+      return -1;
+    }
+  }
+  return volumes ? 0 : e2b_take_next_token(req, err);
+nomem:
+  e2b_err_set(err, E2B_ERR_UNAVAILABLE, req->op, "out of memory");
+  return -1;
+}
+
+static int parse_snapshots(e2b_req *req, json_t *body, e2b_error *err) {
+  return parse_items(req, body, err, 0);
+}
+
+static int parse_volumes(e2b_req *req, json_t *body, e2b_error *err) {
+  return parse_items(req, body, err, 1);
+}
+
+static int check_name(const char *name, const char *field, const char *op, e2b_error *err) {
+  e2b_error_clear(err);
+  if (!name || !*name || strlen(name) > 256 || !e2b_utf8_valid(name, strlen(name))) {
+    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "%s must be 1-256 bytes of UTF-8", field);
+    return -1;
+  }
+  return 0;
+}
+
+/* ---- raw calls ---- */
+
+e2b_req *e2b_snapshot_create(e2b_client *c, const char *sandbox_id, const char *name,
+                             e2b_error *err) {
+  if (check_name(name, "name", "snapshot", err)) return NULL;
+  json_t *body = json_object();
+  json_object_set_new(body, "name", json_string(name));
+  /* Not repeated: a second call would make a second build. */
+  return e2b_on_sandbox(c, "snapshot", "POST", sandbox_id, "/snapshots", body, parse_snapshots, 0,
+                        err);
+}
+
+static e2b_req *snapshot_page(e2b_client *c, const char *name, const char *token, e2b_error *err) {
+  growbuf q = {0};
+  int rc = e2b_growbuf_append(&q, "/snapshots?limit=100", 20);
+  if (name) {
+    char *n = e2b_url_escape(name);
+    rc |= !n || e2b_growbuf_append(&q, "&name=", 6) || e2b_growbuf_append(&q, n, strlen(n));
+    free(n);
+  }
+  if (token) {
+    char *t = e2b_url_escape(token);
+    rc |= !t || e2b_growbuf_append(&q, "&nextToken=", 11) || e2b_growbuf_append(&q, t, strlen(t));
+    free(t);
+  }
+  e2b_req *req = NULL;
+  if (rc == 0)
+    req = e2b_control(c, "snapshots", "GET", q.data, NULL, parse_snapshots, 1, err);
+  else
+    e2b_err_set(err, E2B_ERR_UNAVAILABLE, "snapshots", "out of memory");
+  e2b_growbuf_free(&q);
+  return req;
+}
+
+static e2b_req *delete_path(e2b_client *c, const char *op, const char *prefix, const char *id,
+                            e2b_error *err) {
+  char *path = e2b_id_path(prefix, id, "");
+  if (!path) {
+    e2b_err_set(err, E2B_ERR_UNAVAILABLE, op, "out of memory");
+    return NULL;
+  }
+  e2b_req *req = e2b_control(c, op, "DELETE", path, NULL, e2b_parse_nothing, 1, err);
+  free(path);
+  return req;
+}
+
+e2b_req *e2b_volume_create(e2b_client *c, const char *name, e2b_error *err) {
+  if (check_name(name, "name", "volume", err)) return NULL;
+  if (strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") !=
+      strlen(name)) {
+    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, "volume", "name may hold only letters, digits, _ and -");
+    return NULL;
+  }
+  json_t *body = json_object();
+  json_object_set_new(body, "name", json_string(name));
+  return e2b_control(c, "volume", "POST", "/volumes", body, parse_volumes, 0, err);
+}
+
+e2b_req *e2b_volume_list(e2b_client *c, e2b_error *err) {
+  e2b_error_clear(err);
+  return e2b_control(c, "volumes", "GET", "/volumes", NULL, parse_volumes, 1, err);
+}
+
+/* ---- composites: list every snapshot page; delete by name ---- */
+
+typedef struct by_name_state {
+  e2b_client *client;
+  char *name;      /* NULL: every item */
+  int volumes;
+  e2b_req *child;
+  char *token;
+  int listed;
+  e2b_req **deletes;
+  size_t delete_count;
+} by_name_state;
+
+static void by_name_free(void *p) {
+  by_name_state *s = p;
+  e2b_req_free(s->child);
+  for (size_t i = 0; i < s->delete_count; i++) e2b_req_free(s->deletes[i]);
+  free(s->deletes);
+  free(s->name);
+  free(s->token);
+  e2b_client_release(s->client);
+  free(s);
+}
+
+static int take_items(e2b_req *dst, e2b_req *src, int volumes) {
+  item_list *from = src->result, *to = items_of(dst, volumes ? E2B_RESULT_VOLUMES : E2B_RESULT_SNAPSHOTS);
+  if (!from || !from->n) return 0;
+  if (!to) return -1;
+  size_t size = volumes ? sizeof(e2b_volume) : sizeof(e2b_snapshot);
+  void **slot = volumes ? (void **)&to->volumes : (void **)&to->snapshots;
+  char *p = realloc(*slot, (to->n + from->n) * size);
+  if (!p) return -1;
+  *slot = p;
+  memcpy(p + to->n * size, volumes ? (void *)from->volumes : (void *)from->snapshots, from->n * size);
+  to->n += from->n;
+  from->n = 0;
+  return 0;
+}
+
+/* Lists (every page); the matches end up in op's result. */
+static int by_name_list(e2b_req *op, by_name_state *s) {
+  e2b_error err;
+  if (s->child && !e2b_req_done(s->child)) return 0;
+  if (s->child) {
+    const e2b_error *cerr = e2b_req_error(s->child);
+    if (cerr) return e2b_op_finish(op, cerr), -1;
+    if (take_items(op, s->child, s->volumes) != 0) {
+      e2b_err_set(&err, E2B_ERR_UNAVAILABLE, op->op, "out of memory");
+      return e2b_op_finish(op, &err), -1;
+    }
+    free(s->token);
+    s->token = s->child->next_token;
+    s->child->next_token = NULL;
+    e2b_req_free(s->child);
+    s->child = NULL;
+    if (!s->token) return 1;
+  }
+  s->child = e2b_op_child(op, s->volumes ? e2b_volume_list(s->client, &err)
+                                         : snapshot_page(s->client, s->name, s->token, &err));
+  if (!s->child) return e2b_op_finish(op, &err), -1;
+  return 0;
+}
+
+static void list_advance(e2b_req *op) {
+  by_name_state *s = op->state;
+  if (by_name_list(op, s) == 1) e2b_op_finish(op, NULL);
+}
+
+static int matches(const by_name_state *s, const item_list *l, size_t i) {
+  if (s->volumes) return strcmp(l->volumes[i].name, s->name) == 0 || strcmp(l->volumes[i].volume_id, s->name) == 0;
+  const e2b_snapshot *sn = &l->snapshots[i];
+  if (strcmp(sn->snapshot_id, s->name) == 0) return 1;
+  for (size_t k = 0; k < sn->name_count; k++) {
+    /* names are "team/name:tag": match the bare name too */
+    const char *full = sn->names[k], *slash = strrchr(full, '/');
+    const char *base = slash ? slash + 1 : full;
+    size_t len = strcspn(base, ":");
+    if (strcmp(full, s->name) == 0 || (strlen(s->name) == len && strncmp(base, s->name, len) == 0))
+      return 1;
+  }
+  return 0;
+}
+
+static void delete_advance(e2b_req *op) {
+  by_name_state *s = op->state;
+  e2b_error err;
+  if (!s->listed) {
+    int r = by_name_list(op, s);
+    if (r != 1) return;
+    s->listed = 1;
+    item_list *l = op->result;
+    size_t n = l ? l->n : 0;
+    if (!(s->deletes = calloc(n + 1, sizeof *s->deletes))) {
+      e2b_err_set(&err, E2B_ERR_UNAVAILABLE, op->op, "out of memory");
+      return e2b_op_finish(op, &err);
+    }
+    for (size_t i = 0; i < n; i++) {
+      if (!matches(s, l, i)) continue;
+      e2b_req *d = s->volumes ? delete_path(s->client, "delete_volume", "/volumes", l->volumes[i].volume_id, &err)
+                              : delete_path(s->client, "delete_snapshot", "/templates", l->snapshots[i].snapshot_id, &err);
+      if (!d) return e2b_op_finish(op, &err);
+      s->deletes[s->delete_count++] = e2b_op_child(op, d);
+    }
+  }
+  for (size_t i = 0; i < s->delete_count; i++)
+    if (!e2b_req_done(s->deletes[i])) return;
+  for (size_t i = 0; i < s->delete_count; i++) {
+    const e2b_error *derr = e2b_req_error(s->deletes[i]);
+    if (derr && derr->code != E2B_ERR_NOT_FOUND) return e2b_op_finish(op, derr);
+  }
+  e2b_op_finish(op, NULL);
+}
+
+static e2b_req *by_name(e2b_client *c, const char *opname, const char *name, int volumes,
+                        req_advance_fn advance, e2b_error *err) {
+  by_name_state *s = calloc(1, sizeof *s);
+  if (!s || (name && !(s->name = strdup(name)))) {
+    free(s);
+    e2b_err_set(err, E2B_ERR_UNAVAILABLE, opname, "out of memory");
+    return NULL;
+  }
+  s->client = c;
+  e2b_client_retain(c);
+  s->volumes = volumes;
+  return e2b_op_new(c->loop, opname, advance, s, by_name_free, err);
+}
+
+e2b_req *e2b_snapshot_list(e2b_client *c, const char *name, e2b_error *err) {
+  e2b_error_clear(err);
+  if (name && check_name(name, "name", "snapshots", err)) return NULL;
+  return by_name(c, "snapshots", name, 0, list_advance, err);
+}
+
+e2b_req *e2b_snapshot_delete(e2b_client *c, const char *name, e2b_error *err) {
+  if (check_name(name, "name", "delete_snapshot", err)) return NULL;
+  return by_name(c, "delete_snapshot", name, 0, delete_advance, err);
+}
+
+e2b_req *e2b_volume_delete(e2b_client *c, const char *name, e2b_error *err) {
+  if (check_name(name, "name", "delete_volume", err)) return NULL;
+  return by_name(c, "delete_volume", name, 1, delete_advance, err);
+}
+
+size_t e2b_req_snapshot_count(const e2b_req *req) {
+  const item_list *l = req->result_kind == E2B_RESULT_SNAPSHOTS ? req->result : NULL;
+  return l ? l->n : 0;
+}
+
+const e2b_snapshot *e2b_req_snapshot_at(const e2b_req *req, size_t i) {
+  return i < e2b_req_snapshot_count(req) ? &((item_list *)req->result)->snapshots[i] : NULL;
+}
+
+size_t e2b_req_volume_count(const e2b_req *req) {
+  const item_list *l = req->result_kind == E2B_RESULT_VOLUMES ? req->result : NULL;
+  return l ? l->n : 0;
+}
+
+const e2b_volume *e2b_req_volume_at(const e2b_req *req, size_t i) {
+  return i < e2b_req_volume_count(req) ? &((item_list *)req->result)->volumes[i] : NULL;
+}
