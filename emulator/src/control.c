@@ -8,20 +8,22 @@
 
 #include "codec.h"
 #include "log.h"
+#include "pjson.h"
 #include "sandbox.h"
 #include "server.h"
+#include "store.h"
+#include "util.h"
 
 #define ENVD_VERSION "0.6.4"
 #define MAX_TIMEOUT_S 86400
 #define DEFAULT_TIMEOUT_S 15
-#define SANDBOX_CPUS 2
-#define MEMORY_MB 512
-#define DISK_MB 10240
+#define MEMORY_MB SANDBOX_MEMORY_MB
+#define DISK_MB SANDBOX_DISK_MB
 
 /* ---- request parsing helpers ---- */
 
 typedef struct opts_err {
-  char msg[200];
+  char msg[400];
 } opts_err;
 
 static int get_bool(json_t *o, const char *key, int dflt, int *out, opts_err *e) {
@@ -89,7 +91,7 @@ static json_t *body_object(http_req *r, enum MHD_Result *res, int allow_empty) {
 static void add_common(json_t *o, sandbox *sb) {
   json_object_set_new(o, "sandboxID", json_string(sb->id));
   json_object_set_new(o, "templateID", json_string(sb->template_id));
-  json_object_set_new(o, "alias", json_string(sb->alias));
+  if (sb->alias) json_object_set_new(o, "alias", json_string(sb->alias));
   json_object_set_new(o, "clientID", json_string(sb->client_id));
   json_object_set_new(o, "envdVersion", json_string(ENVD_VERSION));
 }
@@ -98,7 +100,7 @@ static json_t *sandbox_json(sandbox *sb) {
   json_t *o = json_object();
   add_common(o, sb);
   json_object_set_new(o, "envdAccessToken", sb->envd_token ? json_string(sb->envd_token) : json_null());
-  json_object_set_new(o, "trafficAccessToken", json_null());
+  json_object_set_new(o, "trafficAccessToken", sb->traffic_token ? json_string(sb->traffic_token) : json_null());
   json_object_set_new(o, "domain", json_string(g_server.domain));
   return o;
 }
@@ -114,7 +116,7 @@ static void add_listed_fields(json_t *o, sandbox *sb, sandbox_view v) {
   json_object_set_new(o, "diskSizeMB", json_integer(DISK_MB));
   json_object_set(o, "metadata", sb->metadata);
   json_object_set_new(o, "state", json_string(v.state == SB_PAUSED ? "paused" : "running"));
-  json_object_set_new(o, "volumeMounts", json_array());
+  json_object_set(o, "volumeMounts", sb->volume_mounts);
 }
 
 static json_t *listed_json(sandbox *sb, sandbox_view v) {
@@ -129,7 +131,11 @@ static json_t *detail_json(sandbox *sb, sandbox_view v) {
   if (sb->envd_token) json_object_set_new(o, "envdAccessToken", json_string(sb->envd_token));
   json_object_set_new(o, "allowInternetAccess", json_boolean(sb->allow_internet));
   json_object_set_new(o, "domain", json_string(g_server.domain));
-  if (json_object_size(sb->network)) json_object_set(o, "network", sb->network);
+  json_t *net = sandbox_network_json(sb);
+  if (json_object_size(net))
+    json_object_set_new(o, "network", net);
+  else
+    json_decref(net);
   json_object_set_new(o, "lifecycle", json_pack("{s:b, s:s}", "autoResume", sb->auto_resume,
                                                 "onTimeout", sb->auto_pause ? "pause" : "kill"));
   return o;
@@ -141,6 +147,107 @@ static enum MHD_Result not_found(http_req *r, const char *id) {
 
 /* ---- handlers ---- */
 
+static int is_string_array(json_t *v) {
+  if (!json_is_array(v)) return 0;
+  for (size_t i = 0; i < json_array_size(v); i++)
+    if (!json_is_string(json_array_get(v, i))) return 0;
+  return 1;
+}
+
+/* What e2b-local can enforce: all egress, or none (an empty network
+ * namespace). Anything finer is refused with a clear error: never silently
+ * open. *allow gets the mode. */
+static int network_mode(json_t *net, int allow_internet, int *allow, opts_err *e) {
+  json_t *ao = json_object_get(net, "allowOut"), *dn = json_object_get(net, "denyOut");
+  json_t *proxy = json_object_get(net, "egressProxy"), *rules = json_object_get(net, "rules");
+  if ((ao && !json_is_null(ao) && !is_string_array(ao)) || (dn && !json_is_null(dn) && !is_string_array(dn))) {
+    snprintf(e->msg, sizeof e->msg, "network.allowOut and network.denyOut must be arrays of strings");
+    return -1;
+  }
+  if (proxy && !json_is_null(proxy)) {
+    snprintf(e->msg, sizeof e->msg, "network.egressProxy is not supported by e2b-local (egress is all or nothing)");
+    return -1;
+  }
+  if (rules && !json_is_null(rules) && (!json_is_object(rules) || json_object_size(rules) > 0)) {
+    snprintf(e->msg, sizeof e->msg, "network.rules (egress header transforms) are not supported by e2b-local");
+    return -1;
+  }
+  int deny_all = !allow_internet;
+  for (size_t i = 0; i < json_array_size(dn); i++) {
+    const char *c = json_string_value(json_array_get(dn, i));
+    if (strcmp(c, "0.0.0.0/0") == 0 || strcmp(c, "::/0") == 0) {
+      deny_all = 1;
+    } else {
+      snprintf(e->msg, sizeof e->msg,
+               "e2b-local enforces only all-or-nothing egress: denyOut entry '%.60s' would not be enforced "
+               "(use denyOut [\"0.0.0.0/0\"] or allow_internet_access false for no internet)", c);
+      return -1;
+    }
+  }
+  if (deny_all && json_array_size(ao) > 0) {
+    snprintf(e->msg, sizeof e->msg,
+             "e2b-local cannot enforce egress allow-lists (allowOut '%.60s' with all other traffic denied): "
+             "a sandbox has either full internet access or none",
+             json_string_value(json_array_get(ao, 0)));
+    return -1;
+  }
+  *allow = !deny_all;
+  return 0;
+}
+
+/* Validates volumeMounts and resolves each volume's host directory:
+ * [{name,path,src}] (new reference) or NULL with e->msg (*status 400/404). */
+static json_t *resolve_volume_mounts(json_t *vm, opts_err *e, int *status) {
+  json_t *out = json_array();
+  *status = 400;
+  if (vm && !json_is_null(vm) && !json_is_array(vm)) {
+    snprintf(e->msg, sizeof e->msg, "field 'volumeMounts' must be an array");
+    goto bad;
+  }
+  if (json_array_size(vm) && !runtime_isolated()) {
+    snprintf(e->msg, sizeof e->msg, "volume mounts need bubblewrap isolation (e2b-local runs without it)");
+    goto bad;
+  }
+  static const char *forbidden[] = {"/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
+                                    "/proc", "/dev", "/sys", "/run/e2b", "/opt", NULL};
+  for (size_t i = 0; i < json_array_size(vm); i++) {
+    json_t *m = json_array_get(vm, i);
+    const char *name = json_string_value(json_object_get(m, "name"));
+    const char *path = json_string_value(json_object_get(m, "path"));
+    if (!name || !path || path[0] != '/') {
+      snprintf(e->msg, sizeof e->msg, "each volume mount needs a 'name' and an absolute 'path'");
+      goto bad;
+    }
+    char *clean = path_clean(path);
+    int badpath = strcmp(clean, "/") == 0 || strcmp(clean, "/home") == 0;
+    for (int k = 0; forbidden[k] && !badpath; k++) {
+      size_t n = strlen(forbidden[k]);
+      badpath = strncmp(clean, forbidden[k], n) == 0 && (clean[n] == '\0' || clean[n] == '/');
+    }
+    for (size_t k = 0; k < json_array_size(out) && !badpath; k++)
+      badpath = strcmp(json_string_value(json_object_get(json_array_get(out, k), "path")), clean) == 0;
+    if (badpath) {
+      snprintf(e->msg, sizeof e->msg, "volume mount path '%.80s' is not allowed (system directory or duplicate)", path);
+      free(clean);
+      goto bad;
+    }
+    char *src = store_volume_dir_by_name(name);
+    if (!src) {
+      snprintf(e->msg, sizeof e->msg, "volume '%.80s' not found", name);
+      *status = 404;
+      free(clean);
+      goto bad;
+    }
+    json_array_append_new(out, json_pack("{s:s, s:s, s:s}", "name", name, "path", clean, "src", src));
+    free(clean);
+    free(src);
+  }
+  return out;
+bad:
+  json_decref(out);
+  return NULL;
+}
+
 /* NewSandbox -> params (borrowing from b). Returns 0, or -1 with e->msg. */
 static int parse_create(json_t *b, sandbox_params *p, opts_err *e) {
   json_t *tpl = json_object_get(b, "templateID");
@@ -148,7 +255,6 @@ static int parse_create(json_t *b, sandbox_params *p, opts_err *e) {
     snprintf(e->msg, sizeof e->msg, "field 'templateID' must be a string");
     return -1;
   }
-  p->template_id = tpl ? json_string_value(tpl) : "base";
   /* SDK 2.51 no longer sends `secure`: absent means secure, as on E2B. */
   if (get_timeout(b, DEFAULT_TIMEOUT_S, &p->timeout_s, e) || get_bool(b, "secure", 1, &p->secure, e) ||
       get_bool(b, "allow_internet_access", 1, &p->allow_internet, e) ||
@@ -167,14 +273,12 @@ static int parse_create(json_t *b, sandbox_params *p, opts_err *e) {
     return -1;
   }
   p->network = json_is_object(net) ? net : NULL;
-  json_t *vm = json_object_get(b, "volumeMounts");
-  if (vm && !json_is_null(vm) && (!json_is_array(vm) || json_array_size(vm) > 0)) {
-    snprintf(e->msg, sizeof e->msg, "volume mounts are not supported by e2b-local yet");
-    return -1;
-  }
+  p->public_traffic = 1;
+  if (p->network && get_bool(p->network, "allowPublicTraffic", 1, &p->public_traffic, e)) return -1;
+  if (network_mode(p->network, p->allow_internet, &p->allow_internet, e)) return -1;
   json_t *mcp = json_object_get(b, "mcp");
   if (mcp && !json_is_null(mcp)) {
-    snprintf(e->msg, sizeof e->msg, "MCP gateways are not supported by e2b-local yet");
+    snprintf(e->msg, sizeof e->msg, "MCP gateways are not supported by e2b-local");
     return -1;
   }
   return 0;
@@ -186,17 +290,27 @@ static enum MHD_Result h_create(http_req *r) {
   if (!b) return res;
   opts_err e = {{0}};
   sandbox_params p = {0};
+  tpl_ref tpl = {0};
+  json_t *vm = NULL;
+  int vstatus = 400;
+  const char *tname = json_string_value(json_object_get(b, "templateID"));
   if (parse_create(b, &p, &e)) {
     res = http_error(r->conn, 400, "%s", e.msg);
-  } else if (strcmp(p.template_id, "base") != 0) {
-    res = http_error(r->conn, 404, "template '%s' not found", p.template_id);
+  } else if (store_resolve_template(tname ? tname : "base", &tpl) != 0) {
+    res = http_error(r->conn, 404, "template '%s' not found", tname);
+  } else if (!(vm = resolve_volume_mounts(json_object_get(b, "volumeMounts"), &e, &vstatus))) {
+    res = http_error(r->conn, (unsigned)vstatus, "%s", e.msg);
   } else {
+    p.tpl = &tpl;
+    p.volume_mounts = vm;
     const char *err = NULL;
     sandbox *sb = sandbox_create(&p, &err);
     res = sb ? http_json(r->conn, 201, sandbox_json(sb))
              : http_error(r->conn, 500, "%s", err ? err : "cannot create the sandbox");
     sandbox_unref(sb);
   }
+  json_decref(vm);
+  tpl_ref_free(&tpl);
   json_decref(b);
   return res;
 }
@@ -408,7 +522,7 @@ static enum MHD_Result h_list_v1(http_req *r) { return list_sandboxes(r, 0); }
 static enum MHD_Result h_list_v2(http_req *r) { return list_sandboxes(r, 1); }
 
 typedef struct id_ctx {
-  char id[64];
+  char id[256];
   int v2;
 } id_ctx;
 
@@ -490,8 +604,221 @@ static enum MHD_Result do_connect(http_req *r, int only_paused) {
 static enum MHD_Result h_connect(http_req *r) { return do_connect(r, 0); }
 static enum MHD_Result h_resume(http_req *r) { return do_connect(r, 1); }
 
+
+static int query_int(struct MHD_Connection *c, const char *name, long long lo, long long hi, long long dflt,
+                     long long *out) {
+  const char *v = http_query(c, name);
+  if (!v || !*v) {
+    *out = dflt;
+    return 0;
+  }
+  char *end;
+  long long x = strtoll(v, &end, 10);
+  if (*end || x < lo || x > hi) return -1;
+  *out = x;
+  return 0;
+}
+
+static enum MHD_Result h_metrics(http_req *r) {
+  long long start, end;
+  if (query_int(r->conn, "start", 0, INT64_MAX / 1000, 0, &start) || query_int(r->conn, "end", 0, INT64_MAX / 1000, 0, &end))
+    return http_error(r->conn, 400, "start and end must be unix timestamps in seconds");
+  sandbox *sb = sandbox_get(ctx_id(r));
+  if (!sb) return not_found(r, ctx_id(r));
+  json_t *m = sandbox_metrics(sb, start, end, 0);
+  sandbox_unref(sb);
+  return http_json(r->conn, 200, m);
+}
+
+static enum MHD_Result h_metrics_many(http_req *r) {
+  const char *ids = http_query(r->conn, "sandbox_ids");
+  if (!ids || !*ids) return http_error(r->conn, 400, "sandbox_ids is required");
+  json_t *out = json_object();
+  char *copy = xstrdup(ids), *save = NULL;
+  int n = 0;
+  for (char *id = strtok_r(copy, ",", &save); id; id = strtok_r(NULL, ",", &save)) {
+    if (++n > 100) {
+      free(copy);
+      json_decref(out);
+      return http_error(r->conn, 400, "at most 100 sandbox ids");
+    }
+    sandbox *sb = sandbox_get(id);
+    if (!sb) continue;
+    json_t *m = sandbox_view_of(sb).state == SB_RUNNING ? sandbox_metrics(sb, 0, 0, 1) : NULL;
+    if (m) json_object_set_new(out, id, m);
+    sandbox_unref(sb);
+  }
+  free(copy);
+  return http_json(r->conn, 200, json_pack("{s:o}", "sandboxes", out));
+}
+
+static enum MHD_Result h_network(http_req *r) {
+  enum MHD_Result res;
+  json_t *b = body_object(r, &res, 0);
+  if (!b) return res;
+  opts_err e = {{0}};
+  int allow_field = 1, allow = 1;
+  if (get_bool(b, "allow_internet_access", 1, &allow_field, &e) || network_mode(b, allow_field, &allow, &e)) {
+    json_decref(b);
+    return http_error(r->conn, 400, "%s", e.msg);
+  }
+  sandbox *sb = sandbox_get(ctx_id(r));
+  if (!sb) {
+    json_decref(b);
+    return not_found(r, ctx_id(r));
+  }
+  /* egress fields are replaced (omitted = cleared); public traffic settings stay */
+  json_t *net = sandbox_network_json(sb);
+  json_object_del(net, "allowOut");
+  json_object_del(net, "denyOut");
+  json_t *ao = json_object_get(b, "allowOut"), *dn = json_object_get(b, "denyOut");
+  if (json_array_size(ao)) json_object_set(net, "allowOut", ao);
+  if (json_array_size(dn)) json_object_set(net, "denyOut", dn);
+  int rc = sandbox_set_network(sb, net, allow);
+  json_decref(net);
+  json_decref(b);
+  sandbox_unref(sb);
+  if (rc == -ENOENT) return not_found(r, ctx_id(r));
+  if (rc == -EBUSY)
+    return http_error(r->conn, 409,
+                      "e2b-local cannot switch a live sandbox %s internet access (its network namespace is fixed "
+                      "at boot): pause it with keepMemory=false, update, then connect",
+                      allow ? "to" : "away from");
+  return http_empty(r->conn, 204);
+}
+
+static enum MHD_Result h_refresh(http_req *r) {
+  enum MHD_Result res;
+  json_t *b = body_object(r, &res, 1);
+  if (!b) return res;
+  json_t *d = json_object_get(b, "duration");
+  int bad = d && !json_is_null(d) && (!json_is_integer(d) || json_integer_value(d) < 0 || json_integer_value(d) > 3600);
+  int duration = json_is_integer(d) ? (int)json_integer_value(d) : -1;
+  json_decref(b);
+  if (bad) return http_error(r->conn, 400, "duration must be an integer between 0 and 3600 (seconds)");
+  sandbox *sb = sandbox_get(ctx_id(r));
+  if (!sb) return not_found(r, ctx_id(r));
+  int rc = sandbox_refresh(sb, duration >= 0 ? duration : sb->timeout_s);
+  sandbox_unref(sb);
+  return rc ? not_found(r, ctx_id(r)) : http_empty(r->conn, 204);
+}
+
+static enum MHD_Result h_snapshot_create(http_req *r) {
+  enum MHD_Result res;
+  json_t *b = body_object(r, &res, 1);
+  if (!b) return res;
+  json_t *n = json_object_get(b, "name");
+  if (n && !json_is_null(n) && !json_is_string(n)) {
+    json_decref(b);
+    return http_error(r->conn, 400, "field 'name' must be a string");
+  }
+  sandbox *sb = sandbox_get(ctx_id(r));
+  if (!sb) {
+    json_decref(b);
+    return not_found(r, ctx_id(r));
+  }
+  const char *err = "cannot create the snapshot";
+  json_t *info = sandbox_snapshot(sb, json_string_value(n), &err);
+  sandbox_unref(sb);
+  json_decref(b);
+  if (!info) return http_error(r->conn, strncmp(err, "invalid", 7) == 0 ? 400 : 500, "%s", err);
+  return http_json(r->conn, 201, info);
+}
+
+static enum MHD_Result h_snapshots_list(http_req *r) {
+  long long limit;
+  if (query_int(r->conn, "limit", 1, 100, 100, &limit)) return http_error(r->conn, 400, "limit must be an integer between 1 and 100");
+  char *next = NULL;
+  const char *err = NULL;
+  json_t *arr = store_snapshot_list(http_query(r->conn, "sandboxID"), http_query(r->conn, "name"), (long)limit,
+                                    http_query(r->conn, "nextToken"), &next, &err);
+  if (!arr) return http_error(r->conn, 400, "%s", err);
+  enum MHD_Result res = http_json_hdr(r->conn, 200, arr, next ? "X-Next-Token" : NULL, next);
+  free(next);
+  return res;
+}
+
+static enum MHD_Result h_template_delete(http_req *r) {
+  char *id = xstrdup(ctx_id(r));
+  unescape_stable(id); /* "local%2Fname%3Adefault" */
+  enum MHD_Result res;
+  tpl_ref t;
+  if (store_snapshot_delete(id) == 0) {
+    res = http_empty(r->conn, 204);
+  } else if (store_resolve_template(id, &t) == 0) {
+    tpl_ref_free(&t);
+    res = http_error(r->conn, 400, "template '%s' is provided by the e2b-local operator and cannot be deleted", id);
+  } else {
+    res = http_error(r->conn, 404, "template '%s' not found", id);
+  }
+  free(id);
+  return res;
+}
+
+static int level_of(const char *s) {
+  static const char *names[] = {"debug", "info", "warn", "error"};
+  for (int i = 0; i < 4; i++)
+    if (s && strcmp(s, names[i]) == 0) return i;
+  return -1;
+}
+
+static enum MHD_Result logs(http_req *r, int v1) {
+  long long from, limit;
+  const char *dir = http_query(r->conn, "direction"), *lvl = http_query(r->conn, "level");
+  const char *search = http_query(r->conn, "search");
+  if (query_int(r->conn, v1 ? "start" : "cursor", 0, INT64_MAX, 0, &from) ||
+      query_int(r->conn, "limit", 0, v1 ? INT32_MAX : 1000, 1000, &limit))
+    return http_error(r->conn, 400, "invalid %s or limit", v1 ? "start" : "cursor");
+  if (dir && *dir && strcmp(dir, "forward") != 0 && strcmp(dir, "backward") != 0)
+    return http_error(r->conn, 400, "direction must be forward or backward");
+  if (lvl && *lvl && level_of(lvl) < 0) return http_error(r->conn, 400, "level must be debug, info, warn or error");
+  if (search && strlen(search) > 256) return http_error(r->conn, 400, "search is limited to 256 characters");
+  sandbox *sb = sandbox_get(ctx_id(r));
+  if (!sb) return not_found(r, ctx_id(r));
+  int backward = dir && strcmp(dir, "backward") == 0;
+  /* backward from a cursor: entries at or before it */
+  json_t *out = sandbox_logs(sb, backward ? 0 : from, backward && from ? from : 0, backward,
+                             lvl && *lvl ? level_of(lvl) : 0, v1 ? NULL : search, (long)limit, v1);
+  sandbox_unref(sb);
+  return http_json(r->conn, 200, out);
+}
+
+static enum MHD_Result h_logs_v1(http_req *r) { return logs(r, 1); }
+static enum MHD_Result h_logs_v2(http_req *r) { return logs(r, 0); }
+
+static enum MHD_Result h_volumes_list(http_req *r) { return http_json(r->conn, 200, store_volume_list()); }
+
+static enum MHD_Result h_volume_create(http_req *r) {
+  enum MHD_Result res;
+  json_t *b = body_object(r, &res, 0);
+  if (!b) return res;
+  const char *name = json_string_value(json_object_get(b, "name"));
+  int status = 400;
+  const char *err = "field 'name' is required";
+  json_t *v = name ? store_volume_create(name, &status, &err) : NULL;
+  json_decref(b);
+  if (!v) return http_error(r->conn, (unsigned)status, "%s", err);
+  return http_json(r->conn, 201, v);
+}
+
+static enum MHD_Result h_volume_get(http_req *r) {
+  json_t *v = store_volume_get(ctx_id(r));
+  if (!v) return http_error(r->conn, 404, "volume '%s' not found", ctx_id(r));
+  return http_json(r->conn, 200, v);
+}
+
+static enum MHD_Result h_volume_delete(http_req *r) {
+  char *name = store_volume_name_by_id(ctx_id(r));
+  if (!name) return http_error(r->conn, 404, "volume '%s' not found", ctx_id(r));
+  int used = sandbox_volume_in_use(name);
+  free(name);
+  if (used) return http_error(r->conn, 409, "volume '%s' is mounted by a sandbox (kill it first)", ctx_id(r));
+  return store_volume_delete(ctx_id(r)) == 0 ? http_empty(r->conn, 204)
+                                             : http_error(r->conn, 404, "volume '%s' not found", ctx_id(r));
+}
+
 static enum MHD_Result h_unimplemented(http_req *r) {
-  return http_error(r->conn, 501, "%s %s is not implemented by e2b-local yet", r->method, r->url);
+  return http_error(r->conn, 501, "%s %s is not supported by e2b-local", r->method, r->url);
 }
 
 static enum MHD_Result h_method(http_req *r) {
@@ -511,6 +838,7 @@ static const route_def ROUTES[] = {
     {"/v2/sandboxes", "POST", h_create},
     {"/sandboxes", "GET", h_list_v1},
     {"/v2/sandboxes", "GET", h_list_v2},
+    {"/sandboxes/metrics", "GET", h_metrics_many},
     {"/sandboxes/*", "GET", h_get},
     {"/sandboxes/*", "DELETE", h_delete},
     {"/sandboxes/*/timeout", "POST", h_timeout},
@@ -518,27 +846,35 @@ static const route_def ROUTES[] = {
     {"/v2/sandboxes/*/connect", "POST", h_connect},
     {"/sandboxes/*/resume", "POST", h_resume},
     {"/sandboxes/*/pause", "POST", h_pause},
-    /* E2B routes that the next layers will serve */
-    {"/sandboxes/*/metrics", "GET", h_unimplemented},
-    {"/sandboxes/metrics", "GET", h_unimplemented},
-    {"/sandboxes/*/network", "PUT", h_unimplemented},
-    {"/sandboxes/*/snapshots", "POST", h_unimplemented},
+    {"/sandboxes/*/metrics", "GET", h_metrics},
+    {"/sandboxes/*/network", "PUT", h_network},
+    {"/sandboxes/*/snapshots", "POST", h_snapshot_create},
+    {"/sandboxes/*/refreshes", "POST", h_refresh},
+    {"/sandboxes/*/logs", "GET", h_logs_v1},
+    {"/v2/sandboxes/*/logs", "GET", h_logs_v2},
+    {"/snapshots", "GET", h_snapshots_list},
+    {"/templates/**", "DELETE", h_template_delete}, /* MHD decodes %2F: "local/name:tag" */
+    {"/volumes", "GET", h_volumes_list},
+    {"/volumes", "POST", h_volume_create},
+    {"/volumes/*", "GET", h_volume_get},
+    {"/volumes/*", "DELETE", h_volume_delete},
+    /* out of scope for e2b-local (clear 501s) */
     {"/sandboxes/*/fork", "POST", h_unimplemented},
-    {"/sandboxes/*/refreshes", "POST", h_unimplemented},
-    {"/sandboxes/*/logs", "GET", h_unimplemented},
-    {"/v2/sandboxes/*/logs", "GET", h_unimplemented},
-    {"/snapshots", "GET", h_unimplemented},
-    {"/templates/*", "DELETE", h_unimplemented},
-    {"/volumes", "GET", h_unimplemented},
-    {"/volumes", "POST", h_unimplemented},
-    {"/volumes/*", "GET", h_unimplemented},
-    {"/volumes/*", "DELETE", h_unimplemented},
+    {"/volumecontent/*/path", "*", h_unimplemented},
+    {"/volumecontent/*/dir", "*", h_unimplemented},
+    {"/volumecontent/*/file", "*", h_unimplemented},
 };
 
 /* Matches url against pattern, capturing the '*' segment into id. */
 static int match(const char *pattern, const char *url, char *id, size_t idcap) {
   const char *p = pattern, *u = url;
   while (*p && *u) {
+    if (p[0] == '*' && p[1] == '*') { /* the rest of the path, slashes included */
+      size_t n = strlen(u);
+      if (n >= idcap) return 0;
+      memcpy(id, u, n + 1);
+      return 1;
+    }
     if (*p == '*') {
       size_t n = strcspn(u, "/");
       if (n == 0 || n >= idcap) return 0;
@@ -563,10 +899,10 @@ void control_route(http_req *r) {
   r->ctx = ctx;
   r->ctx_free = free_ctx;
   for (size_t i = 0; i < sizeof ROUTES / sizeof ROUTES[0]; i++) {
-    char id[64];
+    char id[256];
     if (!match(ROUTES[i].pattern, r->url, id, sizeof id)) continue;
     path_known = 1;
-    if (strcmp(ROUTES[i].method, r->method) != 0) continue;
+    if (strcmp(ROUTES[i].method, "*") != 0 && strcmp(ROUTES[i].method, r->method) != 0) continue;
     if (strchr(ROUTES[i].pattern, '*')) snprintf(ctx->id, sizeof ctx->id, "%s", id);
     r->on_complete = ROUTES[i].fn;
     break;
@@ -575,6 +911,7 @@ void control_route(http_req *r) {
     if (path_known) r->on_complete = h_method;
     return; /* unknown route: 404 */
   }
+  if (r->on_complete == h_unimplemented) return; /* out of scope, whatever the credentials */
   if (!key || !e2b_secure_streq(key, g_server.api_key)) {
     r->early_status = 401;
     snprintf(r->early_msg, sizeof r->early_msg, "%s", key ? "Invalid API key" : "Missing API key (X-API-Key header)");

@@ -29,7 +29,7 @@ struct http_req {
   void (*ctx_free)(void *ctx);
   struct sandbox *sb; /* referenced, for envd requests */
   int early_status;   /* when set, answer this error at completion */
-  char early_msg[160];
+  char early_msg[400];
   fault_hit fault;    /* an injected fault that applies to this request */
   int streamed;       /* the response is a stream (drop_mid_stream applies there) */
   int fault_connect;  /* the injected status answers as a Connect error */

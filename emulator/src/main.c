@@ -16,6 +16,8 @@
 #include "runtime.h"
 #include "sandbox.h"
 #include "server.h"
+#include "store.h"
+#include "templates.h"
 #include "util.h"
 
 typedef struct options {
@@ -25,6 +27,8 @@ typedef struct options {
   const char *api_key;
   const char *domain;
   const char *admin_token;
+  const char *templates[32];
+  int ntemplates;
   int no_isolation, no_freezer;
   char **cmd; /* exec */
 } options;
@@ -32,7 +36,8 @@ typedef struct options {
 static void usage(FILE *f) {
   fprintf(f,
           "usage: e2b-local serve [--listen HOST:PORT] [--state DIR] [--api-key KEY] [--domain D]\n"
-          "                       [--admin-token TOKEN] [--no-isolation] [--no-freezer]\n"
+          "                       [--admin-token TOKEN] [--template NAME=DIR|SCRIPT]...\n"
+          "                       [--no-isolation] [--no-freezer]\n"
           "       e2b-local exec [serve options] -- CMD ARGS...\n"
           "\n"
           "serve: run a local E2B-compatible server until SIGINT/SIGTERM.\n"
@@ -41,6 +46,11 @@ static void usage(FILE *f) {
           "       exits with CMD's status.\n"
           "\n"
           "--admin-token   token of the admin API (/_e2b_local/faults; default: random)\n"
+          "--template      register a template: a directory (home/user, root, tmp seed the\n"
+          "                sandbox; other top-level directories are mounted read-only) or a\n"
+          "                setup script run once as root in a fresh sandbox at start\n"
+          "--state DIR     keep sandboxes, snapshots and volumes there across restarts\n"
+          "                (running sandboxes come back paused)\n"
           "--no-isolation  run sandboxes as plain child processes (no bubblewrap)\n"
           "--no-freezer    pause with SIGSTOP/SIGCONT instead of the cgroup freezer\n");
 }
@@ -75,6 +85,12 @@ static int parse_args(int argc, char **argv, int exec_mode, options *o) {
       o->state = argv[++i];
     } else if (strcmp(a, "--api-key") == 0 && has_val) {
       o->api_key = argv[++i];
+    } else if (strcmp(a, "--template") == 0 && has_val) {
+      if (o->ntemplates == 32) {
+        fprintf(stderr, "e2b-local: at most 32 --template options\n");
+        return -1;
+      }
+      o->templates[o->ntemplates++] = argv[++i];
     } else if (strcmp(a, "--admin-token") == 0 && has_val) {
       o->admin_token = argv[++i];
     } else if (strcmp(a, "--domain") == 0 && has_val) {
@@ -150,10 +166,18 @@ static int start_all(const options *o, running *run) {
     run->admin_token = xstrdup(hex);
   }
   g_server.admin_token = run->admin_token;
-  if (sandbox_registry_init(run->state_dir) != 0) {
+  if (store_init(run->state_dir) != 0 || sandbox_registry_init(run->state_dir) != 0) {
     log_msg("cannot initialise the state directory %s", run->state_dir);
     return -1;
   }
+  for (int i = 0; i < o->ntemplates; i++) {
+    char err[256];
+    if (store_register_template(o->templates[i], err, sizeof err) != 0) {
+      log_msg("%s", err);
+      return -1;
+    }
+  }
+  if (templates_build_all() != 0) return -1;
   run->srv = server_start(o->host, (uint16_t)o->port);
   if (!run->srv) return -1;
   unsigned port = server_port(run->srv);
@@ -174,10 +198,12 @@ static int start_all(const options *o, running *run) {
 }
 
 static void stop_all(running *run) {
-  sandbox_registry_shutdown(); /* kills every sandbox: their streams end */
+  /* a temporary state dir dies with us; a --state dir keeps its sandboxes (paused) */
+  sandbox_registry_shutdown(!run->state_is_temp); /* their streams end */
   server_stop(run->srv);
   proc_wait_all_readers();
   runtime_shutdown();
+  store_shutdown();
   if (run->state_is_temp && run->state_dir) rm_rf(run->state_dir);
   free(run->state_dir);
   free(run->api_key);

@@ -261,6 +261,27 @@ static void add_bind(argvec *a, const char *kind, const char *dir, const char *n
   av_add(a, dest);
 }
 
+/* bwrap creates missing mount points 0700 on its root tmpfs: make the
+ * parents of a mount (/mnt for /mnt/data) traversable like a normal system. */
+static void add_parents(argvec *a, const char *dst) {
+  static const char *own[] = {"/home/user", "/tmp", "/root", NULL};
+  for (int i = 0; own[i]; i++) {
+    size_t n = strlen(own[i]);
+    if (strncmp(dst, own[i], n) == 0 && (dst[n] == '/' || dst[n] == '\0')) return;
+  }
+  for (const char *s = strchr(dst + 1, '/'); s; s = strchr(s + 1, '/')) {
+    char *parent = strndup(dst, (size_t)(s - dst));
+    if (strcmp(parent, "/home") == 0) {
+      free(parent);
+      continue;
+    }
+    av_add(a, "--perms");
+    av_add(a, "0755");
+    av_add(a, "--dir");
+    av_add(a, av_own(a, parent));
+  }
+}
+
 static void build_argv(argvec *a, const runtime_config *cfg) {
   if (g_bwrap) {
     av_add(a, g_bwrap);
@@ -320,6 +341,13 @@ static void build_argv(argvec *a, const runtime_config *cfg) {
     add_bind(a, "--ro-bind", cfg->dir, "etc/shadow", "/etc/gshadow");
     add_bind(a, "--ro-bind", cfg->dir, "etc/hostname", "/etc/hostname");
     add_bind(a, "--ro-bind", cfg->dir, "boot_id", "/proc/sys/kernel/random/boot_id");
+    for (size_t i = 0; i < json_array_size(cfg->mounts); i++) {
+      json_t *m = json_array_get(cfg->mounts, i);
+      add_parents(a, json_string_value(json_object_get(m, "dst")));
+      av_add(a, json_is_true(json_object_get(m, "ro")) ? "--ro-bind" : "--bind");
+      av_add(a, av_own(a, xstrdup(json_string_value(json_object_get(m, "src")))));
+      av_add(a, av_own(a, xstrdup(json_string_value(json_object_get(m, "dst")))));
+    }
     av_add(a, "--ro-bind");
     av_add(a, g_self);
     av_add(a, AGENT_PATH);
@@ -454,6 +482,35 @@ static void signal_all(const runtime *rt, int sig) {
   int n = list_pids(rt, &pids);
   for (int i = 0; i < n; i++) kill(pids[i], sig);
   free(pids);
+}
+
+int runtime_sample(const runtime *rt, uint64_t *cpu_ticks, uint64_t *rss_bytes) {
+  *cpu_ticks = *rss_bytes = 0;
+  if (!rt->cgroup && rt->pid <= 0) return 0;
+  pid_t *pids;
+  int n = list_pids(rt, &pids);
+  long page = sysconf(_SC_PAGESIZE);
+  for (int i = 0; i < n; i++) {
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pids[i]);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    ssize_t r = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (r <= 0) continue;
+    buf[r] = '\0';
+    char *rp = strrchr(buf, ')');
+    unsigned long ut = 0, st = 0;
+    long rss = 0;
+    /* fields after the command: state(3) ... utime(14) stime(15) ... rss(24) */
+    if (!rp || sscanf(rp + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu %*d %*d %*d %*d %*d %*d %*u %*u %ld",
+                      &ut, &st, &rss) != 3)
+      continue;
+    *cpu_ticks += ut + st;
+    if (rss > 0) *rss_bytes += (uint64_t)rss * (uint64_t)page;
+  }
+  free(pids);
+  return n;
 }
 
 int runtime_count_processes(const runtime *rt) {

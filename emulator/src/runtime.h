@@ -4,6 +4,8 @@
 #ifndef EMU_RUNTIME_H
 #define EMU_RUNTIME_H
 
+#include <jansson.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 typedef struct runtime {
@@ -17,6 +19,7 @@ typedef struct runtime_config {
   const char *id;  /* sandbox id (hostname, cgroup name) */
   const char *dir; /* the sandbox's state directory */
   int allow_internet;
+  json_t *mounts; /* [{src,dst,ro}]: volumes and template directories (may be NULL) */
 } runtime_config;
 
 /* Probes bubblewrap and the freezer; prints one warning when isolation is off.
@@ -36,6 +39,9 @@ int runtime_start(runtime *rt, const runtime_config *cfg);
 void runtime_stop(runtime *rt);
 int runtime_freeze(runtime *rt);
 int runtime_thaw(runtime *rt);
+/* CPU time (clock ticks) and resident memory (bytes) of every process of
+ * the sandbox, summed, and how many there are. */
+int runtime_sample(const runtime *rt, uint64_t *cpu_ticks, uint64_t *rss_bytes);
 /* Number of host processes still belonging to the sandbox (for checks). */
 int runtime_count_processes(const runtime *rt);
 

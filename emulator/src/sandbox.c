@@ -10,18 +10,25 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/wait.h>
 
 #include "codec.h"
 #include "log.h"
+#include "store.h"
 #include "util.h"
+#include <dirent.h>
+#include <stdarg.h>
 
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t g_timer_cv = PTHREAD_COND_INITIALIZER;
 static sandbox **g_sbs;
 static size_t g_n, g_cap;
 static char *g_root; /* state_dir/sandboxes */
-static pthread_t g_timer;
-static int g_stopping, g_timer_started;
+static pthread_t g_timer, g_sampler;
+static int g_stopping, g_timer_started, g_sampler_started;
+static pthread_cond_t g_sampler_cv = PTHREAD_COND_INITIALIZER;
+
+#define METRIC_INTERVAL_MS 5000
 
 /* ---- registry ---- */
 
@@ -38,8 +45,17 @@ static void sandbox_free(sandbox *sb) {
   json_decref(sb->metadata);
   json_decref(sb->env_vars);
   json_decref(sb->network);
+  free(sb->traffic_token);
+  json_decref(sb->volume_mounts);
+  json_decref(sb->mounts);
+  for (size_t i = 0; i < sb->log_n; i++) {
+    sb_log *l = &sb->logs[(sb->log_head + i) % SB_LOG_CAP];
+    free(l->message);
+    json_decref(l->fields);
+  }
   free(sb->dir);
   pthread_rwlock_destroy(&sb->lock);
+  pthread_mutex_destroy(&sb->aux_mu);
   free(sb);
 }
 
@@ -55,7 +71,7 @@ sandbox *sandbox_get(const char *id) {
   sandbox *found = NULL;
   pthread_mutex_lock(&g_mu);
   for (size_t i = 0; i < g_n; i++)
-    if (strcmp(g_sbs[i]->id, id) == 0) {
+    if (strcmp(g_sbs[i]->id, id) == 0 && !g_sbs[i]->hidden) {
       found = g_sbs[i];
       found->refs++;
       break;
@@ -67,11 +83,13 @@ sandbox *sandbox_get(const char *id) {
 sandbox **sandbox_list(size_t *n) {
   pthread_mutex_lock(&g_mu);
   sandbox **v = xcalloc(g_n + 1, sizeof *v);
+  size_t k = 0;
   for (size_t i = 0; i < g_n; i++) {
-    v[i] = g_sbs[i];
-    v[i]->refs++;
+    if (g_sbs[i]->hidden) continue;
+    v[k] = g_sbs[i];
+    v[k++]->refs++;
   }
-  *n = g_n;
+  *n = k;
   pthread_mutex_unlock(&g_mu);
   return v;
 }
@@ -132,19 +150,24 @@ sandbox_view sandbox_view_of(sandbox *sb) {
 /* ---- meta.json: everything needed to restore the sandbox later ---- */
 
 static void write_meta(sandbox *sb) {
+  if (sb->hidden) return;
   char started[E2B_TIME_SIZE], end[E2B_TIME_SIZE];
   sandbox_view v = sandbox_view_of(sb);
   e2b_time_format(sb->started_at_ms, started);
   e2b_time_format(v.end_at_ms, end);
   const char *state = v.state == SB_RUNNING ? "running" : v.state == SB_PAUSED ? "paused" : "killed";
+  pthread_mutex_lock(&sb->aux_mu);
   json_t *m = json_pack(
-      "{s:s, s:s, s:s, s:s?, s:b, s:s?, s:b, s:b, s:b, s:b, s:i, s:O, s:O, s:O, s:s, s:s, s:s, s:b}",
+      "{s:s, s:s, s:s, s:s?, s:b, s:s?, s:b, s:b, s:b, s:b, s:i, s:O, s:O, s:O, s:s, s:s, s:s, s:b,"
+      " s:I, s:s?, s:O, s:O}",
       "sandboxID", sb->id, "templateID", sb->template_id, "clientID", sb->client_id, "alias",
       sb->alias, "secure", sb->secure, "envdAccessToken", sb->envd_token, "allowInternetAccess",
       sb->allow_internet, "autoPause", sb->auto_pause, "autoPauseMemory", sb->auto_pause_memory,
       "autoResume", sb->auto_resume, "timeout", sb->timeout_s, "metadata", sb->metadata, "envVars", sb->env_vars, "network",
       sb->network, "startedAt", started, "endAt", end, "state", state, "pausedMemory",
-      sb->paused_memory);
+      sb->paused_memory, "startedAtMs", (json_int_t)sb->started_at_ms, "trafficAccessToken", sb->traffic_token,
+      "volumeMounts", sb->volume_mounts, "mounts", sb->mounts);
+  pthread_mutex_unlock(&sb->aux_mu);
   char *text = m ? json_dumps(m, JSON_INDENT(2)) : NULL;
   char *path = xasprintf("%s/meta.json", sb->dir);
   if (!text || write_file_atomic(path, text, strlen(text), 0600) != 0)
@@ -154,10 +177,157 @@ static void write_meta(sandbox *sb) {
   json_decref(m);
 }
 
+/* ---- logs and metrics ---- */
+
+void sandbox_log(sandbox *sb, int level, json_t *fields, const char *fmt, ...) {
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  pthread_mutex_lock(&sb->aux_mu);
+  if (sb->log_n == SB_LOG_CAP) {
+    sb_log *old = &sb->logs[sb->log_head];
+    free(old->message);
+    json_decref(old->fields);
+    sb->log_head = (sb->log_head + 1) % SB_LOG_CAP;
+    sb->log_n--;
+  }
+  sb_log *l = &sb->logs[(sb->log_head + sb->log_n++) % SB_LOG_CAP];
+  l->ts_ms = now_ms();
+  l->level = level;
+  l->message = xstrdup(msg);
+  l->fields = fields ? fields : json_object();
+  pthread_mutex_unlock(&sb->aux_mu);
+}
+
+static const char *LEVELS[] = {"debug", "info", "warn", "error"};
+
+json_t *sandbox_logs(sandbox *sb, int64_t from_ms, int64_t to_ms, int backward, int min_level,
+                     const char *search, long limit, int v1) {
+  json_t *entries = json_array(), *lines = json_array();
+  pthread_mutex_lock(&sb->aux_mu);
+  for (size_t k = 0; k < sb->log_n && (long)json_array_size(entries) < limit; k++) {
+    size_t i = backward ? sb->log_n - 1 - k : k;
+    sb_log *l = &sb->logs[(sb->log_head + i) % SB_LOG_CAP];
+    if (l->ts_ms < from_ms || (to_ms > 0 && l->ts_ms > to_ms) || l->level < min_level) continue;
+    if (search && *search && !strstr(l->message, search)) continue;
+    char ts[E2B_TIME_SIZE];
+    e2b_time_format(l->ts_ms, ts);
+    json_array_append_new(entries, json_pack("{s:s, s:s, s:s, s:O}", "timestamp", ts, "level", LEVELS[l->level],
+                                             "message", l->message, "fields", l->fields));
+    if (v1) json_array_append_new(lines, json_pack("{s:s, s:s}", "timestamp", ts, "line", l->message));
+  }
+  pthread_mutex_unlock(&sb->aux_mu);
+  if (v1) return json_pack("{s:o, s:o}", "logs", lines, "logEntries", entries);
+  json_decref(lines);
+  return json_pack("{s:o}", "logs", entries);
+}
+
+/* One sample of a running sandbox (read lock held by the caller). */
+static void sample_locked(sandbox *sb) {
+  uint64_t ticks = 0, rss = 0;
+  runtime_sample(&sb->rt, &ticks, &rss);
+  uint64_t disk = disk_usage(sb->dir);
+  int64_t now = now_ms();
+  pthread_mutex_lock(&sb->aux_mu);
+  double pct = 0;
+  if (sb->last_cpu_ms > 0 && now > sb->last_cpu_ms && ticks >= sb->last_cpu_ticks) {
+    double secs = (double)(ticks - sb->last_cpu_ticks) / (double)sysconf(_SC_CLK_TCK);
+    pct = 100.0 * secs / ((double)(now - sb->last_cpu_ms) / 1000.0) / SANDBOX_CPUS;
+    if (pct > 100) pct = 100;
+  }
+  sb->last_cpu_ticks = ticks;
+  sb->last_cpu_ms = now;
+  if (sb->met_n == SB_METRIC_CAP) {
+    sb->met_head = (sb->met_head + 1) % SB_METRIC_CAP;
+    sb->met_n--;
+  }
+  sb_metric *m = &sb->metrics[(sb->met_head + sb->met_n++) % SB_METRIC_CAP];
+  m->ts_ms = now;
+  m->cpu_pct = pct;
+  m->mem_used = rss;
+  m->disk_used = disk;
+  pthread_mutex_unlock(&sb->aux_mu);
+}
+
+static json_t *metric_json(const sb_metric *m) {
+  char ts[E2B_TIME_SIZE];
+  e2b_time_format(m->ts_ms, ts);
+  return json_pack("{s:s, s:I, s:i, s:f, s:I, s:I, s:I, s:I, s:I}", "timestamp", ts, "timestampUnix",
+                   (json_int_t)(m->ts_ms / 1000), "cpuCount", SANDBOX_CPUS, "cpuUsedPct", m->cpu_pct, "memUsed",
+                   (json_int_t)m->mem_used, "memTotal", (json_int_t)SANDBOX_MEMORY_MB << 20, "memCache", (json_int_t)0,
+                   "diskUsed", (json_int_t)m->disk_used, "diskTotal", (json_int_t)SANDBOX_DISK_MB << 20);
+}
+
+json_t *sandbox_metrics(sandbox *sb, int64_t from_s, int64_t to_s, int latest_only) {
+  pthread_rwlock_rdlock(&sb->lock);
+  pthread_mutex_lock(&sb->aux_mu);
+  int empty = sb->met_n == 0;
+  pthread_mutex_unlock(&sb->aux_mu);
+  if (empty && sb->state == SB_RUNNING) sample_locked(sb);
+  pthread_rwlock_unlock(&sb->lock);
+  json_t *out = latest_only ? NULL : json_array();
+  pthread_mutex_lock(&sb->aux_mu);
+  if (latest_only) {
+    if (sb->met_n) out = metric_json(&sb->metrics[(sb->met_head + sb->met_n - 1) % SB_METRIC_CAP]);
+  } else {
+    for (size_t i = 0; i < sb->met_n; i++) {
+      sb_metric *m = &sb->metrics[(sb->met_head + i) % SB_METRIC_CAP];
+      int64_t t = m->ts_ms / 1000;
+      if ((from_s && t < from_s) || (to_s && t > to_s)) continue;
+      json_array_append_new(out, metric_json(m));
+    }
+  }
+  pthread_mutex_unlock(&sb->aux_mu);
+  return out;
+}
+
+json_t *sandbox_network_json(sandbox *sb) {
+  pthread_mutex_lock(&sb->aux_mu);
+  json_t *n = json_deep_copy(sb->network);
+  pthread_mutex_unlock(&sb->aux_mu);
+  return n;
+}
+
+static void *sampler_main(void *arg) {
+  (void)arg;
+  pthread_mutex_lock(&g_mu);
+  while (!g_stopping) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += METRIC_INTERVAL_MS / 1000;
+    pthread_cond_timedwait(&g_sampler_cv, &g_mu, &ts);
+    if (g_stopping) break;
+    pthread_mutex_unlock(&g_mu);
+    size_t n;
+    sandbox **v = sandbox_list(&n);
+    for (size_t i = 0; i < n; i++) {
+      if (pthread_rwlock_tryrdlock(&v[i]->lock) != 0) continue; /* mid-transition: next round */
+      if (v[i]->state == SB_RUNNING) sample_locked(v[i]);
+      pthread_rwlock_unlock(&v[i]->lock);
+    }
+    sandbox_list_free(v, n);
+    pthread_mutex_lock(&g_mu);
+  }
+  pthread_mutex_unlock(&g_mu);
+  return NULL;
+}
+
 /* ---- runtime boot / teardown (write lock held) ---- */
 
 static void on_exit_cb(void *ctx, int pid, int status) {
-  proc_table_exited((proc_table *)ctx, pid, status);
+  proc_table *t = ctx;
+  proc_table_exited(t, pid, status);
+  sandbox *sb = sandbox_get(proc_table_key(t));
+  if (!sb) return;
+  if (WIFEXITED(status))
+    sandbox_log(sb, 1, json_pack("{s:i, s:i}", "pid", pid, "exitCode", WEXITSTATUS(status)),
+                "process %d exited with status %d", pid, WEXITSTATUS(status));
+  else
+    sandbox_log(sb, 1, json_pack("{s:i}", "pid", pid), "process %d was killed by signal %d", pid,
+                WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+  sandbox_unref(sb);
 }
 
 /* The agent died on its own (crash, OOM, external kill): end every stream;
@@ -177,7 +347,7 @@ static int signal_by_key(const char *key, int pid, int sig) {
 }
 
 static int boot_locked(sandbox *sb) {
-  runtime_config cfg = {sb->id, sb->dir, sb->allow_internet};
+  runtime_config cfg = {sb->id, sb->dir, sb->allow_internet, sb->mounts};
   int rc = runtime_start(&sb->rt, &cfg);
   if (rc) return rc;
   sb->procs = proc_table_new(signal_by_key, sb->id);
@@ -203,42 +373,65 @@ static void teardown_locked(sandbox *sb) {
 
 static int64_t deadline_from(int timeout_s) { return now_ms() + (int64_t)timeout_s * 1000; }
 
-sandbox *sandbox_create(const sandbox_params *p, const char **err) {
+static sandbox *sandbox_alloc(void) {
   sandbox *sb = xcalloc(1, sizeof *sb);
-  sb->id[0] = 'i';
-  char token[41];
-  if (e2b_random_alnum(sb->id + 1, 19) != 0 || e2b_random_hex(sb->client_id, 8) != 0 ||
-      e2b_random_hex(token, 40) != 0) {
-    free(sb);
-    *err = "random generator unavailable";
-    return NULL;
-  }
   pthread_rwlockattr_t ra;
   pthread_rwlockattr_init(&ra);
   /* writers (kill/pause) must not starve behind a steady flow of envd calls */
   pthread_rwlockattr_setkind_np(&ra, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
   pthread_rwlock_init(&sb->lock, &ra);
   pthread_rwlockattr_destroy(&ra);
+  pthread_mutex_init(&sb->aux_mu, NULL);
   sb->refs = 1;
-  sb->template_id = xstrdup(p->template_id);
-  sb->alias = xstrdup(p->template_id);
+  sb->rt.sock = -1;
+  return sb;
+}
+
+sandbox *sandbox_create(const sandbox_params *p, const char **err) {
+  sandbox *sb = sandbox_alloc();
+  sb->id[0] = 'i';
+  char token[41], traffic[41];
+  if (e2b_random_alnum(sb->id + 1, 19) != 0 || e2b_random_hex(sb->client_id, 8) != 0 ||
+      e2b_random_hex(token, 40) != 0 || e2b_random_hex(traffic, 40) != 0) {
+    sandbox_free(sb);
+    *err = "random generator unavailable";
+    return NULL;
+  }
+  sb->template_id = xstrdup(p->tpl->template_id);
+  sb->alias = p->tpl->alias ? xstrdup(p->tpl->alias) : NULL;
   sb->secure = p->secure;
   sb->envd_token = p->secure ? xstrdup(token) : NULL;
+  sb->traffic_token = p->public_traffic ? NULL : xstrdup(traffic);
   sb->allow_internet = p->allow_internet;
   sb->auto_pause = p->auto_pause;
   sb->auto_pause_memory = p->auto_pause_memory;
   sb->auto_resume = p->auto_resume;
   sb->timeout_s = p->timeout_s;
+  sb->hidden = p->hidden;
   sb->metadata = p->metadata ? json_deep_copy(p->metadata) : json_object();
   sb->env_vars = p->env_vars ? json_deep_copy(p->env_vars) : json_object();
   sb->network = p->network ? json_deep_copy(p->network) : json_object();
+  sb->volume_mounts = json_array();
+  sb->mounts = json_deep_copy(p->tpl->ro_mounts);
+  for (size_t i = 0; i < json_array_size(p->volume_mounts); i++) {
+    json_t *vm = json_array_get(p->volume_mounts, i);
+    json_array_append_new(sb->volume_mounts, json_pack("{s:O, s:O}", "name", json_object_get(vm, "name"), "path",
+                                                       json_object_get(vm, "path")));
+    json_array_append_new(sb->mounts, json_pack("{s:O, s:O, s:b}", "src", json_object_get(vm, "src"), "dst",
+                                                json_object_get(vm, "path"), "ro", 0));
+  }
   sb->started_at_ms = now_ms();
   sb->end_at_ms = deadline_from(p->timeout_s);
   sb->state = SB_RUNNING;
   sb->dir = xasprintf("%s/%s", g_root, sb->id);
-  sb->rt.sock = -1;
   if (mkdir(sb->dir, 0700) != 0 || chmod(sb->dir, runtime_state_dir_mode()) != 0) {
     *err = "cannot create the sandbox directory";
+    sandbox_free(sb);
+    return NULL;
+  }
+  if (store_seed(p->tpl, sb->dir) != 0) {
+    rm_rf(sb->dir);
+    *err = "cannot copy the template's files";
     sandbox_free(sb);
     return NULL;
   }
@@ -262,8 +455,73 @@ sandbox *sandbox_create(const sandbox_params *p, const char **err) {
     return NULL;
   }
   write_meta(sb);
-  log_msg("sandbox %s: created (template %s, timeout %ds)", sb->id, sb->template_id, p->timeout_s);
+  sandbox_log(sb, 1, json_pack("{s:s}", "templateID", sb->template_id), "sandbox created (timeout %ds)", p->timeout_s);
+  if (!sb->hidden) log_msg("sandbox %s: created (template %s, timeout %ds)", sb->id, sb->template_id, p->timeout_s);
   return sb;
+}
+
+/* A sandbox left on disk by a previous run: it comes back paused (its
+ * processes ended with that run; its files are all there). */
+static void restore_one(const char *id) {
+  char *dir = xasprintf("%s/%s", g_root, id);
+  char *mp = xasprintf("%s/meta.json", dir);
+  json_t *m = json_load_file(mp, 0, NULL);
+  free(mp);
+  const char *st = json_string_value(json_object_get(m, "state"));
+  if (!m || !st || strcmp(st, "killed") == 0 || strlen(id) >= sizeof(((sandbox *)0)->id)) {
+    log_msg("sandbox %s: no usable meta.json, removing its leftovers", id);
+    rm_rf(dir);
+    free(dir);
+    json_decref(m);
+    return;
+  }
+  sandbox *sb = sandbox_alloc();
+  snprintf(sb->id, sizeof sb->id, "%s", id);
+  snprintf(sb->client_id, sizeof sb->client_id, "%s", json_string_value(json_object_get(m, "clientID")) ?: "");
+  sb->template_id = xstrdup(json_string_value(json_object_get(m, "templateID")));
+  const char *alias = json_string_value(json_object_get(m, "alias"));
+  sb->alias = alias ? xstrdup(alias) : NULL;
+  sb->secure = json_is_true(json_object_get(m, "secure"));
+  const char *tok = json_string_value(json_object_get(m, "envdAccessToken"));
+  sb->envd_token = tok ? xstrdup(tok) : NULL;
+  const char *tt = json_string_value(json_object_get(m, "trafficAccessToken"));
+  sb->traffic_token = tt ? xstrdup(tt) : NULL;
+  sb->allow_internet = json_is_true(json_object_get(m, "allowInternetAccess"));
+  sb->auto_pause = json_is_true(json_object_get(m, "autoPause"));
+  sb->auto_pause_memory = json_is_true(json_object_get(m, "autoPauseMemory"));
+  sb->auto_resume = json_is_true(json_object_get(m, "autoResume"));
+  sb->timeout_s = (int)json_integer_value(json_object_get(m, "timeout"));
+#define OBJ_OR(key, dflt) (json_object_get(m, key) ? json_incref(json_object_get(m, key)) : (dflt))
+  sb->metadata = OBJ_OR("metadata", json_object());
+  sb->env_vars = OBJ_OR("envVars", json_object());
+  sb->network = OBJ_OR("network", json_object());
+  sb->volume_mounts = OBJ_OR("volumeMounts", json_array());
+  sb->mounts = OBJ_OR("mounts", json_array());
+#undef OBJ_OR
+  sb->started_at_ms = json_integer_value(json_object_get(m, "startedAtMs"));
+  int64_t end = 0;
+  e2b_time_parse(json_string_value(json_object_get(m, "endAt")) ?: "", &end);
+  sb->end_at_ms = end;
+  sb->state = SB_PAUSED;
+  sb->paused_memory = 0;
+  sb->dir = dir;
+  json_decref(m);
+  if (registry_add(sb) != 0) {
+    sandbox_free(sb);
+    return;
+  }
+  write_meta(sb);
+  sandbox_log(sb, 2, NULL, "e2b-local restarted: the sandbox is paused (its files are kept, its processes ended)");
+  log_msg("sandbox %s: restored as paused (was %s)", sb->id, st);
+  sandbox_unref(sb);
+}
+
+static void restore_all(void) {
+  DIR *d = opendir(g_root);
+  struct dirent *de;
+  while (d && (de = readdir(d)))
+    if (de->d_name[0] != '.') restore_one(de->d_name);
+  if (d) closedir(d);
 }
 
 int sandbox_kill(sandbox *sb) {
@@ -277,8 +535,75 @@ int sandbox_kill(sandbox *sb) {
   pthread_rwlock_unlock(&sb->lock);
   registry_remove(sb);
   rm_rf(sb->dir);
-  log_msg("sandbox %s: killed", sb->id);
+  if (!sb->hidden) log_msg("sandbox %s: killed", sb->id);
   return 0;
+}
+
+int sandbox_refresh(sandbox *sb, int duration_s) {
+  pthread_rwlock_wrlock(&sb->lock);
+  int rc = 0;
+  int64_t d = deadline_from(duration_s);
+  if (sb->state == SB_KILLED)
+    rc = -ENOENT;
+  else if (d > sb->end_at_ms)
+    set_state(sb, sb->state, d);
+  pthread_rwlock_unlock(&sb->lock);
+  if (!rc) write_meta(sb);
+  return rc;
+}
+
+json_t *sandbox_snapshot(sandbox *sb, const char *name, const char **err) {
+  pthread_rwlock_wrlock(&sb->lock);
+  json_t *info = NULL;
+  if (sb->state == SB_KILLED) {
+    *err = "the sandbox was killed";
+  } else {
+    /* the sandbox is paused while its files are copied, then goes on */
+    int froze = sb->state == SB_RUNNING && runtime_freeze(&sb->rt) == 0;
+    info = store_snapshot_create(sb->id, name, sb->dir, sb->mounts, err);
+    if (froze) runtime_thaw(&sb->rt);
+  }
+  pthread_rwlock_unlock(&sb->lock);
+  if (info)
+    sandbox_log(sb, 1, json_pack("{s:O}", "snapshotID", json_object_get(info, "snapshotID")), "snapshot created");
+  return info;
+}
+
+int sandbox_set_network(sandbox *sb, json_t *network, int allow_internet) {
+  pthread_rwlock_wrlock(&sb->lock);
+  int rc = 0;
+  /* a live sandbox keeps its network namespace: frozen processes too */
+  int live = sb->state == SB_RUNNING || (sb->state == SB_PAUSED && sb->paused_memory);
+  if (sb->state == SB_KILLED)
+    rc = -ENOENT;
+  else if (live && allow_internet != sb->allow_internet)
+    rc = -EBUSY;
+  if (!rc) {
+    sb->allow_internet = allow_internet;
+    pthread_mutex_lock(&sb->aux_mu);
+    json_decref(sb->network);
+    sb->network = json_deep_copy(network);
+    pthread_mutex_unlock(&sb->aux_mu);
+  }
+  pthread_rwlock_unlock(&sb->lock);
+  if (!rc) {
+    write_meta(sb);
+    sandbox_log(sb, 1, NULL, "network configuration updated (internet access %s)", allow_internet ? "on" : "off");
+  }
+  return rc;
+}
+
+int sandbox_volume_in_use(const char *name) {
+  size_t n;
+  sandbox **v = sandbox_list(&n);
+  int used = 0;
+  for (size_t i = 0; i < n && !used; i++)
+    for (size_t k = 0; k < json_array_size(v[i]->volume_mounts); k++) {
+      const char *vn = json_string_value(json_object_get(json_array_get(v[i]->volume_mounts, k), "name"));
+      if (vn && strcmp(vn, name) == 0) used = 1;
+    }
+  sandbox_list_free(v, n);
+  return used;
 }
 
 int sandbox_set_timeout(sandbox *sb, int timeout_s) {
@@ -310,6 +635,7 @@ int sandbox_pause(sandbox *sb, int memory) {
   pthread_rwlock_unlock(&sb->lock);
   if (!rc) {
     write_meta(sb);
+    sandbox_log(sb, 1, NULL, "sandbox paused (%s)", memory ? "memory" : "filesystem");
     log_msg("sandbox %s: paused (%s)", sb->id, memory ? "memory" : "filesystem");
   }
   return rc;
@@ -342,7 +668,10 @@ int sandbox_connect(sandbox *sb, int timeout_s, int force_cold, int only_paused,
   }
   pthread_rwlock_unlock(&sb->lock);
   if (!rc) write_meta(sb);
-  if (*resumed) log_msg("sandbox %s: resumed", sb->id);
+  if (*resumed) {
+    sandbox_log(sb, 1, NULL, "sandbox resumed");
+    log_msg("sandbox %s: resumed", sb->id);
+  }
   return rc;
 }
 
@@ -395,6 +724,10 @@ int sandbox_spawn(sandbox *sb, json_t *req, json_t *config, const char *tag, int
     /* Registered under the read lock: a kill cannot slip in between. */
     out->p = proc_register(sb->procs, &spec, &out->sub);
   }
+  if (rc == 0 && reply->err == 0)
+    sandbox_log(sb, 1, json_pack("{s:i, s:O}", "pid", (int)json_integer_value(json_object_get(reply->body, "pid")), "cmd",
+                                 json_object_get(config, "cmd")),
+                "process %d started", (int)json_integer_value(json_object_get(reply->body, "pid")));
   pthread_rwlock_unlock(&sb->lock);
   return rc == -EPIPE ? -ESRCH : rc;
 }
@@ -422,6 +755,7 @@ proc_table *sandbox_procs(sandbox *sb) {
 /* ---- deadlines ---- */
 
 static void expire(sandbox *sb) {
+  sandbox_log(sb, 1, NULL, "timeout reached: %s", sb->auto_pause ? "pausing" : "killing");
   if (sb->auto_pause) {
     log_msg("sandbox %s: timeout reached, pausing", sb->id);
     sandbox_pause(sb, sb->auto_pause_memory);
@@ -472,29 +806,59 @@ int sandbox_registry_init(const char *state_dir) {
   if (runtime_state_dir_mode() != 0700 &&
       (chmod(state_dir, runtime_state_dir_mode()) != 0 || chmod(g_root, runtime_state_dir_mode()) != 0))
     return -errno;
+  restore_all();
   if (pthread_create(&g_timer, NULL, timer_main, NULL) != 0) return -EAGAIN;
   g_timer_started = 1;
+  if (pthread_create(&g_sampler, NULL, sampler_main, NULL) != 0) return -EAGAIN;
+  g_sampler_started = 1;
   return 0;
 }
 
-void sandbox_registry_shutdown(void) {
+/* Ends the processes, keeps the files: the next run restores it paused. */
+static void stop_keep(sandbox *sb) {
+  pthread_rwlock_wrlock(&sb->lock);
+  if (sb->state != SB_KILLED) {
+    teardown_locked(sb);
+    sb->paused_memory = 0;
+    set_state(sb, SB_PAUSED, sb->end_at_ms);
+  }
+  pthread_rwlock_unlock(&sb->lock);
+  write_meta(sb);
+  registry_remove(sb);
+}
+
+void sandbox_registry_shutdown(int keep) {
   pthread_mutex_lock(&g_mu);
   g_stopping = 1;
   pthread_cond_broadcast(&g_timer_cv);
+  pthread_cond_broadcast(&g_sampler_cv);
   pthread_mutex_unlock(&g_mu);
   if (g_timer_started) pthread_join(g_timer, NULL);
-  g_timer_started = 0;
+  if (g_sampler_started) pthread_join(g_sampler, NULL);
+  g_timer_started = g_sampler_started = 0;
   for (;;) {
-    size_t n;
-    sandbox **v = sandbox_list(&n);
-    for (size_t i = 0; i < n; i++) sandbox_kill(v[i]);
+    /* hidden ones too (template builds): never kept */
+    pthread_mutex_lock(&g_mu);
+    size_t n = g_n;
+    sandbox **v = xcalloc(n + 1, sizeof *v);
+    for (size_t i = 0; i < n; i++) {
+      v[i] = g_sbs[i];
+      v[i]->refs++;
+    }
+    pthread_mutex_unlock(&g_mu);
+    for (size_t i = 0; i < n; i++) {
+      if (keep && !v[i]->hidden)
+        stop_keep(v[i]);
+      else
+        sandbox_kill(v[i]);
+    }
     sandbox_list_free(v, n);
     if (n == 0) break;
   }
   free(g_sbs);
   g_sbs = NULL;
   g_n = g_cap = 0;
-  rmdir(g_root);
+  if (!keep) rmdir(g_root);
   free(g_root);
   g_root = NULL;
 }

@@ -15,6 +15,27 @@
 
 typedef enum { SB_RUNNING, SB_PAUSED, SB_KILLED } sb_state;
 
+/* One structured log line (GET /v2/sandboxes/{id}/logs). */
+typedef struct sb_log {
+  int64_t ts_ms;
+  int level; /* 0 debug, 1 info, 2 warn, 3 error */
+  char *message;
+  json_t *fields;
+} sb_log;
+
+/* One metrics sample (GET /sandboxes/{id}/metrics). */
+typedef struct sb_metric {
+  int64_t ts_ms;
+  double cpu_pct;
+  uint64_t mem_used, disk_used;
+} sb_metric;
+
+#define SANDBOX_CPUS 2 /* nominal: sandboxes share the host's CPUs and memory */
+#define SANDBOX_MEMORY_MB 512
+#define SANDBOX_DISK_MB 10240
+#define SB_LOG_CAP 1000
+#define SB_METRIC_CAP 720 /* one hour at one sample per 5 s */
+
 typedef struct sandbox {
   char id[24];
   char client_id[24];
@@ -24,9 +45,23 @@ typedef struct sandbox {
   int secure, allow_internet;
   int auto_pause, auto_pause_memory, auto_resume;
   int timeout_s; /* from create: the lifetime an auto-resume grants */
-  json_t *metadata, *env_vars, *network; /* objects */
+  json_t *metadata, *env_vars; /* objects */
+  char *traffic_token; /* set when public traffic is off: required on port hosts */
+  json_t *volume_mounts; /* [{name,path}] as the API reports them */
+  json_t *mounts;        /* [{src,dst,ro}] for the runtime (volumes, template dirs) */
+  int hidden;            /* template builds: never listed nor reachable */
   int64_t started_at_ms;
   char *dir;
+
+  /* guarded by aux_mu: logs, metrics, the network config */
+  pthread_mutex_t aux_mu;
+  json_t *network;
+  sb_log logs[SB_LOG_CAP];
+  size_t log_head, log_n;
+  sb_metric metrics[SB_METRIC_CAP];
+  size_t met_head, met_n;
+  uint64_t last_cpu_ticks;
+  int64_t last_cpu_ms;
 
   /* guarded by lock (the rwlock) and, for reads from the timer, the registry */
   pthread_rwlock_t lock;
@@ -40,18 +75,24 @@ typedef struct sandbox {
   int refs; /* guarded by the registry mutex */
 } sandbox;
 
+struct tpl_ref;
 typedef struct sandbox_params {
-  const char *template_id;
+  const struct tpl_ref *tpl; /* what it starts from */
   int timeout_s;
-  int secure, allow_internet;
+  int secure, allow_internet, public_traffic;
   int auto_pause, auto_pause_memory, auto_resume;
+  int hidden;
   json_t *metadata, *env_vars, *network; /* borrowed; NULL = none */
+  json_t *volume_mounts;                 /* borrowed [{name,path,src}] or NULL */
 } sandbox_params;
 
-/* The registry lives under state_dir/sandboxes; starts the deadline timer. */
+/* The registry lives under state_dir/sandboxes; starts the deadline timer
+ * and the metrics sampler. Sandboxes found there from a previous run come
+ * back paused (filesystem: their files, no processes). */
 int sandbox_registry_init(const char *state_dir);
-/* Kills every sandbox and stops the timer. */
-void sandbox_registry_shutdown(void);
+/* Stops the timers and every sandbox: kills them (keep = 0), or ends their
+ * processes and keeps them on disk as paused (keep = 1, a --state dir). */
+void sandbox_registry_shutdown(int keep);
 
 /* Returns a new reference; *err gets a message on failure. */
 sandbox *sandbox_create(const sandbox_params *p, const char **err);
@@ -68,6 +109,28 @@ int sandbox_set_timeout(sandbox *sb, int timeout_s);
 int sandbox_pause(sandbox *sb, int memory);
 /* Resumes a paused sandbox (*resumed=1) or extends a running one's deadline. */
 int sandbox_connect(sandbox *sb, int timeout_s, int force_cold, int only_paused, int *resumed);
+
+/* Extends the deadline to now + duration when that is later (refreshes). */
+int sandbox_refresh(sandbox *sb, int duration_s);
+/* Copies the sandbox's files into a snapshot (frozen meanwhile when running). */
+json_t *sandbox_snapshot(sandbox *sb, const char *name, const char **err);
+/* Replaces the network config. -EBUSY when it would switch a live sandbox
+ * between internet access and none (applied at the next cold boot only). */
+int sandbox_set_network(sandbox *sb, json_t *network, int allow_internet);
+/* Is a volume mounted by any (running or paused) sandbox? */
+int sandbox_volume_in_use(const char *name);
+
+/* Logs and metrics. */
+void sandbox_log(sandbox *sb, int level, json_t *fields, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* Entries with ts in [from_ms, to_ms], forward or backward, at least min_level,
+ * containing search (may be NULL); at most limit. */
+json_t *sandbox_logs(sandbox *sb, int64_t from_ms, int64_t to_ms, int backward, int min_level,
+                     const char *search, long limit, int v1);
+/* Samples with ts in [from_s, to_s] seconds (0 = open); one fresh sample when
+ * there is none yet. latest_only: just the newest (or NULL when not running). */
+json_t *sandbox_metrics(sandbox *sb, int64_t from_s, int64_t to_s, int latest_only);
+json_t *sandbox_network_json(sandbox *sb); /* new reference */
 
 /* Resumes a memory-paused sandbox created with autoResume (inbound envd
  * traffic wakes it, as on E2B). Returns 1 when it is running afterwards. */

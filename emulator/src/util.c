@@ -5,6 +5,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <pthread.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -181,4 +185,57 @@ void set_cloexec(int fd, int on) {
   int fl = fcntl(fd, F_GETFD);
   if (fl < 0) return;
   fcntl(fd, F_SETFD, on ? (fl | FD_CLOEXEC) : (fl & ~FD_CLOEXEC));
+}
+
+int run_wait(char *const argv[]) {
+  posix_spawn_file_actions_t fa;
+  posix_spawnattr_t at;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+  posix_spawnattr_init(&at);
+  sigset_t none;
+  sigemptyset(&none);
+  posix_spawnattr_setsigmask(&at, &none);
+  posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK);
+  pid_t pid;
+  extern char **environ;
+  int rc = posix_spawn(&pid, argv[0], &fa, &at, argv, environ);
+  posix_spawn_file_actions_destroy(&fa);
+  posix_spawnattr_destroy(&at);
+  if (rc != 0) return -1;
+  int st;
+  while (waitpid(pid, &st, 0) < 0)
+    if (errno != EINTR) return -1;
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+int copy_tree(const char *src, const char *dst) {
+  if (mkdir_p(dst, 0755) != 0) return -1;
+  char *from = xasprintf("%s/.", src);
+  char *argv[] = {"/bin/cp", "-a", "--", from, (char *)dst, NULL};
+  int rc = run_wait(argv);
+  free(from);
+  return rc == 0 ? 0 : -1;
+}
+
+static uint64_t g_du; /* nftw has no context pointer: serialised by g_du_mu */
+static pthread_mutex_t g_du_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static int du_one(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+  (void)path;
+  (void)flag;
+  (void)ftw;
+  g_du += (uint64_t)st->st_blocks * 512;
+  return 0;
+}
+
+uint64_t disk_usage(const char *path) {
+  pthread_mutex_lock(&g_du_mu);
+  g_du = 0;
+  nftw(path, du_one, 32, FTW_PHYS | FTW_MOUNT);
+  uint64_t n = g_du;
+  pthread_mutex_unlock(&g_du_mu);
+  return n;
 }

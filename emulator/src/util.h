@@ -40,4 +40,13 @@ int write_all(int fd, const void *data, size_t n);
 
 void set_cloexec(int fd, int on);
 
+/* Runs argv (absolute path) with stdio on /dev/null and waits; returns its
+ * exit status (0..255), or -1 when it could not run or died by a signal. */
+int run_wait(char *const argv[]);
+/* Copies the contents of directory src into dst (created when missing),
+ * preserving modes, owners, times, symlinks and extended attributes. */
+int copy_tree(const char *src, const char *dst);
+/* Bytes used on disk by everything under path (no symlinks followed). */
+uint64_t disk_usage(const char *path);
+
 #endif

@@ -73,8 +73,9 @@ test('unknown routes are 404 and wrong methods 405, both JSON', async () => {
   await assertErrorBody(await api('/nope'), 404)
   await assertErrorBody(await api('/sandboxes/x/nope', { method: 'POST' }), 404)
   await assertErrorBody(await api('/v2/sandboxes', { method: 'PUT' }), 405)
-  const body = await assertErrorBody(await api('/sandboxes/x/metrics'), 501)
-  assert.match(body.message, /not implemented/)
+  await assertErrorBody(await api('/sandboxes/x/metrics'), 404)
+  const body = await assertErrorBody(await api('/sandboxes/x/fork', { method: 'POST', body: '{}' }), 501)
+  assert.match(body.message, /not supported by e2b-local/)
 })
 
 test('create: 201 Sandbox with the fields clients need (WIRE 9.2)', async () => {
@@ -102,7 +103,9 @@ test('create: bad input is a 400/404/413 {code,message}, never a crash', async (
   await assertErrorBody(await post(JSON.stringify({ timeout: -1 })), 400)
   await assertErrorBody(await post(JSON.stringify({ metadata: { a: 1 } })), 400)
   await assertErrorBody(await post(JSON.stringify({ secure: 'yes' })), 400)
-  await assertErrorBody(await post(JSON.stringify({ volumeMounts: [{ name: 'v', path: '/mnt' }] })), 400)
+  await assertErrorBody(await post(JSON.stringify({ volumeMounts: [{ name: 'v', path: '/mnt' }] })), 404)
+  await assertErrorBody(await post(JSON.stringify({ volumeMounts: [{ name: 'v' }] })), 400)
+  await assertErrorBody(await post(JSON.stringify({ network: { denyOut: ['0.0.0.0/0'], allowOut: ['1.1.1.1'] } })), 400)
   await assertErrorBody(await post(JSON.stringify({ templateID: 'nope' })), 404)
   await assertErrorBody(await post('x'.repeat(2 << 20)), 413)
   // an oversized chunked body (no Content-Length) is refused the same way
