@@ -689,6 +689,7 @@ static int core_client(lua_State *L) {
   cfg.max_retries = (int)opt_integer(L, 2, "max_retries", 0);
   cfg.max_inflight = (int)opt_integer(L, 2, "max_inflight", 0);
   cfg.owner = opt_string(L, 2, "owner");
+  cfg.page_size = (int)opt_integer(L, 2, "page_size", 0);
   e2b_error err;
   e2b_client *c = e2b_client_new(lu->l->loop, &cfg, &err);
   if (!c) return push_fail(L, &err);

@@ -98,9 +98,10 @@ describe("e2b-local", function()
     local t0 = h.now_ms()
     local st, err = sbx.files:stat("/home/user")
     assert.is_nil(st)
-    -- The edge answers 502 for a sandbox that is gone, as E2B's does.
+    -- The edge answers 502 for a sandbox that is gone, as E2B's does; one
+    -- info check then makes it not_found.
     assert.are.equal(502, err.status)
-    assert.are.equal("unavailable", err.kind)
+    assert.are.equal("not_found", err.kind)
     assert.is_true(h.now_ms() - t0 < 5000)
   end)
 end)

@@ -37,6 +37,24 @@ function M.cleanup()
   end
 end
 
+-- Fault injection on e2b-local (its admin API): faults{ rules } adds rules,
+-- faults() clears them. Rules: { match = "GET /sandboxes/*", action = "status",
+-- status = 503, count = 2, retry_after_s = 1 } and so on (emulator/README.md).
+function M.faults(rules, seed)
+  local token = assert(os.getenv("E2B_LOCAL_ADMIN_TOKEN"), "fault injection needs e2b-local")
+  local url = os.getenv("E2B_API_URL") .. "/_e2b_local/faults"
+  local cmd
+  if rules then
+    local body = require("cjson").encode({ seed = seed or 1, rules = rules })
+    cmd = ("curl -sf -X POST -H 'X-Admin-Token: %s' -H 'Content-Type: application/json' --data-binary %s '%s'")
+      :format(token, M.shell_quote(body), url)
+  else
+    cmd = ("curl -sf -X DELETE -H 'X-Admin-Token: %s' '%s'"):format(token, url)
+  end
+  local out = M.host(cmd .. " && echo OK")
+  assert(out:find("OK"), "fault admin call failed: " .. out)
+end
+
 -- All 256 byte values, in order.
 function M.all_bytes()
   local t = {}

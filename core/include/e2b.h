@@ -116,6 +116,7 @@ typedef struct e2b_config {
   int max_inflight;         /* control-plane requests in flight at once, the rest queue
                                (protects an account from 429 storms); 0: 16, E2B_NO_CAP: none */
   const char *owner;        /* owner tag put in created sandboxes; default "<hostname>:<pid>" */
+  int page_size;            /* sandboxes per list page when walking every page; 0: 100 */
 } e2b_config;
 
 #define E2B_NO_RETRY (-1)

@@ -45,6 +45,10 @@ e2b_client *e2b_client_new(e2b_loop *loop, const e2b_config *cfg, e2b_error *err
     return NULL;
   }
   if (!cfg) cfg = &defaults;
+  if (cfg->page_size < 0 || cfg->page_size > 100) {
+    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, "client", "page_size must be between 1 and 100");
+    return NULL;
+  }
   if (cfg->max_retries < E2B_NO_RETRY || cfg->max_inflight < E2B_NO_CAP) {
     e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, "client",
                 "max_retries and max_inflight must be positive (or the NO_ constants)");
@@ -86,6 +90,7 @@ e2b_client *e2b_client_new(e2b_loop *loop, const e2b_config *cfg, e2b_error *err
   }
   c->max_retries = cfg->max_retries == 0 ? 3 : cfg->max_retries < 0 ? 0 : cfg->max_retries;
   c->max_inflight = cfg->max_inflight == 0 ? 16 : cfg->max_inflight < 0 ? 0 : cfg->max_inflight;
+  c->page_size = cfg->page_size ? cfg->page_size : 100;
   if (cfg->owner) {
     c->owner = strdup(cfg->owner);
   } else {
@@ -314,6 +319,8 @@ int e2b_sbx_prepare_rpc(e2b_sbx *s, e2b_req *req, const char *method_path, const
     rc = e2b_growbuf_append(&req->request_body, header, sizeof header) ||
          e2b_growbuf_append(&req->request_body, text, len);
     req->mode = BODY_EVENTS;
+    /* A repeated Start would start a second process (see e2b_control). */
+    curl_easy_setopt(req->easy, CURLOPT_FRESH_CONNECT, 1L);
   } else {
     rc = e2b_growbuf_append(&req->request_body, text, len);
     curl_easy_setopt(req->easy, CURLOPT_TIMEOUT_MS, s->client->request_timeout_ms);

@@ -43,6 +43,7 @@ struct e2b_client {
   e2b_req *create_owner;    /* the provisioning that holds the create slot */
   e2b_req *create_queue_head, *create_queue_tail;
   char *owner;              /* owner tag written into created sandboxes */
+  int page_size;
 };
 
 struct e2b_sbx {

@@ -111,7 +111,7 @@ static void find_advance(e2b_req *op) {
   e2b_list_opts lo = {.metadata = s->metadata.kv,
                       .metadata_count = s->metadata.n,
                       .states = s->states,
-                      .limit = 100,
+                      .limit = s->client->page_size,
                       .next_token = s->token};
   e2b_error err;
   s->child = e2b_op_child(op, e2b_sandbox_list(s->client, &lo, &err));

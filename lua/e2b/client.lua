@@ -43,6 +43,11 @@ local CLIENT_SPEC = {
   ready_timeout_ms = "ms",
   max_retries = "count",
   max_concurrent = "positive",
+  page_size = function(v)
+    if type(v) ~= "number" or v ~= math.floor(v) or v < 1 or v > 100 then
+      return "must be an integer between 1 and 100"
+    end
+  end,
 }
 
 -- e2b.client(opts) -> client | nil, err
@@ -61,7 +66,7 @@ function M.new(opts)
     api_key = o.api_key, domain = o.domain, api_url = o.api_url, sandbox_url = o.sandbox_url,
     template = o.template, request_timeout_ms = o.request_timeout_ms, owner = o.owner,
     max_retries = o.max_retries == 0 and -1 or o.max_retries,
-    max_inflight = o.max_concurrent,
+    max_inflight = o.max_concurrent, page_size = o.page_size,
   })
   if not h then return nil, err end
   local self = setmetatable({

@@ -42,7 +42,7 @@ function Files:_download(op, path, emit)
   if not ok then return nil, err end
   local req
   req, err = self._sbx._h:read(path, self:_user(), 0)
-  if not req then return nil, self._sbx:_tag(err) end
+  if not req then return nil, self._sbx:_envd_err(err) end
   local total = 0
   while true do
     local chunk = req:read_bytes(CHUNK)
@@ -57,7 +57,7 @@ function Files:_download(op, path, emit)
       local done
       done, err = req:result()
       req:close()
-      if not done then return nil, self._sbx:_tag(err) end
+      if not done then return nil, self._sbx:_envd_err(err) end
       return total
     else
       adapter.await(req)
@@ -146,14 +146,14 @@ function Files:write(path, data, opts)
   end
   local req
   req, err = self._sbx._h:write(path, self:_user())
-  if not req then return nil, self._sbx:_tag(err) end
+  if not req then return nil, self._sbx:_envd_err(err) end
   local feed_err = upload(req, data)
   while not req:done() do adapter.await(req) end
   local written
   written, err = req:result()
   req:close()
   if feed_err then return nil, feed_err end
-  if not written then return nil, self._sbx:_tag(err) end
+  if not written then return nil, self._sbx:_envd_err(err) end
   if o.mode then
     local res
     res, err = self._sbx:run({ "chmod", ("%o"):format(o.mode), written }, {})
@@ -168,7 +168,7 @@ function Files:write(path, data, opts)
 end
 
 function Files:_finish(req, err)
-  return self._sbx:_finish(req, err)
+  return self._sbx:_envd(req, err)
 end
 
 -- stat(path) -> entry | nil, err (kind "not_found" when absent)

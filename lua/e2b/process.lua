@@ -113,7 +113,7 @@ local function await_start(req, sbx)
     if kind == "start" then return pid end
     if kind == false or (kind ~= nil) then
       local ok, err = req:result()
-      if not ok then return nil, rt.tag(err, sbx.sandbox_id) end
+      if not ok then return nil, sbx:_envd_err(err) end
       return nil, errors.new("protocol", "process.start",
         "stream did not begin with a start event", { sandbox_id = sbx.sandbox_id })
     end
@@ -127,7 +127,7 @@ function M.spawn(sbx, cmd, opts)
   if not o then return nil, err end
   local req
   req, err = sbx._h:start(start_opts(sbx, cmd, o))
-  if not req then return nil, sbx:_tag(err) end
+  if not req then return nil, sbx:_envd_err(err) end
   local pid
   pid, err = await_start(req, sbx)
   if not pid then
@@ -188,7 +188,7 @@ function Process:_next(deadline)
       if ok then
         err = errors.new("protocol", "process", "stream ended without an end event")
       end
-      return nil, self._sbx:_tag(err)
+      return nil, self._sbx:_envd_err(err)
     elseif kind == nil then
       local feeding = self:_feed_stdin()
       local waits = feeding and { self._req, feeding } or self._req
@@ -299,7 +299,7 @@ function Process:_abort(err, sinks, why, timeout_ms)
   elseif why == "idle" then
     err = timeout_error("run", self._idle_ms, "no output (idle_timeout_ms)")
   end
-  err = self._sbx:_tag(err)
+  err = self._sbx:_envd_err(err)
   err.stdout, err.stderr = sink_text(sinks.stdout), sink_text(sinks.stderr)
   err.pid = self.pid
   self:close()
@@ -352,7 +352,7 @@ end
 -- ---- control ----
 
 function Process:_unary(req, err)
-  return self._sbx:_finish(req, err)
+  return self._sbx:_envd(req, err)
 end
 
 function Process:write(bytes)

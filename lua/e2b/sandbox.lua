@@ -40,6 +40,32 @@ function Sandbox:_tag(err)
   return rt.tag(err, self.sandbox_id)
 end
 
+-- envd of a dead sandbox answers 502/503 from E2B's edge. After one info
+-- check that becomes not_found (it is gone); a paused sandbox is said so;
+-- anything else keeps the original error ("could not look" stays that).
+function Sandbox:_envd_err(err)
+  if type(err) ~= "table" then return err end
+  err = self:_tag(err)
+  if err.status ~= 502 and err.status ~= 503 then return err end
+  local raw, ierr = rt.finish(self._client._h:info(self.sandbox_id))
+  if not raw and errors.is(ierr, "not_found") then
+    return errors.new("not_found", err.op, ("sandbox %s is gone (killed or timed out): %s")
+      :format(self.sandbox_id, err.message), { sandbox_id = self.sandbox_id, status = err.status,
+        retryable = false })
+  elseif raw and raw.state == "paused" then
+    err.message = err.message .. " (the sandbox is paused: connect() or resume() it)"
+    err.retryable = false
+  end
+  return err
+end
+
+-- Finishes an envd request, mapping a dead sandbox to not_found.
+function Sandbox:_envd(req, err)
+  local a, b = rt.finish(req, err)
+  if a == nil then return nil, self:_envd_err(b) end
+  return a, b
+end
+
 function Sandbox:_finish(req, err)
   local a, b = rt.finish(req, err)
   if a == nil then return nil, self:_tag(b) end
@@ -57,7 +83,7 @@ function Sandbox:run(cmd, opts)
 end
 
 function Sandbox:processes()
-  local list, err = self:_finish(self._h:processes())
+  local list, err = self:_envd(self._h:processes())
   if not list then return nil, err end
   local out = {}
   for i, p in ipairs(list) do
