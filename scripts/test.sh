@@ -3,7 +3,8 @@
 #   1. C unit tests (ctest) of a warnings-as-errors build
 #   2. busted conformance specs, Lua 5.4, against an e2b-local this script
 #      starts and stops (e2b-local exec, free loopback port)
-#   3. the official E2B JS SDK (npm e2b, pinned) against e2b-local
+#   3. the official E2B JS SDK against e2b-local, twice: npm e2b (2.51.0, v2
+#      create/connect routes) and the alias e2b-2.45 (npm:e2b@2.45.0, v1 routes)
 #   4. 1-3 again on a build with AddressSanitizer + UBSan
 #   5. the same busted specs against real E2B when E2B_LIVE=1 and E2B_API_KEY
 #      are set (reported as skipped otherwise)
@@ -62,9 +63,9 @@ run_busted() { # suite e2b-local-binary [env...]
   record "$suite" "$pass" "$fail"
 }
 
-run_sdk() { # suite e2b-local-binary
+run_sdk() { # suite e2b-local-binary [sdk-package]
   log="$LOGS/sdk-$(basename "$(dirname "$2")")-$(echo "$1" | tr -c 'a-zA-Z0-9\n' '-').log"
-  E2B_LOCAL_BIN=$2 timeout 900 node --test spec/sdk/ >"$log" 2>&1
+  E2B_SDK=${3:-e2b} E2B_LOCAL_BIN=$2 timeout 900 node --test spec/sdk/ >"$log" 2>&1
   pass=$(sed -nE 's/^# pass ([0-9]+)$/\1/p' "$log" | tail -1)
   fail=$(sed -nE 's/^# fail ([0-9]+)$/\1/p' "$log" | tail -1)
   if [ -z "$pass" ] || [ -z "$fail" ]; then pass=${pass:-0}; fail=$((${fail:-0} + 1)); fi
@@ -88,6 +89,8 @@ run_busted "busted specs (Lua 5.4)" "$(command -v e2b-local)"
 
 echo "== official JS SDK e2b@$(node -p 'require("./spec/sdk/package.json").dependencies.e2b') against e2b-local"
 run_sdk "official SDK compatibility" "$(command -v e2b-local)"
+echo "== official JS SDK $(node -p 'require("./spec/sdk/package.json").dependencies["e2b-2.45"]') (v1 routes) against e2b-local"
+run_sdk "official SDK compatibility (e2b 2.45)" "$(command -v e2b-local)" e2b-2.45
 
 echo "== AddressSanitizer + UBSan build"
 ASAN_LIB=$(gcc -print-file-name=libasan.so)
@@ -99,6 +102,7 @@ if build "$ROOT/build-asan" -DE2B_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug; then
     LD_PRELOAD="$ASAN_LIB" ASAN_OPTIONS="$ASAN_OPTIONS" \
     LUA_PATH="$ROOT/lua/?.lua;;" LUA_CPATH="$ROOT/build-asan/lib/?.so;;"
   run_sdk "official SDK compatibility (ASan+UBSan)" "$ROOT/build-asan/emulator/e2b-local"
+  run_sdk "official SDK compatibility (e2b 2.45, ASan+UBSan)" "$ROOT/build-asan/emulator/e2b-local" e2b-2.45
 else
   tail -40 "$LOGS/build-asan-configure.log" "$LOGS/build-asan-build.log" 2>/dev/null
   record "ASan build" 0 1

@@ -2,7 +2,7 @@
 // CloseStdin/SendSignal as e2b-local serves them.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { CommandExitError, Sandbox } from 'e2b'
+import { CommandExitError, Sandbox } from './sdk.mjs'
 import { sleep, useServer } from './helpers.mjs'
 
 const S = useServer()

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict'
 import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { Sandbox, SandboxNotFoundError, Volume, VolumeNotFoundError } from 'e2b'
+import { Sandbox, SandboxNotFoundError, Volume, VolumeNotFoundError } from './sdk.mjs'
 import { sdkOpts, startServer } from './server.mjs'
 import { pidsWithEnv, useServer } from './helpers.mjs'
 

@@ -3,7 +3,7 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { request as httpRequest } from 'node:http'
-import { RateLimitError, Sandbox } from 'e2b'
+import { RateLimitError, Sandbox } from './sdk.mjs'
 import { envdHeaders, envelope, parseEnvelopes, useServer } from './helpers.mjs'
 
 const S = useServer()
@@ -79,7 +79,8 @@ test('status: E2B error body, Retry-After for 429, and the request is not proces
   assert.equal(res.status, 429)
   assert.equal(res.headers.get('retry-after'), '7')
   await res.arrayBuffer()
-  await addRules([{ match: 'POST /v2/sandboxes', action: 'status', status: 429, count: 1 }])
+  // '*sandboxes': the v2 create route (e2b 2.51) and the v1 one (2.45)
+  await addRules([{ match: 'POST *sandboxes', action: 'status', status: 429, count: 1 }])
   await assert.rejects(Sandbox.create({ ...S.opts }), RateLimitError)
   assert.equal(await countSandboxes(), before)
   await admin('DELETE')

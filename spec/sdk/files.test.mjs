@@ -1,7 +1,7 @@
 // Files through the unchanged SDK: /files up and down, filesystem.Filesystem RPCs.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { FileNotFoundError, Sandbox } from 'e2b'
+import { FileNotFoundError, Sandbox } from './sdk.mjs'
 import { useServer } from './helpers.mjs'
 
 const S = useServer()

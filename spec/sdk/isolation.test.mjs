@@ -3,7 +3,7 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { existsSync, readFileSync } from 'node:fs'
-import { Sandbox } from 'e2b'
+import { Sandbox } from './sdk.mjs'
 import { pidsWithEnv, sleep, useServer } from './helpers.mjs'
 
 const S = useServer()

@@ -3,7 +3,7 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
-import { Sandbox } from 'e2b'
+import { SDK_PACKAGE, Sandbox } from './sdk.mjs'
 import { BIN, sdkOpts, startServer } from './server.mjs'
 import { pidsWithEnv, sleep } from './helpers.mjs'
 
@@ -37,7 +37,7 @@ test('exec runs CMD with the four variables and exits with its status', () => {
 test('exec: a sandbox created by CMD is gone when exec returns', () => {
   const marker = `x${Date.now()}`
   const script = `
-    const { Sandbox } = await import('e2b')
+    const { Sandbox } = await import('${SDK_PACKAGE}')
     const s = await Sandbox.create({ envs: { E2B_SPEC_MARKER: '${marker}' } })
     await s.commands.run('sleep 600', { background: true })
     console.log(s.sandboxId)

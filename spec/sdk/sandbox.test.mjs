@@ -2,7 +2,7 @@
 // pause/resume, kill and deadlines.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { NotFoundError, Sandbox, SandboxNotFoundError } from 'e2b'
+import { NotFoundError, Sandbox, SandboxNotFoundError } from './sdk.mjs'
 import { pidsWithEnv, sleep, useServer } from './helpers.mjs'
 
 const S = useServer()

@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto'
 import { gzipSync } from 'node:zlib'
 import { request as httpRequest } from 'node:http'
 import { connect as netConnect } from 'node:net'
-import { Sandbox } from 'e2b'
+import { Sandbox } from './sdk.mjs'
 import { envdHeaders, envelope, parseEnvelopes, sleep, startStream, useServer } from './helpers.mjs'
 
 const S = useServer()
