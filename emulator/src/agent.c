@@ -18,6 +18,9 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include "ipc.h"
 #include "log.h"
@@ -222,6 +225,25 @@ static void handle_signal(const ipc_msg *m) {
   ipc_send(g_sock, IPC_REPLY, m->id, err, NULL, NULL, 0);
 }
 
+/* A TCP connection to 127.0.0.1:port made in the sandbox's network
+ * namespace; the server proxies a port host's traffic over it. */
+static int agent_connect_port(json_t *req, json_t **out, int *fd) {
+  int port = (int)json_integer_value(json_object_get(req, "port"));
+  if (port <= 0 || port > 65535) return EINVAL;
+  int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (s < 0) return errno;
+  struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(s, (struct sockaddr *)&sa, sizeof sa) != 0) {
+    int e = errno;
+    close(s);
+    return e;
+  }
+  *fd = s;
+  *out = json_object();
+  return 0;
+}
+
 static void handle_fs(const ipc_msg *m) {
   json_t *out = NULL;
   int fd = -1, err;
@@ -233,6 +255,9 @@ static void handle_fs(const ipc_msg *m) {
   case IPC_REMOVE: err = afs_remove(m->body, &out); break;
   case IPC_OPEN_READ: err = afs_open_read(m->body, &out, &fd); break;
   case IPC_OPEN_WRITE: err = afs_open_write(m->body, &out, &fd); break;
+  case IPC_WATCH: err = aw_watch(m->body, &out); break;
+  case IPC_UNWATCH: err = aw_unwatch(m->body, &out); break;
+  case IPC_CONNECT: err = agent_connect_port(m->body, &out, &fd); break;
   default: err = ENOSYS; break;
   }
   if (err && !out) out = json_pack("{s:s}", "message", strerror(err));
@@ -335,11 +360,17 @@ int agent_main(int argc, char **argv) {
   sigprocmask(SIG_BLOCK, &mask, NULL);
   int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
   for (;;) {
-    struct pollfd p[2] = {{g_sock, POLLIN, 0}, {sfd, POLLIN, 0}};
-    if (poll(p, 2, -1) < 0) {
+    struct pollfd p[2 + 64] = {{g_sock, POLLIN, 0}, {sfd, POLLIN, 0}};
+    int wfds[64];
+    uint32_t wids[64];
+    int nw = aw_fds(wfds, wids, 64);
+    for (int i = 0; i < nw; i++) p[2 + i] = (struct pollfd){wfds[i], POLLIN, 0};
+    if (poll(p, (nfds_t)(2 + nw), -1) < 0) {
       if (errno == EINTR) continue;
       break;
     }
+    for (int i = 0; i < nw; i++)
+      if (p[2 + i].revents) aw_read(wids[i], g_sock);
     if (p[1].revents) {
       struct signalfd_siginfo si;
       while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {

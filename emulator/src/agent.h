@@ -8,6 +8,7 @@
 #define EMU_AGENT_H
 
 #include <jansson.h>
+#include <stdint.h>
 
 int agent_main(int argc, char **argv);
 
@@ -27,5 +28,13 @@ int afs_move(json_t *req, json_t **out);
 int afs_remove(json_t *req, json_t **out);
 int afs_open_read(json_t *req, json_t **out, int *fd);
 int afs_open_write(json_t *req, json_t **out, int *fd);
+
+/* ---- agent_watch.c ---- */
+int aw_watch(json_t *req, json_t **out);
+int aw_unwatch(json_t *req, json_t **out);
+/* The inotify descriptors to poll (with their watch ids); returns how many. */
+int aw_fds(int *fds, uint32_t *ids, int max);
+/* Reads the pending events of watch `id` and sends them up. */
+void aw_read(uint32_t id, int sock);
 
 #endif

@@ -11,6 +11,7 @@ typedef struct channel channel;
 typedef struct channel_ops {
   void (*on_exit)(void *ctx, int pid, int status); /* a spawned process was reaped */
   void (*on_broken)(void *ctx); /* the agent went away without channel_close */
+  void (*on_watch)(void *ctx, json_t *event); /* IPC_WATCH_EVENT body (borrowed) */
 } channel_ops;
 
 /* Takes ownership of sock. */

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "connect_rpc.h"
+#include "envd_watch.h"
 #include "pjson.h"
 #include "sandbox.h"
 #include "util.h"
@@ -107,9 +108,9 @@ const rpc_method ENVD_FS_METHODS[] = {
     {"/filesystem.Filesystem/MakeDir", make_dir, NULL},
     {"/filesystem.Filesystem/Move", move, NULL},
     {"/filesystem.Filesystem/Remove", remove_, NULL},
-    {"/filesystem.Filesystem/WatchDir", NULL, rpc_unimplemented_stream},
-    {"/filesystem.Filesystem/CreateWatcher", rpc_unimplemented_unary, NULL},
-    {"/filesystem.Filesystem/GetWatcherEvents", rpc_unimplemented_unary, NULL},
-    {"/filesystem.Filesystem/RemoveWatcher", rpc_unimplemented_unary, NULL},
+    {"/filesystem.Filesystem/WatchDir", NULL, watch_dir},
+    {"/filesystem.Filesystem/CreateWatcher", watcher_create, NULL},
+    {"/filesystem.Filesystem/GetWatcherEvents", watcher_events, NULL},
+    {"/filesystem.Filesystem/RemoveWatcher", watcher_remove, NULL},
     {NULL, NULL, NULL},
 };

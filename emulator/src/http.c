@@ -145,6 +145,14 @@ static void stream_free(void *cls) {
 
 enum MHD_Result http_stream(http_req *req, unsigned status, const char *content_type, uint64_t size,
                             int connect_frames, stream_src src) {
+  json_t *h = content_type ? json_pack("[[s,s]]", "Content-Type", content_type) : json_array();
+  enum MHD_Result res = http_stream_h(req, status, h, size, connect_frames, src);
+  json_decref(h);
+  return res;
+}
+
+enum MHD_Result http_stream_h(http_req *req, unsigned status, json_t *headers, uint64_t size, int connect_frames,
+                              stream_src src) {
   stream_state *s = xcalloc(1, sizeof *s);
   s->src = src;
   s->connect_frames = connect_frames;
@@ -159,7 +167,10 @@ enum MHD_Result http_stream(http_req *req, unsigned status, const char *content_
     stream_free(s);
     return MHD_NO;
   }
-  if (content_type) MHD_add_response_header(r, "Content-Type", content_type);
+  for (size_t i = 0; i < json_array_size(headers); i++) {
+    json_t *kv = json_array_get(headers, i);
+    MHD_add_response_header(r, json_string_value(json_array_get(kv, 0)), json_string_value(json_array_get(kv, 1)));
+  }
   return queue(req->conn, status, r);
 }
 

@@ -70,6 +70,9 @@ typedef struct stream_src {
  * the body is Connect envelopes (drop_mid_stream counts messages, not bytes). */
 enum MHD_Result http_stream(http_req *r, unsigned status, const char *content_type, uint64_t size,
                             int connect_frames, stream_src src);
+/* The same with any response headers: headers is an array of [name, value]. */
+enum MHD_Result http_stream_h(http_req *r, unsigned status, json_t *headers, uint64_t size, int connect_frames,
+                              stream_src src);
 
 /* Parses r->body as JSON; on failure queues 400 and returns NULL with *res set. */
 json_t *http_body_json(http_req *r, enum MHD_Result *res);

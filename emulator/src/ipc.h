@@ -23,9 +23,13 @@ enum ipc_type {
   IPC_OPEN_READ = 8, /* {path} -> {size} + fd */
   IPC_OPEN_WRITE = 9, /* {path,uid,gid} -> {path} + fd */
   IPC_SHUTDOWN = 10, /* kill every process of the sandbox, then exit */
+  IPC_WATCH = 11,    /* {path,recursive,entry} -> {id}: inotify in the sandbox */
+  IPC_UNWATCH = 12,  /* {id} -> {} */
+  IPC_CONNECT = 13,  /* {port} -> {} + fd: a TCP socket connected inside the sandbox */
   /* agent -> server */
   IPC_REPLY = 100, /* id = the request's id, err = errno (0 on success) */
-  IPC_EXIT = 101   /* {pid,status}: a spawned process was reaped */
+  IPC_EXIT = 101,  /* {pid,status}: a spawned process was reaped */
+  IPC_WATCH_EVENT = 102 /* {id,name,type,entry?}: a change under a watched directory */
 };
 
 typedef struct ipc_msg {

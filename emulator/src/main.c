@@ -17,6 +17,7 @@
 #include "sandbox.h"
 #include "server.h"
 #include "store.h"
+#include "envd_watch.h"
 #include "templates.h"
 #include "util.h"
 
@@ -204,6 +205,7 @@ static void stop_all(running *run) {
   proc_wait_all_readers();
   runtime_shutdown();
   store_shutdown();
+  watch_shutdown();
   if (run->state_is_temp && run->state_dir) rm_rf(run->state_dir);
   free(run->state_dir);
   free(run->api_key);

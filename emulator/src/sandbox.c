@@ -15,6 +15,7 @@
 #include "codec.h"
 #include "log.h"
 #include "store.h"
+#include "envd_watch.h"
 #include "util.h"
 #include <dirent.h>
 #include <stdarg.h>
@@ -346,17 +347,20 @@ static int signal_by_key(const char *key, int pid, int sig) {
   return rc;
 }
 
+static void on_watch_cb(void *ctx, json_t *ev) { watch_deliver(proc_table_key((proc_table *)ctx), ev); }
+
 static int boot_locked(sandbox *sb) {
   runtime_config cfg = {sb->id, sb->dir, sb->allow_internet, sb->mounts};
   int rc = runtime_start(&sb->rt, &cfg);
   if (rc) return rc;
   sb->procs = proc_table_new(signal_by_key, sb->id);
-  static const channel_ops ops = {on_exit_cb, on_broken_cb};
+  static const channel_ops ops = {on_exit_cb, on_broken_cb, on_watch_cb};
   sb->chan = channel_open(sb->rt.sock, &ops, sb->procs); /* the channel owns the socket */
   return 0;
 }
 
 static void teardown_locked(sandbox *sb) {
+  watch_close_sandbox(sb->id);
   channel_expect_close(sb->chan);
   if (sb->rt.pid > 0) runtime_stop(&sb->rt);
   channel_close(sb->chan);

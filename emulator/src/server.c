@@ -13,6 +13,7 @@
 
 #include "envd.h"
 #include "faults.h"
+#include "ports.h"
 #include "log.h"
 #include "sandbox.h"
 
@@ -37,10 +38,6 @@ static int parse_sandbox_host(const char *host, long *port, char *id, size_t idc
   id[n] = '\0';
   *port = p;
   return 1;
-}
-
-static enum MHD_Result port_proxy_502(http_req *r) {
-  return http_error(r->conn, 502, "port forwarding to sandbox services is not implemented by e2b-local yet");
 }
 
 /* Where a request goes, decided from its headers only (no side effects, so
@@ -74,7 +71,7 @@ static void classify(http_req *r, route_to *to) {
 static void dispatch(http_req *r, const route_to *to) {
   switch (to->kind) {
   case RK_ENVD: envd_route(r, to->id); break;
-  case RK_PORT: r->on_complete = port_proxy_502; break;
+  case RK_PORT: port_route(r, to->id, to->port); break;
   case RK_ADMIN: admin_route(r); break;
   case RK_BAD_SIGNATURE:
     r->early_status = 401;

@@ -285,8 +285,8 @@ test('Connect unary: JSON codec, string error codes, 415 on a wrong content type
   assert.equal((await res.json()).code, 'invalid_argument')
   res = await unary(sb, '/filesystem.Filesystem/WatchDir', {}, { 'Content-Type': 'application/json' })
   assert.equal(res.status, 415, 'a server stream needs application/connect+json')
-  res = await unary(sb, '/filesystem.Filesystem/CreateWatcher', { path: '/tmp' })
-  assert.equal((await res.json()).code, 'unimplemented')
+  res = await unary(sb, '/filesystem.Filesystem/CreateWatcher', { path: '/tmp/nope' })
+  assert.equal((await res.json()).code, 'not_found')
   // EntryInfo: lowerCamelCase, int64 as string, enums by name, zero values omitted
   res = await unary(sb, '/filesystem.Filesystem/Stat', { path: '/etc/hostname' })
   const e = (await res.json()).entry

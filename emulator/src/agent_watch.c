@@ -1,0 +1,167 @@
+/* agent_watch.c — inotify watches inside the sandbox (WatchDir and the
+ * watcher RPCs): one inotify descriptor per watch, recursive watches follow
+ * new subdirectories, events go up as IPC_WATCH_EVENT messages. */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "ipc.h"
+#include "util.h"
+
+#define WATCH_MASK (IN_CREATE | IN_DELETE | IN_MODIFY | IN_MOVED_FROM | IN_MOVED_TO | IN_ATTRIB | IN_CLOSE_WRITE)
+#define MAX_WATCHES 256
+
+typedef struct wdir {
+  int wd;
+  char *rel; /* relative to the watch root ("" for the root) */
+} wdir;
+
+typedef struct awatch {
+  uint32_t id;
+  int fd, recursive, entry;
+  char *root; /* sandbox path */
+  wdir *dirs;
+  size_t n, cap;
+} awatch;
+
+static awatch *g_w[MAX_WATCHES];
+static uint32_t g_next = 1;
+
+static void add_dir(awatch *w, const char *rel) {
+  char *virt = *rel ? xasprintf("%s/%s", strcmp(w->root, "/") == 0 ? "" : w->root, rel) : xstrdup(w->root);
+  char *real = afs_to_real(virt);
+  int wd = inotify_add_watch(w->fd, real, WATCH_MASK | IN_ONLYDIR);
+  if (wd >= 0) {
+    if (w->n == w->cap) w->dirs = xrealloc(w->dirs, (w->cap = w->cap ? w->cap * 2 : 16) * sizeof *w->dirs);
+    w->dirs[w->n].wd = wd;
+    w->dirs[w->n++].rel = xstrdup(rel);
+    if (w->recursive) {
+      DIR *d = opendir(real);
+      struct dirent *de;
+      while (d && (de = readdir(d))) {
+        if (de->d_type != DT_DIR || strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0) continue;
+        char *child = *rel ? xasprintf("%s/%s", rel, de->d_name) : xstrdup(de->d_name);
+        add_dir(w, child);
+        free(child);
+      }
+      if (d) closedir(d);
+    }
+  }
+  free(real);
+  free(virt);
+}
+
+static void free_watch(awatch *w) {
+  close(w->fd);
+  for (size_t i = 0; i < w->n; i++) free(w->dirs[i].rel);
+  free(w->dirs);
+  free(w->root);
+  free(w);
+}
+
+int aw_watch(json_t *req, json_t **out) {
+  const char *path = json_string_value(json_object_get(req, "path"));
+  if (!path) return EINVAL;
+  char *real = afs_to_real(path);
+  struct stat st;
+  int rc = stat(real, &st);
+  free(real);
+  if (rc != 0) return errno;
+  if (!S_ISDIR(st.st_mode)) return ENOTDIR;
+  int slot = -1;
+  for (int i = 0; i < MAX_WATCHES && slot < 0; i++)
+    if (!g_w[i]) slot = i;
+  if (slot < 0) return EMFILE;
+  awatch *w = xcalloc(1, sizeof *w);
+  w->fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+  if (w->fd < 0) {
+    int e = errno;
+    free(w);
+    return e;
+  }
+  w->id = g_next++;
+  w->recursive = json_is_true(json_object_get(req, "recursive"));
+  w->entry = json_is_true(json_object_get(req, "entry"));
+  w->root = xstrdup(path);
+  add_dir(w, "");
+  if (w->n == 0) {
+    free_watch(w);
+    return EACCES;
+  }
+  g_w[slot] = w;
+  *out = json_pack("{s:i}", "id", (int)w->id);
+  return 0;
+}
+
+int aw_unwatch(json_t *req, json_t **out) {
+  uint32_t id = (uint32_t)json_integer_value(json_object_get(req, "id"));
+  for (int i = 0; i < MAX_WATCHES; i++)
+    if (g_w[i] && g_w[i]->id == id) {
+      free_watch(g_w[i]);
+      g_w[i] = NULL;
+    }
+  *out = json_object();
+  return 0;
+}
+
+int aw_fds(int *fds, uint32_t *ids, int max) {
+  int n = 0;
+  for (int i = 0; i < MAX_WATCHES && n < max; i++)
+    if (g_w[i]) {
+      fds[n] = g_w[i]->fd;
+      ids[n++] = g_w[i]->id;
+    }
+  return n;
+}
+
+static const char *event_type(uint32_t mask) {
+  if (mask & (IN_CREATE | IN_MOVED_TO)) return "EVENT_TYPE_CREATE";
+  if (mask & IN_DELETE) return "EVENT_TYPE_REMOVE";
+  if (mask & IN_MOVED_FROM) return "EVENT_TYPE_RENAME";
+  if (mask & IN_ATTRIB) return "EVENT_TYPE_CHMOD";
+  if (mask & (IN_MODIFY | IN_CLOSE_WRITE)) return "EVENT_TYPE_WRITE";
+  return NULL;
+}
+
+void aw_read(uint32_t id, int sock) {
+  awatch *w = NULL;
+  for (int i = 0; i < MAX_WATCHES && !w; i++)
+    if (g_w[i] && g_w[i]->id == id) w = g_w[i];
+  if (!w) return;
+  char buf[16384] __attribute__((aligned(__alignof__(struct inotify_event))));
+  for (;;) {
+    ssize_t n = read(w->fd, buf, sizeof buf);
+    if (n <= 0) return;
+    for (char *p = buf; p < buf + n;) {
+      struct inotify_event *ev = (struct inotify_event *)p;
+      p += sizeof *ev + ev->len;
+      const char *type = event_type(ev->mask);
+      if (!type || !ev->len) continue;
+      const char *rel = NULL;
+      for (size_t i = 0; i < w->n && !rel; i++)
+        if (w->dirs[i].wd == ev->wd) rel = w->dirs[i].rel;
+      if (!rel) continue;
+      char *name = *rel ? xasprintf("%s/%s", rel, ev->name) : xstrdup(ev->name);
+      if (w->recursive && (ev->mask & IN_ISDIR) && (ev->mask & (IN_CREATE | IN_MOVED_TO))) add_dir(w, name);
+      json_t *body = json_pack("{s:i, s:s, s:s}", "id", (int)w->id, "name", name, "type", type);
+      if (w->entry && !(ev->mask & (IN_DELETE | IN_MOVED_FROM))) {
+        char *virt = xasprintf("%s/%s", strcmp(w->root, "/") == 0 ? "" : w->root, name);
+        json_t *req = json_pack("{s:s}", "path", virt), *st = NULL;
+        if (afs_stat(req, &st) == 0) json_object_set(body, "entry", json_object_get(st, "entry"));
+        json_decref(st);
+        json_decref(req);
+        free(virt);
+      }
+      ipc_send(sock, IPC_WATCH_EVENT, 0, 0, body, NULL, 0);
+      json_decref(body);
+      free(name);
+    }
+  }
+}
