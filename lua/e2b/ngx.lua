@@ -1,0 +1,441 @@
+-- e2b.ngx: the OpenResty adapter — e2b.sched's interface on ngx's primitives.
+--
+-- e2b.rt picks it when `ngx` is present. Nothing here ever blocks the nginx
+-- worker (the core loop is only ever stepped with timeout 0):
+--   * one pump per worker, an ngx.timer, steps the core loop while anything
+--     waits or transfers run, and posts the semaphores of the waiters whose
+--     requests progressed;
+--   * a waiter parks on its coroutine's ngx.semaphore, with its deadline as
+--     the wait's timeout, and posts the pump's semaphore so that what it just
+--     queued is sent on this event-loop iteration;
+--   * between steps the pump waits on its semaphore: 1 ms (nginx's timer
+--     resolution) while things happen, backing off to 16 ms when they stop
+--     (nginx cannot watch curl's sockets, so the pump polls);
+--   * tasks are ngx.thread light threads: they live as long as the request
+--     (or timer) that spawned them.
+-- bench/README.md has the measurements behind these choices.
+-- Waiting is possible wherever nginx can resume a handler later: rewrite,
+-- access and content handlers and ngx.timer callbacks. In other phases
+-- (init_by_lua, init_worker_by_lua, set_by_lua, header/body filters, log)
+-- a wait raises an error naming the phase; start a timer there instead:
+--   init_worker_by_lua_block { ngx.timer.at(0, function() ... e2b calls ... end) }
+local core = require("e2b.core")
+local semaphore = require("ngx.semaphore")
+
+local ngx = ngx
+local unpack = table.unpack or unpack
+local now_ms = core.now_ms
+local co_running = coroutine.running
+
+local M = { name = "ngx" }
+
+-- One loop per Lua VM, i.e. per worker (a copy of the master's when the
+-- module was preloaded in init_by_lua, which is fine: it holds no transfer).
+local loop = assert(core.loop())
+M.loop = loop
+M.now_ms = now_ms
+
+-- How the pump waits between steps (bench/README.md has the measurements):
+--   wait = "semaphore": on its ngx.semaphore, posted by each new waiter;
+--          "sleep": ngx.sleep, never cut short;
+--          "self": no pump, every waiter steps the loop and ngx.sleeps itself.
+-- For busy_ms after anything happened (a notification, a new waiter) it
+-- steps every min_idle_ms (nginx timers have 1 ms resolution), then backs
+-- off doubling up to max_idle_ms; with no waiter at all, max_idle_ms.
+local tuning = { wait = "semaphore", min_idle_ms = 1, max_idle_ms = 16, busy_ms = 100 }
+
+-- tune{...}: changes the above (for measurements; the defaults are the
+-- measured choice). Returns the previous settings.
+function M.tune(t)
+  local old = {}
+  for k, v in pairs(tuning) do old[k] = v end
+  for k, v in pairs(t or {}) do
+    assert(tuning[k] ~= nil, "e2b.ngx.tune: unknown setting " .. tostring(k))
+    tuning[k] = v
+  end
+  return old
+end
+
+local YIELDABLE = {
+  rewrite = true, server_rewrite = true, access = true, content = true, timer = true,
+  ssl_cert = true, ssl_session_fetch = true, ssl_client_hello = true, preread = true,
+}
+
+local function can_yield()
+  return YIELDABLE[ngx.get_phase()] == true
+end
+
+local function need_yield(what)
+  local phase = ngx.get_phase()
+  if not YIELDABLE[phase] then
+    error(("e2b: %s cannot wait in nginx's %s phase, which cannot yield (lua-e2b never "
+      .. "blocks the worker); call it from a rewrite, access or content handler, or from "
+      .. "an ngx.timer.at callback"):format(what, phase), 3)
+  end
+end
+
+local function pack(...)
+  return { n = select("#", ...), ... }
+end
+
+-- ---- waiters ----
+
+local waiters = {}   -- request id -> array of wait entries
+local nwaiting = 0   -- entries parked and not yet woken
+-- coroutine -> its semaphore. nginx reuses the coroutines of finished
+-- requests, so a semaphore is drained before each wait (a post may have
+-- come after the waiter of an aborted request was killed).
+local sems = setmetatable({}, { __mode = "k" })
+
+local function sem_of(co)
+  local s = sems[co]
+  if not s then
+    s = assert(semaphore.new(0))
+    sems[co] = s
+  end
+  return s
+end
+
+local function unregister(entry)
+  local ids = entry.ids
+  for i = 1, #ids do
+    local list = waiters[ids[i]]
+    if list then
+      for j = #list, 1, -1 do
+        if list[j] == entry then table.remove(list, j) end
+      end
+      if #list == 0 then waiters[ids[i]] = nil end
+    end
+  end
+end
+
+local function wake(entry)
+  if entry.woken then return end
+  entry.woken = true
+  nwaiting = nwaiting - 1
+  unregister(entry)
+  entry.sem:post(1)
+end
+
+-- Forgets the entries of waiters that are gone: nginx kills the threads of
+-- an aborted request (client gone, ngx.exit from another thread) while they
+-- are parked. A parked waiter waits on its semaphore (count < 0) except for
+-- the instant between a timeout and its resumption, so an entry whose
+-- semaphore has nobody waiting at two sweeps in a row is dead.
+local function sweep()
+  for id, list in pairs(waiters) do
+    for j = #list, 1, -1 do
+      local e = list[j]
+      if e.woken then
+        table.remove(list, j)
+      elseif not e.self and e.sem:count() >= 0 then
+        if e.strike then
+          e.woken = true
+          nwaiting = nwaiting - 1
+          table.remove(list, j)
+        else
+          e.strike = true
+        end
+      else
+        e.strike = nil
+      end
+    end
+    if #list == 0 then waiters[id] = nil end
+  end
+end
+
+local function deliver(ids)
+  for i = 1, #ids do
+    local list = waiters[ids[i]]
+    if list then
+      waiters[ids[i]] = nil
+      for j = 1, #list do wake(list[j]) end
+    end
+  end
+end
+
+-- ---- the pump ----
+
+local pumping = false     -- the pump timer is alive
+local pump_sem            -- it idles on this (created in the worker, on first use)
+local pump_idle = false   -- it is waiting on pump_sem right now
+local pump_kicked = false -- pump_sem was posted since
+
+local SWEEP_MS = 1000
+
+local function pump()
+  local idle_ms, busy_until, next_sweep = tuning.min_idle_ms, 0, now_ms() + SWEEP_MS
+  while true do
+    local ids, running = loop:step(0)
+    if ids then deliver(ids) end
+    local now = now_ms()
+    if now >= next_sweep then
+      sweep()
+      next_sweep = now + SWEEP_MS
+    end
+    if nwaiting == 0 and (running == 0 or ngx.worker.exiting()) then break end
+    if ids or pump_kicked then busy_until = now + tuning.busy_ms end
+    pump_kicked = false
+    if nwaiting == 0 then
+      idle_ms = tuning.max_idle_ms -- transfers nobody waits for yet: keep them moving, slowly
+    elseif now < busy_until then
+      idle_ms = tuning.min_idle_ms
+    else
+      idle_ms = math.min(idle_ms * 2, tuning.max_idle_ms)
+    end
+    if tuning.wait == "sleep" then
+      ngx.sleep(idle_ms / 1000)
+    else
+      -- The waiters just woken run first (their resumptions are queued
+      -- before ours); when they wait again they post pump_sem, so the next
+      -- step follows at once instead of after idle_ms.
+      pump_idle = true
+      pump_sem:wait(idle_ms / 1000)
+      pump_idle = false
+    end
+  end
+end
+
+local function run_pump()
+  local ok, err = pcall(pump)
+  pumping, pump_idle = false, false
+  if not ok then ngx.log(ngx.ERR, "e2b: the pump failed: ", tostring(err)) end
+end
+
+-- Makes sure the pump runs and steps soon. Returns false when no timer
+-- could be started (lua_max_pending_timers): the caller then pumps itself.
+local function kick()
+  if pumping then
+    pump_kicked = true -- counts as activity: a new request is likely in flight
+    if pump_idle and tuning.wait == "semaphore" then
+      pump_idle = false -- post once per idle period
+      pump_sem:post(1)
+    end
+    return true
+  end
+  if not pump_sem then pump_sem = assert(semaphore.new(0)) end
+  local ok, err = ngx.timer.at(0, run_pump)
+  if not ok then
+    ngx.log(ngx.WARN, "e2b: cannot start the pump timer (", err, "); the waiter steps the loop")
+    return false
+  end
+  pumping, pump_kicked = true, true
+  return true
+end
+
+-- Fallback when no timer is available: the waiter steps the loop itself.
+local function self_pump(entry, deadline)
+  local idle_ms = tuning.min_idle_ms
+  while not entry.woken do
+    local ids = loop:step(0)
+    if ids then deliver(ids) end
+    if entry.woken then break end
+    if deadline and now_ms() >= deadline then
+      entry.woken = true
+      nwaiting = nwaiting - 1
+      unregister(entry)
+      return false
+    end
+    idle_ms = ids and tuning.min_idle_ms or math.min(idle_ms * 2, tuning.max_idle_ms)
+    ngx.sleep(idle_ms / 1000)
+  end
+  entry.sem:wait(0) -- take the post that woke it
+  return true
+end
+
+-- Parks the calling coroutine until entry is woken or deadline passes.
+local function park(entry, deadline)
+  nwaiting = nwaiting + 1
+  if tuning.wait == "self" or not kick() then
+    entry.self = true
+    return self_pump(entry, deadline)
+  end
+  local sem = entry.sem
+  while true do
+    local timeout = 60
+    if deadline then
+      -- Whole milliseconds: a wait of under 1 ms would not yield at all.
+      local left = math.ceil(deadline - now_ms())
+      if left <= 0 then
+        entry.woken = true
+        nwaiting = nwaiting - 1
+        unregister(entry)
+        return false
+      end
+      timeout = left / 1000
+    end
+    if sem:wait(timeout) then return true end
+    if entry.woken then
+      sem:wait(0) -- posted just as the timeout fired: take that post
+      return true
+    end
+  end
+end
+
+-- await(reqs, deadline_ms?) -> true when one of the requests progressed,
+-- false when the deadline (monotonic ms, core.now_ms) passed first.
+function M.await(reqs, deadline)
+  need_yield("a lua-e2b call")
+  local ids
+  if type(reqs) == "table" then
+    ids = {}
+    for i = 1, #reqs do ids[i] = reqs[i]:id() end
+  else
+    ids = { reqs:id() }
+  end
+  local sem = sem_of(co_running())
+  while sem:count() > 0 do sem:wait(0) end
+  local entry = { ids = ids, sem = sem, woken = false }
+  for i = 1, #ids do
+    local list = waiters[ids[i]]
+    if not list then list = {}; waiters[ids[i]] = list end
+    list[#list + 1] = entry
+  end
+  return park(entry, deadline)
+end
+
+-- sleep(ms): at least 1 ms, nginx's timer resolution (and ngx.sleep(0)
+-- needs OpenResty's own nginx patch; Debian's nginx warns on every call).
+function M.sleep(ms)
+  need_yield("e2b.sleep")
+  ms = tonumber(ms) or 0
+  ngx.sleep(math.max(1, ms) / 1000)
+end
+
+-- stats() -> { waiting = parked waits, pumping = boolean, requests = ids
+-- waited on }, after a sweep (a dead wait goes at its second sweep).
+function M.stats()
+  sweep()
+  local n = 0
+  for _ in pairs(waiters) do n = n + 1 end
+  return { waiting = nwaiting, pumping = pumping, requests = n }
+end
+
+-- Inside any handler that can yield every call yields, so that is a task.
+function M.in_task()
+  return can_yield()
+end
+
+-- ---- tasks ----
+
+local Task = {}
+Task.__index = Task
+
+local tasks = setmetatable({}, { __mode = "k" }) -- coroutine -> task
+
+local function current_task()
+  return tasks[co_running()]
+end
+
+local function on_error(e)
+  return { error = e, traceback = debug.traceback(tostring(e), 2) }
+end
+
+local function finish_task(t, ok, results)
+  t.finished = true
+  tasks[t.co] = nil -- nginx may reuse the coroutine
+  if ok then
+    t.results = results
+  else
+    local e = results[1]
+    t.error, t.traceback = e.error, e.traceback
+    if t.joiners == 0 then
+      if t.group then
+        t.group.orphans[#t.group.orphans + 1] = t
+      else
+        ngx.log(ngx.ERR, "e2b: a task failed and nothing waited for it: ", t.traceback)
+      end
+    end
+  end
+  if t.sem and t.joiners > 0 then t.sem:post(t.joiners) end
+  local g = t.group
+  if g then
+    g.live = g.live - 1
+    if g.live == 0 and g.sem then g.sem:post(1) end
+  end
+end
+
+local function start(group, fn, args)
+  local t = setmetatable({ joiners = 0, group = group, finished = false }, Task)
+  if group then group.live = group.live + 1 end
+  local th, err = ngx.thread.spawn(function()
+    local co = co_running()
+    t.co = co
+    tasks[co] = t
+    -- Start once the spawner waits, as e2b.sched does: park on this
+    -- thread's semaphore, which the spawner posts right away; nginx resumes
+    -- it when the spawner yields.
+    local sem = sem_of(co)
+    while sem:count() > 0 do sem:wait(0) end
+    sem:wait(60)
+    local r = pack(xpcall(function() return fn(unpack(args, 1, args.n)) end, on_error))
+    local ok = table.remove(r, 1)
+    r.n = r.n - 1
+    finish_task(t, ok, r)
+  end)
+  if not th then
+    if group then group.live = group.live - 1 end
+    error("e2b.spawn: " .. tostring(err), 3)
+  end
+  sem_of(th):post(1)
+  return t
+end
+
+-- spawn(fn, ...) -> task; task:wait() -> fn's results.
+function M.spawn(fn, ...)
+  assert(type(fn) == "function", "e2b.spawn: fn must be a function")
+  need_yield("e2b.spawn")
+  local parent = current_task()
+  return start(parent and parent.group, fn, pack(...))
+end
+
+local function take_orphan(t)
+  local g = t.group
+  if not g then return end
+  for i, o in ipairs(g.orphans) do
+    if o == t then table.remove(g.orphans, i) return end
+  end
+end
+
+-- task:wait() -> the task's results; re-raises the task's error.
+function Task:wait()
+  if not self.finished then
+    need_yield("task:wait")
+    if not self.sem then self.sem = assert(semaphore.new(0)) end
+    self.joiners = self.joiners + 1
+    while not self.finished do self.sem:wait(60) end
+  end
+  if self.error ~= nil then
+    take_orphan(self)
+    error(self.traceback or self.error, 0)
+  end
+  return unpack(self.results, 1, self.results.n)
+end
+
+function Task:done()
+  return self.finished == true
+end
+
+-- run(fn, ...) -> fn's results, once every task it started has ended.
+-- Unlike e2b.sched, "every task" is the tasks started inside this run
+-- (other requests of the worker have their own).
+function M.run(fn, ...)
+  assert(type(fn) == "function", "e2b.run: fn must be a function")
+  need_yield("e2b.run")
+  if current_task() then
+    return M.spawn(fn, ...):wait()
+  end
+  local group = { live = 0, orphans = {} }
+  local main = start(group, fn, pack(...))
+  while group.live > 0 do
+    if not group.sem then group.sem = assert(semaphore.new(0)) end
+    group.sem:wait(60)
+  end
+  local orphan = table.remove(group.orphans, 1)
+  if orphan and orphan ~= main then
+    error("e2b.run: a task failed: " .. (orphan.traceback or tostring(orphan.error)), 0)
+  end
+  return main:wait()
+end
+
+return M
