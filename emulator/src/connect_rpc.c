@@ -96,11 +96,21 @@ static const rpc_user *user_from_auth(const char *auth, rpc_err *e) {
   return u;
 }
 
-void rpc_env_msg(sbuf *out, json_t *msg) {
+void rpc_env_msg(sbuf *out, json_t *msg, const pb_msg *pb) {
+  uint8_t hdr[E2B_ENV_HEADER_SIZE];
+  if (pb) {
+    sbuf bin = {0};
+    if (pb_encode(pb, msg, &bin) != 0) bin.len = 0; /* cannot happen for our own messages */
+    json_decref(msg);
+    e2b_envelope_header(0, (uint32_t)bin.len, hdr);
+    sbuf_append(out, hdr, sizeof hdr);
+    sbuf_append(out, bin.data ? bin.data : "", bin.len);
+    sbuf_free(&bin);
+    return;
+  }
   char *text = json_dumps(msg, JSON_COMPACT);
   json_decref(msg);
   size_t len = text ? strlen(text) : 0;
-  uint8_t hdr[E2B_ENV_HEADER_SIZE];
   e2b_envelope_header(0, (uint32_t)len, hdr);
   sbuf_append(out, hdr, sizeof hdr);
   sbuf_append(out, text, len);
@@ -125,17 +135,33 @@ static enum MHD_Result unary_error(struct MHD_Connection *c, const rpc_err *e) {
   return http_json(c, (unsigned)e2b_connect_code_http_status(e->code), body);
 }
 
-/* A stream that fails before its first message is still HTTP 200 + end-stream. */
-static enum MHD_Result stream_error(struct MHD_Connection *c, const rpc_err *e) {
+/* A stream that fails before its first message is still HTTP 200 + end-stream
+ * (always JSON, whatever the codec of the messages). */
+static enum MHD_Result stream_error(struct MHD_Connection *c, const rpc_err *e, int proto) {
   sbuf b = {0};
   rpc_env_end(&b, e);
-  enum MHD_Result res = http_bytes(c, 200, "application/connect+json", b.data, b.len);
+  enum MHD_Result res = http_bytes(c, 200, proto ? "application/connect+proto" : "application/connect+json", b.data, b.len);
   sbuf_free(&b);
   return res;
 }
 
+/* One request message from its payload, in the call's codec. */
+static json_t *decode_msg(const rpc_method *m, int proto, const uint8_t *data, size_t len, rpc_err *e) {
+  static const uint8_t none[1];
+  if (!data) data = none;
+  if (proto) {
+    json_t *msg = pb_decode(m->in, data, len);
+    if (!msg) rpc_fail(e, "invalid_argument", "invalid protobuf message");
+    return msg;
+  }
+  json_error_t je;
+  json_t *msg = json_loadb((const char *)data, len, 0, &je);
+  if (!msg) rpc_fail(e, "invalid_argument", "invalid JSON message: %s", je.text);
+  return msg;
+}
+
 /* The single request message of a server stream, from its envelope. */
-static json_t *unwrap_stream_request(const sbuf *body, rpc_err *e) {
+static json_t *unwrap_stream_request(const rpc_method *m, int proto, const sbuf *body, rpc_err *e) {
   e2b_envelope_decoder d;
   e2b_envelope_decoder_init(&d, RPC_BODY_LIMIT);
   size_t used = 0;
@@ -149,9 +175,7 @@ static json_t *unwrap_stream_request(const sbuf *body, rpc_err *e) {
   } else if (d.flags & E2B_ENV_FLAG_COMPRESSED) {
     rpc_fail(e, "unimplemented", "compressed request messages are not supported");
   } else {
-    json_error_t je;
-    msg = json_loadb((const char *)d.payload, d.payload_len, 0, &je);
-    if (!msg) rpc_fail(e, "invalid_argument", "invalid JSON message: %s", je.text);
+    msg = decode_msg(m, proto, d.payload, d.payload_len, e);
   }
   e2b_envelope_decoder_free(&d);
   return msg;
@@ -171,60 +195,151 @@ static int64_t header_int(struct MHD_Connection *c, const char *name, int64_t df
   return *end || x < 0 ? dflt : x;
 }
 
-static enum MHD_Result rpc_complete(http_req *r) {
-  const rpc_method *m = r->ctx;
+typedef struct rpc_ctx {
+  const rpc_method *m;
+  int proto;    /* binary protobuf codec */
+  int bad_type; /* unsupported Content-Type: 415 */
+  rpc_call call;
+  rpc_err err;
+  /* client streams */
+  e2b_envelope_decoder dec;
+  void *cs_state;
+  int ended; /* an end-stream envelope arrived */
+} rpc_ctx;
+
+static void ctx_free(void *p) {
+  rpc_ctx *x = p;
+  if (x->m->client_stream && x->cs_state) {
+    rpc_err ignored = {0};
+    x->m->client_stream(&x->call, NULL, &x->cs_state, &ignored); /* releases the state */
+  }
+  e2b_envelope_decoder_free(&x->dec);
+  free(x);
+}
+
+/* Headers a call needs: timeouts, keepalive, the user. */
+static void setup_call(http_req *r, rpc_ctx *x) {
   struct MHD_Connection *c = r->conn;
-  int streaming = m->stream != NULL;
-  const char *ct = http_header(c, "Content-Type");
-  const char *want = streaming ? "application/connect+json" : "application/json";
-  if (!content_type_is(ct, want))
-    return http_error(c, 415, "unsupported content type '%s' (expected %s)", ct ? ct : "", want);
-  rpc_err e = {0};
-  rpc_call call = {.r = r, .sb = r->sb};
-  call.timeout_ms = header_int(c, "Connect-Timeout-Ms", 0);
-  call.keepalive_ms = (int)header_int(c, "Keepalive-Ping-Interval", DEFAULT_KEEPALIVE_S) * 1000;
-  if (call.keepalive_ms <= 0 || call.keepalive_ms > 3600 * 1000) call.keepalive_ms = DEFAULT_KEEPALIVE_S * 1000;
-  if (streaming) {
-    call.msg = unwrap_stream_request(&r->body, &e);
-  } else {
-    json_error_t je;
-    call.msg = json_loadb(r->body.data ? r->body.data : "", r->body.len, 0, &je);
-    if (!call.msg) rpc_fail(&e, "invalid_argument", "invalid JSON message: %s", je.text);
+  x->call.r = r;
+  x->call.timeout_ms = header_int(c, "Connect-Timeout-Ms", 0);
+  x->call.keepalive_ms = (int)header_int(c, "Keepalive-Ping-Interval", DEFAULT_KEEPALIVE_S) * 1000;
+  if (x->call.keepalive_ms <= 0 || x->call.keepalive_ms > 3600 * 1000) x->call.keepalive_ms = DEFAULT_KEEPALIVE_S * 1000;
+  x->call.out_pb = x->proto ? x->m->out : NULL;
+  x->call.user = user_from_auth(http_header(c, "Authorization"), &x->err);
+}
+
+static enum MHD_Result respond_unary(http_req *r, rpc_ctx *x, json_t *resp) {
+  if (!resp) resp = json_object(); /* empty response messages */
+  if (!x->proto) return http_json(r->conn, 200, resp);
+  sbuf bin = {0};
+  int rc = pb_encode(x->m->out, resp, &bin);
+  json_decref(resp);
+  if (rc != 0) {
+    sbuf_free(&bin);
+    rpc_fail(&x->err, "internal", "cannot encode the response");
+    return unary_error(r->conn, &x->err);
   }
-  if (call.msg && !json_is_object(call.msg)) rpc_fail(&e, "invalid_argument", "the request message must be a JSON object");
-  if (!e.code) call.user = user_from_auth(http_header(c, "Authorization"), &e);
-  enum MHD_Result res;
-  if (streaming) {
-    stream_src src = {0};
-    if (!e.code && m->stream(&call, &src, &e) == 0)
-      res = http_stream(r, 200, "application/connect+json", MHD_SIZE_UNKNOWN, 1, src);
-    else
-      res = stream_error(c, &e);
-  } else {
-    json_t *resp = NULL;
-    if (!e.code && m->unary(&call, &resp, &e) == 0)
-      res = http_json(c, 200, resp ? resp : json_object());
-    else
-      res = unary_error(c, &e);
-  }
-  json_decref(call.msg);
+  enum MHD_Result res = http_bytes(r->conn, 200, "application/proto", bin.data ? bin.data : "", bin.len);
+  sbuf_free(&bin);
   return res;
 }
 
-int rpc_unimplemented_unary(rpc_call *c, json_t **resp, rpc_err *e) {
-  (void)resp;
-  rpc_fail(e, "unimplemented", "%s is not implemented by e2b-local yet", c->r->url);
-  return -1;
+static enum MHD_Result rpc_complete(http_req *r) {
+  rpc_ctx *x = r->ctx;
+  const rpc_method *m = x->m;
+  struct MHD_Connection *c = r->conn;
+  int streaming = m->stream != NULL || m->client_stream != NULL;
+  if (x->bad_type) {
+    const char *ct = http_header(c, "Content-Type");
+    return http_error(c, 415, "unsupported content type '%s' (expected %s)", ct ? ct : "",
+                      streaming ? "application/connect+json or application/connect+proto"
+                                : "application/json or application/proto");
+  }
+  x->call.sb = r->sb;
+  if (m->client_stream) {
+    /* every message was handled as it arrived; this ends the stream */
+    if (!x->err.code && !x->ended && !e2b_envelope_idle(&x->dec))
+      rpc_fail(&x->err, "invalid_argument", "the request stream ended inside an envelope");
+    if (!x->err.code) m->client_stream(&x->call, NULL, &x->cs_state, &x->err);
+    x->cs_state = NULL;
+    sbuf b = {0};
+    if (!x->err.code) rpc_env_msg(&b, json_object(), x->call.out_pb);
+    rpc_env_end(&b, &x->err);
+    enum MHD_Result res = http_bytes(c, 200, x->proto ? "application/connect+proto" : "application/connect+json", b.data, b.len);
+    sbuf_free(&b);
+    return res;
+  }
+  rpc_err *e = &x->err;
+  if (!e->code) {
+    if (streaming)
+      x->call.msg = unwrap_stream_request(m, x->proto, &r->body, e);
+    else
+      x->call.msg = decode_msg(m, x->proto, (const uint8_t *)r->body.data, r->body.len, e);
+  }
+  if (!e->code && !json_is_object(x->call.msg)) rpc_fail(e, "invalid_argument", "the request message must be a JSON object");
+  enum MHD_Result res;
+  if (streaming) {
+    stream_src src = {0};
+    if (!e->code && m->stream(&x->call, &src, e) == 0)
+      res = http_stream(r, 200, x->proto ? "application/connect+proto" : "application/connect+json", MHD_SIZE_UNKNOWN, 1, src);
+    else
+      res = stream_error(c, e, x->proto);
+  } else {
+    json_t *resp = NULL;
+    if (!e->code && m->unary(&x->call, &resp, e) == 0)
+      res = respond_unary(r, x, resp);
+    else
+      res = unary_error(c, e);
+  }
+  json_decref(x->call.msg);
+  x->call.msg = NULL;
+  return res;
 }
 
-int rpc_unimplemented_stream(rpc_call *c, stream_src *src, rpc_err *e) {
-  (void)src;
-  rpc_fail(e, "unimplemented", "%s is not implemented by e2b-local yet", c->r->url);
-  return -1;
+/* Client stream bodies: each envelope is handled as soon as it is complete. */
+static int client_stream_body(http_req *r, const char *data, size_t n) {
+  rpc_ctx *x = r->ctx;
+  x->call.sb = r->sb;
+  const uint8_t *p = (const uint8_t *)data;
+  while (n > 0 && !x->err.code && !x->ended) {
+    size_t used = 0;
+    e2b_envelope_status st = e2b_envelope_feed(&x->dec, p, n, &used);
+    p += used;
+    n -= used;
+    if (st == E2B_ENV_NEED_MORE) break;
+    if (st != E2B_ENV_FRAME) {
+      rpc_fail(&x->err, "resource_exhausted", "request message too large");
+      break;
+    }
+    if (x->dec.flags & E2B_ENV_FLAG_END_STREAM) {
+      x->ended = 1;
+    } else if (x->dec.flags & E2B_ENV_FLAG_COMPRESSED) {
+      rpc_fail(&x->err, "unimplemented", "compressed request messages are not supported");
+    } else {
+      json_t *msg = decode_msg(x->m, x->proto, x->dec.payload, x->dec.payload_len, &x->err);
+      if (msg && !json_is_object(msg)) rpc_fail(&x->err, "invalid_argument", "the request message must be an object");
+      if (msg && !x->err.code) x->m->client_stream(&x->call, msg, &x->cs_state, &x->err);
+      json_decref(msg);
+    }
+    e2b_envelope_decoder_reset(&x->dec);
+  }
+  return 0; /* errors are answered at the end; the rest of the body is ignored */
 }
 
 void rpc_route(http_req *r, const rpc_method *m) {
-  r->ctx = (void *)m; /* static table entry: nothing to free */
+  rpc_ctx *x = xcalloc(1, sizeof *x);
+  x->m = m;
+  e2b_envelope_decoder_init(&x->dec, RPC_BODY_LIMIT);
+  r->ctx = x;
+  r->ctx_free = ctx_free;
   r->body_limit = RPC_BODY_LIMIT;
   r->on_complete = rpc_complete;
+  const char *ct = http_header(r->conn, "Content-Type");
+  int streaming = m->stream != NULL || m->client_stream != NULL;
+  if (content_type_is(ct, streaming ? "application/connect+proto" : "application/proto"))
+    x->proto = 1;
+  else if (!content_type_is(ct, streaming ? "application/connect+json" : "application/json"))
+    x->bad_type = 1;
+  setup_call(r, x);
+  if (m->client_stream && !x->bad_type) r->on_body = client_stream_body;
 }

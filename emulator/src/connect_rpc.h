@@ -1,4 +1,5 @@
-/* connect_rpc.h — Connect protocol (JSON codec) framing for envd's services:
+/* connect_rpc.h — Connect protocol framing for envd's services, JSON and
+ * binary protobuf codecs (pb.c), client streams (StreamInput):
  * unary calls, server streams (enveloped request and response, exactly one
  * end-stream frame) and the mapping of errors to Connect codes. */
 #ifndef EMU_CONNECT_RPC_H
@@ -8,6 +9,7 @@
 #include <stdint.h>
 
 #include "http.h"
+#include "pb.h"
 
 struct sandbox;
 
@@ -39,6 +41,7 @@ typedef struct rpc_call {
   const rpc_user *user;
   int64_t timeout_ms;  /* Connect-Timeout-Ms, 0 = none */
   int keepalive_ms;    /* Keepalive-Ping-Interval */
+  const pb_msg *out_pb; /* binary protobuf codec: the response message's table (NULL: JSON) */
 } rpc_call;
 
 typedef int (*rpc_unary_fn)(rpc_call *c, json_t **resp, rpc_err *e);
@@ -46,22 +49,25 @@ typedef int (*rpc_unary_fn)(rpc_call *c, json_t **resp, rpc_err *e);
  * envelope itself; on error returns -1 with *e set (answered as end-stream). */
 typedef int (*rpc_stream_fn)(rpc_call *c, stream_src *src, rpc_err *e);
 
+/* Client streams (StreamInput): called per request message as it arrives,
+ * then once at the end with msg NULL; return -1 with *e set to stop. */
+typedef int (*rpc_client_stream_fn)(rpc_call *c, json_t *msg, void **state, rpc_err *e);
+
 typedef struct rpc_method {
   const char *path; /* "/process.Process/Start" */
   rpc_unary_fn unary;
   rpc_stream_fn stream;
+  const pb_msg *in, *out; /* message tables for the binary codec */
+  rpc_client_stream_fn client_stream;
 } rpc_method;
 
 /* Sets up r to parse and dispatch a Connect call to m (on completion). */
 void rpc_route(http_req *r, const rpc_method *m);
 
 /* Envelope writers for stream producers. */
-void rpc_env_msg(sbuf *out, json_t *msg); /* steals msg */
+void rpc_env_msg(sbuf *out, json_t *msg, const pb_msg *pb); /* steals msg; pb NULL = JSON */
 void rpc_env_end(sbuf *out, const rpc_err *e);
 
-/* For methods the next layers will implement: a clear `unimplemented`. */
-int rpc_unimplemented_unary(rpc_call *c, json_t **resp, rpc_err *e);
-int rpc_unimplemented_stream(rpc_call *c, stream_src *src, rpc_err *e);
 
 extern const rpc_method ENVD_PROCESS_METHODS[];
 extern const rpc_method ENVD_FS_METHODS[];

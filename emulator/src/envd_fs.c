@@ -103,14 +103,14 @@ static int remove_(rpc_call *c, json_t **resp, rpc_err *e) {
 }
 
 const rpc_method ENVD_FS_METHODS[] = {
-    {"/filesystem.Filesystem/Stat", stat_, NULL},
-    {"/filesystem.Filesystem/ListDir", list_dir, NULL},
-    {"/filesystem.Filesystem/MakeDir", make_dir, NULL},
-    {"/filesystem.Filesystem/Move", move, NULL},
-    {"/filesystem.Filesystem/Remove", remove_, NULL},
-    {"/filesystem.Filesystem/WatchDir", NULL, watch_dir},
-    {"/filesystem.Filesystem/CreateWatcher", watcher_create, NULL},
-    {"/filesystem.Filesystem/GetWatcherEvents", watcher_events, NULL},
-    {"/filesystem.Filesystem/RemoveWatcher", watcher_remove, NULL},
-    {NULL, NULL, NULL},
+    {"/filesystem.Filesystem/Stat", stat_, NULL, &PB_STAT_REQUEST, &PB_ENTRY_RESPONSE, NULL},
+    {"/filesystem.Filesystem/ListDir", list_dir, NULL, &PB_LISTDIR_REQUEST, &PB_LISTDIR_RESPONSE, NULL},
+    {"/filesystem.Filesystem/MakeDir", make_dir, NULL, &PB_STAT_REQUEST, &PB_ENTRY_RESPONSE, NULL},
+    {"/filesystem.Filesystem/Move", move, NULL, &PB_MOVE_REQUEST, &PB_ENTRY_RESPONSE, NULL},
+    {"/filesystem.Filesystem/Remove", remove_, NULL, &PB_STAT_REQUEST, &PB_EMPTY, NULL},
+    {"/filesystem.Filesystem/WatchDir", NULL, watch_dir, &PB_WATCH_REQUEST, &PB_WATCH_RESPONSE, NULL},
+    {"/filesystem.Filesystem/CreateWatcher", watcher_create, NULL, &PB_WATCH_REQUEST, &PB_CREATE_WATCHER_RESPONSE, NULL},
+    {"/filesystem.Filesystem/GetWatcherEvents", watcher_events, NULL, &PB_WATCHER_ID_REQUEST, &PB_WATCHER_EVENTS_RESPONSE, NULL},
+    {"/filesystem.Filesystem/RemoveWatcher", watcher_remove, NULL, &PB_WATCHER_ID_REQUEST, &PB_EMPTY, NULL},
+    {NULL, NULL, NULL, NULL, NULL, NULL},
 };

@@ -64,19 +64,20 @@ typedef struct pstream {
   int client_fd;
   int keepalive_ms;
   int started;
+  const pb_msg *pb;
 } pstream;
 
 static int pstream_fill(void *ctx, sbuf *out) {
   pstream *s = ctx;
   if (!s->started) {
     s->started = 1;
-    rpc_env_msg(out, event("start", json_pack("{s:i}", "pid", proc_pid(s->p))));
+    rpc_env_msg(out, event("start", json_pack("{s:i}", "pid", proc_pid(s->p))), s->pb);
     return 0;
   }
   proc_event *ev = NULL;
   switch (proc_sub_next(s->sub, s->keepalive_ms, s->client_fd, &ev)) {
   case PSUB_TIMEOUT:
-    rpc_env_msg(out, event("keepalive", json_object()));
+    rpc_env_msg(out, event("keepalive", json_object()), s->pb);
     return 0;
   case PSUB_HANGUP:
     return -1; /* the client left; the process keeps running (E2B semantics) */
@@ -84,7 +85,7 @@ static int pstream_fill(void *ctx, sbuf *out) {
     break;
   }
   int done = ev->kind == PEV_END;
-  rpc_env_msg(out, done ? end_event(ev->status) : data_event(ev));
+  rpc_env_msg(out, done ? end_event(ev->status) : data_event(ev), s->pb);
   if (done) {
     rpc_err e = {0};
     if (proc_deadline_hit(s->p))
@@ -111,6 +112,7 @@ static void pstream_start(rpc_call *c, proc *p, proc_sub *sub, stream_src *src) 
   s->sub = sub;
   s->client_fd = http_client_fd(c->r->conn);
   s->keepalive_ms = c->keepalive_ms;
+  s->pb = c->out_pb;
   *src = (stream_src){pstream_fill, pstream_free, s};
 }
 
@@ -349,14 +351,48 @@ static int update(rpc_call *c, json_t **resp, rpc_err *e) {
   return rc ? -1 : 0;
 }
 
+/* StreamInput (client stream): start {process}, then data {input} messages
+ * written as they arrive, keepalives ignored. *state holds the process. */
+static int stream_input(rpc_call *c, json_t *msg, void **state, rpc_err *e) {
+  proc *p = *state;
+  if (!msg) { /* the end of the stream (or teardown) */
+    if (p) proc_unref(p);
+    *state = NULL;
+    return 0;
+  }
+  json_t *start_ev = pj_get(msg, "start", NULL), *data = pj_get(msg, "data", NULL);
+  if (start_ev) {
+    if (p) {
+      rpc_fail(e, "invalid_argument", "the stream was already started");
+      return -1;
+    }
+    rpc_call sel = *c;
+    sel.msg = start_ev;
+    p = select_proc(&sel, e);
+    if (!p) return -1;
+    *state = p;
+    return 0;
+  }
+  if (data) {
+    if (!p) {
+      rpc_fail(e, "invalid_argument", "the first message must be start {process}");
+      return -1;
+    }
+    return write_input(p, pj_get(data, "input", NULL), e);
+  }
+  if (pj_get(msg, "keepalive", NULL)) return 0;
+  rpc_fail(e, "invalid_argument", "expected start, data or keepalive");
+  return -1;
+}
+
 const rpc_method ENVD_PROCESS_METHODS[] = {
-    {"/process.Process/Start", NULL, start},
-    {"/process.Process/Connect", NULL, connect_stream},
-    {"/process.Process/List", list, NULL},
-    {"/process.Process/SendInput", send_input, NULL},
-    {"/process.Process/CloseStdin", close_stdin, NULL},
-    {"/process.Process/SendSignal", send_signal, NULL},
-    {"/process.Process/Update", update, NULL},
-    {"/process.Process/StreamInput", NULL, rpc_unimplemented_stream},
-    {NULL, NULL, NULL},
+    {"/process.Process/Start", NULL, start, &PB_START_REQUEST, &PB_PROCESS_STREAM_RESPONSE, NULL},
+    {"/process.Process/Connect", NULL, connect_stream, &PB_CONNECT_REQUEST, &PB_PROCESS_STREAM_RESPONSE, NULL},
+    {"/process.Process/List", list, NULL, &PB_LIST_REQUEST, &PB_LIST_RESPONSE, NULL},
+    {"/process.Process/SendInput", send_input, NULL, &PB_SEND_INPUT_REQUEST, &PB_EMPTY, NULL},
+    {"/process.Process/CloseStdin", close_stdin, NULL, &PB_CLOSE_STDIN_REQUEST, &PB_EMPTY, NULL},
+    {"/process.Process/SendSignal", send_signal, NULL, &PB_SEND_SIGNAL_REQUEST, &PB_EMPTY, NULL},
+    {"/process.Process/Update", update, NULL, &PB_UPDATE_REQUEST, &PB_EMPTY, NULL},
+    {"/process.Process/StreamInput", NULL, NULL, &PB_STREAM_INPUT_REQUEST, &PB_EMPTY, stream_input},
+    {NULL, NULL, NULL, NULL, NULL, NULL},
 };

@@ -165,6 +165,7 @@ typedef struct wstream {
   sandbox *sb;
   watcher *w;
   int client_fd, keepalive_ms, started;
+  const pb_msg *pb;
   int64_t deadline; /* monotonic ms, 0 = none */
 } wstream;
 
@@ -172,7 +173,7 @@ static int wstream_fill(void *ctx, sbuf *out) {
   wstream *s = ctx;
   if (!s->started) {
     s->started = 1;
-    rpc_env_msg(out, json_pack("{s:{}}", "start"));
+    rpc_env_msg(out, json_pack("{s:{}}", "start"), s->pb);
     return 0;
   }
   int64_t idle_until = mono_ms() + s->keepalive_ms;
@@ -185,7 +186,7 @@ static int wstream_fill(void *ctx, sbuf *out) {
     pthread_mutex_unlock(&g_mu);
     if (batch) {
       for (size_t i = 0; i < json_array_size(batch); i++)
-        rpc_env_msg(out, json_pack("{s:O}", "filesystem", json_array_get(batch, i)));
+        rpc_env_msg(out, json_pack("{s:O}", "filesystem", json_array_get(batch, i)), s->pb);
       json_decref(batch);
       return 0;
     }
@@ -203,7 +204,7 @@ static int wstream_fill(void *ctx, sbuf *out) {
       return 1;
     }
     if (now >= idle_until) {
-      rpc_env_msg(out, json_pack("{s:{}}", "keepalive"));
+      rpc_env_msg(out, json_pack("{s:{}}", "keepalive"), s->pb);
       return 0;
     }
     int64_t wait = idle_until - now;
@@ -236,6 +237,7 @@ int watch_dir(rpc_call *c, stream_src *src, rpc_err *e) {
   s->w = w;
   s->client_fd = http_client_fd(c->r->conn);
   s->keepalive_ms = c->keepalive_ms;
+  s->pb = c->out_pb;
   s->deadline = c->timeout_ms > 0 ? mono_ms() + c->timeout_ms : 0;
   *src = (stream_src){wstream_fill, wstream_free, s};
   return 0;
