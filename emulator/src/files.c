@@ -161,6 +161,69 @@ static enum MHD_Result download_stream(http_req *r, int fd, uint64_t from, uint6
   return http_stream(r, status, "application/octet-stream", len, 0, (stream_src){fd_fill, fd_free, s});
 }
 
+/* gzip on the fly, 64 KiB at a time: memory stays bounded. */
+typedef struct gz_src {
+  int fd;
+  z_stream z;
+  int finished;
+} gz_src;
+
+static int gz_fill(void *ctx, sbuf *out) {
+  gz_src *s = ctx;
+  if (s->finished) return 1;
+  unsigned char in[65536];
+  ssize_t n;
+  do {
+    n = read(s->fd, in, sizeof in);
+  } while (n < 0 && errno == EINTR);
+  if (n < 0) return -1;
+  s->z.next_in = in;
+  s->z.avail_in = (uInt)n;
+  int flush = n == 0 ? Z_FINISH : Z_NO_FLUSH;
+  do {
+    sbuf_reserve(out, 65536);
+    s->z.next_out = (unsigned char *)out->data + out->len;
+    s->z.avail_out = 65536;
+    int rc = deflate(&s->z, flush);
+    if (rc == Z_STREAM_ERROR) return -1;
+    out->len += 65536 - s->z.avail_out;
+    if (rc == Z_STREAM_END) s->finished = 1;
+  } while (s->z.avail_out == 0);
+  return s->finished;
+}
+
+static void gz_free(void *ctx) {
+  gz_src *s = ctx;
+  deflateEnd(&s->z);
+  close(s->fd);
+  free(s);
+}
+
+/* Accept-Encoding: 1 gzip, 0 identity, -1 nothing acceptable (406). */
+static int pick_encoding(const char *h) {
+  if (!h || !*h) return 0;
+  int gzip = 0, identity = 1, star = -1;
+  char *copy = xstrdup(h), *save = NULL;
+  for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+    while (*t == ' ') t++;
+    char *semi = strchr(t, ';');
+    double q = 1;
+    if (semi) {
+      *semi = '\0';
+      const char *qs = strstr(semi + 1, "q=");
+      if (qs) q = strtod(qs + 2, NULL);
+    }
+    for (char *e = t + strlen(t); e > t && e[-1] == ' ';) *--e = '\0';
+    if (strcasecmp(t, "gzip") == 0 || strcasecmp(t, "x-gzip") == 0) gzip = q > 0;
+    else if (strcasecmp(t, "identity") == 0) identity = q > 0;
+    else if (strcmp(t, "*") == 0) star = q > 0;
+  }
+  free(copy);
+  if (gzip || star == 1) return 1;
+  if (identity && star != 0) return 0;
+  return identity && strcasestr(h, "identity") ? 0 : -1;
+}
+
 static enum MHD_Result download(http_req *r) {
   struct MHD_Connection *c = r->conn;
   const char *qpath = http_query(c, "path");
@@ -184,6 +247,25 @@ static enum MHD_Result download(http_req *r) {
   ipc_msg_clear(&reply);
   uint64_t from = 0, to = size ? size - 1 : 0;
   int range = parse_range(http_header(c, "Range"), size, &from, &to);
+  int enc = range ? 0 : pick_encoding(http_header(c, "Accept-Encoding"));
+  if (enc < 0) {
+    close(fd);
+    return http_error(c, 406, "no acceptable content encoding (supported: [identity, gzip])");
+  }
+  if (enc == 1 && r->fault.action != FA_DROP_MID) {
+    gz_src *g = xcalloc(1, sizeof *g);
+    g->fd = fd;
+    if (deflateInit2(&g->z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+      close(fd);
+      free(g);
+      return http_error(c, 500, "cannot initialise gzip encoding");
+    }
+    json_t *h = json_pack("[[s,s],[s,s],[s,s]]", "Content-Type", "application/octet-stream", "Content-Encoding", "gzip",
+                          "Vary", "Accept-Encoding");
+    enum MHD_Result res = http_stream_h(r, 200, h, MHD_SIZE_UNKNOWN, 0, (stream_src){gz_fill, gz_free, g});
+    json_decref(h);
+    return res;
+  }
   if (range < 0) {
     close(fd);
     struct MHD_Response *resp = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);

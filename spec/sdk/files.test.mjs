@@ -138,3 +138,32 @@ test('file metadata: set on write (keys lowercased), reported by getInfo/list, r
   assert.equal((await sbx.files.getInfo('/tmp/meta.txt')).metadata, undefined)
   await sbx.kill()
 })
+
+test('downloads honour Accept-Encoding: gzip (streamed), identity otherwise, 406 when neither is acceptable', async () => {
+  const { request } = await import('node:http')
+  const { gunzipSync } = await import('node:zlib')
+  const { envdHeaders } = await import('./helpers.mjs')
+  const sbx = await sandbox()
+  const big = new Uint8Array(2 << 20).map((_, i) => (i * 13) & 0xff)
+  await sbx.files.write('/tmp/z.bin', big)
+  assert.deepEqual(await sbx.files.read('/tmp/z.bin', { format: 'bytes', gzip: true }), big)
+  const raw = (headers) =>
+    new Promise((ok, fail) => {
+      const req = request(`${S.env.E2B_SANDBOX_URL}/files?path=/tmp/z.bin`, { headers: envdHeaders(sbx, headers) }, (res) => {
+        const chunks = []
+        res.on('data', (d) => chunks.push(d))
+        res.on('end', () => ok({ status: res.statusCode, enc: res.headers['content-encoding'], body: Buffer.concat(chunks) }))
+      })
+      req.on('error', fail)
+      req.end()
+    })
+  const gz = await raw({ 'Accept-Encoding': 'gzip' })
+  assert.equal(gz.enc, 'gzip')
+  assert.ok(gz.body.length < big.length)
+  assert.deepEqual(new Uint8Array(gunzipSync(gz.body)), big)
+  const id = await raw({ 'Accept-Encoding': 'br' })
+  assert.equal(id.enc, undefined)
+  assert.equal(id.body.length, big.length)
+  assert.equal((await raw({ 'Accept-Encoding': 'br, identity;q=0' })).status, 406)
+  await sbx.kill()
+})
