@@ -569,6 +569,18 @@ static int req_read_bytes(lua_State *L) {
   return 1;
 }
 
+/* process() -> { pid, tag, boot_id, tracked } of a tracked process stream */
+static int req_process(lua_State *L) {
+  req_ud *r = check_req(L);
+  lua_createtable(L, 0, 4);
+  set_int(L, "pid", e2b_req_proc_pid(r->req));
+  set_str(L, "tag", e2b_req_proc_tag(r->req));
+  set_str(L, "boot_id", e2b_req_proc_boot_id(r->req));
+  lua_pushboolean(L, e2b_req_proc_tracked(r->req));
+  lua_setfield(L, -2, "tracked");
+  return 1;
+}
+
 static int req_queued(lua_State *L) {
   req_ud *r = check_req(L);
   lua_pushinteger(L, (lua_Integer)e2b_req_queued(r->req));
@@ -1032,24 +1044,41 @@ static int sbx_envd_url(lua_State *L) {
   return 1;
 }
 
+/* A process is named by pid (number) or tag (string). */
+static void check_target(lua_State *L, int idx, uint32_t *pid, const char **tag) {
+  *pid = 0;
+  *tag = NULL;
+  if (lua_type(L, idx) == LUA_TSTRING)
+    *tag = lua_tostring(L, idx);
+  else
+    *pid = (uint32_t)luaL_checkinteger(L, idx);
+}
+
+/* Reads {cmd, args, env, cwd, user, tag, stdin, pty_cols, pty_rows,
+ * timeout_ms, keepalive_s, idle_timeout_ms} at t. */
+static void read_proc_opts(lua_State *L, int t, e2b_proc_opts *o) {
+  memset(o, 0, sizeof *o);
+  o->cmd = opt_string(L, t, "cmd");
+  o->args = opt_strings(L, t, "args", &o->arg_count);
+  o->env = opt_kvs(L, t, "env", &o->env_count);
+  o->cwd = opt_string(L, t, "cwd");
+  o->user = opt_string(L, t, "user");
+  o->tag = opt_string(L, t, "tag");
+  o->stdin_open = opt_tristate(L, t, "stdin") == 1;
+  o->pty_cols = (unsigned)opt_integer(L, t, "pty_cols", 0);
+  o->pty_rows = (unsigned)opt_integer(L, t, "pty_rows", 0);
+  o->timeout_ms = (long)opt_integer(L, t, "timeout_ms", 0);
+  o->keepalive_s = (long)opt_integer(L, t, "keepalive_s", 0);
+  o->idle_timeout_ms = (long)opt_integer(L, t, "idle_timeout_ms", 0);
+}
+
 /* start{cmd=, args={}, env={}, cwd=, user=, tag=, stdin=bool, pty_cols=, pty_rows=,
  *       timeout_ms=, keepalive_s=} */
 static int sbx_start(lua_State *L) {
   sbx_ud *u = check_sbx(L);
   luaL_checktype(L, 2, LUA_TTABLE);
   e2b_proc_opts o;
-  memset(&o, 0, sizeof o);
-  o.cmd = opt_string(L, 2, "cmd");
-  o.args = opt_strings(L, 2, "args", &o.arg_count);
-  o.env = opt_kvs(L, 2, "env", &o.env_count);
-  o.cwd = opt_string(L, 2, "cwd");
-  o.user = opt_string(L, 2, "user");
-  o.tag = opt_string(L, 2, "tag");
-  o.stdin_open = opt_tristate(L, 2, "stdin") == 1;
-  o.pty_cols = (unsigned)opt_integer(L, 2, "pty_cols", 0);
-  o.pty_rows = (unsigned)opt_integer(L, 2, "pty_rows", 0);
-  o.timeout_ms = (long)opt_integer(L, 2, "timeout_ms", 0);
-  o.keepalive_s = (long)opt_integer(L, 2, "keepalive_s", 0);
+  read_proc_opts(L, 2, &o);
   e2b_error err;
   e2b_req *req = e2b_proc_start(u->s, &o, &err);
   return push_req(L, u->l, req, RES_STREAM, &err);
@@ -1064,63 +1093,108 @@ static int sbx_run(lua_State *L) {
   lua_Integer max = luaL_optinteger(L, 4, 64 << 20);
   luaL_argcheck(L, max > 0, 4, "max_output must be positive");
   e2b_proc_opts o;
-  memset(&o, 0, sizeof o);
-  o.cmd = opt_string(L, 2, "cmd");
-  o.args = opt_strings(L, 2, "args", &o.arg_count);
-  o.env = opt_kvs(L, 2, "env", &o.env_count);
-  o.cwd = opt_string(L, 2, "cwd");
-  o.user = opt_string(L, 2, "user");
-  o.tag = opt_string(L, 2, "tag");
-  o.timeout_ms = (long)opt_integer(L, 2, "timeout_ms", 0);
+  read_proc_opts(L, 2, &o);
   e2b_error err;
   e2b_req *req = e2b_run(u->s, &o, in, in_len, (size_t)max, &err);
   return push_req(L, u->l, req, RES_RUN, &err);
 }
 
+/* track(start_opts, env_replace?) -> a tracked process stream */
+static int sbx_track(lua_State *L) {
+  sbx_ud *u = check_sbx(L);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  e2b_proc_opts o;
+  read_proc_opts(L, 2, &o);
+  e2b_error err;
+  e2b_req *req = e2b_proc_track(u->s, &o, lua_toboolean(L, 3), &err);
+  return push_req(L, u->l, req, RES_STREAM, &err);
+}
+
+/* attach(pid_or_tag, stdout_offset?, stderr_offset?, idle_timeout_ms?) */
+static int sbx_attach(lua_State *L) {
+  sbx_ud *u = check_sbx(L);
+  uint32_t pid;
+  const char *tag;
+  check_target(L, 2, &pid, &tag);
+  e2b_error err;
+  e2b_req *req = e2b_proc_attach(u->s, pid, tag, (int64_t)luaL_optinteger(L, 3, 0),
+                                 (int64_t)luaL_optinteger(L, 4, 0),
+                                 (long)luaL_optinteger(L, 5, 0), &err);
+  return push_req(L, u->l, req, RES_STREAM, &err);
+}
+
+static int sbx_forget(lua_State *L) {
+  sbx_ud *u = check_sbx(L);
+  e2b_error err;
+  return push_req(L, u->l, e2b_proc_forget(u->s, luaL_checkstring(L, 2), &err), RES_NONE, &err);
+}
+
+/* signal_async(pid_or_tag, signo): fire and forget (for finalizers, which
+ * cannot wait); the loop frees the request once it completes. */
+static int sbx_signal_async(lua_State *L) {
+  sbx_ud *u = luaL_checkudata(L, 1, SBX_MT);
+  if (!u->s) return 0; /* finalized first: nothing left to send from */
+  uint32_t pid;
+  const char *tag;
+  check_target(L, 2, &pid, &tag);
+  e2b_error err;
+  e2b_req *req = e2b_proc_signal(u->s, pid, tag, (int)luaL_checkinteger(L, 3), &err);
+  if (req) e2b_req_autofree(req);
+  return 0;
+}
+
 /* connect(pid_or_tag, keepalive_s?) */
 static int sbx_connect(lua_State *L) {
   sbx_ud *u = check_sbx(L);
-  uint32_t pid = 0;
-  const char *tag = NULL;
-  if (lua_type(L, 2) == LUA_TSTRING)
-    tag = lua_tostring(L, 2);
-  else
-    pid = (uint32_t)luaL_checkinteger(L, 2);
+  uint32_t pid;
+  const char *tag;
+  check_target(L, 2, &pid, &tag);
   e2b_error err;
   e2b_req *req = e2b_proc_connect(u->s, pid, tag, (long)luaL_optinteger(L, 3, 0), &err);
   return push_req(L, u->l, req, RES_STREAM, &err);
 }
 
+/* send_input(pid_or_tag, bytes, pty?) */
 static int sbx_send_input(lua_State *L) {
   sbx_ud *u = check_sbx(L);
+  uint32_t pid;
+  const char *tag;
   size_t len;
-  uint32_t pid = (uint32_t)luaL_checkinteger(L, 2);
+  check_target(L, 2, &pid, &tag);
   const char *data = luaL_checklstring(L, 3, &len);
   e2b_error err;
-  e2b_req *req = e2b_proc_send_input(u->s, pid, data, len, lua_toboolean(L, 4), &err);
+  e2b_req *req = e2b_proc_send_input(u->s, pid, tag, data, len, lua_toboolean(L, 4), &err);
   return push_req(L, u->l, req, RES_NONE, &err);
 }
 
 static int sbx_close_stdin(lua_State *L) {
   sbx_ud *u = check_sbx(L);
+  uint32_t pid;
+  const char *tag;
+  check_target(L, 2, &pid, &tag);
   e2b_error err;
-  e2b_req *req = e2b_proc_close_stdin(u->s, (uint32_t)luaL_checkinteger(L, 2), &err);
-  return push_req(L, u->l, req, RES_NONE, &err);
+  return push_req(L, u->l, e2b_proc_close_stdin(u->s, pid, tag, &err), RES_NONE, &err);
 }
 
+/* signal(pid_or_tag, signo) */
 static int sbx_signal(lua_State *L) {
   sbx_ud *u = check_sbx(L);
+  uint32_t pid;
+  const char *tag;
+  check_target(L, 2, &pid, &tag);
   e2b_error err;
-  e2b_req *req = e2b_proc_signal(u->s, (uint32_t)luaL_checkinteger(L, 2),
-                                 (int)luaL_checkinteger(L, 3), &err);
+  e2b_req *req = e2b_proc_signal(u->s, pid, tag, (int)luaL_checkinteger(L, 3), &err);
   return push_req(L, u->l, req, RES_NONE, &err);
 }
 
+/* resize(pid_or_tag, cols, rows) */
 static int sbx_resize(lua_State *L) {
   sbx_ud *u = check_sbx(L);
+  uint32_t pid;
+  const char *tag;
+  check_target(L, 2, &pid, &tag);
   e2b_error err;
-  e2b_req *req = e2b_proc_resize(u->s, (uint32_t)luaL_checkinteger(L, 2),
-                                 (unsigned)luaL_checkinteger(L, 3),
+  e2b_req *req = e2b_proc_resize(u->s, pid, tag, (unsigned)luaL_checkinteger(L, 3),
                                  (unsigned)luaL_checkinteger(L, 4), &err);
   return push_req(L, u->l, req, RES_NONE, &err);
 }
@@ -1289,6 +1363,8 @@ int luaopen_e2b_core(lua_State *L) {
       {"list", sbx_list},         {"mkdir", sbx_mkdir},           {"move", sbx_move},
       {"remove", sbx_remove},     {"read", sbx_read},             {"write", sbx_write},
       {"url", sbx_url},           {"health", sbx_health},         {"run", sbx_run},
+      {"track", sbx_track},       {"attach", sbx_attach},         {"forget", sbx_forget},
+      {"signal_async", sbx_signal_async},
       {"close", sbx_gc},
       {NULL, NULL}};
   static const luaL_Reg req_methods[] = {
@@ -1296,7 +1372,7 @@ int luaopen_e2b_core(lua_State *L) {
       {"result", req_result}, {"read", req_read},     {"read_bytes", req_read_bytes},
       {"queued", req_queued}, {"send", req_send},     {"finish", req_finish},
       {"pending", req_pending}, {"cancel", req_cancel}, {"close", req_close},
-      {"partial", req_partial},
+      {"partial", req_partial},  {"process", req_process},
       {NULL, NULL}};
   static const luaL_Reg functions[] = {
       {"loop", core_loop},           {"client", core_client},

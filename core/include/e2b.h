@@ -263,14 +263,19 @@ typedef struct e2b_proc_opts {
   const char *tag;                 /* NULL: none */
   int stdin_open;                  /* 1: keep stdin open for e2b_proc_send_input */
   unsigned pty_cols, pty_rows;     /* both > 0: run on a pseudo-terminal */
-  long timeout_ms;                 /* > 0: envd kills the process after it (Connect-Timeout-Ms) */
-  long keepalive_s;                /* keepalive ping interval asked of envd; 0: 50 */
+  long timeout_ms;                 /* > 0: envd kills the process after it (Connect-Timeout-Ms);
+                                      0: no limit on the command's runtime */
+  long keepalive_s;                /* keepalive ping interval asked of envd; 0: derived from
+                                      idle_timeout_ms */
+  long idle_timeout_ms;            /* a stream silent this long (not even a keepalive) fails
+                                      with E2B_ERR_TIMEOUT; 0: 90000 */
 } e2b_proc_opts;
 
 /* Starts a process; the request is a stream of events until the process ends. */
 e2b_req *e2b_proc_start(e2b_sbx *sbx, const e2b_proc_opts *opts, e2b_error *err);
-/* Attaches to a running process by pid (tag NULL) or by tag; events from now on. */
-e2b_req *e2b_proc_connect(e2b_sbx *sbx, uint32_t pid, const char *tag, long keepalive_s,
+/* Attaches to a running process by pid (tag NULL) or by tag; events from now
+ * on. idle_timeout_ms as in e2b_proc_opts. */
+e2b_req *e2b_proc_connect(e2b_sbx *sbx, uint32_t pid, const char *tag, long idle_timeout_ms,
                           e2b_error *err);
 
 typedef enum e2b_event_type {
@@ -309,12 +314,15 @@ void e2b_req_consume(e2b_req *req, size_t n);
 /* Bytes of event data currently queued. */
 size_t e2b_req_queued(const e2b_req *req);
 
-e2b_req *e2b_proc_send_input(e2b_sbx *sbx, uint32_t pid, const void *data, size_t len, int pty,
-                             e2b_error *err);
-e2b_req *e2b_proc_close_stdin(e2b_sbx *sbx, uint32_t pid, e2b_error *err);
+/* These select the process by tag when tag is non-NULL (a tag is unique to
+ * one process, so a pid reused after a reboot can never be hit), else by pid. */
+e2b_req *e2b_proc_send_input(e2b_sbx *sbx, uint32_t pid, const char *tag, const void *data,
+                             size_t len, int pty, e2b_error *err);
+e2b_req *e2b_proc_close_stdin(e2b_sbx *sbx, uint32_t pid, const char *tag, e2b_error *err);
 /* signo: 9 (KILL), 15 (TERM), 2 (INT) or another number envd accepts. */
-e2b_req *e2b_proc_signal(e2b_sbx *sbx, uint32_t pid, int signo, e2b_error *err);
-e2b_req *e2b_proc_resize(e2b_sbx *sbx, uint32_t pid, unsigned cols, unsigned rows, e2b_error *err);
+e2b_req *e2b_proc_signal(e2b_sbx *sbx, uint32_t pid, const char *tag, int signo, e2b_error *err);
+e2b_req *e2b_proc_resize(e2b_sbx *sbx, uint32_t pid, const char *tag, unsigned cols, unsigned rows,
+                         e2b_error *err);
 e2b_req *e2b_proc_list(e2b_sbx *sbx, e2b_error *err);
 
 typedef struct e2b_proc_info {
@@ -328,6 +336,34 @@ typedef struct e2b_proc_info {
 
 size_t e2b_req_proc_count(const e2b_req *req);
 const e2b_proc_info *e2b_req_proc_at(const e2b_req *req, size_t i);
+
+/* -- tracked processes: output kept in the sandbox, read by offset -- */
+
+/* Starts opts wrapped so that its stdout and stderr are also appended to
+ * private files in a per-process scratch directory (/tmp/.e2b-proc/<tag>),
+ * together with its exit status and the sandbox boot id. The request is a
+ * stream of events like e2b_proc_start's; the live Connect stream is only
+ * the fast path: if it breaks (a dropped connection, an idle budget, a
+ * paused sandbox) the output is read from the files at the offsets already
+ * received, so no byte is lost or repeated. Every tracked process gets a
+ * tag (opts->tag or a generated one); signals and input go by tag.
+ * env_replace: the command sees only opts->env (plus PATH when not given);
+ * names, never values, travel on the command line. PTY processes are not
+ * tracked (their output is a terminal, not a file). */
+e2b_req *e2b_proc_track(e2b_sbx *sbx, const e2b_proc_opts *opts, int env_replace, e2b_error *err);
+/* Reattaches to a process by pid (tag NULL) or tag and continues its output
+ * from the given offsets (bytes already consumed). A tracked process's
+ * output is read from the start, so any client continues exactly where a
+ * reader stopped; an untracked one can only be followed from now (offsets
+ * must then be 0). */
+e2b_req *e2b_proc_attach(e2b_sbx *sbx, uint32_t pid, const char *tag, int64_t stdout_offset,
+                         int64_t stderr_offset, long idle_timeout_ms, e2b_error *err);
+uint32_t e2b_req_proc_pid(const e2b_req *req);
+const char *e2b_req_proc_tag(const e2b_req *req);
+const char *e2b_req_proc_boot_id(const e2b_req *req); /* NULL until known */
+int e2b_req_proc_tracked(const e2b_req *req);
+/* Removes a tracked process's scratch directory (its kept output). */
+e2b_req *e2b_proc_forget(e2b_sbx *sbx, const char *tag, e2b_error *err);
 
 /* -- filesystem (filesystem.Filesystem and /files) -- */
 
@@ -571,6 +607,9 @@ int e2b_req_status(const e2b_req *req);
 void e2b_req_cancel(e2b_req *req);
 /* Cancels if needed and frees. */
 void e2b_req_free(e2b_req *req);
+/* Lets the request run to completion unattended; the loop frees it then.
+ * For fire-and-forget calls (e.g. from a finalizer); req must not be used after. */
+void e2b_req_autofree(e2b_req *req);
 /* Blocking helper: steps the request's loop until the request is done or
  * timeout_ms passes (< 0: no limit). Returns 1 when done, 0 on timeout. */
 int e2b_req_wait(e2b_req *req, long timeout_ms);

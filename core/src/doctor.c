@@ -21,7 +21,7 @@ static void box_release(probe_box *b) {
     /* Still ours when the operation is abandoned: kill it detached. */
     e2b_error err;
     e2b_req *kill = e2b_sandbox_kill(b->client, b->sb.sandbox_id, &err);
-    if (kill) kill->autofree = 1;
+    if (kill) e2b_req_autofree(kill);
   }
   e2b_sandbox_clear(&b->sb);
   if (b->sbx) e2b_sbx_release(b->sbx);
@@ -113,7 +113,7 @@ static e2b_req *doctor_step(e2b_req *op, doctor_state *s, e2b_error *err) {
     e2b_proc_opts po = {.cmd = "/bin/sh", .args = args, .arg_count = 2, .timeout_ms = 30000};
     return e2b_proc_start(s->box.sbx, &po, err);
   }
-  case D_GROUP_SIGNAL: return e2b_proc_signal(s->box.sbx, s->pid, 15, err);
+  case D_GROUP_SIGNAL: return e2b_proc_signal(s->box.sbx, s->pid, NULL, 15, err);
   case D_GROUP_CHECK: {
     char script[96];
     snprintf(script, sizeof script, "kill -0 %ld 2>/dev/null && echo alive || echo gone", s->child_pid);

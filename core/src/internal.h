@@ -106,6 +106,9 @@ struct e2b_req {
   e2b_req *queue_next;
   int holds_slot;
   int autofree;        /* nobody waits: the loop frees it once it completes */
+  int throttled;       /* composite stopped filling its queue: the reader is behind */
+  long idle_ms;        /* streams: fail when nothing arrives for this long */
+  int64_t last_byte_ms; /* streams: when the last byte (or header) arrived */
   e2b_client *client;
   e2b_sbx *sbx;
   CURL *easy;
@@ -188,7 +191,10 @@ int e2b_growbuf_append(growbuf *b, const void *data, size_t len);
 void e2b_growbuf_free(growbuf *b);
 
 void e2b_transfer_complete(e2b_req *req, CURLcode rc);
+queued *e2b_req_pop_node(e2b_req *req);
+void e2b_req_push_node(e2b_req *req, queued *node);
 void e2b_transfer_retry_now(e2b_req *req);
+void e2b_transfer_idle_check(e2b_req *req);
 
 /* ---- lifecycle.c: helpers shared by composites ---- */
 typedef struct e2b_kvs {
@@ -232,6 +238,9 @@ int e2b_parse_nothing(e2b_req *req, json_t *body, e2b_error *err);
 int e2b_take_next_token(e2b_req *req, e2b_error *err);
 e2b_req *e2b_api_pause(e2b_client *c, const char *sandbox_id, int memory, e2b_error *err);
 e2b_req *e2b_api_refresh(e2b_client *c, const char *sandbox_id, long seconds, e2b_error *err);
+
+/* ---- process.c ---- */
+int e2b_proc_opts_check(const e2b_proc_opts *o, e2b_error *err);
 
 /* ---- parse.c: JSON -> result structs ---- */
 int e2b_parse_sandbox(json_t *obj, e2b_sandbox *out);

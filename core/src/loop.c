@@ -101,8 +101,10 @@ static void fire_timers(e2b_loop *loop) {
     req->timer_at_ms = 0;
     if (req->waiting_retry)
       e2b_transfer_retry_now(req);
-    else
+    else if (req->advance)
       e2b_req_mark_dirty(req); /* composites advance on their timer */
+    else
+      e2b_transfer_idle_check(req);
   }
 }
 

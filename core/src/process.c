@@ -37,9 +37,17 @@ static e2b_req *rpc(e2b_sbx *sbx, const char *op, const char *method_path, const
   return e2b_req_start(req, err) == 0 ? req : NULL;
 }
 
-static int add_stream_headers(e2b_req *req, long keepalive_s, long timeout_ms, e2b_error *err) {
+/* The idle budget: a stream that delivers nothing (not even a keepalive,
+ * which envd sends every keepalive_s) for idle_ms fails as a timeout, so a
+ * command never hangs on an unreachable sandbox. */
+static int add_stream_headers(e2b_req *req, long keepalive_s, long idle_ms, long timeout_ms,
+                              e2b_error *err) {
   char v[32];
-  snprintf(v, sizeof v, "%ld", keepalive_s > 0 ? keepalive_s : 50);
+  if (idle_ms <= 0) idle_ms = 90000;
+  if (keepalive_s <= 0) keepalive_s = idle_ms / 3000 > 0 ? idle_ms / 3000 : 1;
+  if (keepalive_s > 50) keepalive_s = 50;
+  req->idle_ms = idle_ms; /* watched by the transfer's idle timer */
+  snprintf(v, sizeof v, "%ld", keepalive_s);
   if (e2b_req_add_header(req, "Keepalive-Ping-Interval", v, err) != 0) return -1;
   if (timeout_ms > 0) {
     snprintf(v, sizeof v, "%ld", timeout_ms);
@@ -58,7 +66,8 @@ static json_t *selector(uint32_t pid, const char *tag) {
 }
 
 static e2b_req *stream_rpc(e2b_sbx *sbx, const char *op, const char *method_path, const char *user,
-                           json_t *body, long keepalive_s, long timeout_ms, e2b_error *err) {
+                           json_t *body, long keepalive_s, long idle_ms, long timeout_ms,
+                           e2b_error *err) {
   /* Stream headers must be added before the transfer starts, so build by hand. */
   e2b_req *req = e2b_req_new(sbx->client->loop, op, err);
   if (!req) {
@@ -67,7 +76,7 @@ static e2b_req *stream_rpc(e2b_sbx *sbx, const char *op, const char *method_path
   }
   int rc = !body ? -1 : e2b_sbx_prepare_rpc(sbx, req, method_path, user, body, 1, err);
   json_decref(body);
-  if (rc == 0) rc = add_stream_headers(req, keepalive_s, timeout_ms, err);
+  if (rc == 0) rc = add_stream_headers(req, keepalive_s, idle_ms, timeout_ms, err);
   if (rc != 0) {
     if (err->code == E2B_OK) e2b_err_set(err, E2B_ERR_UNAVAILABLE, op, "out of memory");
     e2b_req_free(req);
@@ -85,7 +94,7 @@ static int utf8_field(const char *s, const char *op, e2b_error *err, const char 
   return -1;
 }
 
-static int validate_proc_opts(const e2b_proc_opts *o, e2b_error *err) {
+int e2b_proc_opts_check(const e2b_proc_opts *o, e2b_error *err) {
   const char *op = "process.start";
   if (!o || !o->cmd || !*o->cmd) {
     e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "cmd is required");
@@ -112,9 +121,9 @@ static int validate_proc_opts(const e2b_proc_opts *o, e2b_error *err) {
         utf8_field(o->env[i].value, op, err, "env value %zu", i + 1))
       return -1;
   }
-  if (o->timeout_ms < 0 || o->keepalive_s < 0) {
+  if (o->timeout_ms < 0 || o->keepalive_s < 0 || o->idle_timeout_ms < 0) {
     e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "%s must not be negative",
-                o->timeout_ms < 0 ? "timeout_ms" : "keepalive_s");
+                o->timeout_ms < 0 ? "timeout_ms" : o->keepalive_s < 0 ? "keepalive_s" : "idle_timeout_ms");
     return -1;
   }
   if ((o->pty_cols == 0) != (o->pty_rows == 0)) {
@@ -125,7 +134,7 @@ static int validate_proc_opts(const e2b_proc_opts *o, e2b_error *err) {
 }
 
 e2b_req *e2b_proc_start(e2b_sbx *sbx, const e2b_proc_opts *o, e2b_error *err) {
-  if (need_sbx(sbx, "process.start", err) || validate_proc_opts(o, err)) return NULL;
+  if (need_sbx(sbx, "process.start", err) || e2b_proc_opts_check(o, err)) return NULL;
   json_t *process = json_object(), *args = json_array(), *body = json_object();
   if (!process || !args || !body) {
     json_decref(process);
@@ -155,10 +164,10 @@ e2b_req *e2b_proc_start(e2b_sbx *sbx, const e2b_proc_opts *o, e2b_error *err) {
   }
   if (o->tag) json_object_set_new(body, "tag", json_string(o->tag));
   return stream_rpc(sbx, "process.start", "/process.Process/Start", o->user, body, o->keepalive_s,
-                    o->timeout_ms, err);
+                    o->idle_timeout_ms, o->timeout_ms, err);
 }
 
-e2b_req *e2b_proc_connect(e2b_sbx *sbx, uint32_t pid, const char *tag, long keepalive_s,
+e2b_req *e2b_proc_connect(e2b_sbx *sbx, uint32_t pid, const char *tag, long idle_timeout_ms,
                           e2b_error *err) {
   if (need_sbx(sbx, "process.connect", err)) return NULL;
   if (!tag && pid == 0) {
@@ -167,24 +176,28 @@ e2b_req *e2b_proc_connect(e2b_sbx *sbx, uint32_t pid, const char *tag, long keep
   }
   json_t *body = json_object();
   if (body) json_object_set_new(body, "process", selector(pid, tag));
-  return stream_rpc(sbx, "process.connect", "/process.Process/Connect", NULL, body, keepalive_s, 0,
-                    err);
+  return stream_rpc(sbx, "process.connect", "/process.Process/Connect", NULL, body, 0,
+                    idle_timeout_ms, 0, err);
 }
 
 static int parse_nothing(e2b_req *req, json_t *body, e2b_error *err) { return 0; }
 
-static int need_pid(uint32_t pid, const char *op, e2b_error *err) {
-  if (pid == 0) {
-    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "pid is required");
+static int need_pid(uint32_t pid, const char *tag, const char *op, e2b_error *err) {
+  if (pid == 0 && !tag) {
+    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "pid or tag is required");
+    return -1;
+  }
+  if (tag && (!*tag || !e2b_utf8_valid(tag, strlen(tag)))) {
+    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "tag must be a non-empty UTF-8 string");
     return -1;
   }
   return 0;
 }
 
-e2b_req *e2b_proc_send_input(e2b_sbx *sbx, uint32_t pid, const void *data, size_t len, int pty,
-                             e2b_error *err) {
+e2b_req *e2b_proc_send_input(e2b_sbx *sbx, uint32_t pid, const char *tag, const void *data,
+                             size_t len, int pty, e2b_error *err) {
   const char *op = "process.send_input";
-  if (need_sbx(sbx, op, err) || need_pid(pid, op, err)) return NULL;
+  if (need_sbx(sbx, op, err) || need_pid(pid, tag, op, err)) return NULL;
   if (len && !data) {
     e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "data is required");
     return NULL;
@@ -200,31 +213,34 @@ e2b_req *e2b_proc_send_input(e2b_sbx *sbx, uint32_t pid, const void *data, size_
   }
   json_object_set_new(input, pty ? "pty" : "stdin", json_string(b64));
   free(b64);
-  json_object_set_new(body, "process", selector(pid, NULL));
+  json_object_set_new(body, "process", selector(pid, tag));
   json_object_set_new(body, "input", input);
   return rpc(sbx, op, "/process.Process/SendInput", NULL, body, 0, parse_nothing, err);
 }
 
-static json_t *pid_body(uint32_t pid) {
+static json_t *pid_body(uint32_t pid, const char *tag) {
   json_t *body = json_object();
-  if (body) json_object_set_new(body, "process", selector(pid, NULL));
+  if (body) json_object_set_new(body, "process", selector(pid, tag));
   return body;
 }
 
-e2b_req *e2b_proc_close_stdin(e2b_sbx *sbx, uint32_t pid, e2b_error *err) {
+e2b_req *e2b_proc_close_stdin(e2b_sbx *sbx, uint32_t pid, const char *tag, e2b_error *err) {
   const char *op = "process.close_stdin";
-  if (need_sbx(sbx, op, err) || need_pid(pid, op, err)) return NULL;
-  return rpc(sbx, op, "/process.Process/CloseStdin", NULL, pid_body(pid), 0, parse_nothing, err);
+  if (need_sbx(sbx, op, err) || need_pid(pid, tag, op, err)) return NULL;
+  e2b_req *req = rpc(sbx, op, "/process.Process/CloseStdin", NULL, pid_body(pid, tag), 0,
+                     parse_nothing, err);
+  if (req) req->idempotent = 1;
+  return req;
 }
 
-e2b_req *e2b_proc_signal(e2b_sbx *sbx, uint32_t pid, int signo, e2b_error *err) {
+e2b_req *e2b_proc_signal(e2b_sbx *sbx, uint32_t pid, const char *tag, int signo, e2b_error *err) {
   const char *op = "process.signal";
-  if (need_sbx(sbx, op, err) || need_pid(pid, op, err)) return NULL;
+  if (need_sbx(sbx, op, err) || need_pid(pid, tag, op, err)) return NULL;
   if (signo <= 0 || signo > 64) {
     e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "signal %d is not a signal number", signo);
     return NULL;
   }
-  json_t *body = pid_body(pid);
+  json_t *body = pid_body(pid, tag);
   if (body) {
     /* The proto names SIGKILL and SIGTERM; others travel as numbers. */
     if (signo == 9)
@@ -234,17 +250,20 @@ e2b_req *e2b_proc_signal(e2b_sbx *sbx, uint32_t pid, int signo, e2b_error *err) 
     else
       json_object_set_new(body, "signal", json_integer(signo));
   }
-  return rpc(sbx, op, "/process.Process/SendSignal", NULL, body, 0, parse_nothing, err);
+  e2b_req *req = rpc(sbx, op, "/process.Process/SendSignal", NULL, body, 0, parse_nothing, err);
+  if (req) req->idempotent = 1;
+  return req;
 }
 
-e2b_req *e2b_proc_resize(e2b_sbx *sbx, uint32_t pid, unsigned cols, unsigned rows, e2b_error *err) {
+e2b_req *e2b_proc_resize(e2b_sbx *sbx, uint32_t pid, const char *tag, unsigned cols, unsigned rows,
+                         e2b_error *err) {
   const char *op = "process.resize";
-  if (need_sbx(sbx, op, err) || need_pid(pid, op, err)) return NULL;
+  if (need_sbx(sbx, op, err) || need_pid(pid, tag, op, err)) return NULL;
   if (cols == 0 || rows == 0) {
     e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "cols and rows must be positive");
     return NULL;
   }
-  json_t *body = pid_body(pid), *size = json_object(), *pty = json_object();
+  json_t *body = pid_body(pid, tag), *size = json_object(), *pty = json_object();
   json_object_set_new(size, "cols", json_integer(cols));
   json_object_set_new(size, "rows", json_integer(rows));
   json_object_set_new(pty, "size", size);
@@ -277,7 +296,9 @@ static int parse_proc_list(e2b_req *req, json_t *body, e2b_error *err) {
 e2b_req *e2b_proc_list(e2b_sbx *sbx, e2b_error *err) {
   const char *op = "process.list";
   if (need_sbx(sbx, op, err)) return NULL;
-  return rpc(sbx, op, "/process.Process/List", NULL, json_object(), 0, parse_proc_list, err);
+  e2b_req *req = rpc(sbx, op, "/process.Process/List", NULL, json_object(), 0, parse_proc_list, err);
+  if (req) req->idempotent = 1;
+  return req;
 }
 
 size_t e2b_req_proc_count(const e2b_req *req) { return req->proc_count; }

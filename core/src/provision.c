@@ -131,7 +131,7 @@ static char **dup_strings(const char *const *v, size_t n) {
 static void discard_detached(e2b_client *c, const char *sandbox_id) {
   e2b_error err;
   e2b_req *kill = e2b_sandbox_kill(c, sandbox_id, &err);
-  if (kill) kill->autofree = 1;
+  if (kill) e2b_req_autofree(kill);
 }
 
 static void prov_free(void *p) {

@@ -113,10 +113,10 @@ static void feed_stdin(e2b_req *op, run_state *s) {
   if (s->stdin_off < s->stdin_len) {
     size_t n = s->stdin_len - s->stdin_off;
     if (n > STDIN_CHUNK) n = STDIN_CHUNK;
-    s->input = e2b_proc_send_input(s->sbx, s->pid, s->stdin_data + s->stdin_off, n, 0, &err);
+    s->input = e2b_proc_send_input(s->sbx, s->pid, NULL, s->stdin_data + s->stdin_off, n, 0, &err);
     s->stdin_off += n;
   } else {
-    s->input = e2b_proc_close_stdin(s->sbx, s->pid, &err);
+    s->input = e2b_proc_close_stdin(s->sbx, s->pid, NULL, &err);
     s->stdin_closed = 1;
   }
   e2b_op_child(op, s->input);
@@ -164,7 +164,7 @@ static void run_advance(e2b_req *op) {
   if (s->armed && !op->timer_at_ms && !s->timed_out) {
     /* The deadline fired: kill the group, then report the timeout. */
     s->timed_out = 1;
-    s->kill = s->pid ? e2b_op_child(op, e2b_proc_signal(s->sbx, s->pid, 9, &err)) : NULL;
+    s->kill = s->pid ? e2b_op_child(op, e2b_proc_signal(s->sbx, s->pid, NULL, 9, &err)) : NULL;
     if (!s->kill) {
       e2b_err_set(&err, E2B_ERR_TIMEOUT, op->op, "command timed out after %ld ms", s->timeout_ms);
       return finish_run(op, s, NULL, &err);

@@ -155,6 +155,12 @@ void e2b_req_free(e2b_req *req) {
   free(req);
 }
 
+void e2b_req_autofree(e2b_req *req) {
+  req->notify = NULL;
+  req->autofree = 1;
+  if (req->done) e2b_req_mark_dirty(req); /* the next round frees it */
+}
+
 void e2b_req_fail(e2b_req *req, const e2b_error *err) {
   if (req->done) return;
   req->err = *err;
@@ -205,6 +211,7 @@ int e2b_req_wait(e2b_req *req, long timeout_ms) {
 static size_t on_header(char *line, size_t size, size_t n, void *ud) {
   e2b_req *req = ud;
   size_t len = size * n;
+  req->last_byte_ms = e2b_now_ms();
   if (len > 12 && strncmp(line, "HTTP/", 5) == 0) {
     long code = 0;
     curl_easy_getinfo(req->easy, CURLINFO_RESPONSE_CODE, &code);
@@ -307,6 +314,7 @@ static size_t on_chunk_body(e2b_req *req, const uint8_t *data, size_t len) {
 static size_t on_body(char *data, size_t size, size_t n, void *ud) {
   e2b_req *req = ud;
   size_t len = size * n;
+  req->last_byte_ms = e2b_now_ms();
   if (req->status == 0) {
     long code = 0;
     curl_easy_getinfo(req->easy, CURLINFO_RESPONSE_CODE, &code);
@@ -371,6 +379,36 @@ static void finish_buffered(e2b_req *req) {
   json_decref(root);
 }
 
+/* The idle budget of a stream: nothing at all (not even a keepalive) for
+ * idle_ms fails it. A transfer paused because its reader is behind is not
+ * idle: the silence is ours. */
+void e2b_transfer_idle_check(e2b_req *req) {
+  if (req->done || !req->idle_ms) return;
+  int64_t quiet = e2b_now_ms() - req->last_byte_ms;
+  if (req->recv_paused || quiet < req->idle_ms) {
+    e2b_req_arm_timer(req, req->recv_paused ? req->idle_ms : req->idle_ms - quiet);
+    return;
+  }
+  e2b_error err;
+  e2b_err_set(&err, E2B_ERR_TIMEOUT, req->op,
+              "idle timeout: the stream was silent for %ld ms (idle_timeout_ms)", req->idle_ms);
+  e2b_req_fail(req, &err);
+}
+
+/* Three budgets can expire; the error says which one. */
+static void name_budget(e2b_req *req) {
+  curl_off_t connected = 0;
+  curl_easy_getinfo(req->easy, CURLINFO_CONNECT_TIME_T, &connected);
+  const e2b_client *c = req->client ? req->client : req->sbx ? req->sbx->client : NULL;
+  long request_ms = c ? c->request_timeout_ms : 0;
+  if (connected == 0)
+    snprintf(req->err.message, sizeof req->err.message,
+             "connect timeout: no connection within %ld ms (request_timeout_ms)", request_ms);
+  else
+    snprintf(req->err.message, sizeof req->err.message,
+             "request timeout: no complete answer within %ld ms (request_timeout_ms)", request_ms);
+}
+
 /* ---- retries ---- */
 
 /* Failures after which the request cannot have been processed. */
@@ -421,6 +459,7 @@ void e2b_transfer_complete(e2b_req *req, CURLcode rc) {
     if (code) req->status = (int)code;
     if (rc != CURLE_OK) {
       e2b_err_from_curl(&req->err, rc, req->op, req->curl_error);
+      if (rc == CURLE_OPERATION_TIMEDOUT) name_budget(req);
     } else if (!is_ok_status(req)) {
       e2b_err_from_http(&req->err, req->status, req->error_style, req->op,
                         req->response_body.data, req->response_body.len, req->retry_after_ms);
@@ -456,6 +495,10 @@ static void start_transfer(e2b_req *req) {
     req->holds_slot = 1;
   }
   req->attempts++;
+  if (req->idle_ms) {
+    req->last_byte_ms = e2b_now_ms();
+    e2b_req_arm_timer(req, req->idle_ms);
+  }
   if (curl_multi_add_handle(req->loop->multi, req->easy) != CURLM_OK) {
     e2b_error err;
     e2b_err_set(&err, E2B_ERR_UNAVAILABLE, req->op, "could not start the transfer");
@@ -501,6 +544,14 @@ int e2b_req_start(e2b_req *req, e2b_error *err) {
 /* ---- stream consumers ---- */
 
 static void maybe_unpause(e2b_req *req) {
+  /* A composite refills its queue from its children when asked. */
+  if (req->advance) {
+    if (req->throttled && !req->done && req->queued_bytes < E2B_STREAM_QUEUE_CAP / 2) {
+      req->throttled = 0;
+      e2b_req_mark_dirty(req);
+    }
+    return;
+  }
   if (req->recv_paused && !req->done && req->queued_bytes < E2B_STREAM_QUEUE_CAP / 2) {
     req->recv_paused = 0;
     curl_easy_pause(req->easy, CURLPAUSE_CONT);
@@ -566,6 +617,23 @@ void e2b_req_consume(e2b_req *req, size_t n) {
     free(head);
   }
   maybe_unpause(req);
+}
+
+/* Moves queued output between requests without copying (composites). */
+queued *e2b_req_pop_node(e2b_req *req) {
+  queued *node = req->queue_head;
+  if (!node) return NULL;
+  req->queue_head = node->next;
+  if (!req->queue_head) req->queue_tail = NULL;
+  req->queued_bytes -= node->len;
+  node->next = NULL;
+  maybe_unpause(req);
+  return node;
+}
+
+void e2b_req_push_node(e2b_req *req, queued *node) {
+  node->next = NULL;
+  push_queued(req, node);
 }
 
 /* ---- upload producers ---- */

@@ -236,6 +236,160 @@ function Files:rename(from, to)
   return entry(e)
 end
 
+-- ---- trees as tar streams ----
+-- GNU tar in the sandbox does the archive work (a well-kept implementation,
+-- and it detects truncated archives: "Unexpected EOF"); bytes move through
+-- the process's stdin/stdout in bounded chunks.
+
+local function tar_error(op, res, what)
+  return errors.new("sandbox", op, ("%s (tar exited %d): %s"):format(what, res.exit_code,
+    (res.stderr or ""):sub(-1000)), { exit_code = res.exit_code, retryable = false })
+end
+
+local ZERO_BLOCKS = ("\0"):rep(1024)
+
+local function chunk_source(op, source)
+  if type(source) == "string" then
+    local pos = 1
+    return function()
+      if pos > #source then return nil end
+      local chunk = source:sub(pos, pos + CHUNK - 1)
+      pos = pos + CHUNK
+      return chunk
+    end
+  elseif type(source) == "function" then
+    return source
+  end
+  return nil, errors.invalid(op, "tar_source", "must be a string or a function returning chunks")
+end
+
+-- import(dir, tar_source) -> true: unpacks a tar stream into dir (created).
+function Files:import(dir, tar_source)
+  local op = "files.import"
+  local ok, err = check_path(op, dir, "dir")
+  if not ok then return nil, err end
+  local source
+  source, err = chunk_source(op, tar_source)
+  if not source then return nil, err end
+  local proc
+  proc, err = self._sbx:spawn({ "sh", "-c", 'mkdir -p "$1" && exec tar -x -f - -C "$1"', "import", dir },
+    { stdin = true, user = self:_user() })
+  if not proc then return nil, err end
+  -- Each write completes before the next chunk is pulled: bounded memory.
+  -- tar accepts an archive cut at a block boundary, so the end-of-archive
+  -- marker (two zero blocks, the stream a multiple of 512) is checked here.
+  local werr, total, tail = nil, 0, ""
+  while true do
+    local chunk = source()
+    if chunk == nil then break end
+    if type(chunk) ~= "string" then
+      proc:close()
+      return nil, errors.invalid(op, "tar_source", "chunk function must return strings, then nil")
+    end
+    if #chunk > 0 then
+      total = total + #chunk
+      tail = (tail .. chunk:sub(-1024)):sub(-1024)
+      local wok, e = proc:write(chunk)
+      if not wok then werr = e break end
+    end
+  end
+  if not werr and (total % 512 ~= 0 or tail ~= ZERO_BLOCKS) then
+    werr = errors.new("sandbox", op, ("the archive is truncated: %d bytes without an end-of-archive marker")
+      :format(total), { retryable = false })
+  end
+  if werr then
+    -- What was unpacked so far stays: an import is not atomic.
+    proc:close()
+    return nil, werr
+  end
+  if not werr then
+    local cok, e = proc:close_stdin()
+    if not cok then werr = e end
+  end
+  local res
+  res, err = proc:wait()
+  proc:close()
+  if not res then return nil, err end
+  if res.exit_code ~= 0 then
+    return nil, tar_error(op, res, "the archive could not be unpacked (truncated or corrupt?)")
+  end
+  if werr then return nil, werr end
+  return true
+end
+
+-- export(dir, sink) -> bytes_count: streams dir as a tar archive to sink.
+function Files:export(dir, sink)
+  local op = "files.export"
+  local ok, err = check_path(op, dir, "dir")
+  if not ok then return nil, err end
+  local emit
+  if type(sink) == "function" then
+    emit = sink
+  elseif io.type(sink) == "file" then
+    emit = function(chunk) return sink:write(chunk) and true or false end
+  else
+    return nil, errors.invalid(op, "sink", "must be a function or an open file")
+  end
+  local proc
+  proc, err = self._sbx:spawn({ "tar", "-c", "-f", "-", "-C", dir, "." }, { user = self:_user() })
+  if not proc then return nil, err end
+  local total, stderr = 0, {}
+  while true do
+    local data, stream = proc:read()
+    if data == nil then
+      if stream then proc:close() return nil, stream end
+      break
+    end
+    if stream == "stdout" then
+      total = total + #data
+      if emit(data) == false then
+        proc:close()
+        return nil, errors.new("canceled", op, "sink failed")
+      end
+    else
+      stderr[#stderr + 1] = data
+    end
+  end
+  local res
+  res, err = proc:wait()
+  proc:close()
+  if not res then return nil, err end
+  if res.exit_code ~= 0 then
+    res.stderr = table.concat(stderr) .. res.stderr
+    return nil, tar_error(op, res, "the tree could not be archived")
+  end
+  return total
+end
+
+local function shell_quote(s)
+  return "'" .. s:gsub("'", "'\\''") .. "'"
+end
+
+-- sync(local_dir, remote_dir) -> true: sends a local tree as one streamed tar.
+function Files:sync(local_dir, remote_dir)
+  local op = "files.sync"
+  local ok, err = check.value(op, "local_dir", local_dir, "nonempty")
+  if ok then ok, err = check_path(op, remote_dir, "remote_dir") end
+  if not ok then return nil, err end
+  local probe = io.open(local_dir .. "/.", "r")
+  if not probe then
+    return nil, errors.new("not_found", op, local_dir .. " is not a readable local directory",
+      { retryable = false })
+  end
+  probe:close()
+  -- The host's tar builds the archive; it is read in bounded chunks.
+  local pipe = io.popen("tar -c -f - -C " .. shell_quote(local_dir) .. " . 2>/dev/null", "r")
+  if not pipe then return nil, errors.new("sandbox", op, "could not run the local tar") end
+  ok, err = self:import(remote_dir, function() return pipe:read(CHUNK) end)
+  local closed, _, code = pipe:close()
+  if ok and not closed then
+    return nil, errors.new("sandbox", op, ("the local tar failed (exit %s)"):format(tostring(code)),
+      { retryable = false })
+  end
+  if not ok then return nil, err end
+  return true
+end
+
 -- url(path, { operation = "read"|"write", expires_ms = n }) -> signed URL
 function Files:url(path, opts)
   local o, err = check.options("files.url", opts, {

@@ -1,9 +1,11 @@
 -- e2b.process: commands in a sandbox (shared/API.md, "Process" and sbx:run).
 --
--- A process is one Connect stream of events (start, output, end). Output is
--- taken from the core's bounded queue as it is read, so memory stays bounded
--- however much a process writes: read() returns at most 1 MiB, and run()
--- keeps at most max_output bytes per stream.
+-- A process is a tracked stream from libe2b: its output is also kept in the
+-- sandbox and the stream falls back to reading it by offset, so a reader
+-- never loses or repeats a byte, and sbx:attach() continues from offsets on
+-- any client. Output is taken from the core's bounded queue as it is read:
+-- read() returns at most 1 MiB, and run() keeps at most max_output bytes per
+-- stream.
 local check = require("e2b.check")
 local errors = require("e2b.errors")
 local rt = require("e2b.rt")
@@ -18,6 +20,7 @@ local adapter = rt.adapter
 local READ_MAX = 1024 * 1024
 local STDIN_CHUNK = 1024 * 1024
 local DEFAULT_MAX_OUTPUT = 64 * 1024 * 1024
+local KILL_SETTLE_MS = 2000
 
 local SIGNALS = { TERM = 15, KILL = 9, INT = 2 }
 
@@ -35,9 +38,19 @@ local function cmd_checker(v)
   if v[1] == "" then return "argv[1] must not be empty" end
 end
 
+local function pty_checker(v)
+  if type(v) ~= "table" then return "must be a table { cols, rows }" end
+  local cols, rows = v.cols or v[1], v.rows or v[2]
+  if type(cols) ~= "number" or type(rows) ~= "number" or cols < 1 or rows < 1
+    or cols ~= math.floor(cols) or rows ~= math.floor(rows) then
+    return "needs positive integer cols and rows"
+  end
+end
+
 local COMMON = {
   cwd = "nonempty",
   env = "string_map",
+  env_mode = check.oneof("extend", "replace"),
   user = "nonempty",
   timeout_ms = "positive_ms",
   on_stdout = "function",
@@ -56,14 +69,7 @@ local SPAWN_SPEC = setmetatable({
   stdin = function(v)
     if type(v) ~= "string" and v ~= true then return "must be bytes (a string) or true" end
   end,
-  pty = function(v)
-    if type(v) ~= "table" then return "must be a table { cols, rows }" end
-    local cols, rows = v.cols or v[1], v.rows or v[2]
-    if type(cols) ~= "number" or type(rows) ~= "number" or cols < 1 or rows < 1
-      or cols ~= math.floor(cols) or rows ~= math.floor(rows) then
-      return "needs positive integer cols and rows"
-    end
-  end,
+  pty = pty_checker,
 }, { __index = COMMON })
 
 -- Checks a command and its options (spec's __index holds the shared keys).
@@ -73,12 +79,12 @@ local function check_command(op, cmd, opts, spec)
   return check.options(op, opts, spec)
 end
 
--- The core start options for a command string (run by bash, as E2B's SDKs
--- do) or an argv array (no shell).
+-- The core start options for a command string (run by bash -l, as E2B's
+-- SDKs do) or an argv array (no shell).
 local function start_opts(sbx, cmd, o)
   local start = {
     env = o.env, cwd = o.cwd, user = o.user or sbx._client._user, tag = o.tag,
-    stdin = o.stdin ~= nil, timeout_ms = o.timeout_ms,
+    stdin = o.stdin ~= nil, timeout_ms = o.timeout_ms, idle_timeout_ms = o.idle_timeout_ms,
   }
   if type(cmd) == "string" then
     start.cmd, start.args = "/bin/bash", { "-l", "-c", cmd }
@@ -94,28 +100,46 @@ local function start_opts(sbx, cmd, o)
   return start
 end
 
-local function new_process(sbx, req, pid, tag)
-  return setmetatable({
-    pid = pid,
-    tag = tag,
-    _sbx = sbx,
-    _req = req,
-    _offsets = { stdout = 0, stderr = 0, pty = 0 },
-    _stdin = nil, -- bytes still to send (run's stdin)
-    _detached = false,
-  }, Process)
+-- Finalizer: a collected, non-detached handle kills its process group. It
+-- cannot wait, so the kill is sent unattended. (Lua 5.1/LuaJIT run __gc only
+-- for userdata, hence the proxy.)
+local function on_collect(self)
+  if not self._closed and not self._detached and not self._exit and not self._killed then
+    self._sbx._h:signal_async(self.tag or self.pid, 9)
+  end
 end
 
--- Waits for the start event; returns the pid or nil, err.
+local newproxy = rawget(_G, "newproxy")
+
+local function new_process(sbx, req, info, offsets)
+  local self = setmetatable({
+    pid = info.pid,
+    tag = info.tag,
+    tracked = info.tracked,
+    _sbx = sbx,
+    _req = req,
+    _offsets = { stdout = offsets and offsets.stdout or 0, stderr = offsets and offsets.stderr or 0,
+                 pty = 0 },
+    _detached = false,
+  }, Process)
+  if newproxy then
+    local proxy = newproxy(true)
+    getmetatable(proxy).__gc = function() on_collect(self) end
+    self._gc_proxy = proxy
+  end
+  return self
+end
+
+-- Waits for the start event; returns the process info or nil, err.
 local function await_start(req, sbx)
   while true do
-    local kind, pid = req:read(READ_MAX)
-    if kind == "start" then return pid end
-    if kind == false or (kind ~= nil) then
+    local kind = req:read(READ_MAX)
+    if kind == "start" then return req:process() end
+    if kind ~= nil then
       local ok, err = req:result()
       if not ok then return nil, sbx:_envd_err(err) end
-      return nil, errors.new("protocol", "process.start",
-        "stream did not begin with a start event", { sandbox_id = sbx.sandbox_id })
+      return nil, errors.new("protocol", "spawn", "stream did not begin with a start event",
+        { sandbox_id = sbx.sandbox_id })
     end
     adapter.await(req)
   end
@@ -126,19 +150,49 @@ function M.spawn(sbx, cmd, opts)
   local o, err = check_command("spawn", cmd, opts, SPAWN_SPEC)
   if not o then return nil, err end
   local req
-  req, err = sbx._h:start(start_opts(sbx, cmd, o))
+  req, err = sbx._h:track(start_opts(sbx, cmd, o), o.env_mode == "replace")
   if not req then return nil, sbx:_envd_err(err) end
-  local pid
-  pid, err = await_start(req, sbx)
-  if not pid then
+  local info
+  info, err = await_start(req, sbx)
+  if not info then
     req:close()
     return nil, err
   end
-  local proc = new_process(sbx, req, pid, o.tag)
+  local proc = new_process(sbx, req, info)
   proc._pty = o.pty ~= nil
   proc._on = { stdout = o.on_stdout, stderr = o.on_stderr }
   if type(o.stdin) == "string" then proc._stdin, proc._close_stdin = o.stdin, true end
   return proc
+end
+
+-- attach(sbx, pid_or_tag, { offsets = { stdout = n, stderr = m }, idle_timeout_ms }) -> proc
+function M.attach(sbx, target, opts)
+  local op = "attach"
+  if type(target) ~= "string" and (type(target) ~= "number" or target < 1 or target ~= math.floor(target)) then
+    return nil, errors.invalid(op, "pid_or_tag", "must be a pid or a tag")
+  end
+  local o, err = check.options(op, opts, {
+    offsets = function(v)
+      if type(v) ~= "table" then return "must be a table { stdout = n, stderr = m }" end
+      for k, n in pairs(v) do
+        if k ~= "stdout" and k ~= "stderr" and k ~= "pty" then return "unknown stream " .. tostring(k) end
+        if type(n) ~= "number" or n < 0 or n ~= math.floor(n) then return "offsets are byte counts" end
+      end
+    end,
+    idle_timeout_ms = "positive_ms",
+  })
+  if not o then return nil, err end
+  local offsets = o.offsets or {}
+  local req
+  req, err = sbx._h:attach(target, offsets.stdout or 0, offsets.stderr or 0, o.idle_timeout_ms)
+  if not req then return nil, sbx:_envd_err(err) end
+  local info
+  info, err = await_start(req, sbx)
+  if not info then
+    req:close()
+    return nil, err
+  end
+  return new_process(sbx, req, info, offsets)
 end
 
 -- Sends pending stdin bytes one request at a time (never blocking the
@@ -162,14 +216,20 @@ function Process:_feed_stdin()
   if self._stdin and #self._stdin > 0 then
     local chunk = self._stdin:sub(1, STDIN_CHUNK)
     self._stdin = self._stdin:sub(STDIN_CHUNK + 1)
-    self._feeding = h:send_input(self.pid, chunk, self._pty)
+    self._feeding = h:send_input(self:_target(), chunk, self._pty)
     return self._feeding
   elseif self._close_stdin then
     self._close_stdin, self._stdin = nil, nil
-    self._feeding = h:close_stdin(self.pid)
+    self._feeding = h:close_stdin(self:_target())
     return self._feeding
   end
   return nil
+end
+
+-- Signals and input go by tag: a tag names one process, so a pid reused
+-- after the sandbox rebooted is never hit.
+function Process:_target()
+  return self.tag or self.pid
 end
 
 -- Takes the next piece of output. Returns data, stream | "end" | nil, err
@@ -218,7 +278,7 @@ function Process:read(timeout_ms)
   return data, stream
 end
 
--- Collects output until the end. sinks: per-stream { parts, bytes, max, tail, dropped }.
+-- Output collectors: per stream at most max bytes (the tail with keep="tail").
 local function new_sink(max, tail)
   return { parts = {}, first = 1, bytes = 0, max = max, tail = tail, dropped = 0 }
 end
@@ -253,20 +313,15 @@ local function sink_text(s)
   return table.concat(s.parts, "", s.first)
 end
 
-function Process:_collect(deadline, max_output, tail, idle_ms)
+function Process:_collect(deadline, max_output, tail)
   local sinks = { stdout = new_sink(max_output, tail), stderr = new_sink(max_output, tail),
                   pty = new_sink(max_output, tail) }
   local on = self._on or {}
   while true do
-    local step_deadline = deadline
-    if idle_ms then
-      local idle = adapter.now_ms() + idle_ms
-      if not step_deadline or idle < step_deadline then step_deadline = idle end
-    end
-    local data, stream = self:_next(step_deadline)
+    local data, stream = self:_next(deadline)
     if data == "end" then break end
     if data == nil then
-      return nil, stream, sinks, deadline and adapter.now_ms() >= deadline and "deadline" or "idle"
+      return nil, stream, sinks, stream == nil and "deadline" or "error"
     end
     if not sink_add(sinks[stream], data) then
       return nil, errors.new("sandbox", "run",
@@ -286,24 +341,10 @@ function Process:_collect(deadline, max_output, tail, idle_ms)
     error = exit.error,
   }
   if self._pty then result.pty = sink_text(sinks.pty) end
-  local dropped = sinks.stdout.dropped + sinks.stderr.dropped + sinks.pty.dropped
-  if tail then result.bytes_dropped = dropped end
-  return result
-end
-
--- Kills the group after a failed collect and attaches what was read.
-function Process:_abort(err, sinks, why, timeout_ms)
-  self:kill()
-  if why == "deadline" then
-    err = timeout_error("run", timeout_ms, "command timed out")
-  elseif why == "idle" then
-    err = timeout_error("run", self._idle_ms, "no output (idle_timeout_ms)")
+  if tail then
+    result.bytes_dropped = sinks.stdout.dropped + sinks.stderr.dropped + sinks.pty.dropped
   end
-  err = self._sbx:_envd_err(err)
-  err.stdout, err.stderr = sink_text(sinks.stdout), sink_text(sinks.stderr)
-  err.pid = self.pid
-  self:close()
-  return nil, err
+  return result
 end
 
 -- wait(timeout_ms?) -> result | nil, err. stdout/stderr hold what read()
@@ -315,7 +356,7 @@ function Process:wait(timeout_ms)
   end
   if self._closed then return nil, errors.new("canceled", "wait", "process handle is closed") end
   local deadline = timeout_ms and adapter.now_ms() + timeout_ms
-  local result, err, sinks, why = self:_collect(deadline, DEFAULT_MAX_OUTPUT, false, nil)
+  local result, err, _, why = self:_collect(deadline, DEFAULT_MAX_OUTPUT, false)
   if not result then
     if why == "deadline" then err = timeout_error("wait", timeout_ms, "process still running") end
     return nil, err
@@ -323,7 +364,8 @@ function Process:wait(timeout_ms)
   return result
 end
 
--- run(sbx, cmd, opts) -> result | nil, err
+-- run(sbx, cmd, opts) -> result | nil, err. No limit on the command's
+-- runtime unless timeout_ms asks for one.
 function M.run(sbx, cmd, opts)
   local op = "run"
   local o, err = check_command(op, cmd, opts, RUN_SPEC)
@@ -331,22 +373,28 @@ function M.run(sbx, cmd, opts)
   local proc
   proc, err = M.spawn(sbx, cmd, o)
   if not proc then return nil, err end
-  proc._idle_ms = o.idle_timeout_ms
   -- The client-side deadline backs up envd's own (Connect-Timeout-Ms).
   local deadline = o.timeout_ms and adapter.now_ms() + o.timeout_ms
   local result, sinks, why
-  result, err, sinks, why = proc:_collect(deadline, o.max_output or DEFAULT_MAX_OUTPUT,
-    o.keep == "tail", o.idle_timeout_ms)
-  if not result then return proc:_abort(err, sinks, why, o.timeout_ms) end
-  proc:close()
-  if o.timeout_ms and result.status and result.status:find("signal") and
-    adapter.now_ms() >= deadline - 50 then
-    -- envd's deadline fired first and killed the group.
-    local terr = timeout_error(op, o.timeout_ms, "command timed out")
-    terr.stdout, terr.stderr, terr.sandbox_id = result.stdout, result.stderr, sbx.sandbox_id
-    return nil, terr
+  result, err, sinks, why = proc:_collect(deadline, o.max_output or DEFAULT_MAX_OUTPUT, o.keep == "tail")
+  local killed_by_envd = result and o.timeout_ms and result.status and result.status:find("signal")
+    and adapter.now_ms() >= deadline - 50
+  if result and not killed_by_envd then
+    proc:close()
+    return result
   end
-  return result
+  -- Past the deadline (ours or envd's), or a failure: stop the group and
+  -- hand back what was read.
+  proc:kill()
+  if killed_by_envd or why == "deadline" then
+    err = timeout_error(op, o.timeout_ms, "command timed out (timeout_ms)")
+  end
+  err = sbx:_envd_err(err)
+  err.stdout = result and result.stdout or sink_text(sinks.stdout)
+  err.stderr = result and result.stderr or sink_text(sinks.stderr)
+  err.pid = proc.pid
+  proc:close()
+  return nil, err
 end
 
 -- ---- control ----
@@ -358,58 +406,88 @@ end
 function Process:write(bytes)
   local ok, err = check.value("write", "bytes", bytes, "string")
   if not ok then return nil, err end
-  return self:_unary(self._sbx._h:send_input(self.pid, bytes, self._pty))
+  return self:_unary(self._sbx._h:send_input(self:_target(), bytes, self._pty))
 end
 
 function Process:close_stdin()
-  return self:_unary(self._sbx._h:close_stdin(self.pid))
+  return self:_unary(self._sbx._h:close_stdin(self:_target()))
 end
 
 function Process:signal(name)
   local signo = SIGNALS[name]
   if not signo then return nil, errors.invalid("signal", "name", 'must be "TERM", "KILL" or "INT"') end
-  return self:_unary(self._sbx._h:signal(self.pid, signo))
+  return self:_unary(self._sbx._h:signal(self:_target(), signo))
 end
 
-function Process:kill()
-  local ok, err = self:signal("KILL")
-  if ok or errors.is(err, "not_found") then
-    self._killed = true
-    return true
+-- Whether the process is still listed by envd.
+function Process:_alive()
+  local list, err = self._sbx:_envd(self._sbx._h:processes())
+  if not list then return nil, err end
+  for _, p in ipairs(list) do
+    if (self.tag and p.tag == self.tag) or (not self.tag and p.pid == self.pid) then return true end
   end
-  return nil, err
+  return false
+end
+
+-- kill() -> true once the process group is gone; an error naming the
+-- survivor otherwise (never a success that did not happen).
+function Process:kill()
+  if self._exit then return true end
+  local ok, err = self:signal("KILL")
+  if not ok and not errors.is(err, "not_found") then return nil, err end
+  local deadline = adapter.now_ms() + KILL_SETTLE_MS
+  while true do
+    local alive, aerr = self:_alive()
+    if alive == nil then return nil, aerr end
+    if not alive then
+      self._killed = true
+      return true
+    end
+    if adapter.now_ms() >= deadline then
+      return nil, errors.new("sandbox", "kill",
+        ("process %s survived SIGKILL for %d ms"):format(tostring(self:_target()), KILL_SETTLE_MS),
+        { sandbox_id = self._sbx.sandbox_id, pid = self.pid, retryable = true })
+    end
+    adapter.sleep(50)
+  end
 end
 
 function Process:resize(size)
   if not self._pty then
     return nil, errors.new("unsupported", "resize", "process has no pty", { retryable = false })
   end
-  local cols, rows = type(size) == "table" and (size.cols or size[1]), type(size) == "table" and (size.rows or size[2])
+  local cols = type(size) == "table" and (size.cols or size[1])
+  local rows = type(size) == "table" and (size.rows or size[2])
   local ok, err = check.value("resize", "cols", cols, "positive")
   if ok then ok, err = check.value("resize", "rows", rows, "positive") end
   if not ok then return nil, err end
-  return self:_unary(self._sbx._h:resize(self.pid, cols, rows))
+  return self:_unary(self._sbx._h:resize(self:_target(), cols, rows))
 end
 
 function Process:offsets()
   return { stdout = self._offsets.stdout, stderr = self._offsets.stderr, pty = self._offsets.pty }
 end
 
+-- detach(): leave the process (and its kept output) when the handle is
+-- closed or collected.
 function Process:detach()
   self._detached = true
 end
 
--- close(): kills the process group unless detached, then frees the stream.
+-- close(): kills the process group unless detached, and removes the kept
+-- output of a process that is over.
 function Process:close()
   if self._closed then return end
   self._closed = true
-  if not self._detached and not self._exit and not self._killed then
-    rt.finish(self._sbx._h:signal(self.pid, 9))
+  if not self._detached then
+    if not self._exit and not self._killed then self:kill() end
+    if self.tracked and self.tag then rt.finish(self._sbx._h:forget(self.tag)) end
   end
   if self._feeding then self._feeding:close() end
   self._req:close()
 end
 
 Process.__close = Process.close
+Process.__gc = on_collect
 
 return M

@@ -5,6 +5,8 @@ local rt = require("e2b.rt")
 local Process = require("e2b.process")
 local Files = require("e2b.files")
 
+local unpack = table.unpack or unpack
+
 local M = {}
 
 local Sandbox = {}
@@ -82,12 +84,24 @@ function Sandbox:run(cmd, opts)
   return Process.run(self, cmd, opts)
 end
 
+-- attach(pid_or_tag, { offsets = { stdout, stderr } }) -> proc: continues a
+-- process's output exactly where a reader stopped, from any client.
+function Sandbox:attach(target, opts)
+  return Process.attach(self, target, opts)
+end
+
 function Sandbox:processes()
   local list, err = self:_envd(self._h:processes())
   if not list then return nil, err end
   local out = {}
   for i, p in ipairs(list) do
-    out[i] = { pid = p.pid, tag = p.tag, cmd = p.cmd, args = p.args, cwd = p.cwd }
+    local cmd, args = p.cmd, p.args
+    -- A tracked command runs under lua-e2b's wrapper: show the command itself.
+    if args[1] == "-c" and (args[3] == "e2b-proc" or args[3] == "e2b-pty") then
+      local first = args[3] == "e2b-proc" and 5 or 4
+      cmd, args = args[first], { unpack(args, first + 1) }
+    end
+    out[i] = { pid = p.pid, tag = p.tag, cmd = cmd, args = args, cwd = p.cwd }
   end
   return out
 end

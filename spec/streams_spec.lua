@@ -1,0 +1,352 @@
+-- The command surface of issue 5: byte-exact, bounded, reattachable output;
+-- budgets; env modes; PTY; kept output and its cleanup. Specs that use
+-- e2b-local's fault injection or host view run only on e2b-local.
+local h = require("spec.helpers")
+local e2b = h.e2b
+
+local MiB = 1024 * 1024
+
+local function rss_kb()
+  local f = assert(io.open("/proc/self/status"))
+  local s = f:read("a")
+  f:close()
+  return tonumber(s:match("VmRSS:%s+(%d+)"))
+end
+
+-- Reads a process to its end; returns stdout, stderr and the largest read.
+local function drain(proc, timeout)
+  local out, err, biggest = {}, {}, 0
+  while true do
+    local data, stream = proc:read(timeout or 20000)
+    if data == nil then
+      assert(stream == nil, tostring(stream))
+      break
+    end
+    biggest = math.max(biggest, #data)
+    if stream == "stderr" then err[#err + 1] = data else out[#out + 1] = data end
+  end
+  return table.concat(out), table.concat(err), biggest
+end
+
+describe("command output", function()
+  local client, sbx
+  setup(function()
+    client = h.client()
+    sbx = h.sandbox({}, client)
+  end)
+  teardown(h.cleanup)
+
+  for _, n in ipairs({ MiB - 1, MiB, MiB + 1 }) do
+    it(("reads at most 1 MiB at a time and exactly %d bytes in all"):format(n), function()
+      local proc = assert(sbx:spawn(("head -c %d /dev/urandom | tee /tmp/r%d"):format(n, n)))
+      local out, _, biggest = drain(proc)
+      proc:close()
+      assert.are.equal(n, #out)
+      assert.is_true(biggest <= MiB)
+      assert.are.equal(out, assert(sbx.files:read(("/tmp/r%d"):format(n))))
+    end)
+  end
+
+  it("keeps 10,000 interleaved stdout and stderr lines each in their own order", function()
+    local r = assert(sbx:run("for i in $(seq 1 10000); do echo o$i; echo e$i >&2; done"))
+    local o, e = {}, {}
+    for i = 1, 10000 do o[i] = "o" .. i; e[i] = "e" .. i end
+    assert.are.equal(table.concat(o, "\n") .. "\n", r.stdout)
+    assert.are.equal(table.concat(e, "\n") .. "\n", r.stderr)
+  end)
+
+  it("carries zero-byte outputs and an output of only NUL bytes", function()
+    local r = assert(sbx:run("true"))
+    assert.are.equal("", r.stdout)
+    assert.are.equal("", r.stderr)
+    r = assert(sbx:run("head -c 4096 /dev/zero"))
+    assert.are.equal(("\0"):rep(4096), r.stdout)
+  end)
+
+  it("bounds memory while a process writes much faster than it is read", function()
+    collectgarbage()
+    local before = rss_kb()
+    local proc = assert(sbx:spawn("head -c 300000000 /dev/zero"))
+    local total, peak = 0, before
+    while true do
+      local data = proc:read(20000)
+      if not data then break end
+      total = total + #data
+      if total % (32 * MiB) < #data then
+        e2b.sleep(20) -- a slow reader
+        collectgarbage()
+        peak = math.max(peak, rss_kb())
+      end
+    end
+    proc:close()
+    assert.are.equal(300000000, total)
+    assert.is_true(peak - before < 32 * 1024, ("RSS grew %d KiB"):format(peak - before))
+  end)
+
+  it("fails run() clearly past max_output, or keeps the tail with keep = \"tail\"", function()
+    local r, err = sbx:run("head -c 100000 /dev/zero; echo end", { max_output = 1000 })
+    assert.is_nil(r)
+    assert.truthy(err.message:find("max_output", 1, true))
+    r = assert(sbx:run("seq 1 100000", { max_output = 20, keep = "tail" }))
+    assert.are.equal(20, #r.stdout)
+    assert.are.equal("\n99998\n99999\n100000\n", r.stdout)
+    assert.is_true(r.bytes_dropped > 500000)
+  end)
+
+  it("has no hidden limit on a command's runtime", function()
+    local r = assert(sbx:run("sleep 2; echo late"))
+    assert.are.equal("late\n", r.stdout)
+  end)
+
+  it("kills a timed-out pipeline with its background children, returning the output so far", function()
+    local r, err = sbx:run("echo begun; (sleep 31 &); sleep 32 | cat; echo never", { timeout_ms = 800 })
+    assert.is_nil(r)
+    assert.are.equal("timeout", err.kind)
+    assert.truthy(err.message:find("timeout_ms", 1, true))
+    assert.are.equal("begun\n", err.stdout)
+    local ps = assert(sbx:run("ps -eo args | grep -c '[s]leep 3[12]' || true")).stdout
+    assert.are.equal("0\n", ps)
+  end)
+
+  it("names the idle budget when a stream goes silent", function()
+    if h.live then return end
+    h.faults({ { match = "POST envd:/process.Process/Start", action = "stall", ms = 4000, count = 1 } })
+    local r, err = sbx:run("echo hi", { idle_timeout_ms = 1000 })
+    h.faults()
+    assert.is_nil(r)
+    assert.are.equal("timeout", err.kind)
+    assert.truthy(err.message:find("idle", 1, true), err.message)
+  end)
+
+  it("replaces the environment with env_mode = \"replace\", keeping only PATH (and bash's _)", function()
+    local r = assert(sbx:run({ "env" }, { env = { ONLY = "this" }, env_mode = "replace" }))
+    local names = {}
+    for name in r.stdout:gmatch("([^=\n]+)=[^\n]*\n") do names[#names + 1] = name end
+    table.sort(names)
+    -- bash exports "_" (the command's path) to every command it runs.
+    assert.are.same({ "ONLY", "PATH", "_" }, names)
+    r = assert(sbx:run({ "sh", "-c", 'printf "%s" "$ONLY:$HOME"' }, { env = { ONLY = "x" } }))
+    assert.are.equal("x:/home/user", r.stdout)
+  end)
+
+  it("removes a process's kept output when its handle is closed", function()
+    assert(sbx:run("true"))
+    local proc = assert(sbx:spawn("echo kept"))
+    assert(proc:wait(5000))
+    proc:close()
+    -- Only the listing command's own directory is left.
+    assert.are.equal("1\n", assert(sbx:run("ls -A /tmp/.e2b-proc | wc -l")).stdout)
+  end)
+end)
+
+describe("reattaching", function()
+  local client, sbx
+  setup(function()
+    client = h.client()
+    sbx = h.sandbox({}, client)
+  end)
+  teardown(h.cleanup)
+
+  local SCRIPT = "for i in $(seq 1 60); do echo line$i; printf 'err%d\\n' $i >&2; sleep 0.02; done"
+  local function expected(prefix)
+    local t = {}
+    for i = 1, 60 do t[i] = prefix .. i end
+    return table.concat(t, "\n") .. "\n"
+  end
+
+  it("continues on another client exactly where a reader stopped", function()
+    local proc = assert(sbx:spawn(SCRIPT, { tag = "reattach-" .. h.core.uuid4() }))
+    local got = { stdout = "", stderr = "" }
+    while #got.stdout < 40 do
+      local data, stream = assert(proc:read(5000))
+      got[stream] = got[stream] .. data
+    end
+    local offsets = proc:offsets()
+    assert.are.equal(#got.stdout, offsets.stdout)
+    proc:detach()
+    proc:close()
+    -- A fresh client continues from the offsets, by tag and by pid.
+    local other = assert(h.client():connect(sbx.sandbox_id))
+    local again = assert(other:attach(proc.tag, { offsets = offsets }))
+    local out, err = drain(again)
+    again:close()
+    assert.are.equal(expected("line"), got.stdout .. out)
+    assert.are.equal(expected("err"), got.stderr .. err)
+  end)
+
+  it("reads the whole kept output of a finished process by pid", function()
+    local proc = assert(sbx:spawn("printf 'all\\0the\\377bytes'"))
+    assert(proc:wait(5000))
+    proc:detach()
+    proc:close()
+    local again = assert(sbx:attach(proc.tag, { offsets = { stdout = 3 } }))
+    local out = drain(again)
+    again:close()
+    assert.are.equal("\0the\255bytes", out)
+  end)
+
+  it("survives a connection dropped mid-stream without losing or repeating a byte", function()
+    if h.live then return end
+    h.faults({ { match = "POST envd:/process.Process/Start", action = "drop_mid_stream", after_events = 5, count = 1 } })
+    local r = assert(sbx:run(SCRIPT))
+    h.faults()
+    assert.are.equal(expected("line"), r.stdout)
+    assert.are.equal(expected("err"), r.stderr)
+  end)
+
+  it("finishes a stream across a memory pause and resume", function()
+    local s2 = h.sandbox({}, client)
+    local proc = assert(s2:spawn("for i in $(seq 1 40); do echo n$i; sleep 0.05; done"))
+    local got = ""
+    while #got < 20 do got = got .. assert(proc:read(5000)) end
+    assert(s2:pause({ mode = "memory" }))
+    assert(client:connect(s2.sandbox_id))
+    local rest = drain(proc)
+    local t = {}
+    for i = 1, 40 do t[i] = "n" .. i end
+    assert.are.equal(table.concat(t, "\n") .. "\n", got .. rest)
+    proc:close()
+  end)
+
+  it("refuses to signal a pid from before a filesystem-only pause (its tag is gone)", function()
+    local s3 = h.sandbox({}, client)
+    local proc = assert(s3:spawn({ "sleep", "300" }))
+    assert.is_string(proc.tag)
+    assert(s3:pause({ mode = "filesystem" }))
+    assert(client:connect(s3.sandbox_id))
+    -- A new process may well have the old pid now; the handle cannot hit it.
+    local again = assert(s3:spawn({ "sleep", "301" }))
+    local ok, err = proc:signal("KILL")
+    assert.is_nil(ok)
+    assert.are.equal("not_found", err.kind)
+    assert.truthy(assert(s3:run("ps -eo args")).stdout:find("sleep 301", 1, true))
+    again:close()
+    proc:detach()
+    proc:close()
+  end)
+end)
+
+describe("pty", function()
+  local sbx
+  setup(function() sbx = h.sandbox() end)
+  teardown(h.cleanup)
+
+  local function until_seen(proc, needle, timeout)
+    local seen = ""
+    local deadline = h.now_ms() + (timeout or 10000)
+    while not seen:find(needle, 1, true) do
+      local data, stream = proc:read(math.max(1, deadline - h.now_ms()))
+      assert(data, "pty output ended or timed out waiting for " .. needle .. ": " .. tostring(stream))
+      assert.are.equal("pty", stream)
+      seen = seen .. data
+    end
+    return seen
+  end
+
+  it("runs on a terminal: keys go in, Ctrl-C interrupts the foreground job, resize works", function()
+    local proc = assert(sbx:spawn({ "bash", "--norc", "-i" }, { pty = { cols = 80, rows = 24 } }))
+    assert(proc:write("stty size; tty\n"))
+    local seen = until_seen(proc, "/dev/pts/")
+    assert.truthy(seen:find("24 80", 1, true))
+    assert(proc:resize({ cols = 120, rows = 40 }))
+    assert(proc:write("stty size\n"))
+    until_seen(proc, "40 120")
+    assert(proc:write("sleep 30; echo slept\n"))
+    h.e2b.sleep(300)
+    assert(proc:write("\3"))
+    assert(proc:write("echo after-ctrl-c\n"))
+    seen = until_seen(proc, "after-ctrl-c\r\n")
+    -- The typed line is echoed; its output line never came.
+    assert.is_nil(seen:find("\nslept\r\n", 1, true))
+    assert(proc:write("exit\n"))
+    local res = assert(proc:wait(5000))
+    assert.are.equal(0, res.exit_code)
+    proc:close()
+  end)
+
+  it("refuses resize on a process without a pty", function()
+    local proc = assert(sbx:spawn("sleep 1"))
+    local ok, err = proc:resize({ cols = 10, rows = 10 })
+    assert.is_nil(ok)
+    assert.are.equal("unsupported", err.kind)
+    proc:close()
+  end)
+end)
+
+describe("files at scale", function()
+  local sbx
+  setup(function() sbx = h.sandbox() end)
+  teardown(h.cleanup)
+
+  it("moves 200 MiB each way in bounded memory", function()
+    local size = 200 * MiB
+    local block = ("0123456789abcdef"):rep(65536) -- 1 MiB
+    collectgarbage()
+    local before, peak = rss_kb(), 0
+    local sent = 0
+    assert(sbx.files:write("/tmp/big", function()
+      if sent >= size then return nil end
+      sent = sent + #block
+      if sent % (16 * MiB) == 0 then collectgarbage(); peak = math.max(peak, rss_kb()) end
+      return block
+    end))
+    assert.are.equal(tostring(size) .. "\n", assert(sbx:run("stat -c %s /tmp/big")).stdout)
+    local got = 0
+    local n = assert(sbx.files:read_to("/tmp/big", function(chunk)
+      got = got + #chunk
+      if got % (16 * MiB) < #chunk then collectgarbage(); peak = math.max(peak, rss_kb()) end
+    end))
+    assert.are.equal(size, n)
+    assert.are.equal(size, got)
+    assert.is_true(peak - before < 32 * 1024, ("RSS grew %d KiB"):format(peak - before))
+  end)
+
+  it("imports and exports trees as tar streams, detecting truncation", function()
+    local dir = os.tmpname()
+    os.remove(dir)
+    assert(os.execute(("mkdir -p %s/sub && printf 'a\\0b' > %s/sub/bin && echo top > %s/top"):format(dir, dir, dir)))
+    assert(sbx.files:sync(dir, "/home/user/synced"))
+    assert.are.equal("a\0b", assert(sbx.files:read("/home/user/synced/sub/bin")))
+    local parts = {}
+    local n = assert(sbx.files:export("/home/user/synced", function(c) parts[#parts + 1] = c end))
+    local tar = table.concat(parts)
+    assert.are.equal(#tar, n)
+    assert(sbx.files:import("/tmp/imported", tar))
+    assert.are.equal("top\n", assert(sbx.files:read("/tmp/imported/top")))
+    local ok, err = sbx.files:import("/tmp/truncated", tar:sub(1, 700))
+    assert.is_nil(ok)
+    assert.are.equal("sandbox", err.kind)
+    os.execute("rm -rf " .. dir)
+  end)
+
+  it("creates directories with parents, removes trees, and validates before any request", function()
+    assert(sbx.files:mkdir("/home/user/p/q/r"))
+    assert(sbx.files:write("/home/user/p/q/r/f", "x"))
+    assert(sbx.files:remove("/home/user/p"))
+    assert.is_false((sbx.files:exists("/home/user/p")))
+    local _, err = sbx.files:import("", "x")
+    assert.are.equal("invalid_argument", err.kind)
+    _, err = sbx.files:export("/tmp", 42)
+    assert.are.equal("invalid_argument", err.kind)
+  end)
+end)
+
+describe("ports", function()
+  it("builds hosts and URLs in E2B's shapes and reaches a server in the sandbox", function()
+    local sbx = h.sandbox()
+    finally(h.cleanup)
+    assert.are.equal(("8000-%s.%s"):format(sbx.sandbox_id, sbx.domain), sbx:host(8000))
+    local proc = assert(sbx:spawn({ "python3", "-m", "http.server", "8000", "--bind", "127.0.0.1" },
+      { cwd = "/tmp" }))
+    assert(sbx.files:write("/tmp/page.html", "<p>hello from the sandbox</p>"))
+    local url = sbx:url(8000) .. "/page.html"
+    local body = ""
+    for _ = 1, 50 do
+      body = h.host(("curl -s --max-time 2 %s"):format(h.shell_quote(url)))
+      if body ~= "" then break end
+      h.e2b.sleep(100)
+    end
+    assert.are.equal("<p>hello from the sandbox</p>", body)
+    proc:close()
+  end)
+end)
