@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/wait.h>
 
+#include "b64fast.h"
 #include "codec.h"
 #include "connect_rpc.h"
 #include "pjson.h"
@@ -22,12 +23,40 @@ static json_t *event(const char *kind, json_t *body) {
   return json_pack("{s:{s:o}}", "event", kind, body);
 }
 
-static json_t *data_event(const proc_event *ev) {
-  const char *field = ev->kind == PEV_STDOUT ? "stdout" : ev->kind == PEV_STDERR ? "stderr" : "pty";
-  char *b64 = e2b_b64_encode_alloc(ev->data, ev->len);
-  json_t *d = json_pack("{s:s}", field, b64 ? b64 : "");
-  free(b64);
-  return event("data", d);
+#define COALESCE_MAX (1u << 20) /* bytes of queued output merged into one data event */
+
+/* A data event straight into an envelope: output dominates the traffic, so
+ * the JSON codec's form is written directly (no JSON tree, no escaping:
+ * base64 needs none). */
+static void data_envelope(sbuf *out, int kind, const unsigned char *data, size_t len, const pb_msg *pb) {
+  const char *field = kind == PEV_STDOUT ? "stdout" : kind == PEV_STDERR ? "stderr" : "pty";
+  if (pb) {
+    /* bytes travel raw in the binary codec: no base64 at all */
+    uint8_t hdr[E2B_ENV_HEADER_SIZE];
+    uint32_t inner_tag = kind == PEV_STDOUT ? 1 : kind == PEV_STDERR ? 2 : 3;
+    sbuf d = {0}, ev = {0}, top = {0};
+    pb_append_bytes(&d, inner_tag, data, len);      /* DataEvent */
+    pb_append_bytes(&ev, 2, d.data, d.len);         /* ProcessEvent.data */
+    pb_append_bytes(&top, 1, ev.data, ev.len);      /* StartResponse.event */
+    e2b_envelope_header(0, (uint32_t)top.len, hdr);
+    sbuf_append(out, hdr, sizeof hdr);
+    sbuf_append(out, top.data, top.len);
+    sbuf_free(&d);
+    sbuf_free(&ev);
+    sbuf_free(&top);
+    return;
+  }
+  size_t blen = 4 * ((len + 2) / 3);
+  char pre[64];
+  int plen = snprintf(pre, sizeof pre, "{\"event\":{\"data\":{\"%s\":\"", field);
+  static const char post[] = "\"}}}";
+  uint8_t hdr[E2B_ENV_HEADER_SIZE];
+  e2b_envelope_header(0, (uint32_t)((size_t)plen + blen + sizeof post - 1), hdr);
+  sbuf_reserve(out, sizeof hdr + (size_t)plen + blen + sizeof post);
+  sbuf_append(out, hdr, sizeof hdr);
+  sbuf_append(out, pre, (size_t)plen);
+  out->len += b64fast_encode(data, len, out->data + out->len);
+  sbuf_append(out, post, sizeof post - 1);
 }
 
 /* Go's ProcessState rendering, which envd reports. */
@@ -65,6 +94,8 @@ typedef struct pstream {
   int keepalive_ms;
   int started;
   const pb_msg *pb;
+  proc_event *held; /* taken from the queue but not sent yet (another kind) */
+  sbuf merged;
 } pstream;
 
 static int pstream_fill(void *ctx, sbuf *out) {
@@ -74,18 +105,37 @@ static int pstream_fill(void *ctx, sbuf *out) {
     rpc_env_msg(out, event("start", json_pack("{s:i}", "pid", proc_pid(s->p))), s->pb);
     return 0;
   }
-  proc_event *ev = NULL;
-  switch (proc_sub_next(s->sub, s->keepalive_ms, s->client_fd, &ev)) {
-  case PSUB_TIMEOUT:
-    rpc_env_msg(out, event("keepalive", json_object()), s->pb);
-    return 0;
-  case PSUB_HANGUP:
-    return -1; /* the client left; the process keeps running (E2B semantics) */
-  default:
-    break;
-  }
+  proc_event *ev = s->held;
+  s->held = NULL;
+  if (!ev) switch (proc_sub_next(s->sub, s->keepalive_ms, s->client_fd, &ev)) {
+    case PSUB_TIMEOUT:
+      rpc_env_msg(out, event("keepalive", json_object()), s->pb);
+      return 0;
+    case PSUB_HANGUP:
+      return -1; /* the client left; the process keeps running (E2B semantics) */
+    default:
+      break;
+    }
   int done = ev->kind == PEV_END;
-  rpc_env_msg(out, done ? end_event(ev->status) : data_event(ev), s->pb);
+  if (!done) {
+    /* output that queued up meanwhile leaves in one event, order kept */
+    int kind = ev->kind;
+    s->merged.len = 0;
+    sbuf_append(&s->merged, ev->data, ev->len);
+    proc_event_free(s->sub, ev);
+    proc_event *nx = NULL;
+    while (s->merged.len < COALESCE_MAX && proc_sub_next(s->sub, 0, -1, &nx) == PSUB_EVENT) {
+      if (nx->kind != kind) {
+        s->held = nx;
+        break;
+      }
+      sbuf_append(&s->merged, nx->data, nx->len);
+      proc_event_free(s->sub, nx);
+    }
+    data_envelope(out, kind, (const unsigned char *)s->merged.data, s->merged.len, s->pb);
+    return 0;
+  }
+  rpc_env_msg(out, end_event(ev->status), s->pb);
   if (done) {
     rpc_err e = {0};
     if (proc_deadline_hit(s->p))
@@ -98,6 +148,8 @@ static int pstream_fill(void *ctx, sbuf *out) {
 
 static void pstream_free(void *ctx) {
   pstream *s = ctx;
+  if (s->held) proc_event_free(s->sub, s->held);
+  sbuf_free(&s->merged);
   proc_unsubscribe(s->sub);
   proc_unref(s->p);
   sandbox_unref(s->sb);

@@ -214,6 +214,8 @@ static void wr_bytes(sbuf *b, uint32_t num, const void *d, size_t n) {
   sbuf_append(b, d, n);
 }
 
+void pb_append_bytes(sbuf *out, uint32_t num, const void *data, size_t n) { wr_bytes(out, num, data ? data : "", n); }
+
 static int json_int(json_t *v, long long *out) {
   if (json_is_integer(v)) {
     *out = json_integer_value(v);

@@ -53,6 +53,9 @@ json_t *pb_decode(const pb_msg *m, const uint8_t *data, size_t len);
  * ignored. Returns 0, or -1 when a value has the wrong type. */
 int pb_encode(const pb_msg *m, json_t *j, sbuf *out);
 
+/* Appends one length-delimited field (bytes, string or nested message). */
+void pb_append_bytes(sbuf *out, uint32_t num, const void *data, size_t n);
+
 /* Message descriptors (pb_schema.c). */
 extern const pb_msg PB_START_REQUEST, PB_CONNECT_REQUEST, PB_LIST_REQUEST, PB_LIST_RESPONSE, PB_UPDATE_REQUEST,
     PB_SEND_INPUT_REQUEST, PB_SEND_SIGNAL_REQUEST, PB_CLOSE_STDIN_REQUEST, PB_STREAM_INPUT_REQUEST,
