@@ -281,6 +281,11 @@ static int parse_create(json_t *b, sandbox_params *p, opts_err *e) {
     snprintf(e->msg, sizeof e->msg, "MCP gateways are not supported by e2b-local");
     return -1;
   }
+  json_t *iam = json_object_get(b, "iam");
+  if (iam && !json_is_null(iam) && (!json_is_object(iam) || json_object_size(json_object_get(iam, "tokens")) > 0)) {
+    snprintf(e->msg, sizeof e->msg, "workload identity tokens (iam) are not supported by e2b-local");
+    return -1;
+  }
   return 0;
 }
 

@@ -79,11 +79,40 @@ static enum MHD_Result add_arg(void *cls, enum MHD_ValueKind kind, const char *k
   return MHD_YES;
 }
 
+typedef struct head_acc {
+  sbuf *b;
+  const char *host; /* network.maskRequestHost, ${PORT} replaced; NULL = as sent */
+} head_acc;
+
 static enum MHD_Result add_header(void *cls, enum MHD_ValueKind kind, const char *key, const char *value) {
   (void)kind;
-  sbuf *b = cls;
-  if (!is_hop(key)) sbuf_appendf(b, "%s: %s\r\n", key, value ? value : "");
+  head_acc *h = cls;
+  if (is_hop(key)) return MHD_YES;
+  if (h->host && strcasecmp(key, "Host") == 0) value = h->host;
+  sbuf_appendf(h->b, "%s: %s\r\n", key, value ? value : "");
   return MHD_YES;
+}
+
+/* maskRequestHost with ${PORT} replaced by the target port (malloc). */
+static char *masked_host(sandbox *sb, long port) {
+  json_t *net = sandbox_network_json(sb);
+  const char *mask = json_string_value(json_object_get(net, "maskRequestHost"));
+  char *out = NULL;
+  if (mask && *mask) {
+    sbuf b = {0};
+    for (const char *p = mask; *p;) {
+      if (strncmp(p, "${PORT}", 7) == 0) {
+        sbuf_appendf(&b, "%ld", port);
+        p += 7;
+      } else {
+        sbuf_append(&b, p++, 1);
+      }
+    }
+    out = xstrdup(b.data);
+    sbuf_free(&b);
+  }
+  json_decref(net);
+  return out;
 }
 
 static int upstream_write(pconn *c, const void *data, size_t n) {
@@ -361,7 +390,9 @@ void port_route(http_req *r, const char *sandbox_id, long port) {
   query_acc q = {&head, 0};
   MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, add_arg, &q);
   sbuf_appendf(&head, " HTTP/1.1\r\n");
-  MHD_get_connection_values(r->conn, MHD_HEADER_KIND, add_header, &head);
+  head_acc ha = {&head, masked_host(sb, port)};
+  MHD_get_connection_values(r->conn, MHD_HEADER_KIND, add_header, &ha);
+  free((char *)ha.host);
   if (cl) sbuf_appendf(&head, "Content-Length: %s\r\n", cl);
   if (c->chunked_req) sbuf_appendf(&head, "Transfer-Encoding: chunked\r\n");
   if (c->upgrade)
