@@ -509,6 +509,9 @@ static void restore_one(const char *id) {
   sb->state = SB_PAUSED;
   sb->paused_memory = 0;
   sb->dir = dir;
+  /* st points into m: the log line below needs it after m is released */
+  char was[16];
+  snprintf(was, sizeof was, "%s", st);
   json_decref(m);
   if (registry_add(sb) != 0) {
     sandbox_free(sb);
@@ -516,7 +519,7 @@ static void restore_one(const char *id) {
   }
   write_meta(sb);
   sandbox_log(sb, 2, NULL, "e2b-local restarted: the sandbox is paused (its files are kept, its processes ended)");
-  log_msg("sandbox %s: restored as paused (was %s)", sb->id, st);
+  log_msg("sandbox %s: restored as paused (was %s)", sb->id, was);
   sandbox_unref(sb);
 }
 
