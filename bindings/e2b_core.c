@@ -569,13 +569,13 @@ static int req_read_bytes(lua_State *L) {
   return 1;
 }
 
-/* process() -> { pid, tag, boot_id, tracked } of a tracked process stream */
+/* process() -> { pid, tag, dir, tracked } of a tracked process stream */
 static int req_process(lua_State *L) {
   req_ud *r = check_req(L);
   lua_createtable(L, 0, 4);
   set_int(L, "pid", e2b_req_proc_pid(r->req));
   set_str(L, "tag", e2b_req_proc_tag(r->req));
-  set_str(L, "boot_id", e2b_req_proc_boot_id(r->req));
+  set_str(L, "dir", e2b_req_proc_dir(r->req));
   lua_pushboolean(L, e2b_req_proc_tracked(r->req));
   lua_setfield(L, -2, "tracked");
   return 1;
@@ -1099,14 +1099,16 @@ static int sbx_run(lua_State *L) {
   return push_req(L, u->l, req, RES_RUN, &err);
 }
 
-/* track(start_opts, env_replace?) -> a tracked process stream */
+/* track(start_opts, env_replace?, keep_output?) -> a tracked process stream */
 static int sbx_track(lua_State *L) {
   sbx_ud *u = check_sbx(L);
   luaL_checktype(L, 2, LUA_TTABLE);
   e2b_proc_opts o;
   read_proc_opts(L, 2, &o);
   e2b_error err;
-  e2b_req *req = e2b_proc_track(u->s, &o, lua_toboolean(L, 3), &err);
+  unsigned flags = (lua_toboolean(L, 3) ? E2B_TRACK_ENV_REPLACE : 0) |
+                   (lua_isnoneornil(L, 4) || lua_toboolean(L, 4) ? 0 : E2B_TRACK_NO_KEEP);
+  e2b_req *req = e2b_proc_track(u->s, &o, flags, &err);
   return push_req(L, u->l, req, RES_STREAM, &err);
 }
 
@@ -1139,6 +1141,16 @@ static int sbx_signal_async(lua_State *L) {
   check_target(L, 2, &pid, &tag);
   e2b_error err;
   e2b_req *req = e2b_proc_signal(u->s, pid, tag, (int)luaL_checkinteger(L, 3), &err);
+  if (req) e2b_req_autofree(req);
+  return 0;
+}
+
+/* forget_async(tag): removes kept output unattended (cleanup that need not wait). */
+static int sbx_forget_async(lua_State *L) {
+  sbx_ud *u = luaL_checkudata(L, 1, SBX_MT);
+  if (!u->s) return 0;
+  e2b_error err;
+  e2b_req *req = e2b_proc_forget(u->s, luaL_checkstring(L, 2), &err);
   if (req) e2b_req_autofree(req);
   return 0;
 }
@@ -1364,7 +1376,7 @@ int luaopen_e2b_core(lua_State *L) {
       {"remove", sbx_remove},     {"read", sbx_read},             {"write", sbx_write},
       {"url", sbx_url},           {"health", sbx_health},         {"run", sbx_run},
       {"track", sbx_track},       {"attach", sbx_attach},         {"forget", sbx_forget},
-      {"signal_async", sbx_signal_async},
+      {"signal_async", sbx_signal_async}, {"forget_async", sbx_forget_async},
       {"close", sbx_gc},
       {NULL, NULL}};
   static const luaL_Reg req_methods[] = {

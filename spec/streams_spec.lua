@@ -93,6 +93,20 @@ describe("command output", function()
     assert.is_true(r.bytes_dropped > 500000)
   end)
 
+  it("runs on the fast path alone with keep_output = false (nothing kept, no reattach)", function()
+    local r = assert(sbx:run("printf 'fast\\0path'", { keep_output = false }))
+    assert.are.equal("fast\0path", r.stdout)
+    local proc = assert(sbx:spawn({ "sleep", "5" }, { keep_output = false, tag = "unkept-" .. h.core.uuid4() }))
+    assert.is_false(proc.tracked)
+    local again, err = sbx:attach(proc.tag, { offsets = { stdout = 1 } })
+    assert.is_nil(again)
+    assert.are.equal("unsupported", err.kind)
+    proc:close()
+    r = assert(sbx:run({ "env" }, { env = { ONLY = "y" }, env_mode = "replace", keep_output = false }))
+    assert.truthy(r.stdout:find("ONLY=y", 1, true))
+    assert.is_nil(r.stdout:find("HOME=", 1, true))
+  end)
+
   it("has no hidden limit on a command's runtime", function()
     local r = assert(sbx:run("sleep 2; echo late"))
     assert.are.equal("late\n", r.stdout)
@@ -212,8 +226,11 @@ describe("reattaching", function()
     local s3 = h.sandbox({}, client)
     local proc = assert(s3:spawn({ "sleep", "300" }))
     assert.is_string(proc.tag)
+    local boot = assert(proc:boot_id())
+    assert.are.equal(boot .. "\n", assert(s3:run("cat /proc/sys/kernel/random/boot_id")).stdout)
     assert(s3:pause({ mode = "filesystem" }))
     assert(client:connect(s3.sandbox_id))
+    assert.are_not.equal(boot .. "\n", assert(s3:run("cat /proc/sys/kernel/random/boot_id")).stdout)
     -- A new process may well have the old pid now; the handle cannot hit it.
     local again = assert(s3:spawn({ "sleep", "301" }))
     local ok, err = proc:signal("KILL")
@@ -340,10 +357,11 @@ describe("ports", function()
       { cwd = "/tmp" }))
     assert(sbx.files:write("/tmp/page.html", "<p>hello from the sandbox</p>"))
     local url = sbx:url(8000) .. "/page.html"
+    -- The server may still be starting: until it listens the proxy answers 502.
     local body = ""
-    for _ = 1, 50 do
+    for _ = 1, 100 do
       body = h.host(("curl -s --max-time 2 %s"):format(h.shell_quote(url)))
-      if body ~= "" then break end
+      if body == "<p>hello from the sandbox</p>" then break end
       h.e2b.sleep(100)
     end
     assert.are.equal("<p>hello from the sandbox</p>", body)

@@ -340,17 +340,18 @@ const e2b_proc_info *e2b_req_proc_at(const e2b_req *req, size_t i);
 /* -- tracked processes: output kept in the sandbox, read by offset -- */
 
 /* Starts opts wrapped so that its stdout and stderr are also appended to
- * private files in a per-process scratch directory (/tmp/.e2b-proc/<tag>),
- * together with its exit status and the sandbox boot id. The request is a
+ * private files in a per-process scratch directory (/tmp/.e2b-proc/<hex tag>),
+ * together with its exit status and the sandbox boot id it started under. The request is a
  * stream of events like e2b_proc_start's; the live Connect stream is only
  * the fast path: if it breaks (a dropped connection, an idle budget, a
  * paused sandbox) the output is read from the files at the offsets already
  * received, so no byte is lost or repeated. Every tracked process gets a
  * tag (opts->tag or a generated one); signals and input go by tag.
- * env_replace: the command sees only opts->env (plus PATH when not given);
- * names, never values, travel on the command line. PTY processes are not
- * tracked (their output is a terminal, not a file). */
-e2b_req *e2b_proc_track(e2b_sbx *sbx, const e2b_proc_opts *opts, int env_replace, e2b_error *err);
+ * E2B_TRACK_ENV_REPLACE: names, never values, travel on the command line.
+ * PTY processes are never kept (their output is a terminal, not a file). */
+#define E2B_TRACK_ENV_REPLACE 1u /* the command sees only opts->env (+ PATH) */
+#define E2B_TRACK_NO_KEEP 2u     /* the fast path only: nothing kept, no wrapper processes */
+e2b_req *e2b_proc_track(e2b_sbx *sbx, const e2b_proc_opts *opts, unsigned flags, e2b_error *err);
 /* Reattaches to a process by pid (tag NULL) or tag and continues its output
  * from the given offsets (bytes already consumed). A tracked process's
  * output is read from the start, so any client continues exactly where a
@@ -360,7 +361,9 @@ e2b_req *e2b_proc_attach(e2b_sbx *sbx, uint32_t pid, const char *tag, int64_t st
                          int64_t stderr_offset, long idle_timeout_ms, e2b_error *err);
 uint32_t e2b_req_proc_pid(const e2b_req *req);
 const char *e2b_req_proc_tag(const e2b_req *req);
-const char *e2b_req_proc_boot_id(const e2b_req *req); /* NULL until known */
+/* The scratch directory of a tracked process: out, err, exit and boot (the
+ * sandbox boot id when it started). NULL when not tracked. */
+const char *e2b_req_proc_dir(const e2b_req *req);
 int e2b_req_proc_tracked(const e2b_req *req);
 /* Removes a tracked process's scratch directory (its kept output). */
 e2b_req *e2b_proc_forget(e2b_sbx *sbx, const char *tag, e2b_error *err);

@@ -20,10 +20,11 @@
 
 /* $1: scratch dir; the rest: the command. Output goes to the live stream and
  * to the files (tee); the exit status is written once both tees finished, so
- * an existing exit file means the output files are complete. The tees run
- * in sessions of their own and the wrapper ignores catchable signals (its
- * trap is reset in the command), so a signal to the process group reaches
- * the command without cutting its output or losing its exit status. The
+ * an existing exit file means the output files are complete. The tees ignore
+ * catchable signals (an ignored signal stays ignored across exec) and the
+ * wrapper traps them (a trap is reset in the command), so a signal to the
+ * process group reaches the command without cutting its output or losing
+ * its exit status; only SIGKILL ends them all. The
  * command's environment is pruned to E2B_ENV_KEEP's names when that is set. */
 static const char WRAPPER[] =
     "d=$1; shift\n"
@@ -34,8 +35,8 @@ static const char WRAPPER[] =
     "  for v in $(compgen -e); do case \"$k\" in *\" $v \"*) ;; *) unset \"$v\" 2>/dev/null;; esac; done\n"
     "fi\n"
     "unset E2B_ENV_KEEP\n"
-    "exec 3> >(exec setsid tee -a \"$d/out\"); o=$!\n"
-    "exec 4> >(exec setsid tee -a \"$d/err\" >&2 3>&-); e=$!\n"
+    "exec 3> >(trap '' TERM INT HUP QUIT; exec tee -a \"$d/out\"); o=$!\n"
+    "exec 4> >(trap '' TERM INT HUP QUIT; exec tee -a \"$d/err\" >&2 3>&-); e=$!\n"
     "trap : TERM INT HUP QUIT\n"
     "\"$@\" >&3 2>&4 3>&- 4>&-\n"
     "rc=$?\n"
@@ -54,7 +55,7 @@ static const char ENV_ONLY[] =
     "exec \"$@\"\n";
 
 enum { MODE_LIVE, MODE_POLL };
-enum { R_OUT, R_ERR, R_EXIT, R_BOOT };
+enum { R_OUT, R_ERR, R_EXIT };
 
 typedef struct track_state {
   e2b_sbx *sbx;
@@ -82,9 +83,6 @@ typedef struct track_state {
   long idle_ms;
   int wake;          /* the wake-up stream saw output: poll now */
   int64_t wake_retry_at;
-  char *boot_id;
-  e2b_req *boot_read;
-  int boot_tries;
   e2b_error last_err;
 } track_state;
 
@@ -93,11 +91,9 @@ static void track_free(void *p) {
   e2b_req_free(s->live);
   e2b_req_free(s->list);
   e2b_req_free(s->read);
-  e2b_req_free(s->boot_read);
   e2b_growbuf_free(&s->small);
   free(s->tag);
   free(s->dir);
-  free(s->boot_id);
   e2b_sbx_release(s->sbx);
   free(s);
 }
@@ -161,39 +157,6 @@ static int over_cap(e2b_req *op) {
   return 1;
 }
 
-/* ---- boot id (read in the background once the process started) ---- */
-
-static void boot_step(e2b_req *op, track_state *s) {
-  /* The wrapper writes the file as it starts: a few tries cover the race. */
-  if (!s->tracked || !s->started || s->boot_id || s->boot_tries >= 5) return;
-  if (!s->boot_read) {
-    char path[512];
-    snprintf(path, sizeof path, "%s/boot", s->dir);
-    e2b_error err;
-    s->boot_read = e2b_op_child(op, e2b_file_read(s->sbx, path, "root", 0, &err));
-    s->boot_tries++;
-    return;
-  }
-  if (!e2b_req_done(s->boot_read) && s->boot_read->queue_head == NULL) return;
-  growbuf b = {0};
-  queued *n;
-  while ((n = e2b_req_pop_node(s->boot_read))) {
-    e2b_growbuf_append(&b, n->ev.data, n->ev.len);
-    free(n);
-  }
-  if (!e2b_req_done(s->boot_read)) {
-    e2b_growbuf_free(&b);
-    return;
-  }
-  if (!e2b_req_error(s->boot_read) && b.len >= 36) {
-    b.data[36] = 0;
-    s->boot_id = strdup(b.data);
-  }
-  e2b_growbuf_free(&b);
-  e2b_req_free(s->boot_read);
-  s->boot_read = NULL;
-}
-
 /* ---- live mode ---- */
 
 static void to_poll(e2b_req *op, track_state *s, const e2b_error *why) {
@@ -243,7 +206,7 @@ static void live_step(e2b_req *op, track_state *s) {
 
 /* ---- poll mode ---- */
 
-static const char *const file_names[] = {"out", "err", "exit", "boot"};
+static const char *const file_names[] = {"out", "err", "exit"};
 
 static void start_read(e2b_req *op, track_state *s, int which) {
   char path[512];
@@ -314,7 +277,9 @@ static void poll_step(e2b_req *op, track_state *s) {
   if (s->read) {
     if (!over_cap(op)) read_done(op, s);
     if (!e2b_req_done(s->read) || s->read->queue_head) return;
-    const e2b_error *err = e2b_req_error(s->read);
+    /* a copy: the error lives in the request freed just below */
+    e2b_error err_copy, *err = NULL;
+    if (e2b_req_error(s->read)) err = memcpy(&err_copy, e2b_req_error(s->read), sizeof err_copy);
     int which = s->reading, status = e2b_req_status(s->read);
     e2b_req_free(s->read);
     s->read = NULL;
@@ -389,11 +354,13 @@ static void list_step(e2b_req *op, track_state *s) {
   if (!e2b_req_done(s->list)) return;
   const e2b_error *err = e2b_req_error(s->list);
   if (err) return fail(op, err);
-  int found = 0;
+  int found = 0, kept = 0;
   for (size_t i = 0; i < e2b_req_proc_count(s->list); i++) {
     const e2b_proc_info *p = e2b_req_proc_at(s->list, i);
     if ((s->pid && p->pid == s->pid) || (s->tag && p->tag && strcmp(p->tag, s->tag) == 0)) {
       found = 1;
+      /* the wrapper's $0 says its output is kept (a tag alone does not) */
+      kept = p->arg_count > 2 && strcmp(p->args[2], "e2b-proc") == 0;
       s->pid = p->pid;
       if (!s->tag && p->tag && !(s->tag = strdup(p->tag))) return nomem(op);
     }
@@ -408,22 +375,22 @@ static void list_step(e2b_req *op, track_state *s) {
       return fail(op, &nf);
     }
   }
-  if (!s->tag) {
-    /* Running but untagged: not ours to read back; follow it from now. */
+  if (!s->tag || (found && !kept)) {
+    /* Running but not wrapped by us: nothing to read back; follow it from now. */
     s->tracked = 0;
   } else if (!(s->dir = scratch_dir(s->tag))) {
     return nomem(op);
+  }
+  if (!s->tracked && (s->off[0] || s->off[1])) {
+    e2b_error un;
+    e2b_err_set(&un, E2B_ERR_UNSUPPORTED, op->op,
+                "process %u keeps no output, so offsets cannot be honoured", s->pid);
+    return fail(op, &un);
   }
   emit_start(op, s);
   if (s->tracked) {
     to_poll(op, s, NULL);
   } else {
-    if (s->off[0] || s->off[1]) {
-      e2b_error un;
-      e2b_err_set(&un, E2B_ERR_UNSUPPORTED, op->op,
-                  "process %u keeps no output, so offsets cannot be honoured", s->pid);
-      return fail(op, &un);
-    }
     e2b_error cerr;
     s->live = e2b_op_child(op, e2b_proc_connect(s->sbx, s->pid, NULL, s->idle_ms, &cerr));
     if (!s->live) return fail(op, &cerr);
@@ -435,7 +402,6 @@ static void track_advance(e2b_req *op) {
   if (s->list) return list_step(op, s);
   if (s->mode == MODE_LIVE && s->live) live_step(op, s);
   else if (s->mode == MODE_POLL) poll_step(op, s);
-  if (!op->done) boot_step(op, s);
 }
 
 /* ---- entry points ---- */
@@ -468,7 +434,7 @@ static char *env_names(const e2b_kv *env, size_t n) {
   return names;
 }
 
-e2b_req *e2b_proc_track(e2b_sbx *sbx, const e2b_proc_opts *opts, int env_replace, e2b_error *err) {
+e2b_req *e2b_proc_track(e2b_sbx *sbx, const e2b_proc_opts *opts, unsigned flags, e2b_error *err) {
   const char *op = "process.start";
   e2b_error_clear(err);
   /* The caller's own fields are checked as they are (the wrapper moves them). */
@@ -487,16 +453,17 @@ e2b_req *e2b_proc_track(e2b_sbx *sbx, const e2b_proc_opts *opts, int env_replace
     snprintf(gen, sizeof gen, "e2b-%s", id);
     tag = gen;
   }
-  int pty = opts->pty_cols > 0;
+  int env_replace = (flags & E2B_TRACK_ENV_REPLACE) != 0;
+  int keep = !(flags & E2B_TRACK_NO_KEEP) && opts->pty_cols == 0;
   track_state *s = new_state(sbx, tag, opts->idle_timeout_ms);
   char *dir = s ? scratch_dir(tag) : NULL;
-  char *keep = env_replace ? env_names(opts->env, opts->env_count) : NULL;
+  char *names = env_replace ? env_names(opts->env, opts->env_count) : NULL;
   size_t n = opts->arg_count + 5;
   const char **args = calloc(n, sizeof *args);
   e2b_kv *env = calloc(opts->env_count + 1, sizeof *env);
-  if (!s || !dir || (env_replace && !keep) || !args || !env) {
+  if (!s || !dir || (env_replace && !names) || !args || !env) {
     free(dir);
-    free(keep);
+    free(names);
     free(args);
     free(env);
     if (s) track_free(s);
@@ -504,20 +471,23 @@ e2b_req *e2b_proc_track(e2b_sbx *sbx, const e2b_proc_opts *opts, int env_replace
     return NULL;
   }
   s->dir = dir;
-  s->tracked = !pty;
-  /* /bin/bash -c WRAPPER e2b-proc DIR cmd args... */
+  s->tracked = keep;
+  /* Kept: /bin/bash -c WRAPPER e2b-proc DIR cmd args...; not kept: the
+   * command itself, or under ENV_ONLY to prune its environment. */
   size_t a = 0;
-  args[a++] = "-c";
-  args[a++] = pty ? ENV_ONLY : WRAPPER;
-  args[a++] = pty ? "e2b-pty" : "e2b-proc";
-  if (!pty) args[a++] = dir;
-  args[a++] = opts->cmd;
+  if (keep || env_replace) {
+    args[a++] = "-c";
+    args[a++] = keep ? WRAPPER : ENV_ONLY;
+    args[a++] = keep ? "e2b-proc" : "e2b-env";
+    if (keep) args[a++] = dir;
+    args[a++] = opts->cmd;
+  }
   for (size_t i = 0; i < opts->arg_count; i++) args[a++] = opts->args[i];
   size_t ne = 0;
   for (size_t i = 0; i < opts->env_count; i++) env[ne++] = opts->env[i];
-  if (keep) env[ne++] = (e2b_kv){"E2B_ENV_KEEP", keep};
+  if (names) env[ne++] = (e2b_kv){"E2B_ENV_KEEP", names};
   e2b_proc_opts wrapped = *opts;
-  wrapped.cmd = "/bin/bash";
+  wrapped.cmd = keep || env_replace ? "/bin/bash" : opts->cmd;
   wrapped.args = args;
   wrapped.arg_count = a;
   wrapped.env = env;
@@ -527,7 +497,7 @@ e2b_req *e2b_proc_track(e2b_sbx *sbx, const e2b_proc_opts *opts, int env_replace
   s->live = e2b_proc_start(sbx, &wrapped, err);
   free(args);
   free(env);
-  free(keep);
+  free(names);
   if (!s->live) {
     track_free(s);
     return NULL;
@@ -602,9 +572,9 @@ const char *e2b_req_proc_tag(const e2b_req *req) {
   return s ? s->tag : NULL;
 }
 
-const char *e2b_req_proc_boot_id(const e2b_req *req) {
+const char *e2b_req_proc_dir(const e2b_req *req) {
   const track_state *s = tstate(req);
-  return s ? s->boot_id : NULL;
+  return s && s->tracked ? s->dir : NULL;
 }
 
 int e2b_req_proc_tracked(const e2b_req *req) {

@@ -37,11 +37,11 @@ local function check_path(op, path, field)
 end
 
 -- Streams a download into emit(chunk); returns the byte count.
-function Files:_download(op, path, emit)
+function Files:_download(op, path, emit, user)
   local ok, err = check_path(op, path)
   if not ok then return nil, err end
   local req
-  req, err = self._sbx._h:read(path, self:_user(), 0)
+  req, err = self._sbx._h:read(path, user or self:_user(), 0)
   if not req then return nil, self._sbx:_envd_err(err) end
   local total = 0
   while true do

@@ -59,6 +59,7 @@ local COMMON = {
   max_output = "positive",
   keep = check.oneof("tail"),
   tag = "nonempty",
+  keep_output = "boolean",
 }
 
 local RUN_SPEC = setmetatable({
@@ -116,6 +117,7 @@ local function new_process(sbx, req, info, offsets)
     pid = info.pid,
     tag = info.tag,
     tracked = info.tracked,
+    _dir = info.dir,
     _sbx = sbx,
     _req = req,
     _offsets = { stdout = offsets and offsets.stdout or 0, stderr = offsets and offsets.stderr or 0,
@@ -150,7 +152,7 @@ function M.spawn(sbx, cmd, opts)
   local o, err = check_command("spawn", cmd, opts, SPAWN_SPEC)
   if not o then return nil, err end
   local req
-  req, err = sbx._h:track(start_opts(sbx, cmd, o), o.env_mode == "replace")
+  req, err = sbx._h:track(start_opts(sbx, cmd, o), o.env_mode == "replace", o.keep_output ~= false)
   if not req then return nil, sbx:_envd_err(err) end
   local info
   info, err = await_start(req, sbx)
@@ -464,6 +466,30 @@ function Process:resize(size)
   return self:_unary(self._sbx._h:resize(self:_target(), cols, rows))
 end
 
+-- boot_id() -> the sandbox boot id this process started under (kept with
+-- its output; nil for a process whose output is not kept).
+function Process:boot_id()
+  if not self._dir then return nil end
+  if self._boot_id then return self._boot_id end
+  -- The wrapper writes the file as its first step, which may still be
+  -- running when spawn() returns: a short wait covers that, nothing more.
+  local deadline = adapter.now_ms() + 5000
+  while true do
+    local parts = {}
+    local n, err = self._sbx.files:_download("boot_id", self._dir .. "/boot",
+      function(c) parts[#parts + 1] = c end, "root")
+    local id = n and table.concat(parts):match("^%s*(.-)%s*$")
+    if id and id ~= "" then
+      self._boot_id = id
+      return id
+    end
+    if (n == nil and err.kind ~= "not_found") or adapter.now_ms() >= deadline then
+      return nil, err or errors.new("not_found", "boot_id", "the process's boot id was not recorded")
+    end
+    adapter.sleep(20)
+  end
+end
+
 function Process:offsets()
   return { stdout = self._offsets.stdout, stderr = self._offsets.stderr, pty = self._offsets.pty }
 end
@@ -481,7 +507,8 @@ function Process:close()
   self._closed = true
   if not self._detached then
     if not self._exit and not self._killed then self:kill() end
-    if self.tracked and self.tag then rt.finish(self._sbx._h:forget(self.tag)) end
+    -- Cleanup need not be waited for: the loop sends it unattended.
+    if self.tracked and self.tag then self._sbx._h:forget_async(self.tag) end
   end
   if self._feeding then self._feeding:close() end
   self._req:close()

@@ -97,7 +97,7 @@ function Sandbox:processes()
   for i, p in ipairs(list) do
     local cmd, args = p.cmd, p.args
     -- A tracked command runs under lua-e2b's wrapper: show the command itself.
-    if args[1] == "-c" and (args[3] == "e2b-proc" or args[3] == "e2b-pty") then
+    if args[1] == "-c" and (args[3] == "e2b-proc" or args[3] == "e2b-env") then
       local first = args[3] == "e2b-proc" and 5 or 4
       cmd, args = args[first], { unpack(args, first + 1) }
     end
