@@ -43,15 +43,21 @@ end
 function M.faults(rules, seed)
   local token = assert(os.getenv("E2B_LOCAL_ADMIN_TOKEN"), "fault injection needs e2b-local")
   local url = os.getenv("E2B_API_URL") .. "/_e2b_local/faults"
+  -- The token goes to curl in a private file, never on its command line.
+  local header = os.tmpname()
+  local f = assert(io.open(header, "w"))
+  f:write("X-Admin-Token: ", token, "\n")
+  f:close()
   local cmd
   if rules then
     local body = require("cjson").encode({ seed = seed or 1, rules = rules })
-    cmd = ("curl -sf -X POST -H 'X-Admin-Token: %s' -H 'Content-Type: application/json' --data-binary %s '%s'")
-      :format(token, M.shell_quote(body), url)
+    cmd = ("curl -sf -X POST -H @%s -H 'Content-Type: application/json' --data-binary %s '%s'")
+      :format(header, M.shell_quote(body), url)
   else
-    cmd = ("curl -sf -X DELETE -H 'X-Admin-Token: %s' '%s'"):format(token, url)
+    cmd = ("curl -sf -X DELETE -H @%s '%s'"):format(header, url)
   end
   local out = M.host(cmd .. " && echo OK")
+  os.remove(header)
   assert(out:find("OK"), "fault admin call failed: " .. out)
 end
 

@@ -1,0 +1,26 @@
+-- The plain-Lua examples are part of the product: each runs to completion
+-- against the backend under test (a failed assert inside exits non-zero).
+-- examples/openresty is run by spec/ngx/openresty_test.lua.
+require("helpers") -- refuses anything but a loopback e2b-local (or E2B_LIVE)
+
+local function run_example(name)
+  -- Keeps LD_PRELOAD: under the sanitizer build the binding needs it.
+  local p = assert(io.popen(("lua5.4 examples/%s 2>&1; echo \"exit=$?\""):format(name), "r"))
+  local out = p:read("a")
+  p:close()
+  return out
+end
+
+describe("examples", function()
+  it("quickstart.lua runs end to end", function()
+    local out = run_example("quickstart.lua")
+    assert.truthy(out:find("\nexit=0\n$"), out)
+    assert.truthy(out:find("created sandbox", 1, true), out)
+  end)
+
+  it("serve_page.lua serves a page from the sandbox and fetches it through url()", function()
+    local out = run_example("serve_page.lua")
+    assert.truthy(out:find("\nexit=0\n$"), out)
+    assert.truthy(out:find("fetched: <h1>Hello from ", 1, true), out)
+  end)
+end)
