@@ -1,7 +1,7 @@
 -- The plain-Lua examples are part of the product: each runs to completion
 -- against the backend under test (a failed assert inside exits non-zero).
 -- examples/openresty is run by spec/ngx/openresty_test.lua.
-require("helpers") -- refuses anything but a loopback e2b-local (or E2B_LIVE)
+require("spec.helpers") -- refuses anything but a loopback e2b-local (or E2B_LIVE)
 
 local function run_example(name)
   -- Keeps LD_PRELOAD: under the sanitizer build the binding needs it.

@@ -146,6 +146,24 @@ describe("lifecycle", function()
     assert.are.equal("running", assert(client:describe(other.sandbox_id)).state)
   end)
 
+  it("never pretends a pause: a pause answer on a still-running sandbox is an error; repeats succeed", function()
+    local sbx = h.sandbox({}, client)
+    if not h.live then
+      -- e2b-local answers 409 to the pause without pausing: only looking tells.
+      h.faults({ { match = "POST /sandboxes/*/pause", action = "status", status = 409, count = 1 } })
+      local ok, err = sbx:pause()
+      h.faults()
+      assert.is_nil(ok)
+      assert.truthy(err.message:find("still running", 1, true), tostring(err))
+      assert.are.equal("running", assert(client:describe(sbx.sandbox_id)).state)
+    end
+    assert.is_true(assert(sbx:pause({ mode = "filesystem" })))
+    assert.is_true(assert(sbx:pause({ mode = "filesystem" })))
+    assert.are.equal("paused", assert(client:describe(sbx.sandbox_id)).state)
+    assert.is_true(assert(sbx:kill()))
+    assert.is_true(assert(sbx:kill()))
+  end)
+
   it("pauses filesystem-only: processes end, files stay, and the boot id changes", function()
     local sbx = h.sandbox({}, client)
     local boot = assert(sbx:run("cat /proc/sys/kernel/random/boot_id")).stdout
