@@ -25,6 +25,7 @@ typedef struct run_state {
   int ended;
   int timed_out;
   int armed;
+  int64_t deadline_ms;
   long timeout_ms;
 } run_state;
 
@@ -133,6 +134,7 @@ static void run_advance(e2b_req *op) {
   }
   if (s->timeout_ms > 0 && !s->armed) {
     s->armed = 1; /* the deadline runs from the first step */
+    s->deadline_ms = e2b_now_ms() + s->timeout_ms;
     e2b_req_arm_timer(op, s->timeout_ms);
   }
   e2b_proc_event ev;
@@ -147,6 +149,13 @@ static void run_advance(e2b_req *op) {
     } else if (ev.type == E2B_EVENT_END) {
       s->ended = 1;
       e2b_req_disarm_timer(op);
+      /* envd enforces the same deadline (Connect-Timeout-Ms) and may end
+       * the process a moment before our timer fires: that is a timeout too. */
+      if (s->armed && ev.exit_code != 0 && e2b_now_ms() >= s->deadline_ms - 50) {
+        e2b_err_set(&err, E2B_ERR_TIMEOUT, op->op, "command timed out after %ld ms", s->timeout_ms);
+        err.retryable = 0;
+        return finish_run(op, s, NULL, &err);
+      }
       finish_run(op, s, &ev, NULL);
       return;
     }
