@@ -10,8 +10,8 @@ local function in_fresh_env(env, code)
   -- A sanitizer build's module needs its runtime preloaded in the child too.
   if os.getenv("LD_PRELOAD") then assigns[#assigns + 1] = ("LD_PRELOAD=%q"):format(os.getenv("LD_PRELOAD")) end
   local cmd = ("env -u E2B_API_KEY -u E2B_API_URL -u E2B_SANDBOX_URL -u E2B_DOMAIN -u E2B_TEMPLATE %s "
-    .. "LUA_PATH=%q LUA_CPATH=%q lua5.4 -e %q"):format(table.concat(assigns, " "),
-    package.path, package.cpath, code)
+    .. "LUA_PATH=%q LUA_CPATH=%q %s -e %q"):format(table.concat(assigns, " "),
+    package.path, package.cpath, h.lua_bin, code)
   return h.host(cmd)
 end
 

@@ -14,6 +14,10 @@ if not M.live then
     "the specs target a loopback e2b-local: run them under `e2b-local exec -- busted ...`")
 end
 
+-- The interpreter running the specs, for specs that start a fresh process
+-- with this process's package paths (busted --lua=luajit runs them too).
+M.lua_bin = rawget(_G, "jit") and "luajit" or (_VERSION == "Lua 5.1" and "lua5.1" or "lua5.4")
+
 local created = {}
 
 -- client(opts) -> a client for the backend under test

@@ -51,9 +51,9 @@ describe("identity", function()
     -- leak check is left to the main process (LSan's tracer crashes in a
     -- child spawned through io.popen here).
     local preload = os.getenv("LD_PRELOAD")
-    local out = h.host(("%sLUA_PATH=%q LUA_CPATH=%q lua5.4 -e %s"):format(
+    local out = h.host(("%sLUA_PATH=%q LUA_CPATH=%q %s -e %s"):format(
       preload and ("LD_PRELOAD=%q ASAN_OPTIONS=detect_leaks=0 "):format(preload) or "",
-      package.path, package.cpath, h.shell_quote(code)))
+      package.path, package.cpath, h.lua_bin, h.shell_quote(code)))
     assert.are.equal(sbx.sandbox_id .. " running", out)
   end)
 

@@ -63,7 +63,7 @@ M.read = read
 -- server (server-level), main (main-level), workers (default 1).
 function M.conf(port, opts)
   local lua_path = (os.getenv("E2B_NGX_LUA_PATH") or "") .. ROOT .. "/?.lua;;"
-  local lua_cpath = (os.getenv("E2B_NGX_LUA_CPATH") or "") .. ";"
+  local lua_cpath = (os.getenv("E2B_NGX_LUA_CPATH") or "") .. ";;"
   return ([[
 worker_processes %d;
 error_log logs/error.log info;
