@@ -8,6 +8,11 @@
 #   4. 1-3 again on a build with AddressSanitizer + UBSan
 #   5. the same busted specs against real E2B when E2B_LIVE=1 and E2B_API_KEY
 #      are set (reported as skipped otherwise)
+#   6. the binding built against LuaJIT 2.1's headers (warnings are errors),
+#      loaded by luajit and lua5.1; the busted specs again under LuaJIT
+#      (installed 5.1 rock, e2b.sched); the OpenResty suite (spec/ngx/*_test:
+#      nginx-light + lua module, e2b.ngx); `luarocks make` of a clean clone
+#      for Lua 5.4 and 5.1 into a temp tree
 # Suites 1-3 use what scripts/setup.sh installed (the rock and e2b-local).
 set -u
 cd "$(dirname "$0")/.."
@@ -92,9 +97,70 @@ run_sdk "official SDK compatibility" "$(command -v e2b-local)"
 echo "== official JS SDK $(node -p 'require("./spec/sdk/package.json").dependencies["e2b-2.45"]') (v1 routes) against e2b-local"
 run_sdk "official SDK compatibility (e2b 2.45)" "$(command -v e2b-local)" e2b-2.45
 
+# Counts a TAP log (busted -o TAP) into a suite's pass/fail.
+record_tap() { # suite log
+  pass=$(grep -c '^ok ' "$2")
+  fail=$(grep -c '^not ok ' "$2")
+  if ! grep -q '^1\.\.' "$2"; then fail=$((fail + 1)); fi
+  [ "$fail" = 0 ] || grep -vE '^ok |^[0-9:.]+ e2b-local' "$2" | head -80
+  record "$1" "$pass" "$fail"
+}
+
+echo "== binding against LuaJIT 2.1's headers (warnings are errors)"
+if build "$ROOT/build-luajit" -DLUA_VERSION=5.1 -DE2B_BUILD_TESTS=OFF -DE2B_BUILD_EMULATOR=OFF; then
+  load=0
+  for lua in luajit lua5.1; do
+    LUA_PATH="$ROOT/lua/?.lua;;" LUA_CPATH="$ROOT/build-luajit/lib/?.so;;" \
+      $lua -e 'assert(require("e2b").client{ api_key = "k" })' >>"$LOGS/build-luajit-load.log" 2>&1 ||
+      { load=$((load + 1)); echo "e2b.core does not load in $lua"; cat "$LOGS/build-luajit-load.log"; }
+  done
+  record "binding for LuaJIT (builds, loads in luajit+lua5.1)" $((2 - load)) $load
+else
+  tail -40 "$LOGS/build-luajit-configure.log" "$LOGS/build-luajit-build.log" 2>/dev/null
+  record "binding for LuaJIT (build)" 0 1
+fi
+
+echo "== busted specs, LuaJIT, installed 5.1 rock (e2b.sched), against e2b-local"
+luajit_specs=""
+only54=""
+for f in spec/*_spec.lua spec/ngx/*_spec.lua; do
+  if luajit -bl "$f" >/dev/null 2>&1; then luajit_specs="$luajit_specs $f"; else only54="$only54 $f"; fi
+done
+[ -z "$only54" ] || echo "Lua 5.4-only syntax, run by the Lua 5.4 suites only:$only54"
+timeout 900 e2b-local exec -- busted --lua=luajit -o TAP $luajit_specs >"$LOGS/busted-luajit.log" 2>&1
+record_tap "busted specs (LuaJIT)" "$LOGS/busted-luajit.log"
+
+echo "== OpenResty: nginx-light + libnginx-mod-http-lua, e2b.ngx, installed 5.1 rock"
+timeout 900 e2b-local exec -- busted --lua=lua5.4 -o TAP --pattern=_test spec/ngx \
+  >"$LOGS/openresty.log" 2>&1
+record_tap "OpenResty (nginx + LuaJIT, e2b.ngx)" "$LOGS/openresty.log"
+
+echo "== luarocks make from a clean clone, Lua 5.4 and 5.1 (temp tree)"
+rocks=$(mktemp -d /tmp/lua-e2b-rocks.XXXXXX)
+git clone -q "$ROOT" "$rocks/src"
+rock_pass=0
+rock_fail=0
+for v in 5.4 5.1; do
+  lua=lua5.4
+  [ "$v" = 5.1 ] && lua=luajit
+  if (cd "$rocks/src" && luarocks --lua-version=$v --tree="$rocks/tree" make --deps-mode=none \
+    rockspec/lua-e2b-scm-1.rockspec) >"$LOGS/rock-$v.log" 2>&1 &&
+    LUA_PATH="$rocks/tree/share/lua/$v/?.lua;;" LUA_CPATH="$rocks/tree/lib/lua/$v/?.so;;" \
+      $lua -e 'assert(require("e2b").VERSION)' >>"$LOGS/rock-$v.log" 2>&1 &&
+    [ -x "$rocks/tree/bin/e2b-local" ]; then
+    rock_pass=$((rock_pass + 1))
+  else
+    rock_fail=$((rock_fail + 1))
+    tail -30 "$LOGS/rock-$v.log"
+  fi
+done
+rm -rf "$rocks"
+record "luarocks make, clean clone (5.4, 5.1)" $rock_pass $rock_fail
+
 echo "== AddressSanitizer + UBSan build"
 ASAN_LIB=$(gcc -print-file-name=libasan.so)
-export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:halt_on_error=1:detect_stack_use_after_return=0"
+# A small quarantine keeps RSS meaningful for the bounded-memory specs.
+export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:halt_on_error=1:detect_stack_use_after_return=0:quarantine_size_mb=4:thread_local_quarantine_size_kb=64"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 if build "$ROOT/build-asan" -DE2B_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug; then
   run_ctest "C unit tests (ASan+UBSan)" "$ROOT/build-asan"
