@@ -114,6 +114,24 @@ static void base64_rejects_garbage(void) {
   CHECK(e2b_b64_decode("Zm9v!", 5, out, &n) == -1);
   CHECK(e2b_b64_decode("Z", 1, out, &n) == -1);
   CHECK(e2b_b64_decode("Zg=", 3, out, &n) == -1);
+  CHECK(e2b_b64_decode("Zg==Zg==", 8, out, &n) == -1); /* padding inside */
+  CHECK(e2b_b64_decode("Z===", 4, out, &n) == -1);     /* three pad characters */
+  CHECK(e2b_b64_decode("Zm9=", 4, out, &n) == 0);      /* one pad after three */
+  CHECK_MEM(out, n, "fo", 2);
+  CHECK(e2b_b64_decode("Zm 9", 4, out, &n) == -1);
+  CHECK(e2b_b64_decode("Zm\x80" "9", 4, out, &n) == -1);
+  CHECK(e2b_b64_decode("", 0, out, &n) == 0 && n == 0);
+}
+
+static void base64_encodes_every_tail_length(void) {
+  /* RFC 4648 section 10 vectors */
+  const char *plain[] = {"", "f", "fo", "foo", "foob", "fooba", "foobar"};
+  const char *coded[] = {"", "Zg==", "Zm8=", "Zm9v", "Zm9vYg==", "Zm9vYmE=", "Zm9vYmFy"};
+  char out[16];
+  for (int i = 0; i < 7; i++) {
+    CHECK(e2b_b64_encode(plain[i], strlen(plain[i]), out) == strlen(coded[i]));
+    CHECK(strcmp(out, coded[i]) == 0);
+  }
 }
 
 static void base64_round_trips_every_byte_value(void) {
@@ -201,6 +219,7 @@ int main(void) {
   RUN(base64_rfc4648_vectors);
   RUN(base64_accepts_url_safe_and_unpadded);
   RUN(base64_rejects_garbage);
+  RUN(base64_encodes_every_tail_length);
   RUN(base64_round_trips_every_byte_value);
   RUN(signature_matches_wire_vectors);
   RUN(secure_streq_compares_whole_strings);

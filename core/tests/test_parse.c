@@ -133,6 +133,53 @@ static void keepalives_are_skipped_and_garbage_refused(void) {
   CHECK(event("not json", &err) == NULL && err.code == E2B_ERR_PROTOCOL);
 }
 
+/* A data event large enough for the bulk path: `prefix` + base64 of n bytes + `suffix`. */
+static queued *bulk_event(const char *prefix, size_t n, const char *suffix, uint8_t *raw, e2b_error *err) {
+  for (size_t i = 0; i < n; i++) raw[i] = (uint8_t)(i * 7 + 3);
+  char *b64 = e2b_b64_encode_alloc(raw, n);
+  size_t len = strlen(prefix) + strlen(b64) + strlen(suffix);
+  char *json = malloc(len + 1);
+  snprintf(json, len + 1, "%s%s%s", prefix, b64, suffix);
+  queued *q = NULL;
+  e2b_error_clear(err);
+  if (e2b_parse_proc_event(json, len, &q, err) != 0) q = NULL;
+  free(b64);
+  free(json);
+  return q;
+}
+
+static void large_data_events_decode_exactly_whatever_the_spacing(void) {
+  static uint8_t raw[100000];
+  e2b_error err;
+  const char *shapes[][2] = {
+      {"{\"event\":{\"data\":{\"stdout\":\"", "\"}}}"},
+      {"{ \"event\" : { \"data\" : { \"stderr\" :  \"", "\" } } }"}, /* protojson's random spaces */
+      {"{\"event\":{\"data\":{\"pty\":\"", "\"}},\"extra\":\"x\\\"stdout\\\":\\\"y\"}"},
+  };
+  e2b_event_type types[] = {E2B_EVENT_STDOUT, E2B_EVENT_STDERR, E2B_EVENT_PTY};
+  for (int i = 0; i < 3; i++) {
+    queued *q = bulk_event(shapes[i][0], sizeof raw, shapes[i][1], raw, &err);
+    CHECK(q && q->ev.type == types[i]);
+    if (q) CHECK_MEM(q->ev.data, q->ev.len, raw, sizeof raw);
+    free(q);
+  }
+}
+
+static void large_data_events_refuse_what_is_not_base64(void) {
+  static uint8_t raw[3000];
+  e2b_error err;
+  /* a JSON escape inside the text: the plain path decodes it, base64 refuses it */
+  CHECK(bulk_event("{\"event\":{\"data\":{\"stdout\":\"\\u0041", sizeof raw, "\"}}}", raw, &err) == NULL &&
+        err.code == E2B_ERR_PROTOCOL);
+  /* broken JSON after the text is still broken */
+  CHECK(bulk_event("{\"event\":{\"data\":{\"stdout\":\"", sizeof raw, "\"}}", raw, &err) == NULL &&
+        err.code == E2B_ERR_PROTOCOL);
+  /* the key inside another string is not the field */
+  CHECK(bulk_event("{\"event\":{\"data\":{\"note\":\"\\\"stdout\\\":\\\"", sizeof raw, "\"}}}", raw, &err) ==
+            NULL &&
+        err.code == E2B_ERR_PROTOCOL);
+}
+
 int main(void) {
   RUN(sandbox_detail_maps_every_field);
   RUN(sandbox_without_id_is_refused);
@@ -141,5 +188,7 @@ int main(void) {
   RUN(process_events_decode_exact_bytes);
   RUN(end_event_defaults_absent_fields);
   RUN(keepalives_are_skipped_and_garbage_refused);
+  RUN(large_data_events_decode_exactly_whatever_the_spacing);
+  RUN(large_data_events_refuse_what_is_not_base64);
   return TESTING_DONE();
 }
