@@ -7,6 +7,8 @@ local N = tonumber(arg[1]) or 10
 local MB = tonumber(arg[2]) or 200
 local now = core.now_ms
 
+local function report(name, value) print(("%s %.1f"):format(name, value)) end
+
 local client = assert(e2b.client{})
 
 -- create + run + kill, one after the other
@@ -19,7 +21,7 @@ for i = 1, N do
   times[i] = now() - t0
 end
 table.sort(times)
-print("create_run_kill_ms", times[math.ceil(N / 2)])
+report("create_run_kill_ms", times[math.ceil(N / 2)])
 
 local sbx = assert(client:create{})
 
@@ -31,7 +33,7 @@ local function throughput(read_all)
   return bytes / 1e6 / ((now() - t0) / 1000)
 end
 
-print("stdout_mbps_tracked", throughput(function()
+report("stdout_mbps_tracked", throughput(function()
   local proc = assert(sbx:spawn(("head -c %d /dev/zero"):format(MB * 1000000)))
   local n = 0
   while true do
@@ -44,7 +46,7 @@ print("stdout_mbps_tracked", throughput(function()
 end))
 
 -- the same with keep_output = false: the live Connect stream alone
-print("stdout_mbps_live_only", throughput(function()
+report("stdout_mbps_live_only", throughput(function()
   local proc = assert(sbx:spawn(("head -c %d /dev/zero"):format(MB * 1000000), { keep_output = false }))
   local n = 0
   while true do
@@ -61,7 +63,7 @@ local proc = assert(sbx:spawn(("head -c %d /dev/zero"):format(MB * 1000000)))
 repeat until not proc:read() -- to its end; the kept copy stays after detach
 proc:detach()
 proc:close()
-print("stdout_mbps_polled", throughput(function()
+report("stdout_mbps_polled", throughput(function()
   local again = assert(sbx:attach(proc.tag))
   local n = 0
   while true do
@@ -80,7 +82,7 @@ e2b.run(function()
   for i = 1, 200 do tasks[i] = e2b.spawn(function() return assert(sbx:run("echo " .. i)).stdout end) end
   for i = 1, 200 do assert(tasks[i]:wait() == i .. "\n") end
 end)
-print("concurrent_200_ms", now() - t0)
+report("concurrent_200_ms", now() - t0)
 
 -- and without kept output (no wrapper, no tee processes)
 t0 = now()
@@ -91,5 +93,5 @@ e2b.run(function()
   end
   for i = 1, 200 do assert(tasks[i]:wait() == i .. "\n") end
 end)
-print("concurrent_200_unkept_ms", now() - t0)
+report("concurrent_200_unkept_ms", now() - t0)
 sbx:kill()
