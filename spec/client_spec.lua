@@ -5,14 +5,7 @@ local e2b = h.e2b
 -- Evaluates Lua in a fresh interpreter with a controlled environment, so the
 -- environment fallbacks can be observed without touching this process.
 local function in_fresh_env(env, code)
-  local assigns = {}
-  for k, v in pairs(env) do assigns[#assigns + 1] = ("%s=%q"):format(k, v) end
-  -- A sanitizer build's module needs its runtime preloaded in the child too.
-  if os.getenv("LD_PRELOAD") then assigns[#assigns + 1] = ("LD_PRELOAD=%q"):format(os.getenv("LD_PRELOAD")) end
-  local cmd = ("env -u E2B_API_KEY -u E2B_API_URL -u E2B_SANDBOX_URL -u E2B_DOMAIN -u E2B_TEMPLATE %s "
-    .. "LUA_PATH=%q LUA_CPATH=%q %s -e %q"):format(table.concat(assigns, " "),
-    package.path, package.cpath, h.lua_bin, code)
-  return h.host(cmd)
+  return h.fresh_lua(code, { bare = true, env = env })
 end
 
 describe("client configuration", function()

@@ -18,6 +18,28 @@ end
 -- with this process's package paths (busted --lua=luajit runs them too).
 M.lua_bin = rawget(_G, "jit") and "luajit" or (_VERSION == "Lua 5.1" and "lua5.1" or "lua5.4")
 
+-- fresh_lua(code, opts) -> what code writes to stdout, run by a new
+-- interpreter with this process's package paths. opts.env: variables to set;
+-- opts.bare: start without the E2B_* variables. Under a sanitizer build the
+-- child gets the runtime preloaded, its leak check left to this process
+-- (LSan's tracer crashes in a child spawned through io.popen here).
+function M.fresh_lua(code, opts)
+  opts = opts or {}
+  local words = { "env" }
+  if opts.bare then
+    for _, name in ipairs({ "E2B_API_KEY", "E2B_API_URL", "E2B_SANDBOX_URL", "E2B_DOMAIN", "E2B_TEMPLATE" }) do
+      words[#words + 1] = "-u " .. name
+    end
+  end
+  for k, v in pairs(opts.env or {}) do words[#words + 1] = k .. "=" .. M.shell_quote(v) end
+  local preload = os.getenv("LD_PRELOAD")
+  if preload then words[#words + 1] = "LD_PRELOAD=" .. M.shell_quote(preload) .. " ASAN_OPTIONS=detect_leaks=0" end
+  words[#words + 1] = "LUA_PATH=" .. M.shell_quote(package.path)
+  words[#words + 1] = "LUA_CPATH=" .. M.shell_quote(package.cpath)
+  words[#words + 1] = M.lua_bin .. " -e " .. M.shell_quote(code)
+  return M.host(table.concat(words, " "))
+end
+
 local created = {}
 
 -- client(opts) -> a client for the backend under test
@@ -63,6 +85,36 @@ function M.faults(rules, seed)
   local out = M.host(cmd .. " && echo OK")
   os.remove(header)
   assert(out:find("OK"), "fault admin call failed: " .. out)
+end
+
+-- http_server(body) -> url, stop: a web server on the host's 127.0.0.1
+-- (a free port) answering body for "/", for specs that reach the host from
+-- inside a sandbox. stop() ends it.
+function M.http_server(body)
+  local dir = os.tmpname()
+  os.remove(dir)
+  assert(os.execute("mkdir -p " .. M.shell_quote(dir)))
+  local f = assert(io.open(dir .. "/index.html", "w"))
+  f:write(body)
+  f:close()
+  local pid = M.host(("cd %s && python3 -u -m http.server 0 --bind 127.0.0.1 >%s/log 2>&1 & echo $!")
+    :format(M.shell_quote(dir), M.shell_quote(dir))):match("%d+")
+  local port
+  for _ = 1, 100 do
+    local log = io.open(dir .. "/log")
+    port = log and log:read("a"):match("port (%d+)")
+    if log then log:close() end
+    if port then break end
+    e2b.sleep(50)
+  end
+  local function stop()
+    M.host("kill " .. pid .. " 2>/dev/null; rm -rf " .. M.shell_quote(dir))
+  end
+  if not port then
+    stop()
+    error("the host web server did not start")
+  end
+  return "http://127.0.0.1:" .. port, stop, tonumber(port)
 end
 
 -- All 256 byte values, in order.

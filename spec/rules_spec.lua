@@ -47,13 +47,7 @@ describe("identity", function()
     assert(sbx:pause())
     local code = ([[local c = assert(require("e2b").client{ owner = "elsewhere" })
       local s = assert(c:resume(%q)); io.write(s.sandbox_id, " ", assert(s:info()).state)]]):format(id)
-    -- Under a sanitizer run the child needs the runtime preloaded too; its
-    -- leak check is left to the main process (LSan's tracer crashes in a
-    -- child spawned through io.popen here).
-    local preload = os.getenv("LD_PRELOAD")
-    local out = h.host(("%sLUA_PATH=%q LUA_CPATH=%q %s -e %s"):format(
-      preload and ("LD_PRELOAD=%q ASAN_OPTIONS=detect_leaks=0 "):format(preload) or "",
-      package.path, package.cpath, h.lua_bin, h.shell_quote(code)))
+    local out = h.fresh_lua(code)
     assert.are.equal(sbx.sandbox_id .. " running", out)
   end)
 
@@ -203,21 +197,74 @@ describe("lifecycle", function()
     assert.are.equal("timeout", err.kind)
     assert.are.equal(0, #assert(client:list({ metadata = { ready_case = tag } })))
   end)
+end)
+
+describe("network", function()
+  local client, host_url, stop, port
+  setup(function()
+    client = h.client()
+    if not h.live then host_url, stop, port = h.http_server("reachable") end
+  end)
+  teardown(function() if stop then stop() end end)
+  after_each(h.cleanup)
+
+  -- What a sandbox sees of a URL: the HTTP status, or "000" when nothing answered.
+  local function status(sbx, url)
+    return assert(sbx:run({ "curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "3", url })).stdout
+  end
+
+  -- An allowed host name, a URL on it, one on a host off the list, and one by raw IP.
+  -- On e2b-local they are a web server on the host's loopback the spec starts.
+  local function targets()
+    if h.live then return "example.com", "https://example.com/", "https://e2b.dev/", "https://1.1.1.1/" end
+    return "localhost", ("http://localhost:%d/"):format(port), ("http://denied.localhost:%d/"):format(port),
+      host_url .. "/"
+  end
 
   it("applies the network policy after setup: setup may use the network", function()
-    -- With "none", e2b-local gives the sandbox no network at all once the
-    -- policy applies; the setup script ran before that.
-    local sbx = h.sandbox({ network = "none",
-      setup = "#!/bin/sh\nip -o link 2>/dev/null | wc -l > /tmp/links-during-setup\n" }, client)
-    assert.truthy(assert(sbx.files:read("/tmp/links-during-setup")))
+    local _, allowed = targets()
+    local sbx = h.sandbox({ network = "none", setup = ("#!/bin/sh\ncurl -s -o /dev/null -w '%%{http_code}' "
+      .. "--max-time 5 %s > /tmp/during-setup\n"):format(allowed) }, client)
+    assert.are.equal("200", assert(sbx.files:read("/tmp/during-setup")))
+    assert.are.equal("000", status(sbx, allowed))
   end)
 
-  it("changes the egress policy of a live sandbox", function()
+  it("changes the egress policy of a live sandbox, each change holding for the next connection", function()
+    local host, allowed, _, ip = targets()
     local sbx = h.sandbox({}, client)
+    assert.are.equal("200", status(sbx, allowed))
     assert.is_true(assert(sbx:set_network("none")))
-    assert.is_true(assert(sbx:set_network({ allow = { "example.com" } })))
+    assert.are.equal("000", status(sbx, allowed))
+    assert.is_true(assert(sbx:set_network({ allow = { host } })))
+    assert.are.equal("200", status(sbx, allowed))
+    assert.are.equal("000", status(sbx, ip))
+    assert.is_true(assert(sbx:set_network("all")))
+    assert.are.equal("200", status(sbx, ip))
     local _, err = sbx:set_network({ allow = { "a.com" }, deny = { "10.0.0.0/8" } })
     assert.are.equal("unsupported", err.kind)
+  end)
+
+  it("verify_egress calls an enforced allow-list filtered, observed from inside", function()
+    local host, allowed, denied, ip = targets()
+    if not h.live then
+      -- With open egress every target answers: the verdict rests on what is observable.
+      local open = h.sandbox({}, client)
+      assert.are.equal("200", status(open, allowed))
+      assert.are.equal("200", status(open, denied))
+      assert.are.equal("200", status(open, ip))
+    end
+    local verdict, report = client:verify_egress({ allow_host = host, allowed_url = allowed,
+      denied_url = denied, ip_url = ip, timeout_ms = 3000 })
+    assert.are.equal("filtered", verdict, report.detail)
+    assert.are.equal(200, report.allowed_code)
+  end)
+
+  it("verify_egress is inconclusive when it could not observe, never filtered", function()
+    local host, _, denied, ip = targets()
+    -- nothing listens on port 1: the allowed host cannot answer
+    local verdict, report = client:verify_egress({ allow_host = host, allowed_url = "http://" .. host .. ":1/",
+      denied_url = denied, ip_url = ip, timeout_ms = 2000 })
+    assert.are.equal("inconclusive", verdict, report.detail)
   end)
 end)
 

@@ -427,14 +427,13 @@ static void egress_advance(e2b_req *op) {
     if (s->stage == V_CREATE) {
       const char *allow[] = {s->allow_host};
       const char *deny[] = {"0.0.0.0/0"};
-      e2b_kv meta = {E2B_META_OWNER, s->box.client->owner};
       e2b_network net = {.allow_internet_access = 1, .allow_out = allow, .allow_out_count = 1,
                          .deny_out = deny, .deny_out_count = 1};
+      /* provision tags it with the owner, as every sandbox the client creates */
       e2b_provision_opts po = {
           .create = {.template_id = s->template_id, .timeout_ms = 120000, .secure = 1,
                      .allow_internet_access = E2B_UNSET, .auto_pause = 0,
-                     .auto_pause_memory = E2B_UNSET, .auto_resume = E2B_UNSET, .metadata = &meta,
-                     .metadata_count = 1},
+                     .auto_pause_memory = E2B_UNSET, .auto_resume = E2B_UNSET},
           .network = &net};
       next = e2b_sandbox_provision(s->box.client, &po, &err);
     } else if (s->stage == V_PROBE) {
