@@ -225,23 +225,74 @@ static void handle_signal(const ipc_msg *m) {
   ipc_send(g_sock, IPC_REPLY, m->id, err, NULL, NULL, 0);
 }
 
-/* A TCP connection to 127.0.0.1:port made in the sandbox's network
- * namespace; the server proxies a port host's traffic over it. */
+/* A TCP connection to a loopback address (127.0.0.1 unless "host" names
+ * another one; "localhost" tries 127.0.0.1 then ::1) made in the sandbox's
+ * network namespace: the port proxy's and the egress proxy's way in. */
 static int agent_connect_port(json_t *req, json_t **out, int *fd) {
   int port = (int)json_integer_value(json_object_get(req, "port"));
+  const char *host = json_string_value(json_object_get(req, "host"));
   if (port <= 0 || port > 65535) return EINVAL;
-  int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (s < 0) return errno;
+  const char *tries[2] = {host ? host : "127.0.0.1", NULL};
+  if (host && strcmp(host, "localhost") == 0) {
+    tries[0] = "127.0.0.1";
+    tries[1] = "::1";
+  }
+  int err = EINVAL;
+  for (int i = 0; i < 2 && tries[i]; i++) {
+    struct sockaddr_storage ss = {0};
+    socklen_t len;
+    struct sockaddr_in *v4 = (struct sockaddr_in *)&ss;
+    struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)&ss;
+    if (inet_pton(AF_INET, tries[i], &v4->sin_addr) == 1) {
+      v4->sin_family = AF_INET;
+      v4->sin_port = htons((uint16_t)port);
+      len = sizeof *v4;
+    } else if (inet_pton(AF_INET6, tries[i], &v6->sin6_addr) == 1) {
+      v6->sin6_family = AF_INET6;
+      v6->sin6_port = htons((uint16_t)port);
+      len = sizeof *v6;
+    } else {
+      return EINVAL;
+    }
+    int s = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (s < 0) return errno;
+    if (connect(s, (struct sockaddr *)&ss, len) == 0) {
+      *fd = s;
+      *out = json_object();
+      return 0;
+    }
+    err = errno;
+    close(s);
+  }
+  return err;
+}
+
+/* The egress forwarder: 127.0.0.1:port inside the sandbox's own network
+ * namespace, where http_proxy points. Each accepted connection goes up to
+ * the server, which filters and relays it (egress.c): nothing leaves the
+ * sandbox any other way. */
+static int egress_listen(int port) {
+  int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (s < 0) return -1;
+  int one = 1;
+  setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
   sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(s, (struct sockaddr *)&sa, sizeof sa) != 0) {
-    int e = errno;
+  if (bind(s, (struct sockaddr *)&sa, sizeof sa) != 0 || listen(s, 512) != 0) {
+    log_msg("cannot listen on 127.0.0.1:%d for egress: %s", port, strerror(errno));
     close(s);
-    return e;
+    return -1;
   }
-  *fd = s;
-  *out = json_object();
-  return 0;
+  return s;
+}
+
+static void egress_accept_all(int ls) {
+  for (;;) {
+    int fd = accept4(ls, NULL, NULL, SOCK_CLOEXEC);
+    if (fd < 0) return; /* EAGAIN: all taken */
+    ipc_send(g_sock, IPC_EGRESS, 0, 0, NULL, &fd, 1);
+    close(fd);
+  }
 }
 
 static void handle_fs(const ipc_msg *m) {
@@ -327,9 +378,12 @@ static void dispatch(const ipc_msg *m) {
 
 int agent_main(int argc, char **argv) {
   log_set_prefix("e2b-local agent");
+  int egress_port = 0;
   for (int i = 2; i < argc; i++) {
     if (strcmp(argv[i], "--fd") == 0 && i + 1 < argc) {
       g_sock = atoi(argv[++i]);
+    } else if (strcmp(argv[i], "--egress-port") == 0 && i + 1 < argc) {
+      egress_port = atoi(argv[++i]);
     } else if (strcmp(argv[i], "--no-isolation") == 0) {
       g_isolated = 0;
     } else if (strcmp(argv[i], "--map") == 0 && i + 1 < argc) {
@@ -359,18 +413,20 @@ int agent_main(int argc, char **argv) {
   sigaddset(&mask, SIGCHLD);
   sigprocmask(SIG_BLOCK, &mask, NULL);
   int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+  int lfd = egress_port > 0 ? egress_listen(egress_port) : -1; /* poll skips -1 */
   for (;;) {
-    struct pollfd p[2 + 64] = {{g_sock, POLLIN, 0}, {sfd, POLLIN, 0}};
+    struct pollfd p[3 + 64] = {{g_sock, POLLIN, 0}, {sfd, POLLIN, 0}, {lfd, POLLIN, 0}};
     int wfds[64];
     uint32_t wids[64];
     int nw = aw_fds(wfds, wids, 64);
-    for (int i = 0; i < nw; i++) p[2 + i] = (struct pollfd){wfds[i], POLLIN, 0};
-    if (poll(p, (nfds_t)(2 + nw), -1) < 0) {
+    for (int i = 0; i < nw; i++) p[3 + i] = (struct pollfd){wfds[i], POLLIN, 0};
+    if (poll(p, (nfds_t)(3 + nw), -1) < 0) {
       if (errno == EINTR) continue;
       break;
     }
     for (int i = 0; i < nw; i++)
-      if (p[2 + i].revents) aw_read(wids[i], g_sock);
+      if (p[3 + i].revents) aw_read(wids[i], g_sock);
+    if (p[2].revents) egress_accept_all(lfd);
     if (p[1].revents) {
       struct signalfd_siginfo si;
       while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {

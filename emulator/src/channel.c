@@ -66,6 +66,13 @@ static void *reader_main(void *arg) {
       int status = (int)json_integer_value(json_object_get(m.body, "status"));
       if (c->ops.on_exit) c->ops.on_exit(c->ctx, pid, status);
       ipc_msg_clear(&m);
+    } else if (m.type == IPC_EGRESS) {
+      int fd = ipc_take_fd(&m, 0);
+      if (fd >= 0 && c->ops.on_egress)
+        c->ops.on_egress(c->ctx, fd);
+      else if (fd >= 0)
+        close(fd);
+      ipc_msg_clear(&m);
     } else if (m.type == IPC_WATCH_EVENT) {
       if (c->ops.on_watch) c->ops.on_watch(c->ctx, m.body);
       ipc_msg_clear(&m);

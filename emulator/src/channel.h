@@ -12,6 +12,7 @@ typedef struct channel_ops {
   void (*on_exit)(void *ctx, int pid, int status); /* a spawned process was reaped */
   void (*on_broken)(void *ctx); /* the agent went away without channel_close */
   void (*on_watch)(void *ctx, json_t *event); /* IPC_WATCH_EVENT body (borrowed) */
+  void (*on_egress)(void *ctx, int fd); /* IPC_EGRESS: a connection to the forwarder (owned) */
 } channel_ops;
 
 /* Takes ownership of sock. */

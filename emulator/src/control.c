@@ -8,6 +8,7 @@
 
 #include "codec.h"
 #include "log.h"
+#include "netpolicy.h"
 #include "pjson.h"
 #include "sandbox.h"
 #include "server.h"
@@ -154,9 +155,11 @@ static int is_string_array(json_t *v) {
   return 1;
 }
 
-/* What e2b-local can enforce: all egress, or none (an empty network
- * namespace). Anything finer is refused with a clear error: never silently
- * open. *allow gets the mode. */
+/* Checks the egress fields; everything valid is enforced by the egress
+ * proxy (egress.c) under bubblewrap. Without isolation there is no proxy:
+ * only unrestricted egress is accepted, never silently open. *allow gets
+ * allow_internet_access with denyOut ["0.0.0.0/0"] folded in (E2B reports
+ * such a sandbox as allowInternetAccess false). */
 static int network_mode(json_t *net, int allow_internet, int *allow, opts_err *e) {
   json_t *ao = json_object_get(net, "allowOut"), *dn = json_object_get(net, "denyOut");
   json_t *proxy = json_object_get(net, "egressProxy"), *rules = json_object_get(net, "rules");
@@ -165,30 +168,23 @@ static int network_mode(json_t *net, int allow_internet, int *allow, opts_err *e
     return -1;
   }
   if (proxy && !json_is_null(proxy)) {
-    snprintf(e->msg, sizeof e->msg, "network.egressProxy is not supported by e2b-local (egress is all or nothing)");
+    snprintf(e->msg, sizeof e->msg,
+             "network.egressProxy (a SOCKS5 upstream) is not supported by e2b-local: there is no network "
+             "beyond this host to tunnel to");
     return -1;
   }
   if (rules && !json_is_null(rules) && (!json_is_object(rules) || json_object_size(rules) > 0)) {
     snprintf(e->msg, sizeof e->msg, "network.rules (egress header transforms) are not supported by e2b-local");
     return -1;
   }
-  int deny_all = !allow_internet;
-  for (size_t i = 0; i < json_array_size(dn); i++) {
-    const char *c = json_string_value(json_array_get(dn, i));
-    if (strcmp(c, "0.0.0.0/0") == 0 || strcmp(c, "::/0") == 0) {
-      deny_all = 1;
-    } else {
-      snprintf(e->msg, sizeof e->msg,
-               "e2b-local enforces only all-or-nothing egress: denyOut entry '%.60s' would not be enforced "
-               "(use denyOut [\"0.0.0.0/0\"] or allow_internet_access false for no internet)", c);
-      return -1;
-    }
-  }
-  if (deny_all && json_array_size(ao) > 0) {
+  if (netpolicy_validate(ao, dn, e->msg, sizeof e->msg) != 0) return -1;
+  netpolicy *p = netpolicy_compile(allow_internet, ao, dn);
+  int open = netpolicy_is_open(p), deny_all = netpolicy_denies_all(p);
+  netpolicy_free(p);
+  if (!open && !runtime_isolated()) {
     snprintf(e->msg, sizeof e->msg,
-             "e2b-local cannot enforce egress allow-lists (allowOut '%.60s' with all other traffic denied): "
-             "a sandbox has either full internet access or none",
-             json_string_value(json_array_get(ao, 0)));
+             "e2b-local runs without bubblewrap isolation, so it cannot restrict a sandbox's egress "
+             "(no network namespace, no filtering proxy): only unrestricted internet access is available");
     return -1;
   }
   *allow = !deny_all;
@@ -684,11 +680,6 @@ static enum MHD_Result h_network(http_req *r) {
   json_decref(b);
   sandbox_unref(sb);
   if (rc == -ENOENT) return not_found(r, ctx_id(r));
-  if (rc == -EBUSY)
-    return http_error(r->conn, 409,
-                      "e2b-local cannot switch a live sandbox %s internet access (its network namespace is fixed "
-                      "at boot): pause it with keepMemory=false, update, then connect",
-                      allow ? "to" : "away from");
   return http_empty(r->conn, 204);
 }
 

@@ -11,6 +11,7 @@
 #include "b64fast.h"
 #include "codec.h"
 #include "connect_rpc.h"
+#include "egress.h"
 #include "pjson.h"
 #include "sandbox.h"
 #include "util.h"
@@ -179,6 +180,13 @@ static json_t *build_env(rpc_call *c, json_t *req_envs) {
   json_t *merged = json_pack("{s:s, s:s, s:s, s:s, s:s}", "PATH", DEFAULT_PATH, "HOME",
                              c->user->home, "USER", c->user->name, "LOGNAME", c->user->name,
                              "SHELL", "/bin/bash");
+  /* the egress proxy: the sandbox's only way out (none without isolation) */
+  for (const char *const *kv = egress_env(); *kv; kv++) {
+    const char *eq = strchr(*kv, '=');
+    char key[32];
+    snprintf(key, sizeof key, "%.*s", (int)(eq - *kv), *kv);
+    json_object_set_new(merged, key, json_string(eq + 1));
+  }
   json_object_update(merged, c->sb->env_vars);
   json_object_update(merged, req_envs);
   json_t *env = json_array();

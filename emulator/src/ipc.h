@@ -25,11 +25,12 @@ enum ipc_type {
   IPC_SHUTDOWN = 10, /* kill every process of the sandbox, then exit */
   IPC_WATCH = 11,    /* {path,recursive,entry} -> {id}: inotify in the sandbox */
   IPC_UNWATCH = 12,  /* {id} -> {} */
-  IPC_CONNECT = 13,  /* {port} -> {} + fd: a TCP socket connected inside the sandbox */
+  IPC_CONNECT = 13,  /* {port,host?} -> {} + fd: a TCP socket connected to loopback inside the sandbox */
   /* agent -> server */
   IPC_REPLY = 100, /* id = the request's id, err = errno (0 on success) */
   IPC_EXIT = 101,  /* {pid,status}: a spawned process was reaped */
-  IPC_WATCH_EVENT = 102 /* {id,name,type,entry?}: a change under a watched directory */
+  IPC_WATCH_EVENT = 102, /* {id,name,type,entry?}: a change under a watched directory */
+  IPC_EGRESS = 103       /* {} + fd: a connection accepted by the in-sandbox forwarder */
 };
 
 typedef struct ipc_msg {

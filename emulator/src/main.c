@@ -11,6 +11,7 @@
 
 #include "agent.h"
 #include "codec.h"
+#include "egress.h"
 #include "log.h"
 #include "proc.h"
 #include "runtime.h"
@@ -136,6 +137,7 @@ typedef struct running {
 
 static int start_all(const options *o, running *run) {
   runtime_init(o->no_isolation, o->no_freezer);
+  egress_init(); /* before any sandbox boots: template setup scripts may use the network */
   if (o->state) {
     if (mkdir_p(o->state, 0700) != 0) {
       log_msg("cannot create state directory %s: %s", o->state, strerror(errno));
@@ -182,6 +184,7 @@ static int start_all(const options *o, running *run) {
   run->srv = server_start(o->host, (uint16_t)o->port);
   if (!run->srv) return -1;
   unsigned port = server_port(run->srv);
+  egress_set_control_port((uint16_t)port);
   const char *host = strcmp(o->host, "0.0.0.0") == 0 || strcmp(o->host, "localhost") == 0 ? "127.0.0.1" : o->host;
   if (o->domain)
     snprintf(g_server.domain, sizeof g_server.domain, "%s", o->domain);
@@ -202,6 +205,7 @@ static void stop_all(running *run) {
   /* a temporary state dir dies with us; a --state dir keeps its sandboxes (paused) */
   sandbox_registry_shutdown(!run->state_is_temp); /* their streams end */
   server_stop(run->srv);
+  egress_shutdown(); /* every sandbox is gone: no more connections come in */
   proc_wait_all_readers();
   runtime_shutdown();
   store_shutdown();

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "codec.h"
+#include "egress.h"
 #include "ipc.h"
 #include "log.h"
 #include "util.h"
@@ -24,6 +25,9 @@
 #define FREEZER_ROOT "/sys/fs/cgroup/freezer/e2b-local"
 #define AGENT_PATH "/run/e2b/envd"
 #define MAX_ARGS 128
+#define STR_(x) #x
+#define STR(x) STR_(x)
+#define EGRESS_PORT_STR STR(EGRESS_PORT)
 
 static char *g_self;   /* this executable, bind-mounted as the agent */
 static char *g_bwrap;  /* bubblewrap, or NULL without isolation */
@@ -289,7 +293,10 @@ static void build_argv(argvec *a, const runtime_config *cfg) {
     av_add(a, "--unshare-pid");
     av_add(a, "--unshare-ipc");
     av_add(a, "--unshare-uts");
-    if (!cfg->allow_internet) av_add(a, "--unshare-net");
+    /* Always a network namespace of its own (only loopback): egress goes
+     * through the agent's forwarder to the filtering proxy (egress.c), and
+     * two sandboxes' servers never collide on the host's ports. */
+    av_add(a, "--unshare-net");
     av_add(a, "--as-pid-1");
     av_add(a, "--hostname");
     av_add(a, "e2b.local");
@@ -358,6 +365,8 @@ static void build_argv(argvec *a, const runtime_config *cfg) {
     av_add(a, "agent");
     av_add(a, "--fd");
     av_add(a, "3");
+    av_add(a, "--egress-port");
+    av_add(a, EGRESS_PORT_STR);
   } else {
     av_add(a, g_self);
     av_add(a, "agent");

@@ -18,7 +18,6 @@ typedef struct runtime {
 typedef struct runtime_config {
   const char *id;  /* sandbox id (hostname, cgroup name) */
   const char *dir; /* the sandbox's state directory */
-  int allow_internet;
   json_t *mounts; /* [{src,dst,ro}]: volumes and template directories (may be NULL) */
 } runtime_config;
 

@@ -114,9 +114,17 @@ int sandbox_connect(sandbox *sb, int timeout_s, int force_cold, int only_paused,
 int sandbox_refresh(sandbox *sb, int duration_s);
 /* Copies the sandbox's files into a snapshot (frozen meanwhile when running). */
 json_t *sandbox_snapshot(sandbox *sb, const char *name, const char **err);
-/* Replaces the network config. -EBUSY when it would switch a live sandbox
- * between internet access and none (applied at the next cold boot only). */
+/* Replaces the network config; the egress proxy applies it from the next
+ * connection on and closes open relays it denies. */
 int sandbox_set_network(sandbox *sb, json_t *network, int allow_internet);
+/* The current egress policy of sandbox `id` (hidden ones included), compiled;
+ * NULL when it is gone. Free with netpolicy_free. */
+struct netpolicy;
+struct netpolicy *sandbox_egress_policy(const char *id);
+/* A connection to host:port on the loopback of sandbox `id` (host: a
+ * loopback literal or "localhost"), made by its agent: a descriptor, or
+ * -errno (-ECONNREFUSED when nothing listens there, -ESRCH not running). */
+int sandbox_connect_inside(const char *id, const char *host, int port);
 /* Is a volume mounted by any (running or paused) sandbox? */
 int sandbox_volume_in_use(const char *name);
 

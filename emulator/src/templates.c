@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "egress.h"
 #include "log.h"
 #include "sandbox.h"
 #include "store.h"
@@ -23,6 +24,8 @@ static int run_setup(sandbox *sb, int log_fd) {
                           "/tmp/.e2b-template-setup", "env", "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
                           "HOME=/root", "USER=root", "LOGNAME=root", "SHELL=/bin/bash", "cwd", "/root", "uid", 0, "gid",
                           0, "stdin", 0);
+  json_t *env = json_object_get(req, "env");
+  for (const char *const *kv = egress_env(); *kv; kv++) json_array_append_new(env, json_string(*kv));
   json_t *config = json_pack("{s:s}", "cmd", "/bin/bash");
   spawn_result sp;
   ipc_msg reply;

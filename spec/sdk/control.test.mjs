@@ -5,6 +5,7 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
+import { createServer, request as httpRequest } from 'node:http'
 import { join } from 'node:path'
 import { Sandbox, SandboxNotFoundError, Volume, VolumeNotFoundError } from './sdk.mjs'
 import { sdkOpts, startServer } from './server.mjs'
@@ -41,29 +42,236 @@ test('metrics: SandboxMetric samples with CPU, memory and disk in the documented
   await assert.rejects(Sandbox.getMetrics(sbx.sandboxId, S.opts), SandboxNotFoundError)
 })
 
-test('network: all-or-nothing egress is enforced; finer rules are refused, never silently open', async () => {
-  // deny-all through network.denyOut: only loopback inside
-  const closed = await sandbox({ network: { denyOut: ['0.0.0.0/0'] } })
-  assert.equal((await closed.commands.run("tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '")).stdout.trim(), 'lo')
-  assert.deepEqual((await closed.getInfo()).network.denyOut, ['0.0.0.0/0'])
-  await closed.kill()
-  // an allow-list with everything else denied cannot be enforced: 400 at create
-  await assert.rejects(sandbox({ network: { denyOut: ['0.0.0.0/0'], allowOut: ['8.8.8.8/32'] } }), /400.*allow-lists/)
-  await assert.rejects(sandbox({ allowInternetAccess: false, network: { allowOut: ['example.com'] } }), /400/)
-  await assert.rejects(sandbox({ network: { denyOut: ['10.0.0.0/8'] } }), /400.*denyOut/)
-  // updateNetwork: same mode is accepted; switching a live sandbox is a clear 409
+// ---- network: every sandbox has its own network namespace; its only way
+// out is e2b-local's filtering HTTP proxy (http_proxy=127.0.0.1:3128 inside).
+// The host servers below stand in for "the internet": loopback only.
+
+// An HTTP server on the host answering `name` on / and streaming on /slow.
+async function hostServer(host, name) {
+  const srv = createServer((req, res) => {
+    if (req.url === '/slow') {
+      srv.slowStarted?.()
+      res.writeHead(200, { 'Content-Type': 'text/plain' })
+      const t = setInterval(() => res.write('x'), 100)
+      res.on('close', () => {
+        clearInterval(t)
+        srv.slowClosed?.()
+      })
+      return
+    }
+    res.end(name)
+  })
+  await new Promise((ok) => srv.listen(0, host, ok))
+  srv.url = `http://${host}:${srv.address().port}`
+  srv.port = srv.address().port
+  return srv
+}
+
+// curl inside the sandbox (through the proxy, as its environment says):
+// "<body> <status>", or "000" when nothing answered.
+async function fetchIn(sbx, url, flags = '') {
+  const cmd = `curl -s -m 5 ${flags} -w ' %{http_code}' '${url}' || true`
+  return (await sbx.commands.run(cmd)).stdout.trim()
+}
+
+const ifaces = async (sbx) => (await sbx.commands.run("tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '")).stdout.trim()
+
+test('network: deny-all drops (no HTTP answer, 000), allow-all reaches the host through the proxy, nothing bypasses it', async () => {
+  const a = await hostServer('127.0.0.1', 'A')
+  const b = await hostServer('127.0.0.2', 'B')
+  try {
+    const closed = await sandbox({ allowInternetAccess: false })
+    assert.equal(await ifaces(closed), 'lo')
+    assert.equal((await closed.getInfo()).allowInternetAccess, false)
+    assert.equal(await fetchIn(closed, a.url), '000')
+    assert.equal(await fetchIn(closed, a.url, '-p'), '000', 'CONNECT is dropped too')
+    assert.equal(await fetchIn(closed, `http://localhost:${a.port}/`), '000')
+    // the sandbox's own loopback is not egress: its servers answer whatever the policy
+    await closed.files.write('/home/user/www/index.html', 'own')
+    await closed.commands.run('python3 -m http.server 8000 --bind 127.0.0.1 --directory /home/user/www', { background: true })
+    let own
+    for (let i = 0; i < 50 && own !== 'own 200'; i++) own = await fetchIn(closed, 'http://localhost:8000/')
+    assert.equal(own, 'own 200')
+    assert.equal(await fetchIn(closed, 'http://127.0.0.1:8000/', '-p'), 'own 200')
+    assert.equal(await fetchIn(closed, 'http://127.0.0.1:8000/', "--noproxy '*'"), 'own 200')
+    await closed.kill()
+    const viaDeny = await sandbox({ network: { denyOut: ['0.0.0.0/0'] } })
+    assert.equal(await fetchIn(viaDeny, b.url), '000')
+    assert.deepEqual((await viaDeny.getInfo()).network.denyOut, ['0.0.0.0/0'])
+    await viaDeny.kill()
+
+    const open = await sandbox()
+    assert.equal(await ifaces(open), 'lo', 'allow-all sandboxes get their own namespace too')
+    const env = (await open.commands.run('echo "$http_proxy $HTTPS_PROXY [$no_proxy]"')).stdout.trim()
+    assert.equal(env, 'http://127.0.0.1:3128 http://127.0.0.1:3128 []')
+    assert.equal(await fetchIn(open, a.url), 'A 200')
+    assert.equal(await fetchIn(open, b.url), 'B 200')
+    assert.equal(await fetchIn(open, `http://localhost:${a.port}/`), 'A 200')
+    assert.equal(await fetchIn(open, a.url, '-p'), 'A 200', 'CONNECT tunnel')
+    assert.equal(await fetchIn(open, `http://denied.localhost:${a.port}/`), 'A 200', '*.localhost is loopback (RFC 6761)')
+    // an allowed destination where nothing listens fails like a direct connection: no HTTP answer
+    assert.equal(await fetchIn(open, 'http://localhost:1/'), '000')
+    // a program that ignores the proxy variables has no network
+    assert.equal(await fetchIn(open, a.url, "--noproxy '*'"), '000')
+    // a user's env entries override the defaults
+    assert.equal((await open.commands.run('echo $http_proxy', { envs: { http_proxy: 'http://mine:1' } })).stdout, 'http://mine:1\n')
+    await open.kill()
+  } finally {
+    a.close()
+    b.close()
+  }
+})
+
+test('network: allow-lists (names, wildcards, IPs, CIDRs) and deny CIDRs are enforced, resolved addresses included; bad entries are 400', async () => {
+  const a = await hostServer('127.0.0.1', 'A')
+  const b = await hostServer('127.0.0.2', 'B')
+  try {
+    // a name is allowed as a name: the raw IPs (even its own) are not listed
+    const byName = await sandbox({ network: { denyOut: ['0.0.0.0/0'], allowOut: ['localhost'] } })
+    assert.equal(await fetchIn(byName, `http://localhost:${a.port}/`), 'A 200')
+    assert.equal(await fetchIn(byName, `http://LOCALHOST.:${a.port}/`, '-p'), 'A 200')
+    assert.equal(await fetchIn(byName, a.url), '000')
+    assert.equal(await fetchIn(byName, b.url), '000')
+    assert.deepEqual((await byName.getInfo()).network.allowOut, ['localhost'])
+    await byName.kill()
+    // an IP/CIDR allows that address, and a name resolving into it
+    const byCidr = await sandbox({ allowInternetAccess: false, network: { allowOut: ['127.0.0.1/32'] } })
+    assert.equal(await fetchIn(byCidr, a.url), 'A 200')
+    assert.equal(await fetchIn(byCidr, `http://localhost:${a.port}/`), 'A 200', 'localhost resolves to 127.0.0.1')
+    assert.equal(await fetchIn(byCidr, b.url), '000')
+    await byCidr.kill()
+    // a wildcard matches subdomains only
+    const wild = await sandbox({ network: { denyOut: ['0.0.0.0/0'], allowOut: ['*.localhost', '127.0.0.2'] } })
+    assert.equal(await fetchIn(wild, b.url), 'B 200')
+    assert.equal(await fetchIn(wild, `http://localhost:${a.port}/`), '000')
+    await wild.kill()
+    // deny CIDRs without deny-all: everything else stays open; a name cannot bypass a denied CIDR
+    const denied = await sandbox({ network: { denyOut: ['127.0.0.1/32'] } })
+    assert.equal(await fetchIn(denied, a.url), '000')
+    assert.equal(await fetchIn(denied, `http://localhost:${a.port}/`), '000', 'resolved to a denied address')
+    assert.equal(await fetchIn(denied, b.url), 'B 200')
+    await denied.kill()
+    // allow entries win over deny entries
+    const both = await sandbox({ network: { denyOut: ['127.0.0.0/8'], allowOut: ['127.0.0.2'] } })
+    assert.equal(await fetchIn(both, b.url), 'B 200')
+    assert.equal(await fetchIn(both, a.url), '000')
+    await both.kill()
+    // refused with a clear 400: malformed entries, domains in deny rules, an upstream SOCKS proxy
+    await assert.rejects(sandbox({ network: { denyOut: ['0.0.0.0/0'], allowOut: ['not a host!'] } }), /400.*allowOut entry/)
+    await assert.rejects(sandbox({ network: { denyOut: ['example.com'] } }), /400.*denyOut entry/)
+    await assert.rejects(sandbox({ network: { denyOut: ['10.0.0.0/33'] } }), /400.*denyOut entry/)
+    await assert.rejects(sandbox({ network: { egressProxy: { address: '127.0.0.1:1080' } } }), /400.*egressProxy/)
+  } finally {
+    a.close()
+    b.close()
+  }
+})
+
+test('network: a live PUT switches all -> none -> allow-list -> all for the next connection and closes relays it denies', async () => {
+  const a = await hostServer('127.0.0.1', 'A')
+  const b = await hostServer('127.0.0.2', 'B')
+  try {
+    const sbx = await sandbox()
+    assert.equal(await fetchIn(sbx, a.url), 'A 200')
+    // a long download is open when the policy changes: its relay is closed
+    const within = (ms, what) => new Promise((ok, fail) => {
+      const t = setTimeout(() => fail(new Error(`${what} within ${ms} ms`)), ms)
+      what === 'started' ? (a.slowStarted = () => ok(clearTimeout(t))) : (a.slowClosed = () => ok(clearTimeout(t)))
+    })
+    const started = within(10_000, 'started')
+    const slow = await sbx.commands.run(`curl -s -N ${a.url}/slow -o /tmp/slow`, { background: true })
+    await started
+    const ended = within(3000, 'the open relay was closed')
+    await sbx.updateNetwork({ allowInternetAccess: false })
+    await ended
+    await assert.rejects(slow.wait(), (e) => e.exitCode !== 0)
+    assert.equal((await sbx.getInfo()).allowInternetAccess, false)
+    assert.equal(await fetchIn(sbx, a.url), '000')
+    assert.equal(await fetchIn(sbx, b.url), '000')
+    await sbx.updateNetwork({ denyOut: ['0.0.0.0/0'], allowOut: ['127.0.0.2'] })
+    assert.equal(await fetchIn(sbx, b.url), 'B 200')
+    assert.equal(await fetchIn(sbx, a.url), '000')
+    assert.deepEqual((await sbx.getInfo()).network.allowOut, ['127.0.0.2'])
+    await sbx.updateNetwork({})
+    assert.equal(await fetchIn(sbx, a.url), 'A 200')
+    assert.equal(await fetchIn(sbx, b.url), 'B 200')
+    assert.equal((await sbx.getInfo()).allowInternetAccess, true)
+    // bad updates are 400 and change nothing
+    await assert.rejects(sbx.updateNetwork({ denyOut: ['example.com'] }), /400/)
+    assert.equal(await fetchIn(sbx, a.url), 'A 200')
+    // a paused sandbox's update applies when it runs again
+    await sbx.pause()
+    await Sandbox.updateNetwork(sbx.sandboxId, { allowInternetAccess: false }, S.opts)
+    const again = await Sandbox.connect(sbx.sandboxId, S.opts)
+    assert.equal(await fetchIn(again, a.url), '000')
+    await again.kill()
+    await assert.rejects(Sandbox.updateNetwork(sbx.sandboxId, {}, S.opts), SandboxNotFoundError)
+  } finally {
+    a.close()
+    b.close()
+  }
+})
+
+test("network: e2b-local's own listener is never reachable through the proxy, whatever the policy", async () => {
+  const port = new URL(S.env.E2B_API_URL).port
   const open = await sandbox()
-  await open.updateNetwork({ allowOut: ['1.1.1.1'] })
-  assert.deepEqual((await open.getInfo()).network.allowOut, ['1.1.1.1'])
-  await assert.rejects(open.updateNetwork({ denyOut: ['0.0.0.0/0'] }), /409/)
-  await assert.rejects(open.updateNetwork({ denyOut: ['0.0.0.0/0'], allowOut: ['1.1.1.1'] }), /400/)
-  // applied at the next cold boot
-  await open.pause({ keepMemory: false })
-  await Sandbox.updateNetwork(open.sandboxId, { allowInternetAccess: false }, S.opts)
-  const again = await Sandbox.connect(open.sandboxId, S.opts)
-  assert.equal((await again.commands.run("tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '")).stdout.trim(), 'lo')
-  await again.kill()
-  await assert.rejects(Sandbox.updateNetwork(open.sandboxId, {}, S.opts), SandboxNotFoundError)
+  assert.equal(await fetchIn(open, `http://127.0.0.1:${port}/health`), '000')
+  assert.equal(await fetchIn(open, `http://localhost:${port}/health`), '000')
+  assert.equal(await fetchIn(open, `http://127.0.0.1:${port}/health`, '-p'), '000')
+  assert.equal(await fetchIn(open, `http://0.0.0.0:${port}/health`), '000')
+  assert.equal(await fetchIn(open, `http://[::ffff:127.0.0.1]:${port}/health`), '000')
+  await open.updateNetwork({ denyOut: ['0.0.0.0/0'], allowOut: ['127.0.0.0/8', 'localhost'] })
+  assert.equal(await fetchIn(open, `http://127.0.0.1:${port}/health`), '000')
+  assert.equal(await fetchIn(open, `http://localhost:${port}/health`), '000')
+  // a request the proxy cannot parse is answered 400, never forwarded
+  const bad = (await open.commands.run("printf 'GET / HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n' | timeout 5 bash -c 'exec 3<>/dev/tcp/127.0.0.1/3128; cat >&3; head -1 <&3'")).stdout
+  assert.match(bad, /^HTTP\/1.1 400/)
+  await open.kill()
+})
+
+test('port forwarding: two sandboxes serving on the same port each answer with their own content', async () => {
+  const [one, two] = await Promise.all([sandbox(), sandbox()])
+  for (const [sbx, text] of [[one, 'first'], [two, 'second']]) {
+    await sbx.files.write('/home/user/www/index.html', text)
+    await sbx.commands.run('python3 -m http.server 8000 --bind 127.0.0.1 --directory /home/user/www', { background: true })
+  }
+  const p = new URL(S.env.E2B_API_URL).port
+  const get = (sbx) =>
+    new Promise((ok, fail) => {
+      const req = httpRequest({ host: '127.0.0.1', port: p, path: '/index.html', headers: { Host: sbx.getHost(8000) } }, (res) => {
+        let body = ''
+        res.on('data', (d) => (body += d))
+        res.on('end', () => ok({ status: res.statusCode, body }))
+      })
+      req.on('error', fail)
+      req.end()
+    })
+  for (const [sbx, text] of [[one, 'first'], [two, 'second']]) {
+    let r
+    for (let i = 0; i < 100; i++) {
+      r = await get(sbx)
+      if (r.status === 200) break
+      await new Promise((ok) => setTimeout(ok, 100))
+    }
+    assert.deepEqual(r, { status: 200, body: text })
+  }
+  await Promise.all([one.kill(), two.kill()])
+})
+
+test('network: without isolation a restricted policy is refused with 400, never silently open', async () => {
+  const srv = await startServer({ extraArgs: ['--no-isolation', '--no-freezer'] })
+  try {
+    const opts = sdkOpts(srv.env)
+    await assert.rejects(Sandbox.create({ ...opts, allowInternetAccess: false }), /400.*isolation/)
+    await assert.rejects(Sandbox.create({ ...opts, network: { denyOut: ['10.0.0.0/8'] } }), /400.*isolation/)
+    const sbx = await Sandbox.create({ ...opts, network: { allowOut: ['example.com'] } })
+    await assert.rejects(sbx.updateNetwork({ denyOut: ['0.0.0.0/0'] }), /400.*isolation/)
+    assert.equal((await sbx.commands.run('echo "[$http_proxy]"')).stdout, '[]\n', 'no forwarder, no proxy variables')
+    await sbx.kill()
+  } finally {
+    const res = await srv.stop()
+    assert.equal(res.code, 0, res.stderr)
+  }
 })
 
 test('refreshes extend (never shorten) the deadline', async () => {

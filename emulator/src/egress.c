@@ -1,0 +1,859 @@
+/* egress.c — the filtering egress proxy: one epoll loop for every relay,
+ * a small resolver pool for host names. */
+#define _GNU_SOURCE
+#include "egress.h"
+
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "netpolicy.h"
+#include "runtime.h"
+#include "sandbox.h"
+#include "util.h"
+
+#define HEAD_MAX 16384
+#define BUF_SIZE 65536
+#define MAX_CONNS 4096
+#define RESOLVERS 4
+#define MAX_ADDRS 8
+#define MAX_LOCAL 64
+
+enum { ST_HEAD, ST_RESOLVING, ST_CONNECTING, ST_RELAY, ST_DEAD };
+
+typedef struct pipebuf {
+  char *data;
+  size_t off, len;
+  int eof, shut;
+} pipebuf;
+
+struct econn;
+typedef struct endp {
+  struct econn *c;
+  int fd;
+  uint32_t ev;
+  int registered;
+} endp;
+
+typedef struct rjob {
+  struct rjob *next;
+  struct econn *c; /* touched by the loop thread only; NULL once the connection is gone */
+  char sb[24];
+  int inside, fd; /* inside: connect on the sandbox's own loopback (fd, or err) */
+  char host[256], port[8];
+  struct sockaddr_storage addrs[MAX_ADDRS];
+  socklen_t lens[MAX_ADDRS];
+  int n, err;
+} rjob;
+
+typedef struct econn {
+  struct econn *next, *prev;
+  char sb[24];
+  endp cl, up;
+  int state, is_connect, literal;
+  int inside; /* relayed to a server on the sandbox's own loopback */
+  char host[256];
+  int port;
+  char *head;
+  size_t hlen;
+  pipebuf c2u, u2c;
+  struct sockaddr_storage addrs[MAX_ADDRS];
+  socklen_t lens[MAX_ADDRS];
+  int naddr, ai;
+  rjob *job;
+} econn;
+
+enum { C_ACCEPT, C_RECHECK, C_CLOSE_SB };
+typedef struct cmd {
+  struct cmd *next;
+  int type, fd;
+  char sb[24];
+} cmd;
+
+static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t g_rcv = PTHREAD_COND_INITIALIZER;
+static int g_ep = -1, g_wake = -1;
+static pthread_t g_loop, g_res[RESOLVERS];
+static int g_started, g_stop, g_rstop;
+static cmd *g_cmds, **g_cmds_tail = &g_cmds;
+static rjob *g_rq, **g_rq_tail = &g_rq, *g_done;
+static uint16_t g_ctl_port;
+static struct sockaddr_storage g_local[MAX_LOCAL];
+static int g_nlocal;
+/* loop thread only */
+static econn *g_conns, *g_dead;
+static int g_nconns;
+
+/* No no_proxy: a loopback destination is the sandbox's own first (decide()),
+ * so localhost keeps meaning the sandbox for programs using the proxy. */
+static const char *const PROXY_ENV[] = {"http_proxy=http://127.0.0.1:3128", "https_proxy=http://127.0.0.1:3128",
+                                        "HTTP_PROXY=http://127.0.0.1:3128", "HTTPS_PROXY=http://127.0.0.1:3128",
+                                        NULL};
+static const char *const NO_ENV[] = {NULL};
+
+const char *const *egress_env(void) { return runtime_isolated() ? PROXY_ENV : NO_ENV; }
+
+static void wake(void) {
+  uint64_t one = 1;
+  if (write(g_wake, &one, sizeof one) < 0) {
+    /* the counter is saturated: the loop is awake anyway */
+  }
+}
+
+/* ---- epoll interest ---- */
+
+static void set_interest(endp *e, uint32_t want) {
+  if (e->fd < 0) return;
+  if (want == 0) {
+    if (e->registered) epoll_ctl(g_ep, EPOLL_CTL_DEL, e->fd, NULL);
+    e->registered = 0;
+    e->ev = 0;
+    return;
+  }
+  if (e->registered && e->ev == want) return;
+  struct epoll_event ev = {.events = want, .data.ptr = e};
+  if (epoll_ctl(g_ep, e->registered ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, e->fd, &ev) == 0) {
+    e->registered = 1;
+    e->ev = want;
+  }
+}
+
+static void conn_close(econn *c) {
+  if (c->state == ST_DEAD) return;
+  set_interest(&c->cl, 0);
+  set_interest(&c->up, 0);
+  if (c->cl.fd >= 0) close(c->cl.fd);
+  if (c->up.fd >= 0) close(c->up.fd);
+  c->cl.fd = c->up.fd = -1;
+  if (c->job) c->job->c = NULL;
+  c->job = NULL;
+  if (c->prev)
+    c->prev->next = c->next;
+  else
+    g_conns = c->next;
+  if (c->next) c->next->prev = c->prev;
+  c->next = g_dead;
+  c->prev = NULL;
+  g_dead = c;
+  c->state = ST_DEAD;
+  g_nconns--;
+}
+
+static void free_dead(void) {
+  while (g_dead) {
+    econn *c = g_dead;
+    g_dead = c->next;
+    free(c->head);
+    free(c->c2u.data);
+    free(c->u2c.data);
+    free(c);
+  }
+}
+
+/* A short answer to a client that is waiting for one, then the end. */
+static void answer_close(econn *c, const char *status, const char *body) {
+  char msg[512];
+  int n = snprintf(msg, sizeof msg,
+                   "HTTP/1.1 %s\r\nContent-Type: text/plain\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n%s",
+                   status, strlen(body), body);
+  if (n > 0 && send(c->cl.fd, msg, (size_t)n < sizeof msg ? (size_t)n : sizeof msg - 1, MSG_NOSIGNAL) < 0) {
+    /* the client is gone: nothing to tell */
+  }
+  conn_close(c);
+}
+
+/* ---- addresses ---- */
+
+static int sa_port(const struct sockaddr *sa) {
+  return sa->sa_family == AF_INET ? ntohs(((const struct sockaddr_in *)sa)->sin_port)
+                                  : ntohs(((const struct sockaddr_in6 *)sa)->sin6_port);
+}
+
+/* Does sa (any port) name this host: loopback, unspecified or an interface address? */
+static int is_this_host(const struct sockaddr *sa) {
+  struct sockaddr_in v4 = {.sin_family = AF_INET};
+  if (sa->sa_family == AF_INET6) {
+    const struct in6_addr *a6 = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+    if (IN6_IS_ADDR_LOOPBACK(a6) || IN6_IS_ADDR_UNSPECIFIED(a6)) return 1;
+    if (IN6_IS_ADDR_V4MAPPED(a6)) {
+      memcpy(&v4.sin_addr, a6->s6_addr + 12, 4);
+      sa = (const struct sockaddr *)&v4;
+    }
+  }
+  if (sa->sa_family == AF_INET) {
+    uint32_t a = ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr);
+    if ((a >> 24) == 127 || a == 0) return 1;
+  }
+  int found = 0;
+  pthread_mutex_lock(&g_mu);
+  for (int i = 0; i < g_nlocal && !found; i++) {
+    const struct sockaddr *l = (const struct sockaddr *)&g_local[i];
+    if (l->sa_family != sa->sa_family) continue;
+    if (sa->sa_family == AF_INET)
+      found = ((const struct sockaddr_in *)l)->sin_addr.s_addr == ((const struct sockaddr_in *)sa)->sin_addr.s_addr;
+    else
+      found = memcmp(&((const struct sockaddr_in6 *)l)->sin6_addr, &((const struct sockaddr_in6 *)sa)->sin6_addr,
+                     sizeof(struct in6_addr)) == 0;
+  }
+  pthread_mutex_unlock(&g_mu);
+  return found;
+}
+
+/* e2b-local's own listener: never reachable from a sandbox. */
+static int is_control_plane(const struct sockaddr *sa) {
+  pthread_mutex_lock(&g_mu);
+  uint16_t ctl = g_ctl_port;
+  pthread_mutex_unlock(&g_mu);
+  return ctl && sa_port(sa) == ctl && is_this_host(sa);
+}
+
+static int reachable(const netpolicy *p, int name_ok, const struct sockaddr *sa) {
+  return (name_ok || netpolicy_addr_allowed(p, sa)) && !is_control_plane(sa);
+}
+
+/* ---- connecting ---- */
+
+static void pump(econn *c);
+
+static void to_relay(econn *c) {
+  c->state = ST_RELAY;
+  if (c->is_connect) {
+    static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
+    memcpy(c->u2c.data, ok, sizeof ok - 1);
+    c->u2c.len = sizeof ok - 1;
+  }
+  pump(c);
+}
+
+static void start_connect(econn *c) {
+  for (; c->ai < c->naddr; c->ai++) {
+    const struct sockaddr *sa = (const struct sockaddr *)&c->addrs[c->ai];
+    int fd = socket(sa->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) continue;
+    c->up.fd = fd;
+    if (connect(fd, sa, c->lens[c->ai]) == 0) {
+      to_relay(c);
+      return;
+    }
+    if (errno == EINPROGRESS) {
+      c->state = ST_CONNECTING;
+      set_interest(&c->up, EPOLLOUT);
+      return;
+    }
+    close(fd);
+    c->up.fd = -1;
+  }
+  /* unreachable: closed without an answer, as a direct connection would fail */
+  conn_close(c);
+}
+
+static void connect_done(econn *c) {
+  int err = 0;
+  socklen_t len = sizeof err;
+  if (getsockopt(c->up.fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
+  if (err == 0) {
+    to_relay(c);
+    return;
+  }
+  set_interest(&c->up, 0);
+  close(c->up.fd);
+  c->up.fd = -1;
+  c->ai++;
+  start_connect(c);
+}
+
+static void start_resolve(econn *c, int inside);
+static void start_literal(econn *c);
+
+static void resolved(rjob *j) {
+  econn *c = j->c;
+  if (!c) {
+    if (j->fd >= 0) close(j->fd);
+    return;
+  }
+  c->job = NULL;
+  if (j->inside) {
+    if (j->fd >= 0) {
+      /* a server on the sandbox's own loopback: not egress, whatever the policy */
+      int fl = fcntl(j->fd, F_GETFL);
+      if (fl >= 0) fcntl(j->fd, F_SETFL, fl | O_NONBLOCK);
+      c->up.fd = j->fd;
+      c->inside = 1;
+      to_relay(c);
+    } else if (c->literal) {
+      c->naddr = 1;
+      c->ai = 0;
+      start_literal(c);
+    } else {
+      start_resolve(c, 0); /* localhost names: the host's loopback, by policy */
+    }
+    return;
+  }
+  netpolicy *p = sandbox_egress_policy(c->sb);
+  if (!p) {
+    conn_close(c);
+    return;
+  }
+  /* decided again with the policy as it is now: a PUT may have come in between */
+  int name_ok = netpolicy_name_allowed(p, c->host);
+  c->naddr = 0;
+  for (int i = 0; i < j->n; i++) {
+    if (!reachable(p, name_ok, (const struct sockaddr *)&j->addrs[i])) continue;
+    c->addrs[c->naddr] = j->addrs[i];
+    c->lens[c->naddr++] = j->lens[i];
+  }
+  netpolicy_free(p);
+  if (c->naddr == 0) {
+    conn_close(c); /* nothing allowed (a drop), or a name that does not resolve */
+    return;
+  }
+  c->ai = 0;
+  start_connect(c);
+}
+
+/* A literal address: the policy decides, then connect. */
+static void start_literal(econn *c) {
+  netpolicy *p = sandbox_egress_policy(c->sb);
+  int ok = p && reachable(p, 0, (const struct sockaddr *)&c->addrs[0]);
+  netpolicy_free(p);
+  if (!ok) {
+    conn_close(c);
+    return;
+  }
+  start_connect(c);
+}
+
+static int is_loopback_literal(const struct sockaddr *sa) {
+  if (sa->sa_family == AF_INET) return (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24) == 127;
+  const struct in6_addr *a6 = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+  return IN6_IS_ADDR_LOOPBACK(a6) || (IN6_IS_ADDR_V4MAPPED(a6) && a6->s6_addr[12] == 127);
+}
+
+/* localhost and *.localhost (RFC 6761): loopback, never asked of DNS. */
+static int is_localhost_name(const char *h) {
+  size_t n = strlen(h);
+  return strcmp(h, "localhost") == 0 || (n > 10 && strcmp(h + n - 10, ".localhost") == 0);
+}
+
+/* Hands a job to the resolver pool: a connect on the sandbox's own
+ * loopback (inside), or a name to resolve. */
+static void start_resolve(econn *c, int inside) {
+  rjob *j = xcalloc(1, sizeof *j);
+  j->c = c;
+  j->inside = inside;
+  j->fd = -1;
+  snprintf(j->sb, sizeof j->sb, "%s", c->sb);
+  snprintf(j->host, sizeof j->host, "%s", c->literal || !inside ? c->host : "localhost");
+  snprintf(j->port, sizeof j->port, "%d", c->port);
+  c->job = j;
+  c->state = ST_RESOLVING;
+  pthread_mutex_lock(&g_mu);
+  *g_rq_tail = j;
+  g_rq_tail = &j->next;
+  pthread_cond_signal(&g_rcv);
+  pthread_mutex_unlock(&g_mu);
+}
+
+/* The destination is known: decide, resolve or connect. A loopback
+ * destination is first tried on the sandbox's own loopback (its localhost
+ * is itself, as in a VM); only when nothing listens there is it egress to
+ * the host's loopback, under the policy. */
+static void decide(econn *c) {
+  set_interest(&c->cl, 0); /* nothing more is read until the relay runs */
+  for (char *s = c->host; *s; s++) *s = (char)tolower((unsigned char)*s);
+  size_t hn = strlen(c->host);
+  if (hn > 1 && c->host[hn - 1] == '.') c->host[hn - 1] = '\0';
+  if (c->port == EGRESS_PORT && (is_localhost_name(c->host) || strncmp(c->host, "127.", 4) == 0)) {
+    conn_close(c); /* the forwarder itself: no loops */
+    return;
+  }
+  struct sockaddr_in v4 = {.sin_family = AF_INET, .sin_port = htons((uint16_t)c->port)};
+  struct sockaddr_in6 v6 = {.sin6_family = AF_INET6, .sin6_port = htons((uint16_t)c->port)};
+  if (inet_pton(AF_INET, c->host, &v4.sin_addr) == 1) {
+    memcpy(&c->addrs[0], &v4, sizeof v4);
+    c->lens[0] = sizeof v4;
+    c->literal = 1;
+  } else if (inet_pton(AF_INET6, c->host, &v6.sin6_addr) == 1) {
+    memcpy(&c->addrs[0], &v6, sizeof v6);
+    c->lens[0] = sizeof v6;
+    c->literal = 1;
+  }
+  if (c->literal) {
+    c->naddr = 1;
+    c->ai = 0;
+    if (is_loopback_literal((const struct sockaddr *)&c->addrs[0])) {
+      start_resolve(c, 1);
+      return;
+    }
+    start_literal(c);
+    return;
+  }
+  if (is_localhost_name(c->host)) {
+    start_resolve(c, 1);
+    return;
+  }
+  /* A name that cannot be allowed is dropped before any DNS query is made on
+   * the sandbox's behalf (no leaking through the resolver). */
+  netpolicy *p = sandbox_egress_policy(c->sb);
+  int could = p && (netpolicy_name_allowed(p, c->host) || !netpolicy_denies_all(p) || netpolicy_has_allow_cidrs(p));
+  netpolicy_free(p);
+  if (!could) {
+    conn_close(c);
+    return;
+  }
+  start_resolve(c, 0);
+}
+
+/* ---- the request head ---- */
+
+/* "host:port", "[v6]:port", or a bare host with a default port. */
+static int parse_authority(const char *s, size_t n, char *host, size_t cap, int *port, int dflt) {
+  const char *hs = s, *he, *ps = NULL;
+  if (n == 0 || memchr(s, '@', n)) return -1;
+  if (s[0] == '[') {
+    const char *rb = memchr(s, ']', n);
+    if (!rb) return -1;
+    hs = s + 1;
+    he = rb;
+    if (rb + 1 < s + n) {
+      if (rb[1] != ':') return -1;
+      ps = rb + 2;
+    }
+  } else {
+    const char *colon = memchr(s, ':', n);
+    he = colon ? colon : s + n;
+    if (colon) {
+      if (memchr(colon + 1, ':', (size_t)(s + n - colon - 1))) return -1;
+      ps = colon + 1;
+    }
+  }
+  size_t hl = (size_t)(he - hs);
+  if (hl == 0 || hl >= cap) return -1;
+  memcpy(host, hs, hl);
+  host[hl] = '\0';
+  for (size_t i = 0; i < hl; i++)
+    if (!isalnum((unsigned char)host[i]) && !strchr("-._:*", host[i])) return -1;
+  if (!ps) {
+    *port = dflt;
+    return dflt > 0 ? 0 : -1;
+  }
+  size_t pl = (size_t)(s + n - ps);
+  if (pl == 0 || pl > 5) return -1;
+  int p = 0;
+  for (size_t i = 0; i < pl; i++) {
+    if (!isdigit((unsigned char)ps[i])) return -1;
+    p = p * 10 + (ps[i] - '0');
+  }
+  if (p < 1 || p > 65535) return -1;
+  *port = p;
+  return 0;
+}
+
+static int header_is(const char *line, size_t n, const char *name) {
+  size_t k = strlen(name);
+  return n > k && line[k] == ':' && strncasecmp(line, name, k) == 0;
+}
+
+/* Parses the head in c->head[0..end) and fills c2u with what goes upstream. */
+static int parse_head(econn *c, size_t end) {
+  char *h = c->head;
+  char *eol = memmem(h, end, "\r\n", 2);
+  char *sp1 = memchr(h, ' ', (size_t)(eol - h));
+  if (!sp1) return -1;
+  char *sp2 = memchr(sp1 + 1, ' ', (size_t)(eol - sp1 - 1));
+  if (!sp2 || sp2 - sp1 < 2 || strncmp(sp2 + 1, "HTTP/1.", 7) != 0) return -1;
+  const char *target = sp1 + 1;
+  size_t tlen = (size_t)(sp2 - target);
+  c->c2u.data = xmalloc(BUF_SIZE);
+  c->u2c.data = xmalloc(BUF_SIZE);
+  sbuf out = {0};
+  if (sp1 - h == 7 && strncmp(h, "CONNECT", 7) == 0) {
+    c->is_connect = 1;
+    if (parse_authority(target, tlen, c->host, sizeof c->host, &c->port, -1) != 0) return -1;
+  } else {
+    if (tlen < 8 || strncasecmp(target, "http://", 7) != 0) return -1;
+    const char *auth = target + 7;
+    size_t alen = strcspn(auth, "/?# ");
+    if (auth + alen > sp2) alen = (size_t)(sp2 - auth);
+    if (parse_authority(auth, alen, c->host, sizeof c->host, &c->port, 80) != 0) return -1;
+    const char *path = auth + alen;
+    size_t plen = (size_t)(sp2 - path);
+    sbuf_append(&out, h, (size_t)(sp1 - h) + 1);
+    if (plen == 0 || *path != '/') sbuf_append(&out, "/", 1);
+    sbuf_append(&out, path, plen);
+    sbuf_append(&out, sp2, (size_t)(eol - sp2) + 2);
+    int has_host = 0;
+    for (char *line = eol + 2; line < h + end;) {
+      char *le = memmem(line, (size_t)(h + end - line), "\r\n", 2);
+      size_t ln = (size_t)(le - line);
+      if (header_is(line, ln, "Host")) has_host = 1;
+      if (!header_is(line, ln, "Proxy-Connection") && !header_is(line, ln, "Proxy-Authorization") &&
+          !header_is(line, ln, "Connection") && !header_is(line, ln, "Keep-Alive"))
+        sbuf_append(&out, line, ln + 2);
+      line = le + 2;
+    }
+    if (!has_host) {
+      sbuf_append(&out, "Host: ", 6);
+      sbuf_append(&out, auth, alen);
+      sbuf_append(&out, "\r\n", 2);
+    }
+    sbuf_appendf(&out, "Connection: close\r\n\r\n");
+  }
+  /* bytes the client sent after its head go on unchanged */
+  size_t rest = c->hlen - (end + 2);
+  if (out.len + rest > BUF_SIZE) {
+    sbuf_free(&out);
+    return -1;
+  }
+  if (out.len) memcpy(c->c2u.data, out.data, out.len);
+  memcpy(c->c2u.data + out.len, h + end + 2, rest);
+  c->c2u.len = out.len + rest;
+  sbuf_free(&out);
+  free(c->head);
+  c->head = NULL;
+  return 0;
+}
+
+static void read_head(econn *c) {
+  ssize_t n = read(c->cl.fd, c->head + c->hlen, HEAD_MAX - c->hlen);
+  if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
+  if (n <= 0) {
+    conn_close(c);
+    return;
+  }
+  size_t from = c->hlen > 3 ? c->hlen - 3 : 0;
+  c->hlen += (size_t)n;
+  char *e = memmem(c->head + from, c->hlen - from, "\r\n\r\n", 4);
+  if (!e) {
+    if (c->hlen == HEAD_MAX) answer_close(c, "431 Request Header Fields Too Large", "request head too large\n");
+    return;
+  }
+  if (parse_head(c, (size_t)(e - c->head) + 2) != 0) {
+    answer_close(c, "400 Bad Request",
+                 "e2b-local egress proxy: send CONNECT host:port or an absolute http:// URL\n");
+    return;
+  }
+  decide(c);
+}
+
+/* ---- relaying ---- */
+
+static int flow(int from, int to, pipebuf *b) {
+  if (!b->eof && b->len < BUF_SIZE) {
+    if (b->off > 0) {
+      memmove(b->data, b->data + b->off, b->len - b->off);
+      b->len -= b->off;
+      b->off = 0;
+    }
+    ssize_t n = read(from, b->data + b->len, BUF_SIZE - b->len);
+    if (n > 0)
+      b->len += (size_t)n;
+    else if (n == 0)
+      b->eof = 1;
+    else if (errno != EAGAIN && errno != EINTR)
+      return -1;
+  }
+  if (b->len > b->off) {
+    ssize_t n = send(to, b->data + b->off, b->len - b->off, MSG_NOSIGNAL);
+    if (n > 0) {
+      b->off += (size_t)n;
+      if (b->off == b->len) b->off = b->len = 0;
+    } else if (n < 0 && errno != EAGAIN && errno != EINTR) {
+      return -1;
+    }
+  }
+  if (b->eof && b->len == 0 && !b->shut) {
+    shutdown(to, SHUT_WR);
+    b->shut = 1;
+  }
+  return 0;
+}
+
+static void pump(econn *c) {
+  if (flow(c->cl.fd, c->up.fd, &c->c2u) < 0 || flow(c->up.fd, c->cl.fd, &c->u2c) < 0) {
+    conn_close(c);
+    return;
+  }
+  /* both directions ended, or a plain request's answer is complete */
+  if ((c->c2u.shut && c->u2c.shut) || (!c->is_connect && c->u2c.shut)) {
+    conn_close(c);
+    return;
+  }
+  uint32_t cw = 0, uw = 0;
+  if (!c->c2u.eof && c->c2u.len < BUF_SIZE) cw |= EPOLLIN;
+  if (c->u2c.len > c->u2c.off) cw |= EPOLLOUT;
+  if (!c->u2c.eof && c->u2c.len < BUF_SIZE) uw |= EPOLLIN;
+  if (c->c2u.len > c->c2u.off) uw |= EPOLLOUT;
+  set_interest(&c->cl, cw);
+  set_interest(&c->up, uw);
+}
+
+static void on_event(endp *e) {
+  econn *c = e->c;
+  switch (c->state) {
+  case ST_HEAD: read_head(c); break;
+  case ST_CONNECTING:
+    if (e == &c->up) connect_done(c);
+    break;
+  case ST_RELAY: pump(c); break;
+  default: break;
+  }
+}
+
+/* ---- commands from other threads ---- */
+
+static void do_accept(const char *sb, int fd) {
+  if (g_nconns >= MAX_CONNS) {
+    close(fd);
+    return;
+  }
+  int fl = fcntl(fd, F_GETFL);
+  if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) != 0) {
+    close(fd);
+    return;
+  }
+  econn *c = xcalloc(1, sizeof *c);
+  snprintf(c->sb, sizeof c->sb, "%s", sb);
+  c->cl = (endp){c, fd, 0, 0};
+  c->up = (endp){c, -1, 0, 0};
+  c->head = xmalloc(HEAD_MAX);
+  c->state = ST_HEAD;
+  c->next = g_conns;
+  if (g_conns) g_conns->prev = c;
+  g_conns = c;
+  g_nconns++;
+  set_interest(&c->cl, EPOLLIN);
+}
+
+/* Open relays (and connects) the sandbox's current policy no longer allows end. */
+static void do_recheck(const char *sb, int close_all) {
+  netpolicy *p = close_all ? NULL : sandbox_egress_policy(sb);
+  for (econn *c = g_conns, *next; c; c = next) {
+    next = c->next;
+    if (strcmp(c->sb, sb) != 0) continue;
+    if (!p) {
+      conn_close(c);
+      continue;
+    }
+    if ((c->state != ST_CONNECTING && c->state != ST_RELAY) || c->inside) continue; /* decided later / not egress */
+    int name_ok = !c->literal && netpolicy_name_allowed(p, c->host);
+    if (!reachable(p, name_ok, (const struct sockaddr *)&c->addrs[c->ai])) conn_close(c);
+  }
+  netpolicy_free(p);
+}
+
+static int handle_wake(void) {
+  uint64_t v;
+  if (read(g_wake, &v, sizeof v) < 0) {
+    /* nothing pending */
+  }
+  pthread_mutex_lock(&g_mu);
+  cmd *cmds = g_cmds;
+  g_cmds = NULL;
+  g_cmds_tail = &g_cmds;
+  rjob *done = g_done;
+  g_done = NULL;
+  int stop = g_stop;
+  pthread_mutex_unlock(&g_mu);
+  while (cmds) {
+    cmd *k = cmds;
+    cmds = k->next;
+    if (k->type == C_ACCEPT)
+      do_accept(k->sb, k->fd);
+    else
+      do_recheck(k->sb, k->type == C_CLOSE_SB);
+    free(k);
+  }
+  while (done) {
+    rjob *j = done;
+    done = j->next;
+    resolved(j);
+    free(j);
+  }
+  return stop;
+}
+
+static void *loop_main(void *arg) {
+  (void)arg;
+  struct epoll_event evs[64];
+  for (;;) {
+    int n = epoll_wait(g_ep, evs, 64, -1);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      log_msg("egress proxy: epoll_wait: %s", strerror(errno));
+      break;
+    }
+    int stop = 0;
+    for (int i = 0; i < n; i++) {
+      if (!evs[i].data.ptr) {
+        stop |= handle_wake();
+        continue;
+      }
+      endp *e = evs[i].data.ptr;
+      if (e->c->state != ST_DEAD) on_event(e);
+    }
+    free_dead();
+    if (stop) break;
+  }
+  while (g_conns) conn_close(g_conns);
+  free_dead();
+  return NULL;
+}
+
+/* ---- resolvers ---- */
+
+static void *resolver_main(void *arg) {
+  (void)arg;
+  pthread_mutex_lock(&g_mu);
+  for (;;) {
+    while (!g_rq && !g_rstop) pthread_cond_wait(&g_rcv, &g_mu);
+    if (!g_rq) break;
+    rjob *j = g_rq;
+    g_rq = j->next;
+    if (!g_rq) g_rq_tail = &g_rq;
+    pthread_mutex_unlock(&g_mu);
+    if (j->inside) {
+      int fd = sandbox_connect_inside(j->sb, j->host, atoi(j->port));
+      j->fd = fd >= 0 ? fd : -1;
+      j->err = fd >= 0 ? 0 : -fd;
+      pthread_mutex_lock(&g_mu);
+      j->next = g_done;
+      g_done = j;
+      wake();
+      continue;
+    }
+    struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV}, *res = NULL;
+    if (is_localhost_name(j->host)) {
+      /* RFC 6761: the loopback addresses, whatever /etc/hosts says */
+      hints.ai_flags |= AI_NUMERICHOST;
+      struct addrinfo *v6 = NULL;
+      j->err = getaddrinfo("127.0.0.1", j->port, &hints, &res);
+      if (!j->err && getaddrinfo("::1", j->port, &hints, &v6) == 0) res->ai_next = v6;
+    } else {
+      j->err = getaddrinfo(j->host, j->port, &hints, &res);
+    }
+    for (struct addrinfo *a = res; a && j->n < MAX_ADDRS; a = a->ai_next) {
+      if ((a->ai_family != AF_INET && a->ai_family != AF_INET6) || a->ai_addrlen > sizeof j->addrs[0]) continue;
+      memcpy(&j->addrs[j->n], a->ai_addr, a->ai_addrlen);
+      j->lens[j->n++] = a->ai_addrlen;
+    }
+    if (res) freeaddrinfo(res);
+    pthread_mutex_lock(&g_mu);
+    j->next = g_done;
+    g_done = j;
+    wake();
+  }
+  pthread_mutex_unlock(&g_mu);
+  return NULL;
+}
+
+/* ---- public ---- */
+
+static void post(int type, const char *sb, int fd) {
+  cmd *k = xcalloc(1, sizeof *k);
+  k->type = type;
+  k->fd = fd;
+  snprintf(k->sb, sizeof k->sb, "%s", sb);
+  pthread_mutex_lock(&g_mu);
+  if (!g_started || g_stop) {
+    pthread_mutex_unlock(&g_mu);
+    if (fd >= 0) close(fd);
+    free(k);
+    return;
+  }
+  *g_cmds_tail = k;
+  g_cmds_tail = &k->next;
+  wake();
+  pthread_mutex_unlock(&g_mu);
+}
+
+void egress_accept(const char *id, int fd) { post(C_ACCEPT, id, fd); }
+void egress_recheck(const char *id) { post(C_RECHECK, id, -1); }
+void egress_close_sandbox(const char *id) { post(C_CLOSE_SB, id, -1); }
+
+void egress_init(void) {
+  if (!runtime_isolated()) return; /* no namespaces, no forwarder: restricted policies are refused */
+  g_ep = epoll_create1(EPOLL_CLOEXEC);
+  g_wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
+  if (g_ep < 0 || g_wake < 0 || epoll_ctl(g_ep, EPOLL_CTL_ADD, g_wake, &ev) != 0) abort();
+  if (pthread_create(&g_loop, NULL, loop_main, NULL) != 0) abort();
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstacksize(&attr, 256 * 1024);
+  for (int i = 0; i < RESOLVERS; i++)
+    if (pthread_create(&g_res[i], &attr, resolver_main, NULL) != 0) abort();
+  pthread_attr_destroy(&attr);
+  pthread_mutex_lock(&g_mu);
+  g_started = 1;
+  pthread_mutex_unlock(&g_mu);
+}
+
+void egress_set_control_port(uint16_t port) {
+  struct ifaddrs *ifs = NULL;
+  pthread_mutex_lock(&g_mu);
+  g_ctl_port = port;
+  g_nlocal = 0;
+  if (getifaddrs(&ifs) == 0) {
+    for (struct ifaddrs *i = ifs; i && g_nlocal < MAX_LOCAL; i = i->ifa_next) {
+      if (!i->ifa_addr || (i->ifa_addr->sa_family != AF_INET && i->ifa_addr->sa_family != AF_INET6)) continue;
+      size_t len = i->ifa_addr->sa_family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
+      memcpy(&g_local[g_nlocal++], i->ifa_addr, len);
+    }
+    freeifaddrs(ifs);
+  }
+  pthread_mutex_unlock(&g_mu);
+}
+
+void egress_shutdown(void) {
+  pthread_mutex_lock(&g_mu);
+  int started = g_started;
+  g_stop = 1;
+  if (started) wake();
+  pthread_mutex_unlock(&g_mu);
+  if (!started) return;
+  pthread_join(g_loop, NULL);
+  pthread_mutex_lock(&g_mu);
+  g_rstop = 1;
+  pthread_cond_broadcast(&g_rcv);
+  pthread_mutex_unlock(&g_mu);
+  for (int i = 0; i < RESOLVERS; i++) pthread_join(g_res[i], NULL);
+  /* whatever was still queued: descriptors closed, memory freed */
+  while (g_cmds) {
+    cmd *k = g_cmds;
+    g_cmds = k->next;
+    if (k->fd >= 0) close(k->fd);
+    free(k);
+  }
+  g_cmds_tail = &g_cmds;
+  while (g_rq) {
+    rjob *j = g_rq;
+    g_rq = j->next;
+    free(j);
+  }
+  while (g_done) {
+    rjob *j = g_done;
+    g_done = j->next;
+    if (j->fd >= 0) close(j->fd);
+    free(j);
+  }
+  g_rq_tail = &g_rq;
+  close(g_ep);
+  close(g_wake);
+  g_ep = g_wake = -1;
+  g_started = 0;
+}

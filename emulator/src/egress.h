@@ -1,0 +1,41 @@
+/* egress.h — a sandbox's only way out: an HTTP proxy filtered by its network
+ * policy.
+ *
+ * Every isolated sandbox has its own, empty network namespace. Its agent
+ * listens on 127.0.0.1:EGRESS_PORT inside and passes each accepted
+ * connection up to the server (SCM_RIGHTS); one event-loop thread here reads
+ * `CONNECT host:port` or an absolute-form `GET http://host[:port]/path`,
+ * decides with the sandbox's current policy (names resolved by a small
+ * resolver pool, never on the loop), and relays to the destination. A
+ * loopback destination (127.0.0.0/8, ::1, localhost, *.localhost) is first
+ * tried on the sandbox's own loopback, which is never egress; only when
+ * nothing listens there does it go to the host's loopback, by policy. A denied
+ * destination is dropped like a firewall would: the connection closes with
+ * no HTTP answer. e2b-local's own listener is never reachable. */
+#ifndef EMU_EGRESS_H
+#define EMU_EGRESS_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+#define EGRESS_PORT 3128
+
+/* Starts the loop and the resolvers (before any sandbox boots). */
+void egress_init(void);
+/* The control-plane listener to refuse (after it is bound). */
+void egress_set_control_port(uint16_t port);
+/* Closes every relay and stops the threads (after every sandbox is gone). */
+void egress_shutdown(void);
+
+/* A connection accepted inside sandbox `id`: the proxy owns fd now. */
+void egress_accept(const char *id, int fd);
+/* The sandbox's policy changed: open relays it now denies are closed. */
+void egress_recheck(const char *id);
+/* The sandbox's processes are gone: close its relays. */
+void egress_close_sandbox(const char *id);
+
+/* The proxy variables every sandbox process gets by default ("K=V" strings,
+ * NULL-terminated; empty without isolation, where there is no forwarder). */
+const char *const *egress_env(void);
+
+#endif

@@ -1,0 +1,37 @@
+/* netpolicy.h — a sandbox's egress rules (allow_internet_access, allowOut,
+ * denyOut) checked and compiled into something the egress proxy can ask:
+ * may this host name, or this address, be reached?
+ *
+ * E2B's semantics: allowOut entries are host names (exact, or "*.example.com"
+ * for any subdomain), IPs or CIDRs; denyOut entries are IPs or CIDRs only;
+ * an allow entry always wins over a deny entry; allow_internet_access false
+ * is denyOut ["0.0.0.0/0"]; nothing denied means everything is allowed.
+ * "0.0.0.0/0" (and "::/0") deny every address, IPv6 included: never open. */
+#ifndef EMU_NETPOLICY_H
+#define EMU_NETPOLICY_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <sys/socket.h>
+
+typedef struct netpolicy netpolicy;
+
+/* Checks allowOut/denyOut (arrays of strings, or NULL). Returns 0, or -1 with
+ * a message naming the bad entry. */
+int netpolicy_validate(json_t *allow_out, json_t *deny_out, char *err, size_t cap);
+/* Compiles already validated rules (invalid entries are skipped). */
+netpolicy *netpolicy_compile(int allow_internet, json_t *allow_out, json_t *deny_out);
+void netpolicy_free(netpolicy *p);
+/* Nothing is denied: every destination is allowed. */
+int netpolicy_is_open(const netpolicy *p);
+/* Everything not allowed is denied (0.0.0.0/0 denied or no internet). */
+int netpolicy_denies_all(const netpolicy *p);
+/* Some allowOut entry is an IP or CIDR (a resolved name may fall in it). */
+int netpolicy_has_allow_cidrs(const netpolicy *p);
+/* The host name (lower case, no trailing dot) matches an allowOut name. */
+int netpolicy_name_allowed(const netpolicy *p, const char *host);
+/* An address may be reached: in an allowOut IP/CIDR, or in no denyOut one.
+ * IPv4-mapped IPv6 addresses are checked as IPv4. */
+int netpolicy_addr_allowed(const netpolicy *p, const struct sockaddr *sa);
+
+#endif
