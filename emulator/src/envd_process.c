@@ -8,7 +8,6 @@
 #include <string.h>
 #include <sys/wait.h>
 
-#include "b64fast.h"
 #include "codec.h"
 #include "connect_rpc.h"
 #include "egress.h"
@@ -56,7 +55,7 @@ static void data_envelope(sbuf *out, int kind, const unsigned char *data, size_t
   sbuf_reserve(out, sizeof hdr + (size_t)plen + blen + sizeof post);
   sbuf_append(out, hdr, sizeof hdr);
   sbuf_append(out, pre, (size_t)plen);
-  out->len += b64fast_encode(data, len, out->data + out->len);
+  out->len += e2b_b64_encode(data, len, out->data + out->len); /* its NUL fits: post follows */
   sbuf_append(out, post, sizeof post - 1);
 }
 
