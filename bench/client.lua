@@ -25,55 +25,36 @@ report("create_run_kill_ms", times[math.ceil(N / 2)])
 
 local sbx = assert(client:create{})
 
--- one command's stdout read as it comes (tracked: the default)
-local function throughput(read_all)
+-- MB/s of reading what open() returns (a process handle) to its end
+local function throughput(open)
   local t0 = now()
-  local bytes = read_all()
+  local proc = open()
+  local bytes = 0
+  while true do
+    local d = proc:read()
+    if not d then break end
+    bytes = bytes + #d
+  end
+  proc:close()
   assert(bytes == MB * 1000000, "got " .. bytes)
   return bytes / 1e6 / ((now() - t0) / 1000)
 end
+local command = ("head -c %d /dev/zero"):format(MB * 1000000)
 
-report("stdout_mbps_tracked", throughput(function()
-  local proc = assert(sbx:spawn(("head -c %d /dev/zero"):format(MB * 1000000)))
-  local n = 0
-  while true do
-    local d = proc:read()
-    if not d then break end
-    n = n + #d
-  end
-  proc:close()
-  return n
-end))
+-- one command's stdout read as it comes (tracked: the default)
+report("stdout_mbps_tracked", throughput(function() return assert(sbx:spawn(command)) end))
 
 -- the same with keep_output = false: the live Connect stream alone
 report("stdout_mbps_live_only", throughput(function()
-  local proc = assert(sbx:spawn(("head -c %d /dev/zero"):format(MB * 1000000), { keep_output = false }))
-  local n = 0
-  while true do
-    local d = proc:read()
-    if not d then break end
-    n = n + #d
-  end
-  proc:close()
-  return n
+  return assert(sbx:spawn(command, { keep_output = false }))
 end))
 
 -- reading kept output back by offset (what a reattach after a drop does)
-local proc = assert(sbx:spawn(("head -c %d /dev/zero"):format(MB * 1000000)))
+local proc = assert(sbx:spawn(command))
 repeat until not proc:read() -- to its end; the kept copy stays after detach
 proc:detach()
 proc:close()
-report("stdout_mbps_polled", throughput(function()
-  local again = assert(sbx:attach(proc.tag))
-  local n = 0
-  while true do
-    local d = again:read()
-    if not d then break end
-    n = n + #d
-  end
-  again:close()
-  return n
-end))
+report("stdout_mbps_polled", throughput(function() return assert(sbx:attach(proc.tag)) end))
 
 -- 200 concurrent commands
 local t0 = now()
