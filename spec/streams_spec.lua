@@ -151,6 +151,22 @@ describe("command output", function()
     -- Only the listing command's own directory is left.
     assert.are.equal("1\n", assert(sbx:run("ls -A /tmp/.e2b-proc | wc -l")).stdout)
   end)
+
+  it("kills and cleans up after a handle left to the garbage collector, even when the script exits", function()
+    local tag = "left-" .. h.core.uuid4()
+    -- A fresh interpreter attaches to this sandbox, starts a process and
+    -- exits without closing it: its finalizer's kill must still go out.
+    local out = h.fresh_lua(([[local c = assert(require("e2b").client{})
+      local s = assert(c:connect(%q))
+      local p = assert(s:spawn({ "sleep", "300" }, { tag = %q }))
+      assert(p:boot_id()) -- the wrapper is running: its kept output exists
+      io.write("started")]]):format(sbx.sandbox_id, tag))
+    assert.are.equal("started", out)
+    for _, p in ipairs(assert(sbx:processes())) do assert.are_not.equal(tag, p.tag) end
+    local left = assert(sbx:run("ls -A /tmp/.e2b-proc", { user = "root", keep_output = false })).stdout
+    local dir = tag:gsub(".", function(c) return ("%02x"):format(c:byte()) end)
+    assert.is_nil(left:find(dir, 1, true), left)
+  end)
 end)
 
 describe("reattaching", function()

@@ -92,6 +92,10 @@ void e2b_loop_release(e2b_loop *loop);
 int e2b_loop_step(e2b_loop *loop, long timeout_ms);
 /* Transfers currently running. */
 int e2b_loop_active(const e2b_loop *loop);
+/* Requests left to finish unattended (e2b_req_autofree): the kills and
+ * cleanups finalizers send. A host about to exit steps the loop until this
+ * is 0 (with a bound), or they are never sent. */
+size_t e2b_loop_unattended(const e2b_loop *loop);
 /* Makes a waiting e2b_loop_step return early; callable from any thread. */
 void e2b_loop_wakeup(e2b_loop *loop);
 

@@ -24,6 +24,7 @@ struct e2b_loop {
   e2b_req *dirty;   /* requests that progressed since the last notification round */
   e2b_req **timers; /* requests with an armed timer (retries, backoffs, deadlines) */
   size_t timer_count, timer_cap;
+  size_t unattended; /* autofree requests not yet finished */
 };
 
 struct e2b_client {

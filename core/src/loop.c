@@ -46,6 +46,8 @@ void e2b_loop_release(e2b_loop *loop) {
 
 int e2b_loop_active(const e2b_loop *loop) { return loop->running + (int)loop->timer_count; }
 
+size_t e2b_loop_unattended(const e2b_loop *loop) { return loop->unattended; }
+
 void e2b_loop_wakeup(e2b_loop *loop) { curl_multi_wakeup(loop->multi); }
 
 /* ---- timers ---- */

@@ -132,6 +132,7 @@ static void detach(e2b_req *req) {
 
 void e2b_req_free(e2b_req *req) {
   if (!req) return;
+  if (req->autofree) req->loop->unattended--;
   detach(req);
   for (e2b_req **p = &req->loop->dirty; *p; p = &(*p)->dirty_next) {
     if (*p == req) {
@@ -157,6 +158,7 @@ void e2b_req_free(e2b_req *req) {
 
 void e2b_req_autofree(e2b_req *req) {
   req->notify = NULL;
+  if (!req->autofree) req->loop->unattended++;
   req->autofree = 1;
   if (req->done) e2b_req_mark_dirty(req); /* the next round frees it */
 }

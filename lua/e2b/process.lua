@@ -101,13 +101,14 @@ local function start_opts(sbx, cmd, o)
   return start
 end
 
--- Finalizer: a collected, non-detached handle kills its process group. It
--- cannot wait, so the kill is sent unattended. (Lua 5.1/LuaJIT run __gc only
--- for userdata, hence the proxy.)
+-- Finalizer: a collected, non-detached handle does what close() does: kills
+-- its process group and removes its kept output. It cannot wait, so both are
+-- sent unattended (the loop sends them before the Lua state closes). (Lua
+-- 5.1/LuaJIT run __gc only for userdata, hence the proxy.)
 local function on_collect(self)
-  if not self._closed and not self._detached and not self._exit and not self._killed then
-    self._sbx._h:signal_async(self.tag or self.pid, 9)
-  end
+  if self._closed or self._detached then return end
+  if not self._exit and not self._killed then self._sbx._h:signal_async(self.tag or self.pid, 9) end
+  if self.tracked and self.tag then self._sbx._h:forget_async(self.tag) end
 end
 
 local newproxy = rawget(_G, "newproxy")
