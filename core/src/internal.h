@@ -183,6 +183,8 @@ void e2b_req_arm_timer(e2b_req *req, int64_t delay_ms);
 void e2b_req_disarm_timer(e2b_req *req);
 
 /* ---- transfer.c: HTTP transfers ---- */
+/* The fields every request starts with (a transfer or a composite op). */
+void e2b_req_init(e2b_req *req, e2b_loop *loop, const char *op);
 e2b_req *e2b_req_new(e2b_loop *loop, const char *op, e2b_error *err);
 int e2b_req_add_header(e2b_req *req, const char *name, const char *value, e2b_error *err);
 int e2b_req_start(e2b_req *req, e2b_error *err); /* adds to the multi; frees req on failure */

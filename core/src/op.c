@@ -16,11 +16,7 @@ e2b_req *e2b_op_new(e2b_loop *loop, const char *op, req_advance_fn advance, void
     e2b_err_set(err, E2B_ERR_UNAVAILABLE, op, "out of memory");
     return NULL;
   }
-  req->loop = loop;
-  e2b_loop_retain(loop);
-  snprintf(req->op, sizeof req->op, "%s", op);
-  e2b_error_clear(&req->err);
-  req->retry_after_ms = -1;
+  e2b_req_init(req, loop, op);
   req->advance = advance;
   req->state = state;
   req->state_free = state_free;

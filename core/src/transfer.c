@@ -33,6 +33,14 @@ void e2b_growbuf_free(growbuf *b) {
 
 /* ---- life cycle ---- */
 
+void e2b_req_init(e2b_req *req, e2b_loop *loop, const char *op) {
+  req->loop = loop;
+  e2b_loop_retain(loop);
+  snprintf(req->op, sizeof req->op, "%s", op);
+  e2b_error_clear(&req->err);
+  req->retry_after_ms = -1;
+}
+
 e2b_req *e2b_req_new(e2b_loop *loop, const char *op, e2b_error *err) {
   e2b_req *req = calloc(1, sizeof *req);
   if (!req || !(req->easy = curl_easy_init())) {
@@ -40,11 +48,7 @@ e2b_req *e2b_req_new(e2b_loop *loop, const char *op, e2b_error *err) {
     e2b_err_set(err, E2B_ERR_UNAVAILABLE, op, "out of memory");
     return NULL;
   }
-  req->loop = loop;
-  e2b_loop_retain(loop);
-  snprintf(req->op, sizeof req->op, "%s", op);
-  e2b_error_clear(&req->err);
-  req->retry_after_ms = -1;
+  e2b_req_init(req, loop, op);
   req->ok_status_min = 200;
   req->ok_status_max = 299;
   e2b_envelope_decoder_init(&req->decoder, E2B_MAX_ENVELOPE);
