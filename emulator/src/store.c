@@ -74,8 +74,10 @@ static void snap_free(snap *s) {
   json_decref(s->ro_mounts);
 }
 
-static void load_snapshots(void) {
-  char *root = xasprintf("%s/snapshots", g_state);
+/* Calls keep(name, dir, meta) for each <state>/<kind>/<name>/meta.json;
+ * an entry it does not keep (an interrupted create) is removed. */
+static void load_entries(const char *kind, int (*keep)(const char *name, const char *dir, json_t *meta)) {
+  char *root = xasprintf("%s/%s", g_state, kind);
   mkdir_p(root, 0700);
   DIR *d = opendir(root);
   struct dirent *de;
@@ -84,22 +86,7 @@ static void load_snapshots(void) {
     char *dir = xasprintf("%s/%s", root, de->d_name);
     char *mp = xasprintf("%s/meta.json", dir);
     json_t *m = load_json(mp);
-    const char *id = json_string_value(json_object_get(m, "snapshotID"));
-    if (m && id) {
-      g_snaps = xrealloc(g_snaps, (g_nsnap + 1) * sizeof *g_snaps);
-      snap *s = &g_snaps[g_nsnap++];
-      s->key = xstrdup(de->d_name);
-      s->id = xstrdup(id);
-      s->sandbox_id = xstrdup(json_string_value(json_object_get(m, "sandboxID")));
-      s->dir = xstrdup(dir);
-      s->names = json_incref(json_object_get(m, "names"));
-      if (!s->names) s->names = json_array();
-      s->ro_mounts = json_incref(json_object_get(m, "roMounts"));
-      if (!s->ro_mounts) s->ro_mounts = json_array();
-      s->created_ms = json_integer_value(json_object_get(m, "createdMs"));
-    } else {
-      rm_rf(dir); /* an interrupted snapshot */
-    }
+    if (!m || !keep(de->d_name, dir, m)) rm_rf(dir);
     json_decref(m);
     free(mp);
     free(dir);
@@ -108,34 +95,34 @@ static void load_snapshots(void) {
   free(root);
 }
 
-static void load_volumes(void) {
-  char *root = xasprintf("%s/volumes", g_state);
-  mkdir_p(root, 0700);
-  DIR *d = opendir(root);
-  struct dirent *de;
-  while (d && (de = readdir(d))) {
-    if (de->d_name[0] == '.') continue;
-    char *dir = xasprintf("%s/%s", root, de->d_name);
-    char *mp = xasprintf("%s/meta.json", dir);
-    json_t *m = load_json(mp);
-    const char *name = json_string_value(json_object_get(m, "name"));
-    const char *token = json_string_value(json_object_get(m, "token"));
-    if (name && token) {
-      g_vols = xrealloc(g_vols, (g_nvol + 1) * sizeof *g_vols);
-      vol *v = &g_vols[g_nvol++];
-      v->id = xstrdup(de->d_name);
-      v->name = xstrdup(name);
-      v->token = xstrdup(token);
-      v->dir = xasprintf("%s/data", dir);
-    } else {
-      rm_rf(dir);
-    }
-    json_decref(m);
-    free(mp);
-    free(dir);
-  }
-  if (d) closedir(d);
-  free(root);
+static int keep_snapshot(const char *name, const char *dir, json_t *m) {
+  const char *id = json_string_value(json_object_get(m, "snapshotID"));
+  if (!id) return 0;
+  g_snaps = xrealloc(g_snaps, (g_nsnap + 1) * sizeof *g_snaps);
+  snap *s = &g_snaps[g_nsnap++];
+  s->key = xstrdup(name);
+  s->id = xstrdup(id);
+  s->sandbox_id = xstrdup(json_string_value(json_object_get(m, "sandboxID")));
+  s->dir = xstrdup(dir);
+  s->names = json_incref(json_object_get(m, "names"));
+  if (!s->names) s->names = json_array();
+  s->ro_mounts = json_incref(json_object_get(m, "roMounts"));
+  if (!s->ro_mounts) s->ro_mounts = json_array();
+  s->created_ms = json_integer_value(json_object_get(m, "createdMs"));
+  return 1;
+}
+
+static int keep_volume(const char *name, const char *dir, json_t *m) {
+  const char *vname = json_string_value(json_object_get(m, "name"));
+  const char *token = json_string_value(json_object_get(m, "token"));
+  if (!vname || !token) return 0;
+  g_vols = xrealloc(g_vols, (g_nvol + 1) * sizeof *g_vols);
+  vol *v = &g_vols[g_nvol++];
+  v->id = xstrdup(name);
+  v->name = xstrdup(vname);
+  v->token = xstrdup(token);
+  v->dir = xasprintf("%s/data", dir);
+  return 1;
 }
 
 int store_init(const char *state_dir) {
@@ -144,8 +131,8 @@ int store_init(const char *state_dir) {
   rm_rf(t); /* rebuilt from the operator's sources at every start */
   int rc = mkdir_p(t, 0700);
   free(t);
-  load_snapshots();
-  load_volumes();
+  load_entries("snapshots", keep_snapshot);
+  load_entries("volumes", keep_volume);
   return rc;
 }
 
