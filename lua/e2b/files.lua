@@ -74,19 +74,23 @@ function Files:read(path)
 end
 
 -- read_to(path, sink) -> bytes_count | nil, err; sink: function(chunk) or a file.
-function Files:read_to(path, sink)
-  local emit
-  if type(sink) == "function" then
-    emit = sink
-  elseif io.type(sink) == "file" then
-    emit = function(chunk)
+-- A sink (a function taking chunks, or an open file) as a function that
+-- returns false when the chunk could not be taken.
+local function sink_fn(op, sink)
+  if type(sink) == "function" then return sink end
+  if io.type(sink) == "file" then
+    return function(chunk)
       local ok, err = sink:write(chunk)
       if not ok then return false, err end
       return true
     end
-  else
-    return nil, errors.invalid("files.read_to", "sink", "must be a function or an open file")
   end
+  return nil, errors.invalid(op, "sink", "must be a function or an open file")
+end
+
+function Files:read_to(path, sink)
+  local emit, err = sink_fn("files.read_to", sink)
+  if not emit then return nil, err end
   return self:_download("files.read_to", path, emit)
 end
 
@@ -302,10 +306,7 @@ function Files:import(dir, tar_source)
     proc:close()
     return nil, werr
   end
-  if not werr then
-    local cok, e = proc:close_stdin()
-    if not cok then werr = e end
-  end
+  local closed, close_err = proc:close_stdin()
   local res
   res, err = proc:wait()
   proc:close()
@@ -313,7 +314,7 @@ function Files:import(dir, tar_source)
   if res.exit_code ~= 0 then
     return nil, tar_error(op, res, "the archive could not be unpacked (truncated or corrupt?)")
   end
-  if werr then return nil, werr end
+  if not closed then return nil, close_err end
   return true
 end
 
@@ -323,13 +324,8 @@ function Files:export(dir, sink)
   local ok, err = check_path(op, dir, "dir")
   if not ok then return nil, err end
   local emit
-  if type(sink) == "function" then
-    emit = sink
-  elseif io.type(sink) == "file" then
-    emit = function(chunk) return sink:write(chunk) and true or false end
-  else
-    return nil, errors.invalid(op, "sink", "must be a function or an open file")
-  end
+  emit, err = sink_fn(op, sink)
+  if not emit then return nil, err end
   local proc
   proc, err = self._sbx:spawn({ "tar", "-c", "-f", "-", "-C", dir, "." }, { user = self:_user() })
   if not proc then return nil, err end
