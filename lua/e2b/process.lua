@@ -148,6 +148,16 @@ local function await_start(req, sbx)
   end
 end
 
+-- The handle of a started or attached process, once its start event came.
+local function started(sbx, req, offsets)
+  local info, err = await_start(req, sbx)
+  if not info then
+    req:close()
+    return nil, err
+  end
+  return new_process(sbx, req, info, offsets)
+end
+
 -- spawn(sbx, cmd, opts) -> proc | nil, err
 function M.spawn(sbx, cmd, opts)
   local o, err = check_command("spawn", cmd, opts, SPAWN_SPEC)
@@ -155,13 +165,9 @@ function M.spawn(sbx, cmd, opts)
   local req
   req, err = sbx._h:track(start_opts(sbx, cmd, o), o.env_mode == "replace", o.keep_output ~= false)
   if not req then return nil, sbx:_envd_err(err) end
-  local info
-  info, err = await_start(req, sbx)
-  if not info then
-    req:close()
-    return nil, err
-  end
-  local proc = new_process(sbx, req, info)
+  local proc
+  proc, err = started(sbx, req)
+  if not proc then return nil, err end
   proc._pty = o.pty ~= nil
   proc._on = { stdout = o.on_stdout, stderr = o.on_stderr }
   if type(o.stdin) == "string" then proc._stdin, proc._close_stdin = o.stdin, true end
@@ -189,13 +195,7 @@ function M.attach(sbx, target, opts)
   local req
   req, err = sbx._h:attach(target, offsets.stdout or 0, offsets.stderr or 0, o.idle_timeout_ms)
   if not req then return nil, sbx:_envd_err(err) end
-  local info
-  info, err = await_start(req, sbx)
-  if not info then
-    req:close()
-    return nil, err
-  end
-  return new_process(sbx, req, info, offsets)
+  return started(sbx, req, offsets)
 end
 
 -- Sends pending stdin bytes one request at a time (never blocking the
