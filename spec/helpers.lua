@@ -139,4 +139,22 @@ function M.host(cmd)
   return out
 end
 
+-- assert_healthy(bystanders) proves e2b-local survived an attack: a new
+-- sandbox is created, runs a command, writes and reads back a file and is
+-- killed; every bystander sandbox (created before the attack) still runs a
+-- command. The containment specs call it after each attack.
+function M.assert_healthy(bystanders, client)
+  client = client or M.client()
+  local sbx = assert(client:create{})
+  local r = assert(sbx:run("echo alive"))
+  assert(r.exit_code == 0 and r.stdout == "alive\n", "a new sandbox cannot run a command")
+  assert(sbx.files:write("/home/user/health", "\0ok\255"))
+  assert(assert(sbx.files:read("/home/user/health")) == "\0ok\255", "file bytes differ")
+  assert(sbx:kill())
+  for _, b in ipairs(bystanders or {}) do
+    local br = assert(b:run("echo still"))
+    assert(br.stdout == "still\n", "a bystander sandbox was lost")
+  end
+end
+
 return M
