@@ -1,4 +1,4 @@
--- lua-e2b: drive E2B sandboxes from Lua (shared/API.md is the contract).
+--- lua-e2b: drive E2B sandboxes from Lua (docs/manual.md is the contract).
 --
 --   local e2b = require("e2b")
 --   local client = assert(e2b.client{})
@@ -7,26 +7,59 @@
 --
 -- Inside a task (e2b.run / e2b.spawn) every blocking call yields, so one Lua
 -- state drives many sandboxes at once; outside a task the same calls block.
+-- Every call that can fail returns `nil, err` (see `e2b.errors`).
+-- @module e2b
 local core = require("e2b.core")
 local rt = require("e2b.rt")
 local errors = require("e2b.errors")
 
-local M = {
-  VERSION = core.VERSION,
-  errors = errors,
-}
+local M = {}
+
+--- The library version, "MAJOR.MINOR.PATCH" (the C library's).
+-- @field VERSION
+M.VERSION = core.VERSION
+
+--- The error helpers and kinds (the `e2b.errors` module).
+-- @field errors
+M.errors = errors
 
 local adapter = rt.adapter
+--- The scheduler adapter in use: "lua" (e2b.sched) or "ngx" (e2b.ngx, under OpenResty).
+-- @field scheduler
 M.scheduler = adapter.name
 
--- run(fn, ...) -> fn's results, once every task has ended.
+--- Runs fn(...) as a task and drives the loop until it and every other task
+-- has ended (under nginx: every task started inside this run). Nested inside
+-- a task it is `e2b.spawn(fn, ...):wait()`.
+-- @function run
+-- @tparam function fn
+-- @param ... fn's arguments
+-- @return fn's results
+-- @raise a task's error; "e2b.run: a task failed: ..." for a task nobody waited for
 M.run = adapter.run
--- spawn(fn, ...) -> task; task:wait() -> fn's results.
+
+--- Starts fn(...) as a task; it first runs when the caller next waits.
+-- @function spawn
+-- @tparam function fn
+-- @param ... fn's arguments
+-- @treturn e2b.sched.Task join it with task:wait()
+-- @raise when fn is not a function (and under nginx, in a phase that cannot yield)
 M.spawn = adapter.spawn
--- sleep(ms): yields inside a task, blocks outside one.
+
+--- Sleeps: yields inside a task, blocks outside one (under nginx at least 1 ms).
+-- @function sleep
+-- @tparam int ms milliseconds
 M.sleep = adapter.sleep
 
--- client(opts) -> client | nil, err
+--- Makes a client: one E2B account and endpoint with its defaults.
+-- Unset options fall back to E2B_API_KEY, E2B_DOMAIN, E2B_API_URL,
+-- E2B_SANDBOX_URL and E2B_TEMPLATE, as the official SDKs read them. The
+-- options (request_timeout_ms, max_retries, max_concurrent, page_size,
+-- template, timeout_ms, network, lifecycle, user, owner, on_close,
+-- ready_timeout_ms), their types and defaults are listed at `e2b.client.new`.
+-- @tparam[opt] table opts
+-- @treturn e2b.client.Client client
+-- @return or nil, err
 function M.client(opts)
   return require("e2b.client").new(opts)
 end

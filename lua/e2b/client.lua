@@ -1,6 +1,7 @@
--- e2b.client: the control-plane face of lua-e2b (shared/API.md, "Client").
+--- e2b.client: the control-plane face of lua-e2b (docs/manual.md, "Client").
 -- The rules (identity, serialised creates, readiness, setup, reaping...)
 -- live in libe2b; this file checks options and shapes results.
+-- @module e2b.client
 local core = require("e2b.core")
 local check = require("e2b.check")
 local errors = require("e2b.errors")
@@ -15,6 +16,14 @@ local ID_KEY = "lua_e2b_id"
 local OWNER_KEY = "lua_e2b_owner"
 M.ID_KEY, M.OWNER_KEY = ID_KEY, OWNER_KEY
 
+--- A client: one E2B account and endpoint, its defaults for the sandboxes
+-- it creates and its transport limits. Made by `e2b.client` (`new`).
+-- @type Client
+-- @field api_url the control-plane base URL in use
+-- @field domain the sandbox domain in use
+-- @field sandbox_url the envd URL override, or nil
+-- @field template the default template
+-- @field owner the owner tag put in created sandboxes
 local Client = {}
 Client.__index = Client
 M.Client = Client
@@ -50,7 +59,33 @@ local CLIENT_SPEC = {
   end,
 }
 
--- e2b.client(opts) -> client | nil, err
+--- Makes a client (what `e2b.client` calls). No I/O; the API key is not
+-- needed here (calls without one fail with kind "auth").
+-- @tparam[opt] table opts
+-- @tparam[opt] string opts.api_key default: env E2B_API_KEY
+-- @tparam[opt] string opts.domain default: env E2B_DOMAIN, else "e2b.app"
+-- @tparam[opt] string opts.api_url default: env E2B_API_URL, else "https://api.<domain>"
+--   ("http://" for a loopback domain)
+-- @tparam[opt] string opts.sandbox_url default: env E2B_SANDBOX_URL; when set all envd
+--   traffic goes there, routed by the E2b-Sandbox-Id header
+-- @tparam[opt=60000] int opts.request_timeout_ms positive: each unary request's whole
+--   time and a stream's connect time
+-- @tparam[opt=3] int opts.max_retries extra attempts after a retryable failure of an
+--   idempotent call (backoff 125-4000 ms with jitter, Retry-After up to 60 s); 0: none
+-- @tparam[opt=16] int opts.max_concurrent control-plane requests in flight; the rest queue
+-- @tparam[opt=100] int opts.page_size 1-100, sandboxes per list page
+-- @tparam[opt] string opts.template default template: env E2B_TEMPLATE, else "base"
+-- @tparam[opt=300000] int opts.timeout_ms default sandbox lifetime (also what connect
+--   and resume ask for)
+-- @param[opt="all"] opts.network default network policy: "all", "none",
+--   { allow = {hosts, IPs, CIDRs} } or { deny = {IPs, CIDRs} }
+-- @tparam[opt] table opts.lifecycle default lifecycle (see `Client:create`)
+-- @tparam[opt="user"] string opts.user user for commands, files and setup
+-- @tparam[opt] string opts.owner owner tag, default "<hostname>:<pid>"
+-- @tparam[opt="kill"] string opts.on_close "kill", "pause" or "leave"
+-- @tparam[opt=60000] int opts.ready_timeout_ms default wait for envd at create; 0: none
+-- @treturn Client
+-- @return or nil, err (kind "invalid_argument" naming the field)
 function M.new(opts)
   local op = "client"
   local o, err = check.options(op, opts, CLIENT_SPEC)
@@ -84,7 +119,7 @@ function M.new(opts)
   return self
 end
 
--- The info shape of shared/API.md, from a control-plane sandbox table.
+-- The info record (docs/manual.md, "Records"), from a control-plane sandbox table.
 local function to_info(raw)
   local meta, id, owner = {}, raw.sandbox_id, nil
   for k, v in pairs(raw.metadata or {}) do
@@ -112,7 +147,10 @@ local function infos(raws)
   return out
 end
 
--- probe() -> true | nil, err: one authenticated list of at most one sandbox.
+--- The cheapest authenticated call: one list of at most one sandbox.
+-- Allocates nothing; reports a missing or wrong key as kind "auth".
+-- @treturn boolean true
+-- @return or nil, err
 function Client:probe()
   local page, err = rt.finish(self._h:list({ limit = 1 }))
   if not page then return nil, err end
@@ -150,7 +188,28 @@ local CREATE_SPEC = {
   volumes = volumes_checker,
 }
 
--- create(opts) -> sbx | nil, err
+--- Creates a sandbox, waits for its envd, runs the setup script, then
+-- applies the network policy. Any failure after allocation destroys the
+-- allocation first. An explicit id is looked up before and after
+-- allocation (a duplicate: kind "conflict"); creates of one client are
+-- serialised.
+-- @tparam[opt] table opts
+-- @tparam[opt] string opts.id logical id, 1-256 bytes of UTF-8; default a new UUIDv4
+-- @tparam[opt] string opts.template default: the client's
+-- @tparam[opt] int opts.timeout_ms lifetime, positive; default: the client's (300000)
+-- @tparam[opt] table opts.env { NAME = value } for every command (and setup)
+-- @tparam[opt] table opts.metadata { key = value }; lua_e2b_id, lua_e2b_owner are reserved
+-- @param[opt] opts.network policy; default: the client's ("all")
+-- @tparam[opt] table opts.lifecycle { on_timeout = "kill"|"pause", keep_memory = bool
+--   (only with "pause"), auto_resume = bool (requires "pause", not keep_memory = false) }
+-- @tparam[opt=true] boolean opts.secure envd requires the access token
+-- @param[opt] opts.setup a script string, or { script, name = "e2b-setup.sh" (under /tmp),
+--   timeout_ms = 600000 }; run as the client's user with env; a non-zero exit: kind "sandbox"
+-- @tparam[opt] int opts.ready_timeout_ms wait for envd; default the client's (60000); 0: none
+-- @tparam[opt] string opts.on_close "kill", "pause" or "leave"; default the client's ("kill")
+-- @tparam[opt] table opts.volumes { [absolute mount path] = volume name }
+-- @treturn e2b.sandbox.Sandbox an owned sandbox
+-- @return or nil, err
 function Client:create(opts)
   local op = "create"
   local o, err = check.options(op, opts, CREATE_SPEC)
@@ -208,7 +267,12 @@ local function id_arg(op, id)
   return check.value(op, "id", id, "nonempty")
 end
 
--- describe(id) -> info | nil, err. Never resumes: it only reads.
+--- Describes a sandbox by logical or provider id. Never resumes: it only reads.
+-- @tparam string id
+-- @treturn table info { id, sandbox_id, template, template_id, state, metadata, owner,
+--   started_at, end_at }
+-- @return or nil, err (kind "not_found" only when it is known not to exist;
+--   "conflict" when two sandboxes carry the id)
 function Client:describe(id)
   local ok, err = id_arg("describe", id)
   if not ok then return nil, err end
@@ -225,7 +289,12 @@ local STATE_CHECK = function(v)
   end
 end
 
--- list{ metadata = {...}, state = {"running","paused"} } -> array of info (every page)
+--- Lists sandboxes, every page.
+-- @tparam[opt] table opts
+-- @tparam[opt] table opts.metadata { key = value }: all pairs must match
+-- @tparam[opt] table opts.state array of "running" / "paused" (default both)
+-- @treturn {table,...} array of info
+-- @return or nil, err
 function Client:list(opts)
   local o, err = check.options("list", opts, { metadata = "string_map", state = STATE_CHECK })
   if not o then return nil, err end
@@ -235,7 +304,11 @@ function Client:list(opts)
   return infos(raws)
 end
 
--- destroy(id) -> true | nil, err. Idempotent: an absent sandbox is destroyed.
+--- Kills a sandbox by logical or provider id. Idempotent: an absent sandbox
+-- counts as destroyed.
+-- @tparam string id
+-- @treturn boolean true
+-- @return or nil, err
 function Client:destroy(id)
   local ok, err = id_arg("destroy", id)
   if not ok then return nil, err end
@@ -244,8 +317,12 @@ function Client:destroy(id)
   return true
 end
 
--- connect(sandbox_id) -> sbx: an externally owned sandbox (close never kills
--- it). Resumes a paused one; never shortens a running one's deadline.
+--- Connects to a sandbox by provider id: an externally owned handle (close
+-- never kills it). Resumes a paused one; never shortens a running one's
+-- deadline (it asks for the client's timeout_ms).
+-- @tparam string sandbox_id
+-- @treturn e2b.sandbox.Sandbox
+-- @return or nil, err
 function Client:connect(sandbox_id)
   local ok, err = check.value("connect", "sandbox_id", sandbox_id, "nonempty")
   if not ok then return nil, err end
@@ -255,8 +332,11 @@ function Client:connect(sandbox_id)
   return Sandbox.new(self, raw, { owned = false })
 end
 
--- resume(id) -> sbx: by logical id, running or paused, found on any page.
--- The sandbox stays as owned as it was: close() forgets it, kill() kills it.
+--- Finds a sandbox by logical id, running or paused, on any page, and
+-- connects to it (resuming it if paused). close() forgets it, kill() kills it.
+-- @tparam string id logical (or provider) id
+-- @treturn e2b.sandbox.Sandbox
+-- @return or nil, err (kind "not_found": nothing allocated; "conflict": two carry the id)
 function Client:resume(id)
   local ok, err = id_arg("resume", id)
   if not ok then return nil, err end
@@ -266,7 +346,13 @@ function Client:resume(id)
   return Sandbox.new(self, raw, { owned = false })
 end
 
--- reap{ owner = ..., older_than_ms = ... } -> array of the killed info
+--- Kills every sandbox of one owner started more than older_than_ms ago,
+-- on every page.
+-- @tparam[opt] table opts
+-- @tparam[opt] string opts.owner default: the client's owner
+-- @tparam[opt=0] int opts.older_than_ms 0: all of them
+-- @treturn {table,...} array of the killed sandboxes' info
+-- @return or nil, err
 function Client:reap(opts)
   local o, err = check.options("reap", opts, { owner = "nonempty", older_than_ms = "ms" })
   if not o then return nil, err end
@@ -276,7 +362,10 @@ function Client:reap(opts)
   return infos(raws)
 end
 
--- snapshots() -> array of { id, names }
+--- Lists snapshots, every page.
+-- @tparam[opt] string name only those matching it
+-- @treturn {table,...} array of { id, snapshot_id, names }
+-- @return or nil, err
 function Client:snapshots(name)
   if name ~= nil then
     local ok, err = check.value("snapshots", "name", name, "nonempty")
@@ -289,13 +378,20 @@ function Client:snapshots(name)
   return out
 end
 
+--- Deletes every snapshot matching name (or that id); none left is success.
+-- @tparam string name
+-- @treturn boolean true
+-- @return or nil, err
 function Client:delete_snapshot(name)
   local ok, err = check.value("delete_snapshot", "name", name, "nonempty")
   if not ok then return nil, err end
   return rt.finish(self._h:delete_snapshot(name))
 end
 
--- Volumes: create_volume(name) -> { id, name }, volumes(), delete_volume(name).
+--- Creates a persistent volume (mount it with create{ volumes = ... }).
+-- @tparam string name
+-- @treturn table { id, name }
+-- @return or nil, err
 function Client:create_volume(name)
   local ok, err = check.value("create_volume", "name", name, "nonempty")
   if not ok then return nil, err end
@@ -305,6 +401,9 @@ function Client:create_volume(name)
   return { id = list[1].volume_id, name = list[1].name }
 end
 
+--- Lists volumes.
+-- @treturn {table,...} array of { id, name }
+-- @return or nil, err
 function Client:volumes()
   local list, err = rt.finish(self._h:volumes())
   if not list then return nil, err end
@@ -313,13 +412,22 @@ function Client:volumes()
   return out
 end
 
+--- Deletes a volume by name or id; an absent one is success.
+-- @tparam string name
+-- @treturn boolean true
+-- @return or nil, err
 function Client:delete_volume(name)
   local ok, err = check.value("delete_volume", "name", name, "nonempty")
   if not ok then return nil, err end
   return rt.finish(self._h:delete_volume(name))
 end
 
--- doctor() -> report: what this backend supports, found by trying it.
+--- What this backend supports, found by trying it: one list, then a
+-- throwaway sandbox (lifetime 120 s, killed at the end).
+-- @treturn table report { auth, envd, stdin_close, group_signals, volumes, snapshots,
+--   network_update, pagination (each true, false or nil: could not tell),
+--   create_route, envd_version, notes }
+-- @return or nil, err
 function Client:doctor()
   return rt.finish(self._h:doctor())
 end
@@ -329,7 +437,18 @@ local EGRESS_SPEC = {
   template = "nonempty", timeout_ms = "positive_ms",
 }
 
--- verify_egress(opts) -> "filtered" | "open" | "inconclusive", details
+--- Observes from inside a throwaway sandbox, with an allow-list of one
+-- host, whether egress filtering holds.
+-- @tparam[opt] table opts
+-- @tparam[opt="example.com"] string opts.allow_host the one allowed host
+-- @tparam[opt] string opts.allowed_url must answer for a verdict; default https://<allow_host>
+-- @tparam[opt="https://example.org"] string opts.denied_url a host not on the list
+-- @tparam[opt="http://1.1.1.1"] string opts.ip_url a raw IP not on the list
+-- @tparam[opt] string opts.template
+-- @tparam[opt=5000] int opts.timeout_ms per probe
+-- @treturn string "filtered", "open" or "inconclusive" (whenever it could not observe)
+-- @treturn table details { verdict, allowed_code, denied_code, ip_code, detail }, or
+--   { detail, error } when the check itself failed
 function Client:verify_egress(opts)
   local o, err = check.options("verify_egress", opts, EGRESS_SPEC)
   if not o then return nil, err end

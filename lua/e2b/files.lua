@@ -1,6 +1,7 @@
--- e2b.files: a sandbox's filesystem (shared/API.md, "Files").
+--- e2b.files: a sandbox's filesystem (docs/manual.md, "sbx.files").
 -- Transfers stream both ways through the core's bounded queues, so reading
 -- or writing a file of any size holds at most a few MiB.
+-- @module e2b.files
 local core = require("e2b.core")
 local check = require("e2b.check")
 local errors = require("e2b.errors")
@@ -8,6 +9,10 @@ local rt = require("e2b.rt")
 
 local M = {}
 
+--- A sandbox's filesystem: `sbx.files`. Paths are sandbox paths; every
+-- operation runs as the client's user. Every method returns nil, err on
+-- failure.
+-- @type Files
 local Files = {}
 Files.__index = Files
 M.Files = Files
@@ -65,7 +70,10 @@ function Files:_download(op, path, emit, user)
   end
 end
 
--- read(path) -> bytes | nil, err
+--- Reads a whole file.
+-- @tparam string path
+-- @treturn string the exact bytes
+-- @return or nil, err
 function Files:read(path)
   local parts = {}
   local n, err = self:_download("files.read", path, function(chunk) parts[#parts + 1] = chunk end)
@@ -88,6 +96,12 @@ local function sink_fn(op, sink)
   return nil, errors.invalid(op, "sink", "must be a function or an open file")
 end
 
+--- Streams a file to a sink: a function(chunk) (returning false, or nil, err,
+-- aborts with kind "canceled") or an open file.
+-- @tparam string path
+-- @param sink function or file
+-- @treturn int bytes written to the sink
+-- @return or nil, err
 function Files:read_to(path, sink)
   local emit, err = sink_fn("files.read_to", sink)
   if not emit then return nil, err end
@@ -127,7 +141,15 @@ end
 
 local WRITE_SPEC = { mode = "count", exclusive = "boolean" }
 
--- write(path, data, opts) -> info | nil, err
+--- Writes a file (parent directories are created).
+-- @tparam string path
+-- @param data a string, or a function returning chunks (strings), then nil
+-- @tparam[opt] table opts
+-- @tparam[opt] int opts.mode permission bits, at most 0o7777 (applied with chmod after)
+-- @tparam[opt=false] boolean opts.exclusive fail with kind "conflict" when it exists
+--   (checked, then written: two writers can still race)
+-- @treturn table { name, path, type = "file", size (when data is a string) }
+-- @return or nil, err
 function Files:write(path, data, opts)
   local op = "files.write"
   local ok, err = check_path(op, path)
@@ -175,7 +197,11 @@ function Files:_finish(req, err)
   return self._sbx:_envd(req, err)
 end
 
--- stat(path) -> entry | nil, err (kind "not_found" when absent)
+--- Describes a path.
+-- @tparam string path
+-- @treturn table entry { name, path, type ("file", "dir", "symlink", "unknown"), size,
+--   mode, permissions, owner, group, modified_at (epoch ms), symlink_target }
+-- @return or nil, err (kind "not_found" when absent)
 function Files:stat(path)
   local ok, err = check_path("files.stat", path)
   if not ok then return nil, err end
@@ -185,7 +211,10 @@ function Files:stat(path)
   return entry(e)
 end
 
--- exists(path) -> boolean | nil, err ("could not look" is an error, not false)
+--- Whether a path exists ("could not look" is an error, not false).
+-- @tparam string path
+-- @treturn boolean
+-- @return or nil, err
 function Files:exists(path)
   local e, err = self:stat(path)
   if e then return true end
@@ -193,7 +222,12 @@ function Files:exists(path)
   return nil, err
 end
 
--- list(path, { depth = 1 }) -> array of entry
+--- Lists a directory.
+-- @tparam string path
+-- @tparam[opt] table opts
+-- @tparam[opt=1] int opts.depth levels to descend, positive
+-- @treturn {table,...} array of entry (see `Files:stat`)
+-- @return or nil, err
 function Files:list(path, opts)
   local ok, err = check_path("files.list", path)
   if not ok then return nil, err end
@@ -208,7 +242,10 @@ function Files:list(path, opts)
   return out
 end
 
--- mkdir(path) -> true (also when it already exists as a directory)
+--- Makes a directory and its parents; an existing directory is success.
+-- @tparam string path
+-- @treturn boolean true
+-- @return or nil, err
 function Files:mkdir(path)
   local ok, err = check_path("files.mkdir", path)
   if not ok then return nil, err end
@@ -222,14 +259,21 @@ function Files:mkdir(path)
   return nil, err
 end
 
--- remove(path) -> true
+--- Removes a file or a whole directory.
+-- @tparam string path
+-- @treturn boolean true
+-- @return or nil, err
 function Files:remove(path)
   local ok, err = check_path("files.remove", path)
   if not ok then return nil, err end
   return self:_finish(self._sbx._h:remove(path, self:_user()))
 end
 
--- rename(from, to) -> entry
+--- Moves a path.
+-- @tparam string from
+-- @tparam string to
+-- @treturn table the entry of to
+-- @return or nil, err
 function Files:rename(from, to)
   local ok, err = check_path("files.rename", from, "from")
   if ok then ok, err = check_path("files.rename", to, "to") end
@@ -267,7 +311,13 @@ local function chunk_source(op, source)
   return nil, errors.invalid(op, "tar_source", "must be a string or a function returning chunks")
 end
 
--- import(dir, tar_source) -> true: unpacks a tar stream into dir (created).
+--- Unpacks a tar stream into dir (created), in bounded memory. A stream
+-- without the end-of-archive marker is an error (kind "sandbox"), never a
+-- success; what was unpacked before a failure stays.
+-- @tparam string dir
+-- @param tar_source a string, or a function returning chunks, then nil
+-- @treturn boolean true
+-- @return or nil, err
 function Files:import(dir, tar_source)
   local op = "files.import"
   local ok, err = check_path(op, dir, "dir")
@@ -318,7 +368,11 @@ function Files:import(dir, tar_source)
   return true
 end
 
--- export(dir, sink) -> bytes_count: streams dir as a tar archive to sink.
+--- Streams dir as a tar archive to a sink (as in `Files:read_to`).
+-- @tparam string dir
+-- @param sink function or file
+-- @treturn int bytes of the archive
+-- @return or nil, err
 function Files:export(dir, sink)
   local op = "files.export"
   local ok, err = check_path(op, dir, "dir")
@@ -361,7 +415,12 @@ local function shell_quote(s)
   return "'" .. s:gsub("'", "'\\''") .. "'"
 end
 
--- sync(local_dir, remote_dir) -> true: sends a local tree as one streamed tar.
+--- Sends a local directory tree as one streamed tar (the host's tar packs
+-- it), not a request per file.
+-- @tparam string local_dir a readable local directory (else kind "not_found")
+-- @tparam string remote_dir created in the sandbox
+-- @treturn boolean true
+-- @return or nil, err
 function Files:sync(local_dir, remote_dir)
   local op = "files.sync"
   local ok, err = check.value(op, "local_dir", local_dir, "nonempty")
@@ -386,7 +445,14 @@ function Files:sync(local_dir, remote_dir)
   return true
 end
 
--- url(path, { operation = "read"|"write", expires_ms = n }) -> signed URL
+--- A signed /files URL others can download from (or upload to) without
+-- the API key. Needs a secure sandbox.
+-- @tparam string path
+-- @tparam[opt] table opts
+-- @tparam[opt="read"] string opts.operation "read" or "write"
+-- @tparam[opt] int opts.expires_ms positive; default no expiry
+-- @treturn string
+-- @return or nil, err
 function Files:url(path, opts)
   local o, err = check.options("files.url", opts, {
     operation = check.oneof("read", "write"), expires_ms = "positive_ms",

@@ -1,4 +1,4 @@
--- e2b.ngx: the OpenResty adapter — e2b.sched's interface on ngx's primitives.
+--- e2b.ngx: the OpenResty adapter — e2b.sched's interface on ngx's primitives.
 --
 -- e2b.rt picks it when `ngx` is present. Nothing here ever blocks the nginx
 -- worker (the core loop is only ever stepped with timeout 0):
@@ -19,6 +19,7 @@
 -- (init_by_lua, init_worker_by_lua, set_by_lua, header/body filters, log)
 -- a wait raises an error naming the phase; start a timer there instead:
 --   init_worker_by_lua_block { ngx.timer.at(0, function() ... e2b calls ... end) }
+-- @module e2b.ngx
 local core = require("e2b.core")
 local semaphore = require("ngx.semaphore")
 
@@ -32,7 +33,12 @@ local M = { name = "ngx" }
 -- One loop per Lua VM, i.e. per worker (a copy of the master's when the
 -- module was preloaded in init_by_lua, which is fine: it holds no transfer).
 local loop = assert(core.loop())
+--- The core loop this adapter steps (one per nginx worker).
+-- @field loop
 M.loop = loop
+--- Monotonic milliseconds (the clock of every deadline).
+-- @function now_ms
+-- @treturn int
 M.now_ms = now_ms
 
 -- How the pump waits between steps (bench/README.md has the measurements):
@@ -44,8 +50,12 @@ M.now_ms = now_ms
 -- off doubling up to max_idle_ms; with no waiter at all, max_idle_ms.
 local tuning = { wait = "semaphore", min_idle_ms = 1, max_idle_ms = 16, busy_ms = 100 }
 
--- tune{...}: changes the above (for measurements; the defaults are the
--- measured choice). Returns the previous settings.
+--- Changes how the pump waits (for measurements; the defaults are the
+-- measured choice).
+-- @tparam table t { wait = "semaphore"|"sleep"|"self", min_idle_ms = 1, max_idle_ms = 16,
+--   busy_ms = 100 }
+-- @treturn table the previous settings
+-- @raise on an unknown setting
 function M.tune(t)
   local old = {}
   for k, v in pairs(tuning) do old[k] = v end
@@ -272,8 +282,11 @@ local function park(entry, deadline)
   end
 end
 
--- await(reqs, deadline_ms?) -> true when one of the requests progressed,
--- false when the deadline (monotonic ms, core.now_ms) passed first.
+--- Parks the calling coroutine until one of the core requests progressed.
+-- @param reqs one core request or an array of them
+-- @tparam[opt] int deadline monotonic ms (`now_ms`)
+-- @treturn boolean true when a request progressed, false when the deadline passed first
+-- @raise in an nginx phase that cannot yield
 function M.await(reqs, deadline)
   need_yield("a lua-e2b call")
   local ids
@@ -294,16 +307,18 @@ function M.await(reqs, deadline)
   return park(entry, deadline)
 end
 
--- sleep(ms): at least 1 ms, nginx's timer resolution (and ngx.sleep(0)
+--- Sleeps at least 1 ms, nginx's timer resolution (and ngx.sleep(0)
 -- needs OpenResty's own nginx patch; Debian's nginx warns on every call).
+-- @tparam int ms
+-- @raise in an nginx phase that cannot yield
 function M.sleep(ms)
   need_yield("e2b.sleep")
   ms = tonumber(ms) or 0
   ngx.sleep(math.max(1, ms) / 1000)
 end
 
--- stats() -> { waiting = parked waits, pumping = boolean, requests = ids
--- waited on }, after a sweep (a dead wait goes at its second sweep).
+--- The pump's state, after a sweep (a dead wait goes at its second sweep).
+-- @treturn table { waiting = parked waits, pumping = boolean, requests = ids waited on }
 function M.stats()
   sweep()
   local n = 0
@@ -311,13 +326,18 @@ function M.stats()
   return { waiting = nwaiting, pumping = pumping, requests = n }
 end
 
--- Inside any handler that can yield every call yields, so that is a task.
+--- Whether a wait here yields: inside any handler that can yield every
+-- call yields, so that is a task.
+-- @treturn boolean
 function M.in_task()
   return can_yield()
 end
 
 -- ---- tasks ----
 
+--- A task: an ngx.thread, from `e2b.spawn`; it lives as long as the request
+-- (or timer) that spawned it.
+-- @type Task
 local Task = {}
 Task.__index = Task
 
@@ -381,7 +401,11 @@ local function start(group, fn, args)
   return t
 end
 
--- spawn(fn, ...) -> task; task:wait() -> fn's results.
+--- Starts fn(...) as an ngx.thread task.
+-- @tparam func fn
+-- @param ... fn's arguments
+-- @treturn Task
+-- @raise when fn is not a function, or in a phase that cannot yield
 function M.spawn(fn, ...)
   assert(type(fn) == "function", "e2b.spawn: fn must be a function")
   need_yield("e2b.spawn")
@@ -397,7 +421,9 @@ local function take_orphan(t)
   end
 end
 
--- task:wait() -> the task's results; re-raises the task's error.
+--- Waits for the task.
+-- @return the task function's results
+-- @raise the task's error again, with its traceback
 function Task:wait()
   if not self.finished then
     need_yield("task:wait")
@@ -412,13 +438,19 @@ function Task:wait()
   return unpack(self.results, 1, self.results.n)
 end
 
+--- Whether the task has ended.
+-- @treturn boolean
 function Task:done()
   return self.finished == true
 end
 
--- run(fn, ...) -> fn's results, once every task it started has ended.
+--- Runs fn(...) and waits until every task it started has ended.
 -- Unlike e2b.sched, "every task" is the tasks started inside this run
 -- (other requests of the worker have their own).
+-- @tparam func fn
+-- @param ... fn's arguments
+-- @return fn's results
+-- @raise a task's error, or in a phase that cannot yield
 function M.run(fn, ...)
   assert(type(fn) == "function", "e2b.run: fn must be a function")
   need_yield("e2b.run")

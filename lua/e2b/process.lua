@@ -1,4 +1,4 @@
--- e2b.process: commands in a sandbox (shared/API.md, "Process" and sbx:run).
+--- e2b.process: commands in a sandbox (docs/manual.md, "Process" and sbx:run).
 --
 -- A process is a tracked stream from libe2b: its output is also kept in the
 -- sandbox and the stream falls back to reading it by offset, so a reader
@@ -6,12 +6,19 @@
 -- any client. Output is taken from the core's bounded queue as it is read:
 -- read() returns at most 1 MiB, and run() keeps at most max_output bytes per
 -- stream.
+-- @module e2b.process
 local check = require("e2b.check")
 local errors = require("e2b.errors")
 local rt = require("e2b.rt")
 
 local M = {}
 
+--- A process handle, from `Sandbox:spawn` or `Sandbox:attach`. Every
+-- method returning values returns nil, err on failure.
+-- @type Process
+-- @field pid the process id in the sandbox
+-- @field tag the tag naming it (signals and input go by tag)
+-- @field tracked true when its output is kept in the sandbox (attach() can continue it)
 local Process = {}
 Process.__index = Process
 M.Process = Process
@@ -265,7 +272,14 @@ local function timeout_error(op, ms, what)
   return errors.new("timeout", op, ("%s after %d ms"):format(what, ms), { retryable = false })
 end
 
--- read(timeout_ms?) -> data, stream | nil (ended, all read) | nil, err
+--- Takes the next chunk of output (at most 1 MiB, of one stream).
+-- Pending stdin is fed while reading.
+-- @tparam[opt] int timeout_ms how long to wait for a chunk (not a size); none: no limit
+-- @treturn string data
+-- @treturn string stream "stdout", "stderr" or "pty"
+-- @return or nil when the process exited and everything was read
+-- @return or nil, err: kind "timeout" when nothing came in time (the process
+--   keeps running), "canceled" after close()
 function Process:read(timeout_ms)
   if timeout_ms ~= nil then
     local ok, err = check.value("read", "timeout_ms", timeout_ms, "ms")
@@ -350,8 +364,11 @@ function Process:_collect(deadline, max_output, tail)
   return result
 end
 
--- wait(timeout_ms?) -> result | nil, err. stdout/stderr hold what read()
--- had not taken. A wait timeout leaves the process running.
+--- Waits for the end; stdout/stderr hold what read() had not taken (at
+-- most 64 MiB per stream); on_stdout/on_stderr are called as it collects.
+-- @tparam[opt] int timeout_ms none: no limit; a timeout leaves the process running
+-- @treturn table result (see `e2b.sandbox.Sandbox:run`)
+-- @return or nil, err
 function Process:wait(timeout_ms)
   if timeout_ms ~= nil then
     local ok, err = check.value("wait", "timeout_ms", timeout_ms, "ms")
@@ -406,16 +423,27 @@ function Process:_unary(req, err)
   return self._sbx:_envd(req, err)
 end
 
+--- Writes to its stdin (spawned with stdin = true) or its pty.
+-- @tparam string bytes
+-- @treturn boolean true
+-- @return or nil, err
 function Process:write(bytes)
   local ok, err = check.value("write", "bytes", bytes, "string")
   if not ok then return nil, err end
   return self:_unary(self._sbx._h:send_input(self:_target(), bytes, self._pty))
 end
 
+--- Ends its input.
+-- @treturn boolean true
+-- @return or nil, err
 function Process:close_stdin()
   return self:_unary(self._sbx._h:close_stdin(self:_target()))
 end
 
+--- Sends a signal to its process group.
+-- @tparam string name "TERM", "KILL" or "INT"
+-- @treturn boolean true
+-- @return or nil, err
 function Process:signal(name)
   local signo = SIGNALS[name]
   if not signo then return nil, errors.invalid("signal", "name", 'must be "TERM", "KILL" or "INT"') end
@@ -432,8 +460,11 @@ function Process:_alive()
   return false
 end
 
--- kill() -> true once the process group is gone; an error naming the
--- survivor otherwise (never a success that did not happen).
+--- SIGKILL to the process group; true once the group is gone (checked for
+-- 2 s), an error naming the survivor otherwise (never a success that did
+-- not happen).
+-- @treturn boolean true
+-- @return or nil, err (kind "sandbox" for a survivor)
 function Process:kill()
   if self._exit then return true end
   local ok, err = self:signal("KILL")
@@ -455,6 +486,10 @@ function Process:kill()
   end
 end
 
+--- Resizes its pty.
+-- @tparam table size { cols, rows } (or { cols = c, rows = r })
+-- @treturn boolean true
+-- @return or nil, err (kind "unsupported" without a pty)
 function Process:resize(size)
   if not self._pty then
     return nil, errors.new("unsupported", "resize", "process has no pty", { retryable = false })
@@ -467,8 +502,10 @@ function Process:resize(size)
   return self:_unary(self._sbx._h:resize(self:_target(), cols, rows))
 end
 
--- boot_id() -> the sandbox boot id this process started under (kept with
--- its output; nil for a process whose output is not kept).
+--- The sandbox boot id this process started under (kept with its output;
+-- it changes when the sandbox boots again).
+-- @treturn string
+-- @return or nil for a process whose output is not kept, or nil, err
 function Process:boot_id()
   if not self._dir then return nil end
   if self._boot_id then return self._boot_id end
@@ -491,18 +528,21 @@ function Process:boot_id()
   end
 end
 
+--- Bytes of each stream taken so far, for `e2b.sandbox.Sandbox:attach`.
+-- @treturn table { stdout = n, stderr = m, pty = k }
 function Process:offsets()
   return { stdout = self._offsets.stdout, stderr = self._offsets.stderr, pty = self._offsets.pty }
 end
 
--- detach(): leave the process (and its kept output) when the handle is
--- closed or collected.
+--- Leaves the process (and its kept output) when the handle is closed or
+-- collected.
 function Process:detach()
   self._detached = true
 end
 
--- close(): kills the process group unless detached, and removes the kept
--- output of a process that is over.
+--- Kills the process group unless detached (or ended), removes its kept
+-- output and frees the handle. Safe to call again; also what `<close>` and
+-- the finalizer do.
 function Process:close()
   if self._closed then return end
   self._closed = true

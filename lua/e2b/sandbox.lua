@@ -1,4 +1,5 @@
--- e2b.sandbox: one sandbox (shared/API.md, "Sandbox").
+--- e2b.sandbox: one sandbox (docs/manual.md, "Sandbox").
+-- @module e2b.sandbox
 local check = require("e2b.check")
 local errors = require("e2b.errors")
 local rt = require("e2b.rt")
@@ -9,6 +10,17 @@ local unpack = table.unpack or unpack
 
 local M = {}
 
+--- A sandbox handle, from `Client:create` (owned) or `Client:connect` /
+-- `Client:resume` (external). Every method returning values returns
+-- nil, err on failure.
+-- @type Sandbox
+-- @field id the logical id (the provider id when it has none)
+-- @field sandbox_id the provider id
+-- @field template template alias, else id
+-- @field metadata E2B metadata without lua-e2b's reserved keys
+-- @field traffic_token value for the e2b-traffic-access-token header, or nil
+-- @field domain the domain its ports are served under
+-- @field files the sandbox's filesystem (`e2b.files.Files`)
 local Sandbox = {}
 Sandbox.__index = Sandbox
 M.Sandbox = Sandbox
@@ -76,20 +88,58 @@ end
 
 -- ---- commands ----
 
+--- Starts a command and returns once it has started.
+-- Takes run's options, plus: stdin = true (kept open for proc:write), pty = { cols, rows }.
+-- @param cmd a string (run by bash -l -c) or an array { argv... } (no shell)
+-- @tparam[opt] table opts see `Sandbox:run`
+-- @treturn e2b.process.Process
+-- @return or nil, err
 function Sandbox:spawn(cmd, opts)
   return Process.spawn(self, cmd, opts)
 end
 
+--- Runs a command to its end. A non-zero exit is a result, not an error.
+-- On a failure after the start the process group is killed and err.stdout,
+-- err.stderr (what was read) and err.pid are set.
+-- @param cmd a string (run by bash -l -c) or an array { argv... } (no shell)
+-- @tparam[opt] table opts
+-- @tparam[opt] string opts.cwd default: the user's home
+-- @tparam[opt] table opts.env { NAME = value }; values never appear on a command line
+-- @tparam[opt="extend"] string opts.env_mode "extend" or "replace" (only env + PATH)
+-- @tparam[opt] string opts.user default: the client's user ("user")
+-- @tparam[opt] int opts.timeout_ms run time, positive; none by default; past it the
+--   group is killed and the call fails with kind "timeout"
+-- @tparam[opt=90000] int opts.idle_timeout_ms a stream silent this long fails ("timeout")
+-- @tparam[opt] func opts.on_stdout called with each stdout (and pty) chunk
+-- @tparam[opt] func opts.on_stderr called with each stderr chunk
+-- @tparam[opt=67108864] int opts.max_output bytes kept per stream (64 MiB); past it
+--   the run fails (kind "sandbox") unless keep = "tail"
+-- @tparam[opt] string opts.keep "tail": keep the last max_output bytes, set bytes_dropped
+-- @tparam[opt] string opts.tag names the process (default "e2b-<uuid>")
+-- @tparam[opt=true] boolean opts.keep_output keep output in the sandbox for attach()
+-- @tparam[opt] string opts.stdin bytes written, then stdin is closed
+-- @treturn table result { exit_code, ok, stdout, stderr, status, error,
+--   pty (pty only), bytes_dropped (keep = "tail" only) }
+-- @return or nil, err
 function Sandbox:run(cmd, opts)
   return Process.run(self, cmd, opts)
 end
 
--- attach(pid_or_tag, { offsets = { stdout, stderr } }) -> proc: continues a
--- process's output exactly where a reader stopped, from any client.
+--- Continues a process's output exactly where a reader stopped, from any
+-- client. An untracked process is followed from now (offsets 0).
+-- @param target a pid (integer) or a tag (string)
+-- @tparam[opt] table opts
+-- @tparam[opt] table opts.offsets { stdout = n, stderr = m }: bytes already taken (default 0)
+-- @tparam[opt=90000] int opts.idle_timeout_ms
+-- @treturn e2b.process.Process
+-- @return or nil, err
 function Sandbox:attach(target, opts)
   return Process.attach(self, target, opts)
 end
 
+--- The processes envd runs (a kept command shown as itself, not its wrapper).
+-- @treturn {table,...} array of { pid, tag, cmd, args, cwd }
+-- @return or nil, err
 function Sandbox:processes()
   local list, err = self:_envd(self._h:processes())
   if not list then return nil, err end
@@ -108,12 +158,21 @@ end
 
 -- ---- ports ----
 
+--- The host name a port of the sandbox is served at.
+-- @tparam int port 1-65535
+-- @treturn string "<port>-<sandbox_id>.<domain>"
+-- @raise when port is not an integer in range
 function Sandbox:host(port)
   assert(type(port) == "number" and port == math.floor(port) and port > 0 and port < 65536,
     "sbx:host: port must be an integer between 1 and 65535")
   return ("%d-%s.%s"):format(port, self.sandbox_id, self.domain)
 end
 
+--- The URL of a port of the sandbox (http/ws on e2b-local's loopback domain).
+-- @tparam int port 1-65535
+-- @tparam[opt="https"] string scheme "https", "wss", "http" or "ws"
+-- @treturn string
+-- @raise on a bad port or scheme
 function Sandbox:url(port, scheme)
   scheme = scheme or "https"
   assert(scheme == "https" or scheme == "wss" or scheme == "http" or scheme == "ws",
@@ -129,34 +188,52 @@ end
 
 -- ---- lifecycle ----
 
+--- Describes the sandbox. Never resumes.
+-- @treturn table info (see `e2b.client.Client:describe`)
+-- @return or nil, err
 function Sandbox:info()
   local raw, err = self:_finish(self._client._h:info(self.sandbox_id))
   if not raw then return nil, err end
   return require("e2b.client").to_info(raw)
 end
 
+--- Sets the deadline to exactly now + ms (it may shorten it).
+-- @tparam int ms positive
+-- @treturn boolean true
+-- @return or nil, err
 function Sandbox:set_timeout(ms)
   local ok, err = check.value("set_timeout", "ms", ms, "positive_ms")
   if not ok then return nil, err end
   return self:_finish(self._client._h:set_timeout(self.sandbox_id, ms))
 end
 
--- pause{ mode = "memory" | "filesystem" } -> true only once it is paused.
--- Pausing a paused sandbox succeeds (it is paused); nothing else pretends.
+--- Pauses the sandbox; true only once it is paused. Pausing a paused
+-- sandbox succeeds (it is paused); nothing else pretends.
+-- @tparam[opt] table opts
+-- @tparam[opt="memory"] string opts.mode "memory" (processes continue after a resume)
+--   or "filesystem" (only files are kept)
+-- @treturn boolean true
+-- @return or nil, err
 function Sandbox:pause(opts)
   local o, err = check.options("pause", opts, { mode = check.oneof("memory", "filesystem") })
   if not o then return nil, err end
   return self:_finish(self._client._h:pause(self.sandbox_id, (o.mode or "memory") == "memory"))
 end
 
--- keep_alive(ms): the deadline becomes at least now + ms, never earlier.
+--- Moves the deadline to at least now + ms, never earlier.
+-- @tparam int ms positive
+-- @treturn boolean true
+-- @return or nil, err
 function Sandbox:keep_alive(ms)
   local ok, err = check.value("keep_alive", "ms", ms, "positive_ms")
   if not ok then return nil, err end
   return self:_finish(self._client._h:keep_alive(self.sandbox_id, ms))
 end
 
--- set_network(policy): replaces the egress policy of the running sandbox.
+--- Replaces the egress policy of the running sandbox.
+-- @param net "all", "none", { allow = {hosts, IPs, CIDRs} } or { deny = {IPs, CIDRs} }
+-- @treturn boolean true
+-- @return or nil, err (allow with deny, or transforms: kind "unsupported")
 function Sandbox:set_network(net)
   local fields, err = require("e2b.policy").network("set_network", net, "policy")
   if not fields then return nil, err end
@@ -166,8 +243,11 @@ function Sandbox:set_network(net)
   }))
 end
 
--- snapshot(name) -> { id, names }: a template to create sandboxes from; a
--- snapshot of the same name is replaced (E2B gives the name a new build).
+--- Snapshots the sandbox: a template to create sandboxes from; a snapshot
+-- of the same name is replaced (E2B gives the name a new build).
+-- @tparam string name
+-- @treturn table { id, snapshot_id, names }
+-- @return or nil, err
 function Sandbox:snapshot(name)
   local ok, err = check.value("snapshot", "name", name, "nonempty")
   if not ok then return nil, err end
@@ -177,7 +257,9 @@ function Sandbox:snapshot(name)
   return { id = list[1].snapshot_id, snapshot_id = list[1].snapshot_id, names = list[1].names }
 end
 
--- kill() -> true; killing a sandbox that is already gone succeeds.
+--- Kills the sandbox, owned or not; one already gone counts as killed.
+-- @treturn boolean true
+-- @return or nil, err
 function Sandbox:kill()
   local ok, err = rt.finish(self._client._h:kill(self.sandbox_id))
   if ok or errors.is(err, "not_found") then
@@ -187,8 +269,11 @@ function Sandbox:kill()
   return nil, self:_tag(err)
 end
 
--- close(): applies on_close to an owned sandbox (kill by default); a
--- connected sandbox is only forgotten. Safe to call more than once.
+--- Applies on_close to an owned sandbox (kill by default, "pause", or
+-- "leave"); a connected sandbox is only forgotten. Safe to call more than
+-- once; also what `<close>` does.
+-- @treturn boolean true
+-- @return or nil, err
 function Sandbox:close()
   if self._closed then return true end
   self._closed = true

@@ -1,4 +1,4 @@
--- e2b.sched: the plain-Lua adapter — tasks on coroutines, one core loop.
+--- e2b.sched: the plain-Lua adapter — tasks on coroutines, one core loop.
 --
 -- Every wait of lua-e2b goes through the small interface below (await,
 -- sleep, spawn, run, in_task, now_ms); e2b.ngx implements the same interface
@@ -8,6 +8,9 @@
 --     holds, so other tasks still progress and the caller simply blocks;
 --   * when nothing is runnable the core waits in curl_multi_poll on its own
 --     sockets, so an idle wait costs no CPU.
+-- Applications use e2b.run, e2b.spawn and e2b.sleep; the rest of this
+-- interface is for writing another adapter (docs/manual.md, "Schedulers").
+-- @module e2b.sched
 local core = require("e2b.core")
 
 local unpack = table.unpack or unpack
@@ -16,8 +19,12 @@ local now_ms = core.now_ms
 local M = { name = "lua" }
 
 local loop = assert(core.loop())
+--- The core loop this adapter steps (one per Lua state).
+-- @field loop
 M.loop = loop
 
+--- A task: a coroutine the scheduler runs, from `e2b.spawn`.
+-- @type Task
 local Task = {}
 Task.__index = Task
 
@@ -134,6 +141,11 @@ local function drive(cond)
     end
   end
 end
+--- Runs tasks and the loop until cond() is true: how a wait outside any
+-- task blocks while other tasks still progress.
+-- @function drive
+-- @tparam func cond
+-- @raise "e2b: deadlock: ..." when every task waits and nothing is in flight
 M.drive = drive
 
 local function current_task()
@@ -141,10 +153,15 @@ local function current_task()
   return co and live[co] or nil
 end
 
+--- Whether the caller runs inside a task (so a wait yields).
+-- @treturn boolean
 function M.in_task()
   return current_task() ~= nil
 end
 
+--- Monotonic milliseconds (the clock of every deadline).
+-- @function now_ms
+-- @treturn int
 M.now_ms = now_ms
 
 -- Parks the caller on entry: yields inside a task, drives outside one.
@@ -162,9 +179,11 @@ local function park(entry)
   return entry.value
 end
 
--- await(reqs, deadline_ms?) -> true when one of the requests progressed,
--- false when the deadline (monotonic ms, core.now_ms) passed first.
--- reqs is one core request or an array of them.
+--- Parks the caller until one of the core requests progressed: yields
+-- inside a task, drives the loop outside one.
+-- @param reqs one core request or an array of them
+-- @tparam[opt] int deadline monotonic ms (`now_ms`)
+-- @treturn boolean true when a request progressed, false when the deadline passed first
 function M.await(reqs, deadline)
   local entry = { deadline = deadline }
   if type(reqs) == "table" then
@@ -183,11 +202,18 @@ function M.await(reqs, deadline)
   return park(entry)
 end
 
+--- Sleeps ms milliseconds: yields inside a task, blocks outside one.
+-- @tparam int ms
 function M.sleep(ms)
   ms = tonumber(ms) or 0
   park({ deadline = now_ms() + math.max(0, ms) })
 end
 
+--- Starts fn(...) as a task; it first runs when the caller next waits.
+-- @tparam func fn
+-- @param ... fn's arguments
+-- @treturn Task
+-- @raise when fn is not a function
 function M.spawn(fn, ...)
   assert(type(fn) == "function", "e2b.spawn: fn must be a function")
   local args = pack(...)
@@ -204,7 +230,9 @@ local function take_orphan(t)
   end
 end
 
--- task:wait() -> the task's results; re-raises the task's error.
+--- Waits for the task (yielding inside a task).
+-- @return the task function's results
+-- @raise the task's error again, with its traceback
 function Task:wait()
   if not self.finished then
     park({ join = self })
@@ -216,11 +244,18 @@ function Task:wait()
   return unpack(self.results, 1, self.results.n)
 end
 
+--- Whether the task has ended.
+-- @treturn boolean
 function Task:done()
   return self.finished == true
 end
 
--- run(fn, ...) -> fn's results, once every task has ended.
+--- Runs fn(...) as a task and drives the loop until every task has ended.
+-- Nested inside a task it is spawn(fn, ...):wait().
+-- @tparam func fn
+-- @param ... fn's arguments
+-- @return fn's results
+-- @raise a task's error; "e2b.run: a task failed: ..." for one nobody waited for
 function M.run(fn, ...)
   if current_task() then
     -- Nested inside a task: the outer run owns the other tasks.
