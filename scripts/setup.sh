@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 # luajit2/libluajit2-5.1-dev are OpenResty's LuaJIT branch: the one Debian's
 # libnginx-mod-http-lua is built against (plain luajit conflicts with it).
 PACKAGES="build-essential cmake pkg-config git ca-certificates curl procps python3
-  lua5.4 liblua5.4-dev lua-cjson lua-busted luarocks
+  lua5.4 liblua5.4-dev lua-cjson lua-busted luarocks lua-ldoc
   libcurl4-openssl-dev libmbedtls-dev libjansson-dev libmicrohttpd-dev zlib1g-dev bubblewrap
   luajit2 libluajit2-5.1-dev nginx-light libnginx-mod-http-lua lua-socket"
 
