@@ -1,4 +1,4 @@
---- lua-e2b: drive E2B sandboxes from Lua (docs/manual.md is the contract).
+--- lua-e2b: drive E2B sandboxes from Lua (docs/manual.md is its contract).
 --
 --   local e2b = require("e2b")
 --   local client = assert(e2b.client{})

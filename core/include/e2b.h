@@ -422,7 +422,7 @@ int e2b_req_send_end(e2b_req *req);
 size_t e2b_req_send_pending(const e2b_req *req);
 const char *e2b_req_written_path(const e2b_req *req);
 
-/* Signed /files URL for sharing (WIRE.md 7.3): operation "read" or "write";
+/* Signed /files URL for sharing (envd's v1 signature): operation "read" or "write";
  * expires_unix <= 0 for no expiry. Requires a secure sandbox. The result is
  * malloc'd. */
 char *e2b_file_url(e2b_sbx *sbx, const char *path, const char *operation, const char *user,
@@ -473,7 +473,7 @@ typedef struct e2b_network {
 e2b_req *e2b_sandbox_set_network(e2b_client *c, const char *sandbox_id, const e2b_network *net,
                                  e2b_error *err);
 
-/* Creation with the contract's rules. */
+/* Creation with lua-e2b's rules (docs/manual.md, "Sandboxes"). */
 typedef struct e2b_provision_opts {
   e2b_create_opts create;     /* the caller's metadata; logical id and owner are added */
   const char *id;             /* logical id; NULL: a new UUIDv4 */

@@ -3,7 +3,7 @@
  *
  * Everything here is deterministic (except the random helpers), allocation is
  * explicit, and each function is covered by known-vector tests in core/tests.
- * The wire formats are E2B's (see shared/e2b-spec/WIRE.md): Connect envelopes,
+ * The wire formats are E2B's (its OpenAPI spec, envd's protos): Connect envelopes,
  * proto3 JSON base64 for bytes fields, v1 file-URL signatures, RFC 3339 times.
  */
 #ifndef E2B_CODEC_H

@@ -154,7 +154,7 @@ static int validate_create(const e2b_create_opts *o, e2b_error *err) {
       check_strings(o->allow_out, o->allow_out_count, "network.allow", op, err) ||
       check_strings(o->deny_out, o->deny_out_count, "network.deny", op, err))
     return -1;
-  /* The combinations E2B's SDK refuses (WIRE.md 2.2). */
+  /* The lifecycle combinations E2B's SDKs refuse before sending a create. */
   if (o->auto_pause_memory != E2B_UNSET && o->auto_pause != 1) {
     e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op,
                 "lifecycle.keep_memory only applies when on_timeout is \"pause\"");

@@ -1,4 +1,4 @@
-/* lifecycle.c — the contract's rules over the raw control-plane calls:
+/* lifecycle.c — lua-e2b's rules (docs/manual.md) over the raw control-plane calls:
  * find through every page, describe without resuming, attach without
  * shortening a deadline, resume by logical id, idempotent destroy, a pause
  * that never pretends, extend-only keep-alive and reaping by owner. Each is

@@ -1,5 +1,5 @@
 /* provision.c — e2b_sandbox_provision: creating a sandbox with the
- * contract's rules. Creates are serialised within one client and an
+ * rules of docs/manual.md. Creates are serialised within one client and an
  * explicit logical id is checked before and after allocation; then the
  * sandbox must answer on envd, run its setup script and take its network
  * policy before the request succeeds. Whatever fails after allocation —

@@ -1,6 +1,6 @@
 /* Known-vector tests for codec.c: envelopes (whole, split, partial, oversized),
  * base64 (RFC 4648 vectors, URL-safe, unpadded, garbage), v1 signatures
- * (WIRE.md 7.3 vectors), RFC 3339 times, Connect codes and random ids. */
+ * (vectors of envd's v1 scheme), RFC 3339 times, Connect codes and random ids. */
 #include "codec.h"
 #include "testing.h"
 

@@ -342,7 +342,7 @@ static void unescape_stable(char *s) {
   }
 }
 
-/* "k=v&k2=v2", each part escaped an unknown number of times (WIRE 2.5). */
+/* "k=v&k2=v2", each part escaped an unknown number of times (the SDKs escape twice). */
 static json_t *parse_metadata_filter(const char *q) {
   json_t *m = json_object();
   char *copy = xstrdup(q);

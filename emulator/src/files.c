@@ -18,7 +18,7 @@
 #include "sandbox.h"
 #include "util.h"
 
-/* ---- authorisation (WIRE 4.5, 7.3) ---- */
+/* ---- authorisation (envd's: access token header, or a v1 URL signature) ---- */
 
 static void early(http_req *r, int status, const char *msg) {
   if (r->early_status) return;
@@ -468,7 +468,7 @@ typedef struct meta_acc {
   const char *bad;
 } meta_acc;
 
-/* X-Metadata-<key>: <value> (WIRE 7.2): key lowercased, printable ASCII
+/* X-Metadata-<key>: <value> (upload metadata headers): key lowercased, printable ASCII
  * values, bounded sizes, first value wins. */
 static enum MHD_Result collect_metadata(void *cls, enum MHD_ValueKind kind, const char *key,
                                         const char *value) {

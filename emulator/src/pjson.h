@@ -1,4 +1,4 @@
-/* pjson.h — proto3 JSON reading rules (WIRE 5.4): either field name form,
+/* pjson.h — proto3 JSON reading rules (as envd's Connect JSON codec): either field name form,
  * 32-bit ints as numbers or strings, bytes as any base64 flavour, enums by
  * name or number. */
 #ifndef EMU_PJSON_H

@@ -1,4 +1,4 @@
--- e2b.policy: the contract's network and lifecycle policies mapped to E2B's
+-- e2b.policy: lua-e2b's network and lifecycle policies mapped to E2B's
 -- create fields, with every combination E2B cannot honour refused before
 -- allocation.
 local errors = require("e2b.errors")
@@ -24,7 +24,7 @@ end
 --                       an empty list blocks all egress
 --   { deny = {...} }  -> denyOut the CIDRs, everything else allowed
 -- allow together with deny is unsupported: E2B's allow rules override deny
--- rules, while the contract would need the opposite.
+-- rules, while a deny list inside an allow list would need the opposite.
 function M.network(op, policy, field)
   field = field or "network"
   if policy == "all" then
@@ -37,8 +37,8 @@ function M.network(op, policy, field)
   for k in pairs(policy) do
     if k == "transform" or k == "transforms" or k == "rules" then
       return nil, errors.new("unsupported", op,
-        field .. ": request transforms are not supported (E2B's per-host transforms cannot "
-          .. "express the contract's conditions; credentials are never injected more broadly)",
+        field .. ": request transforms are not supported (E2B's per-host transforms cannot be "
+          .. "limited to the requests that need them; credentials are never injected more broadly)",
         { field = field .. "." .. k, retryable = false })
     elseif k ~= "allow" and k ~= "deny" then
       return nil, errors.invalid(op, field .. "." .. tostring(k), "unknown option")

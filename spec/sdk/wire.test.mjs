@@ -1,5 +1,6 @@
-// Raw HTTP checks of WIRE.md section 9 and the error shapes: what any client
-// (not only the JS SDK) relies on.
+// Raw HTTP checks of what clients trip over (create and list shapes, connect
+// codes, envd routing, the Connect codec, signed /files URLs) and the error
+// shapes: what any client (not only the JS SDK) relies on.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { createHash } from 'node:crypto'
@@ -78,7 +79,7 @@ test('unknown routes are 404 and wrong methods 405, both JSON', async () => {
   assert.match(body.message, /not supported by e2b-local/)
 })
 
-test('create: 201 Sandbox with the fields clients need (WIRE 9.2)', async () => {
+test('create: 201 Sandbox with the fields clients need', async () => {
   const sb = await create({ secure: true, metadata: {}, envVars: {} })
   assert.match(sb.sandboxID, /^i[0-9a-z]{19}$/)
   assert.equal(sb.templateID, 'base')
@@ -146,7 +147,7 @@ test('timeout: 204 and endAt = now + timeout; 404 when unknown', async () => {
   await kill(sb.sandboxID)
 })
 
-test('pause 204/409/404, connect 200 running / 201 resumed / 404 killed (WIRE 9.3, 9.4)', async () => {
+test('pause 204/409/404, connect 200 running / 201 resumed / 404 killed', async () => {
   const sb = await create()
   const p = (id, body) => api(`/sandboxes/${id}/pause`, { method: 'POST', ...(body ? { body } : {}) })
   assert.equal((await p(sb.sandboxID)).status, 204, 'pause without a body defaults to memory')
@@ -162,7 +163,7 @@ test('pause 204/409/404, connect 200 running / 201 resumed / 404 killed (WIRE 9.
   await assertErrorBody(await api(`/v2/sandboxes/${sb.sandboxID}/connect`, { method: 'POST', body: '{"timeout":60}' }), 404)
 })
 
-test('list v2: state (comma and %2C), metadata, limit, X-Next-Token only when more (WIRE 9.5)', async () => {
+test('list v2: state (comma and %2C), metadata, limit, X-Next-Token only when more', async () => {
   const tag = `w${Date.now()}`
   const ids = []
   for (let i = 0; i < 3; i++) ids.push((await create({ metadata: { tag, i: String(i) } })).sandboxID)
@@ -205,7 +206,7 @@ test('list v2: state (comma and %2C), metadata, limit, X-Next-Token only when mo
 
 // ---- envd routing and auth ----
 
-test('envd: /health 204, /envs, routing by header and by 49983-<id> Host (WIRE 9.6)', async () => {
+test('envd: /health 204, /envs, routing by header and by 49983-<id> Host', async () => {
   const sb = await create({ envVars: { FOO: 'bar' } })
   assert.equal((await envd(sb, '/health')).status, 204)
   assert.deepEqual(await (await envd(sb, '/envs')).json(), { FOO: 'bar' })
@@ -266,7 +267,7 @@ test('envd of a killed, paused or unknown sandbox answers 502 JSON', async () =>
 
 // ---- Connect RPC ----
 
-test('Connect unary: JSON codec, string error codes, 415 on a wrong content type (WIRE 9.7)', async () => {
+test('Connect unary: JSON codec, string error codes, 415 on a wrong content type', async () => {
   const sb = await create()
   let res = await unary(sb, '/filesystem.Filesystem/Stat', { path: '/nope' })
   assert.equal(res.status, 404)
@@ -423,7 +424,7 @@ function sign(path, op, user, token, exp) {
   return 'v1_' + createHash('sha256').update(parts.join(':')).digest('base64').replace(/=+$/, '')
 }
 
-test('/files: signed URLs accepted, expired, wrong, and a wrong header beats a good signature (WIRE 9.8)', async () => {
+test('/files: signed URLs accepted, expired, wrong, and a wrong header beats a good signature', async () => {
   const sbx = await Sandbox.create({ ...S.opts })
   await sbx.files.write('/tmp/s.txt', 'signed')
   // the SDK's own URLs work as given (they carry no sandbox id: the signature routes them)
