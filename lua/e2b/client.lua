@@ -16,14 +16,6 @@ local ID_KEY = "lua_e2b_id"
 local OWNER_KEY = "lua_e2b_owner"
 M.ID_KEY, M.OWNER_KEY = ID_KEY, OWNER_KEY
 
---- A client: one E2B account and endpoint, its defaults for the sandboxes
--- it creates and its transport limits. Made by `e2b.client` (`new`).
--- @type Client
--- @field api_url the control-plane base URL in use
--- @field domain the sandbox domain in use
--- @field sandbox_url the envd URL override, or nil
--- @field template the default template
--- @field owner the owner tag put in created sandboxes
 local Client = {}
 Client.__index = Client
 M.Client = Client
@@ -146,6 +138,15 @@ local function infos(raws)
   for i = 1, #raws do out[i] = to_info(raws[i]) end
   return out
 end
+
+--- A client: one E2B account and endpoint, its defaults for the sandboxes
+-- it creates and its transport limits. Made by `e2b.client` (`new`).
+-- @type Client
+-- @field api_url the control-plane base URL in use
+-- @field domain the sandbox domain in use
+-- @field sandbox_url the envd URL override, or nil
+-- @field template the default template
+-- @field owner the owner tag put in created sandboxes
 
 --- The cheapest authenticated call: one list of at most one sandbox.
 -- Allocates nothing; reports a missing or wrong key as kind "auth".

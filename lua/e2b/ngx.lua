@@ -335,9 +335,6 @@ end
 
 -- ---- tasks ----
 
---- A task: an ngx.thread, from `e2b.spawn`; it lives as long as the request
--- (or timer) that spawned it.
--- @type Task
 local Task = {}
 Task.__index = Task
 
@@ -421,6 +418,10 @@ local function take_orphan(t)
   end
 end
 
+--- A task: an ngx.thread, from `e2b.spawn`; it lives as long as the request
+-- (or timer) that spawned it.
+-- @type Task
+
 --- Waits for the task.
 -- @return the task function's results
 -- @raise the task's error again, with its traceback
@@ -443,6 +444,9 @@ end
 function Task:done()
   return self.finished == true
 end
+
+--- Running tasks (the module's functions again, after the Task methods).
+-- @section run
 
 --- Runs fn(...) and waits until every task it started has ended.
 -- Unlike e2b.sched, "every task" is the tasks started inside this run

@@ -23,8 +23,6 @@ local loop = assert(core.loop())
 -- @field loop
 M.loop = loop
 
---- A task: a coroutine the scheduler runs, from `e2b.spawn`.
--- @type Task
 local Task = {}
 Task.__index = Task
 
@@ -230,6 +228,9 @@ local function take_orphan(t)
   end
 end
 
+--- A task: a coroutine the scheduler runs, from `e2b.spawn`.
+-- @type Task
+
 --- Waits for the task (yielding inside a task).
 -- @return the task function's results
 -- @raise the task's error again, with its traceback
@@ -249,6 +250,9 @@ end
 function Task:done()
   return self.finished == true
 end
+
+--- Running tasks (the module's functions again, after the Task methods).
+-- @section run
 
 --- Runs fn(...) as a task and drives the loop until every task has ended.
 -- Nested inside a task it is spawn(fn, ...):wait().
