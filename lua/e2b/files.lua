@@ -57,7 +57,7 @@ function Files:_download(op, path, emit, user)
       local done
       done, err = req:result()
       req:close()
-      if not done then return nil, self._sbx:_envd_err(err) end
+      if not done then return nil, rt.relabel(self._sbx:_envd_err(err), op) end
       return total
     else
       adapter.await(req)
