@@ -57,7 +57,7 @@ local COMMON = {
   on_stderr = "function",
   idle_timeout_ms = "positive_ms",
   max_output = "positive",
-  keep = check.oneof("tail"),
+  keep = check.oneof("all", "tail", "none"),
   tag = "nonempty",
   keep_output = "boolean",
 }
@@ -316,17 +316,25 @@ local function sink_text(s)
   return table.concat(s.parts, "", s.first)
 end
 
-function Process:_collect(deadline, max_output, tail)
+-- keep: "all" (default), "tail" or "none"; a stream with a callback is
+-- the caller's unless keep was given.
+function Process:_collect(deadline, max_output, keep)
+  local tail = keep == "tail"
   local sinks = { stdout = new_sink(max_output, tail), stderr = new_sink(max_output, tail),
                   pty = new_sink(max_output, tail) }
   local on = self._on or {}
+  for stream, sink in pairs(sinks) do
+    local cb = on[stream == "pty" and "stdout" or stream]
+    sink.discard = keep == "none" or (keep == nil and cb ~= nil)
+  end
   while true do
     local data, stream = self:_next(deadline)
     if data == "end" then break end
     if data == nil then
       return nil, stream, sinks, stream == nil and "deadline" or "error"
     end
-    if not sink_add(sinks[stream], data) then
+    local sink = sinks[stream]
+    if not sink.discard and not sink_add(sink, data) then
       return nil, errors.new("sandbox", "run",
         ("%s exceeded max_output (%d bytes); use keep = \"tail\" or spawn() and read()")
           :format(stream, max_output), { retryable = false }), sinks, "overflow"
@@ -359,7 +367,7 @@ function Process:wait(timeout_ms)
   end
   if self._closed then return nil, errors.new("canceled", "wait", "process handle is closed") end
   local deadline = timeout_ms and adapter.now_ms() + timeout_ms
-  local result, err, _, why = self:_collect(deadline, DEFAULT_MAX_OUTPUT, false)
+  local result, err, _, why = self:_collect(deadline, DEFAULT_MAX_OUTPUT, "all")
   if not result then
     if why == "deadline" then err = timeout_error("wait", timeout_ms, "process still running") end
     return nil, err
@@ -379,7 +387,7 @@ function M.run(sbx, cmd, opts)
   -- The client-side deadline backs up envd's own (Connect-Timeout-Ms).
   local deadline = o.timeout_ms and adapter.now_ms() + o.timeout_ms
   local result, sinks, why
-  result, err, sinks, why = proc:_collect(deadline, o.max_output or DEFAULT_MAX_OUTPUT, o.keep == "tail")
+  result, err, sinks, why = proc:_collect(deadline, o.max_output or DEFAULT_MAX_OUTPUT, o.keep)
   local killed_by_envd = result and o.timeout_ms and result.status and result.status:find("signal")
     and adapter.now_ms() >= deadline - 50
   if result and not killed_by_envd then
