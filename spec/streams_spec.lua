@@ -224,6 +224,18 @@ describe("reattaching", function()
     assert.are.equal(expected("err"), r.stderr)
   end)
 
+  it("never reports a process that was reported started as gone when its stream drops at once", function()
+    if h.live then return end
+    for _ = 1, 3 do
+      h.faults({ { match = "POST envd:/process.Process/Start", action = "drop_mid_stream", after_events = 1, count = 1 } })
+      local proc = assert(sbx:spawn("sleep 0.3; echo late"))
+      h.faults()
+      local out, err = proc:read(10000)
+      assert.are.equal("late\n", out, tostring(err))
+      proc:close()
+    end
+  end)
+
   it("finishes a stream across a memory pause and resume", function()
     local s2 = h.sandbox({}, client)
     local proc = assert(s2:spawn("for i in $(seq 1 40); do echo n$i; sleep 0.05; done"))
