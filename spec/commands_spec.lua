@@ -73,6 +73,15 @@ describe("commands", function()
       assert.are.equal("two\n", table.concat(seen_err))
     end)
 
+    it("hands out output line by line per stream, joining lines split across chunks", function()
+      local proc = assert(sbx:spawn("printf 'a1\\na'; sleep 0.2; printf '2\\n'; printf 'e1\\n' >&2; printf 'tail'"))
+      local got = {}
+      for line, stream in proc:lines({ timeout_ms = 10000 }) do got[#got + 1] = stream .. ":" .. line end
+      proc:close()
+      table.sort(got)
+      assert.are.same({ "stderr:e1", "stdout:a1", "stdout:a2", "stdout:tail" }, got)
+    end)
+
     it("leaves a stream with a callback to the caller unless asked to keep it", function()
       local n = 0
       local big = "head -c 5000000 /dev/zero; echo err >&2"

@@ -281,6 +281,42 @@ function Process:read(timeout_ms)
   return data, stream
 end
 
+-- lines(opts?) -> iterator of line, stream: each complete line (without its
+-- "\n") of stdout, stderr or pty as it arrives, each stream cut separately,
+-- then any unterminated last piece of each. opts.timeout_ms bounds each wait
+-- for output. A failure is raised as the error object (as io.lines does).
+function Process:lines(opts)
+  local o, err = check.options("lines", opts, { timeout_ms = "ms" })
+  if not o then error(err, 2) end
+  local pending, ready, ended = {}, {}, false
+  local function flush_ends()
+    for _, stream in ipairs({ "stdout", "stderr", "pty" }) do
+      if pending[stream] and pending[stream] ~= "" then ready[#ready + 1] = { pending[stream], stream } end
+      pending[stream] = nil
+    end
+  end
+  return function()
+    while #ready == 0 do
+      if ended then return nil end
+      local data, stream = self:read(o.timeout_ms)
+      if data == nil then
+        if stream ~= nil then error(stream, 2) end
+        ended = true
+        flush_ends()
+      else
+        local buf, from = (pending[stream] or "") .. data, 1
+        for line, stop in buf:gmatch("([^\n]*)\n()") do
+          ready[#ready + 1] = { line, stream }
+          from = stop
+        end
+        pending[stream] = buf:sub(from)
+      end
+    end
+    local item = table.remove(ready, 1)
+    return item[1], item[2]
+  end
+end
+
 -- Output collectors: per stream at most max bytes (the tail with keep="tail").
 local function new_sink(max, tail)
   return { parts = {}, first = 1, bytes = 0, max = max, tail = tail, dropped = 0 }
