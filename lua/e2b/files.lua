@@ -88,27 +88,64 @@ local function sink_fn(op, sink)
   return nil, errors.invalid(op, "sink", "must be a function or an open file")
 end
 
-function Files:read_to(path, sink)
-  local emit, err = sink_fn("files.read_to", sink)
-  if not emit then return nil, err end
-  return self:_download("files.read_to", path, emit)
+-- Progress reporting for long transfers: opts.progress(done, total) after
+-- each chunk (total when known, else nil).
+local PROGRESS_SPEC = { progress = "function" }
+
+local function counting_sink(emit, progress, total)
+  if not progress then return emit end
+  local done = 0
+  return function(chunk)
+    local a, b = emit(chunk)
+    done = done + #chunk
+    progress(done, total)
+    return a, b
+  end
 end
 
--- Feeds an upload from a string or a chunk function, never holding more
--- than about a MiB beyond the caller's own chunk.
-local function upload(req, data)
-  local source
-  if type(data) == "string" then
+local function counting_source(source, progress, total)
+  if not progress then return source end
+  local done = 0
+  return function()
+    local chunk = source()
+    if type(chunk) == "string" then
+      done = done + #chunk
+      progress(done, total)
+    end
+    return chunk
+  end
+end
+
+-- read_to(path, sink, { progress }) -> bytes_count | nil, err
+function Files:read_to(path, sink, opts)
+  local op = "files.read_to"
+  local emit, err = sink_fn(op, sink)
+  if not emit then return nil, err end
+  local o
+  o, err = check.options(op, opts, PROGRESS_SPEC)
+  if not o then return nil, err end
+  return self:_download(op, path, counting_sink(emit, o.progress))
+end
+
+-- A string or a chunk function as a chunk function (strings go in CHUNK slices).
+local function chunk_source(op, source, field)
+  if type(source) == "string" then
     local pos = 1
-    source = function()
-      if pos > #data then return nil end
-      local chunk = data:sub(pos, pos + CHUNK - 1)
+    return function()
+      if pos > #source then return nil end
+      local chunk = source:sub(pos, pos + CHUNK - 1)
       pos = pos + CHUNK
       return chunk
     end
-  else
-    source = data
+  elseif type(source) == "function" then
+    return source
   end
+  return nil, errors.invalid(op, field, "must be a string or a function returning chunks")
+end
+
+-- Feeds an upload from a chunk function, never holding more
+-- than about a MiB beyond the caller's own chunk.
+local function upload(req, source)
   while true do
     while req:pending() > UPLOAD_HIGH_WATER and not req:done() do adapter.await(req) end
     if req:done() then return end
@@ -125,7 +162,7 @@ local function upload(req, data)
   end
 end
 
-local WRITE_SPEC = { mode = "count", exclusive = "boolean" }
+local WRITE_SPEC = { mode = "count", exclusive = "boolean", progress = "function" }
 
 -- write(path, data, opts) -> info | nil, err
 function Files:write(path, data, opts)
@@ -151,7 +188,9 @@ function Files:write(path, data, opts)
   local req
   req, err = self._sbx._h:write(path, self:_user())
   if not req then return nil, self._sbx:_envd_err(err) end
-  local feed_err = upload(req, data)
+  local source = counting_source(chunk_source(op, data, "data"), o.progress,
+    type(data) == "string" and #data or nil)
+  local feed_err = upload(req, source)
   while not req:done() do adapter.await(req) end
   local written
   written, err = req:result()
@@ -252,29 +291,19 @@ end
 
 local ZERO_BLOCKS = ("\0"):rep(1024)
 
-local function chunk_source(op, source)
-  if type(source) == "string" then
-    local pos = 1
-    return function()
-      if pos > #source then return nil end
-      local chunk = source:sub(pos, pos + CHUNK - 1)
-      pos = pos + CHUNK
-      return chunk
-    end
-  elseif type(source) == "function" then
-    return source
-  end
-  return nil, errors.invalid(op, "tar_source", "must be a string or a function returning chunks")
-end
 
--- import(dir, tar_source) -> true: unpacks a tar stream into dir (created).
-function Files:import(dir, tar_source)
+-- import(dir, tar_source, { progress }) -> true: unpacks a tar stream into dir (created).
+function Files:import(dir, tar_source, opts)
   local op = "files.import"
   local ok, err = check_path(op, dir, "dir")
   if not ok then return nil, err end
+  local o
+  o, err = check.options(op, opts, PROGRESS_SPEC)
+  if not o then return nil, err end
   local source
-  source, err = chunk_source(op, tar_source)
+  source, err = chunk_source(op, tar_source, "tar_source")
   if not source then return nil, err end
+  source = counting_source(source, o.progress, type(tar_source) == "string" and #tar_source or nil)
   local proc
   proc, err = self._sbx:spawn({ "sh", "-c", 'mkdir -p "$1" && exec tar -x -f - -C "$1"', "import", dir },
     { stdin = true, user = self:_user() })
@@ -318,14 +347,18 @@ function Files:import(dir, tar_source)
   return true
 end
 
--- export(dir, sink) -> bytes_count: streams dir as a tar archive to sink.
-function Files:export(dir, sink)
+-- export(dir, sink, { progress }) -> bytes_count: streams dir as a tar archive to sink.
+function Files:export(dir, sink, opts)
   local op = "files.export"
   local ok, err = check_path(op, dir, "dir")
   if not ok then return nil, err end
+  local o
+  o, err = check.options(op, opts, PROGRESS_SPEC)
+  if not o then return nil, err end
   local emit
   emit, err = sink_fn(op, sink)
   if not emit then return nil, err end
+  emit = counting_sink(emit, o.progress)
   local proc
   proc, err = self._sbx:spawn({ "tar", "-c", "-f", "-", "-C", dir, "." }, { user = self:_user() })
   if not proc then return nil, err end
@@ -361,12 +394,15 @@ local function shell_quote(s)
   return "'" .. s:gsub("'", "'\\''") .. "'"
 end
 
--- sync(local_dir, remote_dir) -> true: sends a local tree as one streamed tar.
-function Files:sync(local_dir, remote_dir)
+-- sync(local_dir, remote_dir, { progress }) -> true: sends a local tree as one streamed tar.
+function Files:sync(local_dir, remote_dir, opts)
   local op = "files.sync"
   local ok, err = check.value(op, "local_dir", local_dir, "nonempty")
   if ok then ok, err = check_path(op, remote_dir, "remote_dir") end
   if not ok then return nil, err end
+  local o
+  o, err = check.options(op, opts, PROGRESS_SPEC)
+  if not o then return nil, err end
   local probe = io.open(local_dir .. "/.", "r")
   if not probe then
     return nil, errors.new("not_found", op, local_dir .. " is not a readable local directory",
@@ -376,7 +412,7 @@ function Files:sync(local_dir, remote_dir)
   -- The host's tar builds the archive; it is read in bounded chunks.
   local pipe = io.popen("tar -c -f - -C " .. shell_quote(local_dir) .. " . 2>/dev/null", "r")
   if not pipe then return nil, errors.new("sandbox", op, "could not run the local tar") end
-  ok, err = self:import(remote_dir, function() return pipe:read(CHUNK) end)
+  ok, err = self:import(remote_dir, function() return pipe:read(CHUNK) end, { progress = o.progress })
   local closed, _, code = pipe:close()
   if ok and not closed then
     return nil, errors.new("sandbox", op, ("the local tar failed (exit %s)"):format(tostring(code)),
