@@ -23,8 +23,17 @@ int http_client_fd(struct MHD_Connection *c) {
   return ci ? ci->connect_fd : -1;
 }
 
+static __thread unsigned t_status;
+
+unsigned http_take_status(void) {
+  unsigned s = t_status;
+  t_status = 0;
+  return s;
+}
+
 static enum MHD_Result queue(struct MHD_Connection *c, unsigned status, struct MHD_Response *r) {
   if (!r) return MHD_NO;
+  t_status = status;
   enum MHD_Result rc = MHD_queue_response(c, status, r);
   MHD_destroy_response(r);
   return rc;
