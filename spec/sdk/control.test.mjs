@@ -7,7 +7,7 @@ import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { createServer, request as httpRequest } from 'node:http'
 import { join } from 'node:path'
-import { Sandbox, SandboxNotFoundError, Volume, VolumeNotFoundError } from './sdk.mjs'
+import { Sandbox, SandboxNotFoundError, Template, Volume, VolumeNotFoundError } from './sdk.mjs'
 import { sdkOpts, startServer } from './server.mjs'
 import { pidsWithEnv, useServer } from './helpers.mjs'
 
@@ -453,4 +453,24 @@ test('state survives a restart: paused and running sandboxes come back paused wi
     res = await srv.stop()
     assert.equal(res.code, 0, res.stderr)
   }
+})
+
+test('template aliases: the SDK asks whether a template exists by its alias (base, snapshots) and gets a yes or no', async () => {
+  assert.equal(await Template.exists('base', S.opts), true)
+  assert.equal(await Template.exists('no-such-template-anywhere', S.opts), false)
+  const res = await api('/templates/aliases/base')
+  assert.equal(res.status, 200)
+  const body = await res.json()
+  assert.equal(typeof body.templateID, 'string')
+  assert.equal(body.public, true)
+  assert.equal((await api('/templates/aliases/base', { headers: { 'X-API-Key': 'wrong' } })).status, 401)
+})
+
+test('list: startedAfter includes a sandbox started exactly at that instant, as E2B does', async () => {
+  const sbx = await sandbox()
+  const info = await sbx.getInfo()
+  const at = info.startedAt.toISOString()
+  const page = await (await api(`/v2/sandboxes?startedAfter=${encodeURIComponent(at)}`)).json()
+  assert.ok(page.some((s) => s.sandboxID === sbx.sandboxId), `started at ${at}, listed: ${JSON.stringify(page.map((s) => s.startedAt))}`)
+  await sbx.kill()
 })
