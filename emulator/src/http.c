@@ -164,12 +164,14 @@ enum MHD_Result http_stream_h(http_req *req, unsigned status, json_t *headers, u
                               stream_src src) {
   stream_state *s = xcalloc(1, sizeof *s);
   s->src = src;
-  s->connect_frames = connect_frames;
   s->left = -1;
   req->streamed = 1;
-  if (req->fault.action == FA_DROP_MID)
-    s->left = connect_frames ? (req->fault.after_events >= 0 ? req->fault.after_events : 0)
-                             : (req->fault.after_bytes >= 0 ? req->fault.after_bytes : 0);
+  if (req->fault.action == FA_DROP_MID) {
+    /* a Connect stream counts messages unless the rule counts bytes */
+    s->connect_frames = connect_frames && req->fault.after_events >= 0;
+    int64_t n = s->connect_frames ? req->fault.after_events : req->fault.after_bytes;
+    s->left = n >= 0 ? n : 0;
+  }
   struct MHD_Response *r =
       MHD_create_response_from_callback(size, 64 * 1024, stream_reader, s, stream_free);
   if (!r) {
