@@ -157,14 +157,10 @@ function M.assert_healthy(bystanders, client)
   end
 end
 
--- e2b_local_bin() -> the path of the e2b-local serving these specs (the
--- parent of this process under `e2b-local exec`), else the one on PATH.
+-- e2b_local_bin() -> the path of the e2b-local serving these specs (its
+-- exec hands it over as E2B_LOCAL_BIN), else the one on PATH.
 function M.e2b_local_bin()
-  -- busted --lua=... runs the specs in a child of busted itself: walk up.
-  local exe = M.host([[p=$PPID; for i in 1 2 3 4 5 6; do
-    e=$(readlink /proc/$p/exe); case "$e" in */e2b-local) echo "$e"; exit;; esac
-    p=$(awk '{print $4}' /proc/$p/stat); [ "$p" -gt 1 ] || exit; done]]):gsub("%s+$", "")
-  return exe ~= "" and exe or "e2b-local"
+  return os.getenv("E2B_LOCAL_BIN") or "e2b-local"
 end
 
 -- serve_local(args) -> vars, stop: a second e2b-local (`serve` on a free

@@ -46,8 +46,9 @@ static void usage(FILE *f) {
           "serve: run a local E2B-compatible server until SIGINT/SIGTERM; prints\n"
           "       E2B_API_URL, E2B_SANDBOX_URL, E2B_DOMAIN, E2B_API_KEY and\n"
           "       E2B_LOCAL_ADMIN_TOKEN once it accepts requests.\n"
-          "exec:  run one for the duration of CMD, with those variables in CMD's\n"
-          "       environment; exits with CMD's status.\n"
+          "exec:  run one for the duration of CMD, with those variables (and\n"
+          "       E2B_LOCAL_BIN, this program's path) in CMD's environment; exits with\n"
+          "       CMD's status.\n"
           "\n"
           "options:\n"
           "  --listen HOST:PORT   IPv4 address to listen on (default 127.0.0.1:3000 for\n"
@@ -317,6 +318,12 @@ static int exec_cmd(const options *o, const sigset_t *sigs) {
     sigprocmask(SIG_SETMASK, &none, NULL);
     signal(SIGPIPE, SIG_DFL);
     for (int i = 0; i < 5; i++) putenv(run.env[i]);
+    char self[4096];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n > 0) {
+      self[n] = '\0';
+      setenv("E2B_LOCAL_BIN", self, 1); /* so CMD can start another of the same build */
+    }
     execvp(o->cmd[0], o->cmd);
     fprintf(stderr, "e2b-local exec: cannot run %s: %s\n", o->cmd[0], strerror(errno));
     _exit(127);
