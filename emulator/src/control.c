@@ -272,9 +272,11 @@ static int parse_create(json_t *b, sandbox_params *p, opts_err *e) {
   p->public_traffic = 1;
   if (p->network && get_bool(p->network, "allowPublicTraffic", 1, &p->public_traffic, e)) return -1;
   if (network_mode(p->network, p->allow_internet, &p->allow_internet, e)) return -1;
+  /* As on E2B the gateway is the client's to start inside the sandbox after
+   * create (the SDK runs mcp-gateway); the server only checks the shape. */
   json_t *mcp = json_object_get(b, "mcp");
-  if (mcp && !json_is_null(mcp)) {
-    snprintf(e->msg, sizeof e->msg, "MCP gateways are not supported by e2b-local");
+  if (mcp && !json_is_null(mcp) && !json_is_object(mcp)) {
+    snprintf(e->msg, sizeof e->msg, "field 'mcp' must be an object");
     return -1;
   }
   json_t *iam = json_object_get(b, "iam");

@@ -12,6 +12,7 @@ export const {
   FileNotFoundError,
   NotFoundError,
   RateLimitError,
+  SandboxError,
   SandboxNotFoundError,
   VolumeNotFoundError,
   FilesystemEventType,
