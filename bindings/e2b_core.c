@@ -711,6 +711,7 @@ static int core_client(lua_State *L) {
   cfg.template_id = opt_string(L, 2, "template");
   cfg.user_agent = opt_string(L, 2, "user_agent");
   cfg.request_timeout_ms = (long)opt_integer(L, 2, "request_timeout_ms", 0);
+  cfg.budget_ms = (long)opt_integer(L, 2, "budget_ms", 0);
   cfg.max_retries = (int)opt_integer(L, 2, "max_retries", 0);
   cfg.max_inflight = (int)opt_integer(L, 2, "max_inflight", 0);
   cfg.owner = opt_string(L, 2, "owner");
@@ -750,6 +751,10 @@ static int client_config(lua_State *L) {
   set_str(L, "sandbox_url", e2b_client_sandbox_url(u->c));
   set_str(L, "template", e2b_client_template(u->c));
   set_str(L, "owner", e2b_client_owner(u->c));
+  lua_pushinteger(L, e2b_client_request_timeout_ms(u->c));
+  lua_setfield(L, -2, "request_timeout_ms");
+  lua_pushinteger(L, e2b_client_budget_ms(u->c));
+  lua_setfield(L, -2, "budget_ms");
   lua_pushboolean(L, e2b_client_has_api_key(u->c));
   lua_setfield(L, -2, "has_api_key");
   return 1;

@@ -1,6 +1,7 @@
 -- quickstart: create a sandbox, run commands, move files, kill it.
 --
 --   e2b-local exec -- lua5.4 examples/quickstart.lua      (local, no account)
+--   e2b-local exec -- luajit examples/quickstart.lua      (LuaJIT / Lua 5.1 too)
 --   E2B_API_KEY=e2b_... lua5.4 examples/quickstart.lua     (E2B cloud)
 local e2b = require("e2b")
 
@@ -17,7 +18,9 @@ print(("lua-e2b %s -> %s"):format(e2b.VERSION, client.api_url))
 
 assert(client:probe())
 
-local sbx <close> = assert(client:create{ metadata = { example = "quickstart" } })
+-- An owned sandbox is killed by kill() below, by close(), or when the handle
+-- is collected (Lua 5.4 can also say `local sbx <close> = ...`).
+local sbx = assert(client:create{ metadata = { example = "quickstart" } })
 print(("created sandbox %s (id %s, template %s)"):format(sbx.sandbox_id, sbx.id, sbx.template))
 
 -- A shell command: stdout, stderr and the exit code, byte for byte.

@@ -1,17 +1,17 @@
 -- serve_page: serve a page from inside a sandbox (python3 -m http.server)
 -- and fetch it from outside through the sandbox's public URL.
 --
---   e2b-local exec -- lua5.4 examples/serve_page.lua
+--   e2b-local exec -- lua5.4 examples/serve_page.lua    (or luajit)
 --
 -- On E2B, sbx:url(8000) is https://8000-<id>.<domain>; on e2b-local it is
 -- http://8000-<id>.localhost:<port>, which curl resolves to loopback.
 local e2b = require("e2b")
 
 local client = assert(e2b.client{})
-local sbx <close> = assert(client:create{})
+local sbx = assert(client:create{})
 
 assert(sbx.files:write("/home/user/site/index.html", "<h1>Hello from " .. sbx.sandbox_id .. "</h1>\n"))
-local server <close> = assert(sbx:spawn({ "python3", "-m", "http.server", "8000" }, { cwd = "/home/user/site" }))
+local server = assert(sbx:spawn({ "python3", "-m", "http.server", "8000" }, { cwd = "/home/user/site" }))
 
 local url = sbx:url(8000) .. "/"
 print("serving at " .. url)
@@ -28,7 +28,7 @@ f:close()
 local body = ""
 for _ = 1, 100 do -- until the server listens, the proxy answers 502
   local curl = io.popen("curl -K " .. config)
-  body = curl:read("a")
+  body = curl:read("*a")
   curl:close()
   if body:find("Hello from", 1, true) then break end
   e2b.sleep(100)
@@ -36,3 +36,5 @@ end
 os.remove(config)
 io.write("fetched: " .. body)
 assert(body:find("Hello from " .. sbx.sandbox_id, 1, true), "the page did not come back")
+server:close()
+assert(sbx:kill())

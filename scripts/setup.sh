@@ -19,22 +19,33 @@ for p in $PACKAGES; do
 done
 command -v node >/dev/null 2>&1 || missing="$missing nodejs"
 command -v npm >/dev/null 2>&1 || missing="$missing npm"
+# Logs go to a private file (mktemp: mode 0600), shown only when a step fails.
+LOG=$(mktemp /tmp/lua-e2b-setup.XXXXXX)
+fail() {
+  echo "setup: $1 failed; its log ($LOG):"
+  tail -50 "$LOG"
+  exit 1
+}
+
 if [ -n "$missing" ]; then
   echo "setup: installing$missing"
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing >/dev/null
+  apt-get update -qq >>"$LOG" 2>&1 || fail "apt-get update"
+  # One line per package as it is set up; apt's status comes back by a file.
+  status=$(mktemp /tmp/lua-e2b-setup-status.XXXXXX)
+  { DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $missing 2>&1
+    echo $? >"$status"; } | tee -a "$LOG" | sed -n 's/^Setting up \([^ ]*\).*/setup:   set up \1/p'
+  rc=$(cat "$status")
+  rm -f "$status"
+  [ "$rc" = 0 ] || fail "apt-get install"
 fi
 
 # LuaRocks' own registry is not needed: dependencies come from Debian.
 echo "setup: building and installing the rock (luarocks make, Lua 5.4)"
-luarocks --lua-version=5.4 make --deps-mode=none rockspec/lua-e2b-scm-1.rockspec >/tmp/lua-e2b-rock.log 2>&1 || {
-  cat /tmp/lua-e2b-rock.log
-  exit 1
-}
+luarocks --lua-version=5.4 make --deps-mode=none rockspec/lua-e2b-scm-1.rockspec >>"$LOG" 2>&1 ||
+  fail "luarocks make (Lua 5.4)"
 # The same rock for LuaJIT (Lua 5.1 ABI): what OpenResty's nginx and `luajit` load.
 echo "setup: building and installing the rock (luarocks make, Lua 5.1/LuaJIT)"
-luarocks --lua-version=5.1 make --deps-mode=none rockspec/lua-e2b-scm-1.rockspec >/tmp/lua-e2b-rock51.log 2>&1 || {
-  cat /tmp/lua-e2b-rock51.log
-  exit 1
-}
+luarocks --lua-version=5.1 make --deps-mode=none rockspec/lua-e2b-scm-1.rockspec >>"$LOG" 2>&1 ||
+  fail "luarocks make (Lua 5.1)"
 echo "setup: e2b-local at $(command -v e2b-local); module at $(lua5.4 -e 'print(package.searchpath("e2b", package.path))')"
+rm -f "$LOG"

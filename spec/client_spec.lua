@@ -115,7 +115,55 @@ describe("probe", function()
     local c = h.client({ api_url = "http://127.0.0.1:1" })
     local _, err = c:probe()
     local line = tostring(err)
-    assert.truthy(line:match("^e2b unavailable error in list: "))
+    assert.truthy(line:match("^e2b unavailable error in probe: "), line)
     assert.is_nil(line:find("\n"))
+  end)
+end)
+
+describe("error labels", function()
+  local bad_key = "e2b_0000000000000000000000000000000000000000"
+
+  it("names the user's call, with the sub-step in the message", function()
+    local c = h.client({ api_key = bad_key })
+    local _, err = c:create({ id = "label-" .. h.core.uuid4() })
+    assert.are.equal("auth", err.kind)
+    assert.are.equal("create", err.op)
+    assert.truthy(err.message:find("list", 1, true), err.message)
+    assert.truthy(tostring(err):match("^e2b auth error in create: "), tostring(err))
+    _, err = c:describe("any-id")
+    assert.are.equal("describe", err.op)
+    _, err = c:probe()
+    assert.are.equal("probe", err.op)
+  end)
+end)
+
+describe("defaults", function()
+  it("gives every call a total budget and names it when it is spent", function()
+    -- A server that accepts connections and never answers.
+    local port = h.host([[python3 -c '
+import socket, os, sys
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(64)
+print(s.getsockname()[1]); sys.stdout.flush()
+if os.fork() == 0:
+    os.setsid(); n = os.open("/dev/null", os.O_RDWR); os.dup2(n, 1); os.dup2(n, 2)
+    import time; time.sleep(20); os._exit(0)
+os._exit(0)' ]]):match("%d+")
+    assert.truthy(port)
+    local c = h.client({ api_url = "http://127.0.0.1:" .. port, api_key = "k",
+                         request_timeout_ms = 1000, budget_ms = 1500 })
+    local ok, err = c:probe()
+    assert.is_nil(ok)
+    assert.are.equal("timeout", err.kind)
+    assert.truthy(err.message:find("budget_ms", 1, true), err.message)
+    assert.are.equal(60000, h.client().budget_ms)
+  end)
+
+  it("keeps one default owner per host and user, so reap finds a crashed process's orphans", function()
+    local mine = h.client().owner
+    local other = h.fresh_lua([[io.write(require("e2b").client{}.owner)]])
+    assert.are.equal(mine, other)
+    assert.is_nil(mine:find(":%d+$"), "the owner must not carry a pid: " .. mine)
+    assert.are.equal("ci-7", h.fresh_lua([[io.write(require("e2b").client{}.owner)]],
+      { env = { E2B_OWNER = "ci-7" } }))
   end)
 end)

@@ -71,7 +71,28 @@ describe("commands", function()
       }))
       assert.are.equal("one\n", table.concat(seen_out))
       assert.are.equal("two\n", table.concat(seen_err))
-      assert.are.equal("one\n", r.stdout)
+    end)
+
+    it("hands out output line by line per stream, joining lines split across chunks", function()
+      local proc = assert(sbx:spawn("printf 'a1\\na'; sleep 0.2; printf '2\\n'; printf 'e1\\n' >&2; printf 'tail'"))
+      local got = {}
+      for line, stream in proc:lines({ timeout_ms = 10000 }) do got[#got + 1] = stream .. ":" .. line end
+      proc:close()
+      table.sort(got)
+      assert.are.same({ "stderr:e1", "stdout:a1", "stdout:a2", "stdout:tail" }, got)
+    end)
+
+    it("leaves a stream with a callback to the caller unless asked to keep it", function()
+      local n = 0
+      local big = "head -c 5000000 /dev/zero; echo err >&2"
+      local r = assert(sbx:run(big, { on_stdout = function(c) n = n + #c end }))
+      assert.are.equal(5000000, n)
+      assert.are.equal("", r.stdout)
+      assert.are.equal("err\n", r.stderr)
+      r = assert(sbx:run("echo kept", { on_stdout = function() end, keep = "all" }))
+      assert.are.equal("kept\n", r.stdout)
+      r = assert(sbx:run("echo gone; echo gone2 >&2", { keep = "none" }))
+      assert.are.equal("", r.stdout .. r.stderr)
     end)
 
     it("kills the process group on timeout_ms and returns kind timeout with the output so far", function()

@@ -3,14 +3,16 @@
 -- examples/openresty is run by spec/ngx/openresty_test.lua.
 local h = require("spec.helpers")
 
-local function run_example(name)
-  -- The examples are Lua 5.4 (<close>). Under another interpreter the
-  -- package paths are that interpreter's, and under the sanitizer build the
-  -- preloaded runtime would also reach the commands the examples start
-  -- (curl hangs with it): there lua5.4 uses its installed rock.
-  local own = h.lua_bin == "lua5.4" and not os.getenv("LD_PRELOAD")
+local function run_example(name, lua)
+  -- The examples run on Lua 5.4 and LuaJIT alike. Under another interpreter
+  -- than this one the package paths are that interpreter's, and under the
+  -- sanitizer build the preloaded runtime would also reach the commands the
+  -- examples start (curl hangs with it): there the interpreter uses its
+  -- installed rock.
+  lua = lua or "lua5.4"
+  local own = h.lua_bin == lua and not os.getenv("LD_PRELOAD")
   local unset = own and "" or "env -u LUA_PATH -u LUA_CPATH -u LD_PRELOAD "
-  local p = assert(io.popen(("%slua5.4 examples/%s 2>&1; echo \"exit=$?\""):format(unset, name), "r"))
+  local p = assert(io.popen(("%s%s examples/%s 2>&1; echo \"exit=$?\""):format(unset, lua, name), "r"))
   local out = p:read("a")
   p:close()
   return out
@@ -23,8 +25,25 @@ describe("examples", function()
     assert.truthy(out:find("created sandbox", 1, true), out)
   end)
 
-  it("serve_page.lua serves a page from the sandbox and fetches it through url()", function()
-    local out = run_example("serve_page.lua")
+  it("quickstart.lua runs on LuaJIT too", function()
+    local out = run_example("quickstart.lua", "luajit")
+    assert.truthy(out:find("\nexit=0\n$"), out)
+    assert.truthy(out:find("killed ", 1, true), out)
+  end)
+
+  it("stream_lines.lua follows a job line by line, stdout and stderr apart, on LuaJIT too", function()
+    assert.truthy(run_example("stream_lines.lua", "luajit"):find("\nexit=0\n$"))
+    local out = run_example("stream_lines.lua")
+    assert.truthy(out:find("\nexit=0\n$"), out)
+    assert.truthy(out:find("[stdout] step 5/5: compiling\n", 1, true), out)
+    assert.truthy(out:find("[stderr] warning: step 3 is slow\n", 1, true), out)
+    assert.truthy(out:find("[stdout] done\nexit 0 after 6 stdout and 1 stderr lines", 1, true), out)
+  end)
+
+  it("serve_page.lua serves a page from the sandbox and fetches it through url(), on LuaJIT too", function()
+    local out = run_example("serve_page.lua", "luajit")
+    assert.truthy(out:find("\nexit=0\n$"), out)
+    out = run_example("serve_page.lua")
     assert.truthy(out:find("\nexit=0\n$"), out)
     assert.truthy(out:find("fetched: <h1>Hello from ", 1, true), out)
   end)

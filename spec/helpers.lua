@@ -157,4 +157,39 @@ function M.assert_healthy(bystanders, client)
   end
 end
 
+-- e2b_local_bin() -> the path of the e2b-local serving these specs (its
+-- exec hands it over as E2B_LOCAL_BIN), else the one on PATH.
+function M.e2b_local_bin()
+  return os.getenv("E2B_LOCAL_BIN") or "e2b-local"
+end
+
+-- serve_local(args) -> vars, stop: a second e2b-local (`serve` on a free
+-- loopback port with extra args) and the variables it printed; stop() ends
+-- it with SIGTERM and returns its log (stderr).
+function M.serve_local(args)
+  local out, log = os.tmpname(), os.tmpname()
+  local pid = M.host(("%s serve --listen 127.0.0.1:0 %s >%s 2>%s & echo $!")
+    :format(M.shell_quote(M.e2b_local_bin()), args or "", out, log)):match("%d+")
+  local function slurp(path)
+    local f = io.open(path)
+    local text = f and f:read("*a") or ""
+    if f then f:close() end
+    return text
+  end
+  local vars = {}
+  for _ = 1, 200 do
+    for k, v in slurp(out):gmatch("(E2B_[%u_]+)=(%S+)") do vars[k] = v end
+    if vars.E2B_LOCAL_ADMIN_TOKEN or slurp(log):find("stopped") then break end
+    e2b.sleep(25)
+  end
+  local function stop()
+    M.host("kill -TERM " .. pid .. "; while kill -0 " .. pid .. " 2>/dev/null; do sleep 0.05; done")
+    local text = slurp(log)
+    os.remove(out)
+    os.remove(log)
+    return text
+  end
+  return vars, stop
+end
+
 return M

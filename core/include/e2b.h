@@ -58,7 +58,9 @@ typedef enum e2b_code {
   E2B_ERR_CONFLICT,         /* "conflict": already exists / already in that state */
   E2B_ERR_CANCELED,         /* "canceled": the caller canceled the request */
   E2B_ERR_PROTOCOL,         /* "protocol": the peer broke the wire protocol */
-  E2B_ERR_SANDBOX           /* "sandbox": any other failure reported by E2B or the sandbox */
+  E2B_ERR_SANDBOX,          /* "sandbox": any other failure reported by E2B or the sandbox */
+  E2B_ERR_PERMISSION        /* "permission": the sandbox refused a path to this user (envd 403,
+                               permission_denied, read-only file system); never the API key */
 } e2b_code;
 
 #define E2B_ERROR_SIZE 512
@@ -112,14 +114,18 @@ typedef struct e2b_config {
   const char *sandbox_url;  /* default: env E2B_SANDBOX_URL; when set all envd traffic goes
                                there, routed by the E2b-Sandbox-Id header */
   const char *template_id;  /* default: env E2B_TEMPLATE, else "base" */
-  long request_timeout_ms;  /* per unary request; 0 = default 60000; < 0 invalid */
+  long request_timeout_ms;  /* per attempt of a unary request; 0 = default 60000; < 0 invalid */
+  long budget_ms;           /* total for one unary request, retries and backoff included:
+                               no attempt starts and none runs past it; 0 = default 60000
+                               (the official SDKs' request timeout); < 0 invalid */
   const char *user_agent;   /* default "lua-e2b/<version>" */
   int max_retries;          /* extra attempts after a retryable failure of an idempotent call
                                (or of any call that never reached the server); 0: 3,
                                E2B_NO_RETRY: none */
   int max_inflight;         /* control-plane requests in flight at once, the rest queue
                                (protects an account from 429 storms); 0: 16, E2B_NO_CAP: none */
-  const char *owner;        /* owner tag put in created sandboxes; default "<hostname>:<pid>" */
+  const char *owner;        /* owner tag put in created sandboxes; default: env E2B_OWNER,
+                               else "<user>@<hostname>" (stable across processes) */
   int page_size;            /* sandboxes per list page when walking every page; 0: 100 */
 } e2b_config;
 
@@ -137,6 +143,8 @@ const char *e2b_client_domain(const e2b_client *client);
 const char *e2b_client_sandbox_url(const e2b_client *client); /* NULL when unset */
 const char *e2b_client_template(const e2b_client *client);
 const char *e2b_client_owner(const e2b_client *client);
+long e2b_client_request_timeout_ms(const e2b_client *client);
+long e2b_client_budget_ms(const e2b_client *client);
 int e2b_client_has_api_key(const e2b_client *client);
 
 /* A string-to-string pair, for metadata and environment variables. */

@@ -2,6 +2,7 @@
  * URLs and the headers each kind of request carries. */
 #include "internal.h"
 
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +38,26 @@ static char *trim_slash(char *url) {
   return url;
 }
 
+/* One owner per host and user, stable across processes, so a new process's
+ * reap finds what a crashed one left; E2B_OWNER (or config) overrides it. */
+static char *default_owner(const char *configured) {
+  const char *given = env_or(configured, "E2B_OWNER");
+  if (given) return strdup(given);
+  char host[256];
+  if (gethostname(host, sizeof host) != 0) snprintf(host, sizeof host, "unknown");
+  host[sizeof host - 1] = 0;
+  struct passwd pw, *found = NULL;
+  char buf[1024];
+  const char *user = getpwuid_r(geteuid(), &pw, buf, sizeof buf, &found) == 0 && found
+                         ? found->pw_name : NULL;
+  char uid[24];
+  if (!user) snprintf(uid, sizeof uid, "uid%u", (unsigned)geteuid()), user = uid;
+  size_t n = strlen(user) + strlen(host) + 2;
+  char *owner = malloc(n);
+  if (owner) snprintf(owner, n, "%s@%s", user, host);
+  return owner;
+}
+
 e2b_client *e2b_client_new(e2b_loop *loop, const e2b_config *cfg, e2b_error *err) {
   static const e2b_config defaults = {0};
   e2b_error_clear(err);
@@ -59,6 +80,10 @@ e2b_client *e2b_client_new(e2b_loop *loop, const e2b_config *cfg, e2b_error *err
                 "request_timeout_ms must not be negative");
     return NULL;
   }
+  if (cfg->budget_ms < 0) {
+    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, "client", "budget_ms must not be negative");
+    return NULL;
+  }
   e2b_client *c = calloc(1, sizeof *c);
   if (!c) goto nomem;
   c->refs = 1;
@@ -66,6 +91,7 @@ e2b_client *e2b_client_new(e2b_loop *loop, const e2b_config *cfg, e2b_error *err
   e2b_loop_retain(loop);
   c->request_timeout_ms = cfg->request_timeout_ms ? cfg->request_timeout_ms
                                                   : E2B_DEFAULT_REQUEST_TIMEOUT_MS;
+  c->budget_ms = cfg->budget_ms ? cfg->budget_ms : E2B_DEFAULT_BUDGET_MS;
   const char *domain = env_or(cfg->domain, "E2B_DOMAIN");
   c->domain = strdup(domain ? domain : "e2b.app");
   const char *key = env_or(cfg->api_key, "E2B_API_KEY");
@@ -91,15 +117,7 @@ e2b_client *e2b_client_new(e2b_loop *loop, const e2b_config *cfg, e2b_error *err
   c->max_retries = cfg->max_retries == 0 ? 3 : cfg->max_retries < 0 ? 0 : cfg->max_retries;
   c->max_inflight = cfg->max_inflight == 0 ? 16 : cfg->max_inflight < 0 ? 0 : cfg->max_inflight;
   c->page_size = cfg->page_size ? cfg->page_size : 100;
-  if (cfg->owner) {
-    c->owner = strdup(cfg->owner);
-  } else {
-    char host[256];
-    if (gethostname(host, sizeof host) != 0) snprintf(host, sizeof host, "unknown");
-    host[sizeof host - 1] = 0;
-    size_t n = strlen(host) + 24;
-    if ((c->owner = malloc(n))) snprintf(c->owner, n, "%s:%d", host, (int)getpid());
-  }
+  c->owner = default_owner(cfg->owner);
   if (!c->domain || !c->template_id || !c->api_url || !c->user_agent || !c->owner) goto nomem;
   if ((key && !c->api_key) || (sandbox_url && !c->sandbox_url)) goto nomem;
   return c;
@@ -131,6 +149,8 @@ const char *e2b_client_sandbox_url(const e2b_client *c) { return c->sandbox_url;
 const char *e2b_client_template(const e2b_client *c) { return c->template_id; }
 int e2b_client_has_api_key(const e2b_client *c) { return c->api_key != NULL; }
 const char *e2b_client_owner(const e2b_client *c) { return c->owner; }
+long e2b_client_request_timeout_ms(const e2b_client *c) { return c->request_timeout_ms; }
+long e2b_client_budget_ms(const e2b_client *c) { return c->budget_ms; }
 
 char *e2b_url_escape(const char *s) {
   char *tmp = curl_easy_escape(NULL, s, 0);
@@ -192,7 +212,7 @@ int e2b_client_prepare_control(e2b_client *c, e2b_req *req, const char *method, 
   req->client = c;
   e2b_client_retain(c);
   req->error_style = ERR_CONTROL;
-  curl_easy_setopt(req->easy, CURLOPT_TIMEOUT_MS, c->request_timeout_ms);
+  e2b_req_set_unary(req, c);
   curl_easy_setopt(req->easy, CURLOPT_USERAGENT, c->user_agent);
   if (e2b_req_add_header(req, "X-API-Key", c->api_key, err) != 0 ||
       e2b_req_add_header(req, "Accept", "application/json", err) != 0 ||
@@ -323,7 +343,7 @@ int e2b_sbx_prepare_rpc(e2b_sbx *s, e2b_req *req, const char *method_path, const
     curl_easy_setopt(req->easy, CURLOPT_FRESH_CONNECT, 1L);
   } else {
     rc = e2b_growbuf_append(&req->request_body, text, len);
-    curl_easy_setopt(req->easy, CURLOPT_TIMEOUT_MS, s->client->request_timeout_ms);
+    e2b_req_set_unary(req, s->client);
   }
   free(text);
   if (rc != 0) {

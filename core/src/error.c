@@ -9,7 +9,7 @@
 
 static const char *const code_names[] = {
     "ok",       "not_found",   "auth",     "rate_limited", "timeout",  "unavailable",
-    "unsupported", "invalid_argument", "conflict", "canceled", "protocol", "sandbox",
+    "unsupported", "invalid_argument", "conflict", "canceled", "protocol", "sandbox", "permission",
 };
 
 const char *e2b_code_name(e2b_code code) {
@@ -69,8 +69,9 @@ void e2b_err_from_curl(e2b_error *err, CURLcode rc, const char *op, const char *
 static e2b_code code_from_status(int status, req_error_style style) {
   switch (status) {
   case 400: return E2B_ERR_INVALID_ARGUMENT;
-  case 401:
-  case 403: return E2B_ERR_AUTH;
+  case 401: return E2B_ERR_AUTH;
+  /* envd's 403 is about a path, not about credentials */
+  case 403: return style == ERR_CONTROL ? E2B_ERR_AUTH : E2B_ERR_PERMISSION;
   case 404: return style == ERR_CONNECT ? E2B_ERR_UNSUPPORTED : E2B_ERR_NOT_FOUND;
   case 408:
   case 504: return E2B_ERR_TIMEOUT;
@@ -90,7 +91,7 @@ e2b_code e2b_code_from_connect(const char *c) {
   } map[] = {
       {"not_found", E2B_ERR_NOT_FOUND},          {"invalid_argument", E2B_ERR_INVALID_ARGUMENT},
       {"out_of_range", E2B_ERR_INVALID_ARGUMENT}, {"unauthenticated", E2B_ERR_AUTH},
-      {"permission_denied", E2B_ERR_AUTH},       {"resource_exhausted", E2B_ERR_RATE_LIMITED},
+      {"permission_denied", E2B_ERR_PERMISSION},       {"resource_exhausted", E2B_ERR_RATE_LIMITED},
       {"unavailable", E2B_ERR_UNAVAILABLE},      {"deadline_exceeded", E2B_ERR_TIMEOUT},
       {"canceled", E2B_ERR_CANCELED},            {"already_exists", E2B_ERR_CONFLICT},
       {"aborted", E2B_ERR_CONFLICT},             {"unimplemented", E2B_ERR_UNSUPPORTED},

@@ -203,6 +203,8 @@ e2b_req *e2b_file_read(e2b_sbx *sbx, const char *path, const char *user, int64_t
   e2b_req *req = files_req(sbx, "files.read", path, user, err);
   if (!req) return NULL;
   req->mode = BODY_CHUNKS;
+  /* Repeatable until its first byte reaches the caller (transfer.c clears it). */
+  req->idempotent = 1;
   if (offset > 0) {
     char range[48];
     snprintf(range, sizeof range, "%lld-", (long long)offset);
@@ -303,6 +305,6 @@ e2b_req *e2b_envd_health(e2b_sbx *sbx, e2b_error *err) {
   }
   req->mode = BODY_BUFFER;
   req->error_style = ERR_ENVD_HTTP;
-  curl_easy_setopt(req->easy, CURLOPT_TIMEOUT_MS, sbx->client->request_timeout_ms);
+  e2b_req_set_unary(req, sbx->client);
   return e2b_req_start(req, err) == 0 ? req : NULL;
 }

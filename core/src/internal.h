@@ -14,6 +14,7 @@
 #define E2B_STREAM_QUEUE_CAP (4u << 20)   /* queued stream bytes before the transfer pauses */
 #define E2B_UPLOAD_QUEUE_CAP (1u << 20)   /* queued upload bytes a producer should not exceed */
 #define E2B_DEFAULT_REQUEST_TIMEOUT_MS 60000L
+#define E2B_DEFAULT_BUDGET_MS 60000L
 #define E2B_DEFAULT_SANDBOX_TIMEOUT_MS 300000L
 #define E2B_ENVD_PORT 49983
 
@@ -37,6 +38,7 @@ struct e2b_client {
   char *template_id;
   char *user_agent;
   long request_timeout_ms;
+  long budget_ms;           /* one unary call, every attempt and backoff included */
   int max_retries;          /* extra attempts for retryable failures */
   int max_inflight;         /* control-plane requests in flight at once; 0: no cap */
   int inflight;
@@ -109,6 +111,8 @@ struct e2b_req {
   int autofree;        /* nobody waits: the loop frees it once it completes */
   int throttled;       /* composite stopped filling its queue: the reader is behind */
   long idle_ms;        /* streams: fail when nothing arrives for this long */
+  long unary_ms;       /* unary calls: per-attempt timeout (0: a stream, no cap) */
+  int64_t budget_end_ms; /* unary calls: no attempt or retry past this (set at the first) */
   int64_t last_byte_ms; /* streams: when the last byte (or header) arrived */
   e2b_client *client;
   e2b_sbx *sbx;
@@ -180,6 +184,9 @@ e2b_code e2b_code_from_connect(const char *connect_code);
 /* ---- loop.c: the loop, timers, notifications ---- */
 int64_t e2b_now_ms(void);
 void e2b_req_arm_timer(e2b_req *req, int64_t delay_ms);
+/* Marks req as a unary call of c: each attempt is capped by request_timeout_ms
+ * and all of them together (with backoff) by budget_ms. */
+void e2b_req_set_unary(e2b_req *req, const e2b_client *c);
 void e2b_req_disarm_timer(e2b_req *req);
 
 /* ---- transfer.c: HTTP transfers ---- */

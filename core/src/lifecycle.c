@@ -382,12 +382,9 @@ static void resume_advance(e2b_req *op) {
     if (child_failed(op, &s->child)) return;
     size_t n = s->child->sandbox_count;
     if (n > 1) return conflict(op, n, s->id);
-    if (n == 0) {
-      e2b_err_set(&err, E2B_ERR_NOT_FOUND, op->op, "no sandbox has id \"%s\"", s->id);
-      err.retryable = 0;
-      return e2b_op_finish(op, &err);
-    }
-    s->sandbox_id = strdup(s->child->sandboxes[0].sandbox_id);
+    /* No logical id matched: the id may be E2B's own sandbox id, as for
+     * describe and destroy; the info call then says whether it exists. */
+    s->sandbox_id = strdup(n ? s->child->sandboxes[0].sandbox_id : s->id);
     e2b_req_free(s->child);
     s->child = NULL;
     if (!s->sandbox_id) return nomem(op);

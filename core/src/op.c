@@ -6,7 +6,9 @@
  * same way whatever it does underneath. */
 #include "internal.h"
 
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 e2b_req *e2b_op_new(e2b_loop *loop, const char *op, req_advance_fn advance, void *state,
                     req_state_free_fn state_free, e2b_error *err) {
@@ -37,7 +39,14 @@ void e2b_op_finish(e2b_req *op, const e2b_error *err) {
   e2b_req_disarm_timer(op);
   if (err && err->code != E2B_OK) {
     op->err = *err;
-    if (!op->err.op[0]) snprintf(op->err.op, sizeof op->err.op, "%s", op->op);
+    /* The label is the caller's call; a sub-step's name moves into the message. */
+    if (err->op[0] && strcmp(err->op, op->op) != 0) {
+      size_t n = (size_t)snprintf(op->err.message, sizeof op->err.message, "%s: ", err->op);
+      if (n < sizeof op->err.message)
+        snprintf(op->err.message + n, sizeof op->err.message - n, "%.*s",
+                 (int)(sizeof op->err.message - n - 1), err->message);
+    }
+    snprintf(op->err.op, sizeof op->err.op, "%s", op->op);
   }
   op->done = 1;
   e2b_req_mark_dirty(op);

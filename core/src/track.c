@@ -17,6 +17,9 @@
 #define SCRATCH_ROOT "/tmp/.e2b-proc"
 #define POLL_MIN_MS 50
 #define POLL_MAX_MS 2000
+/* A started process's wrapper may not have created its files yet: wait this
+ * long for them before calling the process unknown. */
+#define KEPT_GRACE_MS 10000
 
 /* $1: scratch dir; the rest: the command. Output goes to the live stream and
  * to the files (tee); the exit status is written once both tees finished, so
@@ -78,6 +81,7 @@ typedef struct track_state {
   int final_pass;    /* exit known: read both files to their end, then finish */
   int pass_new;      /* bytes seen in the current polling pass */
   int files_missing; /* out, err and exit all absent: not a tracked process */
+  int64_t missing_since_ms; /* started, files not there yet: since when */
   long poll_ms;
   int64_t last_contact_ms;
   long idle_ms;
@@ -272,6 +276,27 @@ static void read_done(e2b_req *op, track_state *s) {
   }
 }
 
+/* No kept output at all. A process reported started is running or has run
+ * under the wrapper: its files are on their way, so look again (bounded). */
+static void files_missing(e2b_req *op, track_state *s) {
+  int64_t now = e2b_now_ms();
+  if (s->started && !s->missing_since_ms) s->missing_since_ms = now;
+  if (s->started && now - s->missing_since_ms < KEPT_GRACE_MS) {
+    e2b_req_arm_timer(op, s->poll_ms);
+    if (s->poll_ms < POLL_MAX_MS) s->poll_ms *= 2;
+    return;
+  }
+  e2b_error err;
+  if (s->started)
+    e2b_err_set(&err, E2B_ERR_NOT_FOUND, op->op,
+                "process %s was started but its kept output did not appear within %d ms", s->tag,
+                KEPT_GRACE_MS);
+  else
+    e2b_err_set(&err, E2B_ERR_NOT_FOUND, op->op,
+                "process %s has no kept output (not started by lua-e2b, or forgotten)", s->tag);
+  fail(op, &err);
+}
+
 static void poll_step(e2b_req *op, track_state *s) {
   wake_step(op, s);
   if (s->read) {
@@ -313,12 +338,8 @@ static void poll_step(e2b_req *op, track_state *s) {
     if (which == R_OUT) return start_read(op, s, R_ERR);
     if (which == R_ERR && !s->exit_known) return start_read(op, s, R_EXIT);
     /* A full pass is over. */
-    if (s->files_missing && !s->exit_known) {
-      e2b_error err2;
-      e2b_err_set(&err2, E2B_ERR_NOT_FOUND, op->op, "process %s has no kept output (not started by lua-e2b, or forgotten)",
-                  s->tag);
-      return fail(op, &err2);
-    }
+    if (s->files_missing && !s->exit_known) return files_missing(op, s);
+    s->missing_since_ms = 0;
     if (s->exit_known || s->gone) {
       if (s->final_pass && !s->pass_new) {
         if (!s->exit_known) {

@@ -401,12 +401,41 @@ void e2b_transfer_idle_check(e2b_req *req) {
   e2b_req_fail(req, &err);
 }
 
+static const e2b_client *req_client(const e2b_req *req) {
+  return req->client ? req->client : req->sbx ? req->sbx->client : NULL;
+}
+
+void e2b_req_set_unary(e2b_req *req, const e2b_client *c) {
+  req->unary_ms = c->request_timeout_ms;
+  curl_easy_setopt(req->easy, CURLOPT_TIMEOUT_MS, c->request_timeout_ms);
+}
+
+static void budget_spent(e2b_req *req) {
+  const e2b_client *c = req_client(req);
+  e2b_err_set(&req->err, E2B_ERR_TIMEOUT, req->op,
+              "no answer within the call's total budget of %ld ms (budget_ms), %d attempt%s",
+              c ? c->budget_ms : 0, req->attempts, req->attempts == 1 ? "" : "s");
+}
+
+/* Caps this attempt by what is left of the call's budget; 0 once it is spent. */
+static int cap_attempt(e2b_req *req) {
+  const e2b_client *c = req_client(req);
+  if (!req->unary_ms || !c) return 1;
+  int64_t now = e2b_now_ms();
+  if (!req->budget_end_ms) req->budget_end_ms = now + c->budget_ms;
+  int64_t left = req->budget_end_ms - now;
+  if (left <= 0) return 0;
+  curl_easy_setopt(req->easy, CURLOPT_TIMEOUT_MS, (long)(left < req->unary_ms ? left : req->unary_ms));
+  return 1;
+}
+
 /* Three budgets can expire; the error says which one. */
 static void name_budget(e2b_req *req) {
   curl_off_t connected = 0;
   curl_easy_getinfo(req->easy, CURLINFO_CONNECT_TIME_T, &connected);
-  const e2b_client *c = req->client ? req->client : req->sbx ? req->sbx->client : NULL;
+  const e2b_client *c = req_client(req);
   long request_ms = c ? c->request_timeout_ms : 0;
+  if (req->budget_end_ms && e2b_now_ms() >= req->budget_end_ms - 5) return budget_spent(req);
   if (connected == 0)
     snprintf(req->err.message, sizeof req->err.message,
              "connect timeout: no connection within %ld ms (request_timeout_ms)", request_ms);
@@ -439,8 +468,10 @@ static int schedule_retry(e2b_req *req, CURLcode rc) {
   if (!req->err.retryable) return 0;
   if (!req->idempotent && !never_reached_server(req, rc)) return 0;
   if (req->mime || req->send_buf.len || req->send_ended) return 0; /* uploads are not replayed */
+  int64_t wait = backoff_ms(req);
+  if (req->budget_end_ms && e2b_now_ms() + wait >= req->budget_end_ms) return 0;
   req->waiting_retry = 1;
-  e2b_req_arm_timer(req, backoff_ms(req));
+  e2b_req_arm_timer(req, wait);
   if (req->client) release_slot(req);
   return 1;
 }
@@ -499,6 +530,12 @@ static void start_transfer(e2b_req *req) {
   if (c) {
     c->inflight++;
     req->holds_slot = 1;
+  }
+  if (!cap_attempt(req)) {
+    budget_spent(req);
+    e2b_error spent = req->err;
+    e2b_req_fail(req, &spent);
+    return;
   }
   req->attempts++;
   if (req->idle_ms) {

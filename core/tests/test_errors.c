@@ -46,7 +46,10 @@ static void connect_codes_win_over_http_status(void) {
   e = http(400, ERR_CONNECT, "{\"code\":\"already_exists\",\"message\":\"exists\"}");
   CHECK(e.code == E2B_ERR_CONFLICT);
   CHECK(e2b_code_from_connect("unauthenticated") == E2B_ERR_AUTH);
-  CHECK(e2b_code_from_connect("permission_denied") == E2B_ERR_AUTH);
+  /* envd refusing a path is not a credentials problem */
+  CHECK(e2b_code_from_connect("permission_denied") == E2B_ERR_PERMISSION);
+  CHECK(http(403, ERR_ENVD_HTTP, "{\"code\":403,\"message\":\"read-only\"}").code == E2B_ERR_PERMISSION);
+  CHECK(http(401, ERR_ENVD_HTTP, NULL).code == E2B_ERR_AUTH);
   CHECK(e2b_code_from_connect("resource_exhausted") == E2B_ERR_RATE_LIMITED);
   CHECK(e2b_code_from_connect("deadline_exceeded") == E2B_ERR_TIMEOUT);
   CHECK(e2b_code_from_connect("unavailable") == E2B_ERR_UNAVAILABLE);
@@ -73,6 +76,7 @@ static void kinds_have_the_api_names(void) {
   CHECK_STR(e2b_code_name(E2B_ERR_RATE_LIMITED), "rate_limited");
   CHECK_STR(e2b_code_name(E2B_ERR_INVALID_ARGUMENT), "invalid_argument");
   CHECK_STR(e2b_code_name(E2B_ERR_SANDBOX), "sandbox");
+  CHECK_STR(e2b_code_name(E2B_ERR_PERMISSION), "permission");
   CHECK_STR(e2b_code_name(E2B_OK), "ok");
 }
 

@@ -272,9 +272,11 @@ static int parse_create(json_t *b, sandbox_params *p, opts_err *e) {
   p->public_traffic = 1;
   if (p->network && get_bool(p->network, "allowPublicTraffic", 1, &p->public_traffic, e)) return -1;
   if (network_mode(p->network, p->allow_internet, &p->allow_internet, e)) return -1;
+  /* As on E2B the gateway is the client's to start inside the sandbox after
+   * create (the SDK runs mcp-gateway); the server only checks the shape. */
   json_t *mcp = json_object_get(b, "mcp");
-  if (mcp && !json_is_null(mcp)) {
-    snprintf(e->msg, sizeof e->msg, "MCP gateways are not supported by e2b-local");
+  if (mcp && !json_is_null(mcp) && !json_is_object(mcp)) {
+    snprintf(e->msg, sizeof e->msg, "field 'mcp' must be an object");
     return -1;
   }
   json_t *iam = json_object_get(b, "iam");
@@ -474,7 +476,8 @@ static int parse_list_query(struct MHD_Connection *c, int v2, list_query *q, cha
 static int list_wants(const list_query *q, sandbox *sb, sandbox_view v) {
   if (v.state == SB_RUNNING ? !q->want_running : v.state == SB_PAUSED ? !q->want_paused : 1) return 0;
   if (!q->filter || !metadata_matches(sb, q->filter)) return 0;
-  if (q->started_after && sb->started_at_ms <= q->started_after) return 0;
+  /* inclusive, as E2B: a sandbox started exactly at T is listed */
+  if (q->started_after && sb->started_at_ms < q->started_after) return 0;
   if (q->tpl && *q->tpl && strcmp(q->tpl, sb->template_id) != 0 && strcmp(q->tpl, sb->alias) != 0)
     return 0;
   return 1;
@@ -813,6 +816,17 @@ static enum MHD_Result h_volume_delete(http_req *r) {
                                              : http_error(r->conn, 404, "volume '%s' not found", ctx_id(r));
 }
 
+/* Does a template (or snapshot) go by this alias? 200 with its id, else 404. */
+static enum MHD_Result h_template_alias(http_req *r) {
+  tpl_ref t;
+  if (store_resolve_template(ctx_id(r), &t) != 0)
+    return http_error(r->conn, 404, "template alias '%s' not found", ctx_id(r));
+  json_t *body = json_pack("{s:s,s:b}", "templateID", t.template_id, "public",
+                           strcmp(ctx_id(r), "base") == 0);
+  tpl_ref_free(&t);
+  return http_json(r->conn, 200, body);
+}
+
 static enum MHD_Result h_unimplemented(http_req *r) {
   return http_error(r->conn, 501, "%s %s is not supported by e2b-local", r->method, r->url);
 }
@@ -849,6 +863,7 @@ static const route_def ROUTES[] = {
     {"/sandboxes/*/logs", "GET", h_logs_v1},
     {"/v2/sandboxes/*/logs", "GET", h_logs_v2},
     {"/snapshots", "GET", h_snapshots_list},
+    {"/templates/aliases/**", "GET", h_template_alias},
     {"/templates/**", "DELETE", h_template_delete}, /* MHD decodes %2F: "local/name:tag" */
     {"/volumes", "GET", h_volumes_list},
     {"/volumes", "POST", h_volume_create},

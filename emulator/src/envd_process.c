@@ -117,6 +117,12 @@ static int pstream_fill(void *ctx, sbuf *out) {
       break;
     }
   int done = ev->kind == PEV_END;
+  if (done && !sandbox_is_running(s->sb)) {
+    /* The sandbox went away under the process: E2B's connection just drops
+     * (no end event), and the SDK then finds the sandbox gone. */
+    proc_event_free(s->sub, ev);
+    return -1;
+  }
   if (!done) {
     /* output that queued up meanwhile leaves in one event, order kept */
     int kind = ev->kind;

@@ -23,8 +23,17 @@ int http_client_fd(struct MHD_Connection *c) {
   return ci ? ci->connect_fd : -1;
 }
 
+static __thread unsigned t_status;
+
+unsigned http_take_status(void) {
+  unsigned s = t_status;
+  t_status = 0;
+  return s;
+}
+
 static enum MHD_Result queue(struct MHD_Connection *c, unsigned status, struct MHD_Response *r) {
   if (!r) return MHD_NO;
+  t_status = status;
   enum MHD_Result rc = MHD_queue_response(c, status, r);
   MHD_destroy_response(r);
   return rc;
@@ -155,12 +164,14 @@ enum MHD_Result http_stream_h(http_req *req, unsigned status, json_t *headers, u
                               stream_src src) {
   stream_state *s = xcalloc(1, sizeof *s);
   s->src = src;
-  s->connect_frames = connect_frames;
   s->left = -1;
   req->streamed = 1;
-  if (req->fault.action == FA_DROP_MID)
-    s->left = connect_frames ? (req->fault.after_events >= 0 ? req->fault.after_events : 0)
-                             : (req->fault.after_bytes >= 0 ? req->fault.after_bytes : 0);
+  if (req->fault.action == FA_DROP_MID) {
+    /* a Connect stream counts messages unless the rule counts bytes */
+    s->connect_frames = connect_frames && req->fault.after_events >= 0;
+    int64_t n = s->connect_frames ? req->fault.after_events : req->fault.after_bytes;
+    s->left = n >= 0 ? n : 0;
+  }
   struct MHD_Response *r =
       MHD_create_response_from_callback(size, 64 * 1024, stream_reader, s, stream_free);
   if (!r) {

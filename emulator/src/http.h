@@ -33,6 +33,8 @@ struct http_req {
   fault_hit fault;    /* an injected fault that applies to this request */
   int streamed;       /* the response is a stream (drop_mid_stream applies there) */
   int fault_connect;  /* the injected status answers as a Connect error */
+  int64_t started_ms; /* for the request log */
+  unsigned status;    /* the status queued, 0 while none */
 };
 
 /* Global facts handlers need. */
@@ -41,8 +43,13 @@ typedef struct server_info {
   const char *admin_token; /* X-Admin-Token for /_e2b_local/ (loopback only) */
   char domain[128]; /* localhost:PORT */
   char base_url[160];
+  int log_requests; /* --log-requests: one line per request (method, path, status, time) */
 } server_info;
 extern server_info g_server;
+
+/* The status this thread last queued (MHD serves a connection on one
+ * thread), then 0: how the request log learns a response's status. */
+unsigned http_take_status(void);
 
 const char *http_header(struct MHD_Connection *c, const char *name);
 const char *http_query(struct MHD_Connection *c, const char *name);

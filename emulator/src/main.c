@@ -1,6 +1,7 @@
 /* main.c — e2b-local command line: serve, exec, and the hidden agent mode. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,31 +32,54 @@ typedef struct options {
   const char *admin_token;
   const char *templates[32];
   int ntemplates;
-  int no_isolation, no_freezer;
+  const char *api_key_file;
+  int no_isolation, no_freezer, log_requests;
   char **cmd; /* exec */
 } options;
 
 static void usage(FILE *f) {
   fprintf(f,
-          "usage: e2b-local serve [--listen HOST:PORT] [--state DIR] [--api-key KEY] [--domain D]\n"
-          "                       [--admin-token TOKEN] [--template NAME=DIR|SCRIPT]...\n"
-          "                       [--no-isolation] [--no-freezer]\n"
-          "       e2b-local exec [serve options] -- CMD ARGS...\n"
+          "usage: e2b-local serve [OPTIONS]\n"
+          "       e2b-local exec [OPTIONS] -- CMD ARGS...\n"
+          "       e2b-local --version | --help\n"
           "\n"
-          "serve: run a local E2B-compatible server until SIGINT/SIGTERM.\n"
-          "exec:  run one for the duration of CMD, with E2B_API_URL, E2B_SANDBOX_URL,\n"
-          "       E2B_DOMAIN, E2B_API_KEY and E2B_LOCAL_ADMIN_TOKEN in its environment;\n"
-          "       exits with CMD's status.\n"
+          "serve: run a local E2B-compatible server until SIGINT/SIGTERM; prints\n"
+          "       E2B_API_URL, E2B_SANDBOX_URL, E2B_DOMAIN, E2B_API_KEY and\n"
+          "       E2B_LOCAL_ADMIN_TOKEN once it accepts requests.\n"
+          "exec:  run one for the duration of CMD, with those variables (and\n"
+          "       E2B_LOCAL_BIN, this program's path) in CMD's environment; exits with\n"
+          "       CMD's status.\n"
           "\n"
-          "--admin-token   token of the admin API (/_e2b_local/faults; default: random)\n"
-          "--template      register a template: a directory (home/user, root, tmp seed the\n"
-          "                sandbox; other top-level directories are mounted read-only) or a\n"
-          "                setup script run once as root in a fresh sandbox at start\n"
-          "--state DIR     keep sandboxes, snapshots and volumes there across restarts\n"
-          "                (running sandboxes come back paused)\n"
-          "--no-isolation  run sandboxes as plain child processes (no bubblewrap)\n"
-          "--no-freezer    pause with SIGSTOP/SIGCONT instead of the cgroup freezer\n");
+          "options:\n"
+          "  --listen HOST:PORT   IPv4 address to listen on (default 127.0.0.1:3000 for\n"
+          "                       serve, a free port for exec)\n"
+          "  --api-key KEY        the API key clients must send (visible in the process\n"
+          "                       list: prefer --api-key-file or E2B_LOCAL_API_KEY)\n"
+          "  --api-key-file FILE  read the API key from FILE\n"
+          "                       (default: E2B_LOCAL_API_KEY; with --state, the key kept\n"
+          "                       in DIR/api_key (mode 0600) from the first start; else\n"
+          "                       a random key per start)\n"
+          "  --domain D           the domain sandbox hosts live under (default\n"
+          "                       localhost:PORT: <port>-<id>.localhost:PORT)\n"
+          "  --state DIR          keep sandboxes, snapshots, volumes and the API key there\n"
+          "                       across restarts (running sandboxes come back paused);\n"
+          "                       default: a temporary directory removed at exit\n"
+          "  --template NAME=DIR|NAME=SCRIPT\n"
+          "                       register a template: a directory (home/user, root, tmp\n"
+          "                       seed the sandbox; other top-level directories are\n"
+          "                       mounted read-only) or a setup script run once as root in\n"
+          "                       a fresh sandbox at start (repeatable, at most 32)\n"
+          "  --admin-token TOKEN  token of the admin API (/_e2b_local/faults; default:\n"
+          "                       random, handed to CMD by exec)\n"
+          "  --log-requests       log one line per request: method, path, status, time\n"
+          "                       (never a query string, key or token)\n"
+          "  --no-isolation       run sandboxes as plain child processes (no bubblewrap)\n"
+          "  --no-freezer         pause with SIGSTOP/SIGCONT instead of the cgroup freezer\n"
+          "  --version            print the version and exit\n"
+          "  --help, -h           print this help and exit\n");
 }
+
+static void version(void) { printf("e2b-local %s\n", E2B_LOCAL_VERSION); }
 
 static int parse_listen(const char *s, options *o) {
   const char *colon = strrchr(s, ':');
@@ -87,6 +111,13 @@ static int parse_args(int argc, char **argv, int exec_mode, options *o) {
       o->state = argv[++i];
     } else if (strcmp(a, "--api-key") == 0 && has_val) {
       o->api_key = argv[++i];
+    } else if (strcmp(a, "--api-key-file") == 0 && has_val) {
+      o->api_key_file = argv[++i];
+    } else if (strcmp(a, "--log-requests") == 0) {
+      o->log_requests = 1;
+    } else if (strcmp(a, "--version") == 0) {
+      version();
+      exit(0);
     } else if (strcmp(a, "--template") == 0 && has_val) {
       if (o->ntemplates == 32) {
         fprintf(stderr, "e2b-local: at most 32 --template options\n");
@@ -126,6 +157,51 @@ static void raise_fd_limit(void) {
   }
 }
 
+/* Reads a key (the first line of path): NULL when absent, unreadable or empty. */
+static char *read_key(const char *path) {
+  FILE *f = fopen(path, "r");
+  if (!f) return NULL;
+  char line[512] = "";
+  char *got = fgets(line, sizeof line, f);
+  fclose(f);
+  line[strcspn(line, "\r\n")] = '\0';
+  return got && *line ? xstrdup(line) : NULL;
+}
+
+/* Writes a new key into state_dir/api_key, readable by its owner only. */
+static char *new_key(const char *state_dir) {
+  char hex[41];
+  if (e2b_random_hex(hex, 40) != 0) return NULL;
+  char *key = xasprintf("e2b_%s", hex);
+  if (!state_dir) return key;
+  char *path = xasprintf("%s/api_key", state_dir);
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0 || dprintf(fd, "%s\n", key) < 0) log_msg("cannot keep the API key in %s: %s", path, strerror(errno));
+  if (fd >= 0) close(fd);
+  free(path);
+  return key;
+}
+
+/* --api-key, --api-key-file, E2B_LOCAL_API_KEY, the key kept in --state, or a
+ * new one (kept there when there is a --state). */
+static char *choose_api_key(const options *o, const char *state_dir) {
+  if (o->api_key) return xstrdup(o->api_key);
+  if (o->api_key_file) {
+    char *key = read_key(o->api_key_file);
+    if (!key) log_msg("cannot read an API key from %s (--api-key-file)", o->api_key_file);
+    return key;
+  }
+  const char *env = getenv("E2B_LOCAL_API_KEY");
+  if (env && *env) return xstrdup(env);
+  if (state_dir) {
+    char *path = xasprintf("%s/api_key", state_dir);
+    char *kept = read_key(path);
+    free(path);
+    if (kept) return kept;
+  }
+  return new_key(state_dir);
+}
+
 typedef struct running {
   server *srv;
   char *state_dir;
@@ -153,14 +229,9 @@ static int start_all(const options *o, running *run) {
     run->state_dir = xstrdup(tmpl);
     run->state_is_temp = 1;
   }
-  if (o->api_key) {
-    run->api_key = xstrdup(o->api_key);
-  } else {
-    char hex[41];
-    if (e2b_random_hex(hex, 40) != 0) return -1;
-    run->api_key = xasprintf("e2b_%s", hex);
-  }
+  if (!(run->api_key = choose_api_key(o, run->state_is_temp ? NULL : run->state_dir))) return -1;
   g_server.api_key = run->api_key;
+  g_server.log_requests = o->log_requests;
   if (o->admin_token && *o->admin_token) {
     run->admin_token = xstrdup(o->admin_token);
   } else {
@@ -247,6 +318,12 @@ static int exec_cmd(const options *o, const sigset_t *sigs) {
     sigprocmask(SIG_SETMASK, &none, NULL);
     signal(SIGPIPE, SIG_DFL);
     for (int i = 0; i < 5; i++) putenv(run.env[i]);
+    char self[4096];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n > 0) {
+      self[n] = '\0';
+      setenv("E2B_LOCAL_BIN", self, 1); /* so CMD can start another of the same build */
+    }
     execvp(o->cmd[0], o->cmd);
     fprintf(stderr, "e2b-local exec: cannot run %s: %s\n", o->cmd[0], strerror(errno));
     _exit(127);
@@ -273,6 +350,10 @@ static int exec_cmd(const options *o, const sigset_t *sigs) {
 
 int main(int argc, char **argv) {
   if (argc >= 2 && strcmp(argv[1], "agent") == 0) return agent_main(argc, argv);
+  if (argc >= 2 && strcmp(argv[1], "--version") == 0) {
+    version();
+    return 0;
+  }
   if (argc < 2 || (strcmp(argv[1], "serve") != 0 && strcmp(argv[1], "exec") != 0)) {
     usage(argc < 2 ? stderr : (strcmp(argv[1], "--help") == 0 ? stdout : stderr));
     return argc >= 2 && strcmp(argv[1], "--help") == 0 ? 0 : 2;

@@ -536,6 +536,13 @@ static void restore_all(void) {
   if (d) closedir(d);
 }
 
+int sandbox_is_running(sandbox *sb) {
+  pthread_rwlock_rdlock(&sb->lock); /* waits out a kill in progress */
+  int running = sb->state == SB_RUNNING;
+  pthread_rwlock_unlock(&sb->lock);
+  return running;
+}
+
 int sandbox_kill(sandbox *sb) {
   pthread_rwlock_wrlock(&sb->lock);
   if (sb->state == SB_KILLED) {

@@ -105,6 +105,8 @@ void sandbox_list_free(sandbox **v, size_t n);
 
 /* Each returns 0 or -errno: -ENOENT gone, -EALREADY already paused/running. */
 int sandbox_kill(sandbox *sb);
+/* 1 while running; waits for a kill or pause in progress to finish. */
+int sandbox_is_running(sandbox *sb);
 int sandbox_set_timeout(sandbox *sb, int timeout_s);
 int sandbox_pause(sandbox *sb, int memory);
 /* Resumes a paused sandbox (*resumed=1) or extends a running one's deadline. */

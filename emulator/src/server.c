@@ -128,7 +128,7 @@ static void free_req(http_req *r) {
   free(r);
 }
 
-static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+static enum MHD_Result serve_request(void *cls, struct MHD_Connection *conn, const char *url,
                                   const char *method, const char *version, const char *data,
                                   size_t *size, void **con_cls) {
   (void)cls;
@@ -136,6 +136,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
   http_req *r = *con_cls;
   if (!r) {
     r = xcalloc(1, sizeof *r);
+    r->started_ms = mono_ms();
     r->conn = conn;
     r->url = url;
     r->method = method;
@@ -189,20 +190,59 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
   return res;
 }
 
+/* Notes the status a handler queued, for the request log. */
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+                                  const char *method, const char *version, const char *data,
+                                  size_t *size, void **con_cls) {
+  enum MHD_Result res = serve_request(cls, conn, url, method, version, data, size, con_cls);
+  unsigned status = http_take_status();
+  if (status && *con_cls) ((http_req *)*con_cls)->status = status;
+  return res;
+}
+
+/* --log-requests: method, path (never the query: it can hold a signature),
+ * status and time; a request closed without an answer shows "-". */
+static void log_request(const http_req *r, enum MHD_RequestTerminationCode toe) {
+  const char *q = strchr(r->url, '?');
+  int path_len = q ? (int)(q - r->url) : (int)strlen(r->url);
+  char status[12] = "-";
+  if (r->status) snprintf(status, sizeof status, "%u", r->status);
+  log_msg("%s %.*s %s %lld ms%s", r->method, path_len > 300 ? 300 : path_len, r->url, status,
+          (long long)(mono_ms() - r->started_ms),
+          toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " (connection closed early)");
+}
+
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                          enum MHD_RequestTerminationCode toe) {
   (void)cls;
   (void)conn;
-  (void)toe;
+  if (*con_cls && g_server.log_requests) log_request(*con_cls, toe);
   if (*con_cls) free_req(*con_cls);
   *con_cls = NULL;
 }
+
+/* libmicrohttpd's own words, where they mislead, in ours. */
+static const struct {
+  const char *mhd, *ours; /* ours NULL: said better elsewhere, dropped */
+} mhd_rewrites[] = {
+    {"Closing connection (application error generating response)",
+     "a streamed response ended early (the client disconnected, or the sandbox-side stream "
+     "closed)"},
+    {"Application reported internal error, closing connection",
+     "a request was closed without an answer (an injected drop, or its body was refused)"},
+    {"Failed to bind to port", NULL}, /* server_start names the address asked for */
+};
 
 static void mhd_log(void *cls, const char *fmt, va_list ap) {
   (void)cls;
   char line[512];
   vsnprintf(line, sizeof line, fmt, ap);
   line[strcspn(line, "\n")] = '\0';
+  for (size_t i = 0; i < sizeof mhd_rewrites / sizeof mhd_rewrites[0]; i++) {
+    if (strncmp(line, mhd_rewrites[i].mhd, strlen(mhd_rewrites[i].mhd)) != 0) continue;
+    if (mhd_rewrites[i].ours) log_msg("http: %s", mhd_rewrites[i].ours);
+    return;
+  }
   log_msg("http: %s", line);
 }
 
@@ -224,7 +264,7 @@ server *server_start(const char *host, uint16_t port) {
       MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned int)1024, MHD_OPTION_NOTIFY_COMPLETED, on_completed,
       NULL, MHD_OPTION_END);
   if (!s->d) {
-    log_msg("cannot listen on %s:%u: %s", host, port, strerror(errno));
+    log_msg("cannot listen on %s:%u (--listen): %s", host, port, strerror(errno));
     free(s);
     return NULL;
   }

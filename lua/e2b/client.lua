@@ -34,6 +34,7 @@ local CLIENT_SPEC = {
   api_url = "nonempty",
   sandbox_url = "nonempty",
   request_timeout_ms = "positive_ms",
+  budget_ms = "positive_ms",
   template = "nonempty",
   timeout_ms = "positive_ms",
   network = network_checker,
@@ -91,7 +92,8 @@ function M.new(opts)
   local h
   h, err = core.client(rt.adapter.loop, {
     api_key = o.api_key, domain = o.domain, api_url = o.api_url, sandbox_url = o.sandbox_url,
-    template = o.template, request_timeout_ms = o.request_timeout_ms, owner = o.owner,
+    template = o.template, request_timeout_ms = o.request_timeout_ms, budget_ms = o.budget_ms,
+    owner = o.owner,
     max_retries = o.max_retries == 0 and -1 or o.max_retries,
     max_inflight = o.max_concurrent, page_size = o.page_size,
   })
@@ -108,6 +110,7 @@ function M.new(opts)
   local cfg = h:config()
   self.api_url, self.domain, self.sandbox_url, self.template, self.owner =
     cfg.api_url, cfg.domain, cfg.sandbox_url, cfg.template, cfg.owner
+  self.request_timeout_ms, self.budget_ms = cfg.request_timeout_ms, cfg.budget_ms
   return self
 end
 
@@ -154,7 +157,7 @@ end
 -- @return or nil, err
 function Client:probe()
   local page, err = rt.finish(self._h:list({ limit = 1 }))
-  if not page then return nil, err end
+  if not page then return nil, rt.relabel(err, "probe") end
   return true
 end
 

@@ -31,7 +31,7 @@ core.set_error_metatable(Error)
 M.KINDS = {
   not_found = true, auth = true, rate_limited = true, timeout = true, unavailable = true,
   unsupported = true, invalid_argument = true, conflict = true, canceled = true,
-  protocol = true, sandbox = true,
+  protocol = true, sandbox = true, permission = true,
 }
 
 --- Makes an error table.

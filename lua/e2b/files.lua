@@ -62,7 +62,7 @@ function Files:_download(op, path, emit, user)
       local done
       done, err = req:result()
       req:close()
-      if not done then return nil, self._sbx:_envd_err(err) end
+      if not done then return nil, rt.relabel(self._sbx:_envd_err(err), op) end
       return total
     else
       adapter.await(req)
@@ -96,33 +96,72 @@ local function sink_fn(op, sink)
   return nil, errors.invalid(op, "sink", "must be a function or an open file")
 end
 
+-- Progress reporting for long transfers: opts.progress(done, total) after
+-- each chunk (total when known, else nil).
+local PROGRESS_SPEC = { progress = "function" }
+
+local function counting_sink(emit, progress, total)
+  if not progress then return emit end
+  local done = 0
+  return function(chunk)
+    local a, b = emit(chunk)
+    done = done + #chunk
+    progress(done, total)
+    return a, b
+  end
+end
+
+local function counting_source(source, progress, total)
+  if not progress then return source end
+  local done = 0
+  return function()
+    local chunk = source()
+    if type(chunk) == "string" then
+      done = done + #chunk
+      progress(done, total)
+    end
+    return chunk
+  end
+end
+
 --- Streams a file to a sink: a function(chunk) (returning false, or nil, err,
 -- aborts with kind "canceled") or an open file.
 -- @tparam string path
 -- @param sink function or file
+-- @tparam[opt] table opts
+-- @tparam[opt] function opts.progress called as progress(bytes_done, total) after each
+--   chunk (total when known, else nil)
 -- @treturn int bytes written to the sink
 -- @return or nil, err
-function Files:read_to(path, sink)
-  local emit, err = sink_fn("files.read_to", sink)
+function Files:read_to(path, sink, opts)
+  local op = "files.read_to"
+  local emit, err = sink_fn(op, sink)
   if not emit then return nil, err end
-  return self:_download("files.read_to", path, emit)
+  local o
+  o, err = check.options(op, opts, PROGRESS_SPEC)
+  if not o then return nil, err end
+  return self:_download(op, path, counting_sink(emit, o.progress))
 end
 
--- Feeds an upload from a string or a chunk function, never holding more
--- than about a MiB beyond the caller's own chunk.
-local function upload(req, data)
-  local source
-  if type(data) == "string" then
+-- A string or a chunk function as a chunk function (strings go in CHUNK slices).
+local function chunk_source(op, source, field)
+  if type(source) == "string" then
     local pos = 1
-    source = function()
-      if pos > #data then return nil end
-      local chunk = data:sub(pos, pos + CHUNK - 1)
+    return function()
+      if pos > #source then return nil end
+      local chunk = source:sub(pos, pos + CHUNK - 1)
       pos = pos + CHUNK
       return chunk
     end
-  else
-    source = data
+  elseif type(source) == "function" then
+    return source
   end
+  return nil, errors.invalid(op, field, "must be a string or a function returning chunks")
+end
+
+-- Feeds an upload from a chunk function, never holding more
+-- than about a MiB beyond the caller's own chunk.
+local function upload(req, source)
   while true do
     while req:pending() > UPLOAD_HIGH_WATER and not req:done() do adapter.await(req) end
     if req:done() then return end
@@ -139,7 +178,7 @@ local function upload(req, data)
   end
 end
 
-local WRITE_SPEC = { mode = "count", exclusive = "boolean" }
+local WRITE_SPEC = { mode = "count", exclusive = "boolean", progress = "function" }
 
 --- Writes a file (parent directories are created).
 -- @tparam string path
@@ -148,6 +187,8 @@ local WRITE_SPEC = { mode = "count", exclusive = "boolean" }
 -- @tparam[opt] int opts.mode permission bits, at most 0o7777 (applied with chmod after)
 -- @tparam[opt=false] boolean opts.exclusive fail with kind "conflict" when it exists
 --   (checked, then written: two writers can still race)
+-- @tparam[opt] function opts.progress called as progress(bytes_done, total) after each
+--   chunk (total: the string's size, else nil)
 -- @treturn table { name, path, type = "file", size (when data is a string) }
 -- @return or nil, err
 function Files:write(path, data, opts)
@@ -173,7 +214,9 @@ function Files:write(path, data, opts)
   local req
   req, err = self._sbx._h:write(path, self:_user())
   if not req then return nil, self._sbx:_envd_err(err) end
-  local feed_err = upload(req, data)
+  local source = counting_source(chunk_source(op, data, "data"), o.progress,
+    type(data) == "string" and #data or nil)
+  local feed_err = upload(req, source)
   while not req:done() do adapter.await(req) end
   local written
   written, err = req:result()
@@ -296,35 +339,28 @@ end
 
 local ZERO_BLOCKS = ("\0"):rep(1024)
 
-local function chunk_source(op, source)
-  if type(source) == "string" then
-    local pos = 1
-    return function()
-      if pos > #source then return nil end
-      local chunk = source:sub(pos, pos + CHUNK - 1)
-      pos = pos + CHUNK
-      return chunk
-    end
-  elseif type(source) == "function" then
-    return source
-  end
-  return nil, errors.invalid(op, "tar_source", "must be a string or a function returning chunks")
-end
 
 --- Unpacks a tar stream into dir (created), in bounded memory. A stream
 -- without the end-of-archive marker is an error (kind "sandbox"), never a
 -- success; what was unpacked before a failure stays.
 -- @tparam string dir
 -- @param tar_source a string, or a function returning chunks, then nil
+-- @tparam[opt] table opts
+-- @tparam[opt] function opts.progress called as progress(bytes_done, total) after each
+--   chunk (total when known, else nil)
 -- @treturn boolean true
 -- @return or nil, err
-function Files:import(dir, tar_source)
+function Files:import(dir, tar_source, opts)
   local op = "files.import"
   local ok, err = check_path(op, dir, "dir")
   if not ok then return nil, err end
+  local o
+  o, err = check.options(op, opts, PROGRESS_SPEC)
+  if not o then return nil, err end
   local source
-  source, err = chunk_source(op, tar_source)
+  source, err = chunk_source(op, tar_source, "tar_source")
   if not source then return nil, err end
+  source = counting_source(source, o.progress, type(tar_source) == "string" and #tar_source or nil)
   local proc
   proc, err = self._sbx:spawn({ "sh", "-c", 'mkdir -p "$1" && exec tar -x -f - -C "$1"', "import", dir },
     { stdin = true, user = self:_user() })
@@ -371,15 +407,22 @@ end
 --- Streams dir as a tar archive to a sink (as in `Files:read_to`).
 -- @tparam string dir
 -- @param sink function or file
+-- @tparam[opt] table opts
+-- @tparam[opt] function opts.progress called as progress(bytes_done, total) after each
+--   chunk (total when known, else nil)
 -- @treturn int bytes of the archive
 -- @return or nil, err
-function Files:export(dir, sink)
+function Files:export(dir, sink, opts)
   local op = "files.export"
   local ok, err = check_path(op, dir, "dir")
   if not ok then return nil, err end
+  local o
+  o, err = check.options(op, opts, PROGRESS_SPEC)
+  if not o then return nil, err end
   local emit
   emit, err = sink_fn(op, sink)
   if not emit then return nil, err end
+  emit = counting_sink(emit, o.progress)
   local proc
   proc, err = self._sbx:spawn({ "tar", "-c", "-f", "-", "-C", dir, "." }, { user = self:_user() })
   if not proc then return nil, err end
@@ -419,13 +462,19 @@ end
 -- it), not a request per file.
 -- @tparam string local_dir a readable local directory (else kind "not_found")
 -- @tparam string remote_dir created in the sandbox
+-- @tparam[opt] table opts
+-- @tparam[opt] function opts.progress called as progress(bytes_done, total) after each
+--   chunk (total when known, else nil)
 -- @treturn boolean true
 -- @return or nil, err
-function Files:sync(local_dir, remote_dir)
+function Files:sync(local_dir, remote_dir, opts)
   local op = "files.sync"
   local ok, err = check.value(op, "local_dir", local_dir, "nonempty")
   if ok then ok, err = check_path(op, remote_dir, "remote_dir") end
   if not ok then return nil, err end
+  local o
+  o, err = check.options(op, opts, PROGRESS_SPEC)
+  if not o then return nil, err end
   local probe = io.open(local_dir .. "/.", "r")
   if not probe then
     return nil, errors.new("not_found", op, local_dir .. " is not a readable local directory",
@@ -435,7 +484,7 @@ function Files:sync(local_dir, remote_dir)
   -- The host's tar builds the archive; it is read in bounded chunks.
   local pipe = io.popen("tar -c -f - -C " .. shell_quote(local_dir) .. " . 2>/dev/null", "r")
   if not pipe then return nil, errors.new("sandbox", op, "could not run the local tar") end
-  ok, err = self:import(remote_dir, function() return pipe:read(CHUNK) end)
+  ok, err = self:import(remote_dir, function() return pipe:read(CHUNK) end, { progress = o.progress })
   local closed, _, code = pipe:close()
   if ok and not closed then
     return nil, errors.new("sandbox", op, ("the local tar failed (exit %s)"):format(tostring(code)),

@@ -64,7 +64,7 @@ local COMMON = {
   on_stderr = "function",
   idle_timeout_ms = "positive_ms",
   max_output = "positive",
-  keep = check.oneof("tail"),
+  keep = check.oneof("all", "tail", "none"),
   tag = "nonempty",
   keep_output = "boolean",
 }
@@ -295,6 +295,42 @@ function Process:read(timeout_ms)
   return data, stream
 end
 
+-- lines(opts?) -> iterator of line, stream: each complete line (without its
+-- "\n") of stdout, stderr or pty as it arrives, each stream cut separately,
+-- then any unterminated last piece of each. opts.timeout_ms bounds each wait
+-- for output. A failure is raised as the error object (as io.lines does).
+function Process:lines(opts)
+  local o, err = check.options("lines", opts, { timeout_ms = "ms" })
+  if not o then error(err, 2) end
+  local pending, ready, ended = {}, {}, false
+  local function flush_ends()
+    for _, stream in ipairs({ "stdout", "stderr", "pty" }) do
+      if pending[stream] and pending[stream] ~= "" then ready[#ready + 1] = { pending[stream], stream } end
+      pending[stream] = nil
+    end
+  end
+  return function()
+    while #ready == 0 do
+      if ended then return nil end
+      local data, stream = self:read(o.timeout_ms)
+      if data == nil then
+        if stream ~= nil then error(stream, 2) end
+        ended = true
+        flush_ends()
+      else
+        local buf, from = (pending[stream] or "") .. data, 1
+        for line, stop in buf:gmatch("([^\n]*)\n()") do
+          ready[#ready + 1] = { line, stream }
+          from = stop
+        end
+        pending[stream] = buf:sub(from)
+      end
+    end
+    local item = table.remove(ready, 1)
+    return item[1], item[2]
+  end
+end
+
 -- Output collectors: per stream at most max bytes (the tail with keep="tail").
 local function new_sink(max, tail)
   return { parts = {}, first = 1, bytes = 0, max = max, tail = tail, dropped = 0 }
@@ -330,17 +366,25 @@ local function sink_text(s)
   return table.concat(s.parts, "", s.first)
 end
 
-function Process:_collect(deadline, max_output, tail)
+-- keep: "all" (default), "tail" or "none"; a stream with a callback is
+-- the caller's unless keep was given.
+function Process:_collect(deadline, max_output, keep)
+  local tail = keep == "tail"
   local sinks = { stdout = new_sink(max_output, tail), stderr = new_sink(max_output, tail),
                   pty = new_sink(max_output, tail) }
   local on = self._on or {}
+  for stream, sink in pairs(sinks) do
+    local cb = on[stream == "pty" and "stdout" or stream]
+    sink.discard = keep == "none" or (keep == nil and cb ~= nil)
+  end
   while true do
     local data, stream = self:_next(deadline)
     if data == "end" then break end
     if data == nil then
       return nil, stream, sinks, stream == nil and "deadline" or "error"
     end
-    if not sink_add(sinks[stream], data) then
+    local sink = sinks[stream]
+    if not sink.discard and not sink_add(sink, data) then
       return nil, errors.new("sandbox", "run",
         ("%s exceeded max_output (%d bytes); use keep = \"tail\" or spawn() and read()")
           :format(stream, max_output), { retryable = false }), sinks, "overflow"
@@ -376,7 +420,7 @@ function Process:wait(timeout_ms)
   end
   if self._closed then return nil, errors.new("canceled", "wait", "process handle is closed") end
   local deadline = timeout_ms and adapter.now_ms() + timeout_ms
-  local result, err, _, why = self:_collect(deadline, DEFAULT_MAX_OUTPUT, false)
+  local result, err, _, why = self:_collect(deadline, DEFAULT_MAX_OUTPUT, "all")
   if not result then
     if why == "deadline" then err = timeout_error("wait", timeout_ms, "process still running") end
     return nil, err
@@ -396,7 +440,7 @@ function M.run(sbx, cmd, opts)
   -- The client-side deadline backs up envd's own (Connect-Timeout-Ms).
   local deadline = o.timeout_ms and adapter.now_ms() + o.timeout_ms
   local result, sinks, why
-  result, err, sinks, why = proc:_collect(deadline, o.max_output or DEFAULT_MAX_OUTPUT, o.keep == "tail")
+  result, err, sinks, why = proc:_collect(deadline, o.max_output or DEFAULT_MAX_OUTPUT, o.keep)
   local killed_by_envd = result and o.timeout_ms and result.status and result.status:find("signal")
     and adapter.now_ms() >= deadline - 50
   if result and not killed_by_envd then

@@ -30,4 +30,14 @@ function M.tag(err, sandbox_id)
   return err
 end
 
+-- Labels an error with the user's call; the core step it came from moves
+-- into the message (the C composites do the same for their sub-steps).
+function M.relabel(err, op)
+  if type(err) == "table" and err.op and err.op ~= op then
+    err.message = err.op .. ": " .. (err.message or "")
+    err.op = op
+  end
+  return err
+end
+
 return M

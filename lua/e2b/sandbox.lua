@@ -67,7 +67,7 @@ function Sandbox:_envd_err(err)
       :format(self.sandbox_id, err.message), { sandbox_id = self.sandbox_id, status = err.status,
         retryable = false })
   elseif raw and raw.state == "paused" then
-    err.message = err.message .. " (the sandbox is paused: connect() or resume() it)"
+    err.message = err.message .. " (the sandbox is paused: resume it with sbx:connect() or client:resume())"
     err.retryable = false
   end
   return err
@@ -187,6 +187,17 @@ function Sandbox:url(port, scheme)
 end
 
 -- ---- lifecycle ----
+
+--- Resumes this sandbox if it is paused (as `Client:connect` does) and keeps
+-- using this handle; never shortens a running sandbox's deadline.
+-- @treturn Sandbox self
+-- @return or nil, err
+function Sandbox:connect()
+  local raw, err = rt.finish(self._client._h:attach(self.sandbox_id, self._client._timeout_ms))
+  if not raw then return nil, self:_tag(err) end
+  self._h = assert(self._client._h:sandbox(raw.sandbox_id, raw.envd_access_token, raw.domain))
+  return self
+end
 
 --- Describes the sandbox. Never resumes.
 -- @treturn table info (see `e2b.client.Client:describe`)

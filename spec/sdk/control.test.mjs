@@ -7,7 +7,7 @@ import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { createServer, request as httpRequest } from 'node:http'
 import { join } from 'node:path'
-import { Sandbox, SandboxNotFoundError, Volume, VolumeNotFoundError } from './sdk.mjs'
+import { Sandbox, SandboxError, SandboxNotFoundError, Template, Volume, VolumeNotFoundError } from './sdk.mjs'
 import { sdkOpts, startServer } from './server.mjs'
 import { pidsWithEnv, useServer } from './helpers.mjs'
 
@@ -453,4 +453,41 @@ test('state survives a restart: paused and running sandboxes come back paused wi
     res = await srv.stop()
     assert.equal(res.code, 0, res.stderr)
   }
+})
+
+test('template aliases: the SDK asks whether a template exists by its alias (base, snapshots) and gets a yes or no', async () => {
+  assert.equal(await Template.exists('base', S.opts), true)
+  assert.equal(await Template.exists('no-such-template-anywhere', S.opts), false)
+  const res = await api('/templates/aliases/base')
+  assert.equal(res.status, 200)
+  const body = await res.json()
+  assert.equal(typeof body.templateID, 'string')
+  assert.equal(body.public, true)
+  assert.equal((await api('/templates/aliases/base', { headers: { 'X-API-Key': 'wrong' } })).status, 401)
+})
+
+test('list: startedAfter includes a sandbox started exactly at that instant, as E2B does', async () => {
+  const sbx = await sandbox()
+  const info = await sbx.getInfo()
+  const at = info.startedAt.toISOString()
+  const page = await (await api(`/v2/sandboxes?startedAfter=${encodeURIComponent(at)}`)).json()
+  assert.ok(page.some((s) => s.sandboxID === sbx.sandboxId), `started at ${at}, listed: ${JSON.stringify(page.map((s) => s.startedAt))}`)
+  await sbx.kill()
+})
+
+test('mcp: accepted at create; when the gateway cannot start the SDK kills the sandbox it made and says why', async () => {
+  const tag = `mcp-${Date.now()}`
+  await assert.rejects(
+    Sandbox.create({ ...S.opts, template: 'base', metadata: { tag }, mcp: { exa: { apiKey: 'not-a-real-key' } } }),
+    (err) => {
+      assert.ok(err instanceof SandboxError, String(err))
+      assert.match(err.message, /Failed to start MCP gateway/)
+      return true
+    },
+  )
+  const left = await (await api(`/v2/sandboxes?metadata=${encodeURIComponent(`tag=${tag}`)}`)).json()
+  assert.deepEqual(left, [], 'the sandbox the SDK created was killed')
+  const bad = await api('/sandboxes', { method: 'POST', body: JSON.stringify({ templateID: 'base', mcp: 'yes' }) })
+  assert.equal(bad.status, 400)
+  assert.match((await bad.json()).message, /mcp/)
 })

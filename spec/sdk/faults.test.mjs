@@ -170,6 +170,31 @@ test('drop_mid_stream: K Connect messages pass, then the stream is cut (no end-s
   await admin('DELETE')
 })
 
+test('drop_mid_stream on a Connect stream honours after_bytes: that many bytes, then the cut', async () => {
+  const sbx = await Sandbox.create({ ...S.opts })
+  await addRules([{ match: 'POST envd:/process.Process/Start', action: 'drop_mid_stream', after_bytes: 7, count: 1 }])
+  const res = await fetch(`${S.env.E2B_SANDBOX_URL}/process.Process/Start`, {
+    method: 'POST',
+    headers: envdHeaders(sbx, { 'Content-Type': 'application/connect+json' }),
+    body: envelope({ process: { cmd: '/bin/bash', args: ['-c', 'echo one; sleep 0.2; echo two'] }, stdin: false }),
+  })
+  assert.equal(res.status, 200)
+  const reader = res.body.getReader()
+  let got = 0
+  await assert.rejects(
+    (async () => {
+      for (;;) {
+        const { value, done } = await reader.read()
+        if (done) break
+        got += value.length
+      }
+    })(),
+  )
+  assert.equal(got, 7, 'exactly after_bytes bytes of the stream arrive, then it is cut')
+  await sbx.kill()
+  await admin('DELETE')
+})
+
 test('drop_mid_stream on /files: after_bytes bytes, then a truncated body', async () => {
   const sbx = await Sandbox.create({ ...S.opts })
   await sbx.files.write('/tmp/big', new Uint8Array(200_000).fill(7))

@@ -6,11 +6,13 @@ export const SDK_PACKAGE = process.env.E2B_SDK || 'e2b'
 const sdk = await import(SDK_PACKAGE)
 export const {
   Sandbox,
+  Template,
   Volume,
   CommandExitError,
   FileNotFoundError,
   NotFoundError,
   RateLimitError,
+  SandboxError,
   SandboxNotFoundError,
   VolumeNotFoundError,
   FilesystemEventType,
