@@ -61,8 +61,10 @@ local CLIENT_SPEC = {
 --   ("http://" for a loopback domain)
 -- @tparam[opt] string opts.sandbox_url default: env E2B_SANDBOX_URL; when set all envd
 --   traffic goes there, routed by the E2b-Sandbox-Id header
--- @tparam[opt=60000] int opts.request_timeout_ms positive: each unary request's whole
---   time and a stream's connect time
+-- @tparam[opt=60000] int opts.request_timeout_ms positive: each attempt of a unary
+--   request, and a stream's connect time
+-- @tparam[opt=60000] int opts.budget_ms positive: one unary call's total time, every
+--   attempt and backoff included; a spent budget is kind "timeout" naming budget_ms
 -- @tparam[opt=3] int opts.max_retries extra attempts after a retryable failure of an
 --   idempotent call (backoff 125-4000 ms with jitter, Retry-After up to 60 s); 0: none
 -- @tparam[opt=16] int opts.max_concurrent control-plane requests in flight; the rest queue
@@ -74,7 +76,7 @@ local CLIENT_SPEC = {
 --   { allow = {hosts, IPs, CIDRs} } or { deny = {IPs, CIDRs} }
 -- @tparam[opt] table opts.lifecycle default lifecycle (see `Client:create`)
 -- @tparam[opt="user"] string opts.user user for commands, files and setup
--- @tparam[opt] string opts.owner owner tag, default "<hostname>:<pid>"
+-- @tparam[opt] string opts.owner owner tag, default env E2B_OWNER, else "<user>@<hostname>"
 -- @tparam[opt="kill"] string opts.on_close "kill", "pause" or "leave"
 -- @tparam[opt=60000] int opts.ready_timeout_ms default wait for envd at create; 0: none
 -- @treturn Client

@@ -295,10 +295,14 @@ function Process:read(timeout_ms)
   return data, stream
 end
 
--- lines(opts?) -> iterator of line, stream: each complete line (without its
--- "\n") of stdout, stderr or pty as it arrives, each stream cut separately,
--- then any unterminated last piece of each. opts.timeout_ms bounds each wait
--- for output. A failure is raised as the error object (as io.lines does).
+--- Iterates over the output line by line: each complete line (without its
+-- "\n") of stdout, stderr or pty as it arrives, each stream cut separately
+-- (a line split across chunks is joined), then each stream's unterminated
+-- last piece. `for line, stream in proc:lines() do ... end`
+-- @tparam[opt] table opts
+-- @tparam[opt] int opts.timeout_ms how long each wait for output may take (ms; default no limit)
+-- @treturn function iterator returning line, stream ("stdout", "stderr" or "pty")
+-- @raise the error object of a failed read (as io.lines does)
 function Process:lines(opts)
   local o, err = check.options("lines", opts, { timeout_ms = "ms" })
   if not o then error(err, 2) end

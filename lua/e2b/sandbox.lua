@@ -114,7 +114,9 @@ end
 -- @tparam[opt] func opts.on_stderr called with each stderr chunk
 -- @tparam[opt=67108864] int opts.max_output bytes kept per stream (64 MiB); past it
 --   the run fails (kind "sandbox") unless keep = "tail"
--- @tparam[opt] string opts.keep "tail": keep the last max_output bytes, set bytes_dropped
+-- @tparam[opt] string opts.keep what the result keeps of each stream: "all" (default
+--   without a callback), "tail" (the last max_output bytes, sets bytes_dropped) or
+--   "none" (default for a stream with on_stdout/on_stderr: the caller has the bytes)
 -- @tparam[opt] string opts.tag names the process (default "e2b-<uuid>")
 -- @tparam[opt=true] boolean opts.keep_output keep output in the sandbox for attach()
 -- @tparam[opt] string opts.stdin bytes written, then stdin is closed
