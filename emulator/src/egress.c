@@ -17,6 +17,7 @@
 #include <strings.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -28,10 +29,18 @@
 
 #define HEAD_MAX 16384
 #define BUF_SIZE 65536
-#define MAX_CONNS 4096
-#define RESOLVERS 4
 #define MAX_ADDRS 8
 #define MAX_LOCAL 64
+/* Caps and timeouts (emulator/README.md, egress). A connection holds up to
+ * two descriptors and 144 KiB of buffers. */
+#define PER_SANDBOX_CONNS 256          /* one sandbox's open connections */
+#define MAX_CONNS_CEIL 16384           /* all sandboxes' (else RLIMIT_NOFILE / 4) */
+#define MAX_CONNS_FLOOR 64
+#define HEADER_TIMEOUT_MS 10000        /* accept -> complete request head */
+#define IDLE_TIMEOUT_MS (10 * 60000)   /* a relay with no byte either way */
+#define SWEEP_MS 1000
+#define RESOLVERS 8
+#define RESOLVERS_PER_SANDBOX 2        /* no sandbox's slow names hold them all */
 
 enum { ST_HEAD, ST_RESOLVING, ST_CONNECTING, ST_RELAY, ST_DEAD };
 
@@ -60,9 +69,18 @@ typedef struct rjob {
   int n, err;
 } rjob;
 
-typedef struct econn {
-  struct econn *next, *prev;
+/* One sandbox's open connections (loop thread only). */
+typedef struct quota {
+  struct quota *next;
   char sb[24];
+  int n, warned;
+} quota;
+
+typedef struct econn {
+  struct econn *next, *prev; /* in accept order, oldest first */
+  char sb[24];
+  quota *quota;
+  int64_t since, last; /* accepted; last byte relayed (mono ms) */
   endp cl, up;
   int state, is_connect, literal;
   int inside; /* relayed to a server on the sandbox's own loopback */
@@ -88,6 +106,7 @@ static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t g_rcv = PTHREAD_COND_INITIALIZER;
 static int g_ep = -1, g_wake = -1;
 static pthread_t g_loop, g_res[RESOLVERS];
+static char g_busy[RESOLVERS][24]; /* the sandbox each resolver works for (under g_mu) */
 static int g_started, g_stop, g_rstop;
 static cmd *g_cmds, **g_cmds_tail = &g_cmds;
 static rjob *g_rq, **g_rq_tail = &g_rq, *g_done;
@@ -95,8 +114,9 @@ static uint16_t g_ctl_port;
 static struct sockaddr_storage g_local[MAX_LOCAL];
 static int g_nlocal;
 /* loop thread only */
-static econn *g_conns, *g_dead;
-static int g_nconns;
+static econn *g_conns, *g_conns_tail, *g_dead;
+static int g_nconns, g_max_conns = MAX_CONNS_FLOOR, g_per_sandbox = MAX_CONNS_FLOOR;
+static quota *g_quotas;
 
 /* No no_proxy: a loopback destination is the sandbox's own first (decide()),
  * so localhost keeps meaning the sandbox for programs using the proxy. */
@@ -132,6 +152,42 @@ static void set_interest(endp *e, uint32_t want) {
   }
 }
 
+/* ---- per-sandbox counts ---- */
+
+static quota *quota_get(const char *sb) {
+  for (quota *q = g_quotas; q; q = q->next)
+    if (strcmp(q->sb, sb) == 0) return q;
+  quota *q = xcalloc(1, sizeof *q);
+  snprintf(q->sb, sizeof q->sb, "%s", sb);
+  q->next = g_quotas;
+  g_quotas = q;
+  return q;
+}
+
+/* Forgets a sandbox that holds no connection any more. */
+static void quota_drop_empty(quota *q) {
+  if (q->n > 0) return;
+  for (quota **pp = &g_quotas; *pp; pp = &(*pp)->next) {
+    if (*pp != q) continue;
+    *pp = q->next;
+    free(q);
+    return;
+  }
+}
+
+static void quota_release(quota *q) {
+  if (!q) return;
+  q->n--;
+  quota_drop_empty(q);
+}
+
+static quota *quota_top(void) {
+  quota *top = NULL;
+  for (quota *q = g_quotas; q; q = q->next)
+    if (!top || q->n > top->n) top = q;
+  return top;
+}
+
 static void conn_close(econn *c) {
   if (c->state == ST_DEAD) return;
   set_interest(&c->cl, 0);
@@ -145,7 +201,12 @@ static void conn_close(econn *c) {
     c->prev->next = c->next;
   else
     g_conns = c->next;
-  if (c->next) c->next->prev = c->prev;
+  if (c->next)
+    c->next->prev = c->prev;
+  else
+    g_conns_tail = c->prev;
+  quota_release(c->quota);
+  c->quota = NULL;
   c->next = g_dead;
   c->prev = NULL;
   g_dead = c;
@@ -221,8 +282,9 @@ static int is_control_plane(const struct sockaddr *sa) {
   return ctl && sa_port(sa) == ctl && is_this_host(sa);
 }
 
-static int reachable(const netpolicy *p, int name_ok, const struct sockaddr *sa) {
-  return (name_ok || netpolicy_addr_allowed(p, sa)) && !is_control_plane(sa);
+/* name: what the connection asked for (NULL for a literal address). */
+static int reachable(const netpolicy *p, const char *name, const struct sockaddr *sa) {
+  return netpolicy_allows(p, name, sa, is_this_host(sa)) && !is_control_plane(sa);
 }
 
 /* ---- connecting ---- */
@@ -231,6 +293,7 @@ static void pump(econn *c);
 
 static void to_relay(econn *c) {
   c->state = ST_RELAY;
+  c->last = mono_ms();
   if (c->is_connect) {
     static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
     memcpy(c->u2c.data, ok, sizeof ok - 1);
@@ -251,6 +314,7 @@ static void start_connect(econn *c) {
     }
     if (errno == EINPROGRESS) {
       c->state = ST_CONNECTING;
+      c->last = mono_ms();
       set_interest(&c->up, EPOLLOUT);
       return;
     }
@@ -309,10 +373,9 @@ static void resolved(rjob *j) {
     return;
   }
   /* decided again with the policy as it is now: a PUT may have come in between */
-  int name_ok = netpolicy_name_allowed(p, c->host);
   c->naddr = 0;
   for (int i = 0; i < j->n; i++) {
-    if (!reachable(p, name_ok, (const struct sockaddr *)&j->addrs[i])) continue;
+    if (!reachable(p, c->host, (const struct sockaddr *)&j->addrs[i])) continue;
     c->addrs[c->naddr] = j->addrs[i];
     c->lens[c->naddr++] = j->lens[i];
   }
@@ -328,7 +391,7 @@ static void resolved(rjob *j) {
 /* A literal address: the policy decides, then connect. */
 static void start_literal(econn *c) {
   netpolicy *p = sandbox_egress_policy(c->sb);
-  int ok = p && reachable(p, 0, (const struct sockaddr *)&c->addrs[0]);
+  int ok = p && reachable(p, NULL, (const struct sockaddr *)&c->addrs[0]);
   netpolicy_free(p);
   if (!ok) {
     conn_close(c);
@@ -341,12 +404,6 @@ static int is_loopback_literal(const struct sockaddr *sa) {
   if (sa->sa_family == AF_INET) return (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24) == 127;
   const struct in6_addr *a6 = &((const struct sockaddr_in6 *)sa)->sin6_addr;
   return IN6_IS_ADDR_LOOPBACK(a6) || (IN6_IS_ADDR_V4MAPPED(a6) && a6->s6_addr[12] == 127);
-}
-
-/* localhost and *.localhost (RFC 6761): loopback, never asked of DNS. */
-static int is_localhost_name(const char *h) {
-  size_t n = strlen(h);
-  return strcmp(h, "localhost") == 0 || (n > 10 && strcmp(h + n - 10, ".localhost") == 0);
 }
 
 /* Hands a job to the resolver pool: a connect on the sandbox's own
@@ -377,7 +434,7 @@ static void decide(econn *c) {
   for (char *s = c->host; *s; s++) *s = (char)tolower((unsigned char)*s);
   size_t hn = strlen(c->host);
   if (hn > 1 && c->host[hn - 1] == '.') c->host[hn - 1] = '\0';
-  if (c->port == EGRESS_PORT && (is_localhost_name(c->host) || strncmp(c->host, "127.", 4) == 0)) {
+  if (c->port == EGRESS_PORT && (netpolicy_is_localhost_name(c->host) || strncmp(c->host, "127.", 4) == 0)) {
     conn_close(c); /* the forwarder itself: no loops */
     return;
   }
@@ -402,14 +459,14 @@ static void decide(econn *c) {
     start_literal(c);
     return;
   }
-  if (is_localhost_name(c->host)) {
+  if (netpolicy_is_localhost_name(c->host)) {
     start_resolve(c, 1);
     return;
   }
   /* A name that cannot be allowed is dropped before any DNS query is made on
    * the sandbox's behalf (no leaking through the resolver). */
   netpolicy *p = sandbox_egress_policy(c->sb);
-  int could = p && (netpolicy_name_allowed(p, c->host) || !netpolicy_denies_all(p) || netpolicy_has_allow_cidrs(p));
+  int could = p && netpolicy_may_resolve(p, c->host);
   netpolicy_free(p);
   if (!could) {
     conn_close(c);
@@ -552,7 +609,9 @@ static void read_head(econn *c) {
 
 /* ---- relaying ---- */
 
-static int flow(int from, int to, pipebuf *b) {
+/* Moves what it can from one socket to the other; *moved is set when a
+ * byte went either way. -1 on a socket error. */
+static int flow(int from, int to, pipebuf *b, int *moved) {
   if (!b->eof && b->len < BUF_SIZE) {
     if (b->off > 0) {
       memmove(b->data, b->data + b->off, b->len - b->off);
@@ -560,9 +619,10 @@ static int flow(int from, int to, pipebuf *b) {
       b->off = 0;
     }
     ssize_t n = read(from, b->data + b->len, BUF_SIZE - b->len);
-    if (n > 0)
+    if (n > 0) {
       b->len += (size_t)n;
-    else if (n == 0)
+      *moved = 1;
+    } else if (n == 0)
       b->eof = 1;
     else if (errno != EAGAIN && errno != EINTR)
       return -1;
@@ -571,6 +631,7 @@ static int flow(int from, int to, pipebuf *b) {
     ssize_t n = send(to, b->data + b->off, b->len - b->off, MSG_NOSIGNAL);
     if (n > 0) {
       b->off += (size_t)n;
+      *moved = 1;
       if (b->off == b->len) b->off = b->len = 0;
     } else if (n < 0 && errno != EAGAIN && errno != EINTR) {
       return -1;
@@ -584,10 +645,12 @@ static int flow(int from, int to, pipebuf *b) {
 }
 
 static void pump(econn *c) {
-  if (flow(c->cl.fd, c->up.fd, &c->c2u) < 0 || flow(c->up.fd, c->cl.fd, &c->u2c) < 0) {
+  int moved = 0;
+  if (flow(c->cl.fd, c->up.fd, &c->c2u, &moved) < 0 || flow(c->up.fd, c->cl.fd, &c->u2c, &moved) < 0) {
     conn_close(c);
     return;
   }
+  if (moved) c->last = mono_ms();
   /* both directions ended, or a plain request's answer is complete */
   if ((c->c2u.shut && c->u2c.shut) || (!c->is_connect && c->u2c.shut)) {
     conn_close(c);
@@ -616,27 +679,75 @@ static void on_event(endp *e) {
 
 /* ---- commands from other threads ---- */
 
-static void do_accept(const char *sb, int fd) {
-  if (g_nconns >= MAX_CONNS) {
-    close(fd);
+/* The oldest connection of the sandbox holding the most gives way. */
+static void evict_oldest(quota *q) {
+  for (econn *c = g_conns; c; c = c->next) {
+    if (c->quota != q) continue;
+    conn_close(c);
     return;
   }
-  int fl = fcntl(fd, F_GETFL);
+}
+
+/* The caps: a sandbox holds at most g_per_sandbox connections; when all
+ * g_max_conns are taken, the sandbox holding the most gives up its oldest
+ * for one holding fewer, so one sandbox's load never denies another.
+ * Returns the sandbox's count, or NULL: refused. */
+static quota *admit(const char *sb) {
+  quota *q = quota_get(sb);
+  if (q->n >= g_per_sandbox) {
+    if (!q->warned) log_msg("sandbox %s: %d egress connections open: more are refused", sb, q->n);
+    q->warned = 1;
+    return NULL;
+  }
+  if (g_nconns >= g_max_conns) {
+    quota *top = quota_top();
+    if (top->n <= q->n + 1) {
+      quota_drop_empty(q);
+      return NULL;
+    }
+    evict_oldest(top);
+  }
+  q->n++;
+  return q;
+}
+
+static void do_accept(const char *sb, int fd) {
+  quota *q = admit(sb);
+  int fl = q ? fcntl(fd, F_GETFL) : -1;
   if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) != 0) {
     close(fd);
+    if (q) quota_release(q);
     return;
   }
   econn *c = xcalloc(1, sizeof *c);
   snprintf(c->sb, sizeof c->sb, "%s", sb);
+  c->quota = q;
+  c->since = c->last = mono_ms();
   c->cl = (endp){c, fd, 0, 0};
   c->up = (endp){c, -1, 0, 0};
   c->head = xmalloc(HEAD_MAX);
   c->state = ST_HEAD;
-  c->next = g_conns;
-  if (g_conns) g_conns->prev = c;
-  g_conns = c;
+  c->prev = g_conns_tail;
+  if (g_conns_tail)
+    g_conns_tail->next = c;
+  else
+    g_conns = c;
+  g_conns_tail = c;
   g_nconns++;
   set_interest(&c->cl, EPOLLIN);
+}
+
+/* The timeouts: a request head not complete HEADER_TIMEOUT_MS after the
+ * accept (a silent or trickling client), a connect or relay that moved no
+ * byte either way for IDLE_TIMEOUT_MS. A name at the resolvers is theirs. */
+static void sweep(int64_t now) {
+  for (econn *c = g_conns, *next; c; c = next) {
+    next = c->next;
+    if (c->state == ST_HEAD && now - c->since >= HEADER_TIMEOUT_MS)
+      conn_close(c);
+    else if ((c->state == ST_RELAY || c->state == ST_CONNECTING) && now - c->last >= IDLE_TIMEOUT_MS)
+      conn_close(c);
+  }
 }
 
 /* Open relays (and connects) the sandbox's current policy no longer allows end. */
@@ -650,8 +761,7 @@ static void do_recheck(const char *sb, int close_all) {
       continue;
     }
     if ((c->state != ST_CONNECTING && c->state != ST_RELAY) || c->inside) continue; /* decided later / not egress */
-    int name_ok = !c->literal && netpolicy_name_allowed(p, c->host);
-    if (!reachable(p, name_ok, (const struct sockaddr *)&c->addrs[c->ai])) conn_close(c);
+    if (!reachable(p, c->literal ? NULL : c->host, (const struct sockaddr *)&c->addrs[c->ai])) conn_close(c);
   }
   netpolicy_free(p);
 }
@@ -690,8 +800,9 @@ static int handle_wake(void) {
 static void *loop_main(void *arg) {
   (void)arg;
   struct epoll_event evs[64];
+  int64_t swept = mono_ms();
   for (;;) {
-    int n = epoll_wait(g_ep, evs, 64, -1);
+    int n = epoll_wait(g_ep, evs, 64, SWEEP_MS);
     if (n < 0) {
       if (errno == EINTR) continue;
       log_msg("egress proxy: epoll_wait: %s", strerror(errno));
@@ -706,6 +817,11 @@ static void *loop_main(void *arg) {
       endp *e = evs[i].data.ptr;
       if (e->c->state != ST_DEAD) on_event(e);
     }
+    int64_t now = mono_ms();
+    if (now - swept >= SWEEP_MS) {
+      sweep(now);
+      swept = now;
+    }
     free_dead();
     if (stop) break;
   }
@@ -716,43 +832,63 @@ static void *loop_main(void *arg) {
 
 /* ---- resolvers ---- */
 
+/* The first queued job whose sandbox is not already using its share of the
+ * resolvers (under g_mu): a flood of slow names from one sandbox waits
+ * behind its own share while other sandboxes' names go ahead. */
+static rjob *take_job(void) {
+  for (rjob **pp = &g_rq; *pp; pp = &(*pp)->next) {
+    int busy = 0;
+    for (int i = 0; i < RESOLVERS; i++) busy += strcmp(g_busy[i], (*pp)->sb) == 0;
+    if (busy >= RESOLVERS_PER_SANDBOX) continue;
+    rjob *j = *pp;
+    *pp = j->next;
+    if (!*pp) g_rq_tail = pp;
+    return j;
+  }
+  return NULL;
+}
+
+/* A name's addresses (at most MAX_ADDRS) into the job. */
+static void resolve(rjob *j) {
+  struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV}, *res = NULL;
+  if (netpolicy_is_localhost_name(j->host)) {
+    /* RFC 6761: the loopback addresses, whatever /etc/hosts says */
+    hints.ai_flags |= AI_NUMERICHOST;
+    struct addrinfo *v6 = NULL;
+    j->err = getaddrinfo("127.0.0.1", j->port, &hints, &res);
+    if (!j->err && getaddrinfo("::1", j->port, &hints, &v6) == 0) res->ai_next = v6;
+  } else {
+    j->err = getaddrinfo(j->host, j->port, &hints, &res);
+  }
+  for (struct addrinfo *a = res; a && j->n < MAX_ADDRS; a = a->ai_next) {
+    if ((a->ai_family != AF_INET && a->ai_family != AF_INET6) || a->ai_addrlen > sizeof j->addrs[0]) continue;
+    memcpy(&j->addrs[j->n], a->ai_addr, a->ai_addrlen);
+    j->lens[j->n++] = a->ai_addrlen;
+  }
+  if (res) freeaddrinfo(res);
+}
+
 static void *resolver_main(void *arg) {
-  (void)arg;
+  int me = (int)(intptr_t)arg;
   pthread_mutex_lock(&g_mu);
-  for (;;) {
-    while (!g_rq && !g_rstop) pthread_cond_wait(&g_rcv, &g_mu);
-    if (!g_rq) break;
-    rjob *j = g_rq;
-    g_rq = j->next;
-    if (!g_rq) g_rq_tail = &g_rq;
+  while (!g_rstop) {
+    rjob *j = take_job();
+    if (!j) {
+      pthread_cond_wait(&g_rcv, &g_mu);
+      continue;
+    }
+    snprintf(g_busy[me], sizeof g_busy[me], "%s", j->sb);
     pthread_mutex_unlock(&g_mu);
     if (j->inside) {
       int fd = sandbox_connect_inside(j->sb, j->host, atoi(j->port));
       j->fd = fd >= 0 ? fd : -1;
       j->err = fd >= 0 ? 0 : -fd;
-      pthread_mutex_lock(&g_mu);
-      j->next = g_done;
-      g_done = j;
-      wake();
-      continue;
-    }
-    struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV}, *res = NULL;
-    if (is_localhost_name(j->host)) {
-      /* RFC 6761: the loopback addresses, whatever /etc/hosts says */
-      hints.ai_flags |= AI_NUMERICHOST;
-      struct addrinfo *v6 = NULL;
-      j->err = getaddrinfo("127.0.0.1", j->port, &hints, &res);
-      if (!j->err && getaddrinfo("::1", j->port, &hints, &v6) == 0) res->ai_next = v6;
     } else {
-      j->err = getaddrinfo(j->host, j->port, &hints, &res);
+      resolve(j);
     }
-    for (struct addrinfo *a = res; a && j->n < MAX_ADDRS; a = a->ai_next) {
-      if ((a->ai_family != AF_INET && a->ai_family != AF_INET6) || a->ai_addrlen > sizeof j->addrs[0]) continue;
-      memcpy(&j->addrs[j->n], a->ai_addr, a->ai_addrlen);
-      j->lens[j->n++] = a->ai_addrlen;
-    }
-    if (res) freeaddrinfo(res);
     pthread_mutex_lock(&g_mu);
+    g_busy[me][0] = '\0';
+    pthread_cond_broadcast(&g_rcv); /* a job held back for this sandbox may go now */
     j->next = g_done;
     g_done = j;
     wake();
@@ -785,8 +921,20 @@ void egress_accept(const char *id, int fd) { post(C_ACCEPT, id, fd); }
 void egress_recheck(const char *id) { post(C_RECHECK, id, -1); }
 void egress_close_sandbox(const char *id) { post(C_CLOSE_SB, id, -1); }
 
+/* Egress may hold half the descriptor limit (two per connection): the rest
+ * stays with the server's own work. */
+static void set_budget(void) {
+  struct rlimit rl;
+  long n = MAX_CONNS_CEIL;
+  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur / 4 < (rlim_t)n)
+    n = (long)(rl.rlim_cur / 4);
+  g_max_conns = n < MAX_CONNS_FLOOR ? MAX_CONNS_FLOOR : (int)n;
+  g_per_sandbox = g_max_conns < PER_SANDBOX_CONNS ? g_max_conns : PER_SANDBOX_CONNS;
+}
+
 void egress_init(void) {
   if (!runtime_isolated()) return; /* no namespaces, no forwarder: restricted policies are refused */
+  set_budget();
   g_ep = epoll_create1(EPOLL_CLOEXEC);
   g_wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
@@ -796,7 +944,7 @@ void egress_init(void) {
   pthread_attr_init(&attr);
   pthread_attr_setstacksize(&attr, 256 * 1024);
   for (int i = 0; i < RESOLVERS; i++)
-    if (pthread_create(&g_res[i], &attr, resolver_main, NULL) != 0) abort();
+    if (pthread_create(&g_res[i], &attr, resolver_main, (void *)(intptr_t)i) != 0) abort();
   pthread_attr_destroy(&attr);
   pthread_mutex_lock(&g_mu);
   g_started = 1;

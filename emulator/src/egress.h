@@ -11,7 +11,9 @@
  * tried on the sandbox's own loopback, which is never egress; only when
  * nothing listens there does it go to the host's loopback, by policy. A denied
  * destination is dropped like a firewall would: the connection closes with
- * no HTTP answer. e2b-local's own listener is never reachable. */
+ * no HTTP answer. e2b-local's own listener is never reachable. One sandbox
+ * holds a bounded share of the connections and resolvers, and silent or
+ * idle connections time out (emulator/README.md has the numbers). */
 #ifndef EMU_EGRESS_H
 #define EMU_EGRESS_H
 

@@ -166,10 +166,9 @@ void netpolicy_free(netpolicy *p) {
 int netpolicy_is_open(const netpolicy *p) { return !p->deny_all && p->ndeny == 0; }
 int netpolicy_denies_all(const netpolicy *p) { return p->deny_all; }
 
-int netpolicy_has_allow_cidrs(const netpolicy *p) {
-  for (size_t i = 0; i < p->nallow; i++)
-    if (p->allow[i].kind == R_CIDR) return 1;
-  return 0;
+int netpolicy_is_localhost_name(const char *h) {
+  size_t n = strlen(h);
+  return strcmp(h, "localhost") == 0 || (n > 10 && strcmp(h + n - 10, ".localhost") == 0);
 }
 
 int netpolicy_name_allowed(const netpolicy *p, const char *host) {
@@ -196,28 +195,69 @@ static int cidr_match(const rule *r, int family, const uint8_t *addr) {
   return (addr[full] & mask) == r->addr[full];
 }
 
-int netpolicy_addr_allowed(const netpolicy *p, const struct sockaddr *sa) {
-  int family;
-  uint8_t addr[16];
+/* sa as (family, 16 bytes); IPv4-mapped IPv6 as IPv4. 0, or -1. */
+static int addr_of(const struct sockaddr *sa, int *family, uint8_t addr[16]) {
   if (sa->sa_family == AF_INET) {
-    family = AF_INET;
+    *family = AF_INET;
     memcpy(addr, &((const struct sockaddr_in *)sa)->sin_addr, 4);
-  } else if (sa->sa_family == AF_INET6) {
-    const struct in6_addr *a6 = &((const struct sockaddr_in6 *)sa)->sin6_addr;
-    if (IN6_IS_ADDR_V4MAPPED(a6)) {
-      family = AF_INET;
-      memcpy(addr, a6->s6_addr + 12, 4);
-    } else {
-      family = AF_INET6;
-      memcpy(addr, a6->s6_addr, 16);
-    }
-  } else {
     return 0;
   }
+  if (sa->sa_family != AF_INET6) return -1;
+  const struct in6_addr *a6 = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+  if (IN6_IS_ADDR_V4MAPPED(a6)) {
+    *family = AF_INET;
+    memcpy(addr, a6->s6_addr + 12, 4);
+  } else {
+    *family = AF_INET6;
+    memcpy(addr, a6->s6_addr, 16);
+  }
+  return 0;
+}
+
+static int addr_allowed(const netpolicy *p, int family, const uint8_t *addr) {
   for (size_t i = 0; i < p->nallow; i++)
     if (cidr_match(&p->allow[i], family, addr)) return 1;
   if (p->deny_all) return 0;
   for (size_t i = 0; i < p->ndeny; i++)
     if (cidr_match(&p->deny[i], family, addr)) return 0;
+  return 1;
+}
+
+int netpolicy_addr_allowed(const netpolicy *p, const struct sockaddr *sa) {
+  int family;
+  uint8_t addr[16];
+  return addr_of(sa, &family, addr) == 0 && addr_allowed(p, family, addr);
+}
+
+int netpolicy_may_resolve(const netpolicy *p, const char *host) {
+  return !p->deny_all || netpolicy_name_allowed(p, host);
+}
+
+/* Loopback, unspecified or link-local (169.254/16 holds cloud metadata
+ * services): addresses that mean this machine or its own link. */
+static int is_internal(int family, const uint8_t *a) {
+  if (family == AF_INET) return a[0] == 127 || (a[0] == 0 && !a[1] && !a[2] && !a[3]) || (a[0] == 169 && a[1] == 254);
+  static const uint8_t zero[15] = {0};
+  if (memcmp(a, zero, 15) == 0 && (a[15] == 0 || a[15] == 1)) return 1; /* :: and ::1 */
+  return a[0] == 0xfe && (a[1] & 0xc0) == 0x80;                           /* fe80::/10 */
+}
+
+/* A denyOut CIDR narrower than "everything" covers the address. */
+static int denied_specifically(const netpolicy *p, int family, const uint8_t *addr) {
+  for (size_t i = 0; i < p->ndeny; i++)
+    if (!is_all(&p->deny[i]) && cidr_match(&p->deny[i], family, addr)) return 1;
+  return 0;
+}
+
+int netpolicy_allows(const netpolicy *p, const char *name, const struct sockaddr *sa, int this_host) {
+  int family;
+  uint8_t addr[16];
+  if (addr_of(sa, &family, addr) != 0) return 0;
+  if (addr_allowed(p, family, addr)) return 1;
+  if (!name || !netpolicy_name_allowed(p, name)) return 0;
+  if (denied_specifically(p, family, addr)) return 0;
+  /* localhost by name is a deliberate grant of the loopback: RFC 6761 names
+   * no DNS record can move; any other name may point anywhere */
+  if ((this_host || is_internal(family, addr)) && !netpolicy_is_localhost_name(name)) return 0;
   return 1;
 }

@@ -26,12 +26,26 @@ void netpolicy_free(netpolicy *p);
 int netpolicy_is_open(const netpolicy *p);
 /* Everything not allowed is denied (0.0.0.0/0 denied or no internet). */
 int netpolicy_denies_all(const netpolicy *p);
-/* Some allowOut entry is an IP or CIDR (a resolved name may fall in it). */
-int netpolicy_has_allow_cidrs(const netpolicy *p);
+/* localhost and *.localhost (RFC 6761): names of the loopback, never asked
+ * of DNS (lower case, no trailing dot). */
+int netpolicy_is_localhost_name(const char *host);
 /* The host name (lower case, no trailing dot) matches an allowOut name. */
 int netpolicy_name_allowed(const netpolicy *p, const char *host);
+/* May this host name be resolved for the sandbox at all? Only when the
+ * policy could allow what it resolves to: an open or deny-list policy, or a
+ * name an allowOut name matches. With deny-all and only IP/CIDR allow rules
+ * a name is refused before any DNS query (no lookups as a side channel). */
+int netpolicy_may_resolve(const netpolicy *p, const char *host);
 /* An address may be reached: in an allowOut IP/CIDR, or in no denyOut one.
  * IPv4-mapped IPv6 addresses are checked as IPv4. */
 int netpolicy_addr_allowed(const netpolicy *p, const struct sockaddr *sa);
+/* The decision for one destination address. name: the host name the
+ * connection asked for (NULL for a literal address); this_host: sa is one
+ * of this machine's interface addresses. An allowOut name beats the
+ * catch-all deny (E2B's "allow wins"), but never carries a connection into
+ * an address a narrower denyOut CIDR names, nor into this machine (loopback,
+ * unspecified, link-local, its interface addresses) unless an allowOut
+ * IP/CIDR lists it or the name is localhost / *.localhost itself. */
+int netpolicy_allows(const netpolicy *p, const char *name, const struct sockaddr *sa, int this_host);
 
 #endif

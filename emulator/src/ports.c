@@ -2,7 +2,8 @@
  * request (HTTP, or an Upgrade such as WebSocket) goes to the server
  * listening on that port inside the sandbox. The agent connects from inside
  * the sandbox's network namespace and passes the socket up; the traffic
- * access token is checked when the sandbox's public traffic is off. */
+ * access token is checked when the sandbox's public traffic is off. The
+ * egress forwarder's port (egress.h) is never reachable this way. */
 #define _GNU_SOURCE
 #include <ctype.h>
 #include <errno.h>
@@ -16,6 +17,7 @@
 #include <unistd.h>
 
 #include "codec.h"
+#include "egress.h"
 #include "log.h"
 #include "ports.h"
 #include "sandbox.h"
@@ -359,10 +361,15 @@ void port_route(http_req *r, const char *sandbox_id, long port) {
       return;
     }
   }
-  json_t *req = json_pack("{s:i}", "port", (int)port);
   ipc_msg reply;
-  int rc = sandbox_call(sb, IPC_CONNECT, req, &reply);
-  json_decref(req);
+  int rc = -ECONNREFUSED;
+  /* The egress forwarder is the sandbox's way out, not a service: exposed
+   * here it would be an open proxy into the host's loopback. It looks closed. */
+  if (port != EGRESS_PORT) {
+    json_t *req = json_pack("{s:i}", "port", (int)port);
+    rc = sandbox_call(sb, IPC_CONNECT, req, &reply);
+    json_decref(req);
+  }
   if (rc || reply.err) {
     char msg[160];
     snprintf(msg, sizeof msg, "no service is listening on port %ld in sandbox %s (%s)", port, sandbox_id,

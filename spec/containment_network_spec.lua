@@ -1,0 +1,161 @@
+-- Containment of e2b-local's network paths against hostile sandbox code:
+-- the egress proxy (the forwarder on 127.0.0.1:3128 in every sandbox) and the
+-- port proxy (<port>-<id>.<domain>). The "internet" here is a web server on
+-- the host's loopback that no restricted sandbox may reach.
+local h = require("spec.helpers")
+
+if h.live then return end
+
+-- Documented in emulator/README.md (egress): connections one sandbox may hold.
+local PER_SANDBOX = 256
+
+-- Holds n connections to the forwarder without ever completing a request line.
+-- Prints "held K of n" once the proxy has dealt with all of them (closed
+-- what it refuses), then "left K" once the header timeout closed the rest
+-- (or 30 s passed). A last probe connection that asks for a closed port is
+-- handled after all of them (one agent, one proxy loop, both in order): its
+-- end says the proxy has seen every connection before it.
+local FLOOD = [[
+import select, socket, sys, time
+n = int(sys.argv[1])
+socks = [socket.create_connection(("127.0.0.1", 3128)) for _ in range(n)]
+live = {s.fileno(): s for s in socks}
+def drain(timeout_s):
+    p = select.poll()
+    for fd in live: p.register(fd, select.POLLIN)
+    closed = 0
+    for fd, _ in p.poll(timeout_s * 1000):
+        s = live[fd]
+        try:
+            gone = s.recv(4096) == b""
+        except OSError:
+            gone = True
+        if gone:
+            del live[fd]
+            s.close()
+            closed += 1
+    return closed
+probe = socket.create_connection(("127.0.0.1", 3128))
+probe.settimeout(30)
+try:
+    probe.sendall(b"CONNECT 127.0.0.1:1 HTTP/1.1\r\n\r\n")
+    while probe.recv(4096):
+        pass
+except OSError:
+    pass
+probe.close()
+while drain(0):
+    pass
+print("held %d of %d" % (len(live), n), flush=True)
+# one of them trickles a byte a second: the timeout is for the whole head
+trickler = next(iter(live.values()))
+deadline = time.time() + 30
+while live and time.time() < deadline:
+    if trickler.fileno() in live:
+        try:
+            trickler.send(b"G")
+        except OSError:
+            pass
+    drain(1.0)
+print("left %d" % len(live), flush=True)
+]]
+
+-- A request through the forwarder for a host name exactly as given (curl
+-- would rewrite a numeric-looking name into an address): the status, or
+-- "000" when the proxy closed without an answer.
+local RAW_GET = [[
+import socket, sys
+s = socket.create_connection(("127.0.0.1", 3128), timeout=5)
+s.sendall(("GET http://%s/ HTTP/1.1\r\nHost: %s\r\n\r\n" % (sys.argv[1], sys.argv[1])).encode())
+d = b""
+try:
+    while True:
+        b = s.recv(65536)
+        if not b:
+            break
+        d += b
+except OSError:
+    pass
+print(d.split(b" ")[1].decode() if d.startswith(b"HTTP/") else "000")
+]]
+
+describe("network containment", function()
+  local client, url, stop, port
+  setup(function()
+    client = h.client()
+    url, stop, port = h.http_server("host loopback")
+  end)
+  teardown(function() stop() end)
+  after_each(h.cleanup)
+
+  -- curl through the proxy, as a sandbox's environment says: the status or "000".
+  local function curl(sbx)
+    return assert(sbx:run({ "curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "5", url .. "/" }))
+      .stdout
+  end
+
+  local function raw_get(sbx, host)
+    return assert(sbx:run({ "python3", "-c", RAW_GET, ("%s:%d"):format(host, port) })).stdout:gsub("%s+$", "")
+  end
+
+  it("caps one sandbox's egress connections and closes the ones that never complete a request head", function()
+    local bystander = h.sandbox({}, client)
+    local attacker = h.sandbox({}, client)
+    local flood = assert(attacker:spawn({ "python3", "-c", FLOOD, tostring(PER_SANDBOX + 50) }))
+    local out = ""
+    while not out:find("held %d+") do
+      local data, err = flood:read(60000)
+      assert(data, "the flood ended early: " .. out .. tostring(err))
+      out = out .. data
+    end
+    -- the attacker holds every connection it may; its excess was refused
+    assert.are.equal(("held %d of %d"):format(PER_SANDBOX, PER_SANDBOX + 50), out:match("held %d+ of %d+"))
+    -- meanwhile another sandbox's egress works
+    assert.are.equal("200", curl(bystander))
+    for data in function() return flood:read(60000) end do out = out .. data end
+    -- nobody sent a request line: the header timeout closed them all
+    assert.are.equal("left 0", out:match("left %d+"))
+    -- and the attacker's own slots are free again
+    assert.are.equal("200", curl(attacker))
+    h.assert_healthy({ bystander }, client)
+  end)
+
+  it("never lets an allowed name carry a connection into the host's loopback", function()
+    -- 0x7f000001 is a valid host name that the host's resolver turns into
+    -- 127.0.0.1 with no DNS at all: it stands for any allowed name whose
+    -- records point at loopback (a DNS rebinding)
+    local bystander = h.sandbox({}, client)
+    local sbx = h.sandbox({ network = { allow = { "0x7f000001" } } }, client)
+    assert.are.equal("000", raw_get(sbx, "0x7f000001"))
+    -- an explicit loopback grant still works: localhost by name (RFC 6761)
+    assert(sbx:set_network({ allow = { "localhost" } }))
+    assert.are.equal("200", raw_get(sbx, "localhost"))
+    assert.are.equal("200", curl(bystander))
+    h.assert_healthy({ bystander }, client)
+  end)
+
+  it("resolves no host name for a sandbox whose allow-list has only addresses", function()
+    local bystander = h.sandbox({}, client)
+    local sbx = h.sandbox({ network = { allow = { "127.0.0.1/32" } } }, client)
+    -- had the name been resolved, 127.0.0.1 would have been allowed
+    assert.are.equal("000", raw_get(sbx, "0x7f000001"))
+    -- the address itself is allowed, and localhost is loopback without DNS
+    assert.are.equal("200", raw_get(sbx, "127.0.0.1"))
+    assert.are.equal("200", raw_get(sbx, "localhost"))
+    assert.are.equal("200", curl(bystander))
+    h.assert_healthy({ bystander }, client)
+  end)
+
+  it("never exposes the egress forwarder through the port proxy", function()
+    local sbx = h.sandbox({}, client)
+    -- an absolute-form request to 3128-<id>.<domain> would be a request to
+    -- the sandbox's forwarder: an open proxy into the host's loopback
+    local cmd = ("curl -s -o /dev/null -w '%%{http_code}' --max-time 5 -x %s -H %s http://127.0.0.1:%d/")
+      :format(h.shell_quote(os.getenv("E2B_API_URL")), h.shell_quote("Host: " .. sbx:host(3128)), port)
+    assert.are.equal("502", h.host(cmd))
+    -- the same request at a closed port is a 502 too: 3128 looks closed
+    cmd = cmd:gsub("Host: 3128%-", "Host: 3129-")
+    assert.are.equal("502", h.host(cmd))
+    h.assert_healthy({ sbx }, client)
+  end)
+end)
