@@ -198,4 +198,20 @@ describe("files", function()
     local _, err = files:write("/tmp/x", "x", { progress = 5 })
     assert.are.equal("progress", err.field)
   end)
+
+  it("imports an archive even when tar has finished before the end of the stream is sent", function()
+    local archive = {}
+    assert(files:write("/tmp/src-tree/a.txt", "alpha"))
+    assert(files:export("/tmp/src-tree", function(c) archive[#archive + 1] = c end))
+    local whole, sent = table.concat(archive), false
+    assert(files:import("/tmp/dst-tree", function()
+      if sent then
+        h.e2b.sleep(800) -- tar has read the end-of-archive marker and exited meanwhile
+        return nil
+      end
+      sent = true
+      return whole
+    end))
+    assert.are.equal("alpha", assert(files:read("/tmp/dst-tree/a.txt")))
+  end)
 end)
