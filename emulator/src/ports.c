@@ -90,7 +90,10 @@ static enum MHD_Result add_header(void *cls, enum MHD_ValueKind kind, const char
   (void)kind;
   head_acc *h = cls;
   if (is_hop(key)) return MHD_YES;
-  if (h->host && strcasecmp(key, "Host") == 0) value = h->host;
+  if (h->host && strcasecmp(key, "Host") == 0) {
+    key = "Host"; /* as E2B's edge sends it, whatever case the client used */
+    value = h->host;
+  }
   sbuf_appendf(h->b, "%s: %s\r\n", key, value ? value : "");
   return MHD_YES;
 }
@@ -351,7 +354,7 @@ void port_route(http_req *r, const char *sandbox_id, long port) {
   sandbox *sb = sandbox_get(sandbox_id);
   r->sb = sb;
   if (!sb || !sandbox_wake(sb) || port <= 0 || port > 65535) {
-    early(r, 502, "The sandbox was not found or is not running");
+    early(r, 502, "The sandbox was not found"); /* E2B's edge words it so */
     return;
   }
   if (sb->traffic_token) {

@@ -491,3 +491,42 @@ test('mcp: accepted at create; when the gateway cannot start the SDK kills the s
   assert.equal(bad.status, 400)
   assert.match((await bad.json()).message, /mcp/)
 })
+
+test('port proxy: a sandbox that is not running answers E2B\'s "The sandbox was not found"; maskRequestHost arrives as a standard Host header', async () => {
+  const sbx = await sandbox({ network: { maskRequestHost: 'masked.example:${PORT}' } })
+  // a server that answers with the raw request head it received
+  await sbx.files.write('/home/user/echo.py', [
+    'import socket',
+    's = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)',
+    's.bind(("127.0.0.1", 8001)); s.listen(8)',
+    'while True:',
+    '    c, _ = s.accept(); head = b""',
+    '    while b"\\r\\n\\r\\n" not in head: head += c.recv(4096)',
+    '    c.sendall(b"HTTP/1.1 200 OK\\r\\nContent-Length: %d\\r\\nConnection: close\\r\\n\\r\\n" % len(head) + head); c.close()',
+  ].join('\n'))
+  await sbx.commands.run('python3 /home/user/echo.py', { background: true })
+  const p = new URL(S.env.E2B_API_URL).port
+  const get = (host) =>
+    new Promise((ok, fail) => {
+      // lower-case "host", as fetch/undici send it
+      const req = httpRequest({ host: '127.0.0.1', port: p, path: '/', headers: { host } }, (res) => {
+        let body = ''
+        res.on('data', (d) => (body += d))
+        res.on('end', () => ok({ status: res.statusCode, body }))
+      })
+      req.on('error', fail)
+      req.end()
+    })
+  let r
+  for (let i = 0; i < 100; i++) {
+    r = await get(sbx.getHost(8001))
+    if (r.status === 200) break
+    await new Promise((ok) => setTimeout(ok, 100))
+  }
+  assert.equal(r.status, 200)
+  assert.match(r.body, /\r\nHost: masked\.example:8001\r\n/, r.body)
+  await sbx.kill()
+  r = await get(sbx.getHost(8001))
+  assert.equal(r.status, 502)
+  assert.equal(JSON.parse(r.body).message, 'The sandbox was not found')
+})
