@@ -930,6 +930,14 @@ static int client_resume(lua_State *L) {
   return push_req(L, u->l, req, RES_SANDBOX, &err);
 }
 
+static int client_fork(lua_State *L) {
+  client_ud *u = check_client(L);
+  e2b_error err;
+  e2b_req *req = e2b_sandbox_fork(u->c, luaL_checkstring(L, 2), (long)luaL_optinteger(L, 3, 0),
+                                  (int)luaL_optinteger(L, 4, 1), &err);
+  return push_req(L, u->l, req, RES_SANDBOXES, &err);
+}
+
 static int client_destroy(lua_State *L) {
   client_ud *u = check_client(L);
   e2b_error err;
@@ -1378,7 +1386,8 @@ int luaopen_e2b_core(lua_State *L) {
       {"info", client_info},     {"kill", client_kill},     {"set_timeout", client_set_timeout},
       {"pause", client_pause},   {"list", client_list},     {"sandbox", client_sandbox},
       {"provision", client_provision}, {"find", client_find}, {"describe", client_describe},
-      {"attach", client_attach}, {"resume", client_resume}, {"destroy", client_destroy},
+      {"attach", client_attach}, {"resume", client_resume}, {"fork", client_fork},
+      {"destroy", client_destroy},
       {"keep_alive", client_keep_alive}, {"reap", client_reap},
       {"set_network", client_set_network}, {"snapshot", client_snapshot},
       {"snapshots", client_snapshots}, {"delete_snapshot", client_delete_snapshot},

@@ -461,6 +461,12 @@ e2b_req *e2b_sandbox_attach(e2b_client *c, const char *sandbox_id, long timeout_
  * page: none -> E2B_ERR_NOT_FOUND (nothing allocated), two -> E2B_ERR_CONFLICT. */
 e2b_req *e2b_sandbox_resume(e2b_client *c, const char *logical_id, long timeout_ms,
                             e2b_error *err);
+/* Forks a sandbox: E2B snapshots it in place (it goes on) and starts count
+ * (1-100) new sandboxes from that snapshot, each living timeout_ms (0: E2B's
+ * default, 15 s). All or nothing: when any fork fails to start, the ones
+ * that did are killed and the request fails with the first fork's error. */
+e2b_req *e2b_sandbox_fork(e2b_client *c, const char *sandbox_id, long timeout_ms, int count,
+                          e2b_error *err);
 /* Kills by logical or provider id; a sandbox already gone counts as destroyed. */
 e2b_req *e2b_sandbox_destroy(e2b_client *c, const char *id, e2b_error *err);
 /* Moves the deadline to at least now + ms, never earlier. */

@@ -155,6 +155,8 @@ struct e2b_req {
   size_t sandbox_count;
   char *next_token;
   int resumed;
+  int forks_failed;   /* fork: how many of the requested forks did not start */
+  e2b_error fork_err; /* fork: why the first of them did not */
   e2b_entry *entries;
   size_t entry_count;
   e2b_proc_info *procs;
@@ -254,6 +256,9 @@ int e2b_proc_opts_check(const e2b_proc_opts *o, e2b_error *err);
 
 /* ---- parse.c: JSON -> result structs ---- */
 int e2b_parse_sandbox(json_t *obj, e2b_sandbox *out);
+/* POST /sandboxes/{id}/fork: started forks in sandboxes[], failures counted. */
+e2b_req *e2b_api_fork(e2b_client *c, const char *sandbox_id, long timeout_ms, int count,
+                      e2b_error *err);
 void e2b_sandbox_clear(e2b_sandbox *sb);
 int e2b_parse_entry(json_t *obj, e2b_entry *out);
 void e2b_entry_clear(e2b_entry *e);

@@ -597,3 +597,88 @@ e2b_req *e2b_sandbox_reap(e2b_client *c, const char *owner, long older_than_ms, 
   s->older_than_ms = older_than_ms;
   return e2b_op_new(c->loop, "reap", reap_advance, s, reap_free, err);
 }
+
+/* ---- fork: all or nothing ---- */
+
+typedef struct fork_state {
+  e2b_client *client;
+  char *sandbox_id;
+  long timeout_ms;
+  int count;
+  e2b_req *child;
+  size_t killed;     /* undo: started forks killed so far */
+  e2b_error failure; /* undo: why, reported once they are all killed */
+} fork_state;
+
+static void fork_free(void *p) {
+  fork_state *s = p;
+  e2b_req_free(s->child);
+  free(s->sandbox_id);
+  e2b_client_release(s->client);
+  free(s);
+}
+
+/* A fork did not start: kill the ones that did, one by one, then fail. */
+static void fork_undo(e2b_req *op, fork_state *s) {
+  if (s->child) {
+    if (!e2b_req_done(s->child)) return;
+    e2b_req_free(s->child);
+    s->child = NULL;
+    s->killed++;
+  }
+  if (s->killed == op->sandbox_count) return e2b_op_finish(op, &s->failure);
+  e2b_error err;
+  s->child = e2b_op_child(op, e2b_sandbox_kill(s->client, op->sandboxes[s->killed].sandbox_id, &err));
+  if (!s->child) s->killed++, e2b_op_kick(op); /* could not even ask: go on with the rest */
+}
+
+static void fork_advance(e2b_req *op) {
+  fork_state *s = op->state;
+  e2b_error err;
+  if (s->failure.code != E2B_OK) return fork_undo(op, s);
+  if (!s->child) {
+    s->child = e2b_op_child(op, e2b_api_fork(s->client, s->sandbox_id, s->timeout_ms, s->count, &err));
+    if (!s->child) e2b_op_finish(op, &err);
+    return;
+  }
+  if (!e2b_req_done(s->child)) return;
+  if (child_failed(op, &s->child)) return;
+  int failed = s->child->forks_failed;
+  s->failure = s->child->fork_err;
+  if (e2b_take_sandboxes(op, s->child) != 0) return nomem(op);
+  e2b_req_free(s->child);
+  s->child = NULL;
+  if (!failed) return e2b_op_finish(op, NULL);
+  char why[E2B_ERROR_SIZE];
+  snprintf(why, sizeof why, "%s", s->failure.message);
+  snprintf(s->failure.message, sizeof s->failure.message,
+           "%d of %d forks did not start (%.300s); the %zu that did were killed", failed, s->count,
+           why, op->sandbox_count);
+  fork_undo(op, s);
+}
+
+e2b_req *e2b_sandbox_fork(e2b_client *c, const char *sandbox_id, long timeout_ms, int count,
+                          e2b_error *err) {
+  e2b_error_clear(err);
+  if (!c || !sandbox_id || !*sandbox_id) {
+    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, "fork", "sandbox_id is required");
+    return NULL;
+  }
+  if (count < 1 || count > 100 || timeout_ms < 0) {
+    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, "fork", count < 1 || count > 100
+                    ? "count must be between 1 and 100" : "timeout_ms must not be negative");
+    return NULL;
+  }
+  fork_state *s = calloc(1, sizeof *s);
+  if (!s || !(s->sandbox_id = strdup(sandbox_id))) {
+    free(s);
+    e2b_err_set(err, E2B_ERR_UNAVAILABLE, "fork", "out of memory");
+    return NULL;
+  }
+  s->client = c;
+  e2b_client_retain(c);
+  s->timeout_ms = timeout_ms;
+  s->count = count;
+  e2b_error_clear(&s->failure);
+  return e2b_op_new(c->loop, "fork", fork_advance, s, fork_free, err);
+}

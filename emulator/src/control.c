@@ -827,6 +827,79 @@ static enum MHD_Result h_template_alias(http_req *r) {
   return http_json(r->conn, 200, body);
 }
 
+/* ---- fork: snapshot in place, then count sandboxes from it ---- */
+
+static int fork_request(json_t *b, int *timeout_s, int *count, opts_err *e) {
+  json_t *c = json_object_get(b, "count");
+  *count = 1;
+  if (c && !json_is_null(c)) {
+    if (!json_is_integer(c) || json_integer_value(c) < 1 || json_integer_value(c) > 100) {
+      snprintf(e->msg, sizeof e->msg, "field 'count' must be an integer between 1 and 100");
+      return -1;
+    }
+    *count = (int)json_integer_value(c);
+  }
+  return get_timeout(b, DEFAULT_TIMEOUT_S, timeout_s, e);
+}
+
+/* A fork starts from the parent's files with its settings (not its
+ * metadata: that names the parent), as a sandbox of its own. */
+static json_t *fork_one(sandbox *parent, const tpl_ref *tpl, json_t *vm, json_t *net, int timeout_s) {
+  sandbox_params p = {
+      .tpl = tpl, .timeout_s = timeout_s ? timeout_s : DEFAULT_TIMEOUT_S, .secure = parent->secure,
+      .allow_internet = parent->allow_internet, .public_traffic = parent->traffic_token == NULL,
+      .auto_pause = parent->auto_pause, .auto_pause_memory = parent->auto_pause_memory,
+      .auto_resume = parent->auto_resume, .env_vars = parent->env_vars, .network = net,
+      .volume_mounts = vm,
+  };
+  const char *err = NULL;
+  sandbox *f = sandbox_create(&p, &err);
+  json_t *out = f ? json_pack("{s:o}", "sandbox", sandbox_json(f))
+                  : json_pack("{s:{s:i,s:s}}", "error", "code", 500, "message",
+                              err ? err : "cannot start the fork");
+  sandbox_unref(f);
+  return out;
+}
+
+static enum MHD_Result h_fork(http_req *r) {
+  enum MHD_Result res;
+  json_t *b = body_object(r, &res, 1);
+  if (!b) return res;
+  opts_err e = {{0}};
+  int timeout_s, count;
+  int bad = fork_request(b, &timeout_s, &count, &e);
+  json_decref(b);
+  if (bad) return http_error(r->conn, 400, "%s", e.msg);
+  sandbox *sb = sandbox_get(ctx_id(r));
+  if (!sb) return not_found(r, ctx_id(r));
+  char name[80];
+  snprintf(name, sizeof name, "fork-of-%s-%lld", sb->id, (long long)now_ms());
+  const char *err = "cannot snapshot the sandbox";
+  json_t *snap = sandbox_snapshot(sb, name, &err);
+  const char *snap_id = json_string_value(json_object_get(snap, "snapshotID"));
+  tpl_ref tpl = {0};
+  int vstatus;
+  json_t *vm = NULL, *net = NULL, *results = NULL;
+  if (!snap_id || store_resolve_template(snap_id, &tpl) != 0) {
+    res = http_error(r->conn, 500, "%s", err);
+  } else if (!(vm = resolve_volume_mounts(sb->volume_mounts, &e, &vstatus))) {
+    res = http_error(r->conn, (unsigned)vstatus, "%s", e.msg);
+  } else {
+    net = sandbox_network_json(sb);
+    results = json_array();
+    for (int i = 0; i < count; i++)
+      json_array_append_new(results, fork_one(sb, &tpl, vm, json_is_object(net) ? net : NULL, timeout_s));
+    res = http_json(r->conn, 201, results);
+  }
+  if (snap_id) store_snapshot_delete(snap_id); /* the forks hold copies */
+  tpl_ref_free(&tpl);
+  json_decref(vm);
+  json_decref(net);
+  json_decref(snap);
+  sandbox_unref(sb);
+  return res;
+}
+
 static enum MHD_Result h_unimplemented(http_req *r) {
   return http_error(r->conn, 501, "%s %s is not supported by e2b-local", r->method, r->url);
 }
@@ -869,8 +942,8 @@ static const route_def ROUTES[] = {
     {"/volumes", "POST", h_volume_create},
     {"/volumes/*", "GET", h_volume_get},
     {"/volumes/*", "DELETE", h_volume_delete},
+    {"/sandboxes/*/fork", "POST", h_fork},
     /* out of scope for e2b-local (clear 501s) */
-    {"/sandboxes/*/fork", "POST", h_unimplemented},
     {"/volumecontent/*/path", "*", h_unimplemented},
     {"/volumecontent/*/dir", "*", h_unimplemented},
     {"/volumecontent/*/file", "*", h_unimplemented},

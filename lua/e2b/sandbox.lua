@@ -256,6 +256,32 @@ function Sandbox:set_network(net)
   }))
 end
 
+local FORK_SPEC = { count = "positive", timeout_ms = "positive_ms", on_close = check.oneof("kill", "pause", "leave") }
+
+--- Forks the sandbox: E2B snapshots it in place (it goes on running) and
+-- starts `count` new sandboxes from that snapshot. All or nothing: when one
+-- fork does not start, those that did are killed and the call fails. The
+-- forks are owned by this client (close() applies on_close) and carry their
+-- own ids (a fork is not the parent: its logical id is its sandbox id).
+-- @tparam[opt] table opts
+-- @tparam[opt=1] int opts.count 1-100
+-- @tparam[opt] int opts.timeout_ms each fork's lifetime (default: E2B's, 15 s)
+-- @tparam[opt] string opts.on_close "kill" (default), "pause" or "leave"
+-- @treturn {Sandbox,...} the forks
+-- @return or nil, err
+function Sandbox:fork(opts)
+  local o, err = check.options("fork", opts, FORK_SPEC)
+  if not o then return nil, err end
+  local raws
+  raws, err = self:_finish(self._client._h:fork(self.sandbox_id, o.timeout_ms, o.count))
+  if not raws then return nil, err end
+  local forks = {}
+  for i, raw in ipairs(raws) do
+    forks[i] = M.new(self._client, raw, { owned = true, on_close = o.on_close or self._client._on_close })
+  end
+  return forks
+end
+
 --- Snapshots the sandbox: a template to create sandboxes from; a snapshot
 -- of the same name is replaced (E2B gives the name a new build).
 -- @tparam string name

@@ -530,3 +530,30 @@ test('port proxy: a sandbox that is not running answers E2B\'s "The sandbox was 
   assert.equal(r.status, 502)
   assert.equal(JSON.parse(r.body).message, 'The sandbox was not found')
 })
+
+test('fork: count new sandboxes from a running one\'s files, the parent going on; 404 for an unknown or killed one', async () => {
+  const parent = await sandbox({ envs: { FROM: 'parent' } })
+  await parent.files.write('/home/user/state.txt', 'forked state')
+  const forks = await Sandbox.fork(parent.sandboxId, { ...S.opts, count: 2, timeoutMs: 60_000 })
+  assert.equal(forks.length, 2)
+  const ids = new Set()
+  for (const f of forks) {
+    assert.ok(f instanceof Sandbox, String(f))
+    ids.add(f.sandboxId)
+    assert.notEqual(f.sandboxId, parent.sandboxId)
+    assert.equal(await f.files.read('/home/user/state.txt'), 'forked state')
+    assert.equal((await f.commands.run('echo $FROM')).stdout, 'parent\n')
+  }
+  assert.equal(ids.size, 2)
+  // each is a sandbox of its own: a write in one is not in the other or the parent
+  await forks[0].files.write('/home/user/only0', 'x')
+  assert.equal(await forks[1].files.exists('/home/user/only0'), false)
+  assert.equal(await parent.files.exists('/home/user/only0'), false)
+  assert.equal((await parent.getInfo()).state, 'running')
+  assert.ok(!(await (await api('/snapshots')).json()).some((s) => s.names.some((n) => n.includes('fork-of'))), 'the fork snapshot is gone')
+  await Promise.all(forks.map((f) => f.kill()))
+  await parent.kill()
+  await assert.rejects(Sandbox.fork(parent.sandboxId, { ...S.opts }), SandboxNotFoundError)
+  const bad = await api(`/sandboxes/${parent.sandboxId}/fork`, { method: 'POST', body: JSON.stringify({ count: 0 }) })
+  assert.equal(bad.status, 400)
+})
