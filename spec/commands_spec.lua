@@ -73,6 +73,15 @@ describe("commands", function()
       assert.are.equal("two\n", table.concat(seen_err))
     end)
 
+    it("keeps output for user commands after a root command made the scratch directory", function()
+      local s2 = h.sandbox()
+      assert.are.equal("r\n", assert(s2:run("echo r", { user = "root" })).stdout)
+      local r = assert(s2:run("echo u", { user = "user" }))
+      assert.are.equal(0, r.exit_code, r.stderr)
+      assert.are.equal("u\n", r.stdout)
+      assert(s2:kill())
+    end)
+
     it("hands out output line by line per stream, joining lines split across chunks", function()
       local proc = assert(sbx:spawn("printf 'a1\\na'; sleep 0.2; printf '2\\n'; printf 'e1\\n' >&2; printf 'tail'"))
       local got = {}

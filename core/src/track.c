@@ -31,6 +31,7 @@
  * command's environment is pruned to E2B_ENV_KEEP's names when that is set. */
 static const char WRAPPER[] =
     "d=$1; shift\n"
+    "[ -d \"${d%/*}\" ] || mkdir -m 1777 \"${d%/*}\" 2>/dev/null\n"
     "umask 077; mkdir -p \"$d\" || exit 125\n"
     "cat /proc/sys/kernel/random/boot_id > \"$d/boot\" 2>/dev/null\n"
     "if [ -n \"${E2B_ENV_KEEP+x}\" ]; then\n"
