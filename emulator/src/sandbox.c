@@ -349,16 +349,34 @@ static int signal_by_key(const char *key, int pid, int sig) {
   return rc;
 }
 
+/* The agent sent something malformed: it is no longer trusted, and only its
+ * own sandbox pays. The timer thread kills it (this is the channel's reader
+ * thread, which a kill joins). Logged once: the channel is cut after this. */
+static void on_violation_cb(void *ctx, const char *why) {
+  const char *key = proc_table_key((proc_table *)ctx);
+  log_msg("sandbox %s: its agent broke the protocol (%s): killing the sandbox", key, why);
+  sandbox *sb = sandbox_get(key);
+  if (!sb) return;
+  pthread_mutex_lock(&g_mu);
+  sb->agent_violated = 1;
+  sb->end_at_ms = 0;
+  pthread_cond_broadcast(&g_timer_cv);
+  pthread_mutex_unlock(&g_mu);
+  sandbox_unref(sb);
+}
+
 static void on_watch_cb(void *ctx, json_t *ev) { watch_deliver(proc_table_key((proc_table *)ctx), ev); }
 
 static void on_egress_cb(void *ctx, int fd) { egress_accept(proc_table_key((proc_table *)ctx), fd); }
 
 static int boot_locked(sandbox *sb) {
-  runtime_config cfg = {sb->id, sb->dir, sb->mounts};
+  runtime_config cfg = {sb->id, sb->dir, sb->mounts, (uint64_t)SANDBOX_MEMORY_MB << 20,
+                        SANDBOX_PIDS_MAX};
   int rc = runtime_start(&sb->rt, &cfg);
   if (rc) return rc;
   sb->procs = proc_table_new(signal_by_key, sb->id);
-  static const channel_ops ops = {on_exit_cb, on_broken_cb, on_watch_cb, on_egress_cb};
+  static const channel_ops ops = {on_exit_cb, on_broken_cb, on_watch_cb, on_egress_cb,
+                                  on_violation_cb};
   sb->chan = channel_open(sb->rt.sock, &ops, sb->procs); /* the channel owns the socket */
   return 0;
 }
@@ -741,12 +759,24 @@ int sandbox_call(sandbox *sb, uint32_t type, json_t *req, ipc_msg *reply) {
   return rc == -EPIPE ? -ESRCH : rc;
 }
 
+/* A spawn reply carries a positive pid and one descriptor per stream. */
+static int spawn_reply_ok(json_t *req, const ipc_msg *reply) {
+  json_t *pid = json_object_get(reply->body, "pid");
+  int want = json_object_get(req, "pty") ? 1 : json_is_true(json_object_get(req, "stdin")) ? 3 : 2;
+  return json_is_integer(pid) && json_integer_value(pid) > 0 && json_integer_value(pid) <= INT32_MAX &&
+         reply->nfds == want;
+}
+
 int sandbox_spawn(sandbox *sb, json_t *req, json_t *config, const char *tag, int64_t deadline_ms,
                   spawn_result *out, ipc_msg *reply) {
   memset(out, 0, sizeof *out);
   pthread_rwlock_rdlock(&sb->lock);
   int rc = sb->state == SB_RUNNING && sb->chan ? channel_call(sb->chan, IPC_SPAWN, req, reply)
                                                : -ESRCH;
+  if (rc == 0 && reply->err == 0 && !spawn_reply_ok(req, reply)) {
+    ipc_msg_clear(reply);
+    rc = -EPROTO;
+  }
   if (rc == 0 && reply->err == 0) {
     int is_pty = json_object_get(req, "pty") != NULL;
     int with_stdin = json_is_true(json_object_get(req, "stdin"));
@@ -799,6 +829,11 @@ proc_table *sandbox_procs(sandbox *sb) {
 /* ---- deadlines ---- */
 
 static void expire(sandbox *sb) {
+  if (sb->agent_violated) {
+    sandbox_log(sb, 1, NULL, "killed: its agent broke the protocol");
+    sandbox_kill(sb);
+    return;
+  }
   sandbox_log(sb, 1, NULL, "timeout reached: %s", sb->auto_pause ? "pausing" : "killing");
   if (sb->auto_pause) {
     log_msg("sandbox %s: timeout reached, pausing", sb->id);
