@@ -68,6 +68,31 @@ for k in kids:
 print("forked", len(kids))
 ]]
 
+-- Run by a fresh lua under its own e2b-local with diskSizeMB 32: writes
+-- 48 MiB to /tmp and waits for the disk watch to end the sandbox.
+local DISK_FILLER = [[
+local e2b = require("e2b")
+local c = assert(e2b.client{})
+local sbx = assert(c:create{})
+local raw = assert(require("e2b.rt").finish(c._h:describe(sbx.sandbox_id)))
+io.write("disk=", tostring(raw.disk_size_mb), "\n")
+local r = sbx:run("head -c 48M /dev/zero >/tmp/fill && echo wrote", { user = "root" })
+io.write("run=", r and r.stdout or "failed\n")
+for _ = 1, 100 do
+  local info, err = c:describe(sbx.sandbox_id)
+  if not info then io.write("gone=", err.kind, "\n") break end
+  e2b.sleep(200)
+end
+]]
+
+-- The e2b-local serving these specs (an ancestor of this process), so the
+-- disk spec starts the same build.
+local function server_bin()
+  local bin = h.host([[p=$$; while [ "$p" -gt 1 ]; do e=$(readlink /proc/$p/exe);
+    case $e in */e2b-local) echo "$e"; exit;; esac; p=$(awk '{print $4}' /proc/$p/stat); done]])
+  return assert(bin:match("^(%S+)\n"), "not run under e2b-local exec")
+end
+
 describe("sandbox runtime containment", function()
   local client, bystander
   setup(function()
@@ -125,6 +150,17 @@ describe("sandbox runtime containment", function()
     h.assert_healthy({ bystander }, client)
   end)
 
+  it("says how each limit is enforced: e2b-local's /health and the client's doctor", function()
+    local report = assert(client:doctor())
+    local mem, pids = (report.limits or ""):match("^memory=(%S+) pids=(%S+) disk=watched$")
+    assert.truthy(mem, report.limits)
+    -- what this host offers decides the answer: a cgroup v1 hierarchy or nothing
+    local v1 = h.host("test -d /sys/fs/cgroup/memory && test -d /sys/fs/cgroup/pids && echo v1") == "v1\n"
+    assert.are.equal(v1 and "cgroup-v1" or "unavailable", mem)
+    assert.are.equal(v1 and "cgroup-v1" or "unavailable", pids)
+    h.assert_healthy({ bystander }, client)
+  end)
+
   it("caps the number of processes: a fork bomb stops short of 1500", function()
     local sbx = h.sandbox({}, client)
     local out = py_root(sbx, FORK_BOMB, { user = "user", timeout_ms = 60000 })
@@ -146,6 +182,17 @@ describe("sandbox runtime containment", function()
     assert.is_nil(r.stdout:find("allocated", 1, true), r.stdout)
     assert.are_not.equal(0, r.exit_code)
     assert.are.equal("ok\n", run(sbx, "echo ok").stdout)
+    h.assert_healthy({ bystander }, client)
+  end)
+
+  it("ends a sandbox whose files outgrow the reported diskSizeMB (watched, not kernel-enforced)", function()
+    local words = { "env -u E2B_API_URL -u E2B_SANDBOX_URL -u E2B_DOMAIN -u E2B_API_KEY E2B_LOCAL_DISK_MB=32",
+      h.shell_quote(server_bin()), "exec -- env", "LUA_PATH=" .. h.shell_quote(package.path),
+      "LUA_CPATH=" .. h.shell_quote(package.cpath), h.lua_bin, "-e", h.shell_quote(DISK_FILLER), "2>/dev/null" }
+    local out = h.host(table.concat(words, " "))
+    assert.truthy(out:find("disk=32\n", 1, true), out)
+    assert.truthy(out:find("run=wrote\n", 1, true), out)
+    assert.truthy(out:find("gone=not_found\n", 1, true), out)
     h.assert_healthy({ bystander }, client)
   end)
 end)

@@ -130,5 +130,5 @@ void limits_destroy(limits *l) {
 
 json_t *limits_report(void) {
   return json_pack("{s:s, s:s, s:s}", "memory", g_mem_root ? "cgroup-v1" : "unavailable", "pids",
-                   g_pids_root ? "cgroup-v1" : "unavailable", "disk", "not enforced");
+                   g_pids_root ? "cgroup-v1" : "unavailable", "disk", "watched");
 }

@@ -20,7 +20,7 @@ void limits_create(limits *l, const char *id, uint64_t mem_bytes, int pids_max);
 void limits_procs(const limits *l, char *out[3]);
 /* Removes the cgroups (every process must be gone). */
 void limits_destroy(limits *l);
-/* {"memory": "cgroup-v1"|"unavailable", "pids": ..., "disk": "not enforced"} */
+/* {"memory": "cgroup-v1"|"unavailable", "pids": ..., "disk": "watched"} */
 json_t *limits_report(void);
 
 #endif

@@ -228,6 +228,34 @@ json_t *sandbox_logs(sandbox *sb, int64_t from_ms, int64_t to_ms, int backward, 
 }
 
 /* One sample of a running sandbox (read lock held by the caller). */
+/* Hands the sandbox to the timer thread for a kill (from threads that a
+ * kill would join or that hold the sandbox's lock). First reason wins. */
+static void kill_soon(sandbox *sb, const char *reason) {
+  pthread_mutex_lock(&g_mu);
+  if (!sb->kill_reason) sb->kill_reason = reason;
+  sb->end_at_ms = 0;
+  pthread_cond_broadcast(&g_timer_cv);
+  pthread_mutex_unlock(&g_mu);
+}
+
+static int g_disk_mb = SANDBOX_DISK_MB;
+
+int sandbox_disk_mb(void) { return g_disk_mb; }
+
+/* Disk is watched, not enforced by the kernel (see emulator/README.md): a
+ * sandbox whose files outgrow diskSizeMB is killed, with its files, so one
+ * sandbox cannot fill the host's disk. */
+static void watch_disk(sandbox *sb, uint64_t used) {
+  if (used <= (uint64_t)g_disk_mb << 20) return;
+  pthread_mutex_lock(&g_mu);
+  int first = sb->kill_reason == NULL;
+  pthread_mutex_unlock(&g_mu);
+  if (!first) return;
+  log_msg("sandbox %s: its files use %llu MiB, over diskSizeMB %d: killing the sandbox", sb->id,
+          (unsigned long long)(used >> 20), g_disk_mb);
+  kill_soon(sb, "its files outgrew diskSizeMB");
+}
+
 static void sample_locked(sandbox *sb) {
   uint64_t ticks = 0, rss = 0;
   runtime_sample(&sb->rt, &ticks, &rss);
@@ -252,6 +280,7 @@ static void sample_locked(sandbox *sb) {
   m->mem_used = rss;
   m->disk_used = disk;
   pthread_mutex_unlock(&sb->aux_mu);
+  watch_disk(sb, disk);
 }
 
 static json_t *metric_json(const sb_metric *m) {
@@ -260,7 +289,7 @@ static json_t *metric_json(const sb_metric *m) {
   return json_pack("{s:s, s:I, s:i, s:f, s:I, s:I, s:I, s:I, s:I}", "timestamp", ts, "timestampUnix",
                    (json_int_t)(m->ts_ms / 1000), "cpuCount", SANDBOX_CPUS, "cpuUsedPct", m->cpu_pct, "memUsed",
                    (json_int_t)m->mem_used, "memTotal", (json_int_t)SANDBOX_MEMORY_MB << 20, "memCache", (json_int_t)0,
-                   "diskUsed", (json_int_t)m->disk_used, "diskTotal", (json_int_t)SANDBOX_DISK_MB << 20);
+                   "diskUsed", (json_int_t)m->disk_used, "diskTotal", (json_int_t)g_disk_mb << 20);
 }
 
 json_t *sandbox_metrics(sandbox *sb, int64_t from_s, int64_t to_s, int latest_only) {
@@ -357,11 +386,7 @@ static void on_violation_cb(void *ctx, const char *why) {
   log_msg("sandbox %s: its agent broke the protocol (%s): killing the sandbox", key, why);
   sandbox *sb = sandbox_get(key);
   if (!sb) return;
-  pthread_mutex_lock(&g_mu);
-  sb->agent_violated = 1;
-  sb->end_at_ms = 0;
-  pthread_cond_broadcast(&g_timer_cv);
-  pthread_mutex_unlock(&g_mu);
+  kill_soon(sb, "its agent broke the protocol");
   sandbox_unref(sb);
 }
 
@@ -829,8 +854,11 @@ proc_table *sandbox_procs(sandbox *sb) {
 /* ---- deadlines ---- */
 
 static void expire(sandbox *sb) {
-  if (sb->agent_violated) {
-    sandbox_log(sb, 1, NULL, "killed: its agent broke the protocol");
+  pthread_mutex_lock(&g_mu);
+  const char *reason = sb->kill_reason;
+  pthread_mutex_unlock(&g_mu);
+  if (reason) {
+    sandbox_log(sb, 2, NULL, "killed: %s", reason);
     sandbox_kill(sb);
     return;
   }
@@ -880,6 +908,9 @@ static void *timer_main(void *arg) {
 }
 
 int sandbox_registry_init(const char *state_dir) {
+  const char *disk = getenv("E2B_LOCAL_DISK_MB");
+  long mb = disk ? strtol(disk, NULL, 10) : 0;
+  if (mb >= 1 && mb <= (1L << 30)) g_disk_mb = (int)mb;
   g_root = xasprintf("%s/sandboxes", state_dir);
   if (mkdir_p(g_root, 0700) != 0) return -errno;
   if (runtime_state_dir_mode() != 0700 &&
