@@ -188,7 +188,11 @@ describe("sandbox runtime containment", function()
   it("ends a sandbox whose files outgrow the reported diskSizeMB (watched, not kernel-enforced)", function()
     local words = { "env -u E2B_API_URL -u E2B_SANDBOX_URL -u E2B_DOMAIN -u E2B_API_KEY E2B_LOCAL_DISK_MB=32",
       h.shell_quote(server_bin()), "exec -- env", "LUA_PATH=" .. h.shell_quote(package.path),
-      "LUA_CPATH=" .. h.shell_quote(package.cpath), h.lua_bin, "-e", h.shell_quote(DISK_FILLER), "2>/dev/null" }
+      "LUA_CPATH=" .. h.shell_quote(package.cpath), h.lua_bin, "-e", h.shell_quote(DISK_FILLER), "2>&1" }
+    local preload = os.getenv("LD_PRELOAD") -- sanitizer runs: as h.fresh_lua does
+    if preload then
+      table.insert(words, 4, "LD_PRELOAD=" .. h.shell_quote(preload) .. " ASAN_OPTIONS=detect_leaks=0")
+    end
     local out = h.host(table.concat(words, " "))
     assert.truthy(out:find("disk=32\n", 1, true), out)
     assert.truthy(out:find("run=wrote\n", 1, true), out)

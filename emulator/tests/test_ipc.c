@@ -36,7 +36,7 @@ static void send_raw(int sock, const struct hdr *h, size_t hlen, const char *pay
   char buf[256];
   memcpy(buf, h, hlen);
   size_t plen = payload ? strlen(payload) : 0;
-  memcpy(buf + hlen, payload, plen);
+  if (plen) memcpy(buf + hlen, payload, plen);
   struct iovec iov = {buf, hlen + plen};
   union {
     char b[CMSG_SPACE(sizeof(int) * 8)];
