@@ -74,9 +74,10 @@ static pid_t fork_sandbox(const spawn_job *j) {
   setsid(); /* a ^C on the server's terminal must not reach sandboxes */
   /* No host descriptor crosses but the socket: not the server's stdout or
    * stderr (its log), which root in the sandbox could read or truncate. */
+  int sock = fcntl(j->sock, F_DUPFD, 10), log = fcntl(j->log, F_DUPFD, 10); /* out of 0..3's way */
   int nul = open("/dev/null", O_RDONLY);
-  if (nul < 0 || dup2(nul, 0) < 0 || dup2(j->log, 1) < 0 || dup2(j->log, 2) < 0) _exit(125);
-  if (dup2(j->sock, 3) < 0) _exit(125);
+  if (sock < 0 || log < 0 || nul < 0) _exit(125);
+  if (dup2(nul, 0) < 0 || dup2(log, 1) < 0 || dup2(log, 2) < 0 || dup2(sock, 3) < 0) _exit(125);
   close_range(4, ~0u, 0);
   sigset_t none;
   sigemptyset(&none);
