@@ -85,13 +85,16 @@ for _ = 1, 100 do
 end
 ]]
 
--- The e2b-local serving these specs (an ancestor of this process), so the
--- disk spec starts the same build.
-local function server_bin()
-  local bin = h.host([[p=$$; while [ "$p" -gt 1 ]; do e=$(readlink /proc/$p/exe);
-    case $e in */e2b-local) echo "$e"; exit;; esac; p=$(awk '{print $4}' /proc/$p/stat); done]])
-  return assert(bin:match("^(%S+)\n"), "not run under e2b-local exec")
+-- The e2b-local serving these specs (an ancestor of this process): its
+-- pid and executable (the disk spec starts the same build).
+local function server()
+  local out = h.host([[p=$$; while [ "$p" -gt 1 ]; do e=$(readlink /proc/$p/exe);
+    case $e in */e2b-local) echo "$p $e"; exit;; esac; p=$(awk '{print $4}' /proc/$p/stat); done]])
+  local pid, bin = out:match("^(%d+) (%S+)\n")
+  return assert(pid, "not run under e2b-local exec"), bin
 end
+
+local function server_bin() return select(2, server()) end
 
 describe("sandbox runtime containment", function()
   local client, bystander
@@ -117,10 +120,28 @@ describe("sandbox runtime containment", function()
     local r = run(sbx, "for f in 0 1 2 3; do timeout 1 cat /proc/1/fd/$f </dev/null >/dev/null 2>&1 && echo read$f;"
       .. " (echo x >/proc/1/fd/$f) 2>/dev/null && echo wrote$f; readlink /proc/1/fd/$f; done; echo done")
     assert.are.equal("done\n", r.stdout)
+    -- Seen from the host: every agent of this server has /dev/null and a
+    -- pipe of its own as 0/1/2, never the server's stdout or stderr.
+    local pid = server()
+    local fds = h.host(("readlink /proc/%s/fd/1 /proc/%s/fd/2; for a in $(pgrep -P %s -x bwrap); do"
+      .. " for c in $(pgrep -P $a); do echo agent; readlink /proc/$c/fd/0 /proc/$c/fd/1 /proc/$c/fd/2; done; done")
+      :format(pid, pid, pid))
+    local server_out, server_err, agents = fds:match("^(%S+)\n(%S+)\n(.*)$")
+    assert.truthy(agents and agents:find("agent", 1, true), fds)
+    local checked = 0
+    for stdin, out, err in agents:gmatch("agent\n(%S+)\n(%S+)\n(%S+)\n") do
+      checked = checked + 1
+      assert.are.equal("/dev/null", stdin)
+      assert.truthy(out:find("^pipe:"), out)
+      assert.are.equal(out, err)
+      assert.are_not.equal(server_out, out)
+      assert.are_not.equal(server_err, out)
+    end
+    assert.are.equal(select(2, agents:gsub("agent\n", "")), checked)
     -- A command sees its own 0/1/2 and nothing of the host's.
     r = run(sbx, "ls /proc/self/fd")
     assert.are.equal("0\n1\n2\n3\n", r.stdout) -- 3: the directory ls is reading
-    -- The API key is nowhere a sandbox process can read: every descriptor,
+    -- The API key and the admin token are nowhere a sandbox process can read: every descriptor,
     -- environment and command line in the sandbox (but the scanning
     -- shell's own) is copied out and searched here, on the host side.
     run(sbx, "for f in /proc/[0-9]*/fd/* /proc/[0-9]*/environ /proc/[0-9]*/cmdline; do"
@@ -129,6 +150,7 @@ describe("sandbox runtime containment", function()
     local seen = assert(sbx.files:read("/tmp/scan"))
     assert.truthy(seen:find("python3", 1, true) or seen:find("bash", 1, true) or seen:find("sh", 1, true))
     assert.is_nil(seen:find(assert(os.getenv("E2B_API_KEY")), 1, true))
+    assert.is_nil(seen:find(assert(os.getenv("E2B_LOCAL_ADMIN_TOKEN")), 1, true))
     h.assert_healthy({ bystander }, client)
   end)
 
