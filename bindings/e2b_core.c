@@ -317,6 +317,7 @@ static void push_doctor(lua_State *L, const e2b_doctor_report *r) {
   push_tri(L, "snapshots", r->snapshots);
   push_tri(L, "network_update", r->network_update);
   push_tri(L, "pagination", r->pagination);
+  set_str(L, "limits", r->limits);
   if (r->notes[0]) set_str(L, "notes", r->notes);
 }
 

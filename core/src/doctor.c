@@ -42,6 +42,7 @@ static int tri(const e2b_error *err) {
 
 enum {
   D_LIST,
+  D_LIMITS,
   D_CREATE_V2,
   D_CREATE_V1,
   D_READY,
@@ -83,7 +84,27 @@ static void report_free(void *p) {
   if (!r) return;
   free(r->create_route);
   free(r->envd_version);
+  free(r->limits);
   free(r);
+}
+
+/* e2b-local's /health names how each sandbox limit is enforced; E2B's
+ * answers 204 (its VMs enforce them): the field stays NULL. */
+static int parse_limits(e2b_req *req, json_t *body, e2b_error *err) {
+  (void)err;
+  json_t *lim = json_object_get(body, "limits");
+  if (!json_is_object(lim)) return 0;
+  char text[160] = "";
+  const char *k;
+  json_t *v;
+  json_object_foreach(lim, k, v) {
+    size_t n = strlen(text);
+    if (json_is_string(v) && n < sizeof text)
+      snprintf(text + n, sizeof text - n, "%s%.20s=%.20s", n ? " " : "", k, json_string_value(v));
+  }
+  req->result = strdup(text);
+  req->result_free = free;
+  return 0;
 }
 
 static e2b_req *doctor_step(e2b_req *op, doctor_state *s, e2b_error *err) {
@@ -93,6 +114,7 @@ static e2b_req *doctor_step(e2b_req *op, doctor_state *s, e2b_error *err) {
     e2b_list_opts lo = {.limit = 1};
     return e2b_sandbox_list(c, &lo, err);
   }
+  case D_LIMITS: return e2b_control(c, "health", "GET", "/health", NULL, parse_limits, 1, err);
   case D_CREATE_V2:
   case D_CREATE_V1: {
     e2b_kv meta = {E2B_META_OWNER, c->owner};
@@ -147,6 +169,13 @@ static void doctor_record(e2b_req *op, doctor_state *s, e2b_req *done) {
     }
     /* Pagination is visible only with more than one sandbox; otherwise unknown. */
     r->pagination = done->sandbox_count > 1 ? 0 : done->next_token ? 1 : -1;
+    s->stage = D_LIMITS;
+    return;
+  case D_LIMITS:
+    if (!err && done->result) {
+      r->limits = done->result;
+      done->result = NULL;
+    }
     s->stage = D_CREATE_V2;
     return;
   case D_CREATE_V2:

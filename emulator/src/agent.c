@@ -67,6 +67,48 @@ static void free_str_array(char **v) {
   free(v);
 }
 
+/* A memory limit must kill the offender, never the agent. The server starts
+ * the agent at oom_score_adj -1000 when it may (CAP_SYS_RESOURCE), and
+ * commands go back to 0; when it may not, commands are raised to 500
+ * instead, which only ever makes them the OOM killer's choice before us. */
+static const char *g_child_oom = "0";
+
+static void pick_child_oom(void) {
+  char buf[16] = {0};
+  int fd = open("/proc/self/oom_score_adj", O_RDONLY | O_CLOEXEC);
+  ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+  if (fd >= 0) close(fd);
+  if (n > 0 && atoi(buf) >= 0) g_child_oom = "500";
+}
+
+static void reset_oom_score(void) {
+  int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  if (write(fd, g_child_oom, strlen(g_child_oom)) < 0) {
+    /* best effort: the memory limit holds either way */
+  }
+  close(fd);
+}
+
+/* Root in the sandbox has our uid and our capabilities, so it could ptrace
+ * pid 1, read /proc/1/mem or take fd 3 (the control socket) with
+ * pidfd_getfd. A non-dumpable process needs CAP_SYS_PTRACE for all of that,
+ * which the sandbox never has. The bounding set shrinks to what we hold, so
+ * no exec can ever grant more. */
+static void harden_self(void) {
+  if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) log_msg("agent: PR_SET_DUMPABLE: %s", strerror(errno));
+  if (!g_isolated) return;
+  FILE *f = fopen("/proc/self/status", "re");
+  char line[256];
+  unsigned long long prm = ~0ull;
+  while (f && fgets(line, sizeof line, f))
+    if (sscanf(line, "CapPrm: %llx", &prm) == 1) break;
+  if (f) fclose(f);
+  for (int cap = 0; cap < 64 && prm != ~0ull; cap++)
+    if (!(prm & (1ull << cap)) && prctl(PR_CAPBSET_READ, cap, 0, 0, 0) == 1)
+      prctl(PR_CAPBSET_DROP, cap, 0, 0, 0);
+}
+
 /* Runs in the forked child; reports the failing errno through errfd. */
 static void child_exec(json_t *req, char **argv, char **envp, int in, int out, int err_fd,
                        int is_pty, int errfd) {
@@ -77,6 +119,7 @@ static void child_exec(json_t *req, char **argv, char **envp, int in, int out, i
   setsid();
   if (is_pty) ioctl(in, TIOCSCTTY, 0);
   if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(err_fd, 2) < 0) goto fail;
+  reset_oom_score();
   /* errfd is CLOEXEC; nothing else above 2 may leak into the command. */
   if (errfd > 3) close_range(3, (unsigned)errfd - 1, 0);
   close_range((unsigned)errfd + 1, ~0u, 0);
@@ -401,6 +444,8 @@ int agent_main(int argc, char **argv) {
     return 2;
   }
   set_cloexec(g_sock, 1);
+  harden_self();
+  pick_child_oom();
   umask(022);
   signal(SIGPIPE, SIG_IGN);
   if (!g_isolated) {

@@ -3,6 +3,7 @@
 #include "channel.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,38 +54,69 @@ static void deliver(channel *c, ipc_msg *m) {
   ipc_msg_clear(m); /* nobody waited (cannot happen) or already moved */
 }
 
+static int is_int_in(json_t *v, json_int_t lo, json_int_t hi) {
+  return json_is_integer(v) && json_integer_value(v) >= lo && json_integer_value(v) <= hi;
+}
+
+static int is_short_string(json_t *v) { return json_is_string(v) && json_string_length(v) <= 16384; }
+
+/* One notification from the agent; returns NULL or what was wrong with it.
+ * Every field is checked before a consumer sees it: the agent is untrusted. */
+static const char *dispatch(channel *c, ipc_msg *m) {
+  switch (m->type) {
+  case IPC_REPLY:
+    deliver(c, m); /* an unknown id is dropped */
+    return NULL;
+  case IPC_EXIT: {
+    json_t *pid = json_object_get(m->body, "pid"), *st = json_object_get(m->body, "status");
+    if (!is_int_in(pid, 1, INT32_MAX) || !is_int_in(st, 0, 0xffff) || m->nfds) return "bad exit notice";
+    if (c->ops.on_exit) c->ops.on_exit(c->ctx, (int)json_integer_value(pid), (int)json_integer_value(st));
+    return NULL;
+  }
+  case IPC_EGRESS: {
+    if (m->nfds != 1) return "bad egress notice";
+    int fd = ipc_take_fd(m, 0);
+    if (c->ops.on_egress)
+      c->ops.on_egress(c->ctx, fd);
+    else
+      close(fd);
+    return NULL;
+  }
+  case IPC_WATCH_EVENT:
+    if (!is_int_in(json_object_get(m->body, "id"), 1, UINT32_MAX) ||
+        !is_short_string(json_object_get(m->body, "name")) ||
+        !is_short_string(json_object_get(m->body, "type")) || m->nfds)
+      return "bad watch event";
+    if (c->ops.on_watch) c->ops.on_watch(c->ctx, m->body);
+    return NULL;
+  default:
+    return "unknown message type";
+  }
+}
+
 static void *reader_main(void *arg) {
   channel *c = arg;
+  const char *why = NULL;
   for (;;) {
     ipc_msg m;
     int rc = ipc_recv(c->sock, &m);
+    if (rc < 0 && rc != -EPIPE && rc != -ECONNRESET && rc != -EBADF)
+      why = rc == -EMSGSIZE ? "message body too large" : "malformed message";
     if (rc <= 0) break;
-    if (m.type == IPC_REPLY) {
-      deliver(c, &m);
-    } else if (m.type == IPC_EXIT) {
-      int pid = (int)json_integer_value(json_object_get(m.body, "pid"));
-      int status = (int)json_integer_value(json_object_get(m.body, "status"));
-      if (c->ops.on_exit) c->ops.on_exit(c->ctx, pid, status);
-      ipc_msg_clear(&m);
-    } else if (m.type == IPC_EGRESS) {
-      int fd = ipc_take_fd(&m, 0);
-      if (fd >= 0 && c->ops.on_egress)
-        c->ops.on_egress(c->ctx, fd);
-      else if (fd >= 0)
-        close(fd);
-      ipc_msg_clear(&m);
-    } else if (m.type == IPC_WATCH_EVENT) {
-      if (c->ops.on_watch) c->ops.on_watch(c->ctx, m.body);
-      ipc_msg_clear(&m);
-    } else {
-      ipc_msg_clear(&m);
-    }
+    why = dispatch(c, &m);
+    ipc_msg_clear(&m);
+    if (why) break;
   }
   pthread_mutex_lock(&c->mu);
   int closing = c->closing;
   c->broken = 1;
   fail_pending_locked(c);
   pthread_mutex_unlock(&c->mu);
+  if (why && !closing) {
+    /* Cut the agent off: it sees EOF and exits, which ends its sandbox. */
+    shutdown(c->sock, SHUT_RDWR);
+    if (c->ops.on_violation) c->ops.on_violation(c->ctx, why);
+  }
   if (!closing && c->ops.on_broken) c->ops.on_broken(c->ctx);
   return NULL;
 }

@@ -13,6 +13,9 @@ typedef struct channel_ops {
   void (*on_broken)(void *ctx); /* the agent went away without channel_close */
   void (*on_watch)(void *ctx, json_t *event); /* IPC_WATCH_EVENT body (borrowed) */
   void (*on_egress)(void *ctx, int fd); /* IPC_EGRESS: a connection to the forwarder (owned) */
+  /* The agent broke the protocol (malformed or oversized message, bad
+   * field): the channel is cut; on_broken follows. May be NULL. */
+  void (*on_violation)(void *ctx, const char *why);
 } channel_ops;
 
 /* Takes ownership of sock. */

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "codec.h"
+#include "limits.h"
 #include "log.h"
 #include "netpolicy.h"
 #include "pjson.h"
@@ -19,7 +20,7 @@
 #define MAX_TIMEOUT_S 86400
 #define DEFAULT_TIMEOUT_S 15
 #define MEMORY_MB SANDBOX_MEMORY_MB
-#define DISK_MB SANDBOX_DISK_MB
+#define DISK_MB sandbox_disk_mb()
 
 /* ---- request parsing helpers ---- */
 
@@ -785,6 +786,12 @@ static enum MHD_Result logs(http_req *r, int v1) {
 static enum MHD_Result h_logs_v1(http_req *r) { return logs(r, 1); }
 static enum MHD_Result h_logs_v2(http_req *r) { return logs(r, 0); }
 
+/* E2B answers 204; e2b-local answers 200 with what it enforces on this host
+ * (limits_report), so a client's doctor can say so. */
+static enum MHD_Result h_health(http_req *r) {
+  return http_json(r->conn, 200, json_pack("{s:o}", "limits", limits_report()));
+}
+
 static enum MHD_Result h_volumes_list(http_req *r) { return http_json(r->conn, 200, store_volume_list()); }
 
 static enum MHD_Result h_volume_create(http_req *r) {
@@ -917,6 +924,7 @@ typedef struct route_def {
 } route_def;
 
 static const route_def ROUTES[] = {
+    {"/health", "GET", h_health},
     {"/sandboxes", "POST", h_create},
     {"/v2/sandboxes", "POST", h_create},
     {"/sandboxes", "GET", h_list_v1},

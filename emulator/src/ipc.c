@@ -36,6 +36,10 @@ int ipc_send(int sock, uint32_t type, uint32_t id, int32_t err, json_t *body, co
   char *text = body ? json_dumps(body, JSON_COMPACT) : strdup("{}");
   if (!text) return -ENOMEM;
   size_t len = strlen(text);
+  if (len > IPC_BODY_MAX) { /* the receiver would refuse it: say so here */
+    free(text);
+    return -EMSGSIZE;
+  }
   struct ipc_hdr h = {type, id, err, 0};
   int all_fds[IPC_MAX_FDS + 1];
   int nall = 0;
@@ -77,9 +81,12 @@ int ipc_send(int sock, uint32_t type, uint32_t id, int32_t err, json_t *body, co
   return rc;
 }
 
-static json_t *body_from_memfd(int fd) {
+/* A body in a descriptor: a regular file (memfd) of at most IPC_BODY_MAX
+ * bytes. Whatever the agent claims, nothing is allocated before the check. */
+static int body_from_memfd(int fd, json_t **out) {
   struct stat st;
-  if (fstat(fd, &st) != 0 || st.st_size < 0) return NULL;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size < 0) return -EPROTO;
+  if ((uint64_t)st.st_size > IPC_BODY_MAX) return -EMSGSIZE;
   size_t len = (size_t)st.st_size;
   char *text = xmalloc(len + 1);
   size_t got = 0;
@@ -91,9 +98,72 @@ static json_t *body_from_memfd(int fd) {
     }
     got += (size_t)r;
   }
-  json_t *j = got == len ? json_loadb(text, len, 0, NULL) : NULL;
+  *out = got == len ? json_loadb(text, len, 0, NULL) : NULL;
   free(text);
-  return j;
+  return 0;
+}
+
+static void close_all(const int *fds, int n) {
+  for (int i = 0; i < n; i++) close(fds[i]);
+}
+
+/* Collects the SCM_RIGHTS descriptors; more than a message may carry (or a
+ * truncated control block) is a protocol error, all of them closed. */
+static int take_rights(struct msghdr *msg, int *fds, int *nfds) {
+  int bad = (msg->msg_flags & MSG_CTRUNC) != 0;
+  *nfds = 0;
+  for (struct cmsghdr *c = CMSG_FIRSTHDR(msg); c; c = CMSG_NXTHDR(msg, c)) {
+    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) {
+      bad = 1;
+      continue;
+    }
+    int cnt = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+    for (int i = 0; i < cnt; i++) {
+      int fd;
+      memcpy(&fd, CMSG_DATA(c) + sizeof(int) * (size_t)i, sizeof fd);
+      if (*nfds < IPC_MAX_FDS + 1)
+        fds[(*nfds)++] = fd;
+      else {
+        close(fd);
+        bad = 1;
+      }
+    }
+  }
+  if (bad) {
+    close_all(fds, *nfds);
+    *nfds = 0;
+  }
+  return bad ? -EPROTO : 0;
+}
+
+/* Header and body checks: known flags, a body that is a JSON object, and
+ * no more descriptors than a message may carry. */
+static int decode(const char *buf, size_t n, int *fds, int *nfds, ipc_msg *m) {
+  struct ipc_hdr h;
+  memcpy(&h, buf, sizeof h);
+  if (h.flags & ~IPC_FLAG_BODY_IN_FD) return -EPROTO;
+  if (h.err < 0 || h.err > 4095) return -EPROTO; /* an errno, or 0 */
+  json_t *body = NULL;
+  if (h.flags & IPC_FLAG_BODY_IN_FD) {
+    if (*nfds == 0 || n != sizeof h) return -EPROTO;
+    int rc = body_from_memfd(fds[*nfds - 1], &body);
+    close(fds[--*nfds]);
+    if (rc) return rc;
+  } else {
+    body = json_loadb(buf + sizeof h, n - sizeof h, 0, NULL);
+  }
+  if (!json_is_object(body) || *nfds > IPC_MAX_FDS) {
+    json_decref(body);
+    return -EPROTO;
+  }
+  m->type = h.type;
+  m->id = h.id;
+  m->err = h.err;
+  m->body = body;
+  m->nfds = *nfds;
+  for (int i = 0; i < m->nfds; i++) m->fds[i] = fds[i];
+  *nfds = 0;
+  return 1;
 }
 
 int ipc_recv(int sock, ipc_msg *m) {
@@ -115,46 +185,13 @@ int ipc_recv(int sock, ipc_msg *m) {
     free(buf);
     return n == 0 ? 0 : -errno;
   }
-  int fds[IPC_MAX_FDS + 1];
-  int nfds = 0;
-  for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
-    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
-    int cnt = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
-    for (int i = 0; i < cnt; i++) {
-      int fd;
-      memcpy(&fd, CMSG_DATA(c) + sizeof(int) * (size_t)i, sizeof fd);
-      if (nfds < IPC_MAX_FDS + 1)
-        fds[nfds++] = fd;
-      else
-        close(fd);
-    }
-  }
-  struct ipc_hdr h;
-  if ((size_t)n < sizeof h || (msg.msg_flags & MSG_TRUNC)) {
-    for (int i = 0; i < nfds; i++) close(fds[i]);
-    free(buf);
-    return -EPROTO;
-  }
-  memcpy(&h, buf, sizeof h);
-  m->type = h.type;
-  m->id = h.id;
-  m->err = h.err;
-  if (h.flags & IPC_FLAG_BODY_IN_FD) {
-    if (nfds == 0) {
-      free(buf);
-      return -EPROTO;
-    }
-    m->body = body_from_memfd(fds[nfds - 1]);
-    close(fds[--nfds]);
-  } else {
-    m->body = json_loadb(buf + sizeof h, (size_t)n - sizeof h, 0, NULL);
-  }
+  int fds[IPC_MAX_FDS + 1], nfds;
+  int rc = take_rights(&msg, fds, &nfds);
+  if (rc == 0 && ((size_t)n < sizeof(struct ipc_hdr) || (msg.msg_flags & MSG_TRUNC))) rc = -EPROTO;
+  if (rc == 0) rc = decode(buf, (size_t)n, fds, &nfds, m);
+  close_all(fds, nfds);
   free(buf);
-  if (!m->body) m->body = json_object();
-  m->nfds = nfds < IPC_MAX_FDS ? nfds : IPC_MAX_FDS;
-  for (int i = 0; i < m->nfds; i++) m->fds[i] = fds[i];
-  for (int i = m->nfds; i < nfds; i++) close(fds[i]);
-  return 1;
+  return rc;
 }
 
 int ipc_take_fd(ipc_msg *m, int i) {

@@ -10,6 +10,9 @@
 #include <stdint.h>
 
 #define IPC_MAX_FDS 4
+/* The largest body a message may carry (in a memfd): bigger is refused
+ * before any allocation. Directory listings are the largest replies. */
+#define IPC_BODY_MAX (32u * 1024 * 1024)
 
 enum ipc_type {
   /* server -> agent requests */
@@ -45,7 +48,9 @@ typedef struct ipc_msg {
 /* Sends one message; body may be NULL (sent as {}). Returns 0 or -errno. */
 int ipc_send(int sock, uint32_t type, uint32_t id, int32_t err, json_t *body, const int *fds,
              int nfds);
-/* Receives one message. Returns 1, 0 on EOF, or -errno. */
+/* Receives one message. Returns 1, 0 on EOF, or -errno: -EPROTO for a
+ * malformed message (bad header, flags, errno, body or descriptors),
+ * -EMSGSIZE for a body over IPC_BODY_MAX. The sender is untrusted. */
 int ipc_recv(int sock, ipc_msg *m);
 /* Releases the body and closes any descriptors still owned by the message. */
 void ipc_msg_clear(ipc_msg *m);

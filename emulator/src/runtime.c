@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "agentlog.h"
 #include "codec.h"
 #include "egress.h"
 #include "ipc.h"
@@ -24,7 +25,7 @@
 
 #define FREEZER_ROOT "/sys/fs/cgroup/freezer/e2b-local"
 #define AGENT_PATH "/run/e2b/envd"
-#define MAX_ARGS 128
+#define MAX_ARGS 512
 #define STR_(x) #x
 #define STR(x) STR_(x)
 #define EGRESS_PORT_STR STR(EGRESS_PORT)
@@ -38,8 +39,9 @@ static int g_freezer;  /* the freezer hierarchy is usable */
  * connection threads come and go with their connections. */
 typedef struct spawn_job {
   char **argv, **envp;
-  const char *procs; /* cgroup.procs to join, or NULL */
+  char *procs[4];    /* cgroup.procs files to join, NULL-terminated */
   int sock;          /* becomes fd 3 of the child */
+  int log;           /* becomes fd 1 and 2: a pipe the server reads (agentlog.c) */
   pid_t pid;
   int err, done;
 } spawn_job;
@@ -54,15 +56,28 @@ static pid_t fork_sandbox(const spawn_job *j) {
   pid_t pid = fork();
   if (pid != 0) return pid;
   /* Only async-signal-safe calls between fork and exec: we are multithreaded. */
-  if (j->procs) {
-    int fd = open(j->procs, O_WRONLY);
+  for (int i = 0; j->procs[i]; i++) {
+    int fd = open(j->procs[i], O_WRONLY);
     if (fd >= 0) {
       if (write(fd, "0", 1) < 0) _exit(125);
       close(fd);
     }
   }
+  /* The agent is the last process a memory limit may kill: it resets its
+   * commands (agent.c). Lowering needs CAP_SYS_RESOURCE: best effort. */
+  int oom = open("/proc/self/oom_score_adj", O_WRONLY);
+  if (oom >= 0) {
+    ssize_t w = write(oom, "-1000", 5);
+    (void)w;
+    close(oom);
+  }
   setsid(); /* a ^C on the server's terminal must not reach sandboxes */
-  if (dup2(j->sock, 3) < 0) _exit(125);
+  /* No host descriptor crosses but the socket: not the server's stdout or
+   * stderr (its log), which root in the sandbox could read or truncate. */
+  int sock = fcntl(j->sock, F_DUPFD, 10), log = fcntl(j->log, F_DUPFD, 10); /* out of 0..3's way */
+  int nul = open("/dev/null", O_RDONLY);
+  if (sock < 0 || log < 0 || nul < 0) _exit(125);
+  if (dup2(nul, 0) < 0 || dup2(log, 1) < 0 || dup2(log, 2) < 0 || dup2(sock, 3) < 0) _exit(125);
   close_range(4, ~0u, 0);
   sigset_t none;
   sigemptyset(&none);
@@ -166,6 +181,7 @@ void runtime_init(int force_no_isolation, int force_no_freezer) {
   if (!g_freezer)
     log_msg("memory pause uses SIGSTOP/SIGCONT (%s)",
             force_no_freezer ? "--no-freezer" : "no writable cgroup v1 freezer");
+  limits_init();
   if (pthread_create(&g_spawner, NULL, spawner_main, NULL) != 0) abort();
   g_sp_started = 1;
 }
@@ -258,6 +274,76 @@ static void add_system_dir(argvec *a, const char *path) {
   }
 }
 
+/* Of the host's /etc, only what a base userland needs to run (loader,
+ * certificates, name-service and shell configuration, interpreters'
+ * settings): never shadow backups, private keys, services' configs or
+ * package-manager credentials. passwd, group, shadow and hostname are the
+ * sandbox's own (runtime_prepare_dir). */
+static const char *const g_etc_allow[] = {
+    "alternatives", "bash.bashrc", "bash_completion.d", "ca-certificates", "ca-certificates.conf",
+    "debian_version", "default", "environment", "fonts", "gai.conf", "host.conf", "hosts",
+    "inputrc", "issue", "java-17-openjdk", "ld.so.cache", "ld.so.conf", "ld.so.conf.d",
+    "locale.alias", "locale.gen", "localtime", "login.defs", "magic", "magic.mime",
+    "manpath.config", "mime.types", "mtab", "nsswitch.conf", "os-release", "perl", "profile",
+    "profile.d", "protocols", "python3", "python3.11", "python3.12", "python3.13", "resolv.conf",
+    "rpc", "services", "shells", "skel", "ssl/certs", "ssl/openssl.cnf", "ssh/ssh_config",
+    "ssh/ssh_config.d", "terminfo", "timezone", "vim", "wgetrc", "xml", "sgml", NULL};
+
+/* A host path as the host has it, read-only: a symlink stays a symlink
+ * (resolved inside the sandbox), a directory or file is bound. */
+static void add_host_entry(argvec *a, const char *path) {
+  struct stat st;
+  if (lstat(path, &st) != 0) return;
+  if (S_ISLNK(st.st_mode)) {
+    char target[PATH_MAX];
+    ssize_t n = readlink(path, target, sizeof target - 1);
+    if (n <= 0) return;
+    target[n] = '\0';
+    av_add(a, "--symlink");
+    av_add(a, av_own(a, xstrdup(target)));
+  } else if (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)) {
+    av_add(a, "--ro-bind");
+    av_add(a, path);
+  } else {
+    return;
+  }
+  av_add(a, path);
+}
+
+static void add_etc(argvec *a) {
+  static const char *dirs[] = {"/etc", "/etc/ssl", "/etc/ssh", NULL};
+  for (int i = 0; dirs[i]; i++) {
+    av_add(a, "--perms");
+    av_add(a, "0755");
+    av_add(a, "--dir");
+    av_add(a, dirs[i]);
+  }
+  for (int i = 0; g_etc_allow[i]; i++) add_host_entry(a, av_own(a, xasprintf("/etc/%s", g_etc_allow[i])));
+}
+
+/* A fresh /proc for the pid namespace, with Docker's protections: the
+ * kernel's global knobs (/proc/sys: core_pattern, hostname of other
+ * namespaces…, /proc/sysrq-trigger: reboot) read-only, and the files that
+ * show host kernel state masked. bwrap covers /proc/irq and /proc/bus. */
+static void add_proc(argvec *a) {
+  av_add(a, "--proc");
+  av_add(a, "/proc");
+  static const char *ro[] = {"/proc/sys", "/proc/sysrq-trigger", "/proc/fs", NULL};
+  for (int i = 0; ro[i]; i++) {
+    av_add(a, "--ro-bind-try");
+    av_add(a, ro[i]);
+    av_add(a, ro[i]);
+  }
+  static const char *masked[] = {"/proc/kcore", "/proc/keys", "/proc/timer_list", "/proc/sched_debug",
+                                 "/proc/kallsyms", NULL};
+  for (int i = 0; masked[i]; i++) {
+    if (access(masked[i], F_OK) != 0) continue;
+    av_add(a, "--ro-bind");
+    av_add(a, "/dev/null");
+    av_add(a, masked[i]);
+  }
+}
+
 static void add_bind(argvec *a, const char *kind, const char *dir, const char *name,
                      const char *dest) {
   av_add(a, kind);
@@ -318,14 +404,11 @@ static void build_argv(argvec *a, const runtime_config *cfg) {
     av_add(a, "/usr");
     static const char *sys[] = {"/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32", NULL};
     for (int i = 0; sys[i]; i++) add_system_dir(a, sys[i]);
-    av_add(a, "--ro-bind");
-    av_add(a, "/etc");
-    av_add(a, "/etc");
+    add_etc(a);
     av_add(a, "--ro-bind-try");
     av_add(a, "/opt");
     av_add(a, "/opt");
-    av_add(a, "--proc");
-    av_add(a, "/proc");
+    add_proc(a);
     av_add(a, "--dev");
     av_add(a, "/dev");
     av_add(a, "--tmpfs");
@@ -411,21 +494,33 @@ int runtime_start(runtime *rt, const runtime_config *cfg) {
   if (rc) return rc;
   int sv[2];
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) return -errno;
+  int logfd = agentlog_start(cfg->id);
+  if (logfd < 0) {
+    close(sv[0]);
+    close(sv[1]);
+    return logfd;
+  }
   rt->cgroup = make_cgroup(cfg->id);
-  char *procs = rt->cgroup ? xasprintf("%s/cgroup.procs", rt->cgroup) : NULL;
+  limits_create(&rt->lim, cfg->id, cfg->mem_bytes, cfg->pids_max);
+  spawn_job job = {.sock = sv[1], .log = logfd};
+  job.procs[0] = rt->cgroup ? xasprintf("%s/cgroup.procs", rt->cgroup) : NULL;
+  limits_procs(&rt->lim, job.procs + (job.procs[0] ? 1 : 0));
   argvec a = {0}, e = {0};
   build_argv(&a, cfg);
   build_env(&e);
-  spawn_job job = {.argv = a.v, .envp = e.v, .procs = procs, .sock = sv[1]};
+  job.argv = a.v;
+  job.envp = e.v;
   run_job(&job);
   pid_t pid = job.pid;
   int err = job.err;
-  free(procs);
+  for (int i = 0; i < 4; i++) free(job.procs[i]);
   av_free(&a);
   av_free(&e);
   close(sv[1]);
+  close(logfd);
   if (err) {
     close(sv[0]);
+    limits_destroy(&rt->lim);
     return -err;
   }
   rt->pid = pid;
@@ -610,5 +705,6 @@ void runtime_stop(runtime *rt) {
     free(rt->cgroup);
     rt->cgroup = NULL;
   }
+  limits_destroy(&rt->lim);
   rt->pid = 0;
 }

@@ -8,17 +8,22 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "limits.h"
+
 typedef struct runtime {
   pid_t pid;    /* host pid of bwrap (or of the agent without isolation) */
   int sock;     /* server end of the control channel, owned by the caller after start */
   char *cgroup; /* freezer cgroup directory, or NULL */
   int frozen_by_signal;
+  limits lim;   /* memory and pids cgroups */
 } runtime;
 
 typedef struct runtime_config {
   const char *id;  /* sandbox id (hostname, cgroup name) */
   const char *dir; /* the sandbox's state directory */
   json_t *mounts; /* [{src,dst,ro}]: volumes and template directories (may be NULL) */
+  uint64_t mem_bytes; /* memory limit (the memoryMB the API reports); 0 = none */
+  int pids_max;       /* process + thread limit; 0 = none */
 } runtime_config;
 
 /* Probes bubblewrap and the freezer; prints one warning when isolation is off.

@@ -228,6 +228,34 @@ json_t *sandbox_logs(sandbox *sb, int64_t from_ms, int64_t to_ms, int backward, 
 }
 
 /* One sample of a running sandbox (read lock held by the caller). */
+/* Hands the sandbox to the timer thread for a kill (from threads that a
+ * kill would join or that hold the sandbox's lock). First reason wins. */
+static void kill_soon(sandbox *sb, const char *reason) {
+  pthread_mutex_lock(&g_mu);
+  if (!sb->kill_reason) sb->kill_reason = reason;
+  sb->end_at_ms = 0;
+  pthread_cond_broadcast(&g_timer_cv);
+  pthread_mutex_unlock(&g_mu);
+}
+
+static int g_disk_mb = SANDBOX_DISK_MB;
+
+int sandbox_disk_mb(void) { return g_disk_mb; }
+
+/* Disk is watched, not enforced by the kernel (see emulator/README.md): a
+ * sandbox whose files outgrow diskSizeMB is killed, with its files, so one
+ * sandbox cannot fill the host's disk. */
+static void watch_disk(sandbox *sb, uint64_t used) {
+  if (used <= (uint64_t)g_disk_mb << 20) return;
+  pthread_mutex_lock(&g_mu);
+  int first = sb->kill_reason == NULL;
+  pthread_mutex_unlock(&g_mu);
+  if (!first) return;
+  log_msg("sandbox %s: its files use %llu MiB, over diskSizeMB %d: killing the sandbox", sb->id,
+          (unsigned long long)(used >> 20), g_disk_mb);
+  kill_soon(sb, "its files outgrew diskSizeMB");
+}
+
 static void sample_locked(sandbox *sb) {
   uint64_t ticks = 0, rss = 0;
   runtime_sample(&sb->rt, &ticks, &rss);
@@ -252,6 +280,7 @@ static void sample_locked(sandbox *sb) {
   m->mem_used = rss;
   m->disk_used = disk;
   pthread_mutex_unlock(&sb->aux_mu);
+  watch_disk(sb, disk);
 }
 
 static json_t *metric_json(const sb_metric *m) {
@@ -260,7 +289,7 @@ static json_t *metric_json(const sb_metric *m) {
   return json_pack("{s:s, s:I, s:i, s:f, s:I, s:I, s:I, s:I, s:I}", "timestamp", ts, "timestampUnix",
                    (json_int_t)(m->ts_ms / 1000), "cpuCount", SANDBOX_CPUS, "cpuUsedPct", m->cpu_pct, "memUsed",
                    (json_int_t)m->mem_used, "memTotal", (json_int_t)SANDBOX_MEMORY_MB << 20, "memCache", (json_int_t)0,
-                   "diskUsed", (json_int_t)m->disk_used, "diskTotal", (json_int_t)SANDBOX_DISK_MB << 20);
+                   "diskUsed", (json_int_t)m->disk_used, "diskTotal", (json_int_t)g_disk_mb << 20);
 }
 
 json_t *sandbox_metrics(sandbox *sb, int64_t from_s, int64_t to_s, int latest_only) {
@@ -349,16 +378,30 @@ static int signal_by_key(const char *key, int pid, int sig) {
   return rc;
 }
 
+/* The agent sent something malformed: it is no longer trusted, and only its
+ * own sandbox pays. The timer thread kills it (this is the channel's reader
+ * thread, which a kill joins). Logged once: the channel is cut after this. */
+static void on_violation_cb(void *ctx, const char *why) {
+  const char *key = proc_table_key((proc_table *)ctx);
+  log_msg("sandbox %s: its agent broke the protocol (%s): killing the sandbox", key, why);
+  sandbox *sb = sandbox_get(key);
+  if (!sb) return;
+  kill_soon(sb, "its agent broke the protocol");
+  sandbox_unref(sb);
+}
+
 static void on_watch_cb(void *ctx, json_t *ev) { watch_deliver(proc_table_key((proc_table *)ctx), ev); }
 
 static void on_egress_cb(void *ctx, int fd) { egress_accept(proc_table_key((proc_table *)ctx), fd); }
 
 static int boot_locked(sandbox *sb) {
-  runtime_config cfg = {sb->id, sb->dir, sb->mounts};
+  runtime_config cfg = {sb->id, sb->dir, sb->mounts, (uint64_t)SANDBOX_MEMORY_MB << 20,
+                        SANDBOX_PIDS_MAX};
   int rc = runtime_start(&sb->rt, &cfg);
   if (rc) return rc;
   sb->procs = proc_table_new(signal_by_key, sb->id);
-  static const channel_ops ops = {on_exit_cb, on_broken_cb, on_watch_cb, on_egress_cb};
+  static const channel_ops ops = {on_exit_cb, on_broken_cb, on_watch_cb, on_egress_cb,
+                                  on_violation_cb};
   sb->chan = channel_open(sb->rt.sock, &ops, sb->procs); /* the channel owns the socket */
   return 0;
 }
@@ -748,12 +791,24 @@ int sandbox_call(sandbox *sb, uint32_t type, json_t *req, ipc_msg *reply) {
   return rc == -EPIPE ? -ESRCH : rc;
 }
 
+/* A spawn reply carries a positive pid and one descriptor per stream. */
+static int spawn_reply_ok(json_t *req, const ipc_msg *reply) {
+  json_t *pid = json_object_get(reply->body, "pid");
+  int want = json_object_get(req, "pty") ? 1 : json_is_true(json_object_get(req, "stdin")) ? 3 : 2;
+  return json_is_integer(pid) && json_integer_value(pid) > 0 && json_integer_value(pid) <= INT32_MAX &&
+         reply->nfds == want;
+}
+
 int sandbox_spawn(sandbox *sb, json_t *req, json_t *config, const char *tag, int64_t deadline_ms,
                   spawn_result *out, ipc_msg *reply) {
   memset(out, 0, sizeof *out);
   pthread_rwlock_rdlock(&sb->lock);
   int rc = sb->state == SB_RUNNING && sb->chan ? channel_call(sb->chan, IPC_SPAWN, req, reply)
                                                : -ESRCH;
+  if (rc == 0 && reply->err == 0 && !spawn_reply_ok(req, reply)) {
+    ipc_msg_clear(reply);
+    rc = -EPROTO;
+  }
   if (rc == 0 && reply->err == 0) {
     int is_pty = json_object_get(req, "pty") != NULL;
     int with_stdin = json_is_true(json_object_get(req, "stdin"));
@@ -806,6 +861,14 @@ proc_table *sandbox_procs(sandbox *sb) {
 /* ---- deadlines ---- */
 
 static void expire(sandbox *sb) {
+  pthread_mutex_lock(&g_mu);
+  const char *reason = sb->kill_reason;
+  pthread_mutex_unlock(&g_mu);
+  if (reason) {
+    sandbox_log(sb, 2, NULL, "killed: %s", reason);
+    sandbox_kill(sb);
+    return;
+  }
   sandbox_log(sb, 1, NULL, "timeout reached: %s", sb->auto_pause ? "pausing" : "killing");
   if (sb->auto_pause) {
     log_msg("sandbox %s: timeout reached, pausing", sb->id);
@@ -852,6 +915,9 @@ static void *timer_main(void *arg) {
 }
 
 int sandbox_registry_init(const char *state_dir) {
+  const char *disk = getenv("E2B_LOCAL_DISK_MB");
+  long mb = disk ? strtol(disk, NULL, 10) : 0;
+  if (mb >= 1 && mb <= (1L << 30)) g_disk_mb = (int)mb;
   g_root = xasprintf("%s/sandboxes", state_dir);
   if (mkdir_p(g_root, 0700) != 0) return -errno;
   if (runtime_state_dir_mode() != 0700 &&

@@ -33,6 +33,9 @@ typedef struct sb_metric {
 #define SANDBOX_CPUS 2 /* nominal: sandboxes share the host's CPUs and memory */
 #define SANDBOX_MEMORY_MB 512
 #define SANDBOX_DISK_MB 10240
+/* diskSizeMB: SANDBOX_DISK_MB, or E2B_LOCAL_DISK_MB from the environment. */
+int sandbox_disk_mb(void);
+#define SANDBOX_PIDS_MAX 1024 /* processes + threads, enforced by the pids cgroup */
 #define SB_LOG_CAP 1000
 #define SB_METRIC_CAP 720 /* one hour at one sample per 5 s */
 
@@ -68,6 +71,7 @@ typedef struct sandbox {
   sb_state state;
   int paused_memory;
   int64_t end_at_ms;
+  const char *kill_reason; /* static text: the timer kills it now, never pauses (guarded by g_mu) */
   runtime rt;
   channel *chan;
   proc_table *procs;

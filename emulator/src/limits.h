@@ -1,0 +1,26 @@
+/* limits.h — per-sandbox kernel limits: the cgroup v1 memory and pids
+ * controllers, one child cgroup per sandbox under the server's own. */
+#ifndef EMU_LIMITS_H
+#define EMU_LIMITS_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+typedef struct limits {
+  char *mem;  /* memory cgroup directory, or NULL */
+  char *pids; /* pids cgroup directory, or NULL */
+} limits;
+
+/* Finds the hierarchies; logs once what this host cannot enforce. */
+void limits_init(void);
+/* Creates the sandbox's cgroups with their limits. What cannot be created is
+ * left NULL (the sandbox starts anyway: limits_report says so). */
+void limits_create(limits *l, const char *id, uint64_t mem_bytes, int pids_max);
+/* The cgroup.procs files a new sandbox joins (NULL-terminated, up to 2). */
+void limits_procs(const limits *l, char *out[3]);
+/* Removes the cgroups (every process must be gone). */
+void limits_destroy(limits *l);
+/* {"memory": "cgroup-v1"|"unavailable", "pids": ..., "disk": "watched"} */
+json_t *limits_report(void);
+
+#endif

@@ -1,0 +1,224 @@
+-- Containment of the sandbox runtime: what root inside a sandbox can reach
+-- of the agent, the server and the host, and the resource limits a sandbox
+-- runs under. Every attack runs inside a sandbox; h.assert_healthy then
+-- proves the server and the bystander sandboxes survived it.
+local h = require("spec.helpers")
+
+if h.live then return end
+
+-- Runs cmd as root in sbx (one user per sandbox: lua-e2b's output
+-- directory under /tmp belongs to the first user that runs a command).
+local function run(sbx, cmd, opts)
+  opts = opts or {}
+  return assert(sbx:run(cmd, { user = opts.user or "root", timeout_ms = opts.timeout_ms }))
+end
+
+-- Runs a python3 program as root in sbx; returns its stdout.
+local function py_root(sbx, program, opts)
+  local r = run(sbx, "python3 -c " .. h.shell_quote(program) .. " 2>&1", opts)
+  return r.stdout, r
+end
+
+-- As root: ptrace pid 1 (the agent), then take its socket (fd 3) with
+-- pidfd_getfd and, if that works, send a reply claiming a 1 TiB body.
+local STEAL_SOCKET = [[
+import ctypes, os, socket, struct
+libc = ctypes.CDLL(None, use_errno=True)
+libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]
+if libc.ptrace(16, 1, None, None) == 0:
+    os.waitpid(1, 0x40000000)
+    libc.ptrace(17, 1, None, None)
+    print("ptrace attached")
+else:
+    print("ptrace refused", ctypes.get_errno())
+try:
+    print("fd3 is", os.readlink("/proc/1/fd/3"))
+except OSError as e:
+    print("fd3 hidden", e.errno)
+pidfd = os.pidfd_open(1)
+fd = libc.syscall(438, pidfd, 3, 0)
+if fd < 0:
+    print("getfd refused", ctypes.get_errno())
+else:
+    s = socket.socket(fileno=fd)
+    body = os.memfd_create("x")
+    os.ftruncate(body, 1 << 40)
+    hdr = struct.pack("<IIiI", 101, 0, 0, 1)
+    s.sendmsg([hdr], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack("i", body))])
+    print("forged message sent")
+]]
+
+-- Forks until fork fails; the children wait in pause() and are killed.
+local FORK_BOMB = [[
+import os, signal
+kids = []
+try:
+    for _ in range(1500):
+        pid = os.fork()
+        if pid == 0:
+            signal.pause()
+            os._exit(0)
+        kids.append(pid)
+except OSError as e:
+    print("fork failed", e.errno)
+for k in kids:
+    os.kill(k, signal.SIGKILL)
+for k in kids:
+    os.waitpid(k, 0)
+print("forked", len(kids))
+]]
+
+-- Run by a fresh lua under its own e2b-local with diskSizeMB 32: writes
+-- 48 MiB to /tmp and waits for the disk watch to end the sandbox.
+local DISK_FILLER = [[
+local e2b = require("e2b")
+local c = assert(e2b.client{})
+local sbx = assert(c:create{})
+local raw = assert(require("e2b.rt").finish(c._h:describe(sbx.sandbox_id)))
+io.write("disk=", tostring(raw.disk_size_mb), "\n")
+local r = sbx:run("head -c 48M /dev/zero >/tmp/fill && echo wrote", { user = "root" })
+io.write("run=", r and r.stdout or "failed\n")
+for _ = 1, 100 do
+  local info, err = c:describe(sbx.sandbox_id)
+  if not info then io.write("gone=", err.kind, "\n") break end
+  e2b.sleep(200)
+end
+]]
+
+-- The e2b-local serving these specs (an ancestor of this process): its
+-- pid and executable (the disk spec starts the same build).
+local function server()
+  local out = h.host([[p=$$; while [ "$p" -gt 1 ]; do e=$(readlink /proc/$p/exe);
+    case $e in */e2b-local) echo "$p $e"; exit;; esac; p=$(awk '{print $4}' /proc/$p/stat); done]])
+  local pid, bin = out:match("^(%d+) (%S+)\n")
+  return assert(pid, "not run under e2b-local exec"), bin
+end
+
+local function server_bin() return select(2, server()) end
+
+describe("sandbox runtime containment", function()
+  local client, bystander
+  setup(function()
+    client = h.client()
+  end)
+  before_each(function() bystander = h.sandbox({}, client) end)
+  after_each(h.cleanup)
+
+  it("keeps the agent out of reach: root cannot ptrace it or take its socket", function()
+    local sbx = h.sandbox({}, client)
+    local out = py_root(sbx, STEAL_SOCKET)
+    assert.truthy(out:find("ptrace refused 1\n", 1, true), out)
+    assert.truthy(out:find("fd3 hidden", 1, true), out)
+    assert.truthy(out:find("getfd refused 1\n", 1, true), out)
+    assert.is_nil(out:find("forged", 1, true), out)
+    assert.are.equal("ok\n", run(sbx, "echo ok").stdout)
+    h.assert_healthy({ bystander }, client)
+  end)
+
+  it("gives the agent no host descriptor: root cannot read or write the server's log", function()
+    local sbx = h.sandbox({}, client)
+    local r = run(sbx, "for f in 0 1 2 3; do timeout 1 cat /proc/1/fd/$f </dev/null >/dev/null 2>&1 && echo read$f;"
+      .. " (echo x >/proc/1/fd/$f) 2>/dev/null && echo wrote$f; readlink /proc/1/fd/$f; done; echo done")
+    assert.are.equal("done\n", r.stdout)
+    -- Seen from the host: every agent of this server has /dev/null and a
+    -- pipe of its own as 0/1/2, never the server's stdout or stderr.
+    local pid = server()
+    local fds = h.host(("readlink /proc/%s/fd/1 /proc/%s/fd/2; for a in $(pgrep -P %s -x bwrap); do"
+      .. " for c in $(pgrep -P $a); do echo agent; readlink /proc/$c/fd/0 /proc/$c/fd/1 /proc/$c/fd/2; done; done")
+      :format(pid, pid, pid))
+    local server_out, server_err, agents = fds:match("^(%S+)\n(%S+)\n(.*)$")
+    assert.truthy(agents and agents:find("agent", 1, true), fds)
+    local checked = 0
+    for stdin, out, err in agents:gmatch("agent\n(%S+)\n(%S+)\n(%S+)\n") do
+      checked = checked + 1
+      assert.are.equal("/dev/null", stdin)
+      assert.truthy(out:find("^pipe:"), out)
+      assert.are.equal(out, err)
+      assert.are_not.equal(server_out, out)
+      assert.are_not.equal(server_err, out)
+    end
+    assert.are.equal(select(2, agents:gsub("agent\n", "")), checked)
+    -- A command sees its own 0/1/2 and nothing of the host's.
+    r = run(sbx, "ls /proc/self/fd")
+    assert.are.equal("0\n1\n2\n3\n", r.stdout) -- 3: the directory ls is reading
+    -- The API key and the admin token are nowhere a sandbox process can read: every descriptor,
+    -- environment and command line in the sandbox (but the scanning
+    -- shell's own) is copied out and searched here, on the host side.
+    run(sbx, "for f in /proc/[0-9]*/fd/* /proc/[0-9]*/environ /proc/[0-9]*/cmdline; do"
+      .. " case $f in /proc/$$/*) continue;; esac;"
+      .. " timeout 0.2 head -c 65536 \"$f\" </dev/null 2>/dev/null; done >/tmp/scan", { timeout_ms = 60000 })
+    local seen = assert(sbx.files:read("/tmp/scan"))
+    assert.truthy(seen:find("python3", 1, true) or seen:find("bash", 1, true) or seen:find("sh", 1, true))
+    assert.is_nil(seen:find(assert(os.getenv("E2B_API_KEY")), 1, true))
+    assert.is_nil(seen:find(assert(os.getenv("E2B_LOCAL_ADMIN_TOKEN")), 1, true))
+    h.assert_healthy({ bystander }, client)
+  end)
+
+  it("hides the host's /etc secrets and keeps /proc/sys read-only", function()
+    local sbx = h.sandbox({}, client)
+    local host_domain = h.host("cat /proc/sys/kernel/domainname")
+    local r = run(sbx, "cat /etc/shadow- /etc/gshadow- 2>/dev/null | wc -c; ls -A /etc/ssl/private 2>/dev/null | wc -l;"
+      .. " cat /etc/shadow /etc/gshadow | wc -c")
+    assert.are.equal("0\n0\n0\n", r.stdout)
+    r = run(sbx, "echo pwned >/proc/sys/kernel/domainname 2>/dev/null && echo wrote-domainname;"
+      .. " python3 -c 'import os; os.close(os.open(\"/proc/sysrq-trigger\", os.O_WRONLY))' 2>/dev/null && echo opened-sysrq;"
+      .. " echo done")
+    assert.are.equal("done\n", r.stdout)
+    assert.are.equal(host_domain, h.host("cat /proc/sys/kernel/domainname"))
+    -- The base userland still works on the /etc it is given.
+    r = run(sbx, "python3 -c 'print(1)' && curl --version >/dev/null && bash -c 'echo b' && ps -p 1 -o pid= "
+      .. "&& tar --version >/dev/null && getent passwd user | cut -d: -f1 && ls /etc/ssl/certs | grep -c . >/dev/null && echo works")
+    assert.are.equal("1\nb\n      1\nuser\nworks\n", r.stdout)
+    h.assert_healthy({ bystander }, client)
+  end)
+
+  it("says how each limit is enforced: e2b-local's /health and the client's doctor", function()
+    local report = assert(client:doctor())
+    local mem, pids = (report.limits or ""):match("^memory=(%S+) pids=(%S+) disk=watched$")
+    assert.truthy(mem, report.limits)
+    -- what this host offers decides the answer: a cgroup v1 hierarchy or nothing
+    local v1 = h.host("test -d /sys/fs/cgroup/memory && test -d /sys/fs/cgroup/pids && echo v1") == "v1\n"
+    assert.are.equal(v1 and "cgroup-v1" or "unavailable", mem)
+    assert.are.equal(v1 and "cgroup-v1" or "unavailable", pids)
+    h.assert_healthy({ bystander }, client)
+  end)
+
+  it("caps the number of processes: a fork bomb stops short of 1500", function()
+    local sbx = h.sandbox({}, client)
+    local out = py_root(sbx, FORK_BOMB, { user = "user", timeout_ms = 60000 })
+    local n = tonumber(out:match("forked (%d+)"))
+    assert.truthy(n, out)
+    assert.is_true(n < 1500, out)
+    assert.truthy(out:find("fork failed 11", 1, true), out) -- EAGAIN
+    assert.are.equal("ok\n", run(sbx, "echo ok", { user = "user" }).stdout)
+    h.assert_healthy({ bystander }, client)
+  end)
+
+  it("caps memory at the reported memoryMB: 2 GiB kills the offender, not the sandbox", function()
+    local sbx = h.sandbox({}, client)
+    -- the limit is the memoryMB the control plane reports for the sandbox
+    local raw = assert(require("e2b.rt").finish(client._h:describe(sbx.sandbox_id)))
+    assert.are.equal(512, raw.memory_mb)
+    local _, r = py_root(sbx, "b = bytearray(b'\\1') * (2 << 30); print('allocated', len(b))",
+      { timeout_ms = 60000 })
+    assert.is_nil(r.stdout:find("allocated", 1, true), r.stdout)
+    assert.are_not.equal(0, r.exit_code)
+    assert.are.equal("ok\n", run(sbx, "echo ok").stdout)
+    h.assert_healthy({ bystander }, client)
+  end)
+
+  it("ends a sandbox whose files outgrow the reported diskSizeMB (watched, not kernel-enforced)", function()
+    local words = { "env -u E2B_API_URL -u E2B_SANDBOX_URL -u E2B_DOMAIN -u E2B_API_KEY E2B_LOCAL_DISK_MB=32",
+      h.shell_quote(server_bin()), "exec -- env", "LUA_PATH=" .. h.shell_quote(package.path),
+      "LUA_CPATH=" .. h.shell_quote(package.cpath), h.lua_bin, "-e", h.shell_quote(DISK_FILLER), "2>&1" }
+    local preload = os.getenv("LD_PRELOAD") -- sanitizer runs: as h.fresh_lua does
+    if preload then
+      table.insert(words, 4, "LD_PRELOAD=" .. h.shell_quote(preload) .. " ASAN_OPTIONS=detect_leaks=0")
+    end
+    local out = h.host(table.concat(words, " "))
+    assert.truthy(out:find("disk=32\n", 1, true), out)
+    assert.truthy(out:find("run=wrote\n", 1, true), out)
+    assert.truthy(out:find("gone=not_found\n", 1, true), out)
+    h.assert_healthy({ bystander }, client)
+  end)
+end)
