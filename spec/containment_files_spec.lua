@@ -33,6 +33,21 @@ local function kib(pid, field)
   return tonumber(assert(status:match(field .. ":%s*(%d+) kB")))
 end
 
+-- A bwrap process on the host binds this sandbox's home over /home/user
+-- (the sandbox boots while create returns: wait a little for it).
+local function held_by_bwrap(id)
+  for _ = 1, 100 do
+    for pid in h.host("ls /proc"):gmatch("%d+") do
+      local f = io.open("/proc/" .. pid .. "/cmdline")
+      local args = f and f:read("a") or ""
+      if f then f:close() end
+      if args:match("^[^%z]*bwrap%z") and args:find("/sandboxes/" .. id .. "/home%z/home/user%z") then return true end
+    end
+    h.e2b.sleep(50)
+  end
+  return false
+end
+
 local function denied(ok, err)
   assert.is_nil(ok)
   assert.are.equal(403, err.status, tostring(err))
@@ -47,9 +62,13 @@ describe("file operations (containment)", function()
   end)
   teardown(h.cleanup)
 
-  -- sbx as user and the same sandbox as root
+  -- sbx as user and the same sandbox as root. Without bubblewrap e2b-local
+  -- runs sandboxes on the host itself, where these attacks (Remove "/", root
+  -- writes) would hit the host: refuse to go on unless bwrap holds this one.
   local function pair()
     local sbx = h.sandbox({}, client)
+    assert(held_by_bwrap(sbx.sandbox_id),
+      "these attacks need e2b-local's bubblewrap isolation: not running them on the host")
     -- lua-e2b keeps run output under /tmp/.e2b-proc: user makes it first,
     -- else root's first run leaves it root's
     assert(sbx:run("true"))

@@ -5,15 +5,36 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { readFileSync, writeFileSync } from 'node:fs'
 import { Sandbox } from './sdk.mjs'
-import { useServer } from './helpers.mjs'
+import { pidsWithCmdline, sleep, useServer } from './helpers.mjs'
 
 const S = useServer()
 const DENIED = /permission denied|permission_denied|403/i
 let bystander
 
+// A bwrap process on the host binds the sandbox's home over /home/user (the
+// sandbox boots while create returns: wait a little for it).
+async function heldByBwrap(id) {
+  for (let i = 0; i < 100; i++) {
+    const held = pidsWithCmdline(`/sandboxes/${id}/home\0/home/user\0`).some((pid) => {
+      try {
+        return /(^|\/)bwrap$/.test(readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')[0])
+      } catch {
+        return false
+      }
+    })
+    if (held) return true
+    await sleep(50)
+  }
+  return false
+}
+
 // The first sandbox of the file is the bystander every check looks at.
+// Without bubblewrap e2b-local runs sandboxes on the host itself, where these
+// attacks (remove('/'), root writes) would hit the host: each sandbox must be
+// held by bwrap before anything runs in it.
 async function sandbox() {
   const sbx = await Sandbox.create({ ...S.opts, timeoutMs: 120_000 })
+  assert.ok(await heldByBwrap(sbx.sandboxId), "these attacks need e2b-local's bubblewrap isolation: not running them on the host")
   if (!bystander) {
     bystander = sbx
     return sandbox()
