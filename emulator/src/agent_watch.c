@@ -26,6 +26,7 @@ typedef struct wdir {
 typedef struct awatch {
   uint32_t id;
   int fd, recursive, entry;
+  int uid, gid; /* who asked: later subdirectories and entries are theirs to see */
   char *root; /* sandbox path */
   wdir *dirs;
   size_t n, cap;
@@ -90,7 +91,10 @@ int aw_watch(json_t *req, json_t **out) {
   w->recursive = json_is_true(json_object_get(req, "recursive"));
   w->entry = json_is_true(json_object_get(req, "entry"));
   w->root = xstrdup(path);
-  add_dir(w, "");
+  w->uid = (int)json_integer_value(json_object_get(req, "uid"));
+  w->gid = (int)json_integer_value(json_object_get(req, "gid"));
+  if (!json_is_integer(json_object_get(req, "uid"))) w->uid = w->gid = 1000;
+  add_dir(w, ""); /* the caller (agent.c) runs this as that user */
   if (w->n == 0) {
     free_watch(w);
     return EACCES;
@@ -130,11 +134,25 @@ static const char *event_type(uint32_t mask) {
   return NULL;
 }
 
+static void read_events(awatch *w, int sock);
+
 void aw_read(uint32_t id, int sock) {
   awatch *w = NULL;
   for (int i = 0; i < MAX_WATCHES && !w; i++)
     if (g_w[i] && g_w[i]->id == id) w = g_w[i];
   if (!w) return;
+  if (ident_enter(w->uid, w->gid) != 0) {
+    char drop[4096]; /* cannot act as its user: drop, never spin on them */
+    while (read(w->fd, drop, sizeof drop) > 0) {
+    }
+    return;
+  }
+  read_events(w, sock);
+  ident_leave();
+}
+
+/* Sends the pending events of w up, as its user. */
+static void read_events(awatch *w, int sock) {
   char buf[16384] __attribute__((aligned(__alignof__(struct inotify_event))));
   for (;;) {
     ssize_t n = read(w->fd, buf, sizeof buf);
