@@ -371,18 +371,17 @@ static int pseudo_fs(int fd) {
   return 0;
 }
 
-/* Opens as the current (user's) identity. O_NONBLOCK keeps a FIFO from
- * blocking the agent; only regular data files pass; truncation happens only
- * after that check, as the user (so the kernel clears set-id bits as it
- * would for the user's own write). */
+/* Opens as the current (user's) identity, so an O_TRUNC clears set-id bits
+ * as the user's own open would. O_NONBLOCK keeps a FIFO from blocking the
+ * agent (the kernel truncates regular files only); only regular data files
+ * pass. */
 static int open_regular(const char *real, int flags, mode_t mode, int *fd_out, struct stat *st) {
-  int fd = open(real, (flags & ~O_TRUNC) | O_NONBLOCK | O_CLOEXEC | O_NOCTTY, mode);
+  int fd = open(real, flags | O_NONBLOCK | O_CLOEXEC | O_NOCTTY, mode);
   if (fd < 0) return errno;
   int err = 0;
   if (fstat(fd, st) != 0) err = errno;
   else if (S_ISDIR(st->st_mode)) err = EISDIR;
   else if (!S_ISREG(st->st_mode) || pseudo_fs(fd)) err = EINVAL;
-  else if ((flags & O_TRUNC) && ftruncate(fd, 0) != 0) err = errno;
   if (err) {
     close(fd);
     return err;
