@@ -97,6 +97,21 @@ test('Filesystem RPCs run as the requested user', async () => {
   await assertHealthy()
 })
 
+test('a recursive watch as user reports nothing from inside a directory user may not read', async () => {
+  const sbx = await sandbox()
+  const seen = []
+  const w = await sbx.files.watchDir('/tmp', (e) => seen.push(e.name), { recursive: true })
+  // the pauses let the agent follow each new directory before it is filled
+  await asRoot(sbx, 'mkdir -m 700 /tmp/rootdir; sleep 0.3; printf x > /tmp/rootdir/secret-name; ' +
+    'mkdir -m 755 /tmp/open; sleep 0.3; printf x > /tmp/open/visible')
+  for (let i = 0; i < 100 && !seen.includes('open/visible'); i++) await sleep(50)
+  await w.stop()
+  assert.ok(seen.includes('open/visible'), JSON.stringify(seen))
+  assert.ok(!seen.some((n) => n.includes('secret-name')), JSON.stringify(seen))
+  await sbx.kill()
+  await assertHealthy()
+})
+
 test("remove('/') as the default user is refused and root's entries stay", async () => {
   const sbx = await sandbox()
   await asRoot(sbx, 'mkdir /tmp/rootdir; printf x > /tmp/rootdir/f; printf y > /root/keep')
