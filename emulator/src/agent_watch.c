@@ -134,24 +134,8 @@ static const char *event_type(uint32_t mask) {
   return NULL;
 }
 
-static void read_events(awatch *w, int sock);
-
-void aw_read(uint32_t id, int sock) {
-  awatch *w = NULL;
-  for (int i = 0; i < MAX_WATCHES && !w; i++)
-    if (g_w[i] && g_w[i]->id == id) w = g_w[i];
-  if (!w) return;
-  if (ident_enter(w->uid, w->gid) != 0) {
-    char drop[4096]; /* cannot act as its user: drop, never spin on them */
-    while (read(w->fd, drop, sizeof drop) > 0) {
-    }
-    return;
-  }
-  read_events(w, sock);
-  ident_leave();
-}
-
-/* Sends the pending events of w up, as its user. */
+/* Sends the pending events of w up; what it looks at (new subdirectories,
+ * entries) it looks at as the watch's user. */
 static void read_events(awatch *w, int sock) {
   char buf[16384] __attribute__((aligned(__alignof__(struct inotify_event))));
   for (;;) {
@@ -167,12 +151,19 @@ static void read_events(awatch *w, int sock) {
         if (w->dirs[i].wd == ev->wd) rel = w->dirs[i].rel;
       if (!rel) continue;
       char *name = *rel ? xasprintf("%s/%s", rel, ev->name) : xstrdup(ev->name);
-      if (w->recursive && (ev->mask & IN_ISDIR) && (ev->mask & (IN_CREATE | IN_MOVED_TO))) add_dir(w, name);
+      if (w->recursive && (ev->mask & IN_ISDIR) && (ev->mask & (IN_CREATE | IN_MOVED_TO)) &&
+          ident_enter(w->uid, w->gid) == 0) {
+        add_dir(w, name);
+        ident_leave();
+      }
       json_t *body = json_pack("{s:i, s:s, s:s}", "id", (int)w->id, "name", name, "type", type);
       if (w->entry && !(ev->mask & (IN_DELETE | IN_MOVED_FROM))) {
         char *virt = xasprintf("%s/%s", strcmp(w->root, "/") == 0 ? "" : w->root, name);
         json_t *req = json_pack("{s:s}", "path", virt), *st = NULL;
-        if (afs_stat(req, &st) == 0) json_object_set(body, "entry", json_object_get(st, "entry"));
+        if (ident_enter(w->uid, w->gid) == 0) {
+          if (afs_stat(req, &st) == 0) json_object_set(body, "entry", json_object_get(st, "entry"));
+          ident_leave();
+        }
         json_decref(st);
         json_decref(req);
         free(virt);
@@ -182,4 +173,11 @@ static void read_events(awatch *w, int sock) {
       free(name);
     }
   }
+}
+
+void aw_read(uint32_t id, int sock) {
+  awatch *w = NULL;
+  for (int i = 0; i < MAX_WATCHES && !w; i++)
+    if (g_w[i] && g_w[i]->id == id) w = g_w[i];
+  if (w) read_events(w, sock);
 }
