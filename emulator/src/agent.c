@@ -338,18 +338,37 @@ static void egress_accept_all(int ls) {
   }
 }
 
+/* Runs one file operation as the request's user (agent_ident.c). */
+static int fs_op(const ipc_msg *m, json_t **out, int *fd) {
+  int err = ident_enter_req(m->body);
+  if (err) return err;
+  switch (m->type) {
+  case IPC_STAT: err = afs_stat(m->body, out); break;
+  case IPC_LISTDIR: err = afs_listdir(m->body, out); break;
+  case IPC_MKDIR: err = afs_mkdir(m->body, out); break;
+  case IPC_MOVE: err = afs_move(m->body, out); break;
+  case IPC_REMOVE: err = afs_remove(m->body, out); break;
+  case IPC_OPEN_READ: err = afs_open_read(m->body, out, fd); break;
+  case IPC_OPEN_WRITE: err = afs_open_write(m->body, out, fd); break;
+  case IPC_WATCH: err = aw_watch(m->body, out); break;
+  default: err = ENOSYS; break;
+  }
+  ident_leave();
+  return err;
+}
+
 static void handle_fs(const ipc_msg *m) {
   json_t *out = NULL;
   int fd = -1, err;
   switch (m->type) {
-  case IPC_STAT: err = afs_stat(m->body, &out); break;
-  case IPC_LISTDIR: err = afs_listdir(m->body, &out); break;
-  case IPC_MKDIR: err = afs_mkdir(m->body, &out); break;
-  case IPC_MOVE: err = afs_move(m->body, &out); break;
-  case IPC_REMOVE: err = afs_remove(m->body, &out); break;
-  case IPC_OPEN_READ: err = afs_open_read(m->body, &out, &fd); break;
-  case IPC_OPEN_WRITE: err = afs_open_write(m->body, &out, &fd); break;
-  case IPC_WATCH: err = aw_watch(m->body, &out); break;
+  case IPC_STAT:
+  case IPC_LISTDIR:
+  case IPC_MKDIR:
+  case IPC_MOVE:
+  case IPC_REMOVE:
+  case IPC_OPEN_READ:
+  case IPC_OPEN_WRITE:
+  case IPC_WATCH: err = fs_op(m, &out, &fd); break;
   case IPC_UNWATCH: err = aw_unwatch(m->body, &out); break;
   case IPC_CONNECT: err = agent_connect_port(m->body, &out, &fd); break;
   default: err = ENOSYS; break;

@@ -29,6 +29,15 @@ int afs_remove(json_t *req, json_t **out);
 int afs_open_read(json_t *req, json_t **out, int *fd);
 int afs_open_write(json_t *req, json_t **out, int *fd);
 
+/* ---- agent_ident.c: the user a file operation runs as ---- */
+
+/* Takes uid/gid as the filesystem identity until ident_leave (a no-op for
+ * root, or when the agent itself is not privileged); 0 or an errno. */
+int ident_enter(int uid, int gid);
+/* The same from a request's "uid"/"gid" (absent: the unprivileged user). */
+int ident_enter_req(json_t *req);
+void ident_leave(void);
+
 /* ---- agent_watch.c ---- */
 int aw_watch(json_t *req, json_t **out);
 int aw_unwatch(json_t *req, json_t **out);

@@ -3,11 +3,14 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <limits.h>
+#include <linux/magic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
@@ -17,7 +20,12 @@
 #include "util.h"
 
 #define MAX_MAPS 4
-#define LIST_MAX_ENTRIES 100000
+/* ListDir's bounds (envd has none; e2b-local keeps memory bounded): about
+ * 250 bytes of answer per entry, several times that while it is relayed. */
+#define LIST_MAX_ENTRIES 20000
+#define LIST_MAX_ENTRIES_S "20000"
+#define LIST_MAX_DEPTH 64
+#define LIST_MAX_DEPTH_S "64"
 
 static struct {
   char *virt, *real;
@@ -191,28 +199,45 @@ static char *join(const char *dir, const char *name) {
   return strcmp(dir, "/") == 0 ? xasprintf("/%s", name) : xasprintf("%s/%s", dir, name);
 }
 
-static int list_into(json_t *arr, const char *virt, int depth) {
+/* One listing's bounds: the answer is built in memory here and in the
+ * server, so it is refused (clearly) rather than grown without limit. */
+typedef struct listing {
+  json_t *arr;
+  const char *why; /* set with E2BIG */
+} listing;
+
+/* Lists dir `virt` (whose entries are at `level`), `depth` levels down. */
+static int list_into(listing *l, const char *virt, int depth, int level) {
   char *real = afs_to_real(virt);
   DIR *d = opendir(real);
   free(real);
-  if (!d) return errno;
+  if (!d) return level == 1 ? errno : 0; /* unreadable subdirectories are listed, not entered */
+  int err = 0;
   struct dirent *de;
-  while ((de = readdir(d))) {
+  while (!err && (de = readdir(d))) {
     if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0) continue;
-    if (json_array_size(arr) >= LIST_MAX_ENTRIES) break;
+    if (json_array_size(l->arr) >= LIST_MAX_ENTRIES) {
+      l->why = "the listing has more than " LIST_MAX_ENTRIES_S " entries: list a smaller depth or a subdirectory";
+      err = E2BIG;
+      break;
+    }
     char *child = join(virt, de->d_name);
-    int err = 0;
-    json_t *e = entry_info(child, &err);
+    int ignored = 0;
+    json_t *e = entry_info(child, &ignored);
     if (e) {
       int is_dir = strcmp(json_string_value(json_object_get(e, "type")), "FILE_TYPE_DIRECTORY") == 0;
-      json_array_append_new(arr, e);
-      /* Unreadable subdirectories are listed but not descended into. */
-      if (is_dir && depth > 1) list_into(arr, child, depth - 1);
+      json_array_append_new(l->arr, e);
+      if (is_dir && depth > 1 && level >= LIST_MAX_DEPTH) {
+        l->why = "the tree is deeper than " LIST_MAX_DEPTH_S " levels: list a smaller depth or a subdirectory";
+        err = E2BIG;
+      } else if (is_dir && depth > 1) {
+        err = list_into(l, child, depth - 1, level + 1);
+      }
     }
     free(child);
   }
   closedir(d);
-  return 0;
+  return err;
 }
 
 int afs_listdir(json_t *req, json_t **out) {
@@ -223,13 +248,14 @@ int afs_listdir(json_t *req, json_t **out) {
   free(real);
   if (rc != 0) return errno;
   if (!S_ISDIR(st.st_mode)) return ENOTDIR;
-  json_t *arr = json_array();
-  int err = list_into(arr, virt, req_int(req, "depth", 1));
+  listing l = {json_array(), NULL};
+  int err = list_into(&l, virt, req_int(req, "depth", 1), 1);
   if (err) {
-    json_decref(arr);
+    json_decref(l.arr);
+    if (l.why) *out = json_pack("{s:s}", "message", l.why);
     return err;
   }
-  *out = json_pack("{s:o}", "entries", arr);
+  *out = json_pack("{s:o}", "entries", l.arr);
   return 0;
 }
 
@@ -294,32 +320,71 @@ int afs_move(json_t *req, json_t **out) {
   return 0;
 }
 
+/* Go's os.RemoveAll (what envd uses) as the user: removes what it may and
+ * reports the first refusal. Never follows a symlink nor leaves the mount. */
+static int g_rm_err;
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+  (void)st;
+  (void)ftw;
+  int err = 0;
+  if (flag == FTW_NS) err = EACCES; /* could not even look at it */
+  else if ((flag == FTW_DP || flag == FTW_DNR) ? rmdir(path) != 0 : unlink(path) != 0) err = errno;
+  if (flag == FTW_DNR && err) err = EACCES; /* its entries could not be listed */
+  /* a refusal explains a directory left non-empty better than ENOTEMPTY */
+  if (err && (!g_rm_err || g_rm_err == ENOTEMPTY || g_rm_err == EBUSY)) g_rm_err = err;
+  return 0; /* keep going */
+}
+
 int afs_remove(json_t *req, json_t **out) {
   char *real = afs_to_real(req_str(req, "path"));
   struct stat st;
   int err = 0;
-  /* Like Go's os.RemoveAll (what envd uses): a missing path is not an error. */
+  /* a missing path is not an error */
   if (lstat(real, &st) == 0) {
-    if (S_ISDIR(st.st_mode)) {
-      rm_rf(real);
-      if (lstat(real, &st) == 0) err = EBUSY;
-    } else if (unlink(real) != 0) {
-      err = errno;
-    }
+    g_rm_err = 0;
+    if (nftw(real, rm_entry, 32, FTW_DEPTH | FTW_PHYS | FTW_MOUNT) != 0) g_rm_err = errno;
+    err = g_rm_err;
+    if (!err && lstat(real, &st) == 0) err = EBUSY; /* e.g. a mount point below */
+  } else if (errno != ENOENT) {
+    err = errno;
   }
   free(real);
   if (!err) *out = json_object();
   return err;
 }
 
-/* O_NONBLOCK keeps a FIFO from blocking the agent; only regular files pass. */
+/* Kernel pseudo-files (procfs, sysfs…) act on the context of whoever
+ * reads or writes them, not of whoever opened them: a descriptor passed to
+ * the server would read or set the host's values (/proc/sys/kernel/domainname
+ * is the host's in the server's UTS namespace). Only data files pass. */
+static int pseudo_fs(int fd) {
+  static const unsigned long magic[] = {PROC_SUPER_MAGIC, SYSFS_MAGIC, CGROUP_SUPER_MAGIC,
+                                        CGROUP2_SUPER_MAGIC, DEBUGFS_MAGIC, TRACEFS_MAGIC,
+                                        SECURITYFS_MAGIC, SELINUX_MAGIC, SMACK_MAGIC, BPF_FS_MAGIC,
+                                        EFIVARFS_MAGIC, PSTOREFS_MAGIC, BINFMTFS_MAGIC,
+                                        0x62656570 /* configfs */, 0x65735543 /* fusectl */};
+  struct statfs sf;
+  if (fstatfs(fd, &sf) != 0) return 1;
+  for (size_t i = 0; i < sizeof magic / sizeof magic[0]; i++)
+    if ((unsigned long)sf.f_type == magic[i]) return 1;
+  return 0;
+}
+
+/* Opens as the current (user's) identity, so an O_TRUNC clears set-id bits
+ * as the user's own open would. O_NONBLOCK keeps a FIFO from blocking the
+ * agent (the kernel truncates regular files only); only regular data files
+ * pass. */
 static int open_regular(const char *real, int flags, mode_t mode, int *fd_out, struct stat *st) {
   int fd = open(real, flags | O_NONBLOCK | O_CLOEXEC | O_NOCTTY, mode);
   if (fd < 0) return errno;
-  if (fstat(fd, st) != 0 || !S_ISREG(st->st_mode)) {
-    int e = S_ISDIR(st->st_mode) ? EISDIR : EINVAL;
+  int err = 0;
+  if (fstat(fd, st) != 0) err = errno;
+  else if (S_ISDIR(st->st_mode)) err = EISDIR;
+  else if (!S_ISREG(st->st_mode) || pseudo_fs(fd)) err = EINVAL;
+  if (err) {
     close(fd);
-    return e;
+    return err;
   }
   fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
   *fd_out = fd;

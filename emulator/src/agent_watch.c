@@ -26,6 +26,7 @@ typedef struct wdir {
 typedef struct awatch {
   uint32_t id;
   int fd, recursive, entry;
+  int uid, gid; /* who asked: later subdirectories and entries are theirs to see */
   char *root; /* sandbox path */
   wdir *dirs;
   size_t n, cap;
@@ -90,7 +91,10 @@ int aw_watch(json_t *req, json_t **out) {
   w->recursive = json_is_true(json_object_get(req, "recursive"));
   w->entry = json_is_true(json_object_get(req, "entry"));
   w->root = xstrdup(path);
-  add_dir(w, "");
+  w->uid = (int)json_integer_value(json_object_get(req, "uid"));
+  w->gid = (int)json_integer_value(json_object_get(req, "gid"));
+  if (!json_is_integer(json_object_get(req, "uid"))) w->uid = w->gid = 1000;
+  add_dir(w, ""); /* the caller (agent.c) runs this as that user */
   if (w->n == 0) {
     free_watch(w);
     return EACCES;
@@ -130,11 +134,9 @@ static const char *event_type(uint32_t mask) {
   return NULL;
 }
 
-void aw_read(uint32_t id, int sock) {
-  awatch *w = NULL;
-  for (int i = 0; i < MAX_WATCHES && !w; i++)
-    if (g_w[i] && g_w[i]->id == id) w = g_w[i];
-  if (!w) return;
+/* Sends the pending events of w up; what it looks at (new subdirectories,
+ * entries) it looks at as the watch's user. */
+static void read_events(awatch *w, int sock) {
   char buf[16384] __attribute__((aligned(__alignof__(struct inotify_event))));
   for (;;) {
     ssize_t n = read(w->fd, buf, sizeof buf);
@@ -149,12 +151,19 @@ void aw_read(uint32_t id, int sock) {
         if (w->dirs[i].wd == ev->wd) rel = w->dirs[i].rel;
       if (!rel) continue;
       char *name = *rel ? xasprintf("%s/%s", rel, ev->name) : xstrdup(ev->name);
-      if (w->recursive && (ev->mask & IN_ISDIR) && (ev->mask & (IN_CREATE | IN_MOVED_TO))) add_dir(w, name);
+      if (w->recursive && (ev->mask & IN_ISDIR) && (ev->mask & (IN_CREATE | IN_MOVED_TO)) &&
+          ident_enter(w->uid, w->gid) == 0) {
+        add_dir(w, name);
+        ident_leave();
+      }
       json_t *body = json_pack("{s:i, s:s, s:s}", "id", (int)w->id, "name", name, "type", type);
       if (w->entry && !(ev->mask & (IN_DELETE | IN_MOVED_FROM))) {
         char *virt = xasprintf("%s/%s", strcmp(w->root, "/") == 0 ? "" : w->root, name);
         json_t *req = json_pack("{s:s}", "path", virt), *st = NULL;
-        if (afs_stat(req, &st) == 0) json_object_set(body, "entry", json_object_get(st, "entry"));
+        if (ident_enter(w->uid, w->gid) == 0) {
+          if (afs_stat(req, &st) == 0) json_object_set(body, "entry", json_object_get(st, "entry"));
+          ident_leave();
+        }
         json_decref(st);
         json_decref(req);
         free(virt);
@@ -164,4 +173,11 @@ void aw_read(uint32_t id, int sock) {
       free(name);
     }
   }
+}
+
+void aw_read(uint32_t id, int sock) {
+  awatch *w = NULL;
+  for (int i = 0; i < MAX_WATCHES && !w; i++)
+    if (g_w[i] && g_w[i]->id == id) w = g_w[i];
+  if (w) read_events(w, sock);
 }

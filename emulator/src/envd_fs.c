@@ -1,5 +1,6 @@
 /* envd_fs.c — filesystem.Filesystem: Stat, ListDir, MakeDir, Move, Remove.
- * The work happens in the agent, inside the sandbox's mount namespace. */
+ * The work happens in the agent, inside the sandbox's mount namespace, as
+ * the call's user. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdlib.h>
@@ -27,6 +28,8 @@ static int fs_call(rpc_call *c, uint32_t type, json_t *req, json_t **resp, rpc_e
       rpc_fail(e, "already_exists", "%s: the directory already exists", what);
     else if (reply.err == ENOENT)
       rpc_fail(e, "not_found", "%s: no such file or directory", what);
+    else if (reply.err == E2BIG && json_string_value(json_object_get(reply.body, "message")))
+      rpc_fail(e, "out_of_range", "%s: %s", what, json_string_value(json_object_get(reply.body, "message")));
     else
       rpc_fail_errno(e, reply.err, what);
     ipc_msg_clear(&reply);
@@ -35,6 +38,13 @@ static int fs_call(rpc_call *c, uint32_t type, json_t *req, json_t **resp, rpc_e
   *resp = json_incref(reply.body);
   ipc_msg_clear(&reply);
   return 0;
+}
+
+/* Every operation runs as the call's user inside the sandbox (agent_ident.c). */
+static json_t *as_user(rpc_call *c, json_t *req) {
+  json_object_set_new(req, "uid", json_integer(c->user->uid));
+  json_object_set_new(req, "gid", json_integer(c->user->gid));
+  return req;
 }
 
 static int path_arg(rpc_call *c, const char *field, char **out, rpc_err *e) {
@@ -50,7 +60,7 @@ static int path_arg(rpc_call *c, const char *field, char **out, rpc_err *e) {
 static int stat_(rpc_call *c, json_t **resp, rpc_err *e) {
   char *path;
   if (path_arg(c, "path", &path, e)) return -1;
-  int rc = fs_call(c, IPC_STAT, json_pack("{s:s}", "path", path), resp, e, path);
+  int rc = fs_call(c, IPC_STAT, as_user(c, json_pack("{s:s}", "path", path)), resp, e, path);
   free(path);
   return rc;
 }
@@ -64,8 +74,8 @@ static int list_dir(rpc_call *c, json_t **resp, rpc_err *e) {
   }
   if (path_arg(c, "path", &path, e)) return -1;
   if (depth == 0) depth = 1;
-  if (depth > 64) depth = 64;
-  int rc = fs_call(c, IPC_LISTDIR, json_pack("{s:s, s:i}", "path", path, "depth", (int)depth), resp, e, path);
+  if (depth > 1000000) depth = 1000000; /* the agent bounds the walk itself */
+  int rc = fs_call(c, IPC_LISTDIR, as_user(c, json_pack("{s:s, s:i}", "path", path, "depth", (int)depth)), resp, e, path);
   free(path);
   return rc;
 }
@@ -73,7 +83,7 @@ static int list_dir(rpc_call *c, json_t **resp, rpc_err *e) {
 static int make_dir(rpc_call *c, json_t **resp, rpc_err *e) {
   char *path;
   if (path_arg(c, "path", &path, e)) return -1;
-  int rc = fs_call(c, IPC_MKDIR, json_pack("{s:s, s:i, s:i}", "path", path, "uid", c->user->uid, "gid", c->user->gid), resp, e, path);
+  int rc = fs_call(c, IPC_MKDIR, as_user(c, json_pack("{s:s}", "path", path)), resp, e, path);
   free(path);
   return rc;
 }
@@ -86,8 +96,7 @@ static int move(rpc_call *c, json_t **resp, rpc_err *e) {
     return -1;
   }
   int rc = fs_call(c, IPC_MOVE,
-                   json_pack("{s:s, s:s, s:i, s:i}", "source", src, "destination", dst, "uid",
-                             c->user->uid, "gid", c->user->gid),
+                   as_user(c, json_pack("{s:s, s:s}", "source", src, "destination", dst)),
                    resp, e, src);
   free(src);
   free(dst);
@@ -97,7 +106,7 @@ static int move(rpc_call *c, json_t **resp, rpc_err *e) {
 static int remove_(rpc_call *c, json_t **resp, rpc_err *e) {
   char *path;
   if (path_arg(c, "path", &path, e)) return -1;
-  int rc = fs_call(c, IPC_REMOVE, json_pack("{s:s}", "path", path), resp, e, path);
+  int rc = fs_call(c, IPC_REMOVE, as_user(c, json_pack("{s:s}", "path", path)), resp, e, path);
   free(path);
   return rc;
 }

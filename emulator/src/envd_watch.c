@@ -102,7 +102,8 @@ static watcher *start_watch(rpc_call *c, rpc_err *e) {
     return NULL;
   }
   char *path = rpc_resolve_path(c->user, p);
-  json_t *req = json_pack("{s:s, s:b, s:b}", "path", path, "recursive", recursive, "entry", entry);
+  json_t *req = json_pack("{s:s, s:b, s:b, s:i, s:i}", "path", path, "recursive", recursive, "entry", entry,
+                          "uid", c->user->uid, "gid", c->user->gid);
   ipc_msg reply;
   int rc = sandbox_call(c->sb, IPC_WATCH, req, &reply);
   json_decref(req);

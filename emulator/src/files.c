@@ -235,7 +235,7 @@ static enum MHD_Result download(http_req *r) {
   const rpc_user *u = query_user(r);
   if (!u) return http_error(c, 401, "invalid username");
   char *path = rpc_resolve_path(u, qpath);
-  json_t *req = json_pack("{s:s}", "path", path);
+  json_t *req = json_pack("{s:s, s:i, s:i}", "path", path, "uid", u->uid, "gid", u->gid);
   ipc_msg reply;
   int rc = sandbox_call(r->sb, IPC_OPEN_READ, req, &reply);
   json_decref(req);
