@@ -206,22 +206,44 @@ typedef struct listing {
   const char *why; /* set with E2BIG */
 } listing;
 
-/* Lists dir `virt` (whose entries are at `level`), `depth` levels down. */
+static int by_name(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The names in dir (without . and ..), sorted bytewise as envd lists them;
+ * NULL with *err (E2BIG past what a listing may hold). */
+static char **sorted_names(DIR *d, size_t room, size_t *n, int *err) {
+  char **names = NULL;
+  size_t cap = 0;
+  struct dirent *de;
+  *n = 0;
+  while ((de = readdir(d))) {
+    if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0) continue;
+    if (*n >= room) {
+      *err = E2BIG;
+      break;
+    }
+    if (*n == cap) names = xrealloc(names, (cap = cap ? cap * 2 : 64) * sizeof *names);
+    names[(*n)++] = xstrdup(de->d_name);
+  }
+  if (*n) qsort(names, *n, sizeof *names, by_name);
+  return names;
+}
+
+/* Lists dir `virt` (whose entries are at `level`), `depth` levels down, in
+ * name order, each directory's contents right after it (as envd walks). */
 static int list_into(listing *l, const char *virt, int depth, int level) {
   char *real = afs_to_real(virt);
   DIR *d = opendir(real);
   free(real);
   if (!d) return level == 1 ? errno : 0; /* unreadable subdirectories are listed, not entered */
   int err = 0;
-  struct dirent *de;
-  while (!err && (de = readdir(d))) {
-    if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0) continue;
-    if (json_array_size(l->arr) >= LIST_MAX_ENTRIES) {
-      l->why = "the listing has more than " LIST_MAX_ENTRIES_S " entries: list a smaller depth or a subdirectory";
-      err = E2BIG;
-      break;
-    }
-    char *child = join(virt, de->d_name);
+  size_t n = 0;
+  char **names = sorted_names(d, LIST_MAX_ENTRIES - json_array_size(l->arr), &n, &err);
+  closedir(d);
+  if (err) l->why = "the listing has more than " LIST_MAX_ENTRIES_S " entries: list a smaller depth or a subdirectory";
+  for (size_t i = 0; i < n && !err; i++) {
+    char *child = join(virt, names[i]);
     int ignored = 0;
     json_t *e = entry_info(child, &ignored);
     if (e) {
@@ -236,7 +258,8 @@ static int list_into(listing *l, const char *virt, int depth, int level) {
     }
     free(child);
   }
-  closedir(d);
+  for (size_t i = 0; i < n; i++) free(names[i]);
+  free(names);
   return err;
 }
 

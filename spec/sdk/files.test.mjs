@@ -167,3 +167,12 @@ test('downloads honour Accept-Encoding: gzip (streamed), identity otherwise, 406
   assert.equal((await raw({ 'Accept-Encoding': 'br, identity;q=0' })).status, 406)
   await sbx.kill()
 })
+
+test('list returns entries sorted by name, each directory followed by its own entries, as envd walks', async () => {
+  const sbx = await sandbox()
+  // created out of order, so directory order is not name order
+  await sbx.commands.run('mkdir -p /tmp/order && cd /tmp/order && for n in zeta b a-b a/y a/x C _u; do mkdir -p "$(dirname "$n")"; : > "$n" 2>/dev/null || mkdir -p "$n"; done')
+  const names = (await sbx.files.list('/tmp/order', { depth: 2 })).map((e) => e.path.slice('/tmp/order/'.length))
+  assert.deepEqual(names, ['C', '_u', 'a', 'a/x', 'a/y', 'a-b', 'b', 'zeta'])
+  await sbx.kill()
+})
