@@ -21,6 +21,7 @@
 #include "store.h"
 #include "envd_watch.h"
 #include "templates.h"
+#include "tree.h"
 #include "util.h"
 
 typedef struct options {

@@ -18,6 +18,7 @@
 #include "log.h"
 #include "store.h"
 #include "envd_watch.h"
+#include "tree.h"
 #include "util.h"
 #include <dirent.h>
 #include <stdarg.h>
@@ -251,8 +252,12 @@ static void watch_disk(sandbox *sb, uint64_t used) {
   int first = sb->kill_reason == NULL;
   pthread_mutex_unlock(&g_mu);
   if (!first) return;
-  log_msg("sandbox %s: its files use %llu MiB, over diskSizeMB %d: killing the sandbox", sb->id,
-          (unsigned long long)(used >> 20), g_disk_mb);
+  if (used == UINT64_MAX)
+    log_msg("sandbox %s: its files cannot be measured (a tree deeper than %d levels): killing the "
+            "sandbox", sb->id, TREE_MAX_DEPTH);
+  else
+    log_msg("sandbox %s: its files use %llu MiB, over diskSizeMB %d: killing the sandbox", sb->id,
+            (unsigned long long)(used >> 20), g_disk_mb);
   kill_soon(sb, "its files outgrew diskSizeMB");
 }
 
@@ -278,7 +283,7 @@ static void sample_locked(sandbox *sb) {
   m->ts_ms = now;
   m->cpu_pct = pct;
   m->mem_used = rss;
-  m->disk_used = disk;
+  m->disk_used = disk == UINT64_MAX ? (uint64_t)g_disk_mb << 20 : disk; /* unmeasurable: full */
   pthread_mutex_unlock(&sb->aux_mu);
   watch_disk(sb, disk);
 }

@@ -14,6 +14,7 @@
 
 #include "codec.h"
 #include "log.h"
+#include "tree.h"
 #include "util.h"
 
 typedef struct tpl {

@@ -4,8 +4,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
-#include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -111,21 +109,6 @@ int mkdir_p(const char *path, mode_t mode) {
   return rc != 0 && errno != EEXIST ? -1 : 0;
 }
 
-static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
-  (void)st;
-  (void)ftw;
-  if (flag == FTW_DP || flag == FTW_D || flag == FTW_DNR)
-    rmdir(path);
-  else
-    unlink(path);
-  return 0; /* keep going: remove as much as possible */
-}
-
-int rm_rf(const char *path) {
-  /* FTW_PHYS: never follow a symlink a sandbox planted out of its tree. */
-  return nftw(path, rm_one, 32, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
-}
-
 int write_all(int fd, const void *data, size_t n) {
   const char *p = data;
   while (n > 0) {
@@ -220,22 +203,3 @@ int copy_tree(const char *src, const char *dst) {
   return rc == 0 ? 0 : -1;
 }
 
-static uint64_t g_du; /* nftw has no context pointer: serialised by g_du_mu */
-static pthread_mutex_t g_du_mu = PTHREAD_MUTEX_INITIALIZER;
-
-static int du_one(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
-  (void)path;
-  (void)flag;
-  (void)ftw;
-  g_du += (uint64_t)st->st_blocks * 512;
-  return 0;
-}
-
-uint64_t disk_usage(const char *path) {
-  pthread_mutex_lock(&g_du_mu);
-  g_du = 0;
-  nftw(path, du_one, 32, FTW_PHYS | FTW_MOUNT);
-  uint64_t n = g_du;
-  pthread_mutex_unlock(&g_du_mu);
-  return n;
-}

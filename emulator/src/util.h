@@ -27,7 +27,6 @@ int64_t now_ms(void);  /* wall clock, ms since the epoch */
 int64_t mono_ms(void); /* monotonic clock, ms */
 
 int mkdir_p(const char *path, mode_t mode);
-int rm_rf(const char *path);
 int write_file(const char *path, const void *data, size_t n, mode_t mode);
 /* Writes via a temp file + rename so readers never see a partial file. */
 int write_file_atomic(const char *path, const void *data, size_t n, mode_t mode);
@@ -46,7 +45,5 @@ int run_wait(char *const argv[]);
 /* Copies the contents of directory src into dst (created when missing),
  * preserving modes, owners, times, symlinks and extended attributes. */
 int copy_tree(const char *src, const char *dst);
-/* Bytes used on disk by everything under path (no symlinks followed). */
-uint64_t disk_usage(const char *path);
 
 #endif

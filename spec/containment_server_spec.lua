@@ -1,0 +1,69 @@
+-- e2b-local survives what a sandbox leaves on disk: trees of any depth are
+-- removed without recursion on a request thread's small stack, and start-up
+-- survives whatever a crash or a sandbox left in the state directory.
+local h = require("spec.helpers")
+
+if h.live then return end
+
+-- A directory chain `depth` levels deep under `dir`, built by `user`.
+local function deep_tree(sbx, dir, depth, user)
+  local r = assert(sbx:run({ "python3", "-c", ([[
+import os
+os.makedirs(%q, exist_ok=True); os.chdir(%q)
+for i in range(%d):
+    os.mkdir("d"); os.chdir("d")
+open("leaf", "w").write("x")
+print("built")]]):format(dir, dir, depth) }, { user = user, timeout_ms = 60000 }))
+  assert(r.stdout == "built\n", r.stderr)
+end
+
+describe("e2b-local state containment", function()
+  local client, bystander
+  setup(function() client = h.client() end)
+  before_each(function() bystander = h.sandbox({}, client) end)
+  after_each(h.cleanup)
+
+  it("survives killing a sandbox that holds a 5,000-level directory tree", function()
+    local sbx = assert(client:create{})
+    deep_tree(sbx, "/tmp/deep", 5000, "user")
+    deep_tree(sbx, "/home/user/deep", 1500, "root")
+    assert(sbx:kill())
+    h.assert_healthy({ bystander }, client)
+  end)
+
+  it("survives snapshotting and deleting snapshots of deep trees", function()
+    local sbx = h.sandbox({}, client)
+    deep_tree(sbx, "/home/user/deep", 1000, "user")
+    local snap = assert(sbx:snapshot("deep-" .. h.core.uuid4():sub(1, 8)))
+    assert(client:delete_snapshot(snap.id))
+    -- Past PATH_MAX the copy cannot be made: a clear error, nothing left half-made.
+    deep_tree(sbx, "/home/user/deeper", 3000, "user")
+    local name = "deeper-" .. h.core.uuid4():sub(1, 8)
+    local none, err = sbx:snapshot(name)
+    assert.is_nil(none)
+    assert.truthy(err.message:find("copy", 1, true), tostring(err))
+    assert.are.equal(0, #assert(client:snapshots(name)))
+    h.assert_healthy({ bystander, sbx }, client)
+  end)
+
+  it("starts over a half-removed state directory (a deep tree and no meta.json)", function()
+    local dir = os.tmpname()
+    os.remove(dir)
+    local vars, stop = h.serve_local("--state " .. dir)
+    assert(vars.E2B_API_URL, "the second server did not start")
+    local c2 = h.client({ api_url = vars.E2B_API_URL, sandbox_url = vars.E2B_SANDBOX_URL,
+                          api_key = vars.E2B_API_KEY, domain = vars.E2B_DOMAIN })
+    local sbx = assert(c2:create{ on_close = "leave" })
+    deep_tree(sbx, "/home/user/deep", 3000, "user")
+    stop()
+    -- What a crash in the middle of a removal leaves: the files, no meta.json.
+    h.host(("rm -f %s/sandboxes/%s/meta.json"):format(dir, sbx.sandbox_id))
+    vars, stop = h.serve_local("--state " .. dir)
+    local ok = vars.E2B_API_URL and h.client({ api_url = vars.E2B_API_URL, api_key = vars.E2B_API_KEY }):probe()
+    local log = stop()
+    h.host("rm -rf " .. dir)
+    assert.is_true(ok, log)
+    assert.truthy(log:find(sbx.sandbox_id .. ": no usable meta.json", 1, true), log)
+    h.assert_healthy({ bystander }, client)
+  end)
+end)
