@@ -56,14 +56,20 @@ describe("e2b-local state containment", function()
     local sbx = assert(c2:create{ on_close = "leave" })
     deep_tree(sbx, "/home/user/deep", 3000, "user")
     stop()
-    -- What a crash in the middle of a removal leaves: the files, no meta.json.
+    -- What a crash in the middle of a removal leaves: the files, no meta.json;
+    -- and what a damaged disk could: meta.json that is not JSON, or has wrong types.
     h.host(("rm -f %s/sandboxes/%s/meta.json"):format(dir, sbx.sandbox_id))
+    h.host(([[cd %s/sandboxes && mkdir -p ibadjson1 ibadtypes1 && printf '{"state": "pau' > ibadjson1/meta.json &&
+      printf '{"state":"paused","templateID":"base","metadata":[1],"mounts":[{"src":7}]}' > ibadtypes1/meta.json]])
+      :format(dir))
     vars, stop = h.serve_local("--state " .. dir)
     local ok = vars.E2B_API_URL and h.client({ api_url = vars.E2B_API_URL, api_key = vars.E2B_API_KEY }):probe()
     local log = stop()
     h.host("rm -rf " .. dir)
     assert.is_true(ok, log)
-    assert.truthy(log:find(sbx.sandbox_id .. ": no usable meta.json", 1, true), log)
+    for _, id in ipairs({ sbx.sandbox_id, "ibadjson1", "ibadtypes1" }) do
+      assert.truthy(log:find(id .. ": no usable meta.json", 1, true), log)
+    end
     h.assert_healthy({ bystander }, client)
   end)
 end)

@@ -519,13 +519,39 @@ sandbox *sandbox_create(const sandbox_params *p, const char **err) {
 
 /* A sandbox left on disk by a previous run: it comes back paused (its
  * processes ended with that run; its files are all there). */
+/* A meta.json a crash or a disk error may have damaged: every field the
+ * restore reads has its type, or the sandbox's leftovers are removed. */
+static int usable_meta(json_t *m) {
+  static const struct {
+    const char *key;
+    json_type type;
+  } fields[] = {{"metadata", JSON_OBJECT}, {"envVars", JSON_OBJECT},     {"network", JSON_OBJECT},
+                {"volumeMounts", JSON_ARRAY}, {"mounts", JSON_ARRAY},    {"clientID", JSON_STRING},
+                {"alias", JSON_STRING},  {"envdAccessToken", JSON_STRING}, {"endAt", JSON_STRING},
+                {"trafficAccessToken", JSON_STRING}};
+  const char *st = json_string_value(json_object_get(m, "state"));
+  if (!json_is_object(m) || !st || strcmp(st, "killed") == 0 ||
+      !json_is_string(json_object_get(m, "templateID")))
+    return 0;
+  for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
+    json_t *v = json_object_get(m, fields[i].key);
+    if (v && !json_is_null(v) && json_typeof(v) != fields[i].type) return 0;
+  }
+  json_t *mounts = json_object_get(m, "mounts");
+  for (size_t i = 0; i < json_array_size(mounts); i++) {
+    json_t *mt = json_array_get(mounts, i);
+    if (!json_is_string(json_object_get(mt, "src")) || !json_is_string(json_object_get(mt, "dst"))) return 0;
+  }
+  return 1;
+}
+
 static void restore_one(const char *id) {
   char *dir = xasprintf("%s/%s", g_root, id);
   char *mp = xasprintf("%s/meta.json", dir);
   json_t *m = json_load_file(mp, 0, NULL);
   free(mp);
   const char *st = json_string_value(json_object_get(m, "state"));
-  if (!m || !st || strcmp(st, "killed") == 0 || strlen(id) >= sizeof(((sandbox *)0)->id)) {
+  if (!usable_meta(m) || strlen(id) >= sizeof(((sandbox *)0)->id)) {
     log_msg("sandbox %s: no usable meta.json, removing its leftovers", id);
     rm_rf(dir);
     free(dir);
