@@ -401,7 +401,11 @@ local function download_file(ctx, opts, sbx, src, dst, size)
   local f, ferr = tmp and io.open(tmp, "wb") or ctx.streams.stdout
   if not f then return nil, { message = ferr } end
   local progress, bar = transfer_progress(ctx, opts, "download " .. basename(src), size)
-  local n, err = sbx.files:read_to(src, f, { progress = progress })
+  local n, err = sbx.files:read_to(src, function(chunk)
+    local ok, werr = f:write(chunk)
+    if not ok then return false, werr end
+    return true
+  end, { progress = progress })
   bar.finish()
   if not tmp then
     if f.flush then f:flush() end
@@ -603,7 +607,8 @@ local COMMANDS = {
   { name = "exec", run = cmd_exec, args = { min = 2, what = "a sandbox id and a command (exec ID -- CMD ARGS...)" }, stop_after = 1,
     usage = "exec ID [--user U] [--cwd DIR] [--env KEY=VALUE]... [--timeout SECONDS] -- CMD [ARGS...]",
     summary = "run a command, streaming its output; exits with the command's exit code",
-    more = "One CMD word is a shell command line (bash -l -c); more words are an argv run without a shell.",
+    more = "One CMD word is a shell command line (bash -l -c); more words are an argv run without a shell.\n"
+      .. "A paused sandbox is resumed first.",
     opts = { user = { arg = true, short = "u" }, cwd = { arg = true, short = "c" },
              env = { arg = true, many = true, short = "e" }, timeout = { arg = true } } },
   { name = "cp", run = cmd_cp, args = { min = 2, max = 2, what = "a source and a destination (cp SRC DST)" }, json = true,
