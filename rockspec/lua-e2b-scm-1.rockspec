@@ -20,6 +20,7 @@ as isolated local processes, so everything works without an account.
 
 dependencies = {
   "lua >= 5.1",
+  "lua-cjson",   -- the lua-e2b command's --json output
 }
 
 external_dependencies = {
@@ -38,5 +39,9 @@ build = {
     LIBDIR = "$(LIBDIR)",
     BINDIR = "$(BINDIR)",
     E2B_BUILD_TESTS = "OFF",
+  },
+  -- The command-line tool; LuaRocks wraps it for the rock's interpreter.
+  install = {
+    bin = { ["lua-e2b"] = "bin/lua-e2b" },
   },
 }

@@ -1,0 +1,760 @@
+-- e2b.cli: the `lua-e2b` command-line tool, written on the e2b module.
+--
+--   cli.main(argv, streams) -> exit code
+--
+-- argv is the argument array (without the program name); streams holds
+-- stdout, stderr (files or anything with :write), and optionally
+-- isatty(name) -> boolean for "stderr", so the tool can be run in-process.
+-- Exit codes: 0 success, 1 a failure (one line on stderr: "lua-e2b: <err>"),
+-- 2 a usage error; `exec` exits with the command's own code.
+local M = {}
+
+local PROG = "lua-e2b"
+local unpack = table.unpack or unpack
+
+-- ---- argument parsing ----
+-- A command's options: name -> { arg = true (takes a value), many = true
+-- (repeatable, collected in an array), short = "x" }. "--name=value" and
+-- "--name value" both work; "--" ends the options.
+
+local GLOBAL = {
+  help = { short = "h" },
+  json = { short = "j" },
+}
+
+local function usage_error(msg)
+  return { usage = true, message = msg }
+end
+
+local function find_short(defs, letter)
+  for name, d in pairs(defs) do
+    if d.short == letter then return name, d end
+  end
+end
+
+-- Stores one option value in opts.
+local function store(opts, name, def, value)
+  if def.many then
+    opts[name] = opts[name] or {}
+    table.insert(opts[name], value)
+  else
+    opts[name] = value
+  end
+end
+
+-- Resolves one option word to its name and definition.
+local function option_def(word, defs, cmd)
+  local name, value = word:match("^%-%-([^=]+)=(.*)$")
+  if not name then
+    name = word:match("^%-%-(.+)$")
+    if not name then
+      name = find_short(defs, word:sub(2))
+      if not name then return nil, usage_error(("%s: unknown option %s"):format(cmd, word)) end
+    end
+  end
+  local def = defs[name]
+  if not def then return nil, usage_error(("%s: unknown option --%s"):format(cmd, name)) end
+  return name, def, value
+end
+
+-- parse(argv, defs, cmd, stop_after) -> opts, positionals | nil, usage err.
+-- stop_after: after that many positionals, the next word that is not an
+-- option starts the rest, all positionals (exec ID [OPTIONS] CMD ARGS...:
+-- the command's own options are left alone).
+function M.parse(argv, defs, cmd, stop_after)
+  local opts, pos = {}, {}
+  local i = 1
+  while i <= #argv do
+    local a = argv[i]
+    local is_option = a:match("^%-%-?.") and a ~= "-" and a ~= "--"
+    if a == "--" or (stop_after and #pos >= stop_after and not is_option) then
+      for j = (a == "--" and i + 1 or i), #argv do pos[#pos + 1] = argv[j] end
+      break
+    elseif is_option then
+      local name, def, value = option_def(a, defs, cmd)
+      if not name then return nil, def end
+      if def.arg and value == nil then
+        i = i + 1
+        value = argv[i]
+        if value == nil then return nil, usage_error(("%s: --%s needs a value"):format(cmd, name)) end
+      elseif not def.arg and value ~= nil then
+        return nil, usage_error(("%s: --%s takes no value"):format(cmd, name))
+      end
+      store(opts, name, def, def.arg and value or true)
+    else
+      pos[#pos + 1] = a
+    end
+    i = i + 1
+  end
+  return opts, pos
+end
+
+-- "K=V" words -> map, or nil, usage error naming the option.
+local function pairs_arg(cmd, option, words)
+  if not words then return nil end
+  local map = {}
+  for _, w in ipairs(words) do
+    local k, v = w:match("^([^=]+)=(.*)$")
+    if not k then
+      return nil, usage_error(("%s: --%s wants KEY=VALUE, got %q"):format(cmd, option, w))
+    end
+    map[k] = v
+  end
+  return map
+end
+
+-- Seconds (a number > 0, or >= 0 when zero_ok) -> milliseconds.
+local function seconds_arg(cmd, option, word, zero_ok)
+  if word == nil then return nil end
+  local n = tonumber(word)
+  if not n or n ~= n or n == math.huge or n < 0 or (n == 0 and not zero_ok) then
+    return nil, usage_error(("%s: --%s wants %s number of seconds, got %q")
+      :format(cmd, option, zero_ok and "a non-negative" or "a positive", word))
+  end
+  return math.floor(n * 1000 + 0.5)
+end
+
+-- --state running,paused (repeatable) -> array, or nil, usage error.
+local function states_arg(cmd, words)
+  if not words then return nil end
+  local out = {}
+  for _, w in ipairs(words) do
+    for s in w:gmatch("[^,]+") do
+      if s ~= "running" and s ~= "paused" then
+        return nil, usage_error(('%s: --state wants "running" or "paused", got %q'):format(cmd, s))
+      end
+      out[#out + 1] = s
+    end
+  end
+  return out
+end
+
+-- ---- output ----
+
+local function json()
+  return require("cjson")
+end
+
+-- JSON text for v; an empty array stays an array (cjson alone makes {}).
+local function to_json(v, is_array)
+  if is_array and next(v) == nil then return "[]" end
+  return json().encode(v)
+end
+
+local function iso_time(ms)
+  if type(ms) ~= "number" or ms <= 0 then return "-" end
+  return os.date("!%Y-%m-%dT%H:%M:%SZ", math.floor(ms / 1000))
+end
+
+local function sorted_keys(t)
+  local keys = {}
+  for k in pairs(t or {}) do keys[#keys + 1] = k end
+  table.sort(keys)
+  return keys
+end
+
+local function metadata_text(meta)
+  local parts = {}
+  for _, k in ipairs(sorted_keys(meta)) do parts[#parts + 1] = k .. "=" .. meta[k] end
+  return #parts > 0 and table.concat(parts, ",") or "-"
+end
+
+-- Rows (arrays of strings) as aligned columns; the last column is not padded.
+local function table_text(header, rows)
+  local all = { header }
+  for _, r in ipairs(rows) do all[#all + 1] = r end
+  local widths = {}
+  for _, r in ipairs(all) do
+    for c, cell in ipairs(r) do widths[c] = math.max(widths[c] or 0, #cell) end
+  end
+  local lines = {}
+  for _, r in ipairs(all) do
+    local cells = {}
+    for c, cell in ipairs(r) do
+      cells[c] = c < #r and cell .. (" "):rep(widths[c] - #cell) or cell
+    end
+    lines[#lines + 1] = table.concat(cells, "  ")
+  end
+  return table.concat(lines, "\n") .. "\n"
+end
+
+local function human_size(n)
+  local units = { "B", "KiB", "MiB", "GiB", "TiB" }
+  local u = 1
+  while n >= 1024 and u < #units do n, u = n / 1024, u + 1 end
+  return u == 1 and ("%d B"):format(n) or ("%.1f %s"):format(n, units[u])
+end
+
+-- A progress bar on a terminal: redrawn in place, at most once per percent
+-- (or per chunk when the total is unknown); finish() ends its line.
+local function progress_bar(out, label)
+  local last
+  local bar = {}
+  function bar.update(done, total)
+    local text
+    if total and total > 0 then
+      local pct = math.floor(done * 100 / total)
+      if pct == last then return end
+      last = pct
+      local filled = math.floor(pct * 30 / 100)
+      text = ("%s [%s%s] %3d%% %s/%s"):format(label, ("#"):rep(filled), ("-"):rep(30 - filled), pct,
+        human_size(done), human_size(total))
+    else
+      text = ("%s %s"):format(label, human_size(done))
+    end
+    out:write("\r", text, "\27[K")
+    if out.flush then out:flush() end
+    bar.drawn = true
+  end
+  function bar.finish()
+    if bar.drawn then out:write("\n") end
+  end
+  return bar
+end
+
+-- ---- the commands ----
+-- Each takes (ctx, opts, args) and returns an exit code, or nil, err.
+-- ctx: out(text), err(text), streams, client(extra options).
+
+local function client_for(ctx, extra)
+  local e2b = require("e2b")
+  local opts = {}
+  for k, v in pairs(extra or {}) do opts[k] = v end
+  return e2b.client(opts)
+end
+
+local function info_fields(info)
+  return {
+    { "id", info.id }, { "sandbox_id", info.sandbox_id }, { "template", info.template },
+    { "state", info.state }, { "owner", info.owner or "-" },
+    { "started_at", iso_time(info.started_at) }, { "end_at", iso_time(info.end_at) },
+    { "metadata", metadata_text(info.metadata) },
+  }
+end
+
+local function print_info(ctx, opts, info)
+  if opts.json then return ctx.out(to_json(info) .. "\n") end
+  local rows = {}
+  for _, f in ipairs(info_fields(info)) do rows[#rows + 1] = { f[1], tostring(f[2] or "-") } end
+  local lines = {}
+  for _, r in ipairs(rows) do lines[#lines + 1] = ("%-11s %s"):format(r[1], r[2]) end
+  ctx.out(table.concat(lines, "\n") .. "\n")
+end
+
+local function cmd_list(ctx, opts)
+  local meta, err = pairs_arg("list", "metadata", opts.metadata)
+  if err then return nil, err end
+  local states
+  states, err = states_arg("list", opts.state)
+  if err then return nil, err end
+  local client
+  client, err = client_for(ctx)
+  if not client then return nil, err end
+  local list
+  list, err = client:list{ metadata = meta, state = states }
+  if not list then return nil, err end
+  table.sort(list, function(a, b)
+    if (a.started_at or 0) ~= (b.started_at or 0) then return (a.started_at or 0) < (b.started_at or 0) end
+    return a.sandbox_id < b.sandbox_id
+  end)
+  if opts.json then return ctx.out(to_json(list, true) .. "\n") end
+  local rows = {}
+  for _, s in ipairs(list) do
+    rows[#rows + 1] = { s.id or "-", s.sandbox_id, s.template or "-", s.state or "-",
+      iso_time(s.started_at), iso_time(s.end_at), s.owner or "-", metadata_text(s.metadata) }
+  end
+  ctx.out(table_text({ "ID", "SANDBOX ID", "TEMPLATE", "STATE", "STARTED AT", "END AT", "OWNER",
+    "METADATA" }, rows))
+end
+
+local function cmd_info(ctx, opts, args)
+  local client, err = client_for(ctx)
+  if not client then return nil, err end
+  local info
+  info, err = client:describe(args[1])
+  if not info then return nil, err end
+  print_info(ctx, opts, info)
+end
+
+local function cmd_create(ctx, opts)
+  local meta, err = pairs_arg("create", "metadata", opts.metadata)
+  if err then return nil, err end
+  local env
+  env, err = pairs_arg("create", "env", opts.env)
+  if err then return nil, err end
+  local timeout_ms
+  timeout_ms, err = seconds_arg("create", "timeout", opts.timeout)
+  if err then return nil, err end
+  local client
+  client, err = client_for(ctx, { owner = opts.owner })
+  if not client then return nil, err end
+  local sbx
+  sbx, err = client:create{ id = opts.id, template = opts.template, timeout_ms = timeout_ms,
+    metadata = meta, env = env, on_close = "leave" }
+  if not sbx then return nil, err end
+  if opts.json then
+    local info = sbx:info() or { id = sbx.id, sandbox_id = sbx.sandbox_id, template = sbx.template,
+      metadata = sbx.metadata }
+    return ctx.out(to_json(info) .. "\n")
+  end
+  ctx.out(("%s %s\n"):format(sbx.id, sbx.sandbox_id))
+end
+
+-- A process's exit as this tool's exit code (a signal death is 128 + n when
+-- the status names one the shell numbers, else 1).
+local SIGNUMS = { hangup = 1, interrupt = 2, quit = 3, killed = 9, terminated = 15, aborted = 6,
+                  ["segmentation fault"] = 11, ["broken pipe"] = 13, alarm = 14 }
+local function exit_status(result)
+  local code = result.exit_code
+  if type(code) == "number" and code >= 0 and code <= 255 then return code end
+  local sig = type(result.status) == "string" and result.status:match("signal: (.+)$")
+  return sig and SIGNUMS[sig] and 128 + SIGNUMS[sig] or 1
+end
+
+local function cmd_exec(ctx, opts, args)
+  local env, err = pairs_arg("exec", "env", opts.env)
+  if err then return nil, err end
+  local timeout_ms
+  timeout_ms, err = seconds_arg("exec", "timeout", opts.timeout)
+  if err then return nil, err end
+  -- One word is a shell command line (bash -l -c, as E2B's SDKs run a
+  -- string); more words are an argv, run without a shell.
+  local cmd = #args == 2 and args[2] or { unpack(args, 2) }
+  local client
+  client, err = client_for(ctx)
+  if not client then return nil, err end
+  local sbx
+  sbx, err = client:resume(args[1])
+  if not sbx then return nil, err end
+  local out, errs = ctx.streams.stdout, ctx.streams.stderr
+  local result
+  result, err = sbx:run(cmd, {
+    user = opts.user, cwd = opts.cwd, env = env, timeout_ms = timeout_ms, keep_output = false,
+    on_stdout = function(chunk) out:write(chunk) if out.flush then out:flush() end end,
+    on_stderr = function(chunk) errs:write(chunk) if errs.flush then errs:flush() end end,
+  })
+  if not result then return nil, err end
+  return exit_status(result)
+end
+
+-- "ID:/path" -> id, path; anything else is local. A local path with a colon
+-- can be written ./a:b.
+local function remote_arg(word)
+  local id, path = word:match("^([^/:]+):(.*)$")
+  if id and path ~= "" then return id, path end
+end
+
+local function basename(path)
+  return path:match("([^/]+)/*$") or path
+end
+
+local function is_local_dir(path)
+  local f = io.open(path .. "/.", "r")
+  if f then f:close() return true end
+  return false
+end
+
+local function shell_quote(s)
+  return "'" .. s:gsub("'", "'\\''") .. "'"
+end
+
+-- The progress callback for a transfer (nil when quiet or not a terminal).
+local function transfer_progress(ctx, opts, label, total)
+  if opts.quiet or not ctx.isatty("stderr") then return nil, { finish = function() end } end
+  local bar = progress_bar(ctx.streams.stderr, label)
+  return function(done, t) bar.update(done, t or total) end, bar
+end
+
+local CHUNK = 1024 * 1024
+
+local function upload_file(ctx, opts, sbx, src, dst)
+  local f, ferr = src == "-" and io.stdin or io.open(src, "rb")
+  if not f then return nil, { message = ferr } end
+  local total = src ~= "-" and f:seek("end") or nil
+  if total then f:seek("set", 0) end
+  local target = dst
+  local st = sbx.files:stat(dst)
+  if dst:sub(-1) == "/" or (st and st.type == "dir") then
+    target = dst:gsub("/*$", "") .. "/" .. basename(src)
+  end
+  local progress, bar = transfer_progress(ctx, opts, "upload " .. basename(src), total)
+  local info, err = sbx.files:write(target, function() return f:read(CHUNK) end,
+    { progress = progress })
+  bar.finish()
+  if f ~= io.stdin then f:close() end
+  if not info then return nil, err end
+  return { from = src, to = sbx.id .. ":" .. info.path, bytes = total }
+end
+
+local function upload_dir(ctx, opts, sbx, src, dst)
+  local progress, bar = transfer_progress(ctx, opts, "upload " .. basename(src) .. "/")
+  local ok, err = sbx.files:sync(src, dst, { progress = progress })
+  bar.finish()
+  if not ok then return nil, err end
+  return { from = src, to = sbx.id .. ":" .. dst }
+end
+
+-- Writes a download to dst through a temporary name, renamed when complete.
+local function download_file(ctx, opts, sbx, src, dst, size)
+  if dst ~= "-" and is_local_dir(dst) then dst = dst:gsub("/*$", "") .. "/" .. basename(src) end
+  local tmp = dst ~= "-" and dst .. ".lua-e2b-part" or nil
+  local f, ferr = tmp and io.open(tmp, "wb") or ctx.streams.stdout
+  if not f then return nil, { message = ferr } end
+  local progress, bar = transfer_progress(ctx, opts, "download " .. basename(src), size)
+  local n, err = sbx.files:read_to(src, function(chunk)
+    local ok, werr = f:write(chunk)
+    if not ok then return false, werr end
+    return true
+  end, { progress = progress })
+  bar.finish()
+  if not tmp then
+    if f.flush then f:flush() end
+  else
+    local closed, cerr = f:close()
+    if n and not closed then n, err = nil, { message = cerr } end
+    if n then
+      local moved, merr = os.rename(tmp, dst)
+      if not moved then n, err = nil, { message = merr } end
+    end
+    if not n then os.remove(tmp) end
+  end
+  if not n then return nil, err end
+  return { from = sbx.id .. ":" .. src, to = dst, bytes = n }
+end
+
+-- A remote tree into a local directory (created): its tar, unpacked by the
+-- host's tar as it arrives.
+local function download_dir(ctx, opts, sbx, src, dst)
+  if not os.execute("mkdir -p " .. shell_quote(dst)) then
+    return nil, { message = "could not create the local directory " .. dst }
+  end
+  local pipe = io.popen("tar -x -f - -C " .. shell_quote(dst), "w")
+  if not pipe then return nil, { message = "could not run the local tar" } end
+  local progress, bar = transfer_progress(ctx, opts, "download " .. basename(src) .. "/")
+  local n, err = sbx.files:export(src, pipe, { progress = progress })
+  bar.finish()
+  local closed = pipe:close()
+  if n and not closed then n, err = nil, { message = "the local tar could not unpack the tree into " .. dst } end
+  if not n then return nil, err end
+  return { from = sbx.id .. ":" .. src, to = dst, bytes = n }
+end
+
+local function cmd_cp(ctx, opts, args)
+  local sid, spath = remote_arg(args[1])
+  local did, dpath = remote_arg(args[2])
+  if (sid and did) or (not sid and not did) then
+    return nil, usage_error("cp: exactly one of SRC and DST must be remote (ID:/path)")
+  end
+  local client, err = client_for(ctx, { user = opts.user })
+  if not client then return nil, err end
+  local sbx
+  sbx, err = client:resume(sid or did)
+  if not sbx then return nil, err end
+  local done
+  if did then
+    if args[1] ~= "-" and is_local_dir(args[1]) then
+      done, err = upload_dir(ctx, opts, sbx, args[1], dpath)
+    else
+      done, err = upload_file(ctx, opts, sbx, args[1], dpath)
+    end
+  else
+    local st
+    st, err = sbx.files:stat(spath)
+    if not st then return nil, err end
+    if st.type == "dir" then
+      if args[2] == "-" then return nil, usage_error("cp: a directory cannot go to stdout") end
+      done, err = download_dir(ctx, opts, sbx, spath, args[2])
+    else
+      done, err = download_file(ctx, opts, sbx, spath, args[2], st.size)
+    end
+  end
+  if not done then return nil, err end
+  if opts.json and args[2] ~= "-" then ctx.out(to_json(done) .. "\n") end
+end
+
+local function cmd_pause(ctx, opts, args)
+  if opts.mode and opts.mode ~= "memory" and opts.mode ~= "filesystem" then
+    return nil, usage_error(('pause: --mode wants "memory" or "filesystem", got %q'):format(opts.mode))
+  end
+  local client, err = client_for(ctx)
+  if not client then return nil, err end
+  local info
+  info, err = client:describe(args[1])
+  if not info then return nil, err end
+  -- Pausing a paused sandbox succeeds (it is paused); a running one is
+  -- attached by its E2B id (which keeps its deadline) and paused.
+  if info.state ~= "paused" then
+    local sbx
+    sbx, err = client:connect(info.sandbox_id)
+    if not sbx then return nil, err end
+    local ok
+    ok, err = sbx:pause{ mode = opts.mode }
+    if not ok then return nil, err end
+    info.state = "paused"
+  end
+  if opts.json then return ctx.out(to_json(info) .. "\n") end
+  ctx.out(("paused %s (%s)\n"):format(info.id, info.sandbox_id))
+end
+
+local function cmd_resume(ctx, opts, args)
+  local timeout_ms, err = seconds_arg("resume", "timeout", opts.timeout)
+  if err then return nil, err end
+  local client
+  client, err = client_for(ctx, { timeout_ms = timeout_ms })
+  if not client then return nil, err end
+  local sbx
+  sbx, err = client:resume(args[1])
+  if not sbx then return nil, err end
+  if opts.json then
+    local info
+    info, err = sbx:info()
+    if not info then return nil, err end
+    return ctx.out(to_json(info) .. "\n")
+  end
+  ctx.out(("resumed %s (%s)\n"):format(sbx.id, sbx.sandbox_id))
+end
+
+local function cmd_kill(ctx, opts, args)
+  local client, err = client_for(ctx)
+  if not client then return nil, err end
+  local killed = {}
+  for _, id in ipairs(args) do
+    -- An unknown id is reported (a typo must not look like success).
+    local info
+    info, err = client:describe(id)
+    if not info then return nil, err end
+    local ok
+    ok, err = client:destroy(info.sandbox_id)
+    if not ok then return nil, err end
+    killed[#killed + 1] = { id = info.id, sandbox_id = info.sandbox_id }
+    if not opts.json then ctx.out(("killed %s (%s)\n"):format(info.id, info.sandbox_id)) end
+  end
+  if opts.json then ctx.out(to_json(killed, true) .. "\n") end
+end
+
+local function cmd_reap(ctx, opts)
+  local older_ms, err = seconds_arg("reap", "older-than", opts["older-than"], true)
+  if err then return nil, err end
+  local client
+  client, err = client_for(ctx)
+  if not client then return nil, err end
+  local owner = opts.owner or client.owner
+  local killed
+  killed, err = client:reap{ owner = owner, older_than_ms = older_ms }
+  if not killed then return nil, err end
+  if opts.json then return ctx.out(to_json(killed, true) .. "\n") end
+  if #killed == 0 then return ctx.out(("nothing to reap for owner %s\n"):format(owner)) end
+  for _, s in ipairs(killed) do ctx.out(("killed %s (%s)\n"):format(s.id or "-", s.sandbox_id)) end
+end
+
+-- doctor: the configuration in use (never the key itself), an
+-- authenticated probe, then what the backend supports, found by trying.
+local function cmd_doctor(ctx, opts)
+  local e2b = require("e2b")
+  local key = os.getenv("E2B_API_KEY")
+  local report = {
+    version = e2b.VERSION, lua = _VERSION, scheduler = e2b.scheduler,
+    api_key = (key and key ~= "") and "set" or "not set",
+  }
+  local client, err = client_for(ctx)
+  if client then
+    report.api_url, report.sandbox_url, report.domain, report.owner, report.template =
+      client.api_url, client.sandbox_url, client.domain, client.owner, client.template
+    local ok, perr = client:probe()
+    report.probe = ok and "ok" or tostring(perr)
+    err = perr
+    if ok then
+      report.capabilities, err = client:doctor()
+    end
+  end
+  if opts.json then
+    ctx.out(to_json(report) .. "\n")
+  else
+    local lines = {}
+    for _, k in ipairs({ "version", "lua", "scheduler", "api_url", "sandbox_url", "domain", "api_key",
+                         "owner", "template", "probe" }) do
+      if report[k] ~= nil then lines[#lines + 1] = ("%-14s %s"):format(k, tostring(report[k])) end
+    end
+    for _, k in ipairs(sorted_keys(report.capabilities)) do
+      local v = report.capabilities[k]
+      if type(v) == "boolean" then v = v and "yes" or "no" end
+      lines[#lines + 1] = ("%-14s %s"):format(k, tostring(v))
+    end
+    ctx.out(table.concat(lines, "\n") .. "\n")
+  end
+  if err then return nil, err end
+end
+
+-- ---- command table and help ----
+
+local ID_ARG = { min = 1, max = 1, what = "a sandbox id" }
+
+local COMMANDS = {
+  { name = "list", run = cmd_list, args = { min = 0, max = 0 }, json = true,
+    usage = "list [--state running|paused]... [--metadata KEY=VALUE]... [--json]",
+    summary = "list sandboxes (running and paused unless --state narrows it)",
+    opts = { state = { arg = true, many = true, short = "s" },
+             metadata = { arg = true, many = true, short = "m" } } },
+  { name = "info", run = cmd_info, args = ID_ARG, json = true, usage = "info ID [--json]",
+    summary = "show one sandbox (never resumes it)", opts = {} },
+  { name = "create", run = cmd_create, args = { min = 0, max = 0 }, json = true,
+    usage = "create [--template T] [--id ID] [--timeout SECONDS] [--metadata KEY=VALUE]... "
+      .. "[--env KEY=VALUE]... [--owner O] [--json]",
+    summary = "create a sandbox and print its logical id and E2B sandbox id",
+    opts = { template = { arg = true, short = "t" }, id = { arg = true }, timeout = { arg = true },
+             metadata = { arg = true, many = true, short = "m" }, env = { arg = true, many = true, short = "e" },
+             owner = { arg = true } } },
+  { name = "exec", run = cmd_exec, args = { min = 2, what = "a sandbox id and a command (exec ID -- CMD ARGS...)" }, stop_after = 1,
+    usage = "exec ID [--user U] [--cwd DIR] [--env KEY=VALUE]... [--timeout SECONDS] -- CMD [ARGS...]",
+    summary = "run a command, streaming its output; exits with the command's exit code",
+    more = "One CMD word is a shell command line (bash -l -c); more words are an argv run without a shell.\n"
+      .. "A paused sandbox is resumed first.",
+    opts = { user = { arg = true, short = "u" }, cwd = { arg = true, short = "c" },
+             env = { arg = true, many = true, short = "e" }, timeout = { arg = true } } },
+  { name = "cp", run = cmd_cp, args = { min = 2, max = 2, what = "a source and a destination (cp SRC DST)" }, json = true,
+    usage = "cp [--quiet] [--user U] SRC DST   (one of them ID:/path; - is stdin/stdout)",
+    summary = "copy a file or directory into or out of a sandbox",
+    more = "A directory's contents go into the destination directory (created). A progress bar "
+      .. "goes to stderr when it is a terminal; --quiet turns it off.",
+    opts = { quiet = { short = "q" }, user = { arg = true, short = "u" } } },
+  { name = "pause", run = cmd_pause, args = ID_ARG, json = true,
+    usage = "pause ID [--mode memory|filesystem] [--json]", summary = "pause a sandbox",
+    opts = { mode = { arg = true } } },
+  { name = "resume", run = cmd_resume, args = ID_ARG, json = true,
+    usage = "resume ID [--timeout SECONDS] [--json]",
+    summary = "resume a paused sandbox (a running one keeps running; its deadline never shortens)",
+    opts = { timeout = { arg = true } } },
+  { name = "kill", run = cmd_kill, args = { min = 1, what = "at least one sandbox id" }, json = true, usage = "kill ID... [--json]",
+    summary = "kill sandboxes", opts = {} },
+  { name = "reap", run = cmd_reap, args = { min = 0, max = 0 }, json = true,
+    usage = "reap [--owner O] [--older-than SECONDS] [--json]",
+    summary = "kill an owner's sandboxes (default: this host's owner, E2B_OWNER or user@host)",
+    opts = { owner = { arg = true }, ["older-than"] = { arg = true } } },
+  { name = "doctor", run = cmd_doctor, args = { min = 0, max = 0 }, json = true, usage = "doctor [--json]",
+    summary = "show the configuration in use and what the backend supports", opts = {} },
+}
+
+local BY_NAME = {}
+for _, c in ipairs(COMMANDS) do BY_NAME[c.name] = c end
+M.COMMANDS = COMMANDS
+
+local ENV_HELP = [[
+Environment (as the E2B SDKs read it):
+  E2B_API_KEY      API key (never printed)
+  E2B_DOMAIN       E2B domain (default e2b.app)
+  E2B_API_URL      control-plane URL (default https://api.<domain>)
+  E2B_SANDBOX_URL  route envd traffic through this URL (e2b-local sets it)
+  E2B_TEMPLATE     default template (default base)
+  E2B_OWNER        owner tag put on created sandboxes (default user@host)
+IDs are a sandbox's logical id (create --id) or its E2B sandbox id.
+]]
+
+local function main_help()
+  local lines = { ("usage: %s [--help] [--version] COMMAND [OPTIONS] [ARGS]"):format(PROG), "",
+    "Commands:" }
+  for _, c in ipairs(COMMANDS) do lines[#lines + 1] = ("  %-7s %s"):format(c.name, c.summary) end
+  lines[#lines + 1] = ""
+  lines[#lines + 1] = ("Run '%s COMMAND --help' for a command's options."):format(PROG)
+  lines[#lines + 1] = ""
+  return table.concat(lines, "\n") .. "\n" .. ENV_HELP
+end
+
+local function command_help(c)
+  local text = ("usage: %s %s\n\n%s.\n"):format(PROG, c.usage, c.summary:gsub("^%l", string.upper))
+  if c.more then text = text .. c.more .. "\n" end
+  return text .. "\n" .. ENV_HELP
+end
+
+-- ---- main ----
+
+local function default_isatty(name)
+  local fd = ({ stdin = 0, stdout = 1, stderr = 2 })[name]
+  local r = os.execute("test -t " .. fd)
+  return r == true or r == 0
+end
+
+local function check_arity(c, args)
+  local min, max = c.args.min or 0, c.args.max
+  if #args < min then return usage_error(("%s: needs %s"):format(c.name, c.args.what)) end
+  if max and #args > max then
+    return usage_error(("%s: unexpected argument %q"):format(c.name, args[max + 1]))
+  end
+end
+
+-- Parses one command's words; returns the command, opts, args or a usage
+-- error / a help request.
+local function parse_command(c, words)
+  local defs = {}
+  for k, v in pairs(c.opts) do defs[k] = v end
+  defs.help = GLOBAL.help
+  if c.json then defs.json = GLOBAL.json end
+  local opts, args = M.parse(words, defs, c.name, c.stop_after)
+  if not opts then return nil, args end
+  if opts.help then return { help = command_help(c) } end
+  local err = check_arity(c, args)
+  if err then return nil, err end
+  return { command = c, opts = opts, args = args }
+end
+
+-- Splits argv into the command and its parsed options: a table with
+-- command/opts/args, or help/version text, or nil, usage error.
+function M.resolve(argv)
+  local i = 1
+  local json_first = false
+  while argv[i] and argv[i]:sub(1, 1) == "-" do
+    local a = argv[i]
+    if a == "--help" or a == "-h" then return { help = main_help() } end
+    if a == "--version" or a == "-V" then return { version = true } end
+    if a == "--json" or a == "-j" then
+      json_first = true
+    else
+      return nil, usage_error(("unknown option %s (see %s --help)"):format(a, PROG))
+    end
+    i = i + 1
+  end
+  local name = argv[i]
+  if not name then return nil, usage_error(("no command given (see %s --help)"):format(PROG)) end
+  if name == "help" then
+    local c = argv[i + 1] and BY_NAME[argv[i + 1]]
+    return { help = c and command_help(c) or main_help() }
+  end
+  local c = BY_NAME[name]
+  if not c then return nil, usage_error(("unknown command %q (see %s --help)"):format(name, PROG)) end
+  local words = { unpack(argv, i + 1) }
+  if json_first then
+    if not c.json then return nil, usage_error(("%s: --json is not supported"):format(name)) end
+    table.insert(words, 1, "--json")
+  end
+  return parse_command(c, words)
+end
+
+-- main(argv, streams) -> exit code
+function M.main(argv, streams)
+  streams = streams or {}
+  streams.stdout = streams.stdout or io.stdout
+  streams.stderr = streams.stderr or io.stderr
+  local function fail(err, code)
+    local text = type(err) == "table" and (err.usage and err.message or
+      (getmetatable(err) and tostring(err)) or err.message) or tostring(err)
+    streams.stderr:write(PROG, ": ", (tostring(text):gsub("\n", " ")), "\n")
+    return code
+  end
+  local job, uerr = M.resolve(argv)
+  if not job then return fail(uerr, 2) end
+  if job.help then streams.stdout:write(job.help) return 0 end
+  if job.version then
+    streams.stdout:write(PROG, " ", require("e2b").VERSION, "\n")
+    return 0
+  end
+  local ctx = {
+    streams = streams,
+    isatty = streams.isatty or default_isatty,
+    out = function(text) streams.stdout:write(text) end,
+  }
+  local ok, code, err = pcall(job.command.run, ctx, job.opts, job.args)
+  if not ok then return fail(code, 1) end
+  if code == nil and err ~= nil then return fail(err, err.usage and 2 or 1) end
+  return code or 0
+end
+
+return M
