@@ -23,9 +23,9 @@ describe("e2b-local state containment", function()
   before_each(function() bystander = h.sandbox({}, client) end)
   after_each(h.cleanup)
 
-  it("survives killing a sandbox that holds a 5,000-level directory tree", function()
+  it("survives killing a sandbox that holds a 4,000-level directory tree", function()
     local sbx = assert(client:create{})
-    deep_tree(sbx, "/tmp/deep", 5000, "user")
+    deep_tree(sbx, "/tmp/deep", 4000, "user")
     deep_tree(sbx, "/home/user/deep", 1500, "root")
     assert(sbx:kill())
     h.assert_healthy({ bystander }, client)
@@ -70,6 +70,26 @@ describe("e2b-local state containment", function()
     for _, id in ipairs({ sbx.sandbox_id, "ibadjson1", "ibadtypes1" }) do
       assert.truthy(log:find(id .. ": no usable meta.json", 1, true), log)
     end
+    h.assert_healthy({ bystander }, client)
+  end)
+
+  it("authenticates before waking: no request without the token resumes a paused auto-resume sandbox", function()
+    local sbx = h.sandbox({ lifecycle = { on_timeout = "pause", auto_resume = true } }, client)
+    assert(sbx:pause())
+    local base = os.getenv("E2B_SANDBOX_URL")
+    local function status(path, extra)
+      return h.host(("curl -s -o /dev/null -w '%%{http_code}' -X POST -H 'E2b-Sandbox-Id: %s' "
+        .. "-H 'Content-Type: application/json' %s --data '{}' '%s%s'"):format(sbx.sandbox_id, extra or "", base, path))
+    end
+    assert.are.equal("401", status("/process.Process/List"))
+    assert.are.equal("401", status("/process.Process/List", "-H 'X-Access-Token: wrong'"))
+    assert.are.equal("401", status("/files?path=/tmp/x&username=user"))
+    assert.are.equal("502", h.host(("curl -s -o /dev/null -w '%%{http_code}' -H 'E2b-Sandbox-Id: %s' '%s/health'")
+      :format(sbx.sandbox_id, base)))
+    assert.are.equal("paused", assert(client:describe(sbx.sandbox_id)).state)
+    -- with the token it wakes, as auto-resume promises
+    assert.are.equal("ok\n", assert(sbx:run("echo ok")).stdout)
+    assert.are.equal("running", assert(client:describe(sbx.sandbox_id)).state)
     h.assert_healthy({ bystander }, client)
   end)
 end)

@@ -33,16 +33,23 @@ static const rpc_method *find_method(const char *url) {
   return NULL;
 }
 
+/* What E2B's edge proxy answers for a sandbox that is not running. */
+static void not_running(http_req *r) { early(r, 502, "The sandbox was not found"); }
+
+static int token_ok(http_req *r) {
+  const char *tok = http_header(r->conn, "X-Access-Token");
+  return !r->sb->envd_token || (tok && e2b_secure_streq(tok, r->sb->envd_token));
+}
+
+/* A paused auto-resume sandbox wakes only for a request that may reach it:
+ * credentials are checked first, so nobody without them can resume it. */
 void envd_route(http_req *r, const char *sandbox_id) {
   r->sb = sandbox_get(sandbox_id);
-  /* What E2B's edge proxy answers for a sandbox that is not running. */
-  if (!r->sb || !sandbox_wake(r->sb)) {
-    early(r, 502, "The sandbox was not found or is not running");
-    return;
-  }
+  if (!r->sb) return not_running(r);
   const char *url = r->url;
   int is_get = strcmp(r->method, "GET") == 0, is_post = strcmp(r->method, "POST") == 0;
-  if (strcmp(url, "/health") == 0) {
+  if (strcmp(url, "/health") == 0) { /* unauthenticated: it wakes nothing without the token */
+    if (token_ok(r) ? !sandbox_wake(r->sb) : !sandbox_is_running(r->sb)) return not_running(r);
     r->on_complete = is_get ? h_health : h_method;
     return;
   }
@@ -51,15 +58,15 @@ void envd_route(http_req *r, const char *sandbox_id) {
       files_route(r); /* token header or URL signature, checked there */
     else
       r->on_complete = h_method;
+    if (!r->early_status && !sandbox_wake(r->sb)) not_running(r);
     return;
   }
-  if (r->sb->envd_token) {
+  if (!token_ok(r)) {
     const char *tok = http_header(r->conn, "X-Access-Token");
-    if (!tok || !e2b_secure_streq(tok, r->sb->envd_token)) {
-      early(r, 401, tok ? "invalid access token" : "missing access token (X-Access-Token header)");
-      return;
-    }
+    early(r, 401, tok ? "invalid access token" : "missing access token (X-Access-Token header)");
+    return;
   }
+  if (!sandbox_wake(r->sb)) return not_running(r);
   if (strcmp(url, "/envs") == 0) {
     r->on_complete = is_get ? h_envs : h_method;
     return;
