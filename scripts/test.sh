@@ -14,7 +14,7 @@
 #      nginx-light + lua module, e2b.ngx); `luarocks make` of a clean clone
 #      for Lua 5.4 and 5.1 into a temp tree
 #   7. the libFuzzer targets of fuzz/ (clang, ASan + UBSan), each replaying
-#      its seed corpus and then fuzzing for FUZZ_SECONDS (default 5)
+#      its seed corpus and then fuzzing for FUZZ_SECONDS (default 4)
 # Suites 1-3 use what scripts/setup.sh installed (the rock and e2b-local).
 set -u
 cd "$(dirname "$0")/.."
@@ -163,7 +163,7 @@ echo "== fuzz targets (clang, libFuzzer + ASan + UBSan), a few seconds each"
 # Each target replays its seed corpus (fuzz/corpus/<target>: valid inputs and
 # past crashes), then mutates for FUZZ_SECONDS; any crash, leak, UB or broken
 # property fails it. New inputs go to a temp dir, never into the repo.
-FUZZ_SECONDS=${FUZZ_SECONDS:-5}
+FUZZ_SECONDS=${FUZZ_SECONDS:-4}
 run_fuzz() { # target
   work=$(mktemp -d /tmp/lua-e2b-fuzz.XXXXXX)
   log="$LOGS/fuzz-$1.log"
