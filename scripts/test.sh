@@ -13,6 +13,8 @@
 #      (installed 5.1 rock, e2b.sched); the OpenResty suite (spec/ngx/*_test:
 #      nginx-light + lua module, e2b.ngx); `luarocks make` of a clean clone
 #      for Lua 5.4 and 5.1 into a temp tree
+#   7. the libFuzzer targets of fuzz/ (clang, ASan + UBSan), each replaying
+#      its seed corpus and then fuzzing for FUZZ_SECONDS (default 4)
 # Suites 1-3 use what scripts/setup.sh installed (the rock and e2b-local).
 set -u
 cd "$(dirname "$0")/.."
@@ -156,6 +158,36 @@ for v in 5.4 5.1; do
 done
 rm -rf "$rocks"
 record "luarocks make, clean clone (5.4, 5.1)" $rock_pass $rock_fail
+
+echo "== fuzz targets (clang, libFuzzer + ASan + UBSan), a few seconds each"
+# Each target replays its seed corpus (fuzz/corpus/<target>: valid inputs and
+# past crashes), then mutates for FUZZ_SECONDS; any crash, leak, UB or broken
+# property fails it. New inputs go to a temp dir, never into the repo.
+FUZZ_SECONDS=${FUZZ_SECONDS:-4}
+run_fuzz() { # target
+  work=$(mktemp -d /tmp/lua-e2b-fuzz.XXXXXX)
+  log="$LOGS/fuzz-$1.log"
+  if UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:suppressions=$ROOT/fuzz/ubsan.supp" \
+    ASAN_OPTIONS="detect_leaks=1:halt_on_error=1" timeout $((FUZZ_SECONDS + 60)) \
+    "$ROOT/build-fuzz/fuzz/fuzz_$1" -max_total_time="$FUZZ_SECONDS" -timeout=10 -rss_limit_mb=2048 \
+    -artifact_prefix="$LOGS/fuzz-$1-" "$work" "$ROOT/fuzz/corpus/$1" >"$log" 2>&1; then
+    record "fuzz_$1 (${FUZZ_SECONDS}s)" 1 0
+  else
+    grep -E 'ERROR|runtime error|SUMMARY|artifact|#[0-9] ' "$log" | head -30
+    record "fuzz_$1 (${FUZZ_SECONDS}s)" 0 1
+  fi
+  rm -rf "$work"
+}
+if build "$ROOT/build-fuzz" -DCMAKE_C_COMPILER=clang -DE2B_BUILD_FUZZERS=ON -DE2B_BUILD_TESTS=OFF \
+  -DE2B_BUILD_BINDING=OFF -DE2B_BUILD_EMULATOR=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo; then
+  for f in "$ROOT"/fuzz/fuzz_*.c; do
+    t=$(basename "$f" .c)
+    run_fuzz "${t#fuzz_}"
+  done
+else
+  tail -40 "$LOGS/build-fuzz-configure.log" "$LOGS/build-fuzz-build.log" 2>/dev/null
+  record "fuzz targets (build)" 0 1
+fi
 
 echo "== AddressSanitizer + UBSan build"
 ASAN_LIB=$(gcc -print-file-name=libasan.so)

@@ -297,7 +297,13 @@ int e2b_random_hex(char *out, size_t n) { return random_from_alphabet(out, n, "0
 
 /* ---- times ---------------------------------------------------------------------------- */
 
+/* RFC 3339 holds years 0000-9999, which is all e2b_time_parse reads back. */
+#define TIME_MIN_MS (-62167219200000LL) /* 0000-01-01T00:00:00.000Z */
+#define TIME_MAX_MS 253402300799999LL   /* 9999-12-31T23:59:59.999Z */
+
 int e2b_time_format(int64_t unix_ms, char out[E2B_TIME_SIZE]) {
+  out[0] = '\0'; /* a caller that ignores -1 still holds a string */
+  if (unix_ms < TIME_MIN_MS || unix_ms > TIME_MAX_MS) return -1;
   time_t secs = (time_t)(unix_ms >= 0 ? unix_ms / 1000 : (unix_ms - 999) / 1000);
   int ms = (int)(unix_ms - (int64_t)secs * 1000);
   struct tm tm;

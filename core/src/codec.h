@@ -102,7 +102,8 @@ int e2b_random_hex(char *out, size_t n);
 
 /* ---- times -----------------------------------------------------------------
  * Milliseconds since the Unix epoch <-> RFC 3339 ("2024-05-01T12:00:00.123Z").
- * Parsing accepts fractional seconds of any length and numeric offsets. */
+ * Parsing accepts fractional seconds of any length and numeric offsets.
+ * Formatting refuses (-1, out = "") a time outside the years 0000-9999. */
 
 #define E2B_TIME_SIZE 32
 int e2b_time_format(int64_t unix_ms, char out[E2B_TIME_SIZE]);

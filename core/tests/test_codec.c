@@ -174,6 +174,28 @@ static void times_format_and_parse(void) {
   CHECK(e2b_time_parse("yesterday", &ms) == -1);
 }
 
+/* Found by fuzz/fuzz_pb.c: a Timestamp of any int64 seconds reached the
+ * formatter, which overflowed (UB) near INT64_MIN, printed years RFC 3339
+ * cannot hold (parse refused its own output), and left `out` unwritten on
+ * failure for callers that ignore the result. */
+static void time_format_refuses_years_rfc3339_cannot_hold(void) {
+  char out[E2B_TIME_SIZE];
+  int64_t ms = 0;
+  memset(out, 'x', sizeof out);
+  CHECK(e2b_time_format(INT64_MIN, out) == -1);
+  CHECK_STR(out, "");
+  CHECK(e2b_time_format(INT64_MAX, out) == -1);
+  CHECK(e2b_time_format(1099511627776000000LL, out) == -1); /* year 36814 */
+  CHECK(e2b_time_format(-62167219200001LL, out) == -1);     /* just before year 0 */
+  CHECK(e2b_time_format(253402300800000LL, out) == -1);     /* year 10000 */
+  CHECK(e2b_time_format(-62167219200000LL, out) == 0);
+  CHECK_STR(out, "0000-01-01T00:00:00.000Z");
+  CHECK(e2b_time_parse(out, &ms) == 0 && ms == -62167219200000LL);
+  CHECK(e2b_time_format(253402300799999LL, out) == 0);
+  CHECK_STR(out, "9999-12-31T23:59:59.999Z");
+  CHECK(e2b_time_parse(out, &ms) == 0 && ms == 253402300799999LL);
+}
+
 static void connect_codes_map_both_ways(void) {
   CHECK(e2b_connect_code_http_status("not_found") == 404);
   CHECK(e2b_connect_code_http_status("unauthenticated") == 401);
@@ -224,6 +246,7 @@ int main(void) {
   RUN(signature_matches_wire_vectors);
   RUN(secure_streq_compares_whole_strings);
   RUN(times_format_and_parse);
+  RUN(time_format_refuses_years_rfc3339_cannot_hold);
   RUN(connect_codes_map_both_ways);
   RUN(uuid4_has_version_and_variant);
   RUN(random_alnum_uses_its_alphabet);

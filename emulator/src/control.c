@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "codec.h"
+#include "control_parse.h"
 #include "limits.h"
 #include "log.h"
 #include "netpolicy.h"
@@ -1009,3 +1010,13 @@ void control_route(http_req *r) {
     snprintf(r->early_msg, sizeof r->early_msg, "%s", key ? "Invalid API key" : "Missing API key (X-API-Key header)");
   }
 }
+
+int control_parse_create(json_t *body, char *err, size_t cap) {
+  sandbox_params p = {0};
+  opts_err e = {{0}};
+  int rc = parse_create(body, &p, &e);
+  snprintf(err, cap, "%s", e.msg);
+  return rc;
+}
+
+json_t *control_parse_metadata_filter(const char *query) { return parse_metadata_filter(query); }

@@ -529,6 +529,8 @@ static int header_is(const char *line, size_t n, const char *name) {
 static int parse_head(econn *c, size_t end) {
   char *h = c->head;
   char *eol = memmem(h, end, "\r\n", 2);
+  /* no NUL in a request line: C strings would cut the host short */
+  if (memchr(h, '\0', (size_t)(eol - h))) return -1;
   char *sp1 = memchr(h, ' ', (size_t)(eol - h));
   if (!sp1) return -1;
   char *sp2 = memchr(sp1 + 1, ' ', (size_t)(eol - sp1 - 1));

@@ -15,6 +15,7 @@
 #include "codec.h"
 #include "connect_rpc.h"
 #include "envd.h"
+#include "files_parse.h"
 #include "sandbox.h"
 #include "util.h"
 
@@ -567,3 +568,9 @@ void files_route(http_req *r) {
     setup_upload(r);
   }
 }
+
+int files_parse_range(const char *header, uint64_t size, uint64_t *from, uint64_t *to) {
+  return parse_range(header, size, from, to);
+}
+
+int files_pick_encoding(const char *header) { return pick_encoding(header); }

@@ -86,8 +86,10 @@ static json_t *decode_timestamp(const uint8_t *d, size_t n) {
     if ((key >> 3) == 1) secs = (int64_t)v;
     if ((key >> 3) == 2) nanos = (int64_t)(int32_t)v;
   }
+  /* beyond RFC 3339's years the field is malformed (and secs * 1000 overflows) */
+  if (secs < -62167219200LL || secs > 253402300799LL) return NULL;
   char buf[E2B_TIME_SIZE];
-  e2b_time_format(secs * 1000 + nanos / 1000000, buf);
+  if (e2b_time_format(secs * 1000 + nanos / 1000000, buf)) return NULL;
   return json_string(buf);
 }
 
