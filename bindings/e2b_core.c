@@ -710,6 +710,7 @@ static int core_client(lua_State *L) {
   cfg.sandbox_url = opt_string(L, 2, "sandbox_url");
   cfg.template_id = opt_string(L, 2, "template");
   cfg.user_agent = opt_string(L, 2, "user_agent");
+  if (!cfg.user_agent) cfg.user_agent = "lua-e2b/" E2B_VERSION; /* libe2b's default says libe2b */
   cfg.request_timeout_ms = (long)opt_integer(L, 2, "request_timeout_ms", 0);
   cfg.max_retries = (int)opt_integer(L, 2, "max_retries", 0);
   cfg.max_inflight = (int)opt_integer(L, 2, "max_inflight", 0);

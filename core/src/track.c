@@ -315,7 +315,7 @@ static void poll_step(e2b_req *op, track_state *s) {
     /* A full pass is over. */
     if (s->files_missing && !s->exit_known) {
       e2b_error err2;
-      e2b_err_set(&err2, E2B_ERR_NOT_FOUND, op->op, "process %s has no kept output (not started by lua-e2b, or forgotten)",
+      e2b_err_set(&err2, E2B_ERR_NOT_FOUND, op->op, "process %s has no kept output (not started by e2b_proc_track, or forgotten)",
                   s->tag);
       return fail(op, &err2);
     }
