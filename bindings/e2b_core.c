@@ -1412,7 +1412,7 @@ int luaopen_e2b_core(lua_State *L) {
   new_class(L, SBX_MT, sbx_methods, sbx_gc);
   new_class(L, REQ_MT, req_methods, req_close);
   luaL_newlib(L, functions);
-  lua_pushliteral(L, E2B_VERSION);
+  lua_pushstring(L, e2b_version());
   lua_setfield(L, -2, "VERSION");
   return 1;
 }

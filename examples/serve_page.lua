@@ -11,7 +11,9 @@ local client = assert(e2b.client{})
 local sbx <close> = assert(client:create{})
 
 assert(sbx.files:write("/home/user/site/index.html", "<h1>Hello from " .. sbx.sandbox_id .. "</h1>\n"))
+-- luacheck: push ignore 211 (kept only to be closed, which stops the server)
 local server <close> = assert(sbx:spawn({ "python3", "-m", "http.server", "8000" }, { cwd = "/home/user/site" }))
+-- luacheck: pop
 
 local url = sbx:url(8000) .. "/"
 print("serving at " .. url)

@@ -12,7 +12,9 @@ local rt = require("e2b.rt")
 local errors = require("e2b.errors")
 
 local M = {
-  VERSION = core.VERSION,
+  -- The version comes from libe2b (e2b_version()), the one place it is kept.
+  VERSION = core.VERSION,        -- "0.1.0"
+  _VERSION = "lua-e2b " .. core.VERSION,
   errors = errors,
 }
 
