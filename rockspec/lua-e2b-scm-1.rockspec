@@ -32,7 +32,7 @@ dependencies = {
 -- are not listed, and CMake builds e2b-local only where both are found
 -- (saying so at configure time when they are not).
 external_dependencies = {
-  CURL = { header = "curl/curl.h", library = "curl" },
+  CURL = { library = "curl" }, -- (Debian keeps curl.h under a multiarch directory LuaRocks does not search)
   JANSSON = { header = "jansson.h", library = "jansson" },
   MBEDTLS = { header = "mbedtls/sha256.h", library = "mbedcrypto" },
 }

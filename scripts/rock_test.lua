@@ -1,7 +1,7 @@
 -- scripts/rock_test.lua: what `luarocks test` runs (rockspec test section),
 -- by the interpreter of the rock's Lua version. It runs this checkout's
--- specs (lua/ and the core.so `luarocks make` left in build.luarocks/,
--- then the installed rock) with busted under `e2b-local exec`, since the
+-- specs (lua/, and the core.so `luarocks make` left in build.luarocks/ or
+-- else the installed one) with busted under `e2b-local exec`, since the
 -- specs only ever talk to a loopback e2b-local.
 --
 -- e2b-local: $E2B_LOCAL_BIN, else the one `luarocks make` just built, else
@@ -44,8 +44,13 @@ if #args == 0 then
   args = specs
 end
 
-local path = "lua/?.lua;lua/?/init.lua;" .. (os.getenv("LUA_PATH") or "") .. ";"
-local cpath = "build.luarocks/lib/?.so;" .. (os.getenv("LUA_CPATH") or "") .. ";"
+-- build.luarocks/ holds what the last `luarocks make` built, maybe for
+-- another Lua: its core.so is used only when this interpreter can load it.
+local cpath = (os.getenv("LUA_CPATH") or "") .. ";;"
+if package.loadlib("build.luarocks/lib/e2b/core.so", "luaopen_e2b_core") then
+  cpath = "build.luarocks/lib/?.so;" .. cpath
+end
+local path = "lua/?.lua;lua/?/init.lua;" .. (os.getenv("LUA_PATH") or "") .. ";;"
 local words = { quote(e2b_local), "exec --", "env", "LUA_PATH=" .. quote(path), "LUA_CPATH=" .. quote(cpath),
   "busted", "--lua=" .. quote(lua) }
 for _, a in ipairs(args) do words[#words + 1] = quote(a) end
