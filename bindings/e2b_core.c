@@ -711,6 +711,7 @@ static int core_client(lua_State *L) {
   cfg.sandbox_url = opt_string(L, 2, "sandbox_url");
   cfg.template_id = opt_string(L, 2, "template");
   cfg.user_agent = opt_string(L, 2, "user_agent");
+  if (!cfg.user_agent) cfg.user_agent = "lua-e2b/" E2B_VERSION; /* libe2b's default says libe2b */
   cfg.request_timeout_ms = (long)opt_integer(L, 2, "request_timeout_ms", 0);
   cfg.budget_ms = (long)opt_integer(L, 2, "budget_ms", 0);
   cfg.max_retries = (int)opt_integer(L, 2, "max_retries", 0);
@@ -1426,7 +1427,7 @@ int luaopen_e2b_core(lua_State *L) {
   new_class(L, SBX_MT, sbx_methods, sbx_gc);
   new_class(L, REQ_MT, req_methods, req_close);
   luaL_newlib(L, functions);
-  lua_pushliteral(L, E2B_VERSION);
+  lua_pushstring(L, e2b_version());
   lua_setfield(L, -2, "VERSION");
   return 1;
 }

@@ -15,9 +15,14 @@ local errors = require("e2b.errors")
 
 local M = {}
 
---- The library version, "MAJOR.MINOR.PATCH" (the C library's).
+--- The library version, "MAJOR.MINOR.PATCH" (libe2b's `e2b_version()`, the
+-- one place it is kept).
 -- @field VERSION
 M.VERSION = core.VERSION
+
+--- "lua-e2b MAJOR.MINOR.PATCH", as Lua modules name themselves.
+-- @field _VERSION
+M._VERSION = "lua-e2b " .. core.VERSION
 
 --- The error helpers and kinds (the `e2b.errors` module).
 -- @field errors

@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 PACKAGES="build-essential cmake pkg-config git ca-certificates curl procps python3
   lua5.4 liblua5.4-dev lua-cjson lua-busted luarocks lua-ldoc
   libcurl4-openssl-dev libmbedtls-dev libjansson-dev libmicrohttpd-dev zlib1g-dev bubblewrap
-  luajit2 libluajit2-5.1-dev nginx-light libnginx-mod-http-lua lua-socket"
+  luajit2 libluajit2-5.1-dev nginx-light libnginx-mod-http-lua lua-socket lua-check"
 
 missing=""
 for p in $PACKAGES; do
@@ -40,12 +40,15 @@ if [ -n "$missing" ]; then
 fi
 
 # LuaRocks' own registry is not needed: dependencies come from Debian.
-echo "setup: building and installing the rock (luarocks make, Lua 5.4)"
-luarocks --lua-version=5.4 make --deps-mode=none rockspec/lua-e2b-scm-1.rockspec >>"$LOG" 2>&1 ||
-  fail "luarocks make (Lua 5.4)"
-# The same rock for LuaJIT (Lua 5.1 ABI): what OpenResty's nginx and `luajit` load.
+# The rock for LuaJIT (Lua 5.1 ABI): what OpenResty's nginx and `luajit`
+# load; it installs e2b-local-5.1. It goes first: on a machine set up before
+# the two rocks stopped sharing bin/e2b-local, replacing it may delete the
+# e2b-local it once owned, which the 5.4 rock then installs again.
 echo "setup: building and installing the rock (luarocks make, Lua 5.1/LuaJIT)"
 luarocks --lua-version=5.1 make --deps-mode=none rockspec/lua-e2b-scm-1.rockspec >>"$LOG" 2>&1 ||
   fail "luarocks make (Lua 5.1)"
+echo "setup: building and installing the rock (luarocks make, Lua 5.4)"
+luarocks --lua-version=5.4 make --deps-mode=none rockspec/lua-e2b-scm-1.rockspec >>"$LOG" 2>&1 ||
+  fail "luarocks make (Lua 5.4)"
 echo "setup: e2b-local at $(command -v e2b-local); module at $(lua5.4 -e 'print(package.searchpath("e2b", package.path))')"
 rm -f "$LOG"

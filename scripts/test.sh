@@ -12,8 +12,12 @@
 #      loaded by luajit and lua5.1; the busted specs again under LuaJIT
 #      (installed 5.1 rock, e2b.sched); the OpenResty suite (spec/ngx/*_test:
 #      nginx-light + lua module, e2b.ngx); `luarocks make` of a clean clone
-#      for Lua 5.4 and 5.1 into a temp tree
-#   7. the libFuzzer targets of fuzz/ (clang, ASan + UBSan), each replaying
+#      for Lua 5.4 and 5.1 into one temp tree (no fight over bin/e2b-local),
+#      `luarocks test`, `luarocks pack`
+#   7. libe2b for C: installed into a temp prefix, examples/c/quickstart.c
+#      built with pkg-config and with find_package(e2b), run against e2b-local
+#   8. luacheck over lua/, spec/, examples/, bench/, scripts/ (.luacheckrc)
+#   9. the libFuzzer targets of fuzz/ (clang, ASan + UBSan), each replaying
 #      its seed corpus and then fuzzing for FUZZ_SECONDS (default 4)
 # Suites 1-3 use what scripts/setup.sh installed (the rock and e2b-local).
 set -u
@@ -91,6 +95,54 @@ else
   record "build" 0 1
 fi
 
+echo "== libe2b for C: install into a temp prefix, build examples/c against it, run it"
+# One check per way of consuming the installed library: pkg-config (shared
+# libe2b.so) and find_package(e2b) (target e2b::e2b), each built and run.
+if [ -x "$ROOT/build/emulator/e2b-local" ]; then
+  cdir=$(mktemp -d /tmp/lua-e2b-c.XXXXXX)
+  c_pass=0
+  c_fail=0
+  clog="$LOGS/libe2b-c.log"
+  : >"$clog"
+  if cmake --install "$ROOT/build" --prefix "$cdir/prefix" >>"$clog" 2>&1 &&
+    (cd "$cdir" && cc -Wall -Wextra -Werror -o quickstart "$ROOT/examples/c/quickstart.c" \
+      $(PKG_CONFIG_PATH="$cdir/prefix/lib/pkgconfig" pkg-config --cflags --libs e2b)) >>"$clog" 2>&1 &&
+    (cd "$cdir" && timeout 120 "$ROOT/build/emulator/e2b-local" exec -- \
+      env LD_LIBRARY_PATH="$cdir/prefix/lib" ./quickstart) >>"$clog" 2>&1 &&
+    grep -q '^killed ' "$clog"; then
+    c_pass=$((c_pass + 1))
+  else
+    c_fail=$((c_fail + 1))
+    tail -30 "$clog"
+  fi
+  if cmake -S "$ROOT/examples/c" -B "$cdir/cmake" -DCMAKE_PREFIX_PATH="$cdir/prefix" >>"$clog" 2>&1 &&
+    cmake --build "$cdir/cmake" >>"$clog" 2>&1 &&
+    timeout 120 "$ROOT/build/emulator/e2b-local" exec -- "$cdir/cmake/quickstart" >"$cdir/cmake.out" 2>>"$clog" &&
+    grep -q '^killed ' "$cdir/cmake.out"; then
+    c_pass=$((c_pass + 1))
+  else
+    c_fail=$((c_fail + 1))
+    tail -30 "$clog" "$cdir/cmake.out"
+  fi
+  rm -rf "$cdir"
+  record "libe2b for C (pkg-config, find_package)" $c_pass $c_fail
+else
+  record "libe2b for C (no e2b-local built)" 0 1
+fi
+
+echo "== luacheck"
+if command -v luacheck >/dev/null 2>&1; then
+  if luacheck --no-color . >"$LOGS/luacheck.log" 2>&1; then
+    record "luacheck" 1 0
+  else
+    grep -vE '^Checking .* OK$' "$LOGS/luacheck.log" | head -40
+    record "luacheck" 0 1
+  fi
+else
+  echo "luacheck is missing (scripts/setup.sh installs lua-check)"
+  record "luacheck (missing)" 0 1
+fi
+
 echo "== busted specs, Lua 5.4, installed rock, against e2b-local"
 run_busted "busted specs (Lua 5.4)" "$(command -v e2b-local)"
 
@@ -137,27 +189,60 @@ timeout 900 e2b-local exec -- busted --lua=lua5.4 -o TAP --pattern=_test spec/ng
   >"$LOGS/openresty.log" 2>&1
 record_tap "OpenResty (nginx + LuaJIT, e2b.ngx)" "$LOGS/openresty.log"
 
-echo "== luarocks make from a clean clone, Lua 5.4 and 5.1 (temp tree)"
+echo "== luarocks from a clean clone: make for Lua 5.1 and 5.4 into one tree, test, remove, pack"
 rocks=$(mktemp -d /tmp/lua-e2b-rocks.XXXXXX)
 git clone -q "$ROOT" "$rocks/src"
 rock_pass=0
 rock_fail=0
-for v in 5.4 5.1; do
-  lua=lua5.4
-  [ "$v" = 5.1 ] && lua=luajit
-  if (cd "$rocks/src" && luarocks --lua-version=$v --tree="$rocks/tree" make --deps-mode=none \
-    rockspec/lua-e2b-scm-1.rockspec) >"$LOGS/rock-$v.log" 2>&1 &&
-    LUA_PATH="$rocks/tree/share/lua/$v/?.lua;;" LUA_CPATH="$rocks/tree/lib/lua/$v/?.so;;" \
-      $lua -e 'assert(require("e2b").VERSION)' >>"$LOGS/rock-$v.log" 2>&1 &&
-    [ -x "$rocks/tree/bin/e2b-local" ]; then
+rock_check() { # what command...: one check of the rock suite
+  what=$1
+  shift
+  if "$@" >>"$LOGS/rock.log" 2>&1; then
     rock_pass=$((rock_pass + 1))
   else
     rock_fail=$((rock_fail + 1))
-    tail -30 "$LOGS/rock-$v.log"
+    echo "rock check failed: $what"
+    tail -30 "$LOGS/rock.log"
   fi
-done
+}
+rock_make() { # lua-version
+  (cd "$rocks/src" && luarocks --lua-version="$1" --tree="$rocks/tree" make --deps-mode=none \
+    rockspec/lua-e2b-scm-1.rockspec)
+}
+rock_loads() { # lua-version interpreter
+  LUA_PATH="$rocks/tree/share/lua/$1/?.lua;;" LUA_CPATH="$rocks/tree/lib/lua/$1/?.so;;" \
+    $2 -e 'local e = require("e2b"); assert(e._VERSION == "lua-e2b " .. e.VERSION)'
+}
+: >"$LOGS/rock.log"
+# The 5.1 rock first: the 5.4 one then leaves its build in build.luarocks/
+# for `luarocks test`.
+rock_check "make 5.1" rock_make 5.1
+rock_check "5.1 rock loads in luajit" rock_loads 5.1 luajit
+rock_check "make 5.4" rock_make 5.4
+rock_check "5.4 rock loads in lua5.4" rock_loads 5.4 lua5.4
+# Both rocks in one tree, each with its own command: neither moved aside.
+rock_check "bin: e2b-local and e2b-local-5.1, nothing moved aside" \
+  test "$(ls "$rocks/tree/bin" | tr '\n' ' ')" = "e2b-local e2b-local-5.1 "
+# `luarocks test` runs the checkout's specs under e2b-local exec; busted
+# and lua-cjson come from Debian, declared as provided (no registry).
+echo 'rocks_provided = { busted = "2.1.1-1", ["lua-cjson"] = "2.1.0-1" }' >"$rocks/config.lua"
+rock_check "luarocks test" sh -c "cd '$rocks/src' && LUAROCKS_CONFIG='$rocks/config.lua' timeout 300 \
+  luarocks --lua-version=5.4 --tree='$rocks/tree' test -- -o TAP spec/client_spec.lua"
+# Removing the 5.1 rock leaves the 5.4 rock's e2b-local working.
+rock_check "remove 5.1, e2b-local still runs" sh -c "luarocks --lua-version=5.1 --tree='$rocks/tree' \
+  remove lua-e2b && '$rocks/tree/bin/e2b-local' --help && ! test -e '$rocks/tree/bin/e2b-local-5.1'"
+# `luarocks pack` of the scm rockspec, its source URL pointed at the clone
+# (no network): the .src.rock holds the sources the build needs.
+mkdir "$rocks/pack"
+sed "s|^  url = .*|  url = \"git+file://$rocks/src\",|" "$rocks/src/rockspec/lua-e2b-scm-1.rockspec" \
+  >"$rocks/pack/lua-e2b-scm-1.rockspec"
+rock_check "luarocks pack" sh -c "cd '$rocks/pack' && luarocks pack lua-e2b-scm-1.rockspec &&
+  unzip -l lua-e2b-scm-1.src.rock | grep -q ' src/core/include/e2b.h\$' &&
+  unzip -l lua-e2b-scm-1.src.rock | grep -q ' src/CMakeLists.txt\$'"
+rock_check "luarocks lint (scm, 0.1.0)" sh -c "luarocks lint '$ROOT/rockspec/lua-e2b-scm-1.rockspec' &&
+  luarocks lint '$ROOT/rockspec/lua-e2b-0.1.0-1.rockspec'"
 rm -rf "$rocks"
-record "luarocks make, clean clone (5.4, 5.1)" $rock_pass $rock_fail
+record "luarocks (make 5.1+5.4, test, remove, pack)" $rock_pass $rock_fail
 
 echo "== fuzz targets (clang, libFuzzer + ASan + UBSan), a few seconds each"
 # Each target replays its seed corpus (fuzz/corpus/<target>: valid inputs and

@@ -17,8 +17,8 @@
  *                event-loop adapter learns whom to wake.
  *
  * A blocking caller starts a request and calls e2b_req_wait(); an async
- * caller (the Lua scheduler, OpenResty) calls e2b_loop_step() itself and
- * reacts to notifications. Both are faces of the same objects.
+ * caller (an event loop, a language binding's scheduler) calls
+ * e2b_loop_step() itself and reacts to notifications. Both are faces of the same objects.
  *
  * Errors: every call that can fail fills an e2b_error (one code from the
  * e2b_code enum plus a human message, never containing secrets). Options are
@@ -41,11 +41,38 @@
 extern "C" {
 #endif
 
-#define E2B_VERSION "0.1.0"
+/* Version of this header. CMakeLists.txt reads the three numbers below to
+ * set the project (and shared library) version, so they are the one place
+ * the version lives. E2B_VERSION_NUM orders versions for #if tests:
+ * 0x010203 is 1.2.3. e2b_version() tells which library is actually linked. */
+#define E2B_VERSION_MAJOR 0
+#define E2B_VERSION_MINOR 1
+#define E2B_VERSION_PATCH 0
+#define E2B_VERSION_NUM ((E2B_VERSION_MAJOR << 16) | (E2B_VERSION_MINOR << 8) | E2B_VERSION_PATCH)
+#define E2B_STRINGIFY_(x) #x
+#define E2B_STRINGIFY(x) E2B_STRINGIFY_(x)
+#define E2B_VERSION                                                                  \
+  E2B_STRINGIFY(E2B_VERSION_MAJOR) "." E2B_STRINGIFY(E2B_VERSION_MINOR) "." E2B_STRINGIFY( \
+      E2B_VERSION_PATCH)
+
+/* Marks the public API: the shared library is built with hidden visibility,
+ * so only what carries E2B_EXPORT is exported. */
+#if defined(__GNUC__) && __GNUC__ >= 4
+#define E2B_EXPORT __attribute__((visibility("default")))
+#else
+#define E2B_EXPORT
+#endif
+
+/* The linked library's version, "MAJOR.MINOR.PATCH" (may differ from
+ * E2B_VERSION when a program runs against a newer shared libe2b). */
+E2B_EXPORT const char *e2b_version(void);
+/* The linked library's E2B_VERSION_NUM. */
+E2B_EXPORT unsigned e2b_version_num(void);
 
 /* ==== errors ============================================================== */
 
-/* One code per kind of failure; names (e2b_code_name) are the Lua API's kinds. */
+/* One code per kind of failure; e2b_code_name gives each a stable short name
+ * ("not_found", ...) that bindings can use as an error kind. */
 typedef enum e2b_code {
   E2B_OK = 0,
   E2B_ERR_NOT_FOUND,        /* "not_found": the thing is known not to exist (a real 404) */
@@ -75,31 +102,31 @@ typedef struct e2b_error {
 } e2b_error;
 
 /* "not_found", "auth", ... ("ok" for E2B_OK). */
-const char *e2b_code_name(e2b_code code);
+E2B_EXPORT const char *e2b_code_name(e2b_code code);
 /* Resets err to E2B_OK with empty message (err may be NULL). */
-void e2b_error_clear(e2b_error *err);
+E2B_EXPORT void e2b_error_clear(e2b_error *err);
 
 /* ==== loop (transport) ===================================================== */
 
 typedef struct e2b_loop e2b_loop;
 
 /* Returns NULL only when libcurl cannot be initialised (err says why). */
-e2b_loop *e2b_loop_new(e2b_error *err);
-void e2b_loop_release(e2b_loop *loop);
+E2B_EXPORT e2b_loop *e2b_loop_new(e2b_error *err);
+E2B_EXPORT void e2b_loop_release(e2b_loop *loop);
 
 /* Drives every transfer as far as it can without blocking, then, when
  * timeout_ms > 0 and nothing progressed, waits up to timeout_ms for socket
  * activity (or e2b_loop_wakeup) and drives again. Notifications fire from
  * inside this call. Returns the number of transfers still running. */
-int e2b_loop_step(e2b_loop *loop, long timeout_ms);
+E2B_EXPORT int e2b_loop_step(e2b_loop *loop, long timeout_ms);
 /* Transfers currently running. */
-int e2b_loop_active(const e2b_loop *loop);
+E2B_EXPORT int e2b_loop_active(const e2b_loop *loop);
 /* Requests left to finish unattended (e2b_req_autofree): the kills and
  * cleanups finalizers send. A host about to exit steps the loop until this
  * is 0 (with a bound), or they are never sent. */
-size_t e2b_loop_unattended(const e2b_loop *loop);
+E2B_EXPORT size_t e2b_loop_unattended(const e2b_loop *loop);
 /* Makes a waiting e2b_loop_step return early; callable from any thread. */
-void e2b_loop_wakeup(e2b_loop *loop);
+E2B_EXPORT void e2b_loop_wakeup(e2b_loop *loop);
 
 /* ==== client (control plane) ================================================ */
 
@@ -118,7 +145,7 @@ typedef struct e2b_config {
   long budget_ms;           /* total for one unary request, retries and backoff included:
                                no attempt starts and none runs past it; 0 = default 60000
                                (the official SDKs' request timeout); < 0 invalid */
-  const char *user_agent;   /* default "lua-e2b/<version>" */
+  const char *user_agent;   /* default "libe2b/<version>" */
   int max_retries;          /* extra attempts after a retryable failure of an idempotent call
                                (or of any call that never reached the server); 0: 3,
                                E2B_NO_RETRY: none */
@@ -134,18 +161,18 @@ typedef struct e2b_config {
 
 /* Attaches a new client to loop. The API key is not required here (a probe
  * reports a missing key as E2B_ERR_AUTH), so a client can be built offline. */
-e2b_client *e2b_client_new(e2b_loop *loop, const e2b_config *config, e2b_error *err);
-void e2b_client_release(e2b_client *client);
+E2B_EXPORT e2b_client *e2b_client_new(e2b_loop *loop, const e2b_config *config, e2b_error *err);
+E2B_EXPORT void e2b_client_release(e2b_client *client);
 
 /* The resolved configuration (after defaults and environment). */
-const char *e2b_client_api_url(const e2b_client *client);
-const char *e2b_client_domain(const e2b_client *client);
-const char *e2b_client_sandbox_url(const e2b_client *client); /* NULL when unset */
-const char *e2b_client_template(const e2b_client *client);
-const char *e2b_client_owner(const e2b_client *client);
-long e2b_client_request_timeout_ms(const e2b_client *client);
-long e2b_client_budget_ms(const e2b_client *client);
-int e2b_client_has_api_key(const e2b_client *client);
+E2B_EXPORT const char *e2b_client_api_url(const e2b_client *client);
+E2B_EXPORT const char *e2b_client_domain(const e2b_client *client);
+E2B_EXPORT const char *e2b_client_sandbox_url(const e2b_client *client); /* NULL when unset */
+E2B_EXPORT const char *e2b_client_template(const e2b_client *client);
+E2B_EXPORT const char *e2b_client_owner(const e2b_client *client);
+E2B_EXPORT long e2b_client_request_timeout_ms(const e2b_client *client);
+E2B_EXPORT long e2b_client_budget_ms(const e2b_client *client);
+E2B_EXPORT int e2b_client_has_api_key(const e2b_client *client);
 
 /* A string-to-string pair, for metadata and environment variables. */
 typedef struct e2b_kv {
@@ -225,29 +252,29 @@ typedef struct e2b_req e2b_req;
 
 /* Control-plane operations. Each returns a started request, or NULL with err
  * filled (invalid arguments are caught here, before any I/O). */
-e2b_req *e2b_sandbox_create(e2b_client *c, const e2b_create_opts *opts, e2b_error *err);
+E2B_EXPORT e2b_req *e2b_sandbox_create(e2b_client *c, const e2b_create_opts *opts, e2b_error *err);
 /* Connects to (and resumes, if paused) a sandbox; timeout_ms > 0 is sent as
  * the requested lifetime (E2B only extends a running sandbox's deadline). */
-e2b_req *e2b_sandbox_connect(e2b_client *c, const char *sandbox_id, long timeout_ms, e2b_error *err);
-e2b_req *e2b_sandbox_get(e2b_client *c, const char *sandbox_id, e2b_error *err);
-e2b_req *e2b_sandbox_list(e2b_client *c, const e2b_list_opts *opts, e2b_error *err);
+E2B_EXPORT e2b_req *e2b_sandbox_connect(e2b_client *c, const char *sandbox_id, long timeout_ms, e2b_error *err);
+E2B_EXPORT e2b_req *e2b_sandbox_get(e2b_client *c, const char *sandbox_id, e2b_error *err);
+E2B_EXPORT e2b_req *e2b_sandbox_list(e2b_client *c, const e2b_list_opts *opts, e2b_error *err);
 /* Raw DELETE: an absent sandbox is E2B_ERR_NOT_FOUND (see e2b_sandbox_destroy). */
-e2b_req *e2b_sandbox_kill(e2b_client *c, const char *sandbox_id, e2b_error *err);
+E2B_EXPORT e2b_req *e2b_sandbox_kill(e2b_client *c, const char *sandbox_id, e2b_error *err);
 /* Sets the deadline to now + timeout_ms (rounded up to seconds). */
-e2b_req *e2b_sandbox_set_timeout(e2b_client *c, const char *sandbox_id, long timeout_ms,
+E2B_EXPORT e2b_req *e2b_sandbox_set_timeout(e2b_client *c, const char *sandbox_id, long timeout_ms,
                                  e2b_error *err);
 /* memory = 1: processes are frozen and survive; 0: filesystem only. Succeeds
  * only once the sandbox is paused (a sandbox already paused counts); a
  * success answer that did not pause it is an error, never success. */
-e2b_req *e2b_sandbox_pause(e2b_client *c, const char *sandbox_id, int memory, e2b_error *err);
+E2B_EXPORT e2b_req *e2b_sandbox_pause(e2b_client *c, const char *sandbox_id, int memory, e2b_error *err);
 
 /* Results. Valid until the request is freed. */
-const e2b_sandbox *e2b_req_sandbox(const e2b_req *req);           /* create, connect, get */
-size_t e2b_req_sandbox_count(const e2b_req *req);                  /* list */
-const e2b_sandbox *e2b_req_sandbox_at(const e2b_req *req, size_t i);
-const char *e2b_req_next_token(const e2b_req *req);                /* list; NULL on the last page */
+E2B_EXPORT const e2b_sandbox *e2b_req_sandbox(const e2b_req *req);           /* create, connect, get */
+E2B_EXPORT size_t e2b_req_sandbox_count(const e2b_req *req);                  /* list */
+E2B_EXPORT const e2b_sandbox *e2b_req_sandbox_at(const e2b_req *req, size_t i);
+E2B_EXPORT const char *e2b_req_next_token(const e2b_req *req);                /* list; NULL on the last page */
 /* connect: 1 when the sandbox was resumed from pause (HTTP 201). */
-int e2b_req_resumed(const e2b_req *req);
+E2B_EXPORT int e2b_req_resumed(const e2b_req *req);
 
 /* ==== sandbox handle (envd) ================================================= */
 
@@ -255,12 +282,12 @@ typedef struct e2b_sbx e2b_sbx;
 
 /* A handle on one sandbox's envd. access_token may be NULL (insecure
  * sandbox); domain NULL means the client's. Copies its arguments. */
-e2b_sbx *e2b_sbx_new(e2b_client *c, const char *sandbox_id, const char *access_token,
+E2B_EXPORT e2b_sbx *e2b_sbx_new(e2b_client *c, const char *sandbox_id, const char *access_token,
                      const char *domain, e2b_error *err);
-void e2b_sbx_release(e2b_sbx *sbx);
-const char *e2b_sbx_id(const e2b_sbx *sbx);
+E2B_EXPORT void e2b_sbx_release(e2b_sbx *sbx);
+E2B_EXPORT const char *e2b_sbx_id(const e2b_sbx *sbx);
 /* envd base URL used for RPC and /files. */
-const char *e2b_sbx_envd_url(const e2b_sbx *sbx);
+E2B_EXPORT const char *e2b_sbx_envd_url(const e2b_sbx *sbx);
 
 /* -- processes (process.Process) -- */
 
@@ -284,10 +311,10 @@ typedef struct e2b_proc_opts {
 } e2b_proc_opts;
 
 /* Starts a process; the request is a stream of events until the process ends. */
-e2b_req *e2b_proc_start(e2b_sbx *sbx, const e2b_proc_opts *opts, e2b_error *err);
+E2B_EXPORT e2b_req *e2b_proc_start(e2b_sbx *sbx, const e2b_proc_opts *opts, e2b_error *err);
 /* Attaches to a running process by pid (tag NULL) or by tag; events from now
  * on. idle_timeout_ms as in e2b_proc_opts. */
-e2b_req *e2b_proc_connect(e2b_sbx *sbx, uint32_t pid, const char *tag, long idle_timeout_ms,
+E2B_EXPORT e2b_req *e2b_proc_connect(e2b_sbx *sbx, uint32_t pid, const char *tag, long idle_timeout_ms,
                           e2b_error *err);
 
 typedef enum e2b_event_type {
@@ -315,27 +342,27 @@ typedef struct e2b_proc_event {
  * is over (then e2b_req_error tells whether it ended cleanly). Taking events
  * frees queue space; a full queue pauses the transfer, so memory stays
  * bounded however fast the process writes. */
-int e2b_req_next_event(e2b_req *req, e2b_proc_event *ev);
+E2B_EXPORT int e2b_req_next_event(e2b_req *req, e2b_proc_event *ev);
 /* Looks at the next queued event without taking it: same returns as
  * e2b_req_next_event. The event stays valid until it is consumed. */
-int e2b_req_peek_event(e2b_req *req, e2b_proc_event *ev);
+E2B_EXPORT int e2b_req_peek_event(e2b_req *req, e2b_proc_event *ev);
 /* Consumes the first n bytes of the next queued event's data; the event is
  * removed once n covers all of it (an event without data: any n). Lets a
  * reader take at most what it wants and leave the rest queued. */
-void e2b_req_consume(e2b_req *req, size_t n);
+E2B_EXPORT void e2b_req_consume(e2b_req *req, size_t n);
 /* Bytes of event data currently queued. */
-size_t e2b_req_queued(const e2b_req *req);
+E2B_EXPORT size_t e2b_req_queued(const e2b_req *req);
 
 /* These select the process by tag when tag is non-NULL (a tag is unique to
  * one process, so a pid reused after a reboot can never be hit), else by pid. */
-e2b_req *e2b_proc_send_input(e2b_sbx *sbx, uint32_t pid, const char *tag, const void *data,
+E2B_EXPORT e2b_req *e2b_proc_send_input(e2b_sbx *sbx, uint32_t pid, const char *tag, const void *data,
                              size_t len, int pty, e2b_error *err);
-e2b_req *e2b_proc_close_stdin(e2b_sbx *sbx, uint32_t pid, const char *tag, e2b_error *err);
+E2B_EXPORT e2b_req *e2b_proc_close_stdin(e2b_sbx *sbx, uint32_t pid, const char *tag, e2b_error *err);
 /* signo: 9 (KILL), 15 (TERM), 2 (INT) or another number envd accepts. */
-e2b_req *e2b_proc_signal(e2b_sbx *sbx, uint32_t pid, const char *tag, int signo, e2b_error *err);
-e2b_req *e2b_proc_resize(e2b_sbx *sbx, uint32_t pid, const char *tag, unsigned cols, unsigned rows,
+E2B_EXPORT e2b_req *e2b_proc_signal(e2b_sbx *sbx, uint32_t pid, const char *tag, int signo, e2b_error *err);
+E2B_EXPORT e2b_req *e2b_proc_resize(e2b_sbx *sbx, uint32_t pid, const char *tag, unsigned cols, unsigned rows,
                          e2b_error *err);
-e2b_req *e2b_proc_list(e2b_sbx *sbx, e2b_error *err);
+E2B_EXPORT e2b_req *e2b_proc_list(e2b_sbx *sbx, e2b_error *err);
 
 typedef struct e2b_proc_info {
   uint32_t pid;
@@ -346,8 +373,8 @@ typedef struct e2b_proc_info {
   char *cwd;       /* NULL when none */
 } e2b_proc_info;
 
-size_t e2b_req_proc_count(const e2b_req *req);
-const e2b_proc_info *e2b_req_proc_at(const e2b_req *req, size_t i);
+E2B_EXPORT size_t e2b_req_proc_count(const e2b_req *req);
+E2B_EXPORT const e2b_proc_info *e2b_req_proc_at(const e2b_req *req, size_t i);
 
 /* -- tracked processes: output kept in the sandbox, read by offset -- */
 
@@ -363,22 +390,22 @@ const e2b_proc_info *e2b_req_proc_at(const e2b_req *req, size_t i);
  * PTY processes are never kept (their output is a terminal, not a file). */
 #define E2B_TRACK_ENV_REPLACE 1u /* the command sees only opts->env (+ PATH) */
 #define E2B_TRACK_NO_KEEP 2u     /* the fast path only: nothing kept, no wrapper processes */
-e2b_req *e2b_proc_track(e2b_sbx *sbx, const e2b_proc_opts *opts, unsigned flags, e2b_error *err);
+E2B_EXPORT e2b_req *e2b_proc_track(e2b_sbx *sbx, const e2b_proc_opts *opts, unsigned flags, e2b_error *err);
 /* Reattaches to a process by pid (tag NULL) or tag and continues its output
  * from the given offsets (bytes already consumed). A tracked process's
  * output is read from the start, so any client continues exactly where a
  * reader stopped; an untracked one can only be followed from now (offsets
  * must then be 0). */
-e2b_req *e2b_proc_attach(e2b_sbx *sbx, uint32_t pid, const char *tag, int64_t stdout_offset,
+E2B_EXPORT e2b_req *e2b_proc_attach(e2b_sbx *sbx, uint32_t pid, const char *tag, int64_t stdout_offset,
                          int64_t stderr_offset, long idle_timeout_ms, e2b_error *err);
-uint32_t e2b_req_proc_pid(const e2b_req *req);
-const char *e2b_req_proc_tag(const e2b_req *req);
+E2B_EXPORT uint32_t e2b_req_proc_pid(const e2b_req *req);
+E2B_EXPORT const char *e2b_req_proc_tag(const e2b_req *req);
 /* The scratch directory of a tracked process: out, err, exit and boot (the
  * sandbox boot id when it started). NULL when not tracked. */
-const char *e2b_req_proc_dir(const e2b_req *req);
-int e2b_req_proc_tracked(const e2b_req *req);
+E2B_EXPORT const char *e2b_req_proc_dir(const e2b_req *req);
+E2B_EXPORT int e2b_req_proc_tracked(const e2b_req *req);
 /* Removes a tracked process's scratch directory (its kept output). */
-e2b_req *e2b_proc_forget(e2b_sbx *sbx, const char *tag, e2b_error *err);
+E2B_EXPORT e2b_req *e2b_proc_forget(e2b_sbx *sbx, const char *tag, e2b_error *err);
 
 /* -- filesystem (filesystem.Filesystem and /files) -- */
 
@@ -396,84 +423,89 @@ typedef struct e2b_entry {
 } e2b_entry;
 
 /* user NULL: envd's default user. */
-e2b_req *e2b_fs_stat(e2b_sbx *sbx, const char *path, const char *user, e2b_error *err);
-e2b_req *e2b_fs_list(e2b_sbx *sbx, const char *path, unsigned depth, const char *user,
+E2B_EXPORT e2b_req *e2b_fs_stat(e2b_sbx *sbx, const char *path, const char *user, e2b_error *err);
+E2B_EXPORT e2b_req *e2b_fs_list(e2b_sbx *sbx, const char *path, unsigned depth, const char *user,
                      e2b_error *err);
-e2b_req *e2b_fs_mkdir(e2b_sbx *sbx, const char *path, const char *user, e2b_error *err);
-e2b_req *e2b_fs_move(e2b_sbx *sbx, const char *from, const char *to, const char *user,
+E2B_EXPORT e2b_req *e2b_fs_mkdir(e2b_sbx *sbx, const char *path, const char *user, e2b_error *err);
+E2B_EXPORT e2b_req *e2b_fs_move(e2b_sbx *sbx, const char *from, const char *to, const char *user,
                      e2b_error *err);
-e2b_req *e2b_fs_remove(e2b_sbx *sbx, const char *path, const char *user, e2b_error *err);
+E2B_EXPORT e2b_req *e2b_fs_remove(e2b_sbx *sbx, const char *path, const char *user, e2b_error *err);
 
-const e2b_entry *e2b_req_entry(const e2b_req *req);          /* stat, mkdir, move */
-size_t e2b_req_entry_count(const e2b_req *req);              /* list */
-const e2b_entry *e2b_req_entry_at(const e2b_req *req, size_t i);
+E2B_EXPORT const e2b_entry *e2b_req_entry(const e2b_req *req);          /* stat, mkdir, move */
+E2B_EXPORT size_t e2b_req_entry_count(const e2b_req *req);              /* list */
+E2B_EXPORT const e2b_entry *e2b_req_entry_at(const e2b_req *req, size_t i);
 
 /* GET /files from byte offset (0: whole file). The body streams: take it with
  * e2b_req_next_chunk; the transfer pauses while too much is queued. */
-e2b_req *e2b_file_read(e2b_sbx *sbx, const char *path, const char *user, int64_t offset,
+E2B_EXPORT e2b_req *e2b_file_read(e2b_sbx *sbx, const char *path, const char *user, int64_t offset,
                        e2b_error *err);
 /* Returns 1 with a chunk (valid until the next call), 0 when nothing is
  * queued yet, -1 at the end of the body (see e2b_req_error). Chunks are also
  * visible to e2b_req_peek_event/e2b_req_consume as E2B_EVENT_STDOUT data. */
-int e2b_req_next_chunk(e2b_req *req, const uint8_t **data, size_t *len);
+E2B_EXPORT int e2b_req_next_chunk(e2b_req *req, const uint8_t **data, size_t *len);
 
 /* POST /files (multipart, one "file" part named by path). Feed the content
  * with e2b_req_send and finish with e2b_req_send_end; the upload streams
  * with bounded memory. Result: e2b_req_written_path. */
-e2b_req *e2b_file_write(e2b_sbx *sbx, const char *path, const char *user, e2b_error *err);
+E2B_EXPORT e2b_req *e2b_file_write(e2b_sbx *sbx, const char *path, const char *user, e2b_error *err);
 /* Queues bytes for an upload. Returns 0, or -1 when the request takes no
  * more input (ended or failed). */
-int e2b_req_send(e2b_req *req, const void *data, size_t len);
-int e2b_req_send_end(e2b_req *req);
+E2B_EXPORT int e2b_req_send(e2b_req *req, const void *data, size_t len);
+E2B_EXPORT int e2b_req_send_end(e2b_req *req);
 /* Bytes queued for sending and not yet taken by the transfer; a producer
  * should wait for a notification while this is large. */
-size_t e2b_req_send_pending(const e2b_req *req);
-const char *e2b_req_written_path(const e2b_req *req);
+E2B_EXPORT size_t e2b_req_send_pending(const e2b_req *req);
+E2B_EXPORT const char *e2b_req_written_path(const e2b_req *req);
 
 /* Signed /files URL for sharing (envd's v1 signature): operation "read" or "write";
  * expires_unix <= 0 for no expiry. Requires a secure sandbox. The result is
  * malloc'd. */
-char *e2b_file_url(e2b_sbx *sbx, const char *path, const char *operation, const char *user,
+E2B_EXPORT char *e2b_file_url(e2b_sbx *sbx, const char *path, const char *operation, const char *user,
                    int64_t expires_unix, e2b_error *err);
 
 /* Plain envd GET /health: succeeds on 2xx. */
-e2b_req *e2b_envd_health(e2b_sbx *sbx, e2b_error *err);
+E2B_EXPORT e2b_req *e2b_envd_health(e2b_sbx *sbx, e2b_error *err);
 
 /* ==== lifecycle: identity, ownership and the rules over the raw calls ====== */
 
 /* Metadata keys libe2b keeps beside the caller's: the logical id (so any
- * host finds the sandbox again) and the owner tag (so orphans can be reaped). */
+ * host finds the sandbox again) and the owner tag (so orphans can be reaped).
+ * The values are a stored format, not names: they live in the metadata of
+ * sandboxes already running (and paused for weeks), and every client that
+ * looks a sandbox up by logical id must use the same key. Their spelling
+ * predates libe2b's split from its Lua binding; renaming them would make
+ * existing sandboxes impossible to find, so they stay as they are. */
 #define E2B_META_ID "lua_e2b_id"
 #define E2B_META_OWNER "lua_e2b_owner"
 
 /* Every page of the list (results: e2b_req_sandbox_count/at). */
-e2b_req *e2b_sandbox_find(e2b_client *c, const e2b_list_opts *opts, e2b_error *err);
+E2B_EXPORT e2b_req *e2b_sandbox_find(e2b_client *c, const e2b_list_opts *opts, e2b_error *err);
 /* A sandbox by logical id (metadata) or provider id. Only reads, never
  * resumes; E2B_ERR_NOT_FOUND only when it is known not to exist, and
  * E2B_ERR_CONFLICT when two sandboxes carry the logical id. */
-e2b_req *e2b_sandbox_describe(e2b_client *c, const char *id, e2b_error *err);
+E2B_EXPORT e2b_req *e2b_sandbox_describe(e2b_client *c, const char *id, e2b_error *err);
 /* Connects to a sandbox by provider id, resuming it if paused, and never
  * shortens its deadline: a running sandbox keeps max(its deadline, now +
  * timeout_ms). Result: the sandbox, with metadata and state. */
-e2b_req *e2b_sandbox_attach(e2b_client *c, const char *sandbox_id, long timeout_ms,
+E2B_EXPORT e2b_req *e2b_sandbox_attach(e2b_client *c, const char *sandbox_id, long timeout_ms,
                             e2b_error *err);
 /* attach by logical id, searching running and paused sandboxes on every
  * page: none -> E2B_ERR_NOT_FOUND (nothing allocated), two -> E2B_ERR_CONFLICT. */
-e2b_req *e2b_sandbox_resume(e2b_client *c, const char *logical_id, long timeout_ms,
+E2B_EXPORT e2b_req *e2b_sandbox_resume(e2b_client *c, const char *logical_id, long timeout_ms,
                             e2b_error *err);
 /* Forks a sandbox: E2B snapshots it in place (it goes on) and starts count
  * (1-100) new sandboxes from that snapshot, each living timeout_ms (0: E2B's
  * default, 15 s). All or nothing: when any fork fails to start, the ones
  * that did are killed and the request fails with the first fork's error. */
-e2b_req *e2b_sandbox_fork(e2b_client *c, const char *sandbox_id, long timeout_ms, int count,
+E2B_EXPORT e2b_req *e2b_sandbox_fork(e2b_client *c, const char *sandbox_id, long timeout_ms, int count,
                           e2b_error *err);
 /* Kills by logical or provider id; a sandbox already gone counts as destroyed. */
-e2b_req *e2b_sandbox_destroy(e2b_client *c, const char *id, e2b_error *err);
+E2B_EXPORT e2b_req *e2b_sandbox_destroy(e2b_client *c, const char *id, e2b_error *err);
 /* Moves the deadline to at least now + ms, never earlier. */
-e2b_req *e2b_sandbox_keep_alive(e2b_client *c, const char *sandbox_id, long ms, e2b_error *err);
+E2B_EXPORT e2b_req *e2b_sandbox_keep_alive(e2b_client *c, const char *sandbox_id, long ms, e2b_error *err);
 /* Kills every sandbox of owner (all pages) started more than older_than_ms
  * ago. Result: the killed sandboxes (e2b_req_sandbox_count/at). */
-e2b_req *e2b_sandbox_reap(e2b_client *c, const char *owner, long older_than_ms, e2b_error *err);
+E2B_EXPORT e2b_req *e2b_sandbox_reap(e2b_client *c, const char *owner, long older_than_ms, e2b_error *err);
 
 typedef struct e2b_network {
   int allow_internet_access;      /* 0: deny all egress */
@@ -484,7 +516,7 @@ typedef struct e2b_network {
 } e2b_network;
 
 /* Replaces a running sandbox's egress rules (PUT /sandboxes/{id}/network). */
-e2b_req *e2b_sandbox_set_network(e2b_client *c, const char *sandbox_id, const e2b_network *net,
+E2B_EXPORT e2b_req *e2b_sandbox_set_network(e2b_client *c, const char *sandbox_id, const e2b_network *net,
                                  e2b_error *err);
 
 /* Creation with lua-e2b's rules (docs/manual.md, "Sandboxes"). */
@@ -508,7 +540,7 @@ typedef struct e2b_provision_opts {
  * Any failure after allocation destroys the allocation before the request
  * completes. Result: the sandbox (e2b_req_sandbox). A setup failure's message
  * ends with the tail of the script's stderr. */
-e2b_req *e2b_sandbox_provision(e2b_client *c, const e2b_provision_opts *opts, e2b_error *err);
+E2B_EXPORT e2b_req *e2b_sandbox_provision(e2b_client *c, const e2b_provision_opts *opts, e2b_error *err);
 
 /* -- snapshots and volumes -- */
 
@@ -519,14 +551,14 @@ typedef struct e2b_snapshot {
 } e2b_snapshot;
 
 /* Snapshots a sandbox under name (a snapshot of that name gets a new build). */
-e2b_req *e2b_snapshot_create(e2b_client *c, const char *sandbox_id, const char *name,
+E2B_EXPORT e2b_req *e2b_snapshot_create(e2b_client *c, const char *sandbox_id, const char *name,
                              e2b_error *err);
 /* Every snapshot (name NULL) or those matching name, on every page. */
-e2b_req *e2b_snapshot_list(e2b_client *c, const char *name, e2b_error *err);
+E2B_EXPORT e2b_req *e2b_snapshot_list(e2b_client *c, const char *name, e2b_error *err);
 /* Deletes every snapshot matching name (or that id); none left is success. */
-e2b_req *e2b_snapshot_delete(e2b_client *c, const char *name, e2b_error *err);
-size_t e2b_req_snapshot_count(const e2b_req *req);
-const e2b_snapshot *e2b_req_snapshot_at(const e2b_req *req, size_t i);
+E2B_EXPORT e2b_req *e2b_snapshot_delete(e2b_client *c, const char *name, e2b_error *err);
+E2B_EXPORT size_t e2b_req_snapshot_count(const e2b_req *req);
+E2B_EXPORT const e2b_snapshot *e2b_req_snapshot_at(const e2b_req *req, size_t i);
 
 typedef struct e2b_volume {
   char *volume_id;
@@ -534,12 +566,12 @@ typedef struct e2b_volume {
   char *token;  /* only from create */
 } e2b_volume;
 
-e2b_req *e2b_volume_create(e2b_client *c, const char *name, e2b_error *err);
-e2b_req *e2b_volume_list(e2b_client *c, e2b_error *err);
+E2B_EXPORT e2b_req *e2b_volume_create(e2b_client *c, const char *name, e2b_error *err);
+E2B_EXPORT e2b_req *e2b_volume_list(e2b_client *c, e2b_error *err);
 /* Deletes the volume with that name (or id); an absent one is success. */
-e2b_req *e2b_volume_delete(e2b_client *c, const char *name, e2b_error *err);
-size_t e2b_req_volume_count(const e2b_req *req);
-const e2b_volume *e2b_req_volume_at(const e2b_req *req, size_t i);
+E2B_EXPORT e2b_req *e2b_volume_delete(e2b_client *c, const char *name, e2b_error *err);
+E2B_EXPORT size_t e2b_req_volume_count(const e2b_req *req);
+E2B_EXPORT const e2b_volume *e2b_req_volume_at(const e2b_req *req, size_t i);
 
 /* -- running a command to completion -- */
 
@@ -557,9 +589,9 @@ typedef struct e2b_run_result {
  * output, keeping at most max_output bytes of each stream (the tail).
  * opts->timeout_ms bounds the run: past it the process group is killed and
  * the request fails with E2B_ERR_TIMEOUT (the result still holds the output). */
-e2b_req *e2b_run(e2b_sbx *sbx, const e2b_proc_opts *opts, const void *stdin_data,
+E2B_EXPORT e2b_req *e2b_run(e2b_sbx *sbx, const e2b_proc_opts *opts, const void *stdin_data,
                  size_t stdin_len, size_t max_output, e2b_error *err);
-const e2b_run_result *e2b_req_run_result(const e2b_req *req);
+E2B_EXPORT const e2b_run_result *e2b_req_run_result(const e2b_req *req);
 
 /* -- looking at a backend -- */
 
@@ -582,8 +614,8 @@ typedef struct e2b_doctor_report {
 
 /* Looks: one list, then a throwaway sandbox (killed at the end, lifetime
  * 120 s so a crash cannot leak it for long) to try each feature. */
-e2b_req *e2b_doctor(e2b_client *c, e2b_error *err);
-const e2b_doctor_report *e2b_req_doctor_report(const e2b_req *req);
+E2B_EXPORT e2b_req *e2b_doctor(e2b_client *c, e2b_error *err);
+E2B_EXPORT const e2b_doctor_report *e2b_req_doctor_report(const e2b_req *req);
 
 typedef struct e2b_egress_opts {
   const char *allow_host;  /* the one host put in the allow-list; default "example.com" */
@@ -610,8 +642,8 @@ typedef struct e2b_egress_report {
  * from inside, the allowed host, a denied host and a raw IP. The request
  * succeeds whenever it could run the probes; inconclusive whenever it could
  * not observe (the allowed host did not answer, no curl, ...). */
-e2b_req *e2b_verify_egress(e2b_client *c, const e2b_egress_opts *opts, e2b_error *err);
-const e2b_egress_report *e2b_req_egress_report(const e2b_req *req);
+E2B_EXPORT e2b_req *e2b_verify_egress(e2b_client *c, const e2b_egress_opts *opts, e2b_error *err);
+E2B_EXPORT const e2b_egress_report *e2b_req_egress_report(const e2b_req *req);
 
 /* ==== requests ================================================================ */
 
@@ -619,25 +651,25 @@ typedef void (*e2b_notify_fn)(e2b_req *req, void *userdata);
 
 /* Called from e2b_loop_step whenever the request completes or queues data
  * (and when upload space frees). Must not free the request. */
-void e2b_req_set_notify(e2b_req *req, e2b_notify_fn fn, void *userdata);
+E2B_EXPORT void e2b_req_set_notify(e2b_req *req, e2b_notify_fn fn, void *userdata);
 
-int e2b_req_done(const e2b_req *req);
+E2B_EXPORT int e2b_req_done(const e2b_req *req);
 /* NULL while running or after success; the failure otherwise. */
-const e2b_error *e2b_req_error(const e2b_req *req);
+E2B_EXPORT const e2b_error *e2b_req_error(const e2b_req *req);
 /* HTTP status of the response (0 before headers arrived). */
-int e2b_req_status(const e2b_req *req);
+E2B_EXPORT int e2b_req_status(const e2b_req *req);
 /* Stops the transfer; the request completes with E2B_ERR_CANCELED. */
-void e2b_req_cancel(e2b_req *req);
+E2B_EXPORT void e2b_req_cancel(e2b_req *req);
 /* Cancels if needed and frees. */
-void e2b_req_free(e2b_req *req);
+E2B_EXPORT void e2b_req_free(e2b_req *req);
 /* Lets the request run to completion unattended; the loop frees it then.
  * For fire-and-forget calls (e.g. from a finalizer); req must not be used after. */
-void e2b_req_autofree(e2b_req *req);
+E2B_EXPORT void e2b_req_autofree(e2b_req *req);
 /* Blocking helper: steps the request's loop until the request is done or
  * timeout_ms passes (< 0: no limit). Returns 1 when done, 0 on timeout. */
-int e2b_req_wait(e2b_req *req, long timeout_ms);
+E2B_EXPORT int e2b_req_wait(e2b_req *req, long timeout_ms);
 /* The request's loop. */
-e2b_loop *e2b_req_loop(const e2b_req *req);
+E2B_EXPORT e2b_loop *e2b_req_loop(const e2b_req *req);
 
 #ifdef __cplusplus
 }

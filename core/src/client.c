@@ -112,7 +112,7 @@ e2b_client *e2b_client_new(e2b_loop *loop, const e2b_config *cfg, e2b_error *err
   if (cfg->user_agent) {
     c->user_agent = strdup(cfg->user_agent);
   } else {
-    c->user_agent = strdup("lua-e2b/" E2B_VERSION);
+    c->user_agent = strdup("libe2b/" E2B_VERSION);
   }
   c->max_retries = cfg->max_retries == 0 ? 3 : cfg->max_retries < 0 ? 0 : cfg->max_retries;
   c->max_inflight = cfg->max_inflight == 0 ? 16 : cfg->max_inflight < 0 ? 0 : cfg->max_inflight;

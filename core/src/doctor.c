@@ -144,7 +144,7 @@ static e2b_req *doctor_step(e2b_req *op, doctor_state *s, e2b_error *err) {
     return e2b_run(s->box.sbx, &po, NULL, 0, 64, err);
   }
   case D_VOLUMES: return e2b_volume_list(c, err);
-  case D_SNAPSHOTS: return e2b_snapshot_list(c, "lua-e2b-doctor-none", err);
+  case D_SNAPSHOTS: return e2b_snapshot_list(c, "libe2b-doctor-none", err);
   case D_NETWORK: {
     e2b_network n = {.allow_internet_access = 1};
     return e2b_sandbox_set_network(c, s->box.sb.sandbox_id, &n, err);

@@ -490,7 +490,7 @@ e2b_req *e2b_sandbox_provision(e2b_client *c, const e2b_provision_opts *o, e2b_e
   for (size_t i = 0; i < o->create.metadata_count; i++) {
     const char *k = o->create.metadata ? o->create.metadata[i].key : NULL;
     if (k && (strcmp(k, E2B_META_ID) == 0 || strcmp(k, E2B_META_OWNER) == 0)) {
-      e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "metadata.%s is reserved by lua-e2b", k);
+      e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "metadata.%s is reserved by libe2b", k);
       return NULL;
     }
   }

@@ -294,7 +294,7 @@ static void files_missing(e2b_req *op, track_state *s) {
                 KEPT_GRACE_MS);
   else
     e2b_err_set(&err, E2B_ERR_NOT_FOUND, op->op,
-                "process %s has no kept output (not started by lua-e2b, or forgotten)", s->tag);
+                "process %s has no kept output (not started by e2b_proc_track, or forgotten)", s->tag);
   fail(op, &err);
 }
 
