@@ -55,6 +55,10 @@ build = {
     -- installs e2b-local, a 5.1 (LuaJIT) rock e2b-local-5.1.
     E2B_LOCAL_SUFFIX_ABI = "ON",
   },
+  -- The command-line tool; LuaRocks wraps it for the rock's interpreter.
+  install = {
+    bin = { ["lua-e2b"] = "bin/lua-e2b" },
+  },
 }
 
 -- `luarocks test` after `luarocks make`: the specs of this checkout against
