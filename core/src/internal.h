@@ -267,6 +267,9 @@ void e2b_proc_info_clear(e2b_proc_info *p);
 /* Decodes one process event message into a queue node; *node NULL for keepalives. */
 int e2b_parse_proc_event(const char *json, size_t len, queued **node, e2b_error *err);
 const char *e2b_json_str(json_t *obj, const char *camel, const char *snake);
-int64_t e2b_json_int(json_t *obj, const char *camel, const char *snake, int64_t dflt);
+/* An integer field (a number, a whole real or a decimal string) within
+ * [lo, hi] into *out (0 when absent); -1 when present and not one. */
+int e2b_json_int(json_t *obj, const char *camel, const char *snake, int64_t lo, int64_t hi,
+                 int64_t *out);
 
 #endif

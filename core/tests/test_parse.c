@@ -180,7 +180,45 @@ static void large_data_events_refuse_what_is_not_base64(void) {
         err.code == E2B_ERR_PROTOCOL);
 }
 
+/* A number out of its field's range is refused, never cast (1e300 into an
+ * integer is undefined behaviour). */
+static void out_of_range_numbers_are_refused(void) {
+  const char *sandboxes[] = {
+      "{\"sandboxID\":\"i\",\"cpuCount\":1e300}", "{\"sandboxID\":\"i\",\"memoryMB\":-1e300}",
+      "{\"sandboxID\":\"i\",\"diskSizeMB\":4294967296}", "{\"sandboxID\":\"i\",\"cpuCount\":1.5}",
+  };
+  for (size_t i = 0; i < sizeof sandboxes / sizeof sandboxes[0]; i++) {
+    json_t *j = parse(sandboxes[i]);
+    e2b_sandbox s;
+    CHECK(e2b_parse_sandbox(j, &s) != 0);
+    json_decref(j);
+  }
+  json_t *j = parse("{\"name\":\"a\",\"size\":1e300}");
+  e2b_entry e;
+  CHECK(e2b_parse_entry(j, &e) != 0);
+  json_decref(j);
+  j = parse("{\"name\":\"a\",\"mode\":4294967296}");
+  CHECK(e2b_parse_entry(j, &e) != 0);
+  json_decref(j);
+  j = parse("{\"pid\":-1}");
+  e2b_proc_info p;
+  CHECK(e2b_parse_proc_info(j, &p) != 0);
+  json_decref(j);
+  e2b_error err;
+  CHECK(event("{\"event\":{\"start\":{\"pid\":1e300}}}", &err) == NULL);
+  CHECK(err.code == E2B_ERR_PROTOCOL);
+  CHECK(event("{\"event\":{\"end\":{\"exitCode\":99999999999}}}", &err) == NULL);
+  CHECK(err.code == E2B_ERR_PROTOCOL);
+  /* in range, as a real with no fraction, or as a string: accepted */
+  j = parse("{\"sandboxID\":\"i\",\"cpuCount\":2.0,\"memoryMB\":\"512\"}");
+  e2b_sandbox s;
+  CHECK(e2b_parse_sandbox(j, &s) == 0 && s.cpu_count == 2 && s.memory_mb == 512);
+  e2b_sandbox_clear(&s);
+  json_decref(j);
+}
+
 int main(void) {
+  RUN(out_of_range_numbers_are_refused);
   RUN(sandbox_detail_maps_every_field);
   RUN(sandbox_without_id_is_refused);
   RUN(entry_accepts_names_numbers_and_string_int64);

@@ -8,7 +8,7 @@
 
 #include "codec.h"
 #include "control_parse.h"
-#include "limits.h"
+#include "sandbox_limits.h"
 #include "log.h"
 #include "netpolicy.h"
 #include "pjson.h"

@@ -1,6 +1,7 @@
 /* pjson.c — lenient proto3 JSON field readers. */
 #include "pjson.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,7 +24,8 @@ int pj_uint32(json_t *v, uint32_t dflt, uint32_t *out) {
     x = json_integer_value(v);
   } else if (json_is_real(v)) {
     double d = json_real_value(v);
-    if (d != (double)(long long)d) return -1;
+    /* range first: casting 1e300 to an integer is undefined behaviour */
+    if (!(d >= 0 && d <= 4294967295.0) || d != (double)(long long)d) return -1;
     x = (long long)d;
   } else if (json_is_string(v)) {
     char *end;
@@ -74,7 +76,9 @@ int pj_enum(json_t *v, const char *const *names, const int *nums, size_t n, int 
     return 0;
   }
   if (json_is_integer(v)) {
-    *out = (int)json_integer_value(v);
+    json_int_t x = json_integer_value(v);
+    if (x < INT_MIN || x > INT_MAX) return -1; /* 2^32+9 is not signal 9 */
+    *out = (int)x;
     return 0;
   }
   if (!json_is_string(v)) return -1;

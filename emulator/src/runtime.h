@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "limits.h"
+#include "sandbox_limits.h"
 
 typedef struct runtime {
   pid_t pid;    /* host pid of bwrap (or of the agent without isolation) */

@@ -1,9 +1,9 @@
-/* limits.c — a sandbox's memory and process-count limits, enforced by the
+/* sandbox_limits.c — a sandbox's memory and process-count limits, enforced by the
  * kernel (cgroup v1). Each sandbox gets <mount>/<our cgroup>/e2b-local/<id>
  * in the memory and pids hierarchies: nested under the server's own cgroup,
  * so a limit an operator put on the server still covers its sandboxes. */
 #define _GNU_SOURCE
-#include "limits.h"
+#include "sandbox_limits.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -1,4 +1,4 @@
-/* limits.h — per-sandbox kernel limits: the cgroup v1 memory and pids
+/* sandbox_limits.h — per-sandbox kernel limits: the cgroup v1 memory and pids
  * controllers, one child cgroup per sandbox under the server's own. */
 #ifndef EMU_LIMITS_H
 #define EMU_LIMITS_H
