@@ -24,6 +24,7 @@ struct server {
 
 #define ENVD_PORT 49983
 #define DISCARD_LIMIT ((size_t)64 << 20) /* oversized bodies read and dropped */
+#define DRAIN_LIMIT ((size_t)1 << 30)    /* ... when chunked (their size is not told) */
 
 /* "<port>-<sandboxID>.<anything>[:p]" -> port and id. */
 static int parse_sandbox_host(const char *host, long *port, char *id, size_t idcap) {
@@ -165,7 +166,10 @@ static enum MHD_Result serve_request(void *cls, struct MHD_Connection *conn, con
       /* the answer is already decided: drop the body (bounded) */
       r->discarded += *size;
       *size = 0;
-      return r->discarded > DISCARD_LIMIT ? MHD_NO : MHD_YES;
+      /* A body without a length (chunked) is read to its end, so the client
+       * sees the answer rather than a reset; past DRAIN_LIMIT it is cut. */
+      return r->discarded > (http_header(conn, "Content-Length") ? DISCARD_LIMIT : DRAIN_LIMIT) ? MHD_NO
+                                                                                              : MHD_YES;
     }
     if (r->on_body) {
       int rc = r->on_body(r, data, *size);
