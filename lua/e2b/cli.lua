@@ -216,7 +216,7 @@ end
 -- Each takes (ctx, opts, args) and returns an exit code, or nil, err.
 -- ctx: out(text), err(text), streams, client(extra options).
 
-local function client_for(ctx, extra)
+local function client_for(_ctx, extra)
   local e2b = require("e2b")
   local opts = {}
   for k, v in pairs(extra or {}) do opts[k] = v end
@@ -368,7 +368,8 @@ end
 local CHUNK = 1024 * 1024
 
 local function upload_file(ctx, opts, sbx, src, dst)
-  local f, ferr = src == "-" and io.stdin or io.open(src, "rb")
+  local f, ferr = io.stdin, nil
+  if src ~= "-" then f, ferr = io.open(src, "rb") end
   if not f then return nil, { message = ferr } end
   local total = src ~= "-" and f:seek("end") or nil
   if total then f:seek("set", 0) end
@@ -398,7 +399,8 @@ end
 local function download_file(ctx, opts, sbx, src, dst, size)
   if dst ~= "-" and is_local_dir(dst) then dst = dst:gsub("/*$", "") .. "/" .. basename(src) end
   local tmp = dst ~= "-" and dst .. ".lua-e2b-part" or nil
-  local f, ferr = tmp and io.open(tmp, "wb") or ctx.streams.stdout
+  local f, ferr = ctx.streams.stdout, nil
+  if tmp then f, ferr = io.open(tmp, "wb") end
   if not f then return nil, { message = ferr } end
   local progress, bar = transfer_progress(ctx, opts, "download " .. basename(src), size)
   local n, err = sbx.files:read_to(src, function(chunk)
@@ -604,14 +606,16 @@ local COMMANDS = {
     opts = { template = { arg = true, short = "t" }, id = { arg = true }, timeout = { arg = true },
              metadata = { arg = true, many = true, short = "m" }, env = { arg = true, many = true, short = "e" },
              owner = { arg = true } } },
-  { name = "exec", run = cmd_exec, args = { min = 2, what = "a sandbox id and a command (exec ID -- CMD ARGS...)" }, stop_after = 1,
+  { name = "exec", run = cmd_exec, stop_after = 1,
+    args = { min = 2, what = "a sandbox id and a command (exec ID -- CMD ARGS...)" },
     usage = "exec ID [--user U] [--cwd DIR] [--env KEY=VALUE]... [--timeout SECONDS] -- CMD [ARGS...]",
     summary = "run a command, streaming its output; exits with the command's exit code",
     more = "One CMD word is a shell command line (bash -l -c); more words are an argv run without a shell.\n"
       .. "A paused sandbox is resumed first.",
     opts = { user = { arg = true, short = "u" }, cwd = { arg = true, short = "c" },
              env = { arg = true, many = true, short = "e" }, timeout = { arg = true } } },
-  { name = "cp", run = cmd_cp, args = { min = 2, max = 2, what = "a source and a destination (cp SRC DST)" }, json = true,
+  { name = "cp", run = cmd_cp, json = true,
+    args = { min = 2, max = 2, what = "a source and a destination (cp SRC DST)" },
     usage = "cp [--quiet] [--user U] SRC DST   (one of them ID:/path; - is stdin/stdout)",
     summary = "copy a file or directory into or out of a sandbox",
     more = "A directory's contents go into the destination directory (created). A progress bar "
@@ -624,7 +628,8 @@ local COMMANDS = {
     usage = "resume ID [--timeout SECONDS] [--json]",
     summary = "resume a paused sandbox (a running one keeps running; its deadline never shortens)",
     opts = { timeout = { arg = true } } },
-  { name = "kill", run = cmd_kill, args = { min = 1, what = "at least one sandbox id" }, json = true, usage = "kill ID... [--json]",
+  { name = "kill", run = cmd_kill, args = { min = 1, what = "at least one sandbox id" }, json = true,
+    usage = "kill ID... [--json]",
     summary = "kill sandboxes", opts = {} },
   { name = "reap", run = cmd_reap, args = { min = 0, max = 0 }, json = true,
     usage = "reap [--owner O] [--older-than SECONDS] [--json]",
