@@ -3,6 +3,7 @@
 #include "sandbox.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -469,23 +470,50 @@ sandbox *sandbox_create(const sandbox_params *p, const char **err) {
   return sb;
 }
 
+/* 1 when id could be one of ours: letters and digits, short enough. */
+static int valid_id(const char *id) {
+  size_t n = strlen(id);
+  if (n == 0 || n >= sizeof(((sandbox *)0)->id)) return 0;
+  for (const char *p = id; *p; p++)
+    if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9'))) return 0;
+  return 1;
+}
+
+/* A meta.json as write_meta writes it, for the sandbox directory id. */
+static int meta_valid(json_t *m, const char *id) {
+  const char *st = json_string_value(json_object_get(m, "state"));
+  const char *sid = json_string_value(json_object_get(m, "sandboxID"));
+  json_t *timeout = json_object_get(m, "timeout");
+  if (!st || (strcmp(st, "running") != 0 && strcmp(st, "paused") != 0) || !sid || strcmp(sid, id) != 0) return 0;
+  if (!json_is_string(json_object_get(m, "templateID")) || !json_is_integer(timeout) ||
+      json_integer_value(timeout) < 0 || json_integer_value(timeout) > INT_MAX)
+    return 0;
+  static const char *objects[] = {"metadata", "envVars", "network"};
+  for (int i = 0; i < 3; i++)
+    if (json_object_get(m, objects[i]) && !json_is_object(json_object_get(m, objects[i]))) return 0;
+  json_t *vm = json_object_get(m, "volumeMounts"), *mounts = json_object_get(m, "mounts");
+  return (!vm || json_is_array(vm)) && (!mounts || store_mounts_valid(mounts));
+}
+
 /* A sandbox left on disk by a previous run: it comes back paused (its
- * processes ended with that run; its files are all there). */
+ * processes ended with that run; its files are all there). Anything else
+ * found there (a removal cut short, a symlink, a malformed meta.json) is
+ * removed: a sandbox may have written under these directories. */
 static void restore_one(const char *id) {
   char *dir = xasprintf("%s/%s", g_root, id);
   char *mp = xasprintf("%s/meta.json", dir);
-  json_t *m = json_load_file(mp, 0, NULL);
+  json_t *m = valid_id(id) && store_is_dir(dir) ? store_load_meta(mp) : NULL;
   free(mp);
   const char *st = json_string_value(json_object_get(m, "state"));
-  if (!m || !st || strcmp(st, "killed") == 0 || strlen(id) >= sizeof(((sandbox *)0)->id)) {
-    log_msg("sandbox %s: no usable meta.json, removing its leftovers", id);
+  if (!m || !meta_valid(m, id)) {
+    log_msg("sandbox %s: no usable meta.json, removing its leftovers", valid_id(id) ? id : "(invalid name)");
     rm_rf(dir);
     free(dir);
     json_decref(m);
     return;
   }
   sandbox *sb = sandbox_alloc();
-  snprintf(sb->id, sizeof sb->id, "%s", id);
+  memcpy(sb->id, id, strlen(id) + 1); /* valid_id: it fits */
   snprintf(sb->client_id, sizeof sb->client_id, "%s", json_string_value(json_object_get(m, "clientID")) ?: "");
   sb->template_id = xstrdup(json_string_value(json_object_get(m, "templateID")));
   const char *alias = json_string_value(json_object_get(m, "alias"));

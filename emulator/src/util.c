@@ -4,8 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
-#include <pthread.h>
+#include <dirent.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -111,19 +110,173 @@ int mkdir_p(const char *path, mode_t mode) {
   return rc != 0 && errno != EEXIST ? -1 : 0;
 }
 
-static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
-  (void)st;
-  (void)ftw;
-  if (flag == FTW_DP || flag == FTW_D || flag == FTW_DNR)
-    rmdir(path);
+/* ---- tree walks with bounded stack ----
+ * A sandbox decides how deep its tree is, and these run on 256 KiB request
+ * threads: no recursion. One directory stream is open at a time; each level
+ * keeps its (dev, inode), its name and where its listing stopped (telldir).
+ * The way back up is "..", checked against the recorded (dev, inode), so a
+ * directory moved meanwhile stops the walk instead of leading it out of the
+ * tree. Symlinks are never followed and other mounts never entered. */
+
+typedef struct tree_level {
+  dev_t dev;
+  ino_t ino;
+  long off;   /* where this level's listing resumes (0: the start) */
+  char *name; /* this level's name in its parent (NULL for the root) */
+} tree_level;
+
+typedef struct tree_walk {
+  tree_level *v;
+  size_t n, cap, max_depth;
+  int fd;    /* the deepest level's directory */
+  int fails; /* entries that could not be read or removed */
+  /* called for each entry not entered, and (leaving=1) for each directory
+   * once its contents were walked, with w->fd its parent */
+  void (*visit)(struct tree_walk *w, const char *name, const struct stat *st, int leaving);
+  uint64_t sum;
+} tree_walk;
+
+static void walk_push(tree_walk *w, const struct stat *st, const char *name) {
+  if (w->n == w->cap) {
+    w->cap = w->cap ? w->cap * 2 : 64;
+    w->v = xrealloc(w->v, w->cap * sizeof *w->v);
+  }
+  w->v[w->n++] = (tree_level){st->st_dev, st->st_ino, 0, name ? xstrdup(name) : NULL};
+}
+
+static void walk_free(tree_walk *w) {
+  for (size_t i = 0; i < w->n; i++) free(w->v[i].name);
+  free(w->v);
+  if (w->fd >= 0) close(w->fd);
+  w->fd = -1;
+}
+
+/* Enters the subdirectory name of the current level (st: its lstat). */
+static int walk_down(tree_walk *w, const char *name, const struct stat *st) {
+  int fd = openat(w->fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  struct stat now;
+  if (fd < 0) return -1;
+  if (fstat(fd, &now) != 0 || now.st_dev != st->st_dev || now.st_ino != st->st_ino) {
+    close(fd); /* replaced between the lstat and the open */
+    return -1;
+  }
+  close(w->fd);
+  w->fd = fd;
+  walk_push(w, &now, name);
+  return 0;
+}
+
+/* Back to the parent level; -1 if ".." is not the directory we came from. */
+static int walk_up(tree_walk *w) {
+  int fd = openat(w->fd, "..", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  struct stat st;
+  const tree_level *parent = &w->v[w->n - 2];
+  if (fd < 0) return -1;
+  if (fstat(fd, &st) != 0 || st.st_dev != parent->dev || st.st_ino != parent->ino) {
+    close(fd);
+    return -1;
+  }
+  close(w->fd);
+  w->fd = fd;
+  return 0;
+}
+
+/* The current level's listing, resumed where it stopped. */
+static DIR *walk_stream(tree_walk *w) {
+  int fd = dup(w->fd);
+  DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+  if (!d) {
+    if (fd >= 0) close(fd);
+    return NULL;
+  }
+  long off = w->v[w->n - 1].off;
+  if (off)
+    seekdir(d, off);
   else
-    unlink(path);
-  return 0; /* keep going: remove as much as possible */
+    rewinddir(d); /* the duplicate shares the offset of earlier reads */
+  return d;
+}
+
+/* Lists the current level from where it stopped; 1 when it descended into a
+ * subdirectory (the caller lists that next), 0 when the level is done. */
+static int walk_level(tree_walk *w) {
+  DIR *d = walk_stream(w);
+  if (!d) {
+    w->fails++;
+    return 0;
+  }
+  dev_t dev = w->v[0].dev;
+  struct dirent *de;
+  while ((de = readdir(d))) {
+    if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0) continue;
+    struct stat st;
+    if (fstatat(w->fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+      w->fails++;
+      continue;
+    }
+    if (S_ISDIR(st.st_mode) && st.st_dev == dev && w->n < w->max_depth) {
+      char name[256];
+      snprintf(name, sizeof name, "%s", de->d_name);
+      w->v[w->n - 1].off = telldir(d);
+      closedir(d);
+      if (walk_down(w, name, &st) == 0) return 1;
+      w->fails++;
+      return 1; /* not entered: the caller lists this level again, past it */
+    }
+    w->visit(w, de->d_name, &st, 0);
+  }
+  closedir(d);
+  return 0;
+}
+
+/* Walks everything below the root level, depth first. */
+static void walk_tree(tree_walk *w) {
+  for (;;) {
+    if (walk_level(w)) continue;
+    if (w->n == 1) return;
+    if (walk_up(w) != 0) {
+      w->fails++;
+      return; /* lost the way back: stop rather than guess */
+    }
+    tree_level done = w->v[--w->n];
+    struct stat st;
+    if (fstatat(w->fd, done.name, &st, AT_SYMLINK_NOFOLLOW) == 0) w->visit(w, done.name, &st, 1);
+    free(done.name);
+  }
+}
+
+/* Opens path's root level; 0 when path is a directory, 1 when it is
+ * something else (*st filled), -1 when it cannot be read. */
+static int walk_open(tree_walk *w, const char *path, struct stat *st) {
+  w->fd = -1;
+  if (lstat(path, st) != 0) return -1;
+  if (!S_ISDIR(st->st_mode)) return 1;
+  w->fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (w->fd < 0 || fstat(w->fd, st) != 0) return -1;
+  walk_push(w, st, NULL);
+  return 0;
+}
+
+static void rm_visit(tree_walk *w, const char *name, const struct stat *st, int leaving) {
+  (void)leaving;
+  if (unlinkat(w->fd, name, S_ISDIR(st->st_mode) ? AT_REMOVEDIR : 0) != 0) w->fails++;
 }
 
 int rm_rf(const char *path) {
-  /* FTW_PHYS: never follow a symlink a sandbox planted out of its tree. */
-  return nftw(path, rm_one, 32, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+  struct stat st;
+  /* passes: a listing resumed after removals may skip an entry on some
+   * filesystems; the next pass finds it */
+  for (int pass = 0; pass < 3; pass++) {
+    tree_walk w = {.max_depth = (size_t)1 << 20, .visit = rm_visit};
+    int r = walk_open(&w, path, &st);
+    if (r == 0) walk_tree(&w);
+    walk_free(&w);
+    if (r < 0) return errno == ENOENT ? 0 : -1;
+    if (r == 1) return unlink(path);
+    if (rmdir(path) == 0) return 0;
+    if (errno != ENOTEMPTY && errno != EEXIST) return -1;
+  }
+  return -1;
 }
 
 int write_all(int fd, const void *data, size_t n) {
@@ -220,22 +373,19 @@ int copy_tree(const char *src, const char *dst) {
   return rc == 0 ? 0 : -1;
 }
 
-static uint64_t g_du; /* nftw has no context pointer: serialised by g_du_mu */
-static pthread_mutex_t g_du_mu = PTHREAD_MUTEX_INITIALIZER;
-
-static int du_one(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
-  (void)path;
-  (void)flag;
-  (void)ftw;
-  g_du += (uint64_t)st->st_blocks * 512;
-  return 0;
+static void du_visit(tree_walk *w, const char *name, const struct stat *st, int leaving) {
+  (void)name;
+  (void)leaving;
+  w->sum += (uint64_t)st->st_blocks * 512;
 }
 
 uint64_t disk_usage(const char *path) {
-  pthread_mutex_lock(&g_du_mu);
-  g_du = 0;
-  nftw(path, du_one, 32, FTW_PHYS | FTW_MOUNT);
-  uint64_t n = g_du;
-  pthread_mutex_unlock(&g_du_mu);
-  return n;
+  /* deeper than 4096 levels a directory is counted, its contents are not */
+  tree_walk w = {.max_depth = 4096, .visit = du_visit};
+  struct stat st;
+  int r = walk_open(&w, path, &st);
+  if (r >= 0) w.sum += (uint64_t)st.st_blocks * 512;
+  if (r == 0) walk_tree(&w);
+  walk_free(&w);
+  return w.sum;
 }
