@@ -49,6 +49,21 @@ describe("e2b-local containment (server)", function()
     assert(client:delete_snapshot(name))
     h.assert_healthy({ bystander, sbx }, client)
   end)
+
+  it("does not wake a paused auto-resume sandbox for a request without its token", function()
+    local bystander = h.sandbox({}, client)
+    local sbx = h.sandbox({ lifecycle = { on_timeout = "pause", auto_resume = true } }, client)
+    assert(sbx:pause())
+    local untrusted = assert(client._h:sandbox(sbx.sandbox_id, "not-the-token"))
+    local ok, err = require("e2b.rt").finish(assert(untrusted:stat("/home/user")))
+    assert.is_nil(ok)
+    assert.are.equal(401, err.status)
+    assert.are.equal("paused", assert(client:describe(sbx.sandbox_id)).state)
+    -- the right token still wakes it
+    assert.are.equal("up\n", assert(sbx:run("echo up")).stdout)
+    assert.are.equal("running", assert(client:describe(sbx.sandbox_id)).state)
+    h.assert_healthy({ bystander }, client)
+  end)
 end)
 
 -- A separate e2b-local on its own --state directory, for the restart specs.

@@ -33,13 +33,24 @@ static const rpc_method *find_method(const char *url) {
   return NULL;
 }
 
+static void route(http_req *r);
+
 void envd_route(http_req *r, const char *sandbox_id) {
+  static const char *gone = "The sandbox was not found or is not running";
   r->sb = sandbox_get(sandbox_id);
   /* What E2B's edge proxy answers for a sandbox that is not running. */
-  if (!r->sb || !sandbox_wake(r->sb)) {
-    early(r, 502, "The sandbox was not found or is not running");
+  if (!r->sb || !sandbox_wakeable(r->sb)) {
+    early(r, 502, gone);
     return;
   }
+  route(r);
+  /* A request refused (no or a wrong token, a bad request) never wakes a
+   * paused sandbox: only one that is let through does. */
+  if (!r->early_status && !sandbox_wake(r->sb)) early(r, 502, gone);
+}
+
+/* Authorises and picks the handler. */
+static void route(http_req *r) {
   const char *url = r->url;
   int is_get = strcmp(r->method, "GET") == 0, is_post = strcmp(r->method, "POST") == 0;
   if (strcmp(url, "/health") == 0) {

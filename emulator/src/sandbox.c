@@ -747,14 +747,18 @@ int sandbox_connect(sandbox *sb, int timeout_s, int force_cold, int only_paused,
   return rc;
 }
 
+int sandbox_wakeable(sandbox *sb) {
+  /* only memory snapshots can be auto-resumed (filesystem ones need connect) */
+  pthread_rwlock_rdlock(&sb->lock);
+  int ok = sb->state == SB_RUNNING || (sb->state == SB_PAUSED && sb->auto_resume && sb->paused_memory);
+  pthread_rwlock_unlock(&sb->lock);
+  return ok;
+}
+
 int sandbox_wake(sandbox *sb) {
   sandbox_view v = sandbox_view_of(sb);
   if (v.state == SB_RUNNING) return 1;
-  /* only memory snapshots can be auto-resumed (filesystem ones need connect) */
-  pthread_rwlock_rdlock(&sb->lock);
-  int eligible = sb->state == SB_PAUSED && sb->auto_resume && sb->paused_memory;
-  pthread_rwlock_unlock(&sb->lock);
-  if (!eligible) return 0;
+  if (!sandbox_wakeable(sb)) return 0;
   int resumed = 0;
   int rc = sandbox_connect(sb, sb->timeout_s, 0, 0, &resumed);
   return rc == 0;
