@@ -21,6 +21,7 @@ struct http_req {
   size_t body_limit; /* bodies beyond this are discarded and answered 413 */
   int too_large;
   size_t discarded;
+  int64_t started_ms; /* mono_ms() when its headers arrived */
   /* Streaming body consumer (instead of buffering); returns 0 or -1 to stop. */
   int (*on_body)(http_req *r, const char *data, size_t n);
   /* Called once the whole body arrived; must queue a response. */

@@ -23,7 +23,12 @@ struct server {
 };
 
 #define ENVD_PORT 49983
-#define DISCARD_LIMIT ((size_t)64 << 20) /* oversized bodies read and dropped */
+#define DISCARD_LIMIT ((size_t)64 << 20) /* a declared length beyond this is answered at once */
+/* A body whose answer is already decided (413, 401…) is read and dropped, so
+ * the client sees that answer: MHD can only answer once the body ended, when
+ * its length was not declared (chunked). Memory stays bounded; the time a
+ * connection may spend on it is bounded too. */
+#define DISCARD_MS 120000
 
 /* "<port>-<sandboxID>.<anything>[:p]" -> port and id. */
 static int parse_sandbox_host(const char *host, long *port, char *id, size_t idcap) {
@@ -140,6 +145,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     r->url = url;
     r->method = method;
     r->body_limit = HTTP_JSON_LIMIT;
+    r->started_ms = mono_ms();
     *con_cls = r;
     route_to to;
     classify(r, &to);
@@ -164,7 +170,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
       /* the answer is already decided: drop the body (bounded) */
       r->discarded += *size;
       *size = 0;
-      return r->discarded > DISCARD_LIMIT ? MHD_NO : MHD_YES;
+      return mono_ms() - r->started_ms > DISCARD_MS ? MHD_NO : MHD_YES;
     }
     if (r->on_body) {
       int rc = r->on_body(r, data, *size);
