@@ -19,6 +19,21 @@ local function build_deep(sbx, dir, depth, user)
   assert(r.stdout == "built\n", "the deep tree was not built: " .. tostring(r.stderr))
 end
 
+-- post(path, body, headers) -> status, decoded body: a raw request to the
+-- server under test, its headers (the API key among them) in a private file.
+local function post(path, body, headers)
+  local file = os.tmpname()
+  local f = assert(io.open(file, "w"))
+  for k, v in pairs(headers) do f:write(k, ": ", v, "\n") end
+  f:close()
+  local out = h.host(("curl -s -w '\\n%%{http_code}' -H @%s --data-binary %s '%s%s'")
+    :format(file, h.shell_quote(body), os.getenv("E2B_API_URL"), path))
+  os.remove(file)
+  local text, code = out:match("^(.*)\n(%d+)$")
+  local ok, decoded = pcall(require("cjson").decode, text or "")
+  return tonumber(code), ok and decoded or text
+end
+
 describe("e2b-local containment (server)", function()
   local client
   setup(function() client = h.client() end)
@@ -78,6 +93,29 @@ describe("e2b-local containment (server)", function()
     assert.are.equal("413", code, out)
     assert.truthy(require("cjson").decode(body).message:find("too large", 1, true))
     h.assert_healthy({ bystander }, client)
+  end)
+
+  it("refuses JSON numbers out of range with a 400 naming the field", function()
+    local bystander = h.sandbox({}, client)
+    local code, body = post("/sandboxes", '{"templateID":"base","timeout":1e300}',
+      { ["X-API-Key"] = os.getenv("E2B_API_KEY"), ["Content-Type"] = "application/json" })
+    assert.are.equal(400, code)
+    assert.truthy(body.message:find("timeout", 1, true), body.message)
+    -- envd's Connect JSON: a signal number past 2^32 must not wrap into SIGHUP
+    local sbx = h.sandbox({ secure = false }, client)
+    local proc = assert(sbx:spawn({ "sleep", "60" }))
+    local envd = { ["E2b-Sandbox-Id"] = sbx.sandbox_id, ["Content-Type"] = "application/json",
+      ["Connect-Protocol-Version"] = "1" }
+    code, body = post("/process.Process/SendSignal",
+      ('{"process":{"pid":%d},"signal":4294967297}'):format(proc.pid), envd)
+    assert.are.equal(400, code)
+    assert.are.equal("invalid_argument", body.code)
+    code, body = post("/filesystem.Filesystem/ListDir", '{"path":"/home/user","depth":1e300}', envd)
+    assert.are.equal(400, code)
+    assert.truthy(body.message:find("depth", 1, true), body.message)
+    assert.truthy(assert(sbx:run("ps -eo args")).stdout:find("sleep 60", 1, true), "the process was signalled")
+    proc:close()
+    h.assert_healthy({ bystander, sbx }, client)
   end)
 end)
 

@@ -255,6 +255,10 @@ void e2b_proc_info_clear(e2b_proc_info *p);
 /* Decodes one process event message into a queue node; *node NULL for keepalives. */
 int e2b_parse_proc_event(const char *json, size_t len, queued **node, e2b_error *err);
 const char *e2b_json_str(json_t *obj, const char *camel, const char *snake);
-int64_t e2b_json_int(json_t *obj, const char *camel, const char *snake, int64_t dflt);
+/* Reads an integer field (a JSON integer, a real with no fraction or a
+ * decimal string, as proto3 JSON allows) into *out, dflt when absent or
+ * null; -1 when it is anything else or outside [lo, hi] (never cast). */
+int e2b_json_int(json_t *obj, const char *camel, const char *snake, int64_t lo, int64_t hi, int64_t dflt,
+                 int64_t *out);
 
 #endif

@@ -5,6 +5,9 @@
 #define _GNU_SOURCE /* memmem */
 #include "internal.h"
 
+#include <errno.h>
+#include <limits.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,17 +17,33 @@ const char *e2b_json_str(json_t *obj, const char *camel, const char *snake) {
   return json_string_value(v);
 }
 
-int64_t e2b_json_int(json_t *obj, const char *camel, const char *snake, int64_t dflt) {
+int e2b_json_int(json_t *obj, const char *camel, const char *snake, int64_t lo, int64_t hi, int64_t dflt,
+                 int64_t *out) {
   json_t *v = json_object_get(obj, camel);
   if (!v && snake) v = json_object_get(obj, snake);
-  if (json_is_integer(v)) return (int64_t)json_integer_value(v);
-  if (json_is_real(v)) return (int64_t)json_real_value(v);
-  if (json_is_string(v)) {
+  *out = dflt;
+  if (!v || json_is_null(v)) return 0;
+  int64_t n;
+  if (json_is_integer(v)) {
+    n = (int64_t)json_integer_value(v);
+  } else if (json_is_real(v)) {
+    /* compared as doubles before any cast: a cast out of range is undefined */
+    double d = json_real_value(v);
+    if (!(d >= -9223372036854775808.0 && d < 9223372036854775808.0) || d != (double)(int64_t)d) return -1;
+    n = (int64_t)d;
+  } else if (json_is_string(v)) {
+    const char *s = json_string_value(v);
     char *end = NULL;
-    long long n = strtoll(json_string_value(v), &end, 10);
-    if (end && *end == 0) return (int64_t)n;
+    errno = 0;
+    long long x = strtoll(s, &end, 10);
+    if (!*s || *end || errno == ERANGE) return -1;
+    n = (int64_t)x;
+  } else {
+    return -1;
   }
-  return dflt;
+  if (n < lo || n > hi) return -1;
+  *out = n;
+  return 0;
 }
 
 static int dup_field(char **out, json_t *obj, const char *camel, const char *snake) {
@@ -106,9 +125,13 @@ int e2b_parse_sandbox(json_t *obj, e2b_sandbox *out) {
                                                : E2B_STATE_UNKNOWN;
   out->started_at_ms = time_field(obj, "startedAt", NULL);
   out->end_at_ms = time_field(obj, "endAt", NULL);
-  out->cpu_count = (int)e2b_json_int(obj, "cpuCount", NULL, 0);
-  out->memory_mb = (int)e2b_json_int(obj, "memoryMB", NULL, 0);
-  out->disk_size_mb = (int)e2b_json_int(obj, "diskSizeMB", NULL, 0);
+  int64_t cpu, mem, disk;
+  if (e2b_json_int(obj, "cpuCount", NULL, 0, INT_MAX, 0, &cpu) || e2b_json_int(obj, "memoryMB", NULL, 0, INT_MAX, 0, &mem) ||
+      e2b_json_int(obj, "diskSizeMB", NULL, 0, INT_MAX, 0, &disk))
+    goto fail;
+  out->cpu_count = (int)cpu;
+  out->memory_mb = (int)mem;
+  out->disk_size_mb = (int)disk;
   json_t *lifecycle = json_object_get(obj, "lifecycle");
   if (json_is_object(lifecycle)) {
     if (dup_field(&out->on_timeout, lifecycle, "onTimeout", NULL)) goto fail;
@@ -160,8 +183,11 @@ int e2b_parse_entry(json_t *obj, e2b_entry *out) {
       dup_field(&out->symlink_target, obj, "symlinkTarget", "symlink_target"))
     goto fail;
   out->type = entry_type(json_object_get(obj, "type"));
-  out->size = e2b_json_int(obj, "size", NULL, 0);
-  out->mode = (uint32_t)e2b_json_int(obj, "mode", NULL, 0);
+  int64_t mode;
+  if (e2b_json_int(obj, "size", NULL, 0, INT64_MAX, 0, &out->size) ||
+      e2b_json_int(obj, "mode", NULL, 0, UINT32_MAX, 0, &mode))
+    goto fail;
+  out->mode = (uint32_t)mode;
   out->modified_at_ms = time_field(obj, "modifiedTime", "modified_time");
   return 0;
 fail:
@@ -184,7 +210,9 @@ int e2b_parse_proc_info(json_t *obj, e2b_proc_info *out) {
   memset(out, 0, sizeof *out);
   if (!json_is_object(obj)) return -1;
   json_t *config = json_object_get(obj, "config");
-  out->pid = (uint32_t)e2b_json_int(obj, "pid", NULL, 0);
+  int64_t pid;
+  if (e2b_json_int(obj, "pid", NULL, 0, UINT32_MAX, 0, &pid)) return -1;
+  out->pid = (uint32_t)pid;
   if (dup_field(&out->tag, obj, "tag", NULL) || dup_field(&out->cmd, config, "cmd", NULL) ||
       dup_field(&out->cwd, config, "cwd", NULL))
     goto fail;
@@ -269,7 +297,13 @@ static int end_event(json_t *end, queued **node, e2b_error *err) {
   }
   char *p = (char *)(q + 1);
   q->ev.type = E2B_EVENT_END;
-  q->ev.exit_code = (int)e2b_json_int(end, "exitCode", "exit_code", 0);
+  int64_t code;
+  if (e2b_json_int(end, "exitCode", "exit_code", INT_MIN, INT_MAX, 0, &code)) {
+    free(q);
+    e2b_err_set(err, E2B_ERR_PROTOCOL, NULL, "end event with an exit code out of range");
+    return -1;
+  }
+  q->ev.exit_code = (int)code;
   q->ev.exited = json_is_true(json_object_get(end, "exited"));
   if (status) {
     memcpy(p, status, sl);
@@ -356,9 +390,16 @@ int e2b_parse_proc_event(const char *json, size_t len, queued **node, e2b_error 
       e2b_err_set(err, E2B_ERR_UNAVAILABLE, NULL, "out of memory");
       rc = -1;
     } else {
+      int64_t pid;
       q->ev.type = E2B_EVENT_START;
-      q->ev.pid = (uint32_t)e2b_json_int(v, "pid", NULL, 0);
-      *node = q;
+      if (e2b_json_int(v, "pid", NULL, 0, UINT32_MAX, 0, &pid)) {
+        free(q);
+        e2b_err_set(err, E2B_ERR_PROTOCOL, NULL, "start event with a pid out of range");
+        rc = -1;
+      } else {
+        q->ev.pid = (uint32_t)pid;
+        *node = q;
+      }
     }
   } else if ((v = json_object_get(event, "data"))) {
     rc = data_event(v, &cut, node, err);

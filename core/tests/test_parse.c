@@ -180,6 +180,40 @@ static void large_data_events_refuse_what_is_not_base64(void) {
         err.code == E2B_ERR_PROTOCOL);
 }
 
+/* 1e300 or 2^64 where an integer belongs is refused (never cast: that is
+ * undefined behaviour), as is a fraction; an integer in range still reads. */
+static void out_of_range_numbers_are_refused(void) {
+  e2b_error err;
+  CHECK(event("{\"event\":{\"start\":{\"pid\":1e300}}}", &err) == NULL && err.code == E2B_ERR_PROTOCOL);
+  CHECK(event("{\"event\":{\"start\":{\"pid\":-1}}}", &err) == NULL && err.code == E2B_ERR_PROTOCOL);
+  CHECK(event("{\"event\":{\"end\":{\"exitCode\":-1e300}}}", &err) == NULL && err.code == E2B_ERR_PROTOCOL);
+  CHECK(event("{\"event\":{\"end\":{\"exitCode\":2.5}}}", &err) == NULL && err.code == E2B_ERR_PROTOCOL);
+  queued *q = event("{\"event\":{\"end\":{\"exitCode\":3.0}}}", &err);
+  CHECK(q && q->ev.exit_code == 3);
+  free(q);
+  const char *bad[] = {"{\"name\":\"a\",\"size\":1e300}", "{\"name\":\"a\",\"size\":\"18446744073709551616\"}",
+                       "{\"name\":\"a\",\"mode\":4294967296}", "{\"name\":\"a\",\"size\":9.3e18}"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    json_t *j = parse(bad[i]);
+    e2b_entry e;
+    CHECK(e2b_parse_entry(j, &e) != 0);
+    json_decref(j);
+  }
+  json_t *j = parse("{\"name\":\"a\",\"size\":\"9223372036854775807\",\"mode\":4294967295}");
+  e2b_entry e;
+  CHECK(e2b_parse_entry(j, &e) == 0 && e.size == INT64_MAX && e.mode == 4294967295u);
+  e2b_entry_clear(&e);
+  json_decref(j);
+  j = parse("{\"sandboxID\":\"i1\",\"cpuCount\":1e300}");
+  e2b_sandbox s;
+  CHECK(e2b_parse_sandbox(j, &s) != 0);
+  json_decref(j);
+  j = parse("{\"pid\":1e300,\"config\":{\"cmd\":\"x\"}}");
+  e2b_proc_info p;
+  CHECK(e2b_parse_proc_info(j, &p) != 0);
+  json_decref(j);
+}
+
 int main(void) {
   RUN(sandbox_detail_maps_every_field);
   RUN(sandbox_without_id_is_refused);
@@ -190,5 +224,6 @@ int main(void) {
   RUN(keepalives_are_skipped_and_garbage_refused);
   RUN(large_data_events_decode_exactly_whatever_the_spacing);
   RUN(large_data_events_refuse_what_is_not_base64);
+  RUN(out_of_range_numbers_are_refused);
   return TESTING_DONE();
 }

@@ -1,6 +1,8 @@
 /* pjson.c — lenient proto3 JSON field readers. */
 #include "pjson.h"
 
+#include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,14 +24,16 @@ int pj_uint32(json_t *v, uint32_t dflt, uint32_t *out) {
   if (json_is_integer(v)) {
     x = json_integer_value(v);
   } else if (json_is_real(v)) {
+    /* range first: casting 1e300 to an integer is undefined behaviour */
     double d = json_real_value(v);
-    if (d != (double)(long long)d) return -1;
+    if (!(d >= 0 && d <= 4294967295.0) || d != (double)(long long)d) return -1;
     x = (long long)d;
   } else if (json_is_string(v)) {
     char *end;
     const char *s = json_string_value(v);
+    errno = 0;
     x = strtoll(s, &end, 10);
-    if (!*s || *end) return -1;
+    if (!*s || *end || errno == ERANGE) return -1;
   } else {
     return -1;
   }
@@ -74,7 +78,9 @@ int pj_enum(json_t *v, const char *const *names, const int *nums, size_t n, int 
     return 0;
   }
   if (json_is_integer(v)) {
-    *out = (int)json_integer_value(v);
+    json_int_t x = json_integer_value(v);
+    if (x < INT_MIN || x > INT_MAX) return -1; /* would wrap into another value */
+    *out = (int)x;
     return 0;
   }
   if (!json_is_string(v)) return -1;
