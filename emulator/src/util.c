@@ -121,7 +121,8 @@ int mkdir_p(const char *path, mode_t mode) {
 typedef struct tree_level {
   dev_t dev;
   ino_t ino;
-  long off;   /* where this level's listing resumes (0: the start) */
+  long off;    /* where this level's listing resumes, when resume is set */
+  int resume;
   char *name; /* this level's name in its parent (NULL for the root) */
 } tree_level;
 
@@ -141,7 +142,7 @@ static void walk_push(tree_walk *w, const struct stat *st, const char *name) {
     w->cap = w->cap ? w->cap * 2 : 64;
     w->v = xrealloc(w->v, w->cap * sizeof *w->v);
   }
-  w->v[w->n++] = (tree_level){st->st_dev, st->st_ino, 0, name ? xstrdup(name) : NULL};
+  w->v[w->n++] = (tree_level){st->st_dev, st->st_ino, 0, 0, name ? xstrdup(name) : NULL};
 }
 
 static void walk_free(tree_walk *w) {
@@ -189,9 +190,9 @@ static DIR *walk_stream(tree_walk *w) {
     if (fd >= 0) close(fd);
     return NULL;
   }
-  long off = w->v[w->n - 1].off;
-  if (off)
-    seekdir(d, off);
+  const tree_level *l = &w->v[w->n - 1];
+  if (l->resume)
+    seekdir(d, l->off);
   else
     rewinddir(d); /* the duplicate shares the offset of earlier reads */
   return d;
@@ -218,6 +219,7 @@ static int walk_level(tree_walk *w) {
       char name[256];
       snprintf(name, sizeof name, "%s", de->d_name);
       w->v[w->n - 1].off = telldir(d);
+      w->v[w->n - 1].resume = 1;
       closedir(d);
       if (walk_down(w, name, &st) == 0) return 1;
       w->fails++;
