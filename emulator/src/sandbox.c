@@ -3,6 +3,7 @@
 #include "sandbox.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -517,49 +518,61 @@ sandbox *sandbox_create(const sandbox_params *p, const char **err) {
   return sb;
 }
 
-/* A sandbox left on disk by a previous run: it comes back paused (its
- * processes ended with that run; its files are all there). */
-/* A meta.json a crash or a disk error may have damaged: every field the
- * restore reads has its type, or the sandbox's leftovers are removed. */
-static int usable_meta(json_t *m) {
-  static const struct {
-    const char *key;
-    json_type type;
-  } fields[] = {{"metadata", JSON_OBJECT}, {"envVars", JSON_OBJECT},     {"network", JSON_OBJECT},
-                {"volumeMounts", JSON_ARRAY}, {"mounts", JSON_ARRAY},    {"clientID", JSON_STRING},
-                {"alias", JSON_STRING},  {"envdAccessToken", JSON_STRING}, {"endAt", JSON_STRING},
-                {"trafficAccessToken", JSON_STRING}};
+/* 1 when id could be one of ours: letters and digits, short enough. */
+static int valid_id(const char *id) {
+  size_t n = strlen(id);
+  if (n == 0 || n >= sizeof(((sandbox *)0)->id)) return 0;
+  for (const char *p = id; *p; p++)
+    if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9'))) return 0;
+  return 1;
+}
+
+/* A meta.json as write_meta writes it, for the sandbox directory id. */
+static int meta_valid(json_t *m, const char *id) {
   const char *st = json_string_value(json_object_get(m, "state"));
-  if (!json_is_object(m) || !st || strcmp(st, "killed") == 0 ||
-      !json_is_string(json_object_get(m, "templateID")))
+  const char *sid = json_string_value(json_object_get(m, "sandboxID"));
+  json_t *timeout = json_object_get(m, "timeout");
+  if (!st || (strcmp(st, "running") != 0 && strcmp(st, "paused") != 0) || !sid || strcmp(sid, id) != 0) return 0;
+  if (!json_is_string(json_object_get(m, "templateID")) || !json_is_integer(timeout) ||
+      json_integer_value(timeout) < 0 || json_integer_value(timeout) > INT_MAX)
     return 0;
-  for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
-    json_t *v = json_object_get(m, fields[i].key);
-    if (v && !json_is_null(v) && json_typeof(v) != fields[i].type) return 0;
-  }
-  json_t *mounts = json_object_get(m, "mounts");
-  for (size_t i = 0; i < json_array_size(mounts); i++) {
-    json_t *mt = json_array_get(mounts, i);
-    if (!json_is_string(json_object_get(mt, "src")) || !json_is_string(json_object_get(mt, "dst"))) return 0;
+  static const char *objects[] = {"metadata", "envVars", "network"};
+  for (int i = 0; i < 3; i++)
+    if (json_object_get(m, objects[i]) && !json_is_object(json_object_get(m, objects[i]))) return 0;
+  json_t *vm = json_object_get(m, "volumeMounts"), *mounts = json_object_get(m, "mounts");
+  return (!vm || json_is_array(vm)) && (!mounts || store_mounts_valid(mounts));
+}
+
+/* The string fields the restore copies are strings (meta_valid checks the
+ * rest): a crash or a disk error may have damaged any of them. */
+static int usable_meta(json_t *m) {
+  static const char *strings[] = {"clientID", "alias", "envdAccessToken", "endAt", "trafficAccessToken"};
+  for (size_t i = 0; i < sizeof strings / sizeof strings[0]; i++) {
+    json_t *v = json_object_get(m, strings[i]);
+    if (v && !json_is_null(v) && !json_is_string(v)) return 0;
   }
   return 1;
 }
 
+/* A sandbox left on disk by a previous run: it comes back paused (its
+ * processes ended with that run; its files are all there). Anything else
+ * found there (a removal cut short, a symlink, a malformed meta.json) is
+ * removed: a sandbox may have written under these directories. */
 static void restore_one(const char *id) {
   char *dir = xasprintf("%s/%s", g_root, id);
   char *mp = xasprintf("%s/meta.json", dir);
-  json_t *m = json_load_file(mp, 0, NULL);
+  json_t *m = valid_id(id) && store_is_dir(dir) ? store_load_meta(mp) : NULL;
   free(mp);
   const char *st = json_string_value(json_object_get(m, "state"));
-  if (!usable_meta(m) || strlen(id) >= sizeof(((sandbox *)0)->id)) {
-    log_msg("sandbox %s: no usable meta.json, removing its leftovers", id);
+  if (!m || !meta_valid(m, id) || !usable_meta(m)) {
+    log_msg("sandbox %s: no usable meta.json, removing its leftovers", valid_id(id) ? id : "(invalid name)");
     rm_rf(dir);
     free(dir);
     json_decref(m);
     return;
   }
   sandbox *sb = sandbox_alloc();
-  snprintf(sb->id, sizeof sb->id, "%s", id);
+  memcpy(sb->id, id, strlen(id) + 1); /* valid_id: it fits */
   snprintf(sb->client_id, sizeof sb->client_id, "%s", json_string_value(json_object_get(m, "clientID")) ?: "");
   sb->template_id = xstrdup(json_string_value(json_object_get(m, "templateID")));
   const char *alias = json_string_value(json_object_get(m, "alias"));
@@ -800,14 +813,18 @@ int sandbox_connect(sandbox *sb, int timeout_s, int force_cold, int only_paused,
   return rc;
 }
 
+int sandbox_wakeable(sandbox *sb) {
+  /* only memory snapshots can be auto-resumed (filesystem ones need connect) */
+  pthread_rwlock_rdlock(&sb->lock);
+  int ok = sb->state == SB_RUNNING || (sb->state == SB_PAUSED && sb->auto_resume && sb->paused_memory);
+  pthread_rwlock_unlock(&sb->lock);
+  return ok;
+}
+
 int sandbox_wake(sandbox *sb) {
   sandbox_view v = sandbox_view_of(sb);
   if (v.state == SB_RUNNING) return 1;
-  /* only memory snapshots can be auto-resumed (filesystem ones need connect) */
-  pthread_rwlock_rdlock(&sb->lock);
-  int eligible = sb->state == SB_PAUSED && sb->auto_resume && sb->paused_memory;
-  pthread_rwlock_unlock(&sb->lock);
-  if (!eligible) return 0;
+  if (!sandbox_wakeable(sb)) return 0;
   int resumed = 0;
   int rc = sandbox_connect(sb, sb->timeout_s, 0, 0, &resumed);
   return rc == 0;

@@ -149,6 +149,8 @@ json_t *sandbox_network_json(sandbox *sb); /* new reference */
 /* Resumes a memory-paused sandbox created with autoResume (inbound envd
  * traffic wakes it, as on E2B). Returns 1 when it is running afterwards. */
 int sandbox_wake(sandbox *sb);
+/* 1 when it is running or sandbox_wake would resume it (nothing changes). */
+int sandbox_wakeable(sandbox *sb);
 
 /* Snapshot of the mutable fields for responses. */
 typedef struct sandbox_view {

@@ -5,6 +5,7 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,7 +47,37 @@ static size_t g_nvol;
 
 const char *store_state_dir(void) { return g_state; }
 
-static json_t *load_json(const char *path) { return json_load_file(path, 0, NULL); }
+#define META_MAX (1 << 20)
+
+json_t *store_load_meta(const char *path) {
+  int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+  struct stat st;
+  json_t *j = NULL;
+  if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size <= META_MAX)
+    j = json_loadfd(fd, JSON_REJECT_DUPLICATES, NULL);
+  if (fd >= 0) close(fd);
+  if (j && !json_is_object(j)) {
+    json_decref(j);
+    j = NULL;
+  }
+  return j;
+}
+
+int store_mounts_valid(json_t *v) {
+  if (!json_is_array(v)) return 0;
+  for (size_t i = 0; i < json_array_size(v); i++) {
+    json_t *m = json_array_get(v, i);
+    const char *src = json_string_value(json_object_get(m, "src"));
+    const char *dst = json_string_value(json_object_get(m, "dst"));
+    if (!src || !dst || src[0] != '/' || dst[0] != '/' || !json_is_boolean(json_object_get(m, "ro"))) return 0;
+  }
+  return 1;
+}
+
+int store_is_dir(const char *path) {
+  struct stat st;
+  return lstat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
 
 static int save_json(const char *path, json_t *j) {
   char *text = json_dumps(j, JSON_INDENT(2));
@@ -86,7 +117,7 @@ static void load_entries(const char *kind, int (*keep)(const char *name, const c
     if (de->d_name[0] == '.') continue;
     char *dir = xasprintf("%s/%s", root, de->d_name);
     char *mp = xasprintf("%s/meta.json", dir);
-    json_t *m = load_json(mp);
+    json_t *m = store_is_dir(dir) ? store_load_meta(mp) : NULL;
     if (!m || !keep(de->d_name, dir, m)) rm_rf(dir);
     json_decref(m);
     free(mp);
@@ -96,9 +127,24 @@ static void load_entries(const char *kind, int (*keep)(const char *name, const c
   free(root);
 }
 
+/* A snapshot's meta.json as store_snapshot_create writes it. */
+static int snapshot_meta_valid(const char *name, json_t *m) {
+  json_t *names = json_object_get(m, "names");
+  if (!valid_name(name, 1) || !json_is_string(json_object_get(m, "snapshotID")) ||
+      !json_is_string(json_object_get(m, "sandboxID")) || !json_is_array(names) ||
+      !json_is_integer(json_object_get(m, "createdMs")) || !store_mounts_valid(json_object_get(m, "roMounts")))
+    return 0;
+  for (size_t i = 0; i < json_array_size(names); i++)
+    if (!json_is_string(json_array_get(names, i))) return 0;
+  return 1;
+}
+
 static int keep_snapshot(const char *name, const char *dir, json_t *m) {
   const char *id = json_string_value(json_object_get(m, "snapshotID"));
-  if (!id) return 0;
+  if (!snapshot_meta_valid(name, m)) {
+    log_msg("snapshot %s: unusable meta.json, removing it", name);
+    return 0;
+  }
   g_snaps = xrealloc(g_snaps, (g_nsnap + 1) * sizeof *g_snaps);
   snap *s = &g_snaps[g_nsnap++];
   s->key = xstrdup(name);
@@ -116,7 +162,7 @@ static int keep_snapshot(const char *name, const char *dir, json_t *m) {
 static int keep_volume(const char *name, const char *dir, json_t *m) {
   const char *vname = json_string_value(json_object_get(m, "name"));
   const char *token = json_string_value(json_object_get(m, "token"));
-  if (!vname || !token) return 0;
+  if (!vname || !token || !valid_name(vname, 0) || !valid_name(name, 0)) return 0;
   g_vols = xrealloc(g_vols, (g_nvol + 1) * sizeof *g_vols);
   vol *v = &g_vols[g_nvol++];
   v->id = xstrdup(name);

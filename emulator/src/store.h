@@ -13,6 +13,15 @@ int store_init(const char *state_dir);
 void store_shutdown(void);
 const char *store_state_dir(void);
 
+/* Reads a meta.json written by an earlier run: NULL unless it is a regular
+ * file (not a symlink) of at most 1 MiB holding a JSON object. Everything
+ * under the state directory is read back as untrusted. */
+json_t *store_load_meta(const char *path);
+/* 1 when v is an array of mounts {src, dst: absolute paths, ro: boolean}. */
+int store_mounts_valid(json_t *v);
+/* 1 when path is a directory itself (not a symlink to one). */
+int store_is_dir(const char *path);
+
 /* ---- templates -------------------------------------------------------------
  * "base" is the host's own userland. An operator adds more with
  * --template NAME=PATH: a directory (its home/user, root and tmp seed the

@@ -143,3 +143,13 @@ test('listing a huge tree is a clear error, not an unbounded answer', async () =
   await sbx.kill()
   await assertHealthy()
 })
+
+test('kill removes a 2,000-deep tree a user built, and the server stays up', async () => {
+  const sbx = await sandbox()
+  const deepTree = "mkdir -p /tmp/deep && cd /tmp/deep && perl -e 'for (1..2000) { mkdir q(d) or die $!; chdir q(d) or die $! }' && echo built"
+  const r = await sbx.commands.run(deepTree, { timeoutMs: 120_000 })
+  assert.equal(r.stdout, 'built\n')
+  await sbx.kill()
+  assert.equal(await Sandbox.kill(sbx.sandboxId, S.opts), false)
+  await assertHealthy()
+})
