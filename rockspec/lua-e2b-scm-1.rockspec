@@ -51,12 +51,9 @@ build = {
     E2B_INSTALL_LIBRARY = "OFF",
     E2B_BUILD_EMULATOR = "AUTO",
     -- Rocks for two Lua versions share one bin directory: the 5.4 rock
-    -- installs e2b-local, a 5.1 (LuaJIT) rock e2b-local-5.1.
+    -- installs e2b-local and lua-e2b, a 5.1 (LuaJIT) rock e2b-local-5.1 and
+    -- lua-e2b-5.1 (LuaRocks wraps the Lua script for the rock's interpreter).
     E2B_LOCAL_SUFFIX_ABI = "ON",
-  },
-  -- The command-line tool; LuaRocks wraps it for the rock's interpreter.
-  install = {
-    bin = { ["lua-e2b"] = "bin/lua-e2b" },
   },
 }
 

@@ -12,7 +12,8 @@
 #      loaded by luajit and lua5.1; the busted specs again under LuaJIT
 #      (installed 5.1 rock, e2b.sched); the OpenResty suite (spec/ngx/*_test:
 #      nginx-light + lua module, e2b.ngx); `luarocks make` of a clean clone
-#      for Lua 5.4 and 5.1 into one temp tree (no fight over bin/e2b-local),
+#      for Lua 5.4 and 5.1 into one temp tree (no fight over bin/e2b-local or
+#      bin/lua-e2b),
 #      `luarocks test`, `luarocks pack`
 #   7. libe2b for C: installed into a temp prefix, examples/c/quickstart.c
 #      built with pkg-config and with find_package(e2b), run against e2b-local
@@ -221,8 +222,10 @@ rock_check "5.1 rock loads in luajit" rock_loads 5.1 luajit
 rock_check "make 5.4" rock_make 5.4
 rock_check "5.4 rock loads in lua5.4" rock_loads 5.4 lua5.4
 # Both rocks in one tree, each with its own command: neither moved aside.
-rock_check "bin: e2b-local and e2b-local-5.1, nothing moved aside" \
-  test "$(ls "$rocks/tree/bin" | tr '\n' ' ')" = "e2b-local e2b-local-5.1 "
+rock_check "bin: e2b-local(-5.1) and lua-e2b(-5.1), nothing moved aside" \
+  test "$(ls "$rocks/tree/bin" | tr '\n' ' ')" = "e2b-local e2b-local-5.1 lua-e2b lua-e2b-5.1 "
+rock_check "lua-e2b runs from the 5.4 rock, lua-e2b-5.1 from the 5.1 rock" sh -c \
+  "'$rocks/tree/bin/lua-e2b' --version && '$rocks/tree/bin/lua-e2b-5.1' --version"
 # `luarocks test` runs the checkout's specs under e2b-local exec; busted
 # and lua-cjson come from Debian, declared as provided (no registry).
 echo 'rocks_provided = { busted = "2.1.1-1", ["lua-cjson"] = "2.1.0-1" }' >"$rocks/config.lua"
@@ -230,7 +233,8 @@ rock_check "luarocks test" sh -c "cd '$rocks/src' && LUAROCKS_CONFIG='$rocks/con
   luarocks --lua-version=5.4 --tree='$rocks/tree' test -- -o TAP spec/client_spec.lua"
 # Removing the 5.1 rock leaves the 5.4 rock's e2b-local working.
 rock_check "remove 5.1, e2b-local still runs" sh -c "luarocks --lua-version=5.1 --tree='$rocks/tree' \
-  remove lua-e2b && '$rocks/tree/bin/e2b-local' --help && ! test -e '$rocks/tree/bin/e2b-local-5.1'"
+  remove lua-e2b && '$rocks/tree/bin/e2b-local' --help && '$rocks/tree/bin/lua-e2b' --version &&
+  ! test -e '$rocks/tree/bin/e2b-local-5.1' && ! test -e '$rocks/tree/bin/lua-e2b-5.1'"
 # `luarocks pack` of the scm rockspec, its source URL pointed at the clone
 # (no network): the .src.rock holds the sources the build needs.
 mkdir "$rocks/pack"

@@ -75,7 +75,8 @@ test('unknown routes are 404 and wrong methods 405, both JSON', async () => {
   await assertErrorBody(await api('/sandboxes/x/nope', { method: 'POST' }), 404)
   await assertErrorBody(await api('/v2/sandboxes', { method: 'PUT' }), 405)
   await assertErrorBody(await api('/sandboxes/x/metrics'), 404)
-  const body = await assertErrorBody(await api('/sandboxes/x/fork', { method: 'POST', body: '{}' }), 501)
+  await assertErrorBody(await api('/sandboxes/x/fork', { method: 'POST', body: '{}' }), 404)
+  const body = await assertErrorBody(await api('/volumecontent/x/path'), 501)
   assert.match(body.message, /not supported by e2b-local/)
 })
 
