@@ -138,6 +138,8 @@ test('deadline: a sandbox created with a 2 s timeout is gone shortly after', asy
   const marker = `m${Date.now()}`
   const sbx = await sandbox({ timeoutMs: 2000, envs: { E2B_SPEC_MARKER: marker } })
   await sbx.commands.run('sleep 600', { background: true })
+  // started means forked: its environment is there once it has exec'd
+  for (let i = 0; i < 50 && pidsWithEnv('E2B_SPEC_MARKER', marker).length === 0; i++) await sleep(100)
   assert.ok(pidsWithEnv('E2B_SPEC_MARKER', marker).length > 0)
   await sleep(3500)
   await assert.rejects(sbx.getInfo(), (e) => e instanceof NotFoundError || e instanceof SandboxNotFoundError)
