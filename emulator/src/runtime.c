@@ -255,25 +255,6 @@ static void av_free(argvec *a) {
   for (int i = 0; i < a->nowned; i++) free(a->owned[i]);
 }
 
-/* Host system directories as the host has them: merged-usr symlinks stay symlinks. */
-static void add_system_dir(argvec *a, const char *path) {
-  struct stat st;
-  if (lstat(path, &st) != 0) return;
-  if (S_ISLNK(st.st_mode)) {
-    char target[PATH_MAX];
-    ssize_t n = readlink(path, target, sizeof target - 1);
-    if (n <= 0) return;
-    target[n] = '\0';
-    av_add(a, "--symlink");
-    av_add(a, av_own(a, xstrdup(target)));
-    av_add(a, path);
-  } else if (S_ISDIR(st.st_mode)) {
-    av_add(a, "--ro-bind");
-    av_add(a, path);
-    av_add(a, path);
-  }
-}
-
 /* Of the host's /etc, only what a base userland needs to run (loader,
  * certificates, name-service and shell configuration, interpreters'
  * settings): never shadow backups, private keys, services' configs or
@@ -290,8 +271,9 @@ static const char *const g_etc_allow[] = {
     "ssh/ssh_config.d", "terminfo", "timezone", "vim", "wgetrc", "xml", "sgml", NULL};
 
 /* A host path as the host has it, read-only: a symlink stays a symlink
- * (resolved inside the sandbox), a directory or file is bound. */
-static void add_host_entry(argvec *a, const char *path) {
+ * (resolved inside the sandbox: merged-usr links stay links), a directory
+ * (or, with files, a regular file) is bound. */
+static void add_host_entry(argvec *a, const char *path, int files) {
   struct stat st;
   if (lstat(path, &st) != 0) return;
   if (S_ISLNK(st.st_mode)) {
@@ -301,7 +283,7 @@ static void add_host_entry(argvec *a, const char *path) {
     target[n] = '\0';
     av_add(a, "--symlink");
     av_add(a, av_own(a, xstrdup(target)));
-  } else if (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)) {
+  } else if (S_ISDIR(st.st_mode) || (files && S_ISREG(st.st_mode))) {
     av_add(a, "--ro-bind");
     av_add(a, path);
   } else {
@@ -318,7 +300,7 @@ static void add_etc(argvec *a) {
     av_add(a, "--dir");
     av_add(a, dirs[i]);
   }
-  for (int i = 0; g_etc_allow[i]; i++) add_host_entry(a, av_own(a, xasprintf("/etc/%s", g_etc_allow[i])));
+  for (int i = 0; g_etc_allow[i]; i++) add_host_entry(a, av_own(a, xasprintf("/etc/%s", g_etc_allow[i])), 1);
 }
 
 /* A fresh /proc for the pid namespace, with Docker's protections: the
@@ -403,7 +385,7 @@ static void build_argv(argvec *a, const runtime_config *cfg) {
     av_add(a, "/usr");
     av_add(a, "/usr");
     static const char *sys[] = {"/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32", NULL};
-    for (int i = 0; sys[i]; i++) add_system_dir(a, sys[i]);
+    for (int i = 0; sys[i]; i++) add_host_entry(a, sys[i], 0);
     add_etc(a);
     av_add(a, "--ro-bind-try");
     av_add(a, "/opt");
