@@ -81,6 +81,33 @@ describe("e2b-local", function()
     assert.is_true(assert(insecure:run("true")).ok)
   end)
 
+  it("lets user run sudo without a password, as E2B's base image does", function()
+    local sbx = h.sandbox({}, client)
+    local function run(cmd, opts)
+      local r = assert(sbx:run(cmd, opts))
+      return r.exit_code, r.stdout, r.stderr
+    end
+    local function out(cmd, opts)
+      local code, stdout = run(cmd, opts)
+      return { code, stdout }
+    end
+    assert.are.same({ 0, "0\n" }, out("sudo id -u"))
+    -- (shells find it through the login profile; an argv command names it)
+    assert.are.same({ 0, "root\n" }, out({ "/run/e2b/bin/sudo", "whoami" }))
+    assert.are.same({ 0, "user\n" }, out("sudo -u user id -un"))
+    assert.are.equal(7, (run("sudo sh -c 'exit 7'")))
+    assert.are.same({ 0, "piped\n" }, out("echo piped | sudo cat"))
+    assert.are.same({ 0, "/tmp\n" }, out("sudo pwd", { cwd = "/tmp" }))
+    assert.are.same({ 0, "/root\n" }, out("sudo -i pwd"))
+    local code, _, err = run("sudo no-such-command")
+    assert.are.equal(127, code)
+    assert.truthy(err:find("command not found", 1, true), err)
+    -- root through sudo is the sandbox's root: the host's files stay out of reach
+    code = run("sudo touch /usr/sudo-was-here")
+    assert.are_not.equal(0, code)
+    assert.are.equal("", h.host("ls /usr/sudo-was-here 2>/dev/null"))
+  end)
+
   it("kills a sandbox when its deadline passes", function()
     local sbx = h.sandbox({ timeout_ms = 1500 }, client)
     assert.are.equal("running", assert(client:describe(sbx.sandbox_id)).state)

@@ -1,8 +1,10 @@
 /* agent.c — main loop of the in-sandbox agent: spawn, signal, reap, file ops. */
 #define _GNU_SOURCE
 #include "agent.h"
+#include "sudo.h"
 
 #include <dirent.h>
+#include <pwd.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -255,6 +257,24 @@ static void handle_spawn(const ipc_msg *m) {
   free_str_array(envp);
 }
 
+/* sudo (sudo_agent.c): argv as `user`, with the caller's kept environment
+ * and the user's identity variables, on the caller's own stdio. */
+pid_t agent_run(json_t *req, json_t *argv_json, json_t *env_json, const struct passwd *pw, const int fds[3]) {
+  char **argv = str_array(argv_json);
+  json_t *env = json_deep_copy(env_json);
+  const char *ident[][2] = {{"HOME", pw->pw_dir}, {"USER", pw->pw_name}, {"LOGNAME", pw->pw_name},
+                            {"SHELL", pw->pw_shell && *pw->pw_shell ? pw->pw_shell : "/bin/sh"}};
+  for (size_t i = 0; i < sizeof ident / sizeof ident[0]; i++)
+    json_array_append_new(env, json_sprintf("%s=%s", ident[i][0], ident[i][1]));
+  char **envp = str_array(env);
+  json_decref(env);
+  stdio_set s = {{fds[0], -1}, {-1, fds[1]}, {-1, fds[2]}, -1, -1};
+  pid_t pid = fork_exec(req, argv, envp, &s, 0);
+  free_str_array(argv);
+  free_str_array(envp);
+  return pid;
+}
+
 static void handle_signal(const ipc_msg *m) {
   pid_t pid = (pid_t)json_integer_value(json_object_get(m->body, "pid"));
   int sig = (int)json_integer_value(json_object_get(m->body, "sig"));
@@ -384,6 +404,7 @@ static void reap(void) {
   int status;
   pid_t pid;
   while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+    if (sudo_reaped(pid, status)) continue;
     if (!untrack(pid)) continue; /* an orphan we inherited as init/subreaper */
     json_t *body = json_pack("{s:i, s:i}", "pid", (int)pid, "status", status);
     ipc_send(g_sock, IPC_EXIT, 0, 0, body, NULL, 0);
@@ -478,19 +499,22 @@ int agent_main(int argc, char **argv) {
   sigprocmask(SIG_BLOCK, &mask, NULL);
   int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
   int lfd = egress_port > 0 ? egress_listen(egress_port) : -1; /* poll skips -1 */
+  /* Without a network namespace an abstract socket would reach the host. */
+  int sudo_fd = g_isolated ? sudo_listen() : -1;
   for (;;) {
-    struct pollfd p[3 + 64] = {{g_sock, POLLIN, 0}, {sfd, POLLIN, 0}, {lfd, POLLIN, 0}};
+    struct pollfd p[4 + 64] = {{g_sock, POLLIN, 0}, {sfd, POLLIN, 0}, {lfd, POLLIN, 0}, {sudo_fd, POLLIN, 0}};
     int wfds[64];
     uint32_t wids[64];
     int nw = aw_fds(wfds, wids, 64);
-    for (int i = 0; i < nw; i++) p[3 + i] = (struct pollfd){wfds[i], POLLIN, 0};
-    if (poll(p, (nfds_t)(3 + nw), -1) < 0) {
+    for (int i = 0; i < nw; i++) p[4 + i] = (struct pollfd){wfds[i], POLLIN, 0};
+    if (poll(p, (nfds_t)(4 + nw), -1) < 0) {
       if (errno == EINTR) continue;
       break;
     }
     for (int i = 0; i < nw; i++)
-      if (p[3 + i].revents) aw_read(wids[i], g_sock);
+      if (p[4 + i].revents) aw_read(wids[i], g_sock);
     if (p[2].revents) egress_accept_all(lfd);
+    if (p[3].revents) sudo_accept_all(sudo_fd);
     if (p[1].revents) {
       struct signalfd_siginfo si;
       while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {

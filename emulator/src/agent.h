@@ -9,8 +9,14 @@
 
 #include <jansson.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 int agent_main(int argc, char **argv);
+
+struct passwd;
+/* Runs argv as the request's uid/gid (in its cwd) with env plus pw's
+ * identity variables, on fds as stdin/stdout/stderr: the pid, or -errno. */
+pid_t agent_run(json_t *req, json_t *argv, json_t *env, const struct passwd *pw, const int fds[3]);
 
 /* ---- agent_fs.c: file operations, all on sandbox-visible paths ---- */
 

@@ -19,6 +19,7 @@
 #include "sandbox.h"
 #include "server.h"
 #include "store.h"
+#include "sudo.h"
 #include "envd_watch.h"
 #include "templates.h"
 #include "tree.h"
@@ -351,6 +352,8 @@ static int exec_cmd(const options *o, const sigset_t *sigs) {
 
 int main(int argc, char **argv) {
   if (argc >= 2 && strcmp(argv[1], "agent") == 0) return agent_main(argc, argv);
+  const char *name = strrchr(argv[0], '/');
+  if (strcmp(name ? name + 1 : argv[0], "sudo") == 0) return sudo_main(argc, argv); /* in a sandbox */
   if (argc >= 2 && strcmp(argv[1], "--version") == 0) {
     version();
     return 0;

@@ -212,6 +212,25 @@ static int make_owned_dir(const char *dir, const char *name, mode_t mode, uid_t 
   return rc;
 }
 
+/* The host's /etc/profile, then the directory of the sandbox's sudo
+ * (sudo.h) at the end of PATH: login shells (bash -l) set PATH afresh. */
+static int write_profile(const char *dir) {
+  char host[64 * 1024];
+  size_t n = 0;
+  FILE *f = fopen("/etc/profile", "re");
+  if (f) {
+    n = fread(host, 1, sizeof host - 1, f);
+    fclose(f);
+  }
+  host[n] = '\0';
+  char *text = xasprintf("%s\n# e2b-local: sudo for the sandbox's users\n"
+                         "case \":$PATH:\" in *:/run/e2b/bin:*) ;; *) PATH=\"$PATH:/run/e2b/bin\";; esac\n"
+                         "export PATH\n", host);
+  int rc = write_text(dir, "etc/profile", text, 0644);
+  free(text);
+  return rc;
+}
+
 int runtime_prepare_dir(const char *dir) {
   if (make_owned_dir(dir, "home", 0755, 1000) || make_owned_dir(dir, "tmp", 01777, 0) ||
       make_owned_dir(dir, "root", 0700, 0) || make_owned_dir(dir, "etc", 0755, 0))
@@ -224,6 +243,7 @@ int runtime_prepare_dir(const char *dir) {
   if (!rc) rc = write_text(dir, "etc/group", "root:x:0:\nuser:x:1000:\nnogroup:x:65534:\n", 0644);
   if (!rc) rc = write_text(dir, "etc/shadow", "", 0640);
   if (!rc) rc = write_text(dir, "etc/hostname", "e2b.local\n", 0644);
+  if (!rc) rc = write_profile(dir);
   return rc ? -errno : 0;
 }
 
@@ -265,7 +285,7 @@ static const char *const g_etc_allow[] = {
     "debian_version", "default", "environment", "fonts", "gai.conf", "host.conf", "hosts",
     "inputrc", "issue", "java-17-openjdk", "ld.so.cache", "ld.so.conf", "ld.so.conf.d",
     "locale.alias", "locale.gen", "localtime", "login.defs", "magic", "magic.mime",
-    "manpath.config", "mime.types", "mtab", "nsswitch.conf", "os-release", "perl", "profile",
+    "manpath.config", "mime.types", "mtab", "nsswitch.conf", "os-release", "perl",
     "profile.d", "protocols", "python3", "python3.11", "python3.12", "python3.13", "resolv.conf",
     "rpc", "services", "shells", "skel", "ssl/certs", "ssl/openssl.cnf", "ssh/ssh_config",
     "ssh/ssh_config.d", "terminfo", "timezone", "vim", "wgetrc", "xml", "sgml", NULL};
@@ -412,6 +432,7 @@ static void build_argv(argvec *a, const runtime_config *cfg) {
     add_bind(a, "--ro-bind", cfg->dir, "etc/shadow", "/etc/shadow");
     add_bind(a, "--ro-bind", cfg->dir, "etc/shadow", "/etc/gshadow");
     add_bind(a, "--ro-bind", cfg->dir, "etc/hostname", "/etc/hostname");
+    add_bind(a, "--ro-bind-try", cfg->dir, "etc/profile", "/etc/profile"); /* older sandboxes lack it */
     add_bind(a, "--ro-bind", cfg->dir, "boot_id", "/proc/sys/kernel/random/boot_id");
     for (size_t i = 0; i < json_array_size(cfg->mounts); i++) {
       json_t *m = json_array_get(cfg->mounts, i);
@@ -420,9 +441,14 @@ static void build_argv(argvec *a, const runtime_config *cfg) {
       av_add(a, av_own(a, xstrdup(json_string_value(json_object_get(m, "src")))));
       av_add(a, av_own(a, xstrdup(json_string_value(json_object_get(m, "dst")))));
     }
+    add_parents(a, "/run/e2b/bin/sudo"); /* traversable, before bwrap makes them 0700 */
     av_add(a, "--ro-bind");
     av_add(a, g_self);
     av_add(a, AGENT_PATH);
+    /* `sudo` on the commands' PATH: this binary under that name (sudo.h) */
+    av_add(a, "--symlink");
+    av_add(a, AGENT_PATH);
+    av_add(a, "/run/e2b/bin/sudo");
     av_add(a, "--chdir");
     av_add(a, "/");
     av_add(a, "--");

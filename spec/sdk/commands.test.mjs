@@ -150,3 +150,11 @@ test('a sandbox killed during a run cuts the stream, and the SDK reports the san
   assert.ok(!(err instanceof CommandExitError), `a normal end event leaked: ${err}`)
   assert.match(String(err.message), /killed or reached its end of life|not running anymore/i, String(err.message))
 })
+
+test('sudo: user runs commands as root without a password, as in E2B\'s base image', async () => {
+  const sbx = await sandbox()
+  assert.equal((await sbx.commands.run('sudo whoami')).stdout, 'root\n')
+  assert.equal((await sbx.commands.run('sudo -u user id -un')).stdout, 'user\n')
+  await assert.rejects(sbx.commands.run("sudo sh -c 'exit 3'"), (e) => e instanceof CommandExitError && e.exitCode === 3)
+  await sbx.kill()
+})
