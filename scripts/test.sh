@@ -17,7 +17,8 @@
 #      `luarocks test`, `luarocks pack`
 #   7. libe2b for C: installed into a temp prefix, examples/c/quickstart.c
 #      built with pkg-config and with find_package(e2b), run against e2b-local
-#   8. luacheck over lua/, spec/, examples/, bench/, scripts/ (.luacheckrc)
+#   8. luacheck over lua/, spec/, examples/, bench/, scripts/ (.luacheckrc),
+#      and docs/api checked against what ldoc makes of lua/ now
 #   9. the libFuzzer targets of fuzz/ (clang, ASan + UBSan), each replaying
 #      its seed corpus and then fuzzing for FUZZ_SECONDS (default 4)
 # Suites 1-3 use what scripts/setup.sh installed (the rock and e2b-local).
@@ -142,6 +143,25 @@ if command -v luacheck >/dev/null 2>&1; then
 else
   echo "luacheck is missing (scripts/setup.sh installs lua-check)"
   record "luacheck (missing)" 0 1
+fi
+
+echo "== docs/api is what ldoc makes of lua/ today"
+# The HTML reference is committed; it must not lag the LDoc comments. Only
+# ldoc's "Last updated" stamp may differ.
+if command -v ldoc >/dev/null 2>&1; then
+  api=$(mktemp -d /tmp/lua-e2b-api.XXXXXX)
+  if ldoc -d "$api" . >"$LOGS/ldoc.log" 2>&1 &&
+    diff -r -I 'Last updated' "$ROOT/docs/api" "$api" >>"$LOGS/ldoc.log" 2>&1; then
+    record "docs/api up to date (ldoc)" 1 0
+  else
+    tail -20 "$LOGS/ldoc.log"
+    echo "docs/api is stale: run sh scripts/docs.sh and commit it"
+    record "docs/api up to date (ldoc)" 0 1
+  fi
+  rm -rf "$api"
+else
+  echo "ldoc is missing (scripts/setup.sh installs lua-ldoc)"
+  record "docs/api (ldoc missing)" 0 1
 fi
 
 echo "== busted specs, Lua 5.4, installed rock, against e2b-local"
