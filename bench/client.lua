@@ -25,6 +25,16 @@ report("create_run_kill_ms", times[math.ceil(N / 2)])
 
 local sbx = assert(client:create{})
 
+-- run("true") one after another: what an agent's many short commands cost
+times = {}
+for i = 1, N * 5 do
+  local t0 = now()
+  assert(assert(sbx:run("true")).exit_code == 0)
+  times[i] = now() - t0
+end
+table.sort(times)
+report("run_true_ms", times[math.ceil(#times / 2)])
+
 -- MB/s of reading what open() returns (a process handle) to its end
 local function throughput(open)
   local t0 = now()

@@ -22,6 +22,16 @@ times.sort((a, b) => a - b)
 console.log('create_run_kill_ms', times[Math.ceil(N / 2) - 1].toFixed(1))
 
 const sbx = await Sandbox.create()
+const runs = []
+for (let i = 0; i < N * 5; i++) {
+  const t0 = now()
+  const r = await sbx.commands.run('true')
+  if (r.exitCode !== 0) throw new Error('true failed')
+  runs.push(now() - t0)
+}
+runs.sort((a, b) => a - b)
+console.log('run_true_ms', runs[Math.ceil(runs.length / 2) - 1].toFixed(1))
+
 let bytes = 0
 let t0 = now()
 await sbx.commands.run(`head -c ${MB * 1000000} /dev/zero`, {

@@ -16,7 +16,7 @@ e2b-local exec -- sh -c "
   sh bench/client_curl.sh $N $MB > $out/curl
 " 2>"$out/log" || { grep -v ' e2b-local: ' "$out/log" >&2; exit 1; }
 printf '%-24s %12s %12s %12s %10s %10s\n' measurement lua-e2b sdk curl lua/sdk lua/curl
-for m in create_run_kill_ms stdout_mbps_tracked stdout_mbps_live_only stdout_mbps_polled concurrent_200_ms concurrent_200_unkept_ms; do
+for m in create_run_kill_ms run_true_ms stdout_mbps_tracked stdout_mbps_live_only stdout_mbps_polled concurrent_200_ms concurrent_200_unkept_ms; do
   l=$(awk -v m=$m '$1 == m { print $2 }' $out/lua)
   s=$(awk -v m=$m '$1 == m { print $2 }' $out/sdk)
   c=$(awk -v m=$m '$1 == m { print $2 }' $out/curl)

@@ -268,11 +268,13 @@ static void push_entry(lua_State *L, const e2b_entry *e) {
 }
 
 static void push_proc_info(lua_State *L, const e2b_proc_info *p) {
-  lua_createtable(L, 0, 5);
+  lua_createtable(L, 0, 6);
   set_int(L, "pid", p->pid);
   set_str(L, "tag", p->tag);
   set_str(L, "cmd", p->cmd);
   set_str(L, "cwd", p->cwd);
+  lua_pushboolean(L, p->kept);
+  lua_setfield(L, -2, "kept");
   lua_createtable(L, (int)p->arg_count, 0);
   for (size_t i = 0; i < p->arg_count; i++) {
     lua_pushstring(L, p->args[i]);
@@ -576,7 +578,7 @@ static int req_process(lua_State *L) {
   lua_createtable(L, 0, 4);
   set_int(L, "pid", e2b_req_proc_pid(r->req));
   set_str(L, "tag", e2b_req_proc_tag(r->req));
-  set_str(L, "dir", e2b_req_proc_dir(r->req));
+  set_str(L, "kept", e2b_req_proc_kept(r->req));
   lua_pushboolean(L, e2b_req_proc_tracked(r->req));
   lua_setfield(L, -2, "tracked");
   return 1;

@@ -126,6 +126,37 @@ describe("commands", function()
       assert.are.equal("timeout_ms", err.field)
     end)
 
+    it("refuses a command that does not exist as envd does, kept or not (no wrapper message)", function()
+      for _, keep in ipairs({ true, false }) do
+        for _, cmd in ipairs({ { "/no/such/bin" }, { "no-such-command-xyz" } }) do
+          local r, err = sbx:run(cmd, { keep_output = keep })
+          assert.is_nil(r)
+          assert.are.equal("invalid_argument", err.kind, tostring(err))
+          assert.truthy(err.message:find("failed to start process", 1, true), tostring(err))
+          assert.is_nil(err.message:find("e2b-proc", 1, true), tostring(err))
+        end
+      end
+    end)
+
+    it("runs a kept command string as bash -l -c runs it unkept: $0, $#, umask, line numbers", function()
+      local cmd = 'echo "$0 $#"; umask; echo ${__p-none}\nno-such-command-xyz'
+      local kept = assert(sbx:run(cmd))
+      local direct = assert(sbx:run(cmd, { keep_output = false }))
+      assert.are.equal(direct.stdout, kept.stdout)
+      assert.are.equal(direct.stderr, kept.stderr)
+      assert.are.equal(direct.exit_code, kept.exit_code)
+      local argv = assert(sbx:run({ "sh", "-c", "umask" }))
+      assert.are.equal(assert(sbx:run({ "sh", "-c", "umask" }, { keep_output = false })).stdout, argv.stdout)
+    end)
+
+    it("runs a kept command with no helper process beside it", function()
+      local proc = assert(sbx:spawn({ "sleep", "30" }))
+      local ps = assert(sbx:run({ "ps", "-eo", "args" })).stdout
+      proc:close()
+      assert.truthy(ps:find("sleep 30", 1, true), ps)
+      assert.is_nil(ps:find("tee", 1, true), ps)
+    end)
+
     it("runs as user by default and as root when asked", function()
       assert.are.equal("user\n", assert(sbx:run("whoami")).stdout)
       assert.are.equal("root\n", assert(sbx:run("whoami", { user = "root" })).stdout)
@@ -218,6 +249,7 @@ describe("commands", function()
       assert.are.equal("sleeper", found.tag)
       assert.are.equal("sleep", found.cmd)
       assert.are.same({ "30" }, found.args)
+      assert.is_true(found.kept)
       proc:close()
     end)
   end)

@@ -371,6 +371,8 @@ typedef struct e2b_proc_info {
   char **args;
   size_t arg_count;
   char *cwd;       /* NULL when none */
+  int kept;        /* started by e2b_proc_track with its output kept; cmd and
+                      args are the command's own, not the wrapper's */
 } e2b_proc_info;
 
 E2B_EXPORT size_t e2b_req_proc_count(const e2b_req *req);
@@ -378,13 +380,13 @@ E2B_EXPORT const e2b_proc_info *e2b_req_proc_at(const e2b_req *req, size_t i);
 
 /* -- tracked processes: output kept in the sandbox, read by offset -- */
 
-/* Starts opts wrapped so that its stdout and stderr are also appended to
- * private files in a per-process scratch directory (/tmp/.e2b-proc/<hex tag>),
- * together with its exit status and the sandbox boot id it started under. The request is a
- * stream of events like e2b_proc_start's; the live Connect stream is only
- * the fast path: if it breaks (a dropped connection, an idle budget, a
- * paused sandbox) the output is read from the files at the offsets already
- * received, so no byte is lost or repeated. Every tracked process gets a
+/* Starts opts wrapped so that its stdout and stderr go to private files
+ * (/tmp/.e2b-proc/<hex tag>.out and .err), with its exit status (.exit) and
+ * the sandbox boot id it started under (.boot) beside them. The request is a
+ * stream of events like e2b_proc_start's, read from those files at the
+ * offsets already handed out, so a dropped connection, an idle budget or a
+ * paused sandbox loses or repeats no byte; one watch per sandbox says when
+ * they grew. Every tracked process gets a
  * tag (opts->tag or a generated one); signals and input go by tag.
  * E2B_TRACK_ENV_REPLACE: names, never values, travel on the command line.
  * PTY processes are never kept (their output is a terminal, not a file). */
@@ -400,11 +402,11 @@ E2B_EXPORT e2b_req *e2b_proc_attach(e2b_sbx *sbx, uint32_t pid, const char *tag,
                          int64_t stderr_offset, long idle_timeout_ms, e2b_error *err);
 E2B_EXPORT uint32_t e2b_req_proc_pid(const e2b_req *req);
 E2B_EXPORT const char *e2b_req_proc_tag(const e2b_req *req);
-/* The scratch directory of a tracked process: out, err, exit and boot (the
- * sandbox boot id when it started). NULL when not tracked. */
-E2B_EXPORT const char *e2b_req_proc_dir(const e2b_req *req);
+/* The path prefix of a tracked process's kept files: PREFIX.out, .err, .exit
+ * and .boot (the sandbox boot id when it started). NULL when not tracked. */
+E2B_EXPORT const char *e2b_req_proc_kept(const e2b_req *req);
 E2B_EXPORT int e2b_req_proc_tracked(const e2b_req *req);
-/* Removes a tracked process's scratch directory (its kept output). */
+/* Removes a tracked process's kept files (a file already gone is no error). */
 E2B_EXPORT e2b_req *e2b_proc_forget(e2b_sbx *sbx, const char *tag, e2b_error *err);
 
 /* -- filesystem (filesystem.Filesystem and /files) -- */

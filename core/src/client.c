@@ -263,6 +263,7 @@ void e2b_sbx_retain(e2b_sbx *s) { s->refs++; }
 
 void e2b_sbx_release(e2b_sbx *s) {
   if (!s || --s->refs > 0) return;
+  e2b_outwatch_free(s);
   if (s->access_token) memset(s->access_token, 0, strlen(s->access_token));
   free(s->access_token);
   free(s->sandbox_id);

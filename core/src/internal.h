@@ -55,12 +55,14 @@ struct e2b_sbx {
   char *sandbox_id;
   char *access_token;
   char *envd_url;
+  struct e2b_outwatch *outwatch; /* while kept-output readers wait on it */
 };
 
 /* How a response body is handled. */
 typedef enum req_body_mode {
   BODY_BUFFER,        /* collect (capped), parse at completion */
   BODY_EVENTS,        /* Connect server stream of process events */
+  BODY_WATCH,         /* Connect server stream of WatchDir events */
   BODY_CHUNKS         /* raw bytes handed out as they arrive (file download) */
 } req_body_mode;
 
@@ -253,6 +255,25 @@ e2b_req *e2b_api_refresh(e2b_client *c, const char *sandbox_id, long seconds, e2
 
 /* ---- process.c ---- */
 int e2b_proc_opts_check(const e2b_proc_opts *o, e2b_error *err);
+/* A server-streaming envd RPC with the idle budget of add_stream_headers. */
+e2b_req *e2b_sbx_stream_rpc(e2b_sbx *sbx, const char *op, const char *method_path, const char *user,
+                            json_t *body, long keepalive_s, long idle_ms, long timeout_ms,
+                            int watch, e2b_error *err);
+
+/* ---- track.c ---- */
+/* Shows a process e2b_proc_track wrapped as the command it runs. */
+void e2b_track_unwrap(e2b_proc_info *p);
+
+/* ---- outwatch.c: one WatchDir stream per sandbox wakes kept-output readers ---- */
+typedef void (*e2b_wake_fn)(e2b_req *op, char file);
+/* op is woken (wake(op, c)) when an entry named `<prefix>.<c>...` of dir
+ * changes, and with c = 0 whenever the watch (re)starts or is lost. */
+int e2b_outwatch_subscribe(e2b_sbx *sbx, const char *dir, const char *prefix, e2b_req *op,
+                           e2b_wake_fn wake);
+void e2b_outwatch_unsubscribe(e2b_sbx *sbx, e2b_req *op);
+/* Whether events are flowing (else subscribers poll on their own timers). */
+int e2b_outwatch_live(const e2b_sbx *sbx);
+void e2b_outwatch_free(e2b_sbx *sbx);
 
 /* ---- parse.c: JSON -> result structs ---- */
 int e2b_parse_sandbox(json_t *obj, e2b_sandbox *out);
@@ -266,6 +287,9 @@ int e2b_parse_proc_info(json_t *obj, e2b_proc_info *out);
 void e2b_proc_info_clear(e2b_proc_info *p);
 /* Decodes one process event message into a queue node; *node NULL for keepalives. */
 int e2b_parse_proc_event(const char *json, size_t len, queued **node, e2b_error *err);
+/* A filesystem event of a watch stream (never handed to users). */
+#define E2B_EVENT_FS_INTERNAL ((e2b_event_type)100)
+int e2b_parse_watch_event(const char *json, size_t len, queued **node, e2b_error *err);
 const char *e2b_json_str(json_t *obj, const char *camel, const char *snake);
 /* An integer field (a number, a whole real or a decimal string) within
  * [lo, hi] into *out (0 when absent); -1 when present and not one. */

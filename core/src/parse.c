@@ -412,3 +412,36 @@ int e2b_parse_proc_event(const char *json, size_t len, queued **node, e2b_error 
   json_decref(root);
   return rc;
 }
+
+/* A WatchDir message: the watch's start (type START), a filesystem event
+ * (type E2B_EVENT_FS_INTERNAL, data = the entry's name) or a keepalive
+ * (*node NULL). */
+int e2b_parse_watch_event(const char *json, size_t len, queued **node, e2b_error *err) {
+  *node = NULL;
+  json_t *root = json_loadb(json, len, 0, NULL);
+  json_t *fs = json_object_get(root, "filesystem");
+  int rc = 0;
+  if (!json_is_object(root)) {
+    e2b_err_set(err, E2B_ERR_PROTOCOL, NULL, "watch message is not a JSON object");
+    rc = -1;
+  } else if (json_object_get(root, "start") || json_is_object(fs)) {
+    const char *name = json_is_object(fs) ? e2b_json_str(fs, "name", NULL) : NULL;
+    size_t nl = name ? strlen(name) : 0;
+    queued *q = new_node(nl);
+    if (!q) {
+      e2b_err_set(err, E2B_ERR_UNAVAILABLE, NULL, "out of memory");
+      rc = -1;
+    } else {
+      q->ev.type = json_is_object(fs) ? E2B_EVENT_FS_INTERNAL : E2B_EVENT_START;
+      q->ev.data = (const uint8_t *)(q + 1);
+      if (nl) memcpy(q + 1, name, nl);
+      q->ev.len = nl;
+      *node = q;
+    }
+  } else if (!json_object_get(root, "keepalive")) {
+    e2b_err_set(err, E2B_ERR_PROTOCOL, NULL, "unknown watch event");
+    rc = -1;
+  }
+  json_decref(root);
+  return rc;
+}

@@ -65,9 +65,9 @@ static json_t *selector(uint32_t pid, const char *tag) {
   return sel;
 }
 
-static e2b_req *stream_rpc(e2b_sbx *sbx, const char *op, const char *method_path, const char *user,
-                           json_t *body, long keepalive_s, long idle_ms, long timeout_ms,
-                           e2b_error *err) {
+e2b_req *e2b_sbx_stream_rpc(e2b_sbx *sbx, const char *op, const char *method_path, const char *user,
+                            json_t *body, long keepalive_s, long idle_ms, long timeout_ms,
+                            int watch, e2b_error *err) {
   /* Stream headers must be added before the transfer starts, so build by hand. */
   e2b_req *req = e2b_req_new(sbx->client->loop, op, err);
   if (!req) {
@@ -77,6 +77,7 @@ static e2b_req *stream_rpc(e2b_sbx *sbx, const char *op, const char *method_path
   int rc = !body ? -1 : e2b_sbx_prepare_rpc(sbx, req, method_path, user, body, 1, err);
   json_decref(body);
   if (rc == 0) rc = add_stream_headers(req, keepalive_s, idle_ms, timeout_ms, err);
+  if (watch) req->mode = BODY_WATCH;
   if (rc != 0) {
     if (err->code == E2B_OK) e2b_err_set(err, E2B_ERR_UNAVAILABLE, op, "out of memory");
     e2b_req_free(req);
@@ -163,8 +164,8 @@ e2b_req *e2b_proc_start(e2b_sbx *sbx, const e2b_proc_opts *o, e2b_error *err) {
     json_object_set_new(body, "stdin", json_boolean(o->stdin_open));
   }
   if (o->tag) json_object_set_new(body, "tag", json_string(o->tag));
-  return stream_rpc(sbx, "process.start", "/process.Process/Start", o->user, body, o->keepalive_s,
-                    o->idle_timeout_ms, o->timeout_ms, err);
+  return e2b_sbx_stream_rpc(sbx, "process.start", "/process.Process/Start", o->user, body, o->keepalive_s,
+                            o->idle_timeout_ms, o->timeout_ms, 0, err);
 }
 
 e2b_req *e2b_proc_connect(e2b_sbx *sbx, uint32_t pid, const char *tag, long idle_timeout_ms,
@@ -176,8 +177,8 @@ e2b_req *e2b_proc_connect(e2b_sbx *sbx, uint32_t pid, const char *tag, long idle
   }
   json_t *body = json_object();
   if (body) json_object_set_new(body, "process", selector(pid, tag));
-  return stream_rpc(sbx, "process.connect", "/process.Process/Connect", NULL, body, 0,
-                    idle_timeout_ms, 0, err);
+  return e2b_sbx_stream_rpc(sbx, "process.connect", "/process.Process/Connect", NULL, body, 0,
+                            idle_timeout_ms, 0, 0, err);
 }
 
 static int parse_nothing(e2b_req *req, json_t *body, e2b_error *err) { return 0; }
@@ -288,6 +289,7 @@ static int parse_proc_list(e2b_req *req, json_t *body, e2b_error *err) {
       e2b_err_set(err, E2B_ERR_PROTOCOL, req->op, "process %zu is malformed", i);
       return -1;
     }
+    e2b_track_unwrap(&req->procs[req->proc_count]);
     req->proc_count++;
   }
   return 0;

@@ -1,53 +1,80 @@
 /* track.c — tracked processes: byte-exact output polling.
  *
  * E2B's Connect streams only from "now", so a reader that loses its stream
- * would lose output. A tracked process therefore runs under a small bash
- * wrapper that tees stdout and stderr into private files of a per-process
- * scratch directory and records the exit status there. Offsets are the
- * truth: the composite counts the bytes it received of each stream; the
- * live stream is only a fast path to them. When it breaks, the files are
- * read from those offsets (HTTP Range on /files), with a Connect stream by
- * tag as the wake-up signal and a backing-off timer as the fallback.
+ * would lose output. A kept process therefore runs under a small bash
+ * wrapper that sends its stdout and stderr straight into private files
+ * (/tmp/.e2b-proc/<hex tag>.out and .err) and records its exit status
+ * (.exit) and the sandbox boot id (.boot) beside them: no process per
+ * stream, so a short command costs what it costs unwrapped plus one fork.
+ * Offsets are the truth: the reader counts the bytes it took of each file
+ * and reads on from there (HTTP Range on /files). The process's own stream
+ * carries its start and end; while it runs, one WatchDir stream per
+ * sandbox (outwatch.c) says which files grew, with a backing-off timer as
+ * the fallback. A process that ends within FIRST_PASS_MS costs no read at
+ * all when the wrapper reports both files empty.
  */
 #include "internal.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define SCRATCH_ROOT "/tmp/.e2b-proc"
 #define POLL_MIN_MS 50
 #define POLL_MAX_MS 2000
+/* A process that ends this soon is read once, after its end. */
+#define FIRST_PASS_MS 20
 /* A started process's wrapper may not have created its files yet: wait this
  * long for them before calling the process unknown. */
 #define KEPT_GRACE_MS 10000
 
-/* $1: scratch dir; the rest: the command. Output goes to the live stream and
- * to the files (tee); the exit status is written once both tees finished, so
- * an existing exit file means the output files are complete. The tees ignore
- * catchable signals (an ignored signal stays ignored across exec) and the
- * wrapper traps them (a trap is reset in the command), so a signal to the
- * process group reaches the command without cutting its output or losing
- * its exit status; only SIGKILL ends them all. The
- * command's environment is pruned to E2B_ENV_KEEP's names when that is set. */
+/* $1: the files' path prefix; the rest: the command, or with $0 e2b-sh a
+ * shell string the wrapper itself runs (it is then started as `bash -l`,
+ * as E2B runs a command string, so the string costs a fork, not a second
+ * bash). The files are made private (umask 077, the caller's umask read
+ * from /proc and restored for the command). The exit status is written
+ * after the command ended, so an existing exit file means the output
+ * files are complete. The wrapper traps catchable signals (a trap is reset
+ * in the command), so a signal to the process group reaches the command
+ * without losing its exit status; only SIGKILL ends both. A command that
+ * cannot be started is reported on the wrapper's stderr as
+ * "!ENOENT"/"!EACCES", as envd would refuse it; on its stdout the wrapper
+ * says which files are non-empty (a digit: 1 out, 2 err). It ends without
+ * the exit builtin, which would run a login shell's ~/.bash_logout. The
+ * command's environment is pruned to E2B_ENV_KEEP's names when that is
+ * set. The script travels in E2B_PROC, so a process list shows
+ * `bash -c eval "$E2B_PROC" e2b-proc PREFIX cmd args`, not the script. */
 static const char WRAPPER[] =
-    "d=$1; shift\n"
-    "[ -d \"${d%/*}\" ] || mkdir -m 1777 \"${d%/*}\" 2>/dev/null\n"
-    "umask 077; mkdir -p \"$d\" || exit 125\n"
-    "cat /proc/sys/kernel/random/boot_id > \"$d/boot\" 2>/dev/null\n"
+    "unset E2B_PROC; __p=$1; shift\n"
+    "[ -d \"${__p%/*}\" ] || mkdir -m 1777 \"${__p%/*}\" 2>/dev/null\n"
+    "while read -r __k __m; do [ \"$__k\" = Umask: ] && break; done </proc/self/status\n"
+    "umask 077\n"
+    "read -r __b </proc/sys/kernel/random/boot_id 2>/dev/null\n"
+    "{ printf '%s\\n' \"$__b\" >\"$__p.boot\" && : >\"$__p.out\" && : >\"$__p.err\"; } 2>/dev/null || exit 125\n"
+    "umask \"${__m:-022}\"\n"
     "if [ -n \"${E2B_ENV_KEEP+x}\" ]; then\n"
-    "  k=\" $E2B_ENV_KEEP PATH \"\n"
-    "  for v in $(compgen -e); do case \"$k\" in *\" $v \"*) ;; *) unset \"$v\" 2>/dev/null;; esac; done\n"
+    "  __k=\" $E2B_ENV_KEEP PATH \"\n"
+    "  for __v in $(compgen -e); do case \"$__k\" in *\" $__v \"*) ;; *) unset \"$__v\" 2>/dev/null;; esac; done\n"
     "fi\n"
-    "unset E2B_ENV_KEEP\n"
-    "exec 3> >(trap '' TERM INT HUP QUIT; exec tee -a \"$d/out\"); o=$!\n"
-    "exec 4> >(trap '' TERM INT HUP QUIT; exec tee -a \"$d/err\" >&2 3>&-); e=$!\n"
+    "unset E2B_ENV_KEEP __k __m __v __b\n"
+    "__e2b_end() {\n"
+    "  local f=0; [ -s \"$__p.out\" ] && f=1; [ -s \"$__p.err\" ] && f=$((f+2))\n"
+    "  printf '%s\\n' \"$1\" >\"$__p.exit\"; printf %s $f; return \"$1\"\n"
+    "}\n"
     "trap : TERM INT HUP QUIT\n"
-    "\"$@\" >&3 2>&4 3>&- 4>&-\n"
-    "rc=$?\n"
-    "exec 3>&- 4>&-\n"
-    "wait $o $e 2>/dev/null\n"
-    "echo $rc > \"$d/exit.tmp\" && mv -f \"$d/exit.tmp\" \"$d/exit\"\n"
-    "exit $rc\n";
+    "if [ \"$0\" != e2b-sh ]; then\n"
+    "  if ! command -v -- \"$1\" >/dev/null; then\n"
+    "    case $1 in */*) [ -e \"$1\" ] && { printf '!EACCES' >&2; printf '126\\n' >\"$__p.exit\"; exit 126; };; esac\n"
+    "    printf '!ENOENT' >&2; printf '127\\n' >\"$__p.exit\"; exit 127\n"
+    "  fi\n"
+    "  \"$@\" >>\"$__p.out\" 2>>\"$__p.err\"\n"
+    "  __e2b_end $?\n"
+    "fi\n";
+
+/* A command string runs on the first line of bash's -c script, as it
+ * would unwrapped, so bash numbers its lines (in errors, in LINENO) alike. */
+static const char SH_LINE[] = "eval \"$E2B_PROC\"; ( __c=$1; set --; unset __p; BASH_ARGV0=/bin/bash; "
+                              "eval \"$__c\" ) >>\"$__p.out\" 2>>\"$__p.err\"; __e2b_end $?";
 
 /* The same environment pruning for untracked (PTY) commands. */
 static const char ENV_ONLY[] =
@@ -58,52 +85,58 @@ static const char ENV_ONLY[] =
     "unset E2B_ENV_KEEP\n"
     "exec \"$@\"\n";
 
-enum { MODE_LIVE, MODE_POLL };
 enum { R_OUT, R_ERR, R_EXIT };
+#define DUE_ALL 7
 
 typedef struct track_state {
+  e2b_req *self;     /* the op this state drives (its watch subscription's key) */
   e2b_sbx *sbx;
   char *tag;
-  char *dir;
-  int tracked;
-  int mode;
+  char *prefix;      /* SCRATCH_ROOT/<hex tag>: the kept files are prefix.out, ... */
+  const char *name;  /* the prefix's last component */
+  int tracked;       /* kept: output comes from the files */
   uint32_t pid;
   int started;       /* START emitted */
   int64_t off[2];    /* bytes received of stdout, stderr */
-  e2b_req *live;     /* LIVE: the Start stream; POLL: a Connect stream used as a wake-up */
+  e2b_req *live;     /* the Start stream, then a Connect by tag; untracked: the output too */
   e2b_req *list;     /* attach: finding the pid/tag */
   e2b_req *read;     /* a file read in flight */
   int reading;       /* R_* of the read in flight */
-  int64_t read_got;
-  growbuf small;     /* exit and boot file contents */
+  int due;           /* R_* bits still to read in this pass */
+  int full_pass;     /* this pass read all three files */
+  int absent;        /* R_* bits found missing in this pass */
+  growbuf small;     /* exit file contents */
   int exit_known, exit_code;
   char status[64];
+  int nonempty;      /* from the wrapper: bit 0 out, bit 1 err; -1 not said */
+  char start_err[8]; /* the wrapper could not start the command */
   int gone;          /* the process no longer exists */
-  int final_pass;    /* exit known: read both files to their end, then finish */
-  int pass_new;      /* bytes seen in the current polling pass */
-  int files_missing; /* out, err and exit all absent: not a tracked process */
+  int final_pass;    /* ended: reading the files to their end */
+  int pass_new;      /* bytes seen in the current pass */
+  int subscribed;    /* woken by the sandbox's watch */
+  int timer_armed;
   int64_t missing_since_ms; /* started, files not there yet: since when */
   long poll_ms;
   int64_t last_contact_ms;
   long idle_ms;
-  int wake;          /* the wake-up stream saw output: poll now */
-  int64_t wake_retry_at;
+  int64_t reconnect_at;
   e2b_error last_err;
 } track_state;
 
 static void track_free(void *p) {
   track_state *s = p;
+  if (s->subscribed) e2b_outwatch_unsubscribe(s->sbx, s->self);
   e2b_req_free(s->live);
   e2b_req_free(s->list);
   e2b_req_free(s->read);
   e2b_growbuf_free(&s->small);
   free(s->tag);
-  free(s->dir);
+  free(s->prefix);
   e2b_sbx_release(s->sbx);
   free(s);
 }
 
-static char *scratch_dir(const char *tag) {
+static char *scratch_prefix(const char *tag) {
   size_t n = strlen(tag) * 2 + sizeof SCRATCH_ROOT + 2;
   char *dir = malloc(n);
   if (!dir) return NULL;
@@ -111,6 +144,12 @@ static char *scratch_dir(const char *tag) {
   for (const unsigned char *t = (const unsigned char *)tag; *t; t++)
     len += snprintf(dir + len, n - (size_t)len, "%02x", *t);
   return dir;
+}
+
+static int set_prefix(track_state *s) {
+  if (!(s->prefix = scratch_prefix(s->tag))) return -1;
+  s->name = s->prefix + sizeof SCRATCH_ROOT;
+  return 0;
 }
 
 /* ---- the events handed to the reader ---- */
@@ -137,7 +176,16 @@ static int emit(e2b_req *op, e2b_event_type type, const uint8_t *data, size_t le
   return 0;
 }
 
-static void fail(e2b_req *op, const e2b_error *err) { e2b_op_finish(op, err); }
+static void unsubscribe(e2b_req *op, track_state *s) {
+  if (!s->subscribed) return;
+  s->subscribed = 0;
+  e2b_outwatch_unsubscribe(s->sbx, op);
+}
+
+static void fail(e2b_req *op, const e2b_error *err) {
+  unsubscribe(op, op->state);
+  e2b_op_finish(op, err);
+}
 
 static void nomem(e2b_req *op) {
   e2b_error err;
@@ -152,6 +200,7 @@ static void emit_start(e2b_req *op, track_state *s) {
 }
 
 static void finish_with_end(e2b_req *op, track_state *s) {
+  unsubscribe(op, s);
   if (emit(op, E2B_EVENT_END, NULL, 0, s->exit_code, s->status) != 0) return nomem(op);
   e2b_op_finish(op, NULL);
 }
@@ -162,17 +211,12 @@ static int over_cap(e2b_req *op) {
   return 1;
 }
 
-/* ---- live mode ---- */
-
-static void to_poll(e2b_req *op, track_state *s, const e2b_error *why) {
-  if (why) s->last_err = *why;
-  e2b_req_free(s->live);
-  s->live = NULL;
-  s->mode = MODE_POLL;
-  s->poll_ms = POLL_MIN_MS;
-  s->last_contact_ms = e2b_now_ms();
-  e2b_op_kick(op);
+static void arm(e2b_req *op, track_state *s, long ms) {
+  e2b_req_arm_timer(op, ms);
+  s->timer_armed = 1;
 }
+
+/* ---- untracked: the stream is the output ---- */
 
 static void live_step(e2b_req *op, track_state *s) {
   queued *n;
@@ -191,83 +235,116 @@ static void live_step(e2b_req *op, track_state *s) {
       free(n);
       return finish_with_end(op, s);
     default:
-      if (n->ev.type == E2B_EVENT_STDOUT) s->off[0] += (int64_t)n->ev.len;
-      if (n->ev.type == E2B_EVENT_STDERR) s->off[1] += (int64_t)n->ev.len;
       n->ev.pid = s->pid;
       e2b_req_push_node(op, n);
     }
   }
   if (s->live->queue_head || !e2b_req_done(s->live)) return;
-  /* The stream is over without an end event. */
   const e2b_error *err = e2b_req_error(s->live);
   e2b_error protocol;
   if (!err) {
     e2b_err_set(&protocol, E2B_ERR_PROTOCOL, op->op, "process stream ended without an end event");
     err = &protocol;
   }
-  if (!s->tracked || !s->started) return fail(op, err);
-  to_poll(op, s, err);
+  fail(op, err);
 }
 
-/* ---- poll mode ---- */
+/* ---- kept: the stream says start and end, the files hold the output ---- */
 
-static const char *const file_names[] = {"out", "err", "exit"};
+static void wake(e2b_req *op, char file) {
+  track_state *s = op->state;
+  s->due |= file == 'o' ? 1 << R_OUT : file == 'e' ? 1 << R_ERR : file == 'x' ? 1 << R_EXIT
+            : file ? 0 : DUE_ALL;
+  e2b_op_kick(op);
+}
+
+static void subscribe(e2b_req *op, track_state *s) {
+  if (s->subscribed || s->exit_known || s->gone) return;
+  if (e2b_outwatch_subscribe(s->sbx, SCRATCH_ROOT, s->name, op, wake) == 0) s->subscribed = 1;
+}
+
+static void stream_event(e2b_req *op, track_state *s, queued *n) {
+  if (n->ev.type == E2B_EVENT_START) {
+    if (!s->pid) s->pid = n->ev.pid;
+    if (!s->started) {
+      emit_start(op, s);
+      arm(op, s, FIRST_PASS_MS);
+    }
+  } else if (n->ev.type == E2B_EVENT_END) {
+    s->exit_known = 1;
+    s->exit_code = n->ev.exit_code;
+    snprintf(s->status, sizeof s->status, "%s", n->ev.status ? n->ev.status : "");
+  } else if (n->ev.type == E2B_EVENT_STDOUT && n->ev.len == 1 && n->ev.data[0] >= '0' &&
+             n->ev.data[0] <= '3') {
+    s->nonempty = n->ev.data[0] - '0';
+  } else if (n->ev.type == E2B_EVENT_STDERR && n->ev.len > 1 && n->ev.data[0] == '!') {
+    snprintf(s->start_err, sizeof s->start_err, "%.*s", (int)n->ev.len - 1, n->ev.data + 1);
+  }
+  s->last_contact_ms = e2b_now_ms();
+}
+
+/* The command never started: report it as envd reports a Start it refuses. */
+static void fail_start(e2b_req *op, track_state *s) {
+  e2b_error err;
+  int eacces = strcmp(s->start_err, "EACCES") == 0;
+  e2b_err_set(&err, E2B_ERR_INVALID_ARGUMENT, op->op, "failed to start process: %s",
+               eacces ? strerror(EACCES) : strerror(ENOENT));
+  fail(op, &err);
+}
+
+/* Follows the process's own stream; reconnects by tag when it breaks. */
+static void stream_step(e2b_req *op, track_state *s) {
+  if (!s->live) {
+    if (s->exit_known || s->gone || e2b_now_ms() < s->reconnect_at) return;
+    e2b_error err;
+    s->live = e2b_op_child(op, e2b_proc_connect(s->sbx, 0, s->tag, s->idle_ms, &err));
+    if (!s->live) s->reconnect_at = e2b_now_ms() + POLL_MAX_MS;
+    return;
+  }
+  queued *n;
+  while ((n = e2b_req_pop_node(s->live))) {
+    stream_event(op, s, n);
+    free(n);
+  }
+  if (!e2b_req_done(s->live)) return;
+  const e2b_error *err = e2b_req_error(s->live);
+  if (!s->started) {
+    e2b_error protocol;
+    if (!err) e2b_err_set(&protocol, E2B_ERR_PROTOCOL, op->op, "process stream ended before its start");
+    return fail(op, err ? err : &protocol);
+  }
+  if (err && err->code == E2B_ERR_NOT_FOUND) s->gone = 1;
+  else if (err) s->last_err = *err;
+  e2b_req_free(s->live);
+  s->live = NULL;
+  s->reconnect_at = e2b_now_ms() + s->poll_ms;
+  s->due |= DUE_ALL; /* whatever happened meanwhile is in the files */
+}
+
+static const char *const file_ext[] = {"out", "err", "exit"};
 
 static void start_read(e2b_req *op, track_state *s, int which) {
   char path[512];
-  snprintf(path, sizeof path, "%s/%s", s->dir, file_names[which]);
+  snprintf(path, sizeof path, "%s.%s", s->prefix, file_ext[which]);
   e2b_error err;
   s->reading = which;
-  s->read_got = 0;
   s->small.len = 0;
   s->read = e2b_op_child(
       op, e2b_file_read(s->sbx, path, "root", which < R_EXIT ? s->off[which] : 0, &err));
   if (!s->read) {
     s->last_err = err;
-    e2b_req_arm_timer(op, s->poll_ms);
+    s->due = 0;
+    arm(op, s, s->poll_ms);
   }
 }
 
-/* Keeps a Connect stream by tag as the wake-up signal while the process lives. */
-static void wake_step(e2b_req *op, track_state *s) {
-  if (s->gone || s->exit_known) return;
-  if (!s->live) {
-    if (e2b_now_ms() < s->wake_retry_at) return;
-    e2b_error err;
-    s->live = e2b_op_child(op, e2b_proc_connect(s->sbx, 0, s->tag, s->idle_ms, &err));
-    if (!s->live) s->wake_retry_at = e2b_now_ms() + POLL_MAX_MS;
-    return;
-  }
+static void take_read(e2b_req *op, track_state *s) {
   queued *n;
-  while ((n = e2b_req_pop_node(s->live))) {
-    if (n->ev.type == E2B_EVENT_START) {
-      if (!s->pid) s->pid = n->ev.pid;
-    } else if (n->ev.type == E2B_EVENT_END) {
-      s->exit_known = 1;
-      s->exit_code = n->ev.exit_code;
-      snprintf(s->status, sizeof s->status, "%s", n->ev.status ? n->ev.status : "");
-    } else {
-      s->wake = 1; /* new output exists: read it from the files */
-    }
-    s->last_contact_ms = e2b_now_ms();
-    free(n);
-  }
-  if (!e2b_req_done(s->live)) return;
-  const e2b_error *err = e2b_req_error(s->live);
-  if (err && err->code == E2B_ERR_NOT_FOUND) s->gone = 1;
-  e2b_req_free(s->live);
-  s->live = NULL;
-  s->wake_retry_at = e2b_now_ms() + s->poll_ms;
-}
-
-static void read_done(e2b_req *op, track_state *s) {
-  queued *n;
-  while ((n = e2b_req_pop_node(s->read))) {
+  while (!over_cap(op) && (n = e2b_req_pop_node(s->read))) {
     if (s->reading <= R_ERR) {
       n->ev.type = s->reading == R_OUT ? E2B_EVENT_STDOUT : E2B_EVENT_STDERR;
       n->ev.pid = s->pid;
       s->off[s->reading] += (int64_t)n->ev.len;
-      s->read_got += (int64_t)n->ev.len;
       s->pass_new += n->ev.len > 0;
       e2b_req_push_node(op, n);
     } else {
@@ -277,13 +354,50 @@ static void read_done(e2b_req *op, track_state *s) {
   }
 }
 
+static void read_exit_file(track_state *s) {
+  if (s->exit_known || !s->small.len || s->small.data[s->small.len - 1] != '\n') return;
+  s->exit_known = 1;
+  s->exit_code = atoi(s->small.data);
+  snprintf(s->status, sizeof s->status, "exit status %d", s->exit_code);
+}
+
+/* A read ended: 416 is "nothing past our offset", 404 "not there (yet)". */
+static int read_ended(e2b_req *op, track_state *s) {
+  e2b_error err_copy, *err = NULL;
+  if (e2b_req_error(s->read)) err = memcpy(&err_copy, e2b_req_error(s->read), sizeof err_copy);
+  int status = e2b_req_status(s->read);
+  e2b_req_free(s->read);
+  s->read = NULL;
+  int absent = err && status == 404;
+  if (err && status != 416 && !absent) {
+    s->last_err = *err;
+    s->due = 0;
+    if (e2b_now_ms() - s->last_contact_ms > s->idle_ms) {
+      e2b_error idle = *err;
+      snprintf(idle.message, sizeof idle.message,
+               "idle timeout: the sandbox could not be read for %ld ms (idle_timeout_ms); last: %.200s",
+               s->idle_ms, err->message);
+      idle.code = E2B_ERR_TIMEOUT;
+      fail(op, &idle);
+      return -1;
+    }
+    arm(op, s, s->poll_ms);
+    if (s->poll_ms < POLL_MAX_MS) s->poll_ms *= 2;
+    return -1;
+  }
+  s->last_contact_ms = e2b_now_ms();
+  if (absent) s->absent |= 1 << s->reading;
+  if (s->reading == R_EXIT && !absent) read_exit_file(s);
+  return 0;
+}
+
 /* No kept output at all. A process reported started is running or has run
  * under the wrapper: its files are on their way, so look again (bounded). */
 static void files_missing(e2b_req *op, track_state *s) {
   int64_t now = e2b_now_ms();
   if (s->started && !s->missing_since_ms) s->missing_since_ms = now;
   if (s->started && now - s->missing_since_ms < KEPT_GRACE_MS) {
-    e2b_req_arm_timer(op, s->poll_ms);
+    arm(op, s, s->poll_ms);
     if (s->poll_ms < POLL_MAX_MS) s->poll_ms *= 2;
     return;
   }
@@ -298,76 +412,75 @@ static void files_missing(e2b_req *op, track_state *s) {
   fail(op, &err);
 }
 
-static void poll_step(e2b_req *op, track_state *s) {
-  wake_step(op, s);
-  if (s->read) {
-    if (!over_cap(op)) read_done(op, s);
-    if (!e2b_req_done(s->read) || s->read->queue_head) return;
-    /* a copy: the error lives in the request freed just below */
-    e2b_error err_copy, *err = NULL;
-    if (e2b_req_error(s->read)) err = memcpy(&err_copy, e2b_req_error(s->read), sizeof err_copy);
-    int which = s->reading, status = e2b_req_status(s->read);
-    e2b_req_free(s->read);
-    s->read = NULL;
-    /* 416: nothing past our offset yet; 404: that file does not exist (yet). */
-    int absent = err && status == 404;
-    if (err && status != 416 && !absent) {
-      s->last_err = *err;
-      if (e2b_now_ms() - s->last_contact_ms > s->idle_ms) {
-        e2b_error idle = *err;
-        snprintf(idle.message, sizeof idle.message,
-                 "idle timeout: the sandbox could not be read for %ld ms (idle_timeout_ms); last: %.200s",
-                 s->idle_ms, err->message);
-        idle.code = E2B_ERR_TIMEOUT;
-        return fail(op, &idle);
+/* What an ended process still needs read: a file the wrapper called empty
+ * holds nothing past offset 0. */
+static int final_due(const track_state *s) {
+  int due = s->exit_known ? 0 : 1 << R_EXIT;
+  if (s->nonempty < 0 || (s->nonempty & 1) || s->off[0]) due |= 1 << R_OUT;
+  if (s->nonempty < 0 || (s->nonempty & 2) || s->off[1]) due |= 1 << R_ERR;
+  return due;
+}
+
+/* A pass is over: finish, or decide when to look again. */
+static void pass_over(e2b_req *op, track_state *s) {
+  int full = s->full_pass, absent = s->absent, fresh = s->pass_new;
+  s->full_pass = 0;
+  s->absent = 0;
+  s->pass_new = 0;
+  if (s->final_pass) {
+    if (s->exit_known || !fresh) {
+      if (!s->exit_known) {
+        s->exit_code = -1;
+        snprintf(s->status, sizeof s->status, "killed (no exit status recorded)");
       }
-      e2b_req_arm_timer(op, s->poll_ms);
-      if (s->poll_ms < POLL_MAX_MS) s->poll_ms *= 2;
-      return;
+      return finish_with_end(op, s);
     }
-    s->last_contact_ms = e2b_now_ms();
-    if (which == R_OUT) s->files_missing = absent;
-    if (which == R_ERR) s->files_missing &= absent;
-    if (which == R_EXIT) {
-      s->files_missing &= absent;
-      if (!absent && s->small.len) {
-        s->exit_known = 1;
-        s->exit_code = atoi(s->small.data);
-        snprintf(s->status, sizeof s->status, "exit status %d", s->exit_code);
-      }
-    }
-    if (which == R_OUT) return start_read(op, s, R_ERR);
-    if (which == R_ERR && !s->exit_known) return start_read(op, s, R_EXIT);
-    /* A full pass is over. */
-    if (s->files_missing && !s->exit_known) return files_missing(op, s);
-    s->missing_since_ms = 0;
-    if (s->exit_known || s->gone) {
-      if (s->final_pass && !s->pass_new) {
-        if (!s->exit_known) {
-          s->exit_code = -1;
-          snprintf(s->status, sizeof s->status, "killed (no exit status recorded)");
-        }
-        return finish_with_end(op, s);
-      }
-      s->final_pass = 1;
-      s->pass_new = 0;
-      return start_read(op, s, R_OUT);
-    }
-    if (s->pass_new || s->wake) {
-      s->poll_ms = POLL_MIN_MS;
-      s->wake = 0;
-      s->pass_new = 0;
-      return start_read(op, s, R_OUT);
-    }
-    e2b_req_arm_timer(op, s->poll_ms);
-    if (s->poll_ms < POLL_MAX_MS) s->poll_ms *= 2;
+    s->due = final_due(s); /* gone without an exit status: read until nothing comes */
     return;
   }
-  if (op->timer_at_ms && !s->wake && !s->exit_known && !s->gone) return;
-  e2b_req_disarm_timer(op);
-  s->wake = 0;
-  s->pass_new = 0;
-  if (!over_cap(op)) start_read(op, s, R_OUT);
+  if (full && absent == DUE_ALL && !s->exit_known) return files_missing(op, s);
+  s->missing_since_ms = 0;
+  if (s->exit_known || s->gone) return;
+  if (fresh) {
+    s->poll_ms = POLL_MIN_MS;
+    if (!e2b_outwatch_live(s->sbx)) s->due |= DUE_ALL & ~(1 << R_EXIT);
+  }
+  if (!s->due) {
+    arm(op, s, s->subscribed && e2b_outwatch_live(s->sbx) ? POLL_MAX_MS : s->poll_ms);
+    if (s->poll_ms < POLL_MAX_MS) s->poll_ms *= 2;
+  }
+}
+
+static void kept_step(e2b_req *op, track_state *s) {
+  stream_step(op, s);
+  if (op->done || !s->started) return;
+  if (s->start_err[0] && s->exit_known) return fail_start(op, s);
+  if (s->read) {
+    take_read(op, s);
+    if (!e2b_req_done(s->read) || s->read->queue_head) return;
+    if (read_ended(op, s) != 0) return;
+    if (!s->due) pass_over(op, s);
+    if (op->done) return;
+  }
+  if (s->timer_armed && !op->timer_at_ms) { /* it fired */
+    s->timer_armed = 0;
+    subscribe(op, s);
+    s->due |= s->final_pass ? final_due(s) : DUE_ALL;
+  }
+  if ((s->exit_known || s->gone) && !s->final_pass) {
+    e2b_req_disarm_timer(op);
+    s->timer_armed = 0;
+    unsubscribe(op, s);
+    s->final_pass = 1;
+    s->due = final_due(s);
+    if (!s->due) return finish_with_end(op, s);
+  }
+  if (!s->due || over_cap(op)) return;
+  if (s->exit_known) s->due &= ~(1 << R_EXIT);
+  if (s->due == DUE_ALL) s->full_pass = 1;
+  int which = s->due & 1 ? R_OUT : s->due & 2 ? R_ERR : R_EXIT;
+  s->due &= ~(1 << which);
+  start_read(op, s, which);
 }
 
 /* ---- attach: find the process first ---- */
@@ -381,8 +494,7 @@ static void list_step(e2b_req *op, track_state *s) {
     const e2b_proc_info *p = e2b_req_proc_at(s->list, i);
     if ((s->pid && p->pid == s->pid) || (s->tag && p->tag && strcmp(p->tag, s->tag) == 0)) {
       found = 1;
-      /* the wrapper's $0 says its output is kept (a tag alone does not) */
-      kept = p->arg_count > 2 && strcmp(p->args[2], "e2b-proc") == 0;
+      kept = p->kept;
       s->pid = p->pid;
       if (!s->tag && p->tag && !(s->tag = strdup(p->tag))) return nomem(op);
     }
@@ -400,7 +512,7 @@ static void list_step(e2b_req *op, track_state *s) {
   if (!s->tag || (found && !kept)) {
     /* Running but not wrapped by us: nothing to read back; follow it from now. */
     s->tracked = 0;
-  } else if (!(s->dir = scratch_dir(s->tag))) {
+  } else if (set_prefix(s) != 0) {
     return nomem(op);
   }
   if (!s->tracked && (s->off[0] || s->off[1])) {
@@ -411,7 +523,10 @@ static void list_step(e2b_req *op, track_state *s) {
   }
   emit_start(op, s);
   if (s->tracked) {
-    to_poll(op, s, NULL);
+    s->last_contact_ms = e2b_now_ms();
+    s->due = DUE_ALL;
+    if (found) subscribe(op, s);
+    kept_step(op, s);
   } else {
     e2b_error cerr;
     s->live = e2b_op_child(op, e2b_proc_connect(s->sbx, s->pid, NULL, s->idle_ms, &cerr));
@@ -422,8 +537,8 @@ static void list_step(e2b_req *op, track_state *s) {
 static void track_advance(e2b_req *op) {
   track_state *s = op->state;
   if (s->list) return list_step(op, s);
-  if (s->mode == MODE_LIVE && s->live) live_step(op, s);
-  else if (s->mode == MODE_POLL) poll_step(op, s);
+  if (s->tracked) kept_step(op, s);
+  else if (s->live) live_step(op, s);
 }
 
 /* ---- entry points ---- */
@@ -435,6 +550,8 @@ static track_state *new_state(e2b_sbx *sbx, const char *tag, long idle_ms) {
   e2b_sbx_retain(sbx);
   s->idle_ms = idle_ms > 0 ? idle_ms : 90000;
   s->tracked = 1;
+  s->nonempty = -1;
+  s->poll_ms = POLL_MIN_MS;
   if (tag && !(s->tag = strdup(tag))) {
     track_free(s);
     return NULL;
@@ -478,13 +595,12 @@ e2b_req *e2b_proc_track(e2b_sbx *sbx, const e2b_proc_opts *opts, unsigned flags,
   int env_replace = (flags & E2B_TRACK_ENV_REPLACE) != 0;
   int keep = !(flags & E2B_TRACK_NO_KEEP) && opts->pty_cols == 0;
   track_state *s = new_state(sbx, tag, opts->idle_timeout_ms);
-  char *dir = s ? scratch_dir(tag) : NULL;
+  int no_prefix = !s || set_prefix(s) != 0;
   char *names = env_replace ? env_names(opts->env, opts->env_count) : NULL;
-  size_t n = opts->arg_count + 5;
+  size_t n = opts->arg_count + 6;
   const char **args = calloc(n, sizeof *args);
-  e2b_kv *env = calloc(opts->env_count + 1, sizeof *env);
-  if (!s || !dir || (env_replace && !names) || !args || !env) {
-    free(dir);
+  e2b_kv *env = calloc(opts->env_count + 2, sizeof *env);
+  if (no_prefix || (env_replace && !names) || !args || !env) {
     free(names);
     free(args);
     free(env);
@@ -492,22 +608,34 @@ e2b_req *e2b_proc_track(e2b_sbx *sbx, const e2b_proc_opts *opts, unsigned flags,
     e2b_err_set(err, E2B_ERR_UNAVAILABLE, op, "out of memory");
     return NULL;
   }
-  s->dir = dir;
   s->tracked = keep;
-  /* Kept: /bin/bash -c WRAPPER e2b-proc DIR cmd args...; not kept: the
+  /* Kept: /bin/bash -c WRAPPER e2b-proc PREFIX cmd args...; not kept: the
    * command itself, or under ENV_ONLY to prune its environment. */
   size_t a = 0;
-  if (keep || env_replace) {
+  /* A command string (bash -l -c S) is run by the wrapper itself. */
+  int sh = keep && strcmp(opts->cmd, "/bin/bash") == 0 && opts->arg_count == 3 &&
+           strcmp(opts->args[0], "-l") == 0 && strcmp(opts->args[1], "-c") == 0;
+  if (sh) {
+    args[a++] = "-l";
     args[a++] = "-c";
-    args[a++] = keep ? WRAPPER : ENV_ONLY;
-    args[a++] = keep ? "e2b-proc" : "e2b-env";
-    if (keep) args[a++] = dir;
-    args[a++] = opts->cmd;
+    args[a++] = SH_LINE;
+    args[a++] = "e2b-sh";
+    args[a++] = s->prefix;
+    args[a++] = opts->args[2];
+  } else {
+    if (keep || env_replace) {
+      args[a++] = "-c";
+      args[a++] = keep ? "eval \"$E2B_PROC\"" : ENV_ONLY;
+      args[a++] = keep ? "e2b-proc" : "e2b-env";
+      if (keep) args[a++] = s->prefix;
+      args[a++] = opts->cmd;
+    }
+    for (size_t i = 0; i < opts->arg_count; i++) args[a++] = opts->args[i];
   }
-  for (size_t i = 0; i < opts->arg_count; i++) args[a++] = opts->args[i];
   size_t ne = 0;
   for (size_t i = 0; i < opts->env_count; i++) env[ne++] = opts->env[i];
   if (names) env[ne++] = (e2b_kv){"E2B_ENV_KEEP", names};
+  if (keep) env[ne++] = (e2b_kv){"E2B_PROC", WRAPPER};
   e2b_proc_opts wrapped = *opts;
   wrapped.cmd = keep || env_replace ? "/bin/bash" : opts->cmd;
   wrapped.args = args;
@@ -526,6 +654,7 @@ e2b_req *e2b_proc_track(e2b_sbx *sbx, const e2b_proc_opts *opts, unsigned flags,
   }
   op_req = e2b_op_new(sbx->client->loop, op, track_advance, s, track_free, err);
   if (op_req) e2b_op_child(op_req, s->live);
+  if (op_req) s->self = op_req;
   return op_req;
 }
 
@@ -553,7 +682,6 @@ e2b_req *e2b_proc_attach(e2b_sbx *sbx, uint32_t pid, const char *tag, int64_t st
   s->pid = pid;
   s->off[0] = stdout_offset;
   s->off[1] = stderr_offset;
-  s->mode = MODE_POLL;
   s->list = e2b_proc_list(sbx, err);
   if (!s->list) {
     track_free(s);
@@ -561,7 +689,36 @@ e2b_req *e2b_proc_attach(e2b_sbx *sbx, uint32_t pid, const char *tag, int64_t st
   }
   e2b_req *op_req = e2b_op_new(sbx->client->loop, op, track_advance, s, track_free, err);
   if (op_req) e2b_op_child(op_req, s->list);
+  if (op_req) s->self = op_req;
   return op_req;
+}
+
+/* ---- forget: the four files go at once ---- */
+
+static const char *const kept_files[] = {"out", "err", "exit", "boot"};
+#define KEPT_FILES 4
+
+typedef struct forget_state {
+  e2b_req *rm[KEPT_FILES];
+} forget_state;
+
+static void forget_free(void *p) {
+  forget_state *f = p;
+  for (int i = 0; i < KEPT_FILES; i++) e2b_req_free(f->rm[i]);
+  free(f);
+}
+
+/* Done when every remove is; a file already gone is no failure. */
+static void forget_advance(e2b_req *op) {
+  forget_state *f = op->state;
+  const e2b_error *first = NULL;
+  for (int i = 0; i < KEPT_FILES; i++) {
+    if (!f->rm[i]) continue;
+    if (!e2b_req_done(f->rm[i])) return;
+    const e2b_error *e = e2b_req_error(f->rm[i]);
+    if (e && e->code != E2B_ERR_NOT_FOUND && !first) first = e;
+  }
+  e2b_op_finish(op, first);
 }
 
 e2b_req *e2b_proc_forget(e2b_sbx *sbx, const char *tag, e2b_error *err) {
@@ -570,14 +727,50 @@ e2b_req *e2b_proc_forget(e2b_sbx *sbx, const char *tag, e2b_error *err) {
     e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, "process.forget", "tag is required");
     return NULL;
   }
-  char *dir = scratch_dir(tag);
-  if (!dir) {
+  char *prefix = scratch_prefix(tag);
+  forget_state *f = prefix ? calloc(1, sizeof *f) : NULL;
+  if (!f) {
+    free(prefix);
     e2b_err_set(err, E2B_ERR_UNAVAILABLE, "process.forget", "out of memory");
     return NULL;
   }
-  e2b_req *req = e2b_fs_remove(sbx, dir, "root", err);
-  free(dir);
-  return req;
+  e2b_req *op = e2b_op_new(sbx->client->loop, "process.forget", forget_advance, f, forget_free, err);
+  for (int i = 0; op && i < KEPT_FILES; i++) {
+    char path[512];
+    snprintf(path, sizeof path, "%s.%s", prefix, kept_files[i]);
+    if (!(f->rm[i] = e2b_op_child(op, e2b_fs_remove(sbx, path, "root", err)))) {
+      e2b_req_free(op);
+      op = NULL;
+    }
+  }
+  free(prefix);
+  return op;
+}
+
+/* bash -c SCRIPT e2b-proc PREFIX cmd args... (kept), bash -l -c SCRIPT
+ * e2b-sh PREFIX string (a kept command string) or bash -c SCRIPT e2b-env
+ * cmd args... (environment pruned only): the $0 names the shape. */
+void e2b_track_unwrap(e2b_proc_info *p) {
+  if (p->arg_count == 6 && strcmp(p->args[0], "-l") == 0 && strcmp(p->args[3], "e2b-sh") == 0) {
+    free(p->args[2]);
+    free(p->args[3]);
+    free(p->args[4]);
+    p->args[2] = p->args[5];
+    p->arg_count = 3;
+    p->kept = 1;
+    return;
+  }
+  if (p->arg_count < 4 || strcmp(p->args[0], "-c") != 0) return;
+  int kept = strcmp(p->args[2], "e2b-proc") == 0;
+  if (!kept && strcmp(p->args[2], "e2b-env") != 0) return;
+  size_t first = kept ? 4 : 3;
+  if (p->arg_count <= first) return;
+  free(p->cmd);
+  p->cmd = p->args[first];
+  for (size_t i = 0; i < first; i++) free(p->args[i]);
+  memmove(p->args, p->args + first + 1, (p->arg_count - first - 1) * sizeof *p->args);
+  p->arg_count -= first + 1;
+  p->kept = kept;
 }
 
 static const track_state *tstate(const e2b_req *req) {
@@ -594,9 +787,9 @@ const char *e2b_req_proc_tag(const e2b_req *req) {
   return s ? s->tag : NULL;
 }
 
-const char *e2b_req_proc_dir(const e2b_req *req) {
+const char *e2b_req_proc_kept(const e2b_req *req) {
   const track_state *s = tstate(req);
-  return s && s->tracked ? s->dir : NULL;
+  return s && s->tracked ? s->prefix : NULL;
 }
 
 int e2b_req_proc_tracked(const e2b_req *req) {

@@ -274,8 +274,10 @@ static int on_envelope(e2b_req *req) {
     return req->err.code == E2B_OK ? 0 : -1;
   }
   queued *node = NULL;
-  if (e2b_parse_proc_event((const char *)d->payload, d->payload_len, &node, &req->err) != 0)
-    return -1;
+  int rc = req->mode == BODY_WATCH
+               ? e2b_parse_watch_event((const char *)d->payload, d->payload_len, &node, &req->err)
+               : e2b_parse_proc_event((const char *)d->payload, d->payload_len, &node, &req->err);
+  if (rc != 0) return -1;
   if (node) push_queued(req, node);
   return 0;
 }
@@ -342,7 +344,7 @@ static size_t on_body(char *data, size_t size, size_t n, void *ud) {
     req->recv_paused = 1;
     return CURL_WRITEFUNC_PAUSE;
   }
-  if (req->mode == BODY_EVENTS) return on_stream_body(req, (const uint8_t *)data, len);
+  if (req->mode == BODY_EVENTS || req->mode == BODY_WATCH) return on_stream_body(req, (const uint8_t *)data, len);
   return on_chunk_body(req, (const uint8_t *)data, len);
 }
 
@@ -464,7 +466,7 @@ static int64_t backoff_ms(const e2b_req *req) {
 /* Decides whether a failed attempt is repeated; arms the retry timer if so. */
 static int schedule_retry(e2b_req *req, CURLcode rc) {
   const e2b_client *c = req->client ? req->client : req->sbx ? req->sbx->client : NULL;
-  if (!c || req->attempts > c->max_retries || req->mode == BODY_EVENTS) return 0;
+  if (!c || req->attempts > c->max_retries || req->mode == BODY_EVENTS || req->mode == BODY_WATCH) return 0;
   if (!req->err.retryable) return 0;
   if (!req->idempotent && !never_reached_server(req, rc)) return 0;
   if (req->mime || req->send_buf.len || req->send_ended) return 0; /* uploads are not replayed */
@@ -502,7 +504,7 @@ void e2b_transfer_complete(e2b_req *req, CURLcode rc) {
                         req->response_body.data, req->response_body.len, req->retry_after_ms);
     } else if (req->mode == BODY_BUFFER) {
       finish_buffered(req);
-    } else if (req->mode == BODY_EVENTS && !req->end_stream_seen) {
+    } else if ((req->mode == BODY_EVENTS || req->mode == BODY_WATCH) && !req->end_stream_seen) {
       fail_protocol(req, e2b_envelope_idle(&req->decoder)
                              ? "stream ended without an end-of-stream message"
                              : "stream ended inside a message");

@@ -125,7 +125,7 @@ local function new_process(sbx, req, info, offsets)
     pid = info.pid,
     tag = info.tag,
     tracked = info.tracked,
-    _dir = info.dir,
+    _kept = info.kept,
     _sbx = sbx,
     _req = req,
     _offsets = { stdout = offsets and offsets.stdout or 0, stderr = offsets and offsets.stderr or 0,
@@ -555,14 +555,14 @@ end
 -- @treturn string
 -- @return or nil for a process whose output is not kept, or nil, err
 function Process:boot_id()
-  if not self._dir then return nil end
+  if not self._kept then return nil end
   if self._boot_id then return self._boot_id end
   -- The wrapper writes the file as its first step, which may still be
   -- running when spawn() returns: a short wait covers that, nothing more.
   local deadline = adapter.now_ms() + 5000
   while true do
     local parts = {}
-    local n, err = self._sbx.files:_download("boot_id", self._dir .. "/boot",
+    local n, err = self._sbx.files:_download("boot_id", self._kept .. ".boot",
       function(c) parts[#parts + 1] = c end, "root")
     local id = n and table.concat(parts):match("^%s*(.-)%s*$")
     if id and id ~= "" then

@@ -6,7 +6,6 @@ local rt = require("e2b.rt")
 local Process = require("e2b.process")
 local Files = require("e2b.files")
 
-local unpack = table.unpack or unpack
 
 local M = {}
 
@@ -140,22 +139,11 @@ function Sandbox:attach(target, opts)
 end
 
 --- The processes envd runs (a kept command shown as itself, not its wrapper).
--- @treturn {table,...} array of { pid, tag, cmd, args, cwd }
+-- @treturn {table,...} array of { pid, tag, cmd, args, cwd, kept }; kept is
+--   true when its output is kept (attach() can continue it)
 -- @return or nil, err
 function Sandbox:processes()
-  local list, err = self:_envd(self._h:processes())
-  if not list then return nil, err end
-  local out = {}
-  for i, p in ipairs(list) do
-    local cmd, args = p.cmd, p.args
-    -- A tracked command runs under lua-e2b's wrapper: show the command itself.
-    if args[1] == "-c" and (args[3] == "e2b-proc" or args[3] == "e2b-env") then
-      local first = args[3] == "e2b-proc" and 5 or 4
-      cmd, args = args[first], { unpack(args, first + 1) }
-    end
-    out[i] = { pid = p.pid, tag = p.tag, cmd = cmd, args = args, cwd = p.cwd }
-  end
-  return out
+  return self:_envd(self._h:processes())
 end
 
 -- ---- ports ----
