@@ -1061,6 +1061,7 @@ static sbx_ud *check_sbx(lua_State *L) {
 static int sbx_gc(lua_State *L) {
   sbx_ud *u = luaL_checkudata(L, 1, SBX_MT);
   if (u->s) {
+    e2b_sbx_flush_forgets(u->s);
     e2b_sbx_release(u->s);
     lloop_release(u->l);
     u->s = NULL;
@@ -1175,13 +1176,18 @@ static int sbx_signal_async(lua_State *L) {
   return 0;
 }
 
-/* forget_async(tag): removes kept output unattended (cleanup that need not wait). */
+/* forget_async(tag, user?): removes kept output lazily (the core decides when). */
 static int sbx_forget_async(lua_State *L) {
   sbx_ud *u = luaL_checkudata(L, 1, SBX_MT);
   if (!u->s) return 0;
-  e2b_error err;
-  e2b_req *req = e2b_proc_forget(u->s, luaL_checkstring(L, 2), &err);
-  if (req) e2b_req_autofree(req);
+  e2b_proc_forget_later(u->s, luaL_checkstring(L, 2), luaL_optstring(L, 3, "root"));
+  return 0;
+}
+
+/* flush_forgets(): sends the removal of kept output still queued (unattended). */
+static int sbx_flush_forgets(lua_State *L) {
+  sbx_ud *u = luaL_checkudata(L, 1, SBX_MT);
+  if (u->s) e2b_sbx_flush_forgets(u->s);
   return 0;
 }
 
@@ -1408,6 +1414,7 @@ int luaopen_e2b_core(lua_State *L) {
       {"url", sbx_url},           {"health", sbx_health},         {"run", sbx_run},
       {"track", sbx_track},       {"attach", sbx_attach},         {"forget", sbx_forget},
       {"signal_async", sbx_signal_async}, {"forget_async", sbx_forget_async},
+      {"flush_forgets", sbx_flush_forgets},
       {"close", sbx_gc},
       {NULL, NULL}};
   static const luaL_Reg req_methods[] = {

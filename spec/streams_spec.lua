@@ -143,14 +143,47 @@ describe("command output", function()
     assert.are.equal("x:/home/user", r.stdout)
   end)
 
-  it("removes a process's kept output when its handle is closed", function()
+  it("removes a process's kept output once its handle is closed (by the next command or the handle's close)", function()
     assert(sbx:run("true"))
     local proc = assert(sbx:spawn("echo kept"))
     assert(proc:wait(5000))
     proc:close()
-    -- Only the listing command's own files are left.
+    -- The next command removes them in the background (a root one anyone's):
+    -- look until only the listing command's own files are left (bounded, not
+    -- a timing assertion).
     local cmd = "ls -A /tmp/.e2b-proc | sed 's/[.].*//' | sort -u | wc -l"
-    assert.are.equal("1\n", assert(sbx:run(cmd)).stdout)
+    local left
+    for _ = 1, 50 do
+      left = assert(sbx:run(cmd, { user = "root" })).stdout
+      if left == "1\n" then break end
+      e2b.sleep(100)
+    end
+    assert.are.equal("1\n", left, assert(sbx:run("ls -lA /tmp/.e2b-proc", { user = "root" })).stdout)
+    -- A root command's files wait for a root command (user may not remove them).
+    local mine = assert(sbx:spawn("echo mine", { user = "root", tag = "mine" }))
+    assert(mine:wait(5000))
+    mine:close()
+    assert(sbx:run("true"))
+    assert(sbx:run("true"))
+    local names = assert(sbx:run("ls -A /tmp/.e2b-proc")).stdout
+    assert.truthy(names:find("6d696e65.out", 1, true), names) -- hex of "mine"
+    assert(sbx:run("true", { user = "root" }))
+    for _ = 1, 50 do
+      names = assert(sbx:run("ls -A /tmp/.e2b-proc")).stdout
+      if not names:find("6d696e65", 1, true) then break end
+      e2b.sleep(100)
+    end
+    assert.is_nil(names:find("6d696e65", 1, true), names)
+    -- Closing the sandbox handle sends what is still queued.
+    local again = assert(client:connect(sbx.sandbox_id))
+    assert(again:run("echo queued"))
+    again:close()
+    for _ = 1, 50 do
+      left = assert(sbx:run("ls -A /tmp/.e2b-proc | sed 's/[.].*//' | sort -u | wc -l", { user = "root" })).stdout
+      if left == "1\n" then break end
+      e2b.sleep(100)
+    end
+    assert.are.equal("1\n", left, assert(sbx:run("ls -lA /tmp/.e2b-proc", { user = "root" })).stdout)
   end)
 
   it("kills and cleans up after a handle left to the garbage collector, even when the script exits", function()

@@ -264,6 +264,11 @@ void e2b_sbx_retain(e2b_sbx *s) { s->refs++; }
 void e2b_sbx_release(e2b_sbx *s) {
   if (!s || --s->refs > 0) return;
   e2b_outwatch_free(s);
+  for (size_t i = 0; i < s->forget_count; i++) {
+    free(s->forgets[i].hex);
+    free(s->forgets[i].user);
+  }
+  free(s->forgets);
   if (s->access_token) memset(s->access_token, 0, strlen(s->access_token));
   free(s->access_token);
   free(s->sandbox_id);

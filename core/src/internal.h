@@ -56,7 +56,14 @@ struct e2b_sbx {
   char *access_token;
   char *envd_url;
   struct e2b_outwatch *outwatch; /* while kept-output readers wait on it */
+  struct e2b_forget *forgets;    /* kept files the next command may remove */
+  size_t forget_count, forget_cap;
 };
+
+typedef struct e2b_forget {
+  char *hex;  /* the tag in hex: the files' name */
+  char *user; /* who ran it: that user or root may remove the files */
+} e2b_forget;
 
 /* How a response body is handled. */
 typedef enum req_body_mode {
@@ -259,6 +266,12 @@ int e2b_proc_opts_check(const e2b_proc_opts *o, e2b_error *err);
 e2b_req *e2b_sbx_stream_rpc(e2b_sbx *sbx, const char *op, const char *method_path, const char *user,
                             json_t *body, long keepalive_s, long idle_ms, long timeout_ms,
                             int watch, e2b_error *err);
+
+/* ---- forget.c: kept files, removed at once or by the next command ---- */
+#define E2B_KEPT_ROOT "/tmp/.e2b-proc"
+char *e2b_kept_prefix(const char *tag); /* E2B_KEPT_ROOT/<hex tag> */
+char *e2b_take_forgets(e2b_sbx *sbx, const char *user);
+void e2b_return_forgets(e2b_sbx *sbx, const char *names, const char *user);
 
 /* ---- track.c ---- */
 /* Shows a process e2b_proc_track wrapped as the command it runs. */

@@ -19,7 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define SCRATCH_ROOT "/tmp/.e2b-proc"
 #define POLL_MIN_MS 50
 #define POLL_MAX_MS 2000
 /* A process that ends this soon is read once, after its end. */
@@ -40,7 +39,9 @@
  * cannot be started is reported on the wrapper's stderr as
  * "!ENOENT"/"!EACCES", as envd would refuse it; on its stdout the wrapper
  * says which files are non-empty (a digit: 1 out, 2 err). It ends without
- * the exit builtin, which would run a login shell's ~/.bash_logout. The
+ * the exit builtin, which would run a login shell's ~/.bash_logout. It
+ * removes, in the background, the files of earlier commands named in
+ * E2B_FORGET (see forget.c). The
  * command's environment is pruned to E2B_ENV_KEEP's names when that is
  * set. The script travels in E2B_PROC, so a process list shows
  * `bash -c eval "$E2B_PROC" e2b-proc PREFIX cmd args`, not the script. */
@@ -50,8 +51,13 @@ static const char WRAPPER[] =
     "while read -r __k __m; do [ \"$__k\" = Umask: ] && break; done </proc/self/status\n"
     "umask 077\n"
     "read -r __b </proc/sys/kernel/random/boot_id 2>/dev/null\n"
-    "{ printf '%s\\n' \"$__b\" >\"$__p.boot\" && : >\"$__p.out\" && : >\"$__p.err\"; } 2>/dev/null || exit 125\n"
+    "{ printf '%s\\n' \"$__b\" >\"$__p.boot\" && : >\"$__p.out\" && : >\"$__p.err\" && : >\"$__p.exit\"; } 2>/dev/null || exit 125\n"
     "umask \"${__m:-022}\"\n"
+    "if [ -n \"${E2B_FORGET-}\" ]; then\n"
+    "  __l=; for __n in $E2B_FORGET; do case $__n in *[!0-9a-f]*) ;; *) __l=\"$__l $__n.out $__n.err $__n.exit $__n.boot\";; esac; done\n"
+    "  if [ -n \"$__l\" ]; then (cd \"${__p%/*}\" && exec rm -f -- $__l) </dev/null >/dev/null 2>&1 & fi\n"
+    "fi\n"
+    "unset E2B_FORGET __n __l\n"
     "if [ -n \"${E2B_ENV_KEEP+x}\" ]; then\n"
     "  __k=\" $E2B_ENV_KEEP PATH \"\n"
     "  for __v in $(compgen -e); do case \"$__k\" in *\" $__v \"*) ;; *) unset \"$__v\" 2>/dev/null;; esac; done\n"
@@ -92,7 +98,7 @@ typedef struct track_state {
   e2b_req *self;     /* the op this state drives (its watch subscription's key) */
   e2b_sbx *sbx;
   char *tag;
-  char *prefix;      /* SCRATCH_ROOT/<hex tag>: the kept files are prefix.out, ... */
+  char *prefix;      /* E2B_KEPT_ROOT/<hex tag>: the kept files are prefix.out, ... */
   const char *name;  /* the prefix's last component */
   int tracked;       /* kept: output comes from the files */
   uint32_t pid;
@@ -121,11 +127,16 @@ typedef struct track_state {
   long idle_ms;
   int64_t reconnect_at;
   e2b_error last_err;
+  char *forgets;     /* names handed to this command's wrapper: theirs once it started */
+  char *user;
 } track_state;
 
 static void track_free(void *p) {
   track_state *s = p;
   if (s->subscribed) e2b_outwatch_unsubscribe(s->sbx, s->self);
+  if (s->forgets && !s->started) e2b_return_forgets(s->sbx, s->forgets, s->user);
+  free(s->forgets);
+  free(s->user);
   e2b_req_free(s->live);
   e2b_req_free(s->list);
   e2b_req_free(s->read);
@@ -136,19 +147,9 @@ static void track_free(void *p) {
   free(s);
 }
 
-static char *scratch_prefix(const char *tag) {
-  size_t n = strlen(tag) * 2 + sizeof SCRATCH_ROOT + 2;
-  char *dir = malloc(n);
-  if (!dir) return NULL;
-  int len = snprintf(dir, n, "%s/", SCRATCH_ROOT);
-  for (const unsigned char *t = (const unsigned char *)tag; *t; t++)
-    len += snprintf(dir + len, n - (size_t)len, "%02x", *t);
-  return dir;
-}
-
 static int set_prefix(track_state *s) {
-  if (!(s->prefix = scratch_prefix(s->tag))) return -1;
-  s->name = s->prefix + sizeof SCRATCH_ROOT;
+  if (!(s->prefix = e2b_kept_prefix(s->tag))) return -1;
+  s->name = s->prefix + sizeof E2B_KEPT_ROOT;
   return 0;
 }
 
@@ -260,7 +261,7 @@ static void wake(e2b_req *op, char file) {
 
 static void subscribe(e2b_req *op, track_state *s) {
   if (s->subscribed || s->exit_known || s->gone) return;
-  if (e2b_outwatch_subscribe(s->sbx, SCRATCH_ROOT, s->name, op, wake) == 0) s->subscribed = 1;
+  if (e2b_outwatch_subscribe(s->sbx, E2B_KEPT_ROOT, s->name, op, wake) == 0) s->subscribed = 1;
 }
 
 static void stream_event(e2b_req *op, track_state *s, queued *n) {
@@ -599,7 +600,7 @@ e2b_req *e2b_proc_track(e2b_sbx *sbx, const e2b_proc_opts *opts, unsigned flags,
   char *names = env_replace ? env_names(opts->env, opts->env_count) : NULL;
   size_t n = opts->arg_count + 6;
   const char **args = calloc(n, sizeof *args);
-  e2b_kv *env = calloc(opts->env_count + 2, sizeof *env);
+  e2b_kv *env = calloc(opts->env_count + 3, sizeof *env);
   if (no_prefix || (env_replace && !names) || !args || !env) {
     free(names);
     free(args);
@@ -609,6 +610,14 @@ e2b_req *e2b_proc_track(e2b_sbx *sbx, const e2b_proc_opts *opts, unsigned flags,
     return NULL;
   }
   s->tracked = keep;
+  /* Names the wrapper removes; back to the queue unless it starts. */
+  char *forgets = keep ? e2b_take_forgets(sbx, opts->user) : NULL;
+  s->forgets = forgets;
+  if (forgets && opts->user && !(s->user = strdup(opts->user))) {
+    e2b_return_forgets(sbx, forgets, opts->user);
+    free(forgets);
+    s->forgets = forgets = NULL;
+  }
   /* Kept: /bin/bash -c WRAPPER e2b-proc PREFIX cmd args...; not kept: the
    * command itself, or under ENV_ONLY to prune its environment. */
   size_t a = 0;
@@ -636,6 +645,7 @@ e2b_req *e2b_proc_track(e2b_sbx *sbx, const e2b_proc_opts *opts, unsigned flags,
   for (size_t i = 0; i < opts->env_count; i++) env[ne++] = opts->env[i];
   if (names) env[ne++] = (e2b_kv){"E2B_ENV_KEEP", names};
   if (keep) env[ne++] = (e2b_kv){"E2B_PROC", WRAPPER};
+  if (forgets) env[ne++] = (e2b_kv){"E2B_FORGET", forgets};
   e2b_proc_opts wrapped = *opts;
   wrapped.cmd = keep || env_replace ? "/bin/bash" : opts->cmd;
   wrapped.args = args;
@@ -691,60 +701,6 @@ e2b_req *e2b_proc_attach(e2b_sbx *sbx, uint32_t pid, const char *tag, int64_t st
   if (op_req) e2b_op_child(op_req, s->list);
   if (op_req) s->self = op_req;
   return op_req;
-}
-
-/* ---- forget: the four files go at once ---- */
-
-static const char *const kept_files[] = {"out", "err", "exit", "boot"};
-#define KEPT_FILES 4
-
-typedef struct forget_state {
-  e2b_req *rm[KEPT_FILES];
-} forget_state;
-
-static void forget_free(void *p) {
-  forget_state *f = p;
-  for (int i = 0; i < KEPT_FILES; i++) e2b_req_free(f->rm[i]);
-  free(f);
-}
-
-/* Done when every remove is; a file already gone is no failure. */
-static void forget_advance(e2b_req *op) {
-  forget_state *f = op->state;
-  const e2b_error *first = NULL;
-  for (int i = 0; i < KEPT_FILES; i++) {
-    if (!f->rm[i]) continue;
-    if (!e2b_req_done(f->rm[i])) return;
-    const e2b_error *e = e2b_req_error(f->rm[i]);
-    if (e && e->code != E2B_ERR_NOT_FOUND && !first) first = e;
-  }
-  e2b_op_finish(op, first);
-}
-
-e2b_req *e2b_proc_forget(e2b_sbx *sbx, const char *tag, e2b_error *err) {
-  e2b_error_clear(err);
-  if (!sbx || !tag || !*tag) {
-    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, "process.forget", "tag is required");
-    return NULL;
-  }
-  char *prefix = scratch_prefix(tag);
-  forget_state *f = prefix ? calloc(1, sizeof *f) : NULL;
-  if (!f) {
-    free(prefix);
-    e2b_err_set(err, E2B_ERR_UNAVAILABLE, "process.forget", "out of memory");
-    return NULL;
-  }
-  e2b_req *op = e2b_op_new(sbx->client->loop, "process.forget", forget_advance, f, forget_free, err);
-  for (int i = 0; op && i < KEPT_FILES; i++) {
-    char path[512];
-    snprintf(path, sizeof path, "%s.%s", prefix, kept_files[i]);
-    if (!(f->rm[i] = e2b_op_child(op, e2b_fs_remove(sbx, path, "root", err)))) {
-      e2b_req_free(op);
-      op = NULL;
-    }
-  }
-  free(prefix);
-  return op;
 }
 
 /* bash -c SCRIPT e2b-proc PREFIX cmd args... (kept), bash -l -c SCRIPT

@@ -115,7 +115,7 @@ end
 local function on_collect(self)
   if self._closed or self._detached then return end
   if not self._exit and not self._killed then self._sbx._h:signal_async(self.tag or self.pid, 9) end
-  if self.tracked and self.tag then self._sbx._h:forget_async(self.tag) end
+  if self.tracked and self.tag then self._sbx._h:forget_async(self.tag, self._user) end
 end
 
 local newproxy = rawget(_G, "newproxy")
@@ -169,12 +169,14 @@ end
 function M.spawn(sbx, cmd, opts)
   local o, err = check_command("spawn", cmd, opts, SPAWN_SPEC)
   if not o then return nil, err end
+  local start = start_opts(sbx, cmd, o)
   local req
-  req, err = sbx._h:track(start_opts(sbx, cmd, o), o.env_mode == "replace", o.keep_output ~= false)
+  req, err = sbx._h:track(start, o.env_mode == "replace", o.keep_output ~= false)
   if not req then return nil, sbx:_envd_err(err) end
   local proc
   proc, err = started(sbx, req)
   if not proc then return nil, err end
+  proc._user = start.user -- whose commands may remove its kept files
   proc._pty = o.pty ~= nil
   proc._on = { stdout = o.on_stdout, stderr = o.on_stderr }
   if type(o.stdin) == "string" then proc._stdin, proc._close_stdin = o.stdin, true end
@@ -438,11 +440,12 @@ function M.run(sbx, cmd, opts)
   local op = "run"
   local o, err = check_command(op, cmd, opts, RUN_SPEC)
   if not o then return nil, err end
+  -- The client-side deadline backs up envd's own (Connect-Timeout-Ms), which
+  -- runs from the request, not from the start event.
+  local deadline = o.timeout_ms and adapter.now_ms() + o.timeout_ms
   local proc
   proc, err = M.spawn(sbx, cmd, o)
   if not proc then return nil, err end
-  -- The client-side deadline backs up envd's own (Connect-Timeout-Ms).
-  local deadline = o.timeout_ms and adapter.now_ms() + o.timeout_ms
   local result, sinks, why
   result, err, sinks, why = proc:_collect(deadline, o.max_output or DEFAULT_MAX_OUTPUT, o.keep)
   local killed_by_envd = result and o.timeout_ms and result.status and result.status:find("signal")
@@ -597,7 +600,7 @@ function Process:close()
   if not self._detached then
     if not self._exit and not self._killed then self:kill() end
     -- Cleanup need not be waited for: the loop sends it unattended.
-    if self.tracked and self.tag then self._sbx._h:forget_async(self.tag) end
+    if self.tracked and self.tag then self._sbx._h:forget_async(self.tag, self._user) end
   end
   if self._feeding then self._feeding:close() end
   self._req:close()

@@ -304,6 +304,8 @@ end
 function Sandbox:close()
   if self._closed then return true end
   self._closed = true
+  -- A sandbox left running keeps no output of closed commands.
+  if not self._owned or self._on_close ~= "kill" then self._h:flush_forgets() end
   if not self._owned or self._on_close == "leave" then return true end
   if self._on_close == "pause" then return self:pause() end
   local ok, err = rt.finish(self._client._h:kill(self.sandbox_id))

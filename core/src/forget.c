@@ -1,0 +1,176 @@
+/* forget.c — removing a kept process's files: at once (e2b_proc_forget:
+ * four removes), or lazily (e2b_proc_forget_later): the names wait on the
+ * sandbox handle and the next kept command of the same user (or of root)
+ * removes them in the background, so a short command's cleanup costs no
+ * request at all. What is still waiting when the handle goes is sent as
+ * removes (e2b_sbx_flush_forgets). Names are the hex of the tag, so they
+ * are safe on a command line and in a shell word list. */
+#include "internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A sandbox's process list is small; past this a name is removed at once. */
+#define FORGET_QUEUE_MAX 256
+
+static const char *const kept_files[] = {"out", "err", "exit", "boot"};
+#define KEPT_FILES 4
+
+static char *hex_name(const char *tag) {
+  size_t n = strlen(tag) * 2 + 1;
+  char *hex = malloc(n);
+  if (!hex) return NULL;
+  size_t len = 0;
+  for (const unsigned char *t = (const unsigned char *)tag; *t; t++)
+    len += (size_t)snprintf(hex + len, n - len, "%02x", *t);
+  hex[len] = 0;
+  return hex;
+}
+
+char *e2b_kept_prefix(const char *tag) {
+  char *hex = hex_name(tag);
+  size_t n = hex ? strlen(hex) + sizeof E2B_KEPT_ROOT + 1 : 0;
+  char *prefix = hex ? malloc(n) : NULL;
+  if (prefix) snprintf(prefix, n, "%s/%s", E2B_KEPT_ROOT, hex);
+  free(hex);
+  return prefix;
+}
+
+typedef struct forget_state {
+  e2b_req *rm[KEPT_FILES];
+} forget_state;
+
+static void forget_free(void *p) {
+  forget_state *f = p;
+  for (int i = 0; i < KEPT_FILES; i++) e2b_req_free(f->rm[i]);
+  free(f);
+}
+
+/* Done when every remove is; a file already gone is no failure. */
+static void forget_advance(e2b_req *op) {
+  forget_state *f = op->state;
+  const e2b_error *first = NULL;
+  for (int i = 0; i < KEPT_FILES; i++) {
+    if (!f->rm[i]) continue;
+    if (!e2b_req_done(f->rm[i])) return;
+    const e2b_error *e = e2b_req_error(f->rm[i]);
+    if (e && e->code != E2B_ERR_NOT_FOUND && !first) first = e;
+  }
+  e2b_op_finish(op, first);
+}
+
+static e2b_req *forget_hex(e2b_sbx *sbx, const char *hex, e2b_error *err) {
+  forget_state *f = calloc(1, sizeof *f);
+  if (!f) {
+    e2b_err_set(err, E2B_ERR_UNAVAILABLE, "process.forget", "out of memory");
+    return NULL;
+  }
+  e2b_req *op = e2b_op_new(sbx->client->loop, "process.forget", forget_advance, f, forget_free, err);
+  for (int i = 0; op && i < KEPT_FILES; i++) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/%.400s.%s", E2B_KEPT_ROOT, hex, kept_files[i]);
+    if (!(f->rm[i] = e2b_op_child(op, e2b_fs_remove(sbx, path, "root", err)))) {
+      e2b_req_free(op);
+      op = NULL;
+    }
+  }
+  return op;
+}
+
+e2b_req *e2b_proc_forget(e2b_sbx *sbx, const char *tag, e2b_error *err) {
+  e2b_error_clear(err);
+  if (!sbx || !tag || !*tag) {
+    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, "process.forget", "tag is required");
+    return NULL;
+  }
+  char *hex = hex_name(tag);
+  e2b_req *op = hex ? forget_hex(sbx, hex, err) : NULL;
+  if (!hex) e2b_err_set(err, E2B_ERR_UNAVAILABLE, "process.forget", "out of memory");
+  free(hex);
+  return op;
+}
+
+static void forget_now(e2b_sbx *sbx, const char *hex) {
+  e2b_error err;
+  e2b_req *req = forget_hex(sbx, hex, &err);
+  if (req) e2b_req_autofree(req);
+}
+
+static int queue_hex(e2b_sbx *sbx, char *hex, const char *user) {
+  if (sbx->forget_count == FORGET_QUEUE_MAX) return -1;
+  if (sbx->forget_count == sbx->forget_cap) {
+    size_t cap = sbx->forget_cap ? sbx->forget_cap * 2 : 16;
+    e2b_forget *f = realloc(sbx->forgets, cap * sizeof *f);
+    if (!f) return -1;
+    sbx->forgets = f;
+    sbx->forget_cap = cap;
+  }
+  char *u = strdup(user && *user ? user : "user");
+  if (!u) return -1;
+  sbx->forgets[sbx->forget_count++] = (e2b_forget){hex, u};
+  return 0;
+}
+
+void e2b_proc_forget_later(e2b_sbx *sbx, const char *tag, const char *user) {
+  if (!sbx || !tag || !*tag) return;
+  char *hex = hex_name(tag);
+  if (!hex) return;
+  if (queue_hex(sbx, hex, user) != 0) {
+    forget_now(sbx, hex);
+    free(hex);
+  }
+}
+
+/* The names a command of user may remove ("a b c"), taken off the queue;
+ * NULL when none. Root may remove anyone's files, a user only its own. */
+char *e2b_take_forgets(e2b_sbx *sbx, const char *user) {
+  if (!user || !*user) user = "user";
+  int root = strcmp(user, "root") == 0;
+  size_t len = 0, kept = 0;
+  for (size_t i = 0; i < sbx->forget_count; i++)
+    if (root || strcmp(sbx->forgets[i].user, user) == 0) len += strlen(sbx->forgets[i].hex) + 1;
+  char *names = len ? malloc(len) : NULL;
+  if (!names) return NULL;
+  size_t n = 0;
+  for (size_t i = 0; i < sbx->forget_count; i++) {
+    e2b_forget *f = &sbx->forgets[i];
+    if (!root && strcmp(f->user, user) != 0) {
+      sbx->forgets[kept++] = *f;
+      continue;
+    }
+    size_t hl = strlen(f->hex);
+    if (n) names[n++] = ' ';
+    memcpy(names + n, f->hex, hl);
+    n += hl;
+    free(f->hex);
+    free(f->user);
+  }
+  names[n] = 0;
+  sbx->forget_count = kept;
+  return names;
+}
+
+/* A command that never started removes nothing: its names go back. */
+void e2b_return_forgets(e2b_sbx *sbx, const char *names, const char *user) {
+  const char *p = names;
+  while (p && *p) {
+    size_t l = strcspn(p, " ");
+    char *hex = strndup(p, l);
+    if (hex && queue_hex(sbx, hex, user) != 0) {
+      forget_now(sbx, hex);
+      free(hex);
+    }
+    p += l + (p[l] == ' ');
+  }
+}
+
+void e2b_sbx_flush_forgets(e2b_sbx *sbx) {
+  if (!sbx) return;
+  for (size_t i = 0; i < sbx->forget_count; i++) {
+    forget_now(sbx, sbx->forgets[i].hex);
+    free(sbx->forgets[i].hex);
+    free(sbx->forgets[i].user);
+  }
+  sbx->forget_count = 0;
+}
