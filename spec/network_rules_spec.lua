@@ -151,6 +151,14 @@ describe("network rules", function()
       assert.are.same({ "from-rules" }, r.h["X-Injected"]) -- the sandbox's own value replaced
       assert.are.same({ "Bearer from-rules" }, r.h.Authorization)
     end
+    -- a request for another host on that connection is not sent to this one:
+    -- the proxy ends the connection after the answers so far and curl retries
+    local other = lines(assert(sbx:run({ "curl", "-s", "--max-time", "10", "-H", "X-Injected: sandbox-own",
+      ("http://127.0.0.1:%d/a"):format(port), ("http://localhost:%d/b"):format(port) })).stdout)
+    assert.are.equal(2, #other)
+    assert.are_not.equal(other[1].conn, other[2].conn)
+    assert.are.same({ "from-rules" }, other[1].h["X-Injected"])
+    assert.are.same({ "sandbox-own" }, other[2].h["X-Injected"]) -- no rules for "localhost"
     -- three pipelined requests, one with a chunked body that looks like a request
     local host = ("127.0.0.1:%d"):format(port)
     got = lines(assert(sbx:run({ "python3", "-c", PIPELINE, host })).stdout)

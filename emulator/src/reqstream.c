@@ -13,6 +13,7 @@
 enum { RS_SNIFF, RS_HEAD, RS_BODY, RS_CSIZE, RS_CDATA, RS_CCRLF, RS_TRAILER, RS_RAW, RS_DONE };
 
 #define CHUNK_LINE_MAX 1024
+#define WAIT 2 /* step(): more input or room needed */
 
 void reqstream_init(reqstream *rs, const char *host, int port, int tunnel, reqstream_rules_fn rules, void *ctx) {
   memset(rs, 0, sizeof *rs);
@@ -204,10 +205,10 @@ static void take(char *in, size_t *inlen, size_t n) {
   *inlen -= n;
 }
 
-/* A chunk-size line or a trailer line: found, too long, or wait. */
+/* A chunk-size line or a trailer line: found (0), too long (BAD), or WAIT. */
 static int chunk_line(reqstream *rs, const char *in, size_t inlen, size_t max, size_t *len) {
   const char *e = memmem(in, inlen < max ? inlen : max, "\r\n", 2);
-  if (!e) return inlen >= max ? REQSTREAM_BAD : 1;
+  if (!e) return inlen >= max ? REQSTREAM_BAD : WAIT;
   *len = (size_t)(e - in) + 2;
   for (size_t i = 0; i + 2 < *len; i++)
     if (in[i] == '\0' || in[i] == '\r' || in[i] == '\n') return REQSTREAM_BAD;
@@ -225,7 +226,7 @@ static int chunk_line(reqstream *rs, const char *in, size_t inlen, size_t max, s
   return 0;
 }
 
-/* One step: 0 progress, 1 wait, or END/BAD. */
+/* One step: 0 progress, WAIT, or END/BAD. */
 static int step(reqstream *rs, char *in, size_t *inlen, size_t incap, char *out, size_t *outlen, size_t cap) {
   size_t room = cap - *outlen, n;
   switch (rs->state) {
@@ -238,14 +239,14 @@ static int step(reqstream *rs, char *in, size_t *inlen, size_t incap, char *out,
   case RS_CDATA:
     n = *inlen < room ? *inlen : room;
     if (rs->state != RS_RAW && n > rs->left) n = (size_t)rs->left;
-    if (n == 0) return 1;
+    if (n == 0) return WAIT;
     memcpy(out + *outlen, in, n);
     *outlen += n;
     take(in, inlen, n);
     if (rs->state != RS_RAW && (rs->left -= n) == 0) rs->state = rs->state == RS_BODY ? RS_HEAD : RS_CCRLF;
     return 0;
   case RS_CCRLF:
-    if (*inlen < 2 || room < 2) return 1;
+    if (*inlen < 2 || room < 2) return WAIT;
     if (in[0] != '\r' || in[1] != '\n') return REQSTREAM_BAD;
     memcpy(out + *outlen, in, 2);
     *outlen += 2;
@@ -256,7 +257,7 @@ static int step(reqstream *rs, char *in, size_t *inlen, size_t incap, char *out,
   case RS_TRAILER: {
     int rc = chunk_line(rs, in, *inlen, rs->state == RS_CSIZE ? CHUNK_LINE_MAX : incap, &n);
     if (rc) return rc;
-    if (room < n) return 1; /* never: a line is shorter than the slack kept free */
+    if (room < n) return WAIT;
     memcpy(out + *outlen, in, n);
     *outlen += n;
     take(in, inlen, n);
@@ -270,9 +271,9 @@ static int step(reqstream *rs, char *in, size_t *inlen, size_t incap, char *out,
     return 0;
   }
   char *e = memmem(in, *inlen, "\r\n\r\n", 4);
-  if (!e) return *inlen >= incap ? REQSTREAM_BAD : 1;
+  if (!e) return *inlen >= incap ? REQSTREAM_BAD : WAIT;
   size_t hn = (size_t)(e - in) + 4;
-  if (room < hn + REQSTREAM_SLACK) return 1;
+  if (room < hn + REQSTREAM_SLACK) return WAIT;
   sbuf o = {0};
   int rc = rewrite_head(rs, in, hn, &o);
   if (rc == 0) {
@@ -288,7 +289,7 @@ int reqstream_feed(reqstream *rs, char *in, size_t *inlen, size_t incap, char *o
   if (rs->state == RS_DONE) return REQSTREAM_END;
   while (*inlen > 0) {
     int rc = step(rs, in, inlen, incap, out, outlen, cap);
-    if (rc == 1) break;
+    if (rc == WAIT) break;
     if (rc == REQSTREAM_END || rc == REQSTREAM_BAD) {
       rs->state = RS_DONE;
       return rc;
