@@ -10,6 +10,7 @@
 #include <ifaddrs.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -329,12 +330,23 @@ static void to_relay(econn *c) {
   pump(c);
 }
 
+/* A relay adds no delay of its own: what arrives in two small writes (a
+ * head, then a body) goes on at once, not held by Nagle's algorithm for an
+ * ACK the peer delays (40 ms a request on a keep-alive connection). */
+static void no_delay(int fd) {
+  int one = 1;
+  if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) != 0) {
+    /* not TCP (a Unix socket from the sandbox's own loopback): nothing to do */
+  }
+}
+
 static void start_connect(econn *c) {
   for (; c->ai < c->naddr; c->ai++) {
     const struct sockaddr *sa = (const struct sockaddr *)&c->addrs[c->ai];
     int fd = socket(sa->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) continue;
     c->up.fd = fd;
+    no_delay(fd);
     if (connect(fd, sa, c->lens[c->ai]) == 0) {
       to_relay(c);
       return;
@@ -383,6 +395,7 @@ static void resolved(rjob *j) {
       int fl = fcntl(j->fd, F_GETFL);
       if (fl >= 0) fcntl(j->fd, F_SETFL, fl | O_NONBLOCK);
       c->up.fd = j->fd;
+      no_delay(j->fd);
       c->inside = 1;
       to_relay(c);
     } else if (c->literal) {
@@ -718,6 +731,7 @@ static void do_accept(const char *sb, int fd) {
   snprintf(c->sb, sizeof c->sb, "%s", sb);
   c->quota = q;
   c->since = c->last = mono_ms();
+  no_delay(fd);
   c->cl = (endp){c, fd, 0, 0};
   c->up = (endp){c, -1, 0, 0};
   c->head = xmalloc(HEAD_MAX);
