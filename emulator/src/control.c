@@ -11,6 +11,7 @@
 #include "sandbox_limits.h"
 #include "log.h"
 #include "netpolicy.h"
+#include "netrules.h"
 #include "pjson.h"
 #include "sandbox.h"
 #include "server.h"
@@ -175,9 +176,20 @@ static int network_mode(json_t *net, int allow_internet, int *allow, opts_err *e
              "beyond this host to tunnel to");
     return -1;
   }
-  if (rules && !json_is_null(rules) && (!json_is_object(rules) || json_object_size(rules) > 0)) {
-    snprintf(e->msg, sizeof e->msg, "network.rules (egress header transforms) are not supported by e2b-local");
+  json_t *kept = netrules_check(rules, e->msg, sizeof e->msg);
+  if (!kept) return -1;
+  if (json_object_size(kept) && !runtime_isolated()) {
+    json_decref(kept);
+    snprintf(e->msg, sizeof e->msg,
+             "network.rules need the egress proxy, which needs bubblewrap isolation (e2b-local runs without it)");
     return -1;
+  }
+  /* kept as checked (keys in lower case); no rules, no field */
+  if (json_object_size(kept))
+    json_object_set_new(net, "rules", kept);
+  else {
+    json_decref(kept);
+    if (rules) json_object_del(net, "rules");
   }
   if (netpolicy_validate(ao, dn, e->msg, sizeof e->msg) != 0) return -1;
   netpolicy *p = netpolicy_compile(allow_internet, ao, dn);
@@ -677,9 +689,11 @@ static enum MHD_Result h_network(http_req *r) {
   json_t *net = sandbox_network_json(sb);
   json_object_del(net, "allowOut");
   json_object_del(net, "denyOut");
-  json_t *ao = json_object_get(b, "allowOut"), *dn = json_object_get(b, "denyOut");
+  json_object_del(net, "rules");
+  json_t *ao = json_object_get(b, "allowOut"), *dn = json_object_get(b, "denyOut"), *rules = json_object_get(b, "rules");
   if (json_array_size(ao)) json_object_set(net, "allowOut", ao);
   if (json_array_size(dn)) json_object_set(net, "denyOut", dn);
+  if (json_object_size(rules)) json_object_set(net, "rules", rules);
   int rc = sandbox_set_network(sb, net, allow);
   json_decref(net);
   json_decref(b);

@@ -10,6 +10,7 @@
 #include <ifaddrs.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +24,8 @@
 
 #include "log.h"
 #include "netpolicy.h"
+#include "netrules.h"
+#include "reqstream.h"
 #include "runtime.h"
 #include "sandbox.h"
 #include "util.h"
@@ -86,8 +89,11 @@ typedef struct econn {
   int inside; /* relayed to a server on the sandbox's own loopback */
   char host[256];
   int port;
-  char *head;
+  char *head; /* the client's bytes not yet parsed (HEAD_MAX) */
   size_t hlen;
+  int streamed; /* client bytes go through rs: requests framed and rewritten */
+  int in_eof;   /* the client shut its side (streamed) */
+  reqstream rs;
   pipebuf c2u, u2c;
   struct sockaddr_storage addrs[MAX_ADDRS];
   socklen_t lens[MAX_ADDRS];
@@ -291,15 +297,47 @@ static int reachable(const netpolicy *p, const char *name, const struct sockaddr
 
 static void pump(econn *c);
 
+/* The loop's view of the sandbox's rules (reqstream asks per request head). */
+static void rules_now(void *ctx, const char *host, netrules_set *out) {
+  sandbox_egress_headers(((econn *)ctx)->sb, host, out);
+}
+
+/* Plain requests are always framed and rewritten; a tunnel only when the
+ * sandbox has rules for its host (then plain HTTP inside it is rewritten,
+ * anything else relayed as it is). Otherwise the bytes that came after the
+ * CONNECT head go on unchanged. */
 static void to_relay(econn *c) {
   c->state = ST_RELAY;
   c->last = mono_ms();
+  c->streamed = !c->is_connect;
   if (c->is_connect) {
     static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
     memcpy(c->u2c.data, ok, sizeof ok - 1);
     c->u2c.len = sizeof ok - 1;
+    netrules_set set;
+    c->streamed = sandbox_egress_headers(c->sb, c->host, &set) > 0;
+    netrules_set_clear(&set);
+  }
+  if (c->streamed) {
+    reqstream_init(&c->rs, c->host, c->port, c->is_connect, rules_now, c);
+  } else {
+    memcpy(c->c2u.data, c->head, c->hlen);
+    c->c2u.len = c->hlen;
+    free(c->head);
+    c->head = NULL;
+    c->hlen = 0;
   }
   pump(c);
+}
+
+/* A relay adds no delay of its own: what arrives in two small writes (a
+ * head, then a body) goes on at once, not held by Nagle's algorithm for an
+ * ACK the peer delays (40 ms a request on a keep-alive connection). */
+static void no_delay(int fd) {
+  int one = 1;
+  if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) != 0) {
+    /* not TCP (a Unix socket from the sandbox's own loopback): nothing to do */
+  }
 }
 
 static void start_connect(econn *c) {
@@ -308,6 +346,7 @@ static void start_connect(econn *c) {
     int fd = socket(sa->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) continue;
     c->up.fd = fd;
+    no_delay(fd);
     if (connect(fd, sa, c->lens[c->ai]) == 0) {
       to_relay(c);
       return;
@@ -356,6 +395,7 @@ static void resolved(rjob *j) {
       int fl = fcntl(j->fd, F_GETFL);
       if (fl >= 0) fcntl(j->fd, F_SETFL, fl | O_NONBLOCK);
       c->up.fd = j->fd;
+      no_delay(j->fd);
       c->inside = 1;
       to_relay(c);
     } else if (c->literal) {
@@ -477,55 +517,10 @@ static void decide(econn *c) {
 
 /* ---- the request head ---- */
 
-/* "host:port", "[v6]:port", or a bare host with a default port. */
-static int parse_authority(const char *s, size_t n, char *host, size_t cap, int *port, int dflt) {
-  const char *hs = s, *he, *ps = NULL;
-  if (n == 0 || memchr(s, '@', n)) return -1;
-  if (s[0] == '[') {
-    const char *rb = memchr(s, ']', n);
-    if (!rb) return -1;
-    hs = s + 1;
-    he = rb;
-    if (rb + 1 < s + n) {
-      if (rb[1] != ':') return -1;
-      ps = rb + 2;
-    }
-  } else {
-    const char *colon = memchr(s, ':', n);
-    he = colon ? colon : s + n;
-    if (colon) {
-      if (memchr(colon + 1, ':', (size_t)(s + n - colon - 1))) return -1;
-      ps = colon + 1;
-    }
-  }
-  size_t hl = (size_t)(he - hs);
-  if (hl == 0 || hl >= cap) return -1;
-  memcpy(host, hs, hl);
-  host[hl] = '\0';
-  for (size_t i = 0; i < hl; i++)
-    if (!isalnum((unsigned char)host[i]) && !strchr("-._:*", host[i])) return -1;
-  if (!ps) {
-    *port = dflt;
-    return dflt > 0 ? 0 : -1;
-  }
-  size_t pl = (size_t)(s + n - ps);
-  if (pl == 0 || pl > 5) return -1;
-  int p = 0;
-  for (size_t i = 0; i < pl; i++) {
-    if (!isdigit((unsigned char)ps[i])) return -1;
-    p = p * 10 + (ps[i] - '0');
-  }
-  if (p < 1 || p > 65535) return -1;
-  *port = p;
-  return 0;
-}
-
-static int header_is(const char *line, size_t n, const char *name) {
-  size_t k = strlen(name);
-  return n > k && line[k] == ':' && strncasecmp(line, name, k) == 0;
-}
-
-/* Parses the head in c->head[0..end) and fills c2u with what goes upstream. */
+/* Reads the destination from the first request line of c->head[0..end)
+ * (end: past the head's last CRLF). A CONNECT head is used up (what follows
+ * it stays in c->head); a plain request stays whole, for reqstream to
+ * rewrite once the upstream is connected. */
 static int parse_head(econn *c, size_t end) {
   char *h = c->head;
   char *eol = memmem(h, end, "\r\n", 2);
@@ -537,53 +532,20 @@ static int parse_head(econn *c, size_t end) {
   if (!sp2 || sp2 - sp1 < 2 || strncmp(sp2 + 1, "HTTP/1.", 7) != 0) return -1;
   const char *target = sp1 + 1;
   size_t tlen = (size_t)(sp2 - target);
-  c->c2u.data = xmalloc(BUF_SIZE);
-  c->u2c.data = xmalloc(BUF_SIZE);
-  sbuf out = {0};
   if (sp1 - h == 7 && strncmp(h, "CONNECT", 7) == 0) {
     c->is_connect = 1;
-    if (parse_authority(target, tlen, c->host, sizeof c->host, &c->port, -1) != 0) return -1;
+    if (reqstream_authority(target, tlen, c->host, sizeof c->host, &c->port, -1) != 0) return -1;
+    c->hlen -= end + 2;
+    memmove(h, h + end + 2, c->hlen);
   } else {
     if (tlen < 8 || strncasecmp(target, "http://", 7) != 0) return -1;
     const char *auth = target + 7;
     size_t alen = strcspn(auth, "/?# ");
     if (auth + alen > sp2) alen = (size_t)(sp2 - auth);
-    if (parse_authority(auth, alen, c->host, sizeof c->host, &c->port, 80) != 0) return -1;
-    const char *path = auth + alen;
-    size_t plen = (size_t)(sp2 - path);
-    sbuf_append(&out, h, (size_t)(sp1 - h) + 1);
-    if (plen == 0 || *path != '/') sbuf_append(&out, "/", 1);
-    sbuf_append(&out, path, plen);
-    sbuf_append(&out, sp2, (size_t)(eol - sp2) + 2);
-    int has_host = 0;
-    for (char *line = eol + 2; line < h + end;) {
-      char *le = memmem(line, (size_t)(h + end - line), "\r\n", 2);
-      size_t ln = (size_t)(le - line);
-      if (header_is(line, ln, "Host")) has_host = 1;
-      if (!header_is(line, ln, "Proxy-Connection") && !header_is(line, ln, "Proxy-Authorization") &&
-          !header_is(line, ln, "Connection") && !header_is(line, ln, "Keep-Alive"))
-        sbuf_append(&out, line, ln + 2);
-      line = le + 2;
-    }
-    if (!has_host) {
-      sbuf_append(&out, "Host: ", 6);
-      sbuf_append(&out, auth, alen);
-      sbuf_append(&out, "\r\n", 2);
-    }
-    sbuf_appendf(&out, "Connection: close\r\n\r\n");
+    if (reqstream_authority(auth, alen, c->host, sizeof c->host, &c->port, 80) != 0) return -1;
   }
-  /* bytes the client sent after its head go on unchanged */
-  size_t rest = c->hlen - (end + 2);
-  if (out.len + rest > BUF_SIZE) {
-    sbuf_free(&out);
-    return -1;
-  }
-  if (out.len) memcpy(c->c2u.data, out.data, out.len);
-  memcpy(c->c2u.data + out.len, h + end + 2, rest);
-  c->c2u.len = out.len + rest;
-  sbuf_free(&out);
-  free(c->head);
-  c->head = NULL;
+  c->c2u.data = xmalloc(BUF_SIZE);
+  c->u2c.data = xmalloc(BUF_SIZE);
   return 0;
 }
 
@@ -611,24 +573,8 @@ static void read_head(econn *c) {
 
 /* ---- relaying ---- */
 
-/* Moves what it can from one socket to the other; *moved is set when a
- * byte went either way. -1 on a socket error. */
-static int flow(int from, int to, pipebuf *b, int *moved) {
-  if (!b->eof && b->len < BUF_SIZE) {
-    if (b->off > 0) {
-      memmove(b->data, b->data + b->off, b->len - b->off);
-      b->len -= b->off;
-      b->off = 0;
-    }
-    ssize_t n = read(from, b->data + b->len, BUF_SIZE - b->len);
-    if (n > 0) {
-      b->len += (size_t)n;
-      *moved = 1;
-    } else if (n == 0)
-      b->eof = 1;
-    else if (errno != EAGAIN && errno != EINTR)
-      return -1;
-  }
+/* Sends what b holds; at its end, the write side of to is shut. */
+static int flow_send(int to, pipebuf *b, int *moved) {
   if (b->len > b->off) {
     ssize_t n = send(to, b->data + b->off, b->len - b->off, MSG_NOSIGNAL);
     if (n > 0) {
@@ -646,9 +592,69 @@ static int flow(int from, int to, pipebuf *b, int *moved) {
   return 0;
 }
 
+static void compact(pipebuf *b) {
+  if (b->off == 0) return;
+  memmove(b->data, b->data + b->off, b->len - b->off);
+  b->len -= b->off;
+  b->off = 0;
+}
+
+/* Moves what it can from one socket to the other; *moved is set when a
+ * byte went either way. -1 on a socket error. */
+static int flow(int from, int to, pipebuf *b, int *moved) {
+  if (!b->eof && b->len < BUF_SIZE) {
+    compact(b);
+    ssize_t n = read(from, b->data + b->len, BUF_SIZE - b->len);
+    if (n > 0) {
+      b->len += (size_t)n;
+      *moved = 1;
+    } else if (n == 0)
+      b->eof = 1;
+    else if (errno != EAGAIN && errno != EINTR)
+      return -1;
+  }
+  return flow_send(to, b, moved);
+}
+
+/* The client's side of a framed connection: its bytes are read into
+ * c->head and go through reqstream into c2u, request by request. A request
+ * for another destination ends what is sent upstream (the client sees the
+ * connection end after the answers so far and retries elsewhere). */
+static int flow_requests(econn *c, int *moved) {
+  pipebuf *b = &c->c2u;
+  if (!c->in_eof && !b->eof && c->hlen < HEAD_MAX) {
+    ssize_t n = read(c->cl.fd, c->head + c->hlen, HEAD_MAX - c->hlen);
+    if (n > 0) {
+      c->hlen += (size_t)n;
+      *moved = 1;
+    } else if (n == 0)
+      c->in_eof = 1;
+    else if (errno != EAGAIN && errno != EINTR)
+      return -1;
+  }
+  /* feed and send until neither moves: room a send made may let a held head through */
+  for (;;) {
+    size_t before = c->hlen;
+    compact(b);
+    int rc = reqstream_feed(&c->rs, c->head, &c->hlen, HEAD_MAX, b->data, &b->len, BUF_SIZE);
+    if (rc == REQSTREAM_BAD) return -1;
+    if (rc == REQSTREAM_END) b->eof = 1;
+    size_t pending = b->len - b->off;
+    if (flow_send(c->up.fd, b, moved) < 0) return -1;
+    if (c->hlen == 0 || (c->hlen == before && b->len - b->off == pending)) break;
+  }
+  /* the client is done: what is left can never become a whole request */
+  if (c->in_eof && !b->eof && (c->hlen == 0 || b->len == 0)) {
+    b->eof = 1;
+    if (flow_send(c->up.fd, b, moved) < 0) return -1;
+  }
+  return 0;
+}
+
 static void pump(econn *c) {
   int moved = 0;
-  if (flow(c->cl.fd, c->up.fd, &c->c2u, &moved) < 0 || flow(c->up.fd, c->cl.fd, &c->u2c, &moved) < 0) {
+  int rc = c->streamed ? flow_requests(c, &moved) : flow(c->cl.fd, c->up.fd, &c->c2u, &moved);
+  if (rc < 0 || flow(c->up.fd, c->cl.fd, &c->u2c, &moved) < 0) {
     conn_close(c);
     return;
   }
@@ -659,7 +665,7 @@ static void pump(econn *c) {
     return;
   }
   uint32_t cw = 0, uw = 0;
-  if (!c->c2u.eof && c->c2u.len < BUF_SIZE) cw |= EPOLLIN;
+  if (!c->c2u.eof && (c->streamed ? !c->in_eof && c->hlen < HEAD_MAX : c->c2u.len < BUF_SIZE)) cw |= EPOLLIN;
   if (c->u2c.len > c->u2c.off) cw |= EPOLLOUT;
   if (!c->u2c.eof && c->u2c.len < BUF_SIZE) uw |= EPOLLIN;
   if (c->c2u.len > c->c2u.off) uw |= EPOLLOUT;
@@ -725,6 +731,7 @@ static void do_accept(const char *sb, int fd) {
   snprintf(c->sb, sizeof c->sb, "%s", sb);
   c->quota = q;
   c->since = c->last = mono_ms();
+  no_delay(fd);
   c->cl = (endp){c, fd, 0, 0};
   c->up = (endp){c, -1, 0, 0};
   c->head = xmalloc(HEAD_MAX);

@@ -16,6 +16,7 @@
 #include "codec.h"
 #include "egress.h"
 #include "netpolicy.h"
+#include "netrules.h"
 #include "log.h"
 #include "store.h"
 #include "envd_watch.h"
@@ -729,6 +730,18 @@ struct netpolicy *sandbox_egress_policy(const char *id) {
   pthread_mutex_unlock(&sb->aux_mu);
   sandbox_unref(sb);
   return p;
+}
+
+size_t sandbox_egress_headers(const char *id, const char *host, struct netrules_set *out) {
+  out->h = NULL;
+  out->n = 0;
+  sandbox *sb = get_any(id);
+  if (!sb) return 0;
+  pthread_mutex_lock(&sb->aux_mu);
+  netrules_lookup(json_object_get(sb->network, "rules"), host, out);
+  pthread_mutex_unlock(&sb->aux_mu);
+  sandbox_unref(sb);
+  return out->n;
 }
 
 int sandbox_volume_in_use(const char *name) {

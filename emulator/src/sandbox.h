@@ -127,6 +127,10 @@ int sandbox_set_network(sandbox *sb, json_t *network, int allow_internet);
  * NULL when it is gone. Free with netpolicy_free. */
 struct netpolicy;
 struct netpolicy *sandbox_egress_policy(const char *id);
+/* The headers network.rules add to a request from sandbox id to host (lower
+ * case), as the rules are now. Returns out->n; clear with netrules_set_clear. */
+struct netrules_set;
+size_t sandbox_egress_headers(const char *id, const char *host, struct netrules_set *out);
 /* A connection to host:port on the loopback of sandbox `id` (host: a
  * loopback literal or "localhost"), made by its agent: a descriptor, or
  * -errno (-ECONNREFUSED when nothing listens there, -ESRCH not running). */

@@ -1,0 +1,47 @@
+/* netrules.h — a sandbox's network.rules: per-domain transforms (headers to
+ * add or replace) for the egress HTTP requests it sends.
+ *
+ * E2B's semantics: keys are exact host names or IPs, or "*.example.com"
+ * (any subdomain at any depth, not the apex; a bare "*" is invalid), stored
+ * in lower case. An exact key wins, else the longest matching wildcard; the
+ * matching key's rules are applied in order (a later header of the same
+ * name replaces an earlier one) and key sets are never merged. A header a
+ * rule names replaces the request's header of that name. Rules never allow
+ * a destination: allowOut decides (netpolicy.h). */
+#ifndef EMU_NETRULES_H
+#define EMU_NETRULES_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+/* Bounds (emulator/README.md, egress). */
+#define NETRULES_MAX_DOMAINS 64
+#define NETRULES_MAX_RULES 16     /* rules for one domain */
+#define NETRULES_MAX_HEADERS 32   /* headers of one rule */
+#define NETRULES_NAME_MAX 128
+#define NETRULES_VALUE_MAX 8192
+#define NETRULES_BYTES_MAX 16384  /* one domain's headers as sent: "Name: value\r\n" */
+
+typedef struct netrules_hdr {
+  char *name, *value;
+} netrules_hdr;
+
+/* The headers one request gets (names unique, case-insensitively). */
+typedef struct netrules_set {
+  netrules_hdr *h;
+  size_t n;
+} netrules_set;
+
+/* Checks a request's rules (an object, or NULL/null for none). Returns the
+ * rules to keep (new reference, keys in lower case; an empty object for
+ * none), or NULL with a message naming the bad entry. */
+json_t *netrules_check(json_t *rules, char *err, size_t cap);
+/* The headers for a request to host (lower case, no trailing dot), from
+ * rules kept by netrules_check — or read back from disk: every entry is
+ * checked again and a bad one skipped. Returns out->n. */
+size_t netrules_lookup(json_t *rules, const char *host, netrules_set *out);
+void netrules_set_clear(netrules_set *s);
+/* Does the header named name[0..n) belong to the set? */
+int netrules_set_has(const netrules_set *s, const char *name, size_t n);
+
+#endif
