@@ -1138,7 +1138,8 @@ static int sbx_track(lua_State *L) {
   read_proc_opts(L, 2, &o);
   e2b_error err;
   unsigned flags = (lua_toboolean(L, 3) ? E2B_TRACK_ENV_REPLACE : 0) |
-                   (lua_isnoneornil(L, 4) || lua_toboolean(L, 4) ? 0 : E2B_TRACK_NO_KEEP);
+                   (lua_isnoneornil(L, 4) || lua_toboolean(L, 4) ? 0 : E2B_TRACK_NO_KEEP) |
+                   (lua_toboolean(L, 5) ? E2B_TRACK_AT_END : 0);
   e2b_req *req = e2b_proc_track(u->s, &o, flags, &err);
   return push_req(L, u->l, req, RES_STREAM, &err);
 }
@@ -1184,10 +1185,12 @@ static int sbx_forget_async(lua_State *L) {
   return 0;
 }
 
-/* flush_forgets(): sends the removal of kept output still queued (unattended). */
+/* flush_forgets(drop?): sends the removal of kept output still queued
+ * (unattended), or with drop just forgets the queue (the sandbox is gone). */
 static int sbx_flush_forgets(lua_State *L) {
   sbx_ud *u = luaL_checkudata(L, 1, SBX_MT);
-  if (u->s) e2b_sbx_flush_forgets(u->s);
+  if (u->s && lua_toboolean(L, 2)) e2b_sbx_drop_forgets(u->s);
+  else if (u->s) e2b_sbx_flush_forgets(u->s);
   return 0;
 }
 

@@ -392,6 +392,10 @@ E2B_EXPORT const e2b_proc_info *e2b_req_proc_at(const e2b_req *req, size_t i);
  * PTY processes are never kept (their output is a terminal, not a file). */
 #define E2B_TRACK_ENV_REPLACE 1u /* the command sees only opts->env (+ PATH) */
 #define E2B_TRACK_NO_KEEP 2u     /* the fast path only: nothing kept, no wrapper processes */
+/* The caller wants the output only once the process ended (a single-shot
+ * run): nothing is read while its stream holds, so a short command costs
+ * its start and at most one read per non-empty stream. */
+#define E2B_TRACK_AT_END 4u
 E2B_EXPORT e2b_req *e2b_proc_track(e2b_sbx *sbx, const e2b_proc_opts *opts, unsigned flags, e2b_error *err);
 /* Reattaches to a process by pid (tag NULL) or tag and continues its output
  * from the given offsets (bytes already consumed). A tracked process's
@@ -414,6 +418,8 @@ E2B_EXPORT e2b_req *e2b_proc_forget(e2b_sbx *sbx, const char *tag, e2b_error *er
  * queued as removes (unattended); call it before releasing the handle. */
 E2B_EXPORT void e2b_proc_forget_later(e2b_sbx *sbx, const char *tag, const char *user);
 E2B_EXPORT void e2b_sbx_flush_forgets(e2b_sbx *sbx);
+/* Drops the queue without sending anything (the sandbox is gone). */
+E2B_EXPORT void e2b_sbx_drop_forgets(e2b_sbx *sbx);
 
 /* -- filesystem (filesystem.Filesystem and /files) -- */
 

@@ -165,12 +165,15 @@ void e2b_return_forgets(e2b_sbx *sbx, const char *names, const char *user) {
   }
 }
 
-void e2b_sbx_flush_forgets(e2b_sbx *sbx) {
+static void clear_forgets(e2b_sbx *sbx, int send) {
   if (!sbx) return;
   for (size_t i = 0; i < sbx->forget_count; i++) {
-    forget_now(sbx, sbx->forgets[i].hex);
+    if (send) forget_now(sbx, sbx->forgets[i].hex);
     free(sbx->forgets[i].hex);
     free(sbx->forgets[i].user);
   }
   sbx->forget_count = 0;
 }
+
+void e2b_sbx_flush_forgets(e2b_sbx *sbx) { clear_forgets(sbx, 1); }
+void e2b_sbx_drop_forgets(e2b_sbx *sbx) { clear_forgets(sbx, 0); }

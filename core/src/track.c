@@ -120,6 +120,7 @@ typedef struct track_state {
   int final_pass;    /* ended: reading the files to their end */
   int pass_new;      /* bytes seen in the current pass */
   int subscribed;    /* woken by the sandbox's watch */
+  int at_end;        /* read nothing while the process runs and its stream holds */
   int timer_armed;
   int64_t missing_since_ms; /* started, files not there yet: since when */
   long poll_ms;
@@ -269,7 +270,7 @@ static void stream_event(e2b_req *op, track_state *s, queued *n) {
     if (!s->pid) s->pid = n->ev.pid;
     if (!s->started) {
       emit_start(op, s);
-      arm(op, s, FIRST_PASS_MS);
+      if (!s->at_end) arm(op, s, FIRST_PASS_MS);
     }
   } else if (n->ev.type == E2B_EVENT_END) {
     s->exit_known = 1;
@@ -610,6 +611,7 @@ e2b_req *e2b_proc_track(e2b_sbx *sbx, const e2b_proc_opts *opts, unsigned flags,
     return NULL;
   }
   s->tracked = keep;
+  s->at_end = (flags & E2B_TRACK_AT_END) != 0;
   /* Names the wrapper removes; back to the queue unless it starts. */
   char *forgets = keep ? e2b_take_forgets(sbx, opts->user) : NULL;
   s->forgets = forgets;

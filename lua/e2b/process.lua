@@ -165,13 +165,10 @@ local function started(sbx, req, offsets)
   return new_process(sbx, req, info, offsets)
 end
 
--- spawn(sbx, cmd, opts) -> proc | nil, err
-function M.spawn(sbx, cmd, opts)
-  local o, err = check_command("spawn", cmd, opts, SPAWN_SPEC)
-  if not o then return nil, err end
+-- Starts a checked command; at_end: its output is wanted only once it ended.
+local function spawn(sbx, cmd, o, at_end)
   local start = start_opts(sbx, cmd, o)
-  local req
-  req, err = sbx._h:track(start, o.env_mode == "replace", o.keep_output ~= false)
+  local req, err = sbx._h:track(start, o.env_mode == "replace", o.keep_output ~= false, at_end)
   if not req then return nil, sbx:_envd_err(err) end
   local proc
   proc, err = started(sbx, req)
@@ -181,6 +178,13 @@ function M.spawn(sbx, cmd, opts)
   proc._on = { stdout = o.on_stdout, stderr = o.on_stderr }
   if type(o.stdin) == "string" then proc._stdin, proc._close_stdin = o.stdin, true end
   return proc
+end
+
+-- spawn(sbx, cmd, opts) -> proc | nil, err
+function M.spawn(sbx, cmd, opts)
+  local o, err = check_command("spawn", cmd, opts, SPAWN_SPEC)
+  if not o then return nil, err end
+  return spawn(sbx, cmd, o, false)
 end
 
 -- attach(sbx, pid_or_tag, { offsets = { stdout = n, stderr = m }, idle_timeout_ms }) -> proc
@@ -376,12 +380,16 @@ end
 -- the caller's unless keep was given.
 function Process:_collect(deadline, max_output, keep)
   local tail = keep == "tail"
-  local sinks = { stdout = new_sink(max_output, tail), stderr = new_sink(max_output, tail),
-                  pty = new_sink(max_output, tail) }
   local on = self._on or {}
-  for stream, sink in pairs(sinks) do
-    local cb = on[stream == "pty" and "stdout" or stream]
-    sink.discard = keep == "none" or (keep == nil and cb ~= nil)
+  local sinks = self._sinks
+  if not sinks then -- a second call (after a kill) continues the same collection
+    sinks = { stdout = new_sink(max_output, tail), stderr = new_sink(max_output, tail),
+              pty = new_sink(max_output, tail) }
+    for stream, sink in pairs(sinks) do
+      local cb = on[stream == "pty" and "stdout" or stream]
+      sink.discard = keep == "none" or (keep == nil and cb ~= nil)
+    end
+    self._sinks = sinks
   end
   while true do
     local data, stream = self:_next(deadline)
@@ -398,6 +406,7 @@ function Process:_collect(deadline, max_output, keep)
     local cb = on[stream == "pty" and "stdout" or stream]
     if cb then cb(data) end
   end
+  self._sinks = nil
   local exit = self._exit
   local result = {
     exit_code = exit.exit_code,
@@ -443,8 +452,10 @@ function M.run(sbx, cmd, opts)
   -- The client-side deadline backs up envd's own (Connect-Timeout-Ms), which
   -- runs from the request, not from the start event.
   local deadline = o.timeout_ms and adapter.now_ms() + o.timeout_ms
+  -- With no callback nothing needs the output before the end: the core then
+  -- reads none while the command runs.
   local proc
-  proc, err = M.spawn(sbx, cmd, o)
+  proc, err = spawn(sbx, cmd, o, not (o.on_stdout or o.on_stderr))
   if not proc then return nil, err end
   local result, sinks, why
   result, err, sinks, why = proc:_collect(deadline, o.max_output or DEFAULT_MAX_OUTPUT, o.keep)
@@ -455,8 +466,12 @@ function M.run(sbx, cmd, opts)
     return result
   end
   -- Past the deadline (ours or envd's), or a failure: stop the group and
-  -- hand back what was read.
+  -- hand back what was read; past our deadline, what it wrote up to its end
+  -- (a run reads nothing before the end).
   proc:kill()
+  if why == "deadline" then
+    proc:_collect(adapter.now_ms() + KILL_SETTLE_MS, o.max_output or DEFAULT_MAX_OUTPUT, o.keep)
+  end
   if killed_by_envd or why == "deadline" then
     err = timeout_error(op, o.timeout_ms, "command timed out (timeout_ms)")
   end

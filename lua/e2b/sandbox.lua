@@ -291,6 +291,7 @@ function Sandbox:kill()
   local ok, err = rt.finish(self._client._h:kill(self.sandbox_id))
   if ok or errors.is(err, "not_found") then
     self._closed = true
+    self._h:flush_forgets(true)
     return true
   end
   return nil, self:_tag(err)
@@ -309,7 +310,10 @@ function Sandbox:close()
   if not self._owned or self._on_close == "leave" then return true end
   if self._on_close == "pause" then return self:pause() end
   local ok, err = rt.finish(self._client._h:kill(self.sandbox_id))
-  if ok or errors.is(err, "not_found") then return true end
+  if ok or errors.is(err, "not_found") then
+    self._h:flush_forgets(true)
+    return true
+  end
   return nil, self:_tag(err)
 end
 
