@@ -92,8 +92,17 @@ typedef int (*req_parse_fn)(e2b_req *req, json_t *body, e2b_error *err);
 typedef void (*req_advance_fn)(e2b_req *req);
 typedef void (*req_state_free_fn)(void *state);
 
+/* How the loop reaches a request's owner (transfer.c) without calling into
+ * it by name: loop.c knows requests, timers and this table only. */
+typedef struct e2b_req_hooks {
+  void (*completed)(e2b_req *req, CURLcode rc); /* curl finished the transfer */
+  void (*timer)(e2b_req *req);                  /* its timer fired */
+  void (*release)(e2b_req *req);                /* an unattended request is done */
+} e2b_req_hooks;
+
 struct e2b_req {
   e2b_loop *loop;
+  const e2b_req_hooks *hooks;
   /* composite requests only */
   req_advance_fn advance;
   void *state;
@@ -202,11 +211,8 @@ void e2b_req_mark_dirty(e2b_req *req);
 int e2b_growbuf_append(growbuf *b, const void *data, size_t len);
 void e2b_growbuf_free(growbuf *b);
 
-void e2b_transfer_complete(e2b_req *req, CURLcode rc);
 queued *e2b_req_pop_node(e2b_req *req);
 void e2b_req_push_node(e2b_req *req, queued *node);
-void e2b_transfer_retry_now(e2b_req *req);
-void e2b_transfer_idle_check(e2b_req *req);
 
 /* ---- lifecycle.c: helpers shared by composites ---- */
 typedef struct e2b_kvs {

@@ -8,9 +8,13 @@
 --   * a waiter parks on its coroutine's ngx.semaphore, with its deadline as
 --     the wait's timeout, and posts the pump's semaphore so that what it just
 --     queued is sent on this event-loop iteration;
---   * between steps the pump waits on its semaphore: 1 ms (nginx's timer
---     resolution) while things happen, backing off to 16 ms when they stop
---     (nginx cannot watch curl's sockets, so the pump polls);
+--   * between steps the pump waits on its semaphore, never past the core's
+--     next deadline (loop:timeout()); while transfers run, also 1 ms (nginx's
+--     timer resolution) while things happen, backing off to 16 ms when they
+--     stop (nginx cannot watch curl's sockets, so it polls them); with none
+--     running, only the deadline or a new waiter wakes it;
+--   * each step keeps performing while curl's sockets are ready (bounded,
+--     in the core), so an upload moves as fast as the socket takes it;
 --   * tasks are ngx.thread light threads: they live as long as the request
 --     (or timer) that spawned them.
 -- bench/README.md has the measurements behind these choices.
@@ -173,6 +177,19 @@ local pump_kicked = false -- pump_sem was posted since
 
 local SWEEP_MS = 1000
 
+-- How long the pump may wait after a step: never past the core's next
+-- deadline (curl's timers, retry backoffs, idle budgets: loop:timeout());
+-- while transfers run, also no longer than the poll interval, as nginx
+-- cannot watch curl's sockets and data may arrive at any time. With no
+-- transfer running only the deadline (or a new waiter's post) wakes it.
+local function pump_wait_ms(running, poll_ms)
+  local due = loop:timeout()
+  local wait = SWEEP_MS
+  if running > 0 or tuning.wait == "sleep" then wait = poll_ms end
+  if due >= 0 and due < wait then wait = due end
+  return math.max(wait, 1) -- nginx's timer resolution; a 0 wait would not yield
+end
+
 local function pump()
   local idle_ms, busy_until, next_sweep = tuning.min_idle_ms, 0, now_ms() + SWEEP_MS
   while true do
@@ -193,14 +210,15 @@ local function pump()
     else
       idle_ms = math.min(idle_ms * 2, tuning.max_idle_ms)
     end
+    local wait_ms = pump_wait_ms(running, idle_ms)
     if tuning.wait == "sleep" then
-      ngx.sleep(idle_ms / 1000)
+      ngx.sleep(wait_ms / 1000)
     else
       -- The waiters just woken run first (their resumptions are queued
       -- before ours); when they wait again they post pump_sem, so the next
-      -- step follows at once instead of after idle_ms.
+      -- step follows at once instead of after wait_ms.
       pump_idle = true
-      pump_sem:wait(idle_ms / 1000)
+      pump_sem:wait(wait_ms / 1000)
       pump_idle = false
     end
   end
