@@ -18,7 +18,9 @@
  *
  * A blocking caller starts a request and calls e2b_req_wait(); an async
  * caller (an event loop, a language binding's scheduler) calls
- * e2b_loop_step() itself and reacts to notifications. Both are faces of the same objects.
+ * e2b_loop_step() itself and reacts to notifications; a host loop that
+ * steps with timeout 0 asks e2b_loop_timeout() when the next step is due.
+ * Both are faces of the same objects.
  *
  * Errors: every call that can fail fills an e2b_error (one code from the
  * e2b_code enum plus a human message, never containing secrets). Options are
