@@ -678,6 +678,14 @@ static int loop_active(lua_State *L) {
   return 1;
 }
 
+/* timeout() -> ms until the loop must be stepped even without socket
+ * activity (0: now, -1: only sockets or new work); e2b_loop_timeout. */
+static int loop_timeout(lua_State *L) {
+  loop_ud *u = check_loop(L, 1);
+  lua_pushinteger(L, e2b_loop_timeout(u->l->loop));
+  return 1;
+}
+
 /* How long closing a loop (at the latest, when the Lua state closes) may
  * spend sending what finalizers left unattended: a kill of a process
  * group, the removal of kept output. */
@@ -1393,7 +1401,8 @@ static void new_class(lua_State *L, const char *name, const luaL_Reg *methods, l
 
 int luaopen_e2b_core(lua_State *L) {
   static const luaL_Reg loop_methods[] = {
-      {"step", loop_step}, {"active", loop_active}, {"close", loop_gc}, {NULL, NULL}};
+      {"step", loop_step}, {"active", loop_active}, {"timeout", loop_timeout},
+      {"close", loop_gc}, {NULL, NULL}};
   static const luaL_Reg client_methods[] = {
       {"config", client_config}, {"create", client_create}, {"connect", client_connect},
       {"info", client_info},     {"kill", client_kill},     {"set_timeout", client_set_timeout},

@@ -18,7 +18,9 @@
  *
  * A blocking caller starts a request and calls e2b_req_wait(); an async
  * caller (an event loop, a language binding's scheduler) calls
- * e2b_loop_step() itself and reacts to notifications. Both are faces of the same objects.
+ * e2b_loop_step() itself and reacts to notifications; a host loop that
+ * steps with timeout 0 asks e2b_loop_timeout() when the next step is due.
+ * Both are faces of the same objects.
  *
  * Errors: every call that can fail fills an e2b_error (one code from the
  * e2b_code enum plus a human message, never containing secrets). Options are
@@ -114,11 +116,22 @@ typedef struct e2b_loop e2b_loop;
 E2B_EXPORT e2b_loop *e2b_loop_new(e2b_error *err);
 E2B_EXPORT void e2b_loop_release(e2b_loop *loop);
 
-/* Drives every transfer as far as it can without blocking, then, when
- * timeout_ms > 0 and nothing progressed, waits up to timeout_ms for socket
- * activity (or e2b_loop_wakeup) and drives again. Notifications fire from
- * inside this call. Returns the number of transfers still running. */
+/* Drives every transfer as far as it can without blocking (while one of
+ * curl's sockets stays ready it performs again, for at most ~2 ms), then,
+ * when timeout_ms > 0 and nothing progressed, waits up to timeout_ms for
+ * socket activity (or e2b_loop_wakeup) and drives again. Notifications fire
+ * from inside this call. Returns the number of transfers still running. */
 E2B_EXPORT int e2b_loop_step(e2b_loop *loop, long timeout_ms);
+/* For a host event loop that steps with timeout 0 (like curl_multi_timeout):
+ * ms until the loop must be stepped again even if no socket becomes ready;
+ * 0 when something is due now, -1 when only socket activity (or a new
+ * request) can make progress. It covers curl's own timers, retry backoffs,
+ * composites' waits and stream idle budgets. A host that can watch sockets
+ * also steps on their activity; one that cannot (nginx from Lua) must also
+ * step every few ms while e2b_loop_active() > 0, since data may arrive at any
+ * time. Starting a request or feeding an upload changes the answer: ask
+ * again after each step and after queuing work. */
+E2B_EXPORT long e2b_loop_timeout(e2b_loop *loop);
 /* Transfers currently running. */
 E2B_EXPORT int e2b_loop_active(const e2b_loop *loop);
 /* Requests left to finish unattended (e2b_req_autofree): the kills and

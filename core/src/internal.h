@@ -101,8 +101,17 @@ typedef int (*req_parse_fn)(e2b_req *req, json_t *body, e2b_error *err);
 typedef void (*req_advance_fn)(e2b_req *req);
 typedef void (*req_state_free_fn)(void *state);
 
+/* How the loop reaches a request's owner (transfer.c) without calling into
+ * it by name: loop.c knows requests, timers and this table only. */
+typedef struct e2b_req_hooks {
+  void (*completed)(e2b_req *req, CURLcode rc); /* curl finished the transfer */
+  void (*timer)(e2b_req *req);                  /* its timer fired */
+  void (*release)(e2b_req *req);                /* an unattended request is done */
+} e2b_req_hooks;
+
 struct e2b_req {
   e2b_loop *loop;
+  const e2b_req_hooks *hooks;
   /* composite requests only */
   req_advance_fn advance;
   void *state;
@@ -192,13 +201,15 @@ void e2b_err_from_connect(e2b_error *err, const char *connect_code, const char *
                           const char *op);
 e2b_code e2b_code_from_connect(const char *connect_code);
 
+/* The files of the transport depend one way: prepare.c -> transfer.c ->
+ * client.c -> loop.c; loop.c reaches requests through req->hooks only. */
+
 /* ---- loop.c: the loop, timers, notifications ---- */
 int64_t e2b_now_ms(void);
+void e2b_loop_retain(e2b_loop *loop);
 void e2b_req_arm_timer(e2b_req *req, int64_t delay_ms);
-/* Marks req as a unary call of c: each attempt is capped by request_timeout_ms
- * and all of them together (with backoff) by budget_ms. */
-void e2b_req_set_unary(e2b_req *req, const e2b_client *c);
 void e2b_req_disarm_timer(e2b_req *req);
+void e2b_req_mark_dirty(e2b_req *req);
 
 /* ---- transfer.c: HTTP transfers ---- */
 /* The fields every request starts with (a transfer or a composite op). */
@@ -207,15 +218,14 @@ e2b_req *e2b_req_new(e2b_loop *loop, const char *op, e2b_error *err);
 int e2b_req_add_header(e2b_req *req, const char *name, const char *value, e2b_error *err);
 int e2b_req_start(e2b_req *req, e2b_error *err); /* adds to the multi; frees req on failure */
 void e2b_req_fail(e2b_req *req, const e2b_error *err);
-void e2b_req_mark_dirty(e2b_req *req);
+/* Marks req as a unary call of c: each attempt is capped by request_timeout_ms
+ * and all of them together (with backoff) by budget_ms. */
+void e2b_req_set_unary(e2b_req *req, const e2b_client *c);
 int e2b_growbuf_append(growbuf *b, const void *data, size_t len);
 void e2b_growbuf_free(growbuf *b);
 
-void e2b_transfer_complete(e2b_req *req, CURLcode rc);
 queued *e2b_req_pop_node(e2b_req *req);
 void e2b_req_push_node(e2b_req *req, queued *node);
-void e2b_transfer_retry_now(e2b_req *req);
-void e2b_transfer_idle_check(e2b_req *req);
 
 /* ---- lifecycle.c: helpers shared by composites ---- */
 typedef struct e2b_kvs {
@@ -239,14 +249,15 @@ void e2b_op_kick(e2b_req *op);
 
 /* ---- client.c ---- */
 char *e2b_strdup0(const char *s); /* NULL-safe strdup */
+char *e2b_url_escape(const char *s);
+void e2b_client_retain(e2b_client *c);
+void e2b_sbx_retain(e2b_sbx *sbx);
+
+/* ---- prepare.c: a request's URL, method, body and headers ---- */
 int e2b_client_prepare_control(e2b_client *c, e2b_req *req, const char *method, const char *path,
                                json_t *body, e2b_error *err);
 int e2b_sbx_prepare_rpc(e2b_sbx *sbx, e2b_req *req, const char *method_path, const char *user,
                         json_t *body, int stream, e2b_error *err);
-char *e2b_url_escape(const char *s);
-void e2b_client_retain(e2b_client *c);
-void e2b_sbx_retain(e2b_sbx *sbx);
-void e2b_loop_retain(e2b_loop *loop);
 
 /* ---- control.c: raw control-plane calls ---- */
 e2b_req *e2b_control(e2b_client *c, const char *op, const char *method, const char *path,

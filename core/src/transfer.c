@@ -33,8 +33,11 @@ void e2b_growbuf_free(growbuf *b) {
 
 /* ---- life cycle ---- */
 
+static const e2b_req_hooks transfer_hooks;
+
 void e2b_req_init(e2b_req *req, e2b_loop *loop, const char *op) {
   req->loop = loop;
+  req->hooks = &transfer_hooks;
   e2b_loop_retain(loop);
   snprintf(req->op, sizeof req->op, "%s", op);
   e2b_error_clear(&req->err);
@@ -196,20 +199,6 @@ e2b_loop *e2b_req_loop(const e2b_req *req) { return req->loop; }
 void e2b_req_set_notify(e2b_req *req, e2b_notify_fn fn, void *userdata) {
   req->notify = fn;
   req->notify_ud = userdata;
-}
-
-int e2b_req_wait(e2b_req *req, long timeout_ms) {
-  int64_t deadline = timeout_ms >= 0 ? e2b_now_ms() + timeout_ms : 0;
-  while (!req->done) {
-    long wait = 1000;
-    if (timeout_ms >= 0) {
-      int64_t left = deadline - e2b_now_ms();
-      if (left <= 0) return 0;
-      if (left < wait) wait = (long)left;
-    }
-    e2b_loop_step(req->loop, wait);
-  }
-  return 1;
 }
 
 /* ---- curl callbacks ---- */
@@ -390,7 +379,7 @@ static void finish_buffered(e2b_req *req) {
 /* The idle budget of a stream: nothing at all (not even a keepalive) for
  * idle_ms fails it. A transfer paused because its reader is behind is not
  * idle: the silence is ours. */
-void e2b_transfer_idle_check(e2b_req *req) {
+static void idle_check(e2b_req *req) {
   if (req->done || !req->idle_ms) return;
   int64_t quiet = e2b_now_ms() - req->last_byte_ms;
   if (req->recv_paused || quiet < req->idle_ms) {
@@ -480,7 +469,7 @@ static int schedule_retry(e2b_req *req, CURLcode rc) {
 
 static void start_transfer(e2b_req *req);
 
-void e2b_transfer_retry_now(e2b_req *req) {
+static void retry_now(e2b_req *req) {
   req->waiting_retry = 0;
   e2b_error_clear(&req->err);
   req->status = 0;
@@ -489,7 +478,7 @@ void e2b_transfer_retry_now(e2b_req *req) {
   start_transfer(req);
 }
 
-void e2b_transfer_complete(e2b_req *req, CURLcode rc) {
+static void complete(e2b_req *req, CURLcode rc) {
   if (req->done) return;
   if (req->client) release_slot(req);
   if (req->err.code == E2B_OK) {
@@ -515,6 +504,20 @@ void e2b_transfer_complete(e2b_req *req, CURLcode rc) {
   req->done = 1;
   e2b_req_mark_dirty(req);
 }
+
+/* A timer of req fired: a retry's backoff ended, a composite's wait is
+ * over, or a stream's idle budget is to be checked. */
+static void on_timer(e2b_req *req) {
+  if (req->waiting_retry)
+    retry_now(req);
+  else if (req->advance)
+    e2b_req_mark_dirty(req); /* composites advance on their timer */
+  else
+    idle_check(req);
+}
+
+/* What the loop calls back: it knows requests only through this table. */
+static const e2b_req_hooks transfer_hooks = {complete, on_timer, e2b_req_free};
 
 /* ---- starting ---- */
 

@@ -8,11 +8,18 @@
 --   * a waiter parks on its coroutine's ngx.semaphore, with its deadline as
 --     the wait's timeout, and posts the pump's semaphore so that what it just
 --     queued is sent on this event-loop iteration;
---   * between steps the pump waits on its semaphore: 1 ms (nginx's timer
---     resolution) while things happen, backing off to 16 ms when they stop
---     (nginx cannot watch curl's sockets, so the pump polls);
+--   * between steps the pump waits on its semaphore, never past the core's
+--     next deadline (loop:timeout()); while transfers run, also 1 ms (nginx's
+--     timer resolution) while things happen, backing off to 16 ms when they
+--     stop (nginx cannot watch curl's sockets, so it polls them); with none
+--     running, only the deadline or a new waiter wakes it;
+--   * each step keeps performing while curl's sockets are ready (bounded,
+--     in the core), so an upload moves as fast as the socket takes it;
 --   * tasks are ngx.thread light threads: they live as long as the request
 --     (or timer) that spawned them.
+-- The task logic (waits on requests, tasks, orphaned errors, run) is
+-- e2b.tasks, shared with e2b.sched; this file supplies how a coroutine
+-- parks on ngx's primitives and the pump.
 -- bench/README.md has the measurements behind these choices.
 -- Waiting is possible wherever nginx can resume a handler later: rewrite,
 -- access and content handlers and ngx.timer callbacks. In other phases
@@ -24,7 +31,6 @@ local core = require("e2b.core")
 local semaphore = require("ngx.semaphore")
 
 local ngx = ngx
-local unpack = table.unpack or unpack
 local now_ms = core.now_ms
 local co_running = coroutine.running
 
@@ -84,14 +90,13 @@ local function need_yield(what)
   end
 end
 
-local function pack(...)
-  return { n = select("#", ...), ... }
-end
+local pack = require("e2b.tasks").pack
 
 -- ---- waiters ----
 
-local waiters = {}   -- request id -> array of wait entries
-local nwaiting = 0   -- entries parked and not yet woken
+local S -- the shared task logic (e2b.tasks), over the primitives below
+local waiters        -- S.waiters: request id -> array of wait entries
+local nwaiting = 0   -- await entries parked and not yet woken
 -- coroutine -> its semaphore. nginx reuses the coroutines of finished
 -- requests, so a semaphore is drained before each wait (a post may have
 -- come after the waiter of an aborted request was killed).
@@ -106,25 +111,15 @@ local function sem_of(co)
   return s
 end
 
-local function unregister(entry)
-  local ids = entry.ids
-  for i = 1, #ids do
-    local list = waiters[ids[i]]
-    if list then
-      for j = #list, 1, -1 do
-        if list[j] == entry then table.remove(list, j) end
-      end
-      if #list == 0 then waiters[ids[i]] = nil end
-    end
-  end
+-- A woken entry's caller resumes from its semaphore.
+local function signal(entry)
+  if entry.counted then nwaiting = nwaiting - 1 end
+  entry.sem:post(1)
 end
 
-local function wake(entry)
-  if entry.woken then return end
-  entry.woken = true
-  nwaiting = nwaiting - 1
-  unregister(entry)
-  entry.sem:post(1)
+-- The entry's caller gives up (deadline): it stops counting as a waiter.
+local function give_up(entry)
+  if S.cancel(entry) and entry.counted then nwaiting = nwaiting - 1 end
 end
 
 -- Forgets the entries of waiters that are gone: nginx kills the threads of
@@ -154,16 +149,6 @@ local function sweep()
   end
 end
 
-local function deliver(ids)
-  for i = 1, #ids do
-    local list = waiters[ids[i]]
-    if list then
-      waiters[ids[i]] = nil
-      for j = 1, #list do wake(list[j]) end
-    end
-  end
-end
-
 -- ---- the pump ----
 
 local pumping = false     -- the pump timer is alive
@@ -173,11 +158,24 @@ local pump_kicked = false -- pump_sem was posted since
 
 local SWEEP_MS = 1000
 
+-- How long the pump may wait after a step: never past the core's next
+-- deadline (curl's timers, retry backoffs, idle budgets: loop:timeout());
+-- while transfers run, also no longer than the poll interval, as nginx
+-- cannot watch curl's sockets and data may arrive at any time. With no
+-- transfer running only the deadline (or a new waiter's post) wakes it.
+local function pump_wait_ms(running, poll_ms)
+  local due = loop:timeout()
+  local wait = SWEEP_MS
+  if running > 0 or tuning.wait == "sleep" then wait = poll_ms end
+  if due >= 0 and due < wait then wait = due end
+  return math.max(wait, 1) -- nginx's timer resolution; a 0 wait would not yield
+end
+
 local function pump()
   local idle_ms, busy_until, next_sweep = tuning.min_idle_ms, 0, now_ms() + SWEEP_MS
   while true do
     local ids, running = loop:step(0)
-    if ids then deliver(ids) end
+    if ids then S.deliver(ids) end
     local now = now_ms()
     if now >= next_sweep then
       sweep()
@@ -193,14 +191,15 @@ local function pump()
     else
       idle_ms = math.min(idle_ms * 2, tuning.max_idle_ms)
     end
+    local wait_ms = pump_wait_ms(running, idle_ms)
     if tuning.wait == "sleep" then
-      ngx.sleep(idle_ms / 1000)
+      ngx.sleep(wait_ms / 1000)
     else
       -- The waiters just woken run first (their resumptions are queued
       -- before ours); when they wait again they post pump_sem, so the next
-      -- step follows at once instead of after idle_ms.
+      -- step follows at once instead of after wait_ms.
       pump_idle = true
-      pump_sem:wait(idle_ms / 1000)
+      pump_sem:wait(wait_ms / 1000)
       pump_idle = false
     end
   end
@@ -238,12 +237,10 @@ local function self_pump(entry, deadline)
   local idle_ms = tuning.min_idle_ms
   while not entry.woken do
     local ids = loop:step(0)
-    if ids then deliver(ids) end
+    if ids then S.deliver(ids) end
     if entry.woken then break end
     if deadline and now_ms() >= deadline then
-      entry.woken = true
-      nwaiting = nwaiting - 1
-      unregister(entry)
+      give_up(entry)
       return false
     end
     idle_ms = ids and tuning.min_idle_ms or math.min(idle_ms * 2, tuning.max_idle_ms)
@@ -253,59 +250,107 @@ local function self_pump(entry, deadline)
   return true
 end
 
--- Parks the calling coroutine until entry is woken or deadline passes.
+-- Parks the calling coroutine on its semaphore until entry is woken or
+-- deadline passes. An await (entry.ids) also needs the pump.
 local function park(entry, deadline)
-  nwaiting = nwaiting + 1
-  if tuning.wait == "self" or not kick() then
-    entry.self = true
-    return self_pump(entry, deadline)
+  local sem = sem_of(co_running())
+  while sem:count() > 0 do sem:wait(0) end
+  entry.sem = sem
+  if entry.ids then
+    nwaiting = nwaiting + 1
+    entry.counted = true
+    if tuning.wait == "self" or not kick() then
+      entry.self = true
+      return self_pump(entry, deadline)
+    end
   end
-  local sem = entry.sem
   while true do
     local timeout = 60
     if deadline then
       -- Whole milliseconds: a wait of under 1 ms would not yield at all.
       local left = math.ceil(deadline - now_ms())
       if left <= 0 then
-        entry.woken = true
-        nwaiting = nwaiting - 1
-        unregister(entry)
+        give_up(entry)
         return false
       end
       timeout = left / 1000
     end
-    if sem:wait(timeout) then return true end
+    local posted = sem:wait(timeout)
     if entry.woken then
-      sem:wait(0) -- posted just as the timeout fired: take that post
+      if not posted then sem:wait(0) end -- posted just as the timeout fired: take that post
       return true
     end
+    -- else a stale post (for a killed waiter of a reused coroutine) or a
+    -- timeout: wait on
   end
 end
 
+-- ---- tasks ----
+
+local tasks = setmetatable({}, { __mode = "k" }) -- coroutine -> task
+
+local function current_task()
+  return tasks[co_running()]
+end
+
+local function on_error(e)
+  return { error = e, traceback = debug.traceback(tostring(e), 2) }
+end
+
+-- A task's thread: it starts once the spawner waits, as e2b.sched's do
+-- (it parks on its semaphore, which the spawner posts right away; nginx
+-- resumes it when the spawner yields).
+local function launch(t, body)
+  local th, err = ngx.thread.spawn(function()
+    local co = co_running()
+    t.co = co
+    tasks[co] = t
+    local sem = sem_of(co)
+    while sem:count() > 0 do sem:wait(0) end
+    sem:wait(60)
+    local r = pack(xpcall(body, on_error))
+    local ok = table.remove(r, 1)
+    r.n = r.n - 1
+    tasks[co] = nil -- nginx may reuse the coroutine
+    if ok then
+      S.finish(t, true, r)
+    else
+      S.finish(t, false, { r[1].error, n = 1 }, r[1].traceback)
+    end
+  end)
+  if not th then return nil, err end
+  sem_of(th):post(1)
+  return true
+end
+
+S = require("e2b.tasks").new({
+  park = park,
+  signal = signal,
+  launch = launch,
+  current = current_task,
+  check = need_yield,
+  -- Each outermost run waits for the tasks started inside it only (other
+  -- requests of the worker have their own); a task spawned outside any
+  -- run belongs to none: its unjoined error is logged.
+  run_group = function() return { live = 0, orphans = {} } end,
+  settle = function(group)
+    if group.live == 0 then return end
+    group.settler = { woken = false }
+    park(group.settler)
+  end,
+  orphan = function(t)
+    ngx.log(ngx.ERR, "e2b: a task failed and nothing waited for it: ", t.traceback)
+  end,
+})
+waiters = S.waiters
+
 --- Parks the calling coroutine until one of the core requests progressed.
+-- @function await
 -- @param reqs one core request or an array of them
 -- @tparam[opt] int deadline monotonic ms (`now_ms`)
 -- @treturn boolean true when a request progressed, false when the deadline passed first
 -- @raise in an nginx phase that cannot yield
-function M.await(reqs, deadline)
-  need_yield("a lua-e2b call")
-  local ids
-  if type(reqs) == "table" then
-    ids = {}
-    for i = 1, #reqs do ids[i] = reqs[i]:id() end
-  else
-    ids = { reqs:id() }
-  end
-  local sem = sem_of(co_running())
-  while sem:count() > 0 do sem:wait(0) end
-  local entry = { ids = ids, sem = sem, woken = false }
-  for i = 1, #ids do
-    local list = waiters[ids[i]]
-    if not list then list = {}; waiters[ids[i]] = list end
-    list[#list + 1] = entry
-  end
-  return park(entry, deadline)
-end
+M.await = S.await
 
 --- Sleeps at least 1 ms, nginx's timer resolution (and ngx.sleep(0)
 -- needs OpenResty's own nginx patch; Debian's nginx warns on every call).
@@ -333,117 +378,28 @@ function M.in_task()
   return can_yield()
 end
 
--- ---- tasks ----
-
-local Task = {}
-Task.__index = Task
-
-local tasks = setmetatable({}, { __mode = "k" }) -- coroutine -> task
-
-local function current_task()
-  return tasks[co_running()]
-end
-
-local function on_error(e)
-  return { error = e, traceback = debug.traceback(tostring(e), 2) }
-end
-
-local function finish_task(t, ok, results)
-  t.finished = true
-  tasks[t.co] = nil -- nginx may reuse the coroutine
-  if ok then
-    t.results = results
-  else
-    local e = results[1]
-    t.error, t.traceback = e.error, e.traceback
-    if t.joiners == 0 then
-      if t.group then
-        t.group.orphans[#t.group.orphans + 1] = t
-      else
-        ngx.log(ngx.ERR, "e2b: a task failed and nothing waited for it: ", t.traceback)
-      end
-    end
-  end
-  if t.sem and t.joiners > 0 then t.sem:post(t.joiners) end
-  local g = t.group
-  if g then
-    g.live = g.live - 1
-    if g.live == 0 and g.sem then g.sem:post(1) end
-  end
-end
-
-local function start(group, fn, args)
-  local t = setmetatable({ joiners = 0, group = group, finished = false }, Task)
-  if group then group.live = group.live + 1 end
-  local th, err = ngx.thread.spawn(function()
-    local co = co_running()
-    t.co = co
-    tasks[co] = t
-    -- Start once the spawner waits, as e2b.sched does: park on this
-    -- thread's semaphore, which the spawner posts right away; nginx resumes
-    -- it when the spawner yields.
-    local sem = sem_of(co)
-    while sem:count() > 0 do sem:wait(0) end
-    sem:wait(60)
-    local r = pack(xpcall(function() return fn(unpack(args, 1, args.n)) end, on_error))
-    local ok = table.remove(r, 1)
-    r.n = r.n - 1
-    finish_task(t, ok, r)
-  end)
-  if not th then
-    if group then group.live = group.live - 1 end
-    error("e2b.spawn: " .. tostring(err), 3)
-  end
-  sem_of(th):post(1)
-  return t
-end
+-- ---- tasks (e2b.tasks; documented here) ----
 
 --- Starts fn(...) as an ngx.thread task.
+-- @function spawn
 -- @tparam func fn
 -- @param ... fn's arguments
 -- @treturn Task
 -- @raise when fn is not a function, or in a phase that cannot yield
-function M.spawn(fn, ...)
-  assert(type(fn) == "function", "e2b.spawn: fn must be a function")
-  need_yield("e2b.spawn")
-  local parent = current_task()
-  return start(parent and parent.group, fn, pack(...))
-end
-
-local function take_orphan(t)
-  local g = t.group
-  if not g then return end
-  for i, o in ipairs(g.orphans) do
-    if o == t then table.remove(g.orphans, i) return end
-  end
-end
+M.spawn = S.spawn
 
 --- A task: an ngx.thread, from `e2b.spawn`; it lives as long as the request
 -- (or timer) that spawned it.
 -- @type Task
 
 --- Waits for the task.
+-- @function wait
 -- @return the task function's results
 -- @raise the task's error again, with its traceback
-function Task:wait()
-  if not self.finished then
-    need_yield("task:wait")
-    if not self.sem then self.sem = assert(semaphore.new(0)) end
-    self.joiners = self.joiners + 1
-    while not self.finished do self.sem:wait(60) end
-  end
-  if self.error ~= nil then
-    take_orphan(self)
-    error(self.traceback or self.error, 0)
-  end
-  return unpack(self.results, 1, self.results.n)
-end
 
 --- Whether the task has ended.
+-- @function done
 -- @treturn boolean
-function Task:done()
-  return self.finished == true
-end
 
 --- Running tasks (the module's functions again, after the Task methods).
 -- @section run
@@ -451,27 +407,11 @@ end
 --- Runs fn(...) and waits until every task it started has ended.
 -- Unlike e2b.sched, "every task" is the tasks started inside this run
 -- (other requests of the worker have their own).
+-- @function run
 -- @tparam func fn
 -- @param ... fn's arguments
 -- @return fn's results
 -- @raise a task's error, or in a phase that cannot yield
-function M.run(fn, ...)
-  assert(type(fn) == "function", "e2b.run: fn must be a function")
-  need_yield("e2b.run")
-  if current_task() then
-    return M.spawn(fn, ...):wait()
-  end
-  local group = { live = 0, orphans = {} }
-  local main = start(group, fn, pack(...))
-  while group.live > 0 do
-    if not group.sem then group.sem = assert(semaphore.new(0)) end
-    group.sem:wait(60)
-  end
-  local orphan = table.remove(group.orphans, 1)
-  if orphan and orphan ~= main then
-    error("e2b.run: a task failed: " .. (orphan.traceback or tostring(orphan.error)), 0)
-  end
-  return main:wait()
-end
+M.run = S.run
 
 return M

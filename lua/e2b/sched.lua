@@ -8,12 +8,17 @@
 --     holds, so other tasks still progress and the caller simply blocks;
 --   * when nothing is runnable the core waits in curl_multi_poll on its own
 --     sockets, so an idle wait costs no CPU.
+-- The task logic (waits on requests, tasks, orphaned errors, run) is
+-- e2b.tasks, shared with e2b.ngx; this file supplies how a caller parks
+-- and drives the loop.
 -- Applications use e2b.run, e2b.spawn and e2b.sleep; the rest of this
 -- interface is for writing another adapter (docs/manual.md, "Schedulers").
 -- @module e2b.sched
 local core = require("e2b.core")
 
-local unpack = table.unpack or unpack
+local tasks = require("e2b.tasks")
+
+local pack = tasks.pack
 local now_ms = core.now_ms
 
 local M = { name = "lua" }
@@ -23,31 +28,22 @@ local loop = assert(core.loop())
 -- @field loop
 M.loop = loop
 
-local Task = {}
-Task.__index = Task
-
 local live = {}         -- coroutine -> task, for tasks not yet finished
-local ready = {}        -- { task, gen, value } entries to resume
-local waiters = {}      -- request id -> array of wait entries
+local ready = {}        -- { task, value } entries to resume
 local timers = {}       -- wait entries with a deadline
-local orphan_errors = {} -- errors of tasks nobody joined (reported by run)
+-- Every task belongs to this one group: e2b.run waits for all of them and
+-- reports the first error nobody joined.
+local all = { live = 0, orphans = {} }
 
-local function pack(...)
-  return { n = select("#", ...), ... }
-end
+local S -- the shared task logic (e2b.tasks), over the primitives below
 
--- A wait entry wakes either a task (resumed later) or a blocking caller
--- (a flag its drive loop checks).
-local function wake(entry, value)
-  if entry.woken then return end
-  entry.woken = true
-  entry.value = value
-  if entry.task then
-    local t = entry.task
-    if t.parked == entry then
-      t.parked = nil
-      ready[#ready + 1] = { t, value }
-    end
+-- A woken entry resumes its task on the next round; a blocking caller's
+-- drive loop sees entry.woken itself.
+local function signal(entry)
+  local t = entry.task
+  if t and t.parked == entry then
+    t.parked = nil
+    ready[#ready + 1] = { t, entry.value }
   end
 end
 
@@ -63,7 +59,7 @@ local function expire_timers(now)
     if e.woken then
       timers[i] = timers[n]; timers[n] = nil; n = n - 1
     elseif e.deadline <= now then
-      wake(e, false)
+      S.wake(e, false)
       timers[i] = timers[n]; timers[n] = nil; n = n - 1
     else
       if not nearest or e.deadline < nearest then nearest = e.deadline end
@@ -73,27 +69,13 @@ local function expire_timers(now)
   return nearest
 end
 
-local function finish_task(t, ok, results)
-  t.finished = true
-  live[t.co] = nil
-  if ok then
-    t.results = results
-  else
-    t.error = results[1]
-    t.traceback = debug.traceback(t.co, tostring(results[1]))
-  end
-  local joined = #t.joiners > 0
-  for _, entry in ipairs(t.joiners) do wake(entry, true) end
-  t.joiners = {}
-  if not ok and not joined then orphan_errors[#orphan_errors + 1] = t end
-end
-
 local function resume(t, value)
   local results = pack(coroutine.resume(t.co, value))
   if coroutine.status(t.co) == "dead" then
     local ok = table.remove(results, 1)
     results.n = results.n - 1
-    finish_task(t, ok, results)
+    live[t.co] = nil
+    S.finish(t, ok, results, not ok and debug.traceback(t.co, tostring(results[1])) or nil)
   elseif not t.parked then
     -- The task yielded on its own (not through us): treat it as a
     -- cooperative yield and run it again on the next round.
@@ -126,15 +108,7 @@ local function drive(cond)
         -- Every waiter waits on something that can no longer happen.
         error("e2b: deadlock: every task is waiting and nothing is in flight", 2)
       end
-      if ids then
-        for i = 1, #ids do
-          local list = waiters[ids[i]]
-          if list then
-            waiters[ids[i]] = nil
-            for j = 1, #list do wake(list[j], true) end
-          end
-        end
-      end
+      if ids then S.deliver(ids) end
       expire_timers(now_ms())
     end
   end
@@ -163,8 +137,8 @@ end
 M.now_ms = now_ms
 
 -- Parks the caller on entry: yields inside a task, drives outside one.
-local function park(entry)
-  if entry.join then entry.join.joiners[#entry.join.joiners + 1] = entry end
+local function park(entry, deadline)
+  entry.deadline = deadline or entry.deadline
   local t = current_task()
   add_timer(entry)
   if t then
@@ -177,28 +151,28 @@ local function park(entry)
   return entry.value
 end
 
+S = tasks.new({
+  park = park,
+  signal = signal,
+  current = current_task,
+  default_group = all,
+  run_group = function() return all end,
+  settle = function(group) drive(function() return group.live == 0 end) end,
+  launch = function(t, body)
+    t.co = coroutine.create(body)
+    live[t.co] = t
+    ready[#ready + 1] = { t, nil }
+    return true
+  end,
+})
+
 --- Parks the caller until one of the core requests progressed: yields
 -- inside a task, drives the loop outside one.
+-- @function await
 -- @param reqs one core request or an array of them
 -- @tparam[opt] int deadline monotonic ms (`now_ms`)
 -- @treturn boolean true when a request progressed, false when the deadline passed first
-function M.await(reqs, deadline)
-  local entry = { deadline = deadline }
-  if type(reqs) == "table" then
-    for i = 1, #reqs do
-      local id = reqs[i]:id()
-      local list = waiters[id]
-      if not list then list = {}; waiters[id] = list end
-      list[#list + 1] = entry
-    end
-  else
-    local id = reqs:id()
-    local list = waiters[id]
-    if not list then list = {}; waiters[id] = list end
-    list[#list + 1] = entry
-  end
-  return park(entry)
-end
+M.await = S.await
 
 --- Sleeps ms milliseconds: yields inside a task, blocks outside one.
 -- @tparam int ms
@@ -208,73 +182,35 @@ function M.sleep(ms)
 end
 
 --- Starts fn(...) as a task; it first runs when the caller next waits.
+-- @function spawn
 -- @tparam func fn
 -- @param ... fn's arguments
 -- @treturn Task
 -- @raise when fn is not a function
-function M.spawn(fn, ...)
-  assert(type(fn) == "function", "e2b.spawn: fn must be a function")
-  local args = pack(...)
-  local t = setmetatable({ joiners = {} }, Task)
-  t.co = coroutine.create(function() return fn(unpack(args, 1, args.n)) end)
-  live[t.co] = t
-  ready[#ready + 1] = { t, nil }
-  return t
-end
-
-local function take_orphan(t)
-  for i, o in ipairs(orphan_errors) do
-    if o == t then table.remove(orphan_errors, i) return end
-  end
-end
+M.spawn = S.spawn
 
 --- A task: a coroutine the scheduler runs, from `e2b.spawn`.
 -- @type Task
 
 --- Waits for the task (yielding inside a task).
+-- @function wait
 -- @return the task function's results
 -- @raise the task's error again, with its traceback
-function Task:wait()
-  if not self.finished then
-    park({ join = self })
-  end
-  if self.error ~= nil then
-    take_orphan(self)
-    error(self.traceback or self.error, 0)
-  end
-  return unpack(self.results, 1, self.results.n)
-end
 
 --- Whether the task has ended.
+-- @function done
 -- @treturn boolean
-function Task:done()
-  return self.finished == true
-end
 
 --- Running tasks (the module's functions again, after the Task methods).
 -- @section run
 
 --- Runs fn(...) as a task and drives the loop until every task has ended.
 -- Nested inside a task it is spawn(fn, ...):wait().
+-- @function run
 -- @tparam func fn
 -- @param ... fn's arguments
 -- @return fn's results
 -- @raise a task's error; "e2b.run: a task failed: ..." for one nobody waited for
-function M.run(fn, ...)
-  if current_task() then
-    -- Nested inside a task: the outer run owns the other tasks.
-    return M.spawn(fn, ...):wait()
-  end
-  local main = M.spawn(fn, ...)
-  local all_done = function()
-    return main.finished and next(live) == nil
-  end
-  drive(all_done)
-  local orphan = table.remove(orphan_errors, 1)
-  if orphan and orphan ~= main then
-    error("e2b.run: a task failed: " .. (orphan.traceback or tostring(orphan.error)), 0)
-  end
-  return main:wait()
-end
+M.run = S.run
 
 return M
