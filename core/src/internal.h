@@ -87,6 +87,7 @@ typedef struct queued {
   struct queued *next;
   e2b_proc_event ev;  /* data/status/error point into this allocation */
   size_t len;         /* bytes counted against the queue */
+  int64_t size;       /* watch events: the entry's size (-1: not said) */
 } queued;
 
 typedef struct growbuf {
@@ -289,9 +290,14 @@ void e2b_return_forgets(e2b_sbx *sbx, const char *names, const char *user);
 void e2b_track_unwrap(e2b_proc_info *p);
 
 /* ---- outwatch.c: one WatchDir stream per sandbox wakes kept-output readers ---- */
-typedef void (*e2b_wake_fn)(e2b_req *op, char file);
-/* op is woken (wake(op, c)) when an entry named `<prefix>.<c>...` of dir
- * changes, and with c = 0 whenever the watch (re)starts or is lost. */
+typedef void (*e2b_wake_fn)(e2b_req *op, char file, int64_t size);
+/* op is woken (wake(op, c, size)) when an entry named `<prefix>.<c>...` of
+ * dir changes (size: its size then, -1 when not said), and with c = 0
+ * whenever the watch is lost.
+ * Returns 1 when op must read once to catch up (the watch saw its files
+ * change, or cannot tell), 0 when not (or when the watch is not live yet:
+ * the listing it makes when it starts will tell), -1 on failure (no
+ * memory: op polls on its own). */
 int e2b_outwatch_subscribe(e2b_sbx *sbx, const char *dir, const char *prefix, e2b_req *op,
                            e2b_wake_fn wake);
 void e2b_outwatch_unsubscribe(e2b_sbx *sbx, e2b_req *op);

@@ -17,6 +17,9 @@
 
 #define RETRY_MIN_MS 50
 #define RETRY_MAX_MS 2000
+/* Names that changed since the watch started, so a reader that joins later
+ * knows whether it missed anything; past 3/4 of this the set stops. */
+#define SEEN_SLOTS 4096
 
 typedef struct subscriber {
   e2b_req *op;
@@ -29,25 +32,76 @@ struct e2b_outwatch {
   char *dir;
   e2b_req *op;   /* drives the stream; never seen by callers */
   e2b_req *stream;
+  e2b_req *list;  /* what grew before the watch started */
   int live;      /* the stream said it watches */
+  char **seen;   /* open addressing, SEEN_SLOTS; NULL until the first event */
+  size_t seen_count;
+  int seen_lossy; /* the set is full or an insert failed: assume anything */
   long retry_ms;
   subscriber *subs;
   size_t n, cap;
 };
 
 static void wake_all(struct e2b_outwatch *w) {
-  for (size_t i = 0; i < w->n; i++) w->subs[i].wake(w->subs[i].op, 0);
+  for (size_t i = 0; i < w->n; i++) w->subs[i].wake(w->subs[i].op, 0, -1);
 }
 
-static void dispatch(struct e2b_outwatch *w, const uint8_t *name, size_t len) {
+static size_t slot_of(const char *s, size_t len) {
+  uint32_t h = 2166136261u;
+  for (size_t i = 0; i < len; i++) h = (h ^ (uint8_t)s[i]) * 16777619u;
+  return h % SEEN_SLOTS;
+}
+
+/* The slot holding the process name (up to the first '.'), or the free one. */
+static size_t seen_find(const struct e2b_outwatch *w, const char *name, size_t len) {
+  size_t i = slot_of(name, len);
+  while (w->seen[i] && (strlen(w->seen[i]) != len || memcmp(w->seen[i], name, len) != 0))
+    i = (i + 1) % SEEN_SLOTS;
+  return i;
+}
+
+static void seen_add(struct e2b_outwatch *w, const char *name, size_t len) {
+  if (w->seen_lossy) return;
+  if (!w->seen && !(w->seen = calloc(SEEN_SLOTS, sizeof *w->seen))) {
+    w->seen_lossy = 1;
+    return;
+  }
+  size_t i = seen_find(w, name, len);
+  if (w->seen[i]) return;
+  if (w->seen_count >= SEEN_SLOTS * 3 / 4 || !(w->seen[i] = strndup(name, len))) {
+    w->seen_lossy = 1;
+    return;
+  }
+  w->seen_count++;
+}
+
+static void seen_clear(struct e2b_outwatch *w) {
+  if (w->seen)
+    for (size_t i = 0; i < SEEN_SLOTS; i++) free(w->seen[i]);
+  free(w->seen);
+  w->seen = NULL;
+  w->seen_count = 0;
+  w->seen_lossy = 0;
+}
+
+static void dispatch(struct e2b_outwatch *w, const uint8_t *name, size_t len, int64_t size) {
   const uint8_t *base = name;
   for (size_t i = 0; i < len; i++)
     if (name[i] == '/') base = name + i + 1;
   size_t blen = len - (size_t)(base - name);
+  const char *dot = memchr(base, '.', blen);
+  if (dot) seen_add(w, (const char *)base, (size_t)(dot - (const char *)base));
+  if (!dot) return;
+  /* the file: out, err or exit (.boot and others wake nobody) */
+  size_t el = blen - (size_t)(dot + 1 - (const char *)base);
+  const char *ext = dot + 1;
+  char file = el == 3 && !memcmp(ext, "out", 3) ? 'o' : el == 3 && !memcmp(ext, "err", 3) ? 'e'
+            : el == 4 && !memcmp(ext, "exit", 4) ? 'x' : 0;
+  if (!file) return;
+  size_t nl = (size_t)(dot - (const char *)base);
   for (size_t i = 0; i < w->n; i++) {
-    size_t pl = strlen(w->subs[i].prefix);
-    if (blen > pl + 1 && memcmp(base, w->subs[i].prefix, pl) == 0 && base[pl] == '.')
-      w->subs[i].wake(w->subs[i].op, (char)base[pl + 1]);
+    if (strlen(w->subs[i].prefix) == nl && memcmp(base, w->subs[i].prefix, nl) == 0)
+      w->subs[i].wake(w->subs[i].op, file, size);
   }
 }
 
@@ -55,6 +109,7 @@ static void start_stream(struct e2b_outwatch *w) {
   e2b_error err;
   json_t *body = json_object();
   if (body) json_object_set_new(body, "path", json_string(w->dir));
+  if (body) json_object_set_new(body, "includeEntry", json_true()); /* sizes: skip what we have */
   w->stream = e2b_op_child(w->op, e2b_sbx_stream_rpc(w->sbx, "process.watch",
                                                      "/filesystem.Filesystem/WatchDir", "root",
                                                      body, 30, 90000, 0, 1, &err));
@@ -70,8 +125,32 @@ static void lost(struct e2b_outwatch *w) {
   if (w->retry_ms < RETRY_MAX_MS) w->retry_ms *= 2;
 }
 
+/* Readers that joined before the watch started may have missed writes: one
+ * listing says whose files are non-empty, instead of a read per reader. */
+static void list_before(struct e2b_outwatch *w) {
+  e2b_error err;
+  e2b_req_free(w->list);
+  w->list = e2b_op_child(w->op, e2b_fs_list(w->sbx, w->dir, 1, "root", &err));
+  if (!w->list) wake_all(w);
+}
+
+static void list_step(struct e2b_outwatch *w) {
+  if (!w->list || !e2b_req_done(w->list)) return;
+  if (e2b_req_error(w->list)) {
+    wake_all(w);
+  } else {
+    for (size_t i = 0; i < e2b_req_entry_count(w->list); i++) {
+      const e2b_entry *e = e2b_req_entry_at(w->list, i);
+      if (e->size > 0 && e->name) dispatch(w, (const uint8_t *)e->name, strlen(e->name), e->size);
+    }
+  }
+  e2b_req_free(w->list);
+  w->list = NULL;
+}
+
 static void watch_advance(e2b_req *op) {
   struct e2b_outwatch *w = op->state;
+  list_step(w);
   if (!w->stream) {
     if (op->timer_at_ms) return;
     return start_stream(w);
@@ -80,10 +159,11 @@ static void watch_advance(e2b_req *op) {
   while ((q = e2b_req_pop_node(w->stream))) {
     if (q->ev.type == E2B_EVENT_START) {
       w->live = 1;
+      seen_clear(w);
       w->retry_ms = RETRY_MIN_MS;
-      wake_all(w);
+      list_before(w);
     } else {
-      dispatch(w, q->ev.data, q->ev.len);
+      dispatch(w, q->ev.data, q->ev.len, q->size);
     }
     free(q);
   }
@@ -92,6 +172,8 @@ static void watch_advance(e2b_req *op) {
 
 static void watch_free(void *p) {
   struct e2b_outwatch *w = p;
+  seen_clear(w);
+  e2b_req_free(w->list);
   e2b_req_free(w->stream);
   for (size_t i = 0; i < w->n; i++) free(w->subs[i].prefix);
   free(w->subs);
@@ -126,7 +208,11 @@ int e2b_outwatch_subscribe(e2b_sbx *sbx, const char *dir, const char *prefix, e2
   char *p = strdup(prefix);
   if (!p) return -1;
   w->subs[w->n++] = (subscriber){op, wake, p};
-  return 0;
+  /* Not live yet: the listing made when it starts covers what came before.
+   * Live: the listing (once done) and the events since saw every write. */
+  if (!w->live) return 0;
+  if (w->list || w->seen_lossy) return 1;
+  return w->seen && w->seen[seen_find(w, prefix, strlen(prefix))] ? 1 : 0;
 }
 
 void e2b_outwatch_unsubscribe(e2b_sbx *sbx, e2b_req *op) {

@@ -413,6 +413,13 @@ int e2b_parse_proc_event(const char *json, size_t len, queued **node, e2b_error 
   return rc;
 }
 
+/* Whether a filesystem event can mean more bytes to read (an unknown type
+ * is taken to). */
+static int grows(const char *type) {
+  return !type || (strcmp(type, "EVENT_TYPE_REMOVE") != 0 && strcmp(type, "EVENT_TYPE_RENAME") != 0 &&
+                   strcmp(type, "EVENT_TYPE_CHMOD") != 0);
+}
+
 /* A WatchDir message: the watch's start (type START), a filesystem event
  * (type E2B_EVENT_FS_INTERNAL, data = the entry's name) or a keepalive
  * (*node NULL). */
@@ -424,6 +431,8 @@ int e2b_parse_watch_event(const char *json, size_t len, queued **node, e2b_error
   if (!json_is_object(root)) {
     e2b_err_set(err, E2B_ERR_PROTOCOL, NULL, "watch message is not a JSON object");
     rc = -1;
+  } else if (json_is_object(fs) && !grows(e2b_json_str(fs, "type", NULL))) {
+    /* a removal, rename or mode change: nothing to read */
   } else if (json_object_get(root, "start") || json_is_object(fs)) {
     const char *name = json_is_object(fs) ? e2b_json_str(fs, "name", NULL) : NULL;
     size_t nl = name ? strlen(name) : 0;
@@ -436,6 +445,12 @@ int e2b_parse_watch_event(const char *json, size_t len, queued **node, e2b_error
       q->ev.data = (const uint8_t *)(q + 1);
       if (nl) memcpy(q + 1, name, nl);
       q->ev.len = nl;
+      int64_t size;
+      json_t *entry = json_object_get(fs, "entry");
+      q->size = json_is_object(entry) && json_object_get(entry, "size") &&
+                        e2b_json_int(entry, "size", NULL, 0, INT64_MAX, &size) == 0
+                    ? size
+                    : -1;
       *node = q;
     }
   } else if (!json_object_get(root, "keepalive")) {

@@ -23,6 +23,9 @@
 #define POLL_MAX_MS 2000
 /* A process that ends this soon is read once, after its end. */
 #define FIRST_PASS_MS 20
+/* A write is read this much later, so a command that writes its last line
+ * and ends costs one read, not two. */
+#define COALESCE_MS 10
 /* A started process's wrapper may not have created its files yet: wait this
  * long for them before calling the process unknown. */
 #define KEPT_GRACE_MS 10000
@@ -122,6 +125,7 @@ typedef struct track_state {
   int subscribed;    /* woken by the sandbox's watch */
   int at_end;        /* read nothing while the process runs and its stream holds */
   int timer_armed;
+  int coalescing;    /* the timer delays reads woken by the watch */
   int64_t missing_since_ms; /* started, files not there yet: since when */
   long poll_ms;
   int64_t last_contact_ms;
@@ -253,16 +257,26 @@ static void live_step(e2b_req *op, track_state *s) {
 
 /* ---- kept: the stream says start and end, the files hold the output ---- */
 
-static void wake(e2b_req *op, char file) {
+static void wake(e2b_req *op, char file, int64_t size) {
   track_state *s = op->state;
-  s->due |= file == 'o' ? 1 << R_OUT : file == 'e' ? 1 << R_ERR : file == 'x' ? 1 << R_EXIT
-            : file ? 0 : DUE_ALL;
-  e2b_op_kick(op);
+  int which = file == 'o' ? R_OUT : file == 'e' ? R_ERR : file == 'x' ? R_EXIT : -1;
+  if (file && which < 0) return;
+  /* A size we already have is nothing new (the file was created or closed). */
+  if (which >= 0 && which < R_EXIT && size >= 0 && size <= s->off[which]) return;
+  if (which == R_EXIT && size == 0) return;
+  s->due |= which >= 0 ? 1 << which : DUE_ALL;
+  if (!s->read && !s->final_pass && !s->coalescing) {
+    s->coalescing = 1;
+    arm(op, s, COALESCE_MS);
+  }
 }
 
-static void subscribe(e2b_req *op, track_state *s) {
-  if (s->subscribed || s->exit_known || s->gone) return;
-  if (e2b_outwatch_subscribe(s->sbx, E2B_KEPT_ROOT, s->name, op, wake) == 0) s->subscribed = 1;
+/* Returns whether a read must catch up with what the watch did not see. */
+static int subscribe(e2b_req *op, track_state *s) {
+  if (s->subscribed || s->exit_known || s->gone) return 1;
+  int rc = e2b_outwatch_subscribe(s->sbx, E2B_KEPT_ROOT, s->name, op, wake);
+  s->subscribed = rc >= 0;
+  return rc != 0;
 }
 
 static void stream_event(e2b_req *op, track_state *s, queued *n) {
@@ -466,19 +480,25 @@ static void kept_step(e2b_req *op, track_state *s) {
   }
   if (s->timer_armed && !op->timer_at_ms) { /* it fired */
     s->timer_armed = 0;
-    subscribe(op, s);
-    s->due |= s->final_pass ? final_due(s) : DUE_ALL;
+    if (s->coalescing) s->coalescing = 0; /* the wake set what is due */
+    else if (s->final_pass) s->due |= final_due(s);
+    else if (!s->subscribed) s->due |= subscribe(op, s) ? DUE_ALL : 0;
+    else s->due |= DUE_ALL; /* the fallback poll */
+    /* A watch not started yet wakes us when it starts (a listing says
+     * whose files grew before) or, if it fails, when it is lost. */
   }
   if ((s->exit_known || s->gone) && !s->final_pass) {
     e2b_req_disarm_timer(op);
     s->timer_armed = 0;
+    s->coalescing = 0;
     unsubscribe(op, s);
     s->final_pass = 1;
     s->due = final_due(s);
     if (!s->due) return finish_with_end(op, s);
   }
-  if (!s->due || over_cap(op)) return;
-  if (s->exit_known) s->due &= ~(1 << R_EXIT);
+  /* While its stream holds, the end comes from it: the exit file is not read. */
+  if (s->exit_known || (s->live && !e2b_req_done(s->live))) s->due &= ~(1 << R_EXIT);
+  if (!s->due || s->coalescing || over_cap(op)) return;
   if (s->due == DUE_ALL) s->full_pass = 1;
   int which = s->due & 1 ? R_OUT : s->due & 2 ? R_ERR : R_EXIT;
   s->due &= ~(1 << which);
