@@ -26,6 +26,9 @@
 /* A write is read this much later, so a command that writes its last line
  * and ends costs one read, not two. */
 #define COALESCE_MS 10
+/* The most a wrapper copies into its own stream at the end (the wrapper's
+ * __e2b_slurp says 32768 too). */
+#define INLINE_MAX 32768
 /* A started process's wrapper may not have created its files yet: wait this
  * long for them before calling the process unknown. */
 #define KEPT_GRACE_MS 10000
@@ -40,8 +43,11 @@
  * in the command), so a signal to the process group reaches the command
  * without losing its exit status; only SIGKILL ends both. A command that
  * cannot be started is reported on the wrapper's stderr as
- * "!ENOENT"/"!EACCES", as envd would refuse it; on its stdout the wrapper
- * says which files are non-empty (a digit: 1 out, 2 err). It ends without
+ * "!ENOENT"/"!EACCES", as envd would refuse it. At the end the wrapper
+ * copies a small file (up to INLINE_MAX bytes, NULs included) to its own
+ * stdout or stderr, so a short command's output needs no read, and ends its
+ * stdout with one letter, 'a' + flags: 1 out non-empty, 2 err non-empty,
+ * 4 out inline, 8 err inline. It ends without
  * the exit builtin, which would run a login shell's ~/.bash_logout. It
  * removes, in the background, the files of earlier commands named in
  * E2B_FORGET (see forget.c). The
@@ -66,10 +72,20 @@ static const char WRAPPER[] =
     "  for __v in $(compgen -e); do case \"$__k\" in *\" $__v \"*) ;; *) unset \"$__v\" 2>/dev/null;; esac; done\n"
     "fi\n"
     "unset E2B_ENV_KEEP __k __m __v __b\n"
+    "__e2b_slurp() {\n"
+    "  local LC_ALL=C c t=0 i=0; local -a v\n"
+    "  while IFS= read -r -d '' c; do t=$((t+${#c}+1)); [ $t -gt 32768 ] && return 1; v[i++]=$c; done <\"$1\"\n"
+    "  [ $((t+${#c})) -gt 32768 ] && return 1\n"
+    "  [ $i -gt 0 ] && printf '%s\\0' \"${v[@]}\"; printf %s \"$c\"\n"
+    "}\n"
     "__e2b_end() {\n"
     "  local f=0; [ -s \"$__p.out\" ] && f=1; [ -s \"$__p.err\" ] && f=$((f+2))\n"
-    "  printf '%s\\n' \"$1\" >\"$__p.exit\"; printf %s $f; return \"$1\"\n"
+    "  printf '%s\\n' \"$1\" >\"$__p.exit\"\n"
+    "  [ $((f&2)) = 2 ] && __e2b_slurp \"$__p.err\" >&2 && f=$((f+8))\n"
+    "  [ $((f&1)) = 1 ] && __e2b_slurp \"$__p.out\" && f=$((f+4))\n"
+    "  printf %s \"${__e2b_l:f:1}\"; return \"$1\"\n"
     "}\n"
+    "__e2b_l=abcdefghijklmnop\n"
     "trap : TERM INT HUP QUIT\n"
     "if [ \"$0\" != e2b-sh ]; then\n"
     "  if ! command -v -- \"$1\" >/dev/null; then\n"
@@ -118,6 +134,9 @@ typedef struct track_state {
   int exit_known, exit_code;
   char status[64];
   int nonempty;      /* from the wrapper: bit 0 out, bit 1 err; -1 not said */
+  int inlined;       /* from the wrapper: bit 0 out, bit 1 err came in wout/werr */
+  growbuf wout, werr; /* the wrapper's own stdout and stderr (bounded) */
+  int wover;         /* they were more than a wrapper writes: not ours to trust */
   char start_err[8]; /* the wrapper could not start the command */
   int gone;          /* the process no longer exists */
   int final_pass;    /* ended: reading the files to their end */
@@ -146,6 +165,8 @@ static void track_free(void *p) {
   e2b_req_free(s->list);
   e2b_req_free(s->read);
   e2b_growbuf_free(&s->small);
+  e2b_growbuf_free(&s->wout);
+  e2b_growbuf_free(&s->werr);
   free(s->tag);
   free(s->prefix);
   e2b_sbx_release(s->sbx);
@@ -279,6 +300,36 @@ static int subscribe(e2b_req *op, track_state *s) {
   return rc != 0;
 }
 
+/* What the wrapper's own stream said, once it ended: the flags letter, the
+ * inlined files, or that the command could not start. */
+static void wrapper_said(track_state *s) {
+  if (s->wover) return;
+  char last = s->wout.len ? s->wout.data[s->wout.len - 1] : 0;
+  if (last >= 'a' && last <= 'p') {
+    int flags = last - 'a';
+    s->nonempty = flags & 3;
+    s->inlined = flags >> 2;
+    s->wout.len--;
+  } else if (s->werr.len > 1 && s->werr.data[0] == '!') {
+    snprintf(s->start_err, sizeof s->start_err, "%.*s", (int)s->werr.len - 1, s->werr.data + 1);
+  }
+}
+
+/* Hands out an inlined file past what was already read; returns whether it
+ * was inlined (then it needs no read). */
+static int take_inline(e2b_req *op, track_state *s, int which) {
+  if (!(s->inlined & (1 << which))) return 0;
+  growbuf *b = which == R_OUT ? &s->wout : &s->werr;
+  if ((int64_t)b->len > s->off[which]) {
+    size_t from = (size_t)s->off[which];
+    if (emit(op, which == R_OUT ? E2B_EVENT_STDOUT : E2B_EVENT_STDERR, (const uint8_t *)b->data + from,
+             b->len - from, 0, NULL) != 0)
+      return 0;
+    s->off[which] = (int64_t)b->len;
+  }
+  return 1;
+}
+
 static void stream_event(e2b_req *op, track_state *s, queued *n) {
   if (n->ev.type == E2B_EVENT_START) {
     if (!s->pid) s->pid = n->ev.pid;
@@ -290,11 +341,11 @@ static void stream_event(e2b_req *op, track_state *s, queued *n) {
     s->exit_known = 1;
     s->exit_code = n->ev.exit_code;
     snprintf(s->status, sizeof s->status, "%s", n->ev.status ? n->ev.status : "");
-  } else if (n->ev.type == E2B_EVENT_STDOUT && n->ev.len == 1 && n->ev.data[0] >= '0' &&
-             n->ev.data[0] <= '3') {
-    s->nonempty = n->ev.data[0] - '0';
-  } else if (n->ev.type == E2B_EVENT_STDERR && n->ev.len > 1 && n->ev.data[0] == '!') {
-    snprintf(s->start_err, sizeof s->start_err, "%.*s", (int)n->ev.len - 1, n->ev.data + 1);
+    wrapper_said(s);
+  } else if (n->ev.type == E2B_EVENT_STDOUT || n->ev.type == E2B_EVENT_STDERR) {
+    growbuf *b = n->ev.type == E2B_EVENT_STDOUT ? &s->wout : &s->werr;
+    if (b->len + n->ev.len > INLINE_MAX + 1 || e2b_growbuf_append(b, n->ev.data, n->ev.len) != 0)
+      s->wover = 1;
   }
   s->last_contact_ms = e2b_now_ms();
 }
@@ -494,6 +545,8 @@ static void kept_step(e2b_req *op, track_state *s) {
     unsubscribe(op, s);
     s->final_pass = 1;
     s->due = final_due(s);
+    if (take_inline(op, s, R_OUT)) s->due &= ~(1 << R_OUT);
+    if (take_inline(op, s, R_ERR)) s->due &= ~(1 << R_ERR);
     if (!s->due) return finish_with_end(op, s);
   }
   /* While its stream holds, the end comes from it: the exit file is not read. */
