@@ -17,6 +17,7 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 # The upload source is made once, outside every client's measurement.
 head -c $((FILE_MB * 1048576)) /dev/zero >"$out/src"
+sync
 files="$FILE_MB $MB $out/src"
 e2b-local exec -- sh -c "
   /usr/bin/time -f '%U %S %M' -o $out/lua.time sh -c 'lua5.4 bench/client.lua $N $MB && lua5.4 bench/files.lua $files' > $out/lua &&

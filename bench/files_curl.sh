@@ -3,10 +3,11 @@
 # upload (multipart, from a file) and download (into /dev/null) with nothing
 # around them. RSS growth: curl's peak RSS (GNU time) minus that of a curl
 # that fetches /health. Run under e2b-local exec.
-#   sh bench/files_curl.sh [FILE_MB=1024] [READ_MB=200] [SRC=a FILE_MB MiB file]
+#   sh bench/files_curl.sh [FILE_MB=1024] [READ_MB=200] [SRC=a FILE_MB MiB file] [REPS=3]
 set -eu
 FILE_MB=${1:-1024}
 src=${3:-}
+REPS=${4:-3}
 api=$E2B_API_URL
 now() { date +%s%3N; }
 key=$(mktemp)
@@ -27,16 +28,25 @@ envd() { # time-output-file curl-args...
 }
 envd "$tm" -o /dev/null "$E2B_SANDBOX_URL/health"
 base=$(cat "$tm")
-mibps() { awk "BEGIN { printf \"%.1f\", $size / 1048576 / ($1 / 1000) }"; }
-growth() { awk "BEGIN { printf \"%.1f\", ($(cat "$tm") - $base) / 1024 }"; }
+# best REPS-times: each run after a sync; the best rate, the highest growth
+best() { # curl-args...
+  rate=0
+  grow=0
+  i=0
+  while [ $i -lt "$REPS" ]; do
+    sync
+    t0=$(now)
+    envd "$tm" -o /dev/null "$@"
+    ms=$(( $(now) - t0 ))
+    rate=$(awk "BEGIN { r = $size / 1048576 / ($ms / 1000); print (r > $rate ? r : $rate) }")
+    grow=$(awk "BEGIN { g = ($(cat "$tm") - $base) / 1024; print (g > $grow ? g : $grow) }")
+    i=$((i + 1))
+  done
+}
 
-t0=$(now)
-envd "$tm" -o /dev/null -F "file=@$src;type=application/octet-stream" "$E2B_SANDBOX_URL/files?path=/tmp/big"
-echo "file_upload_mibps $(mibps $(( $(now) - t0 )))"
-echo "file_upload_rss_growth_mb $(growth)"
-
-t0=$(now)
-envd "$tm" -o /dev/null "$E2B_SANDBOX_URL/files?path=/tmp/big"
-echo "file_download_mibps $(mibps $(( $(now) - t0 )))"
-echo "file_download_rss_growth_mb $(growth)"
+best -F "file=@$src;type=application/octet-stream" \
+  "$E2B_SANDBOX_URL/files?path=/tmp/big"
+printf 'file_upload_mibps %.1f\nfile_upload_rss_growth_mb %.1f\n' "$rate" "$grow"
+best "$E2B_SANDBOX_URL/files?path=/tmp/big"
+printf 'file_download_mibps %.1f\nfile_download_rss_growth_mb %.1f\n' "$rate" "$grow"
 curl -s -X DELETE "$api/sandboxes/$id" -H @"$key" >/dev/null

@@ -12,6 +12,8 @@
 #define E2B_MAX_JSON_BODY (16u << 20)     /* unary JSON responses */
 #define E2B_MAX_ENVELOPE (16u << 20)      /* one Connect stream message */
 #define E2B_STREAM_QUEUE_CAP (4u << 20)   /* queued stream bytes before the transfer pauses */
+#define E2B_FILE_IO_BUFFER (256L << 10)   /* curl's socket buffers for /files transfers */
+#define E2B_UPLOAD_LOW_WATER (1u << 20)   /* upload backlog at which the producer is told to send more */
 #define E2B_UPLOAD_QUEUE_CAP (1u << 20)   /* queued upload bytes a producer should not exceed */
 #define E2B_DEFAULT_REQUEST_TIMEOUT_MS 60000L
 #define E2B_DEFAULT_BUDGET_MS 60000L
@@ -144,9 +146,10 @@ struct e2b_req {
   size_t queued_bytes;
   queued *current;     /* event or chunk last handed out; freed on the next call */
 
-  /* uploads */
-  growbuf send_buf;
-  size_t send_off;
+  /* uploads: what the producer sent, in the pieces it sent (never copied again) */
+  struct sendbuf *send_head, *send_tail;
+  size_t send_pending; /* bytes queued and not yet taken by curl */
+  int send_started;    /* bytes were queued: the request cannot be replayed */
   int send_ended;
   int send_paused;
 

@@ -31,6 +31,25 @@ void e2b_growbuf_free(growbuf *b) {
   memset(b, 0, sizeof *b);
 }
 
+/* ---- upload pieces ---- */
+
+/* One piece of an upload, as the producer handed it over. */
+typedef struct sendbuf {
+  struct sendbuf *next;
+  size_t len, off;
+  char data[];
+} sendbuf;
+
+static void free_sends(e2b_req *req) {
+  while (req->send_head) {
+    sendbuf *next = req->send_head->next;
+    free(req->send_head);
+    req->send_head = next;
+  }
+  req->send_tail = NULL;
+  req->send_pending = 0;
+}
+
 /* ---- life cycle ---- */
 
 void e2b_req_init(e2b_req *req, e2b_loop *loop, const char *op) {
@@ -150,7 +169,7 @@ void e2b_req_free(e2b_req *req) {
   curl_mime_free(req->mime);
   e2b_growbuf_free(&req->request_body);
   e2b_growbuf_free(&req->response_body);
-  e2b_growbuf_free(&req->send_buf);
+  free_sends(req);
   e2b_envelope_decoder_free(&req->decoder);
   free_queue(req);
   free_results(req);
@@ -348,21 +367,32 @@ static size_t on_body(char *data, size_t size, size_t n, void *ud) {
 
 static size_t on_upload(char *buf, size_t size, size_t n, void *ud) {
   e2b_req *req = ud;
-  size_t room = size * n, avail = req->send_buf.len - req->send_off;
-  if (avail == 0) {
+  size_t room = size * n, before = req->send_pending, given = 0;
+  if (before == 0) {
     if (req->send_ended) return 0;
     req->send_paused = 1;
     return CURL_READFUNC_PAUSE;
   }
-  size_t take = avail < room ? avail : room;
-  memcpy(buf, req->send_buf.data + req->send_off, take);
-  req->send_off += take;
-  if (req->send_off == req->send_buf.len) {
-    req->send_buf.len = 0;
-    req->send_off = 0;
-    e2b_req_mark_dirty(req); /* the producer may send more */
+  while (given < room && req->send_head) {
+    sendbuf *b = req->send_head;
+    size_t take = b->len - b->off < room - given ? b->len - b->off : room - given;
+    memcpy(buf + given, b->data + b->off, take);
+    b->off += take;
+    given += take;
+    if (b->off == b->len) {
+      req->send_head = b->next;
+      if (!req->send_head) req->send_tail = NULL;
+      free(b);
+    }
   }
-  return take;
+  req->send_pending -= given;
+  /* The producer hears when the backlog falls to the low-water mark, not
+   * only once it is gone: refilled before curl runs dry, the upload never
+   * stalls on a round trip through the caller. */
+  if (req->send_pending == 0 ||
+      (before > E2B_UPLOAD_LOW_WATER && req->send_pending <= E2B_UPLOAD_LOW_WATER))
+    e2b_req_mark_dirty(req);
+  return given;
 }
 
 size_t e2b_upload_read_cb(char *buf, size_t size, size_t n, void *ud);
@@ -467,7 +497,7 @@ static int schedule_retry(e2b_req *req, CURLcode rc) {
   if (!c || req->attempts > c->max_retries || req->mode == BODY_EVENTS) return 0;
   if (!req->err.retryable) return 0;
   if (!req->idempotent && !never_reached_server(req, rc)) return 0;
-  if (req->mime || req->send_buf.len || req->send_ended) return 0; /* uploads are not replayed */
+  if (req->mime || req->send_started || req->send_ended) return 0; /* uploads are not replayed */
   int64_t wait = backoff_ms(req);
   if (req->budget_end_ms && e2b_now_ms() + wait >= req->budget_end_ms) return 0;
   req->waiting_retry = 1;
@@ -690,11 +720,20 @@ static void wake_upload(e2b_req *req) {
 
 int e2b_req_send(e2b_req *req, const void *data, size_t len) {
   if (req->done || req->send_ended) return -1;
-  if (req->send_off > 0 && req->send_off == req->send_buf.len) {
-    req->send_buf.len = 0;
-    req->send_off = 0;
-  }
-  if (e2b_growbuf_append(&req->send_buf, data, len) != 0) return -1;
+  if (len == 0) return 0;
+  sendbuf *b = malloc(sizeof *b + len);
+  if (!b) return -1;
+  b->next = NULL;
+  b->len = len;
+  b->off = 0;
+  memcpy(b->data, data, len);
+  if (req->send_tail)
+    req->send_tail->next = b;
+  else
+    req->send_head = b;
+  req->send_tail = b;
+  req->send_pending += len;
+  req->send_started = 1;
   wake_upload(req);
   return 0;
 }
@@ -706,4 +745,4 @@ int e2b_req_send_end(e2b_req *req) {
   return 0;
 }
 
-size_t e2b_req_send_pending(const e2b_req *req) { return req->send_buf.len - req->send_off; }
+size_t e2b_req_send_pending(const e2b_req *req) { return req->send_pending; }
