@@ -1,8 +1,8 @@
 -- bench/files.lua: lua-e2b's file transfers for bench/compare.sh (same output
 -- format as client.lua: "<name> <value>"). Run under e2b-local exec.
 --   lua5.4 bench/files.lua [FILE_MB=1024] [READ_MB=200] [SRC=a FILE_MB MiB file] [REPS=3]
--- Uploads FILE_MB MiB from a local file (SRC, else made here) with files:write (a chunk function
--- reading it), downloads it with files:read_to into /dev/null, and reads a
+-- Uploads FILE_MB MiB from a local file (SRC, else made here) with files:write
+-- (given the open file), downloads it with files:read_to into /dev/null, and reads a
 -- READ_MB MB file whole with files:read, each REPS times. RSS growth is this process's peak
 -- (VmHWM, reset through /proc/self/clear_refs before each step) minus its
 -- RSS before the step.
@@ -62,10 +62,10 @@ if own then
   assert(os.execute(("head -c %d /dev/zero > %s"):format(size, src)))
 end
 
--- upload: files:write from a chunk function reading the local file
+-- upload: files:write from the open local file
 local rate, growth = best(size, function()
   local f = assert(io.open(src, "rb"))
-  assert(sbx.files:write("/tmp/big", function() return f:read(1048576) end))
+  assert(sbx.files:write("/tmp/big", f))
   f:close()
 end)
 report("file_upload_mibps", rate)

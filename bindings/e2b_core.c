@@ -638,6 +638,33 @@ static int req_send(lua_State *L) {
   return 1;
 }
 
+/* send_from(file, max) on an upload: reads up to max bytes of an open file
+ * straight into the upload (no Lua string between). Returns the bytes
+ * read, 0 at the file's end; nil, message when reading failed or the
+ * upload takes no more. */
+static int req_send_from(lua_State *L) {
+  req_ud *r = check_req(L);
+  FILE *f = open_file(L, 2);
+  luaL_argcheck(L, f != NULL, 2, "an open file");
+  lua_Integer max = luaL_optinteger(L, 3, 1 << 20);
+  luaL_argcheck(L, max > 0, 3, "max must be positive");
+  char *room = e2b_req_send_room(r->req, (size_t)max);
+  if (!room) {
+    lua_pushnil(L);
+    lua_pushstring(L, "the upload takes no more input");
+    return 2;
+  }
+  size_t n = fread(room, 1, (size_t)max, f);
+  if (n == 0 && ferror(f)) {
+    lua_pushnil(L);
+    lua_pushstring(L, strerror(errno));
+    return 2;
+  }
+  e2b_req_send_commit(r->req, n);
+  lua_pushinteger(L, (lua_Integer)n);
+  return 1;
+}
+
 static int req_finish(lua_State *L) {
   req_ud *r = check_req(L);
   lua_pushboolean(L, e2b_req_send_end(r->req) == 0);
@@ -1453,7 +1480,7 @@ int luaopen_e2b_core(lua_State *L) {
   static const luaL_Reg req_methods[] = {
       {"id", req_id},         {"done", req_done},     {"status", req_status},
       {"result", req_result}, {"read", req_read},     {"read_bytes", req_read_bytes}, {"drain", req_drain},
-      {"queued", req_queued}, {"send", req_send},     {"finish", req_finish},
+      {"queued", req_queued}, {"send", req_send}, {"send_from", req_send_from},     {"finish", req_finish},
       {"pending", req_pending}, {"cancel", req_cancel}, {"close", req_close},
       {"partial", req_partial},  {"process", req_process},
       {NULL, NULL}};

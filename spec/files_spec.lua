@@ -32,6 +32,24 @@ describe("files", function()
     assert.is_true(back == big)
   end)
 
+  it("uploads from an open file, from where it stands to its end, byte-exact, with progress", function()
+    local body = h.all_bytes():rep(4096 * 3) .. "end"
+    local path = os.tmpname()
+    local f = assert(io.open(path, "wb"))
+    f:write("skip", body)
+    f:close()
+    f = assert(io.open(path, "rb"))
+    assert.are.equal("skip", f:read(4))
+    local last
+    assert(files:write("/tmp/from_file.bin", f, { progress = function(d) last = d end }))
+    f:close()
+    os.remove(path)
+    assert.are.equal(#body, last)
+    assert.is_true(assert(files:read("/tmp/from_file.bin")) == body)
+    local _, err = files:write("/tmp/x", f)
+    assert.are.equal("data", err.field)
+  end)
+
   it("streams a multi-MiB download straight into an open file, byte-exact, with progress", function()
     local big = h.all_bytes():rep(4096 * 3) .. "end"
     assert(files:write("/tmp/to_file.bin", big))

@@ -80,6 +80,7 @@ typedef struct queued {
   struct queued *next;
   e2b_proc_event ev;  /* data/status/error point into this allocation */
   size_t len;         /* bytes counted against the queue */
+  size_t cap;         /* download chunks: bytes the node can hold (0: not reusable) */
 } queued;
 
 typedef struct growbuf {
@@ -145,9 +146,12 @@ struct e2b_req {
   queued *queue_head, *queue_tail;
   size_t queued_bytes;
   queued *current;     /* event or chunk last handed out; freed on the next call */
+  queued *spare;       /* downloads: consumed chunk nodes kept for reuse */
+  unsigned spare_count;
 
   /* uploads: what the producer sent, in the pieces it sent (never copied again) */
-  struct sendbuf *send_head, *send_tail;
+  struct sendbuf *send_head, *send_tail, *send_spare; /* spare: a taken piece kept for reuse */
+  struct sendbuf *send_fill; /* e2b_req_send_room: the piece the caller is filling */
   size_t send_pending; /* bytes queued and not yet taken by curl */
   int send_started;    /* bytes were queued: the request cannot be replayed */
   int send_ended;
