@@ -21,7 +21,8 @@ for (let i = 0; i < N; i++) {
 times.sort((a, b) => a - b)
 console.log('create_run_kill_ms', times[Math.ceil(N / 2) - 1].toFixed(1))
 
-const sbx = await Sandbox.create()
+// e2b-local, like E2B, ends a sandbox 15 s after creation unless told otherwise.
+const sbx = await Sandbox.create({ timeoutMs: 600_000 })
 const runs = []
 for (let i = 0; i < N * 5; i++) {
   const t0 = now()

@@ -13,7 +13,11 @@
 #include "compat.h"
 #include "e2b.h"
 #include "codec.h"
+#include "whole.h"
 
+#include <lualib.h> /* LUA_FILEHANDLE on the 5.1 ABI */
+
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -572,6 +576,44 @@ static int req_read_bytes(lua_State *L) {
   return 1;
 }
 
+/* The FILE of an open Lua file at idx, else NULL. Every Lua's file
+ * userdata starts with its FILE pointer (5.1 and LuaJIT: NULL once closed;
+ * 5.2+: luaL_Stream, closed when closef is NULL). */
+static FILE *open_file(lua_State *L, int idx) {
+  void *u = luaL_testudata(L, idx, LUA_FILEHANDLE);
+  if (!u) return NULL;
+#if LUA_VERSION_NUM >= 502
+  if (!((luaL_Stream *)u)->closef) return NULL;
+#endif
+  return *(FILE **)u;
+}
+
+/* drain(to) on a download: moves everything queued into `to` (a
+ * core.buffer, or an open file, written directly) without making Lua
+ * strings. Returns ended, bytes moved (ended: the download is over, see
+ * result()); nil, message when `to` could not take them. */
+static int req_drain(lua_State *L) {
+  req_ud *r = check_req(L);
+  lwhole *b = lwhole_test(L, 2);
+  FILE *f = b ? NULL : open_file(L, 2);
+  luaL_argcheck(L, b || f, 2, "a core.buffer or an open file");
+  e2b_proc_event ev;
+  size_t moved = 0;
+  int rc;
+  while ((rc = e2b_req_peek_event(r->req, &ev)) == 1) {
+    if (b ? lwhole_append(b, ev.data, ev.len) != 0 : fwrite(ev.data, 1, ev.len, f) != ev.len) {
+      lua_pushnil(L);
+      lua_pushstring(L, b ? "out of memory" : strerror(errno));
+      return 2;
+    }
+    moved += ev.len;
+    e2b_req_consume(r->req, ev.len);
+  }
+  lua_pushboolean(L, rc < 0);
+  lua_pushinteger(L, (lua_Integer)moved);
+  return 2;
+}
+
 /* process() -> { pid, tag, dir, tracked } of a tracked process stream */
 static int req_process(lua_State *L) {
   req_ud *r = check_req(L);
@@ -595,6 +637,33 @@ static int req_send(lua_State *L) {
   size_t len;
   const char *data = luaL_checklstring(L, 2, &len);
   lua_pushboolean(L, e2b_req_send(r->req, data, len) == 0);
+  return 1;
+}
+
+/* send_from(file, max) on an upload: reads up to max bytes of an open file
+ * straight into the upload (no Lua string between). Returns the bytes
+ * read, 0 at the file's end; nil, message when reading failed or the
+ * upload takes no more. */
+static int req_send_from(lua_State *L) {
+  req_ud *r = check_req(L);
+  FILE *f = open_file(L, 2);
+  luaL_argcheck(L, f != NULL, 2, "an open file");
+  lua_Integer max = luaL_optinteger(L, 3, 1 << 20);
+  luaL_argcheck(L, max > 0, 3, "max must be positive");
+  char *room = e2b_req_send_room(r->req, (size_t)max);
+  if (!room) {
+    lua_pushnil(L);
+    lua_pushstring(L, "the upload takes no more input");
+    return 2;
+  }
+  size_t n = fread(room, 1, (size_t)max, f);
+  if (n == 0 && ferror(f)) {
+    lua_pushnil(L);
+    lua_pushstring(L, strerror(errno));
+    return 2;
+  }
+  e2b_req_send_commit(r->req, n);
+  lua_pushinteger(L, (lua_Integer)n);
   return 1;
 }
 
@@ -1431,8 +1500,8 @@ int luaopen_e2b_core(lua_State *L) {
       {NULL, NULL}};
   static const luaL_Reg req_methods[] = {
       {"id", req_id},         {"done", req_done},     {"status", req_status},
-      {"result", req_result}, {"read", req_read},     {"read_bytes", req_read_bytes},
-      {"queued", req_queued}, {"send", req_send},     {"finish", req_finish},
+      {"result", req_result}, {"read", req_read},     {"read_bytes", req_read_bytes}, {"drain", req_drain},
+      {"queued", req_queued}, {"send", req_send}, {"send_from", req_send_from},     {"finish", req_finish},
       {"pending", req_pending}, {"cancel", req_cancel}, {"close", req_close},
       {"partial", req_partial},  {"process", req_process},
       {NULL, NULL}};
@@ -1440,13 +1509,14 @@ int luaopen_e2b_core(lua_State *L) {
       {"loop", core_loop},           {"client", core_client},
       {"now_ms", core_now_ms},       {"time_ms", core_time_ms},
       {"uuid4", core_uuid4},         {"utf8_valid", core_utf8_valid},
-      {"host_pid", core_host_pid},
+      {"host_pid", core_host_pid},   {"buffer", lwhole_new},
       {"set_error_metatable", core_set_error_metatable},
       {NULL, NULL}};
   new_class(L, LOOP_MT, loop_methods, loop_gc);
   new_class(L, CLIENT_MT, client_methods, client_gc);
   new_class(L, SBX_MT, sbx_methods, sbx_gc);
   new_class(L, REQ_MT, req_methods, req_close);
+  lwhole_register(L);
   luaL_newlib(L, functions);
   lua_pushstring(L, e2b_version());
   lua_setfield(L, -2, "VERSION");

@@ -479,6 +479,13 @@ E2B_EXPORT e2b_req *e2b_file_write(e2b_sbx *sbx, const char *path, const char *u
  * more input (ended or failed). */
 E2B_EXPORT int e2b_req_send(e2b_req *req, const void *data, size_t len);
 E2B_EXPORT int e2b_req_send_end(e2b_req *req);
+/* The same without a copy: room for up to max bytes of the next piece,
+ * which the caller fills (from a file, say) and then queues with
+ * e2b_req_send_commit(n), n <= max (0 queues nothing). The room stays
+ * valid until that call. NULL when the request takes no more input or
+ * memory ran out; commit returns 0, or -1 likewise. */
+E2B_EXPORT void *e2b_req_send_room(e2b_req *req, size_t max);
+E2B_EXPORT int e2b_req_send_commit(e2b_req *req, size_t n);
 /* Bytes queued for sending and not yet taken by the transfer; a producer
  * should wait for a notification while this is large. */
 E2B_EXPORT size_t e2b_req_send_pending(const e2b_req *req);

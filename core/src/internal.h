@@ -12,6 +12,8 @@
 #define E2B_MAX_JSON_BODY (16u << 20)     /* unary JSON responses */
 #define E2B_MAX_ENVELOPE (16u << 20)      /* one Connect stream message */
 #define E2B_STREAM_QUEUE_CAP (4u << 20)   /* queued stream bytes before the transfer pauses */
+#define E2B_FILE_IO_BUFFER (256L << 10)   /* curl's socket buffers for /files transfers */
+#define E2B_UPLOAD_LOW_WATER (1u << 20)   /* upload backlog at which the producer is told to send more */
 #define E2B_UPLOAD_QUEUE_CAP (1u << 20)   /* queued upload bytes a producer should not exceed */
 #define E2B_DEFAULT_REQUEST_TIMEOUT_MS 60000L
 #define E2B_DEFAULT_BUDGET_MS 60000L
@@ -88,6 +90,7 @@ typedef struct queued {
   e2b_proc_event ev;  /* data/status/error point into this allocation */
   size_t len;         /* bytes counted against the queue */
   int64_t size;       /* watch events: the entry's size (-1: not said) */
+  size_t cap;         /* download chunks: bytes the node can hold (0: not reusable) */
 } queued;
 
 typedef struct growbuf {
@@ -162,10 +165,14 @@ struct e2b_req {
   queued *queue_head, *queue_tail;
   size_t queued_bytes;
   queued *current;     /* event or chunk last handed out; freed on the next call */
+  queued *spare;       /* downloads: consumed chunk nodes kept for reuse */
+  unsigned spare_count;
 
-  /* uploads */
-  growbuf send_buf;
-  size_t send_off;
+  /* uploads: what the producer sent, in the pieces it sent (never copied again) */
+  struct sendbuf *send_head, *send_tail, *send_spare; /* spare: a taken piece kept for reuse */
+  struct sendbuf *send_fill; /* e2b_req_send_room: the piece the caller is filling */
+  size_t send_pending; /* bytes queued and not yet taken by curl */
+  int send_started;    /* bytes were queued: the request cannot be replayed */
   int send_ended;
   int send_paused;
 

@@ -31,6 +31,81 @@ void e2b_growbuf_free(growbuf *b) {
   memset(b, 0, sizeof *b);
 }
 
+/* ---- upload pieces ---- */
+
+/* One piece of an upload, as the producer handed it over. */
+typedef struct sendbuf {
+  struct sendbuf *next;
+  size_t len, off, cap;
+  char data[];
+} sendbuf;
+
+static void free_sends(e2b_req *req) {
+  while (req->send_head) {
+    sendbuf *next = req->send_head->next;
+    free(req->send_head);
+    req->send_head = next;
+  }
+  req->send_tail = NULL;
+  req->send_pending = 0;
+  free(req->send_spare);
+  req->send_spare = NULL;
+  free(req->send_fill);
+  req->send_fill = NULL;
+}
+
+/* Reusing a taken piece for the next one (callers send equal pieces)
+ * spares malloc a fresh mapping, its page faults and its return to the
+ * kernel for every MiB. */
+static void spare_send(e2b_req *req, sendbuf *b) {
+  if (req->send_spare && req->send_spare->cap >= b->cap) {
+    free(b);
+    return;
+  }
+  free(req->send_spare);
+  req->send_spare = b;
+}
+
+/* ---- download chunk nodes, reused the same way (at most a queue's worth) ---- */
+
+#define SPARE_CHUNKS 16
+
+/* A spare node is taken only for at least half its size, so the queue's
+ * memory stays within twice the bytes it counts. */
+static queued *chunk_node(e2b_req *req, size_t len) {
+  queued *node = req->spare;
+  if (node && node->cap >= len && node->cap / 2 <= len) {
+    req->spare = node->next;
+    req->spare_count--;
+  } else {
+    if (!(node = malloc(sizeof *node + len))) return NULL;
+    node->cap = len;
+  }
+  size_t cap = node->cap;
+  memset(node, 0, sizeof *node);
+  node->cap = cap;
+  return node;
+}
+
+static void recycle(e2b_req *req, queued *node) {
+  if (node->cap == 0 || req->spare_count >= SPARE_CHUNKS) {
+    free(node);
+    return;
+  }
+  node->next = req->spare;
+  req->spare = node;
+  req->spare_count++;
+}
+
+static void free_spare_chunks(e2b_req *req) {
+  while (req->spare) {
+    queued *next = req->spare->next;
+    free(req->spare);
+    req->spare = next;
+  }
+  req->spare_count = 0;
+}
+
 /* ---- life cycle ---- */
 
 static const e2b_req_hooks transfer_hooks;
@@ -84,6 +159,7 @@ static void free_queue(e2b_req *req) {
   req->queued_bytes = 0;
   free(req->current);
   req->current = NULL;
+  free_spare_chunks(req);
 }
 
 static void free_results(e2b_req *req) {
@@ -153,7 +229,7 @@ void e2b_req_free(e2b_req *req) {
   curl_mime_free(req->mime);
   e2b_growbuf_free(&req->request_body);
   e2b_growbuf_free(&req->response_body);
-  e2b_growbuf_free(&req->send_buf);
+  free_sends(req);
   e2b_envelope_decoder_free(&req->decoder);
   free_queue(req);
   free_results(req);
@@ -293,12 +369,11 @@ static size_t on_stream_body(e2b_req *req, const uint8_t *data, size_t len) {
 }
 
 static size_t on_chunk_body(e2b_req *req, const uint8_t *data, size_t len) {
-  queued *node = malloc(sizeof *node + len);
+  queued *node = chunk_node(req, len);
   if (!node) {
     e2b_err_set(&req->err, E2B_ERR_UNAVAILABLE, req->op, "out of memory");
     return 0;
   }
-  memset(node, 0, sizeof *node);
   memcpy(node + 1, data, len);
   node->ev.type = E2B_EVENT_STDOUT;
   node->ev.data = (const uint8_t *)(node + 1);
@@ -339,21 +414,32 @@ static size_t on_body(char *data, size_t size, size_t n, void *ud) {
 
 static size_t on_upload(char *buf, size_t size, size_t n, void *ud) {
   e2b_req *req = ud;
-  size_t room = size * n, avail = req->send_buf.len - req->send_off;
-  if (avail == 0) {
+  size_t room = size * n, before = req->send_pending, given = 0;
+  if (before == 0) {
     if (req->send_ended) return 0;
     req->send_paused = 1;
     return CURL_READFUNC_PAUSE;
   }
-  size_t take = avail < room ? avail : room;
-  memcpy(buf, req->send_buf.data + req->send_off, take);
-  req->send_off += take;
-  if (req->send_off == req->send_buf.len) {
-    req->send_buf.len = 0;
-    req->send_off = 0;
-    e2b_req_mark_dirty(req); /* the producer may send more */
+  while (given < room && req->send_head) {
+    sendbuf *b = req->send_head;
+    size_t take = b->len - b->off < room - given ? b->len - b->off : room - given;
+    memcpy(buf + given, b->data + b->off, take);
+    b->off += take;
+    given += take;
+    if (b->off == b->len) {
+      req->send_head = b->next;
+      if (!req->send_head) req->send_tail = NULL;
+      spare_send(req, b);
+    }
   }
-  return take;
+  req->send_pending -= given;
+  /* The producer hears when the backlog falls to the low-water mark, not
+   * only once it is gone: refilled before curl runs dry, the upload never
+   * stalls on a round trip through the caller. */
+  if (req->send_pending == 0 ||
+      (before > E2B_UPLOAD_LOW_WATER && req->send_pending <= E2B_UPLOAD_LOW_WATER))
+    e2b_req_mark_dirty(req);
+  return given;
 }
 
 size_t e2b_upload_read_cb(char *buf, size_t size, size_t n, void *ud);
@@ -458,7 +544,7 @@ static int schedule_retry(e2b_req *req, CURLcode rc) {
   if (!c || req->attempts > c->max_retries || req->mode == BODY_EVENTS || req->mode == BODY_WATCH) return 0;
   if (!req->err.retryable) return 0;
   if (!req->idempotent && !never_reached_server(req, rc)) return 0;
-  if (req->mime || req->send_buf.len || req->send_ended) return 0; /* uploads are not replayed */
+  if (req->mime || req->send_started || req->send_ended) return 0; /* uploads are not replayed */
   int64_t wait = backoff_ms(req);
   if (req->budget_end_ms && e2b_now_ms() + wait >= req->budget_end_ms) return 0;
   req->waiting_retry = 1;
@@ -662,7 +748,7 @@ void e2b_req_consume(e2b_req *req, size_t n) {
     req->queue_head = head->next;
     if (!req->queue_head) req->queue_tail = NULL;
     req->queued_bytes -= head->len;
-    free(head);
+    recycle(req, head);
   }
   maybe_unpause(req);
 }
@@ -693,14 +779,59 @@ static void wake_upload(e2b_req *req) {
   }
 }
 
+/* The spare piece, or a new one, with room for len bytes (not queued). */
+static sendbuf *send_piece(e2b_req *req, size_t len) {
+  sendbuf *b = req->send_spare;
+  if (b && b->cap >= len) {
+    req->send_spare = NULL;
+  } else if ((b = malloc(sizeof *b + len))) {
+    b->cap = len;
+  } else {
+    return NULL;
+  }
+  b->next = NULL;
+  b->len = 0;
+  b->off = 0;
+  return b;
+}
+
+static void queue_piece(e2b_req *req, sendbuf *b) {
+  if (req->send_tail)
+    req->send_tail->next = b;
+  else
+    req->send_head = b;
+  req->send_tail = b;
+  req->send_pending += b->len;
+  req->send_started = 1;
+  wake_upload(req);
+}
+
 int e2b_req_send(e2b_req *req, const void *data, size_t len) {
   if (req->done || req->send_ended) return -1;
-  if (req->send_off > 0 && req->send_off == req->send_buf.len) {
-    req->send_buf.len = 0;
-    req->send_off = 0;
-  }
-  if (e2b_growbuf_append(&req->send_buf, data, len) != 0) return -1;
-  wake_upload(req);
+  if (len == 0) return 0;
+  sendbuf *b = send_piece(req, len);
+  if (!b) return -1;
+  memcpy(b->data, data, len);
+  b->len = len;
+  queue_piece(req, b);
+  return 0;
+}
+
+void *e2b_req_send_room(e2b_req *req, size_t max) {
+  if (req->done || req->send_ended || max == 0) return NULL;
+  if (req->send_fill && req->send_fill->cap >= max) return req->send_fill->data;
+  if (req->send_fill) spare_send(req, req->send_fill);
+  req->send_fill = send_piece(req, max);
+  return req->send_fill ? req->send_fill->data : NULL;
+}
+
+int e2b_req_send_commit(e2b_req *req, size_t n) {
+  sendbuf *b = req->send_fill;
+  if (!b || n > b->cap || req->done || req->send_ended) return -1;
+  if (n == 0) return 0; /* the room stays for the next call */
+  req->send_fill = NULL;
+  b->len = n;
+  queue_piece(req, b);
   return 0;
 }
 
@@ -711,4 +842,4 @@ int e2b_req_send_end(e2b_req *req) {
   return 0;
 }
 
-size_t e2b_req_send_pending(const e2b_req *req) { return req->send_buf.len - req->send_off; }
+size_t e2b_req_send_pending(const e2b_req *req) { return req->send_pending; }

@@ -146,6 +146,29 @@ static void base64_round_trips_every_byte_value(void) {
   free(back);
 }
 
+/* Every length through the decoder's two-quanta steps and its tail, each
+ * into a buffer of exactly the decoded size (ASan sees any byte past it),
+ * and a bad character at any position refused. */
+static void base64_decodes_every_length_in_place(void) {
+  uint8_t raw[96];
+  for (size_t i = 0; i < sizeof raw; i++) raw[i] = (uint8_t)(i * 37 + 11);
+  for (size_t len = 0; len <= sizeof raw; len++) {
+    char *text = e2b_b64_encode_alloc(raw, len);
+    size_t tlen = strlen(text), n = 0;
+    uint8_t *back = malloc(len ? len : 1);
+    CHECK(e2b_b64_decode(text, tlen, back, &n) == 0);
+    CHECK_MEM(back, n, raw, len);
+    for (size_t at = 0; at < tlen && text[at] != '='; at++) {
+      char keep = text[at];
+      text[at] = '*';
+      CHECK(e2b_b64_decode(text, tlen, back, &n) == -1);
+      text[at] = keep;
+    }
+    free(back);
+    free(text);
+  }
+}
+
 static void signature_matches_wire_vectors(void) {
   char sig[E2B_SIGNATURE_SIZE];
   CHECK(e2b_sign_file_url("/tmp/a.txt", "read", "", "access-token", 0, sig) == 0);
@@ -243,6 +266,7 @@ int main(void) {
   RUN(base64_rejects_garbage);
   RUN(base64_encodes_every_tail_length);
   RUN(base64_round_trips_every_byte_value);
+  RUN(base64_decodes_every_length_in_place);
   RUN(signature_matches_wire_vectors);
   RUN(secure_streq_compares_whole_strings);
   RUN(times_format_and_parse);

@@ -70,15 +70,45 @@ function Files:_download(op, path, emit, user)
   end
 end
 
---- Reads a whole file.
+-- Streams a download into target (a core.buffer or an open file) in C,
+-- without a Lua string per chunk; returns the byte count.
+function Files:_drain(op, path, target, progress)
+  local ok, err = check_path(op, path)
+  if not ok then return nil, err end
+  local req
+  req, err = self._sbx._h:read(path, self:_user(), 0)
+  if not req then return nil, self._sbx:_envd_err(err) end
+  local total = 0
+  while true do
+    local ended, n = req:drain(target)
+    if ended == nil then
+      req:close()
+      return nil, errors.new("canceled", op, "sink failed: " .. tostring(n))
+    end
+    if n > 0 then
+      total = total + n
+      if progress then progress(total, nil) end
+    end
+    if ended then break end
+    adapter.await(req)
+  end
+  local done
+  done, err = req:result()
+  req:close()
+  if not done then return nil, rt.relabel(self._sbx:_envd_err(err), op) end
+  return total
+end
+
+--- Reads a whole file. The bytes gather in one buffer that becomes the
+-- string (on Lua 5.4 without a copy), so a file is held about once.
 -- @tparam string path
 -- @treturn string the exact bytes
 -- @return or nil, err
 function Files:read(path)
-  local parts = {}
-  local n, err = self:_download("files.read", path, function(chunk) parts[#parts + 1] = chunk end)
+  local buf = core.buffer()
+  local n, err = self:_drain("files.read", path, buf)
   if not n then return nil, err end
-  return table.concat(parts)
+  return buf:take()
 end
 
 -- read_to(path, sink) -> bytes_count | nil, err; sink: function(chunk) or a file.
@@ -140,6 +170,8 @@ function Files:read_to(path, sink, opts)
   local o
   o, err = check.options(op, opts, PROGRESS_SPEC)
   if not o then return nil, err end
+  -- An open file takes the bytes straight from the core's queue.
+  if io.type(sink) == "file" then return self:_drain(op, path, sink, o.progress) end
   return self:_download(op, path, counting_sink(emit, o.progress))
 end
 
@@ -178,11 +210,33 @@ local function upload(req, source)
   end
 end
 
+-- Feeds an upload from an open file, read in C straight into the upload
+-- (no Lua string per chunk), with the same bound.
+local function upload_file(req, file, progress)
+  local done = 0
+  while true do
+    while req:pending() > UPLOAD_HIGH_WATER and not req:done() do adapter.await(req) end
+    if req:done() then return end
+    local n, err = req:send_from(file, CHUNK)
+    if not n then
+      req:cancel()
+      return errors.new("canceled", "files.write", "reading the source file failed: " .. tostring(err))
+    end
+    if n == 0 then
+      req:finish()
+      return
+    end
+    done = done + n
+    if progress then progress(done, nil) end
+  end
+end
+
 local WRITE_SPEC = { mode = "count", exclusive = "boolean", progress = "function" }
 
 --- Writes a file (parent directories are created).
 -- @tparam string path
--- @param data a string, or a function returning chunks (strings), then nil
+-- @param data a string, a function returning chunks (strings), then nil, or an open
+--   file (read from where it stands to its end)
 -- @tparam[opt] table opts
 -- @tparam[opt] int opts.mode permission bits, at most 0o7777 (applied with chmod after)
 -- @tparam[opt=false] boolean opts.exclusive fail with kind "conflict" when it exists
@@ -195,8 +249,9 @@ function Files:write(path, data, opts)
   local op = "files.write"
   local ok, err = check_path(op, path)
   if not ok then return nil, err end
-  if type(data) ~= "string" and type(data) ~= "function" then
-    return nil, errors.invalid(op, "data", "must be a string or a function returning chunks")
+  local file = io.type(data) == "file"
+  if type(data) ~= "string" and type(data) ~= "function" and not file then
+    return nil, errors.invalid(op, "data", "must be a string, a function returning chunks or an open file")
   end
   local o
   o, err = check.options(op, opts, WRITE_SPEC)
@@ -214,9 +269,13 @@ function Files:write(path, data, opts)
   local req
   req, err = self._sbx._h:write(path, self:_user())
   if not req then return nil, self._sbx:_envd_err(err) end
-  local source = counting_source(chunk_source(op, data, "data"), o.progress,
-    type(data) == "string" and #data or nil)
-  local feed_err = upload(req, source)
+  local feed_err
+  if file then
+    feed_err = upload_file(req, data, o.progress)
+  else
+    feed_err = upload(req, counting_source(chunk_source(op, data, "data"), o.progress,
+      type(data) == "string" and #data or nil))
+  end
   while not req:done() do adapter.await(req) end
   local written
   written, err = req:result()
