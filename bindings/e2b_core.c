@@ -1254,6 +1254,37 @@ static int sbx_signal_async(lua_State *L) {
   return 0;
 }
 
+/* An error table (as push_error_table made it) back into an e2b_error. */
+static void read_error_table(lua_State *L, int idx, e2b_error *err) {
+  e2b_error_clear(err);
+  err->code = E2B_ERR_SANDBOX;
+  lua_getfield(L, idx, "kind");
+  const char *kind = lua_tostring(L, -1);
+  for (int c = E2B_OK; kind && c <= E2B_ERR_PERMISSION; c++)
+    if (strcmp(kind, e2b_code_name((e2b_code)c)) == 0) err->code = (e2b_code)c;
+  lua_getfield(L, idx, "status");
+  err->status = (int)lua_tointeger(L, -1);
+  lua_getfield(L, idx, "retryable");
+  err->retryable = lua_toboolean(L, -1);
+  lua_getfield(L, idx, "op");
+  snprintf(err->op, sizeof err->op, "%s", lua_isstring(L, -1) ? lua_tostring(L, -1) : "");
+  lua_getfield(L, idx, "message");
+  snprintf(err->message, sizeof err->message, "%s", lua_isstring(L, -1) ? lua_tostring(L, -1) : "");
+  lua_pop(L, 5);
+}
+
+/* explain(err) -> a request finishing with what err means for the sandbox
+ * (gone, paused, or err itself), or nothing when err needs no look. */
+static int sbx_explain(lua_State *L) {
+  sbx_ud *u = check_sbx(L);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  e2b_error orig;
+  read_error_table(L, 2, &orig);
+  e2b_req *req = e2b_sbx_explain(u->s, &orig);
+  if (!req) return 0;
+  return push_req(L, u->l, req, RES_NONE, &orig);
+}
+
 /* forget_async(tag, user?): removes kept output lazily (the core decides when). */
 static int sbx_forget_async(lua_State *L) {
   sbx_ud *u = luaL_checkudata(L, 1, SBX_MT);
@@ -1495,7 +1526,7 @@ int luaopen_e2b_core(lua_State *L) {
       {"url", sbx_url},           {"health", sbx_health},         {"run", sbx_run},
       {"track", sbx_track},       {"attach", sbx_attach},         {"forget", sbx_forget},
       {"signal_async", sbx_signal_async}, {"forget_async", sbx_forget_async},
-      {"flush_forgets", sbx_flush_forgets},
+      {"flush_forgets", sbx_flush_forgets}, {"explain", sbx_explain},
       {"close", sbx_gc},
       {NULL, NULL}};
   static const luaL_Reg req_methods[] = {

@@ -53,23 +53,16 @@ function Sandbox:_tag(err)
   return rt.tag(err, self.sandbox_id)
 end
 
--- envd of a dead sandbox answers 502/503 from E2B's edge. After one info
--- check that becomes not_found (it is gone); a paused sandbox is said so;
--- anything else keeps the original error ("could not look" stays that).
+-- What an envd failure means for the sandbox (gone, paused, or the error
+-- itself) is the core's call (e2b_sbx_explain); this only asks.
 function Sandbox:_envd_err(err)
   if type(err) ~= "table" then return err end
-  err = self:_tag(err)
-  if err.status ~= 502 and err.status ~= 503 then return err end
-  local raw, ierr = rt.finish(self._client._h:info(self.sandbox_id))
-  if not raw and errors.is(ierr, "not_found") then
-    return errors.new("not_found", err.op, ("sandbox %s is gone (killed or timed out): %s")
-      :format(self.sandbox_id, err.message), { sandbox_id = self.sandbox_id, status = err.status,
-        retryable = false })
-  elseif raw and raw.state == "paused" then
-    err.message = err.message .. " (the sandbox is paused: resume it with sbx:connect() or client:resume())"
-    err.retryable = false
+  local req = self._h:explain(err)
+  if req then
+    local _, explained = rt.finish(req)
+    if explained then err = explained end
   end
-  return err
+  return self:_tag(err)
 end
 
 -- Finishes an envd request, mapping a dead sandbox to not_found.
