@@ -40,7 +40,8 @@ typedef struct prov_state {
   /* copies of the caller's options */
   e2b_create_opts create;
   char *template_id;
-  e2b_kvs metadata, env, volumes;
+  e2b_kv *metadata, *env, *volumes; /* owned */
+  size_t metadata_n, env_n, volumes_n;
   char **allow, **deny;
   size_t allow_n, deny_n;
   int has_network;
@@ -141,9 +142,9 @@ static void prov_free(void *p) {
   if (s->allocated && !s->succeeded) discard_detached(s->client, s->sandbox.sandbox_id);
   e2b_sandbox_clear(&s->sandbox);
   if (s->sbx) e2b_sbx_release(s->sbx);
-  e2b_kvs_free(&s->metadata);
-  e2b_kvs_free(&s->env);
-  e2b_kvs_free(&s->volumes);
+  e2b_kv_free(s->metadata, s->metadata_n);
+  e2b_kv_free(s->env, s->env_n);
+  e2b_kv_free(s->volumes, s->volumes_n);
   free_strings(s->allow, s->allow_n);
   free_strings(s->deny, s->deny_n);
   free(s->template_id);
@@ -180,12 +181,12 @@ static e2b_req *find_id(e2b_req *op, prov_state *s, e2b_error *err) {
 static e2b_req *start_create(e2b_req *op, prov_state *s, e2b_error *err) {
   e2b_create_opts o = s->create;
   o.template_id = s->template_id;
-  o.metadata = s->metadata.kv;
-  o.metadata_count = s->metadata.n;
-  o.env = s->env.kv;
-  o.env_count = s->env.n;
-  o.volume_mounts = s->volumes.kv;
-  o.volume_mount_count = s->volumes.n;
+  o.metadata = s->metadata;
+  o.metadata_count = s->metadata_n;
+  o.env = s->env;
+  o.env_count = s->env_n;
+  o.volume_mounts = s->volumes;
+  o.volume_mount_count = s->volumes_n;
   if (s->has_network && !s->setup) {
     /* No setup to prepare: the policy is part of the create call. */
     o.allow_internet_access = s->network.allow_internet_access;
@@ -205,11 +206,11 @@ static e2b_req *start_create(e2b_req *op, prov_state *s, e2b_error *err) {
 static void add_metadata(prov_state *s) {
   /* The create answer does not echo metadata: record what was sent. */
   e2b_map *m = &s->sandbox.metadata;
-  m->keys = calloc(s->metadata.n + 1, sizeof *m->keys);
-  m->values = calloc(s->metadata.n + 1, sizeof *m->values);
-  for (size_t i = 0; m->keys && m->values && i < s->metadata.n; i++) {
-    m->keys[m->count] = strdup(s->metadata.kv[i].key);
-    m->values[m->count] = strdup(s->metadata.kv[i].value);
+  m->keys = calloc(s->metadata_n + 1, sizeof *m->keys);
+  m->values = calloc(s->metadata_n + 1, sizeof *m->values);
+  for (size_t i = 0; m->keys && m->values && i < s->metadata_n; i++) {
+    m->keys[m->count] = strdup(s->metadata[i].key);
+    m->values[m->count] = strdup(s->metadata[i].value);
     if (m->keys[m->count] && m->values[m->count]) m->count++;
   }
 }
@@ -337,8 +338,8 @@ static e2b_req *start_setup(e2b_req *op, prov_state *s, e2b_error *err) {
   e2b_proc_opts po = {.cmd = "/bin/sh",
                       .args = args,
                       .arg_count = 4,
-                      .env = s->env.kv,
-                      .env_count = s->env.n,
+                      .env = s->env,
+                      .env_count = s->env_n,
                       .user = s->user,
                       .timeout_ms = s->setup_timeout_ms};
   return e2b_op_child(op, e2b_run(s->sbx, &po, NULL, 0, SETUP_TAIL, err));
@@ -444,11 +445,14 @@ static int copy_opts(prov_state *s, const e2b_provision_opts *o, e2b_error *err)
   md[n].value = s->id;
   md[n + 1].key = E2B_META_OWNER;
   md[n + 1].value = s->client->owner;
-  int rc = e2b_kvs_dup(&s->metadata, md, n + 2);
+  int rc = e2b_kv_dup(&s->metadata, md, n + 2);
   free(md);
-  if (rc || e2b_kvs_dup(&s->env, co->env, co->env_count) ||
-      e2b_kvs_dup(&s->volumes, co->volume_mounts, co->volume_mount_count))
-    return -1;
+  if (rc) return -1;
+  s->metadata_n = n + 2;
+  if (e2b_kv_dup(&s->env, co->env, co->env_count) != 0) return -1;
+  s->env_n = co->env_count;
+  if (e2b_kv_dup(&s->volumes, co->volume_mounts, co->volume_mount_count) != 0) return -1;
+  s->volumes_n = co->volume_mount_count;
   const char *const *allow = o->network ? o->network->allow_out : co->allow_out;
   const char *const *deny = o->network ? o->network->deny_out : co->deny_out;
   s->allow_n = o->network ? o->network->allow_out_count : co->allow_out_count;
