@@ -480,38 +480,33 @@ static int copy_opts(prov_state *s, const e2b_provision_opts *o, e2b_error *err)
   return 0;
 }
 
-e2b_req *e2b_sandbox_provision(e2b_client *c, const e2b_provision_opts *o, e2b_error *err) {
-  const char *op = "create";
-  e2b_error_clear(err);
-  if (!c || !o) {
-    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "client and options are required");
-    return NULL;
-  }
+/* Every argument error is found here, before anything is allocated or sent. */
+static int check_opts(const e2b_provision_opts *o, const char *op, e2b_error *err) {
   if (o->id && (!*o->id || strlen(o->id) > 256 || !e2b_utf8_valid(o->id, strlen(o->id)))) {
     e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "id must be 1-256 bytes of UTF-8");
-    return NULL;
+    return -1;
   }
   for (size_t i = 0; i < o->create.metadata_count; i++) {
     const char *k = o->create.metadata ? o->create.metadata[i].key : NULL;
     if (k && (strcmp(k, E2B_META_ID) == 0 || strcmp(k, E2B_META_OWNER) == 0)) {
       e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "metadata.%s is reserved by libe2b", k);
-      return NULL;
+      return -1;
     }
   }
   if (o->setup_script && o->setup_name &&
       (!*o->setup_name || strchr(o->setup_name, '/') || strlen(o->setup_name) > 200)) {
     e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "setup.name must be a plain file name");
-    return NULL;
+    return -1;
   }
   if (o->setup_timeout_ms < 0) {
     e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "setup.timeout_ms must not be negative");
-    return NULL;
+    return -1;
   }
   for (size_t i = 0; i < o->create.volume_mount_count; i++) {
     const char *path = o->create.volume_mounts[i].key;
     if (!path || path[0] != '/') {
       e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "volumes: every mount needs an absolute path");
-      return NULL;
+      return -1;
     }
   }
   /* The raw create validates the rest; run it on a dry copy now, before any I/O. */
@@ -519,17 +514,28 @@ e2b_req *e2b_sandbox_provision(e2b_client *c, const e2b_provision_opts *o, e2b_e
   if (dry.auto_pause_memory != E2B_UNSET && dry.auto_pause != 1) {
     e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op,
                 "lifecycle.keep_memory only applies when on_timeout is \"pause\"");
-    return NULL;
+    return -1;
   }
   if (dry.auto_resume == 1 && (dry.auto_pause != 1 || dry.auto_pause_memory == 0)) {
     e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op,
                 "lifecycle.auto_resume requires on_timeout = \"pause\" with keep_memory");
-    return NULL;
+    return -1;
   }
   if (dry.timeout_ms < 0) {
     e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "timeout_ms must not be negative");
+    return -1;
+  }
+  return 0;
+}
+
+e2b_req *e2b_sandbox_provision(e2b_client *c, const e2b_provision_opts *o, e2b_error *err) {
+  const char *op = "create";
+  e2b_error_clear(err);
+  if (!c || !o) {
+    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "client and options are required");
     return NULL;
   }
+  if (check_opts(o, op, err) != 0) return NULL;
   prov_state *s = calloc(1, sizeof *s);
   if (!s) goto nomem;
   s->client = c;
