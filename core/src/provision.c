@@ -415,10 +415,14 @@ static void stage_discard(e2b_req *op, prov_state *s, const e2b_error *cerr) {
 }
 
 static const stage_fn STAGES[] = {
-    [P_QUEUE] = stage_queue,       [P_PRECHECK] = stage_precheck,
-    [P_CREATE] = stage_create,     [P_POSTCHECK] = stage_postcheck,
-    [P_READY] = stage_ready,       [P_SETUP_WRITE] = stage_setup_write,
-    [P_SETUP_RUN] = stage_setup_run, [P_NETWORK] = stage_network,
+    [P_QUEUE] = stage_queue,
+    [P_PRECHECK] = stage_precheck,
+    [P_CREATE] = stage_create,
+    [P_POSTCHECK] = stage_postcheck,
+    [P_READY] = stage_ready,
+    [P_SETUP_WRITE] = stage_setup_write,
+    [P_SETUP_RUN] = stage_setup_run,
+    [P_NETWORK] = stage_network,
     [P_DISCARD] = stage_discard,
 };
 
