@@ -154,23 +154,53 @@ static e2b_req *doctor_step(e2b_req *op, doctor_state *s, e2b_error *err) {
   }
 }
 
+/* The first call decides whether the key works at all: without it the
+ * rest would only repeat the same failure. */
+static void record_list(doctor_state *s, e2b_doctor_report *r, e2b_req *done,
+                        const e2b_error *err) {
+  r->auth = err ? (err->code == E2B_ERR_AUTH ? 0 : -1) : 1;
+  if (err) {
+    note(r->notes, sizeof r->notes, "list", err);
+    s->stage = D_DONE;
+    return;
+  }
+  /* Pagination is visible only with more than one sandbox; otherwise unknown. */
+  r->pagination = done->sandbox_count > 1 ? 0 : done->next_token ? 1 : -1;
+  s->stage = D_LIMITS;
+}
+
+/* A backend without the v2 route gets the v1 one; without a sandbox the
+ * envd probes are skipped, the control-plane ones still run. */
+static void record_create(doctor_state *s, e2b_doctor_report *r, e2b_req *done,
+                          const e2b_error *err) {
+  if (err) {
+    if (s->stage == D_CREATE_V2 && (err->status == 404 || err->status == 405)) {
+      s->stage = D_CREATE_V1;
+      return;
+    }
+    note(r->notes, sizeof r->notes, "create", err);
+    s->stage = D_VOLUMES;
+    return;
+  }
+  r->create_route = strdup(s->stage == D_CREATE_V2 ? "/v2/sandboxes" : "/sandboxes");
+  s->box.sb = done->sandboxes[0];
+  memset(&done->sandboxes[0], 0, sizeof s->box.sb);
+  done->sandbox_count = 0;
+  s->box.allocated = 1;
+  r->envd_version = e2b_strdup0(s->box.sb.envd_version);
+  e2b_error e2;
+  s->box.sbx = e2b_sbx_new(s->box.client, s->box.sb.sandbox_id, s->box.sb.envd_access_token,
+                           s->box.sb.domain, &e2);
+  s->stage = s->box.sbx ? D_READY : D_KILL;
+}
+
 /* Records what a finished step showed and picks the next stage. */
 static void doctor_record(e2b_req *op, doctor_state *s, e2b_req *done) {
   e2b_doctor_report *r = op->result;
   const e2b_error *err = e2b_req_error(done);
   char *notes = r->notes;
   switch (s->stage) {
-  case D_LIST:
-    r->auth = err ? (err->code == E2B_ERR_AUTH ? 0 : -1) : 1;
-    if (err) {
-      note(notes, sizeof r->notes, "list", err);
-      s->stage = D_DONE;
-      return;
-    }
-    /* Pagination is visible only with more than one sandbox; otherwise unknown. */
-    r->pagination = done->sandbox_count > 1 ? 0 : done->next_token ? 1 : -1;
-    s->stage = D_LIMITS;
-    return;
+  case D_LIST: return record_list(s, r, done, err);
   case D_LIMITS:
     if (!err && done->result) {
       r->limits = done->result;
@@ -179,29 +209,7 @@ static void doctor_record(e2b_req *op, doctor_state *s, e2b_req *done) {
     s->stage = D_CREATE_V2;
     return;
   case D_CREATE_V2:
-  case D_CREATE_V1:
-    if (err) {
-      if (s->stage == D_CREATE_V2 && (err->status == 404 || err->status == 405)) {
-        s->stage = D_CREATE_V1;
-        return;
-      }
-      note(notes, sizeof r->notes, "create", err);
-      s->stage = D_VOLUMES;
-      return;
-    }
-    r->create_route = strdup(s->stage == D_CREATE_V2 ? "/v2/sandboxes" : "/sandboxes");
-    s->box.sb = done->sandboxes[0];
-    memset(&done->sandboxes[0], 0, sizeof s->box.sb);
-    done->sandbox_count = 0;
-    s->box.allocated = 1;
-    r->envd_version = e2b_strdup0(s->box.sb.envd_version);
-    {
-      e2b_error e2;
-      s->box.sbx = e2b_sbx_new(s->box.client, s->box.sb.sandbox_id, s->box.sb.envd_access_token,
-                               s->box.sb.domain, &e2);
-    }
-    s->stage = s->box.sbx ? D_READY : D_KILL;
-    return;
+  case D_CREATE_V1: return record_create(s, r, done, err);
   case D_READY:
     if (err && ++s->polls < 40) return; /* same stage again after a pause */
     r->envd = err ? 0 : 1;

@@ -236,12 +236,11 @@ queued *e2b_req_pop_node(e2b_req *req);
 void e2b_req_push_node(e2b_req *req, queued *node);
 
 /* ---- lifecycle.c: helpers shared by composites ---- */
-typedef struct e2b_kvs {
-  e2b_kv *kv;
-  size_t n;
-} e2b_kvs;
-int e2b_kvs_dup(e2b_kvs *dst, const e2b_kv *src, size_t n);
-void e2b_kvs_free(e2b_kvs *k);
+/* Owned copies of the caller's e2b_kv arrays, for composites that outlive
+ * the call: the same type the raw calls take, so no conversion per call.
+ * On failure *dst is NULL and nothing is left allocated. */
+int e2b_kv_dup(e2b_kv **dst, const e2b_kv *src, size_t n);
+void e2b_kv_free(e2b_kv *kv, size_t n);
 int64_t e2b_wall_ms(void);
 int e2b_take_sandboxes(e2b_req *dst, e2b_req *src);
 

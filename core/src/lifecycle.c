@@ -17,26 +17,29 @@ int64_t e2b_wall_ms(void) {
   return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-int e2b_kvs_dup(e2b_kvs *dst, const e2b_kv *src, size_t n) {
-  memset(dst, 0, sizeof *dst);
+int e2b_kv_dup(e2b_kv **dst, const e2b_kv *src, size_t n) {
+  *dst = NULL;
   if (!n) return 0;
-  if (!(dst->kv = calloc(n, sizeof *dst->kv))) return -1;
+  e2b_kv *kv = calloc(n, sizeof *kv);
+  if (!kv) return -1;
   for (size_t i = 0; i < n; i++) {
-    dst->kv[i].key = strdup(src[i].key);
-    dst->kv[i].value = strdup(src[i].value);
-    dst->n++;
-    if (!dst->kv[i].key || !dst->kv[i].value) return -1;
+    kv[i].key = strdup(src[i].key);
+    kv[i].value = strdup(src[i].value);
+    if (!kv[i].key || !kv[i].value) {
+      e2b_kv_free(kv, i + 1);
+      return -1;
+    }
   }
+  *dst = kv;
   return 0;
 }
 
-void e2b_kvs_free(e2b_kvs *k) {
-  for (size_t i = 0; i < k->n; i++) {
-    free((char *)k->kv[i].key);
-    free((char *)k->kv[i].value);
+void e2b_kv_free(e2b_kv *kv, size_t n) {
+  for (size_t i = 0; kv && i < n; i++) {
+    free((char *)kv[i].key);
+    free((char *)kv[i].value);
   }
-  free(k->kv);
-  memset(k, 0, sizeof *k);
+  free(kv);
 }
 
 /* Moves src's sandbox results to the end of dst's. */
@@ -74,7 +77,8 @@ static int child_failed(e2b_req *op, e2b_req **child) {
 
 typedef struct find_state {
   e2b_client *client;
-  e2b_kvs metadata;
+  e2b_kv *metadata; /* owned */
+  size_t metadata_n;
   unsigned states;
   e2b_req *child;
   char *token;
@@ -84,7 +88,7 @@ typedef struct find_state {
 static void find_free(void *p) {
   find_state *s = p;
   e2b_req_free(s->child);
-  e2b_kvs_free(&s->metadata);
+  e2b_kv_free(s->metadata, s->metadata_n);
   free(s->token);
   e2b_client_release(s->client);
   free(s);
@@ -108,8 +112,8 @@ static void find_advance(e2b_req *op) {
       return e2b_op_finish(op, &err);
     }
   }
-  e2b_list_opts lo = {.metadata = s->metadata.kv,
-                      .metadata_count = s->metadata.n,
+  e2b_list_opts lo = {.metadata = s->metadata,
+                      .metadata_count = s->metadata_n,
                       .states = s->states,
                       .limit = s->client->page_size,
                       .next_token = s->token};
@@ -132,12 +136,12 @@ e2b_req *e2b_sandbox_find(e2b_client *c, const e2b_list_opts *o, e2b_error *err)
   }
   (void)probe;
   find_state *s = calloc(1, sizeof *s);
-  if (!s || e2b_kvs_dup(&s->metadata, o->metadata, o->metadata_count) != 0) {
-    if (s) e2b_kvs_free(&s->metadata);
+  if (!s || e2b_kv_dup(&s->metadata, o->metadata, o->metadata_count) != 0) {
     free(s);
     e2b_err_set(err, E2B_ERR_UNAVAILABLE, "list", "out of memory");
     return NULL;
   }
+  s->metadata_n = o->metadata_count;
   s->client = c;
   e2b_client_retain(c);
   s->states = o->states;

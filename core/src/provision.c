@@ -40,7 +40,8 @@ typedef struct prov_state {
   /* copies of the caller's options */
   e2b_create_opts create;
   char *template_id;
-  e2b_kvs metadata, env, volumes;
+  e2b_kv *metadata, *env, *volumes; /* owned */
+  size_t metadata_n, env_n, volumes_n;
   char **allow, **deny;
   size_t allow_n, deny_n;
   int has_network;
@@ -141,9 +142,9 @@ static void prov_free(void *p) {
   if (s->allocated && !s->succeeded) discard_detached(s->client, s->sandbox.sandbox_id);
   e2b_sandbox_clear(&s->sandbox);
   if (s->sbx) e2b_sbx_release(s->sbx);
-  e2b_kvs_free(&s->metadata);
-  e2b_kvs_free(&s->env);
-  e2b_kvs_free(&s->volumes);
+  e2b_kv_free(s->metadata, s->metadata_n);
+  e2b_kv_free(s->env, s->env_n);
+  e2b_kv_free(s->volumes, s->volumes_n);
   free_strings(s->allow, s->allow_n);
   free_strings(s->deny, s->deny_n);
   free(s->template_id);
@@ -177,15 +178,15 @@ static e2b_req *find_id(e2b_req *op, prov_state *s, e2b_error *err) {
   return e2b_op_child(op, e2b_sandbox_find(s->client, &lo, err));
 }
 
-static void start_create(e2b_req *op, prov_state *s, e2b_error *err) {
+static e2b_req *start_create(e2b_req *op, prov_state *s, e2b_error *err) {
   e2b_create_opts o = s->create;
   o.template_id = s->template_id;
-  o.metadata = s->metadata.kv;
-  o.metadata_count = s->metadata.n;
-  o.env = s->env.kv;
-  o.env_count = s->env.n;
-  o.volume_mounts = s->volumes.kv;
-  o.volume_mount_count = s->volumes.n;
+  o.metadata = s->metadata;
+  o.metadata_count = s->metadata_n;
+  o.env = s->env;
+  o.env_count = s->env_n;
+  o.volume_mounts = s->volumes;
+  o.volume_mount_count = s->volumes_n;
   if (s->has_network && !s->setup) {
     /* No setup to prepare: the policy is part of the create call. */
     o.allow_internet_access = s->network.allow_internet_access;
@@ -199,220 +200,175 @@ static void start_create(e2b_req *op, prov_state *s, e2b_error *err) {
     o.allow_out_count = o.deny_out_count = 0;
     o.network = 0;
   }
-  s->child = e2b_op_child(op, e2b_sandbox_create(s->client, &o, err));
+  return e2b_op_child(op, e2b_sandbox_create(s->client, &o, err));
 }
 
-static void add_metadata(prov_state *s, const e2b_sandbox *created) {
+static void add_metadata(prov_state *s) {
   /* The create answer does not echo metadata: record what was sent. */
   e2b_map *m = &s->sandbox.metadata;
-  m->keys = calloc(s->metadata.n + 1, sizeof *m->keys);
-  m->values = calloc(s->metadata.n + 1, sizeof *m->values);
-  for (size_t i = 0; m->keys && m->values && i < s->metadata.n; i++) {
-    m->keys[m->count] = strdup(s->metadata.kv[i].key);
-    m->values[m->count] = strdup(s->metadata.kv[i].value);
+  m->keys = calloc(s->metadata_n + 1, sizeof *m->keys);
+  m->values = calloc(s->metadata_n + 1, sizeof *m->values);
+  for (size_t i = 0; m->keys && m->values && i < s->metadata_n; i++) {
+    m->keys[m->count] = strdup(s->metadata[i].key);
+    m->values[m->count] = strdup(s->metadata[i].value);
     if (m->keys[m->count] && m->values[m->count]) m->count++;
   }
-  (void)created;
 }
 
 static const char SETUP_RUNNER[] = "chmod 755 \"$1\" && exec \"$1\"";
 
-static void prov_advance(e2b_req *op) {
-  prov_state *s = op->state;
-  e2b_error err;
-  const e2b_error *cerr;
-  if (s->child && !e2b_req_done(s->child)) return;
-  cerr = s->child ? e2b_req_error(s->child) : NULL;
+/* One function per stage, as libcurl's multi does: each starts its child
+ * call when it has none, and reads the answer once the child is done. */
+typedef void (*stage_fn)(e2b_req *op, prov_state *s, const e2b_error *cerr);
 
-  switch (s->stage) {
-  case P_QUEUE:
-    /* Only an explicit id can collide; generated ones skip the queue. */
-    if (!s->explicit_id) {
-      s->stage = P_CREATE;
-      return prov_advance(op);
-    }
-    if (!s->holds_slot) {
-      if (!s->queued) take_slot_or_queue(op, s);
-      if (!s->holds_slot) return;
-    }
-    s->stage = P_PRECHECK;
-    return prov_advance(op);
+static void prov_advance(e2b_req *op);
 
-  case P_PRECHECK:
-    if (!s->child) {
-      if (!(s->child = find_id(op, s, &err))) return fail_after_allocation(op, s, &err);
-      return;
-    }
-    if (cerr) return fail_after_allocation(op, s, cerr);
-    if (s->child->sandbox_count > 0) {
-      e2b_err_set(&err, E2B_ERR_CONFLICT, "create", "a sandbox with id \"%s\" already exists (%s)",
-                  s->id, s->child->sandboxes[0].sandbox_id);
-      err.retryable = 0;
-      return fail_after_allocation(op, s, &err);
-    }
-    e2b_req_free(s->child);
-    s->child = NULL;
-    s->stage = P_CREATE;
-    return prov_advance(op);
+/* Frees the finished child and runs the next stage now, not on the next
+ * loop turn, so a create takes no more turns than its calls need. */
+static void next_stage(e2b_req *op, prov_state *s, enum stage next) {
+  e2b_req_free(s->child);
+  s->child = NULL;
+  s->stage = next;
+  prov_advance(op);
+}
 
-  case P_CREATE:
-    if (!s->child) {
-      start_create(op, s, &err);
-      if (!s->child) return fail_after_allocation(op, s, &err);
-      return;
-    }
-    if (cerr) return fail_after_allocation(op, s, cerr);
-    s->sandbox = s->child->sandboxes[0];
-    memset(&s->child->sandboxes[0], 0, sizeof s->sandbox);
-    s->child->sandbox_count = 0;
-    s->allocated = 1;
-    add_metadata(s, &s->sandbox);
-    e2b_req_free(s->child);
-    s->child = NULL;
-    s->stage = s->explicit_id ? P_POSTCHECK : P_READY;
-    return prov_advance(op);
+/* A call that could not even start fails the create like one that failed. */
+static void started(e2b_req *op, prov_state *s, e2b_req *child, const e2b_error *err) {
+  if (!(s->child = child)) fail_after_allocation(op, s, err);
+}
 
-  case P_POSTCHECK:
-    if (!s->child) {
-      if (!(s->child = find_id(op, s, &err))) return fail_after_allocation(op, s, &err);
-      return;
-    }
-    release_create_slot(op, s);
-    if (cerr) return fail_after_allocation(op, s, cerr);
-    if (s->child->sandbox_count > 1) {
-      e2b_err_set(&err, E2B_ERR_CONFLICT, "create",
-                  "another sandbox with id \"%s\" was created concurrently; this one was removed",
-                  s->id);
-      err.retryable = 0;
-      return fail_after_allocation(op, s, &err);
-    }
-    e2b_req_free(s->child);
-    s->child = NULL;
-    s->stage = P_READY;
-    return prov_advance(op);
-
-  case P_READY:
-    if (s->ready_timeout_ms < 0) {
-      s->stage = s->setup ? P_SETUP_WRITE : P_NETWORK;
-      return prov_advance(op);
-    }
-    if (!s->sbx) {
-      s->sbx = e2b_sbx_new(s->client, s->sandbox.sandbox_id, s->sandbox.envd_access_token,
-                           s->sandbox.domain, &err);
-      if (!s->sbx) return fail_after_allocation(op, s, &err);
-      s->ready_deadline = e2b_now_ms() + s->ready_timeout_ms;
-      s->backoff_ms = 25;
-    }
-    if (op->timer_at_ms) return;
-    if (!s->child) {
-      if (!(s->child = e2b_op_child(op, e2b_envd_health(s->sbx, &err))))
-        return fail_after_allocation(op, s, &err);
-      return;
-    }
-    if (!cerr) {
-      e2b_req_free(s->child);
-      s->child = NULL;
-      s->stage = s->setup ? P_SETUP_WRITE : P_NETWORK;
-      return prov_advance(op);
-    }
-    if (cerr->code == E2B_ERR_AUTH || e2b_now_ms() + s->backoff_ms > s->ready_deadline) {
-      e2b_err_set(&err, E2B_ERR_TIMEOUT, "create",
-                  "sandbox did not become ready within %ld ms (last: %s)", s->ready_timeout_ms,
-                  cerr->message);
-      return fail_after_allocation(op, s, &err);
-    }
-    e2b_req_free(s->child);
-    s->child = NULL;
-    e2b_req_arm_timer(op, s->backoff_ms);
-    if (s->backoff_ms < 1000) s->backoff_ms *= 2;
-    return;
-
-  case P_SETUP_WRITE:
-    if (!s->sbx && !(s->sbx = e2b_sbx_new(s->client, s->sandbox.sandbox_id,
-                                          s->sandbox.envd_access_token, s->sandbox.domain, &err)))
-      return fail_after_allocation(op, s, &err);
-    if (!s->child) {
-      s->child = e2b_op_child(op, e2b_file_write(s->sbx, s->setup_path, s->user, &err));
-      if (!s->child) return fail_after_allocation(op, s, &err);
-      if (e2b_req_send(s->child, s->setup, s->setup_len) != 0 || e2b_req_send_end(s->child) != 0) {
-        e2b_err_set(&err, E2B_ERR_UNAVAILABLE, "create", "could not upload the setup script");
-        return fail_after_allocation(op, s, &err);
-      }
-      return;
-    }
-    if (cerr) return fail_after_allocation(op, s, cerr);
-    e2b_req_free(s->child);
-    s->child = NULL;
-    s->stage = P_SETUP_RUN;
-    return prov_advance(op);
-
-  case P_SETUP_RUN:
-    if (!s->child) {
-      const char *args[] = {"-c", SETUP_RUNNER, "setup", s->setup_path};
-      e2b_proc_opts po = {.cmd = "/bin/sh",
-                          .args = args,
-                          .arg_count = 4,
-                          .env = s->env.kv,
-                          .env_count = s->env.n,
-                          .user = s->user,
-                          .timeout_ms = s->setup_timeout_ms};
-      s->child = e2b_op_child(op, e2b_run(s->sbx, &po, NULL, 0, SETUP_TAIL, &err));
-      if (!s->child) return fail_after_allocation(op, s, &err);
-      return;
-    }
-    {
-      const e2b_run_result *r = e2b_req_run_result(s->child);
-      const char *tail = r && r->err_len ? (const char *)r->err : "";
-      if (cerr) {
-        e2b_err_set(&err, cerr->code, "create", "setup %s: %s%s%s",
-                    cerr->code == E2B_ERR_TIMEOUT ? "timed out" : "was interrupted", cerr->message,
-                    *tail ? "; stderr: " : "", tail);
-        return fail_after_allocation(op, s, &err);
-      }
-      if (!r || r->exit_code != 0) {
-        e2b_err_set(&err, E2B_ERR_SANDBOX, "create", "setup script exited with %d%s%s",
-                    r ? r->exit_code : -1, *tail ? ": " : "", tail);
-        err.retryable = 0;
-        return fail_after_allocation(op, s, &err);
-      }
-    }
-    e2b_req_free(s->child);
-    s->child = NULL;
-    s->stage = P_NETWORK;
-    return prov_advance(op);
-
-  case P_NETWORK:
-    /* Open egress is how the sandbox was created: nothing to change. */
-    if (!s->has_network || !s->setup ||
-        (s->network.allow_internet_access && !s->allow_n && !s->deny_n))
-      goto done;
-    if (!s->child) {
-      e2b_network n = s->network;
-      n.allow_out = (const char *const *)s->allow;
-      n.deny_out = (const char *const *)s->deny;
-      s->child = e2b_op_child(op, e2b_sandbox_set_network(s->client, s->sandbox.sandbox_id, &n, &err));
-      if (!s->child) return fail_after_allocation(op, s, &err);
-      return;
-    }
-    if (cerr) return fail_after_allocation(op, s, cerr);
-    goto done;
-
-  case P_DISCARD:
-    /* The kill's own failure is secondary; the original failure is reported. */
-    s->allocated = cerr && cerr->code != E2B_ERR_NOT_FOUND ? 1 : 0;
-    if (s->allocated) {
-      size_t n = strlen(s->fail.message);
-      snprintf(s->fail.message + n, sizeof s->fail.message - n,
-               " (and removing sandbox %s failed: %s)", s->sandbox.sandbox_id, cerr->message);
-      s->allocated = 0;
-    }
-    e2b_req_free(s->child);
-    s->child = NULL;
-    return e2b_op_finish(op, &s->fail);
+static void stage_queue(e2b_req *op, prov_state *s, const e2b_error *cerr) {
+  (void)cerr;
+  /* Only an explicit id can collide; generated ones skip the queue. */
+  if (!s->explicit_id) return next_stage(op, s, P_CREATE);
+  if (!s->holds_slot) {
+    if (!s->queued) take_slot_or_queue(op, s);
+    if (!s->holds_slot) return;
   }
-  return;
+  next_stage(op, s, P_PRECHECK);
+}
 
-done:
+static void stage_precheck(e2b_req *op, prov_state *s, const e2b_error *cerr) {
+  e2b_error err;
+  if (!s->child) return started(op, s, find_id(op, s, &err), &err);
+  if (cerr) return fail_after_allocation(op, s, cerr);
+  if (s->child->sandbox_count > 0) {
+    e2b_err_set(&err, E2B_ERR_CONFLICT, "create", "a sandbox with id \"%s\" already exists (%s)",
+                s->id, s->child->sandboxes[0].sandbox_id);
+    err.retryable = 0;
+    return fail_after_allocation(op, s, &err);
+  }
+  next_stage(op, s, P_CREATE);
+}
+
+static void stage_create(e2b_req *op, prov_state *s, const e2b_error *cerr) {
+  e2b_error err;
+  if (!s->child) return started(op, s, start_create(op, s, &err), &err);
+  if (cerr) return fail_after_allocation(op, s, cerr);
+  s->sandbox = s->child->sandboxes[0];
+  memset(&s->child->sandboxes[0], 0, sizeof s->sandbox);
+  s->child->sandbox_count = 0;
+  s->allocated = 1;
+  add_metadata(s);
+  next_stage(op, s, s->explicit_id ? P_POSTCHECK : P_READY);
+}
+
+static void stage_postcheck(e2b_req *op, prov_state *s, const e2b_error *cerr) {
+  e2b_error err;
+  if (!s->child) return started(op, s, find_id(op, s, &err), &err);
+  release_create_slot(op, s);
+  if (cerr) return fail_after_allocation(op, s, cerr);
+  if (s->child->sandbox_count > 1) {
+    e2b_err_set(&err, E2B_ERR_CONFLICT, "create",
+                "another sandbox with id \"%s\" was created concurrently; this one was removed",
+                s->id);
+    err.retryable = 0;
+    return fail_after_allocation(op, s, &err);
+  }
+  next_stage(op, s, P_READY);
+}
+
+static void stage_ready(e2b_req *op, prov_state *s, const e2b_error *cerr) {
+  e2b_error err;
+  enum stage next = s->setup ? P_SETUP_WRITE : P_NETWORK;
+  if (s->ready_timeout_ms < 0) return next_stage(op, s, next);
+  if (!s->sbx) {
+    s->sbx = e2b_sbx_new(s->client, s->sandbox.sandbox_id, s->sandbox.envd_access_token,
+                         s->sandbox.domain, &err);
+    if (!s->sbx) return fail_after_allocation(op, s, &err);
+    s->ready_deadline = e2b_now_ms() + s->ready_timeout_ms;
+    s->backoff_ms = 25;
+  }
+  if (op->timer_at_ms) return; /* waiting out the backoff */
+  if (!s->child) return started(op, s, e2b_op_child(op, e2b_envd_health(s->sbx, &err)), &err);
+  if (!cerr) return next_stage(op, s, next);
+  if (cerr->code == E2B_ERR_AUTH || e2b_now_ms() + s->backoff_ms > s->ready_deadline) {
+    e2b_err_set(&err, E2B_ERR_TIMEOUT, "create",
+                "sandbox did not become ready within %ld ms (last: %s)", s->ready_timeout_ms,
+                cerr->message);
+    return fail_after_allocation(op, s, &err);
+  }
+  e2b_req_free(s->child);
+  s->child = NULL;
+  e2b_req_arm_timer(op, s->backoff_ms);
+  if (s->backoff_ms < 1000) s->backoff_ms *= 2;
+}
+
+static void stage_setup_write(e2b_req *op, prov_state *s, const e2b_error *cerr) {
+  e2b_error err;
+  /* With ready_timeout_ms < 0 the readiness stage made no handle. */
+  if (!s->sbx && !(s->sbx = e2b_sbx_new(s->client, s->sandbox.sandbox_id,
+                                        s->sandbox.envd_access_token, s->sandbox.domain, &err)))
+    return fail_after_allocation(op, s, &err);
+  if (!s->child) {
+    s->child = e2b_op_child(op, e2b_file_write(s->sbx, s->setup_path, s->user, &err));
+    if (!s->child) return fail_after_allocation(op, s, &err);
+    if (e2b_req_send(s->child, s->setup, s->setup_len) != 0 || e2b_req_send_end(s->child) != 0) {
+      e2b_err_set(&err, E2B_ERR_UNAVAILABLE, "create", "could not upload the setup script");
+      return fail_after_allocation(op, s, &err);
+    }
+    return;
+  }
+  if (cerr) return fail_after_allocation(op, s, cerr);
+  next_stage(op, s, P_SETUP_RUN);
+}
+
+static e2b_req *start_setup(e2b_req *op, prov_state *s, e2b_error *err) {
+  const char *args[] = {"-c", SETUP_RUNNER, "setup", s->setup_path};
+  e2b_proc_opts po = {.cmd = "/bin/sh",
+                      .args = args,
+                      .arg_count = 4,
+                      .env = s->env,
+                      .env_count = s->env_n,
+                      .user = s->user,
+                      .timeout_ms = s->setup_timeout_ms};
+  return e2b_op_child(op, e2b_run(s->sbx, &po, NULL, 0, SETUP_TAIL, err));
+}
+
+static void stage_setup_run(e2b_req *op, prov_state *s, const e2b_error *cerr) {
+  e2b_error err;
+  if (!s->child) return started(op, s, start_setup(op, s, &err), &err);
+  /* The failure names the script's own stderr tail: that is what the caller can act on. */
+  const e2b_run_result *r = e2b_req_run_result(s->child);
+  const char *tail = r && r->err_len ? (const char *)r->err : "";
+  if (cerr) {
+    e2b_err_set(&err, cerr->code, "create", "setup %s: %s%s%s",
+                cerr->code == E2B_ERR_TIMEOUT ? "timed out" : "was interrupted", cerr->message,
+                *tail ? "; stderr: " : "", tail);
+    return fail_after_allocation(op, s, &err);
+  }
+  if (!r || r->exit_code != 0) {
+    e2b_err_set(&err, E2B_ERR_SANDBOX, "create", "setup script exited with %d%s%s",
+                r ? r->exit_code : -1, *tail ? ": " : "", tail);
+    err.retryable = 0;
+    return fail_after_allocation(op, s, &err);
+  }
+  next_stage(op, s, P_NETWORK);
+}
+
+/* Hands the sandbox to the caller; from here on nothing discards it. */
+static void succeed(e2b_req *op, prov_state *s) {
+  e2b_error err;
   e2b_req_free(s->child);
   s->child = NULL;
   s->sandbox.state = E2B_STATE_RUNNING;
@@ -425,6 +381,55 @@ done:
   memset(&s->sandbox, 0, sizeof s->sandbox);
   s->succeeded = 1;
   e2b_op_finish(op, NULL);
+}
+
+static void stage_network(e2b_req *op, prov_state *s, const e2b_error *cerr) {
+  e2b_error err;
+  /* Without a setup script the policy went with the create call; open
+   * egress is how the sandbox was created: nothing to change either way. */
+  if (!s->has_network || !s->setup ||
+      (s->network.allow_internet_access && !s->allow_n && !s->deny_n))
+    return succeed(op, s);
+  if (!s->child) {
+    e2b_network n = s->network;
+    n.allow_out = (const char *const *)s->allow;
+    n.deny_out = (const char *const *)s->deny;
+    e2b_req *r = e2b_sandbox_set_network(s->client, s->sandbox.sandbox_id, &n, &err);
+    return started(op, s, e2b_op_child(op, r), &err);
+  }
+  if (cerr) return fail_after_allocation(op, s, cerr);
+  succeed(op, s);
+}
+
+static void stage_discard(e2b_req *op, prov_state *s, const e2b_error *cerr) {
+  /* The kill's own failure is secondary; the original failure is reported. */
+  if (cerr && cerr->code != E2B_ERR_NOT_FOUND) {
+    size_t n = strlen(s->fail.message);
+    snprintf(s->fail.message + n, sizeof s->fail.message - n,
+             " (and removing sandbox %s failed: %s)", s->sandbox.sandbox_id, cerr->message);
+  }
+  s->allocated = 0;
+  e2b_req_free(s->child);
+  s->child = NULL;
+  e2b_op_finish(op, &s->fail);
+}
+
+static const stage_fn STAGES[] = {
+    [P_QUEUE] = stage_queue,
+    [P_PRECHECK] = stage_precheck,
+    [P_CREATE] = stage_create,
+    [P_POSTCHECK] = stage_postcheck,
+    [P_READY] = stage_ready,
+    [P_SETUP_WRITE] = stage_setup_write,
+    [P_SETUP_RUN] = stage_setup_run,
+    [P_NETWORK] = stage_network,
+    [P_DISCARD] = stage_discard,
+};
+
+static void prov_advance(e2b_req *op) {
+  prov_state *s = op->state;
+  if (s->child && !e2b_req_done(s->child)) return;
+  STAGES[s->stage](op, s, s->child ? e2b_req_error(s->child) : NULL);
 }
 
 /* ---- entry point: everything is validated and copied before anything starts ---- */
@@ -444,11 +449,14 @@ static int copy_opts(prov_state *s, const e2b_provision_opts *o, e2b_error *err)
   md[n].value = s->id;
   md[n + 1].key = E2B_META_OWNER;
   md[n + 1].value = s->client->owner;
-  int rc = e2b_kvs_dup(&s->metadata, md, n + 2);
+  int rc = e2b_kv_dup(&s->metadata, md, n + 2);
   free(md);
-  if (rc || e2b_kvs_dup(&s->env, co->env, co->env_count) ||
-      e2b_kvs_dup(&s->volumes, co->volume_mounts, co->volume_mount_count))
-    return -1;
+  if (rc) return -1;
+  s->metadata_n = n + 2;
+  if (e2b_kv_dup(&s->env, co->env, co->env_count) != 0) return -1;
+  s->env_n = co->env_count;
+  if (e2b_kv_dup(&s->volumes, co->volume_mounts, co->volume_mount_count) != 0) return -1;
+  s->volumes_n = co->volume_mount_count;
   const char *const *allow = o->network ? o->network->allow_out : co->allow_out;
   const char *const *deny = o->network ? o->network->deny_out : co->deny_out;
   s->allow_n = o->network ? o->network->allow_out_count : co->allow_out_count;
@@ -476,38 +484,33 @@ static int copy_opts(prov_state *s, const e2b_provision_opts *o, e2b_error *err)
   return 0;
 }
 
-e2b_req *e2b_sandbox_provision(e2b_client *c, const e2b_provision_opts *o, e2b_error *err) {
-  const char *op = "create";
-  e2b_error_clear(err);
-  if (!c || !o) {
-    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "client and options are required");
-    return NULL;
-  }
+/* Every argument error is found here, before anything is allocated or sent. */
+static int check_opts(const e2b_provision_opts *o, const char *op, e2b_error *err) {
   if (o->id && (!*o->id || strlen(o->id) > 256 || !e2b_utf8_valid(o->id, strlen(o->id)))) {
     e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "id must be 1-256 bytes of UTF-8");
-    return NULL;
+    return -1;
   }
   for (size_t i = 0; i < o->create.metadata_count; i++) {
     const char *k = o->create.metadata ? o->create.metadata[i].key : NULL;
     if (k && (strcmp(k, E2B_META_ID) == 0 || strcmp(k, E2B_META_OWNER) == 0)) {
       e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "metadata.%s is reserved by libe2b", k);
-      return NULL;
+      return -1;
     }
   }
   if (o->setup_script && o->setup_name &&
       (!*o->setup_name || strchr(o->setup_name, '/') || strlen(o->setup_name) > 200)) {
     e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "setup.name must be a plain file name");
-    return NULL;
+    return -1;
   }
   if (o->setup_timeout_ms < 0) {
     e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "setup.timeout_ms must not be negative");
-    return NULL;
+    return -1;
   }
   for (size_t i = 0; i < o->create.volume_mount_count; i++) {
     const char *path = o->create.volume_mounts[i].key;
     if (!path || path[0] != '/') {
       e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "volumes: every mount needs an absolute path");
-      return NULL;
+      return -1;
     }
   }
   /* The raw create validates the rest; run it on a dry copy now, before any I/O. */
@@ -515,17 +518,28 @@ e2b_req *e2b_sandbox_provision(e2b_client *c, const e2b_provision_opts *o, e2b_e
   if (dry.auto_pause_memory != E2B_UNSET && dry.auto_pause != 1) {
     e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op,
                 "lifecycle.keep_memory only applies when on_timeout is \"pause\"");
-    return NULL;
+    return -1;
   }
   if (dry.auto_resume == 1 && (dry.auto_pause != 1 || dry.auto_pause_memory == 0)) {
     e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op,
                 "lifecycle.auto_resume requires on_timeout = \"pause\" with keep_memory");
-    return NULL;
+    return -1;
   }
   if (dry.timeout_ms < 0) {
     e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "timeout_ms must not be negative");
+    return -1;
+  }
+  return 0;
+}
+
+e2b_req *e2b_sandbox_provision(e2b_client *c, const e2b_provision_opts *o, e2b_error *err) {
+  const char *op = "create";
+  e2b_error_clear(err);
+  if (!c || !o) {
+    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "client and options are required");
     return NULL;
   }
+  if (check_opts(o, op, err) != 0) return NULL;
   prov_state *s = calloc(1, sizeof *s);
   if (!s) goto nomem;
   s->client = c;
