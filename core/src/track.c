@@ -648,6 +648,97 @@ static char *env_names(const e2b_kv *env, size_t n) {
   return names;
 }
 
+/* opts->tag, or a generated "e2b-<uuid>" in gen. */
+static const char *tag_of(const e2b_proc_opts *opts, char *gen, size_t n) {
+  if (opts->tag) return opts->tag;
+  char id[E2B_UUID_SIZE];
+  if (e2b_uuid4(id) != 0) return NULL;
+  snprintf(gen, n, "e2b-%s", id);
+  return gen;
+}
+
+/* Kept: bash -c 'eval "$E2B_PROC"' e2b-proc PREFIX cmd args..., or for a
+ * command string (bash -l -c S) bash -l -c SH_LINE e2b-sh PREFIX S, run by
+ * the wrapper itself; not kept: the command, under ENV_ONLY to prune its
+ * environment. Returns the argument count. */
+static size_t wrap_args(const char **args, const e2b_proc_opts *opts, const track_state *s,
+                        int env_replace) {
+  size_t a = 0;
+  int keep = s->tracked;
+  int sh = keep && strcmp(opts->cmd, "/bin/bash") == 0 && opts->arg_count == 3 &&
+           strcmp(opts->args[0], "-l") == 0 && strcmp(opts->args[1], "-c") == 0;
+  if (sh) {
+    const char *line[] = {"-l", "-c", SH_LINE, "e2b-sh", s->prefix, opts->args[2]};
+    for (size_t i = 0; i < 6; i++) args[a++] = line[i];
+    return a;
+  }
+  if (keep || env_replace) {
+    args[a++] = "-c";
+    args[a++] = keep ? "eval \"$E2B_PROC\"" : ENV_ONLY;
+    args[a++] = keep ? "e2b-proc" : "e2b-env";
+    if (keep) args[a++] = s->prefix;
+    args[a++] = opts->cmd;
+  }
+  for (size_t i = 0; i < opts->arg_count; i++) args[a++] = opts->args[i];
+  return a;
+}
+
+/* The caller's env, then what the wrapper reads (names, never values). */
+static size_t wrap_env(e2b_kv *env, const e2b_proc_opts *opts, const track_state *s, const char *names) {
+  size_t ne = 0;
+  for (size_t i = 0; i < opts->env_count; i++) env[ne++] = opts->env[i];
+  if (names) env[ne++] = (e2b_kv){"E2B_ENV_KEEP", names};
+  if (s->tracked) env[ne++] = (e2b_kv){"E2B_PROC", WRAPPER};
+  if (s->forgets) env[ne++] = (e2b_kv){"E2B_FORGET", s->forgets};
+  return ne;
+}
+
+/* Names the wrapper removes; they go back to the queue unless it starts. */
+static void take_forgets(track_state *s, const char *user) {
+  if (!s->tracked || !(s->forgets = e2b_take_forgets(s->sbx, user))) return;
+  if (user && !(s->user = strdup(user))) {
+    e2b_return_forgets(s->sbx, s->forgets, user);
+    free(s->forgets);
+    s->forgets = NULL;
+  }
+}
+
+static e2b_req *start_tracked(track_state *s, const e2b_proc_opts *opts, const char *tag,
+                              int env_replace, e2b_error *err) {
+  const char *op = "process.start";
+  char *names = env_replace ? env_names(opts->env, opts->env_count) : NULL;
+  const char **args = calloc(opts->arg_count + 6, sizeof *args);
+  e2b_kv *env = calloc(opts->env_count + 3, sizeof *env);
+  if ((env_replace && !names) || !args || !env) {
+    free(names);
+    free(args);
+    free(env);
+    track_free(s);
+    e2b_err_set(err, E2B_ERR_UNAVAILABLE, op, "out of memory");
+    return NULL;
+  }
+  take_forgets(s, opts->user);
+  e2b_proc_opts wrapped = *opts;
+  wrapped.cmd = s->tracked || env_replace ? "/bin/bash" : opts->cmd;
+  wrapped.args = args;
+  wrapped.arg_count = wrap_args(args, opts, s, env_replace);
+  wrapped.env = env;
+  wrapped.env_count = wrap_env(env, opts, s, names);
+  wrapped.tag = tag;
+  s->live = e2b_proc_start(s->sbx, &wrapped, err);
+  free(args);
+  free(env);
+  free(names);
+  if (!s->live) {
+    track_free(s);
+    return NULL;
+  }
+  e2b_req *op_req = e2b_op_new(s->sbx->client->loop, op, track_advance, s, track_free, err);
+  if (op_req) e2b_op_child(op_req, s->live);
+  if (op_req) s->self = op_req;
+  return op_req;
+}
+
 e2b_req *e2b_proc_track(e2b_sbx *sbx, const e2b_proc_opts *opts, unsigned flags, e2b_error *err) {
   const char *op = "process.start";
   e2b_error_clear(err);
@@ -657,90 +748,20 @@ e2b_req *e2b_proc_track(e2b_sbx *sbx, const e2b_proc_opts *opts, unsigned flags,
     return NULL;
   }
   char gen[E2B_UUID_SIZE + 8];
-  const char *tag = opts->tag;
+  const char *tag = tag_of(opts, gen, sizeof gen);
   if (!tag) {
-    char id[E2B_UUID_SIZE];
-    if (e2b_uuid4(id) != 0) {
-      e2b_err_set(err, E2B_ERR_UNAVAILABLE, op, "random generator unavailable");
-      return NULL;
-    }
-    snprintf(gen, sizeof gen, "e2b-%s", id);
-    tag = gen;
+    e2b_err_set(err, E2B_ERR_UNAVAILABLE, op, "random generator unavailable");
+    return NULL;
   }
-  int env_replace = (flags & E2B_TRACK_ENV_REPLACE) != 0;
-  int keep = !(flags & E2B_TRACK_NO_KEEP) && opts->pty_cols == 0;
   track_state *s = new_state(sbx, tag, opts->idle_timeout_ms);
-  int no_prefix = !s || set_prefix(s) != 0;
-  char *names = env_replace ? env_names(opts->env, opts->env_count) : NULL;
-  size_t n = opts->arg_count + 6;
-  const char **args = calloc(n, sizeof *args);
-  e2b_kv *env = calloc(opts->env_count + 3, sizeof *env);
-  if (no_prefix || (env_replace && !names) || !args || !env) {
-    free(names);
-    free(args);
-    free(env);
+  if (!s || set_prefix(s) != 0) {
     if (s) track_free(s);
     e2b_err_set(err, E2B_ERR_UNAVAILABLE, op, "out of memory");
     return NULL;
   }
-  s->tracked = keep;
+  s->tracked = !(flags & E2B_TRACK_NO_KEEP) && opts->pty_cols == 0;
   s->at_end = (flags & E2B_TRACK_AT_END) != 0;
-  /* Names the wrapper removes; back to the queue unless it starts. */
-  char *forgets = keep ? e2b_take_forgets(sbx, opts->user) : NULL;
-  s->forgets = forgets;
-  if (forgets && opts->user && !(s->user = strdup(opts->user))) {
-    e2b_return_forgets(sbx, forgets, opts->user);
-    free(forgets);
-    s->forgets = forgets = NULL;
-  }
-  /* Kept: /bin/bash -c WRAPPER e2b-proc PREFIX cmd args...; not kept: the
-   * command itself, or under ENV_ONLY to prune its environment. */
-  size_t a = 0;
-  /* A command string (bash -l -c S) is run by the wrapper itself. */
-  int sh = keep && strcmp(opts->cmd, "/bin/bash") == 0 && opts->arg_count == 3 &&
-           strcmp(opts->args[0], "-l") == 0 && strcmp(opts->args[1], "-c") == 0;
-  if (sh) {
-    args[a++] = "-l";
-    args[a++] = "-c";
-    args[a++] = SH_LINE;
-    args[a++] = "e2b-sh";
-    args[a++] = s->prefix;
-    args[a++] = opts->args[2];
-  } else {
-    if (keep || env_replace) {
-      args[a++] = "-c";
-      args[a++] = keep ? "eval \"$E2B_PROC\"" : ENV_ONLY;
-      args[a++] = keep ? "e2b-proc" : "e2b-env";
-      if (keep) args[a++] = s->prefix;
-      args[a++] = opts->cmd;
-    }
-    for (size_t i = 0; i < opts->arg_count; i++) args[a++] = opts->args[i];
-  }
-  size_t ne = 0;
-  for (size_t i = 0; i < opts->env_count; i++) env[ne++] = opts->env[i];
-  if (names) env[ne++] = (e2b_kv){"E2B_ENV_KEEP", names};
-  if (keep) env[ne++] = (e2b_kv){"E2B_PROC", WRAPPER};
-  if (forgets) env[ne++] = (e2b_kv){"E2B_FORGET", forgets};
-  e2b_proc_opts wrapped = *opts;
-  wrapped.cmd = keep || env_replace ? "/bin/bash" : opts->cmd;
-  wrapped.args = args;
-  wrapped.arg_count = a;
-  wrapped.env = env;
-  wrapped.env_count = ne;
-  wrapped.tag = tag;
-  e2b_req *op_req = NULL;
-  s->live = e2b_proc_start(sbx, &wrapped, err);
-  free(args);
-  free(env);
-  free(names);
-  if (!s->live) {
-    track_free(s);
-    return NULL;
-  }
-  op_req = e2b_op_new(sbx->client->loop, op, track_advance, s, track_free, err);
-  if (op_req) e2b_op_child(op_req, s->live);
-  if (op_req) s->self = op_req;
-  return op_req;
+  return start_tracked(s, opts, tag, (flags & E2B_TRACK_ENV_REPLACE) != 0, err);
 }
 
 e2b_req *e2b_proc_attach(e2b_sbx *sbx, uint32_t pid, const char *tag, int64_t stdout_offset,
