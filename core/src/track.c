@@ -140,7 +140,7 @@ typedef struct track_state {
   char start_err[8]; /* the wrapper could not start the command */
   int gone;          /* the process no longer exists */
   int final_pass;    /* ended: reading the files to their end */
-  int pass_new;      /* bytes seen in the current pass */
+  int pass_new;      /* R_* bits of the files that gave bytes in this pass */
   int subscribed;    /* woken by the sandbox's watch */
   int at_end;        /* read nothing while the process runs and its stream holds */
   int timer_armed;
@@ -412,7 +412,7 @@ static void take_read(e2b_req *op, track_state *s) {
       n->ev.type = s->reading == R_OUT ? E2B_EVENT_STDOUT : E2B_EVENT_STDERR;
       n->ev.pid = s->pid;
       s->off[s->reading] += (int64_t)n->ev.len;
-      s->pass_new += n->ev.len > 0;
+      if (n->ev.len) s->pass_new |= 1 << s->reading;
       e2b_req_push_node(op, n);
     } else {
       if (s->small.len < 256) e2b_growbuf_append(&s->small, n->ev.data, n->ev.len);
@@ -508,12 +508,15 @@ static void pass_over(e2b_req *op, track_state *s) {
   if (full && absent == DUE_ALL && !s->exit_known) return files_missing(op, s);
   s->missing_since_ms = 0;
   if (s->exit_known || s->gone) return;
+  /* A file that just gave bytes is read again at once (it is likely still
+   * growing: no waiting for an event while output streams); otherwise the
+   * watch's events wake us, or, without a live watch, a backing-off poll. */
   if (fresh) {
     s->poll_ms = POLL_MIN_MS;
-    if (!e2b_outwatch_live(s->sbx)) s->due |= DUE_ALL & ~(1 << R_EXIT);
+    s->due |= fresh;
   }
-  if (!s->due) {
-    arm(op, s, s->subscribed && e2b_outwatch_live(s->sbx) ? POLL_MAX_MS : s->poll_ms);
+  if (!s->due && !(s->subscribed && e2b_outwatch_live(s->sbx))) {
+    arm(op, s, s->poll_ms);
     if (s->poll_ms < POLL_MAX_MS) s->poll_ms *= 2;
   }
 }
