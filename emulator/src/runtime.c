@@ -374,96 +374,103 @@ static void add_parents(argvec *a, const char *dst) {
   }
 }
 
+static void av_list(argvec *a, const char *const *items) {
+  for (int i = 0; items[i]; i++) av_add(a, items[i]);
+}
+
+/* Namespaces and capabilities. */
+static void add_isolation(argvec *a) {
+  /* Always a network namespace of its own (only loopback): egress goes
+   * through the agent's forwarder to the filtering proxy (egress.c), and
+   * two sandboxes' servers never collide on the host's ports. */
+  static const char *const ns[] = {"--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
+                                   "--unshare-net", "--as-pid-1", "--hostname", "e2b.local", NULL};
+  av_list(a, ns);
+  /* Root in the sandbox keeps Docker's default capabilities minus MKNOD
+   * (no device cgroup here: a block device node would read the host disk),
+   * and never SYS_ADMIN. */
+  static const char *caps[] = {"CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FSETID", "CAP_FOWNER",
+                               "CAP_NET_RAW", "CAP_SETGID", "CAP_SETUID",
+                               "CAP_SETFCAP", "CAP_SETPCAP", "CAP_NET_BIND_SERVICE",
+                               "CAP_SYS_CHROOT", "CAP_KILL", "CAP_AUDIT_WRITE", NULL};
+  av_add(a, "--cap-drop");
+  av_add(a, "ALL");
+  for (int i = 0; caps[i]; i++) {
+    av_add(a, "--cap-add");
+    av_add(a, caps[i]);
+  }
+}
+
+/* The host's system, read-only, and the sandbox's own pseudo-filesystems. */
+static void add_system(argvec *a) {
+  static const char *const usr[] = {"--ro-bind", "/usr", "/usr", NULL};
+  av_list(a, usr);
+  static const char *sys[] = {"/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32", NULL};
+  for (int i = 0; sys[i]; i++) add_host_entry(a, sys[i], 0);
+  add_etc(a);
+  static const char *const opt[] = {"--ro-bind-try", "/opt", "/opt", NULL};
+  av_list(a, opt);
+  add_proc(a);
+  static const char *const devrun[] = {"--dev", "/dev", "--tmpfs", "/run", NULL};
+  av_list(a, devrun);
+  /* bwrap would create these mount points 0700: users must traverse them */
+  static const char *dirs[] = {"/home", "/var", "/var/tmp", NULL};
+  static const char *perms[] = {"0755", "0755", "1777"};
+  for (int i = 0; dirs[i]; i++) {
+    av_add(a, "--perms");
+    av_add(a, perms[i]);
+    av_add(a, "--dir");
+    av_add(a, dirs[i]);
+  }
+}
+
+/* The sandbox's own files: its home, /tmp, /root, identity files, volumes. */
+static void add_sandbox_files(argvec *a, const runtime_config *cfg) {
+  add_bind(a, "--bind", cfg->dir, "home", "/home/user");
+  add_bind(a, "--bind", cfg->dir, "tmp", "/tmp");
+  add_bind(a, "--bind", cfg->dir, "root", "/root");
+  add_bind(a, "--ro-bind", cfg->dir, "etc/passwd", "/etc/passwd");
+  add_bind(a, "--ro-bind", cfg->dir, "etc/group", "/etc/group");
+  add_bind(a, "--ro-bind", cfg->dir, "etc/shadow", "/etc/shadow");
+  add_bind(a, "--ro-bind", cfg->dir, "etc/shadow", "/etc/gshadow");
+  add_bind(a, "--ro-bind", cfg->dir, "etc/hostname", "/etc/hostname");
+  add_bind(a, "--ro-bind-try", cfg->dir, "etc/profile", "/etc/profile"); /* older sandboxes lack it */
+  add_bind(a, "--ro-bind", cfg->dir, "boot_id", "/proc/sys/kernel/random/boot_id");
+  for (size_t i = 0; i < json_array_size(cfg->mounts); i++) {
+    json_t *m = json_array_get(cfg->mounts, i);
+    add_parents(a, json_string_value(json_object_get(m, "dst")));
+    av_add(a, json_is_true(json_object_get(m, "ro")) ? "--ro-bind" : "--bind");
+    av_add(a, av_own(a, xstrdup(json_string_value(json_object_get(m, "src")))));
+    av_add(a, av_own(a, xstrdup(json_string_value(json_object_get(m, "dst")))));
+  }
+}
+
+/* The agent binary, `sudo` beside it, and the agent's own command line. */
+static void add_agent(argvec *a) {
+  add_parents(a, "/run/e2b/bin/sudo"); /* traversable, before bwrap makes them 0700 */
+  av_add(a, "--ro-bind");
+  av_add(a, g_self);
+  av_add(a, AGENT_PATH);
+  /* `sudo` on the commands' PATH: this binary under that name (sudo.h) */
+  av_add(a, "--symlink");
+  av_add(a, AGENT_PATH);
+  av_add(a, "/run/e2b/bin/sudo");
+  static const char *const run[] = {"--chdir", "/", "--", AGENT_PATH, "agent", "--fd", "3",
+                                    "--egress-port", EGRESS_PORT_STR, NULL};
+  av_list(a, run);
+}
+
 static void build_argv(argvec *a, const runtime_config *cfg) {
   if (g_bwrap) {
     av_add(a, g_bwrap);
-    av_add(a, "--die-with-parent");
-    av_add(a, "--unshare-pid");
-    av_add(a, "--unshare-ipc");
-    av_add(a, "--unshare-uts");
-    /* Always a network namespace of its own (only loopback): egress goes
-     * through the agent's forwarder to the filtering proxy (egress.c), and
-     * two sandboxes' servers never collide on the host's ports. */
-    av_add(a, "--unshare-net");
-    av_add(a, "--as-pid-1");
-    av_add(a, "--hostname");
-    av_add(a, "e2b.local");
-    /* Root in the sandbox keeps Docker's default capabilities minus MKNOD
-     * (no device cgroup here: a block device node would read the host disk),
-     * and never SYS_ADMIN. */
-    static const char *caps[] = {"CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FSETID", "CAP_FOWNER",
-                                 "CAP_NET_RAW", "CAP_SETGID", "CAP_SETUID",
-                                 "CAP_SETFCAP", "CAP_SETPCAP", "CAP_NET_BIND_SERVICE",
-                                 "CAP_SYS_CHROOT", "CAP_KILL", "CAP_AUDIT_WRITE", NULL};
-    av_add(a, "--cap-drop");
-    av_add(a, "ALL");
-    for (int i = 0; caps[i]; i++) {
-      av_add(a, "--cap-add");
-      av_add(a, caps[i]);
-    }
-    av_add(a, "--ro-bind");
-    av_add(a, "/usr");
-    av_add(a, "/usr");
-    static const char *sys[] = {"/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32", NULL};
-    for (int i = 0; sys[i]; i++) add_host_entry(a, sys[i], 0);
-    add_etc(a);
-    av_add(a, "--ro-bind-try");
-    av_add(a, "/opt");
-    av_add(a, "/opt");
-    add_proc(a);
-    av_add(a, "--dev");
-    av_add(a, "/dev");
-    av_add(a, "--tmpfs");
-    av_add(a, "/run");
-    /* bwrap would create these mount points 0700: users must traverse them */
-    static const char *dirs[] = {"/home", "/var", "/var/tmp", NULL};
-    static const char *perms[] = {"0755", "0755", "1777"};
-    for (int i = 0; dirs[i]; i++) {
-      av_add(a, "--perms");
-      av_add(a, perms[i]);
-      av_add(a, "--dir");
-      av_add(a, dirs[i]);
-    }
-    add_bind(a, "--bind", cfg->dir, "home", "/home/user");
-    add_bind(a, "--bind", cfg->dir, "tmp", "/tmp");
-    add_bind(a, "--bind", cfg->dir, "root", "/root");
-    add_bind(a, "--ro-bind", cfg->dir, "etc/passwd", "/etc/passwd");
-    add_bind(a, "--ro-bind", cfg->dir, "etc/group", "/etc/group");
-    add_bind(a, "--ro-bind", cfg->dir, "etc/shadow", "/etc/shadow");
-    add_bind(a, "--ro-bind", cfg->dir, "etc/shadow", "/etc/gshadow");
-    add_bind(a, "--ro-bind", cfg->dir, "etc/hostname", "/etc/hostname");
-    add_bind(a, "--ro-bind-try", cfg->dir, "etc/profile", "/etc/profile"); /* older sandboxes lack it */
-    add_bind(a, "--ro-bind", cfg->dir, "boot_id", "/proc/sys/kernel/random/boot_id");
-    for (size_t i = 0; i < json_array_size(cfg->mounts); i++) {
-      json_t *m = json_array_get(cfg->mounts, i);
-      add_parents(a, json_string_value(json_object_get(m, "dst")));
-      av_add(a, json_is_true(json_object_get(m, "ro")) ? "--ro-bind" : "--bind");
-      av_add(a, av_own(a, xstrdup(json_string_value(json_object_get(m, "src")))));
-      av_add(a, av_own(a, xstrdup(json_string_value(json_object_get(m, "dst")))));
-    }
-    add_parents(a, "/run/e2b/bin/sudo"); /* traversable, before bwrap makes them 0700 */
-    av_add(a, "--ro-bind");
-    av_add(a, g_self);
-    av_add(a, AGENT_PATH);
-    /* `sudo` on the commands' PATH: this binary under that name (sudo.h) */
-    av_add(a, "--symlink");
-    av_add(a, AGENT_PATH);
-    av_add(a, "/run/e2b/bin/sudo");
-    av_add(a, "--chdir");
-    av_add(a, "/");
-    av_add(a, "--");
-    av_add(a, AGENT_PATH);
-    av_add(a, "agent");
-    av_add(a, "--fd");
-    av_add(a, "3");
-    av_add(a, "--egress-port");
-    av_add(a, EGRESS_PORT_STR);
+    add_isolation(a);
+    add_system(a);
+    add_sandbox_files(a, cfg);
+    add_agent(a);
   } else {
     av_add(a, g_self);
-    av_add(a, "agent");
-    av_add(a, "--fd");
-    av_add(a, "3");
-    av_add(a, "--no-isolation");
+    static const char *const agent[] = {"agent", "--fd", "3", "--no-isolation", NULL};
+    av_list(a, agent);
     static const char *maps[][2] = {{"/home/user", "home"}, {"/tmp", "tmp"}, {"/root", "root"}};
     for (int i = 0; i < 3; i++) {
       av_add(a, "--map");
