@@ -231,6 +231,42 @@ static int json_int(json_t *v, long long *out) {
   return -1;
 }
 
+/* google.protobuf.Timestamp from RFC 3339 text. */
+static int encode_timestamp(const pb_field *f, json_t *v, sbuf *out) {
+  int64_t ms;
+  if (!json_is_string(v) || e2b_time_parse(json_string_value(v), &ms)) return -1;
+  int64_t secs = ms >= 0 ? ms / 1000 : -((-ms + 999) / 1000);
+  int64_t nanos = (ms - secs * 1000) * 1000000;
+  sbuf sub = {0};
+  if (secs) {
+    wr_key(&sub, 1, WT_VARINT);
+    wr_varint(&sub, (uint64_t)secs);
+  }
+  if (nanos) {
+    wr_key(&sub, 2, WT_VARINT);
+    wr_varint(&sub, (uint64_t)nanos);
+  }
+  wr_bytes(out, f->num, sub.data ? sub.data : "", sub.len);
+  sbuf_free(&sub);
+  return 0;
+}
+
+/* map<string, string>: one entry message per pair. */
+static int encode_map(const pb_field *f, json_t *v, sbuf *out) {
+  if (!json_is_object(v)) return -1;
+  const char *k;
+  json_t *val;
+  json_object_foreach(v, k, val) {
+    if (!json_is_string(val)) return -1;
+    sbuf e = {0};
+    wr_bytes(&e, 1, k, strlen(k));
+    wr_bytes(&e, 2, json_string_value(val), json_string_length(val));
+    wr_bytes(out, f->num, e.data, e.len);
+    sbuf_free(&e);
+  }
+  return 0;
+}
+
 static int encode_value(const pb_field *f, json_t *v, sbuf *out) {
   long long x;
   switch (f->type) {
@@ -279,38 +315,10 @@ static int encode_value(const pb_field *f, json_t *v, sbuf *out) {
     sbuf_free(&sub);
     return rc;
   }
-  case PB_TIMESTAMP: {
-    int64_t ms;
-    if (!json_is_string(v) || e2b_time_parse(json_string_value(v), &ms)) return -1;
-    int64_t secs = ms >= 0 ? ms / 1000 : -((-ms + 999) / 1000);
-    int64_t nanos = (ms - secs * 1000) * 1000000;
-    sbuf sub = {0};
-    if (secs) {
-      wr_key(&sub, 1, WT_VARINT);
-      wr_varint(&sub, (uint64_t)secs);
-    }
-    if (nanos) {
-      wr_key(&sub, 2, WT_VARINT);
-      wr_varint(&sub, (uint64_t)nanos);
-    }
-    wr_bytes(out, f->num, sub.data ? sub.data : "", sub.len);
-    sbuf_free(&sub);
-    return 0;
-  }
-  case PB_MAP_SS: {
-    if (!json_is_object(v)) return -1;
-    const char *k;
-    json_t *val;
-    json_object_foreach(v, k, val) {
-      if (!json_is_string(val)) return -1;
-      sbuf e = {0};
-      wr_bytes(&e, 1, k, strlen(k));
-      wr_bytes(&e, 2, json_string_value(val), json_string_length(val));
-      wr_bytes(out, f->num, e.data, e.len);
-      sbuf_free(&e);
-    }
-    return 0;
-  }
+  case PB_TIMESTAMP:
+    return encode_timestamp(f, v, out);
+  case PB_MAP_SS:
+    return encode_map(f, v, out);
   }
   return -1;
 }
