@@ -1,0 +1,304 @@
+/* auxiliar.c — the binding's shared helpers: loop state, errors, option readers, result conversion. */
+#include "auxiliar.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+void e2bL_lloop_release(lloop *l) {
+  if (--l->refs > 0) return;
+  e2b_loop_release(l->loop);
+  free(l->ready);
+  free(l);
+}
+
+/* ---- errors ---- */
+
+void e2bL_push_error_table(lua_State *L, const e2b_error *err) {
+  lua_createtable(L, 0, 6);
+  lua_pushstring(L, e2b_code_name(err->code));
+  lua_setfield(L, -2, "kind");
+  lua_pushstring(L, err->message);
+  lua_setfield(L, -2, "message");
+  if (err->op[0]) {
+    lua_pushstring(L, err->op);
+    lua_setfield(L, -2, "op");
+  }
+  if (err->status) {
+    lua_pushinteger(L, err->status);
+    lua_setfield(L, -2, "status");
+  }
+  lua_pushboolean(L, err->retryable);
+  lua_setfield(L, -2, "retryable");
+  if (err->retry_after_ms >= 0) {
+    lua_pushinteger(L, (lua_Integer)err->retry_after_ms);
+    lua_setfield(L, -2, "retry_after_ms");
+  }
+  lua_getfield(L, LUA_REGISTRYINDEX, ERROR_MT_KEY);
+  if (lua_istable(L, -1))
+    lua_setmetatable(L, -2);
+  else
+    lua_pop(L, 1);
+}
+
+int e2bL_push_fail(lua_State *L, const e2b_error *err) {
+  lua_pushnil(L);
+  e2bL_push_error_table(L, err);
+  return 2;
+}
+
+/* ---- option readers (the Lua layer validates first; these stay strict) ---- */
+
+const char *e2bL_opt_string(lua_State *L, int t, const char *field) {
+  lua_getfield(L, t, field);
+  const char *s = NULL;
+  if (!lua_isnil(L, -1)) {
+    if (lua_type(L, -1) != LUA_TSTRING) luaL_error(L, "%s must be a string", field);
+    s = lua_tostring(L, -1); /* stays alive: the options table holds it */
+  }
+  lua_pop(L, 1);
+  return s;
+}
+
+lua_Integer e2bL_opt_integer(lua_State *L, int t, const char *field, lua_Integer dflt) {
+  lua_getfield(L, t, field);
+  lua_Integer v = dflt;
+  if (!lua_isnil(L, -1)) {
+    if (!lua_isinteger(L, -1)) luaL_error(L, "%s must be an integer", field);
+    v = lua_tointeger(L, -1);
+  }
+  lua_pop(L, 1);
+  return v;
+}
+
+/* nil -> E2B_UNSET, else 0/1. */
+int e2bL_opt_tristate(lua_State *L, int t, const char *field) {
+  lua_getfield(L, t, field);
+  int v = E2B_UNSET;
+  if (!lua_isnil(L, -1)) {
+    if (!lua_isboolean(L, -1)) luaL_error(L, "%s must be a boolean", field);
+    v = lua_toboolean(L, -1);
+  }
+  lua_pop(L, 1);
+  return v;
+}
+
+/* Scratch memory that the garbage collector reclaims (no leak on raise). */
+void *e2bL_scratch(lua_State *L, size_t size) {
+  return size ? compat_newuserdata(L, size) : (lua_pushnil(L), NULL);
+}
+
+/* Reads table field `field` (string -> string map) into a scratch kv array
+ * left on the stack. */
+const e2b_kv *e2bL_opt_kvs(lua_State *L, int t, const char *field, size_t *count) {
+  *count = 0;
+  lua_getfield(L, t, field);
+  int m = lua_gettop(L);
+  if (lua_isnil(L, m)) {
+    lua_pushnil(L); /* keep the stack shape: one scratch slot */
+    lua_remove(L, m);
+    return NULL;
+  }
+  luaL_argcheck(L, lua_istable(L, m), 1, field);
+  size_t n = 0;
+  lua_pushnil(L);
+  while (lua_next(L, m)) {
+    if (lua_type(L, -2) != LUA_TSTRING || lua_type(L, -1) != LUA_TSTRING)
+      luaL_error(L, "%s: keys and values must be strings", field);
+    n++;
+    lua_pop(L, 1);
+  }
+  e2b_kv *kv = e2bL_scratch(L, n * sizeof *kv);
+  lua_pushnil(L);
+  size_t i = 0;
+  while (lua_next(L, m)) {
+    kv[i].key = lua_tostring(L, -2);
+    kv[i].value = lua_tostring(L, -1);
+    i++;
+    lua_pop(L, 1);
+  }
+  /* The map table stays referenced by the options table; keep only scratch. */
+  lua_remove(L, m);
+  *count = n;
+  return kv;
+}
+
+/* Reads an array of strings into a scratch array left on the stack. */
+const char *const *e2bL_opt_strings(lua_State *L, int t, const char *field, size_t *count) {
+  *count = 0;
+  lua_getfield(L, t, field);
+  int a = lua_gettop(L);
+  if (lua_isnil(L, a)) {
+    lua_pushnil(L);
+    lua_remove(L, a);
+    return NULL;
+  }
+  luaL_argcheck(L, lua_istable(L, a), 1, field);
+  size_t n = lua_rawlen(L, a);
+  const char **s = e2bL_scratch(L, n * sizeof *s);
+  for (size_t i = 0; i < n; i++) {
+    lua_rawgeti(L, a, (int)i + 1);
+    if (lua_type(L, -1) != LUA_TSTRING) luaL_error(L, "%s[%d] must be a string", field, (int)i + 1);
+    s[i] = lua_tostring(L, -1);
+    lua_pop(L, 1);
+  }
+  lua_remove(L, a);
+  *count = n;
+  return s;
+}
+
+/* ---- result conversion ---- */
+
+void e2bL_set_str(lua_State *L, const char *k, const char *v) {
+  if (!v) return;
+  lua_pushstring(L, v);
+  lua_setfield(L, -2, k);
+}
+
+void e2bL_set_int(lua_State *L, const char *k, lua_Integer v) {
+  lua_pushinteger(L, v);
+  lua_setfield(L, -2, k);
+}
+
+void e2bL_push_map(lua_State *L, const e2b_map *m) {
+  lua_createtable(L, 0, (int)m->count);
+  for (size_t i = 0; i < m->count; i++) {
+    lua_pushstring(L, m->values[i]);
+    lua_setfield(L, -2, m->keys[i]);
+  }
+}
+
+void e2bL_push_sandbox(lua_State *L, const e2b_sandbox *s) {
+  lua_createtable(L, 0, 16);
+  e2bL_set_str(L, "sandbox_id", s->sandbox_id);
+  e2bL_set_str(L, "template_id", s->template_id);
+  e2bL_set_str(L, "alias", s->alias);
+  e2bL_set_str(L, "client_id", s->client_id);
+  e2bL_set_str(L, "envd_version", s->envd_version);
+  e2bL_set_str(L, "envd_access_token", s->envd_access_token);
+  e2bL_set_str(L, "traffic_access_token", s->traffic_access_token);
+  e2bL_set_str(L, "domain", s->domain);
+  e2bL_set_str(L, "state", s->state == E2B_STATE_RUNNING  ? "running"
+                      : s->state == E2B_STATE_PAUSED ? "paused"
+                                                     : NULL);
+  if (s->started_at_ms) e2bL_set_int(L, "started_at", s->started_at_ms);
+  if (s->end_at_ms) e2bL_set_int(L, "end_at", s->end_at_ms);
+  if (s->cpu_count) e2bL_set_int(L, "cpu_count", s->cpu_count);
+  if (s->memory_mb) e2bL_set_int(L, "memory_mb", s->memory_mb);
+  if (s->disk_size_mb) e2bL_set_int(L, "disk_size_mb", s->disk_size_mb);
+  e2bL_set_str(L, "on_timeout", s->on_timeout);
+  if (s->auto_resume >= 0) {
+    lua_pushboolean(L, s->auto_resume);
+    lua_setfield(L, -2, "auto_resume");
+  }
+  e2bL_push_map(L, &s->metadata);
+  lua_setfield(L, -2, "metadata");
+}
+
+void e2bL_push_entry(lua_State *L, const e2b_entry *e) {
+  lua_createtable(L, 0, 10);
+  e2bL_set_str(L, "name", e->name);
+  e2bL_set_str(L, "path", e->path);
+  e2bL_set_str(L, "type", e->type);
+  e2bL_set_int(L, "size", e->size);
+  e2bL_set_int(L, "mode", e->mode);
+  e2bL_set_str(L, "permissions", e->permissions);
+  e2bL_set_str(L, "owner", e->owner);
+  e2bL_set_str(L, "group", e->group);
+  if (e->modified_at_ms) e2bL_set_int(L, "modified_at", e->modified_at_ms);
+  e2bL_set_str(L, "symlink_target", e->symlink_target);
+}
+
+void e2bL_push_proc_info(lua_State *L, const e2b_proc_info *p) {
+  lua_createtable(L, 0, 6);
+  e2bL_set_int(L, "pid", p->pid);
+  e2bL_set_str(L, "tag", p->tag);
+  e2bL_set_str(L, "cmd", p->cmd);
+  e2bL_set_str(L, "cwd", p->cwd);
+  lua_pushboolean(L, p->kept);
+  lua_setfield(L, -2, "kept");
+  lua_createtable(L, (int)p->arg_count, 0);
+  for (size_t i = 0; i < p->arg_count; i++) {
+    lua_pushstring(L, p->args[i]);
+    lua_rawseti(L, -2, (int)i + 1);
+  }
+  lua_setfield(L, -2, "args");
+}
+
+void e2bL_push_snapshot(lua_State *L, const e2b_snapshot *sn) {
+  lua_createtable(L, 0, 2);
+  e2bL_set_str(L, "snapshot_id", sn->snapshot_id);
+  lua_createtable(L, (int)sn->name_count, 0);
+  for (size_t i = 0; i < sn->name_count; i++) {
+    lua_pushstring(L, sn->names[i]);
+    lua_rawseti(L, -2, (int)i + 1);
+  }
+  lua_setfield(L, -2, "names");
+}
+
+void e2bL_push_volume(lua_State *L, const e2b_volume *v) {
+  lua_createtable(L, 0, 3);
+  e2bL_set_str(L, "volume_id", v->volume_id);
+  e2bL_set_str(L, "name", v->name);
+  e2bL_set_str(L, "token", v->token);
+}
+
+void e2bL_push_tri(lua_State *L, const char *k, int v) {
+  if (v < 0) return; /* unknown stays nil */
+  lua_pushboolean(L, v);
+  lua_setfield(L, -2, k);
+}
+
+void e2bL_push_doctor(lua_State *L, const e2b_doctor_report *r) {
+  lua_createtable(L, 0, 12);
+  e2bL_push_tri(L, "auth", r->auth);
+  e2bL_set_str(L, "create_route", r->create_route);
+  e2bL_set_str(L, "envd_version", r->envd_version);
+  e2bL_push_tri(L, "envd", r->envd);
+  e2bL_push_tri(L, "stdin_close", r->stdin_close);
+  e2bL_push_tri(L, "group_signals", r->group_signals);
+  e2bL_push_tri(L, "volumes", r->volumes);
+  e2bL_push_tri(L, "snapshots", r->snapshots);
+  e2bL_push_tri(L, "network_update", r->network_update);
+  e2bL_push_tri(L, "pagination", r->pagination);
+  e2bL_set_str(L, "limits", r->limits);
+  if (r->notes[0]) e2bL_set_str(L, "notes", r->notes);
+}
+
+void e2bL_push_egress(lua_State *L, const e2b_egress_report *r) {
+  static const char *const verdicts[] = {"inconclusive", "filtered", "open"};
+  lua_createtable(L, 0, 5);
+  e2bL_set_str(L, "verdict", verdicts[r->verdict]);
+  e2bL_set_int(L, "allowed_code", r->allowed_code);
+  e2bL_set_int(L, "denied_code", r->denied_code);
+  e2bL_set_int(L, "ip_code", r->ip_code);
+  e2bL_set_str(L, "detail", r->detail);
+}
+
+void e2bL_push_run(lua_State *L, const e2b_run_result *r) {
+  lua_createtable(L, 0, 6);
+  e2bL_set_int(L, "exit_code", r->exit_code);
+  lua_pushlstring(L, (const char *)r->out, r->out_len);
+  lua_setfield(L, -2, "stdout");
+  lua_pushlstring(L, (const char *)r->err, r->err_len);
+  lua_setfield(L, -2, "stderr");
+  e2bL_set_str(L, "status", r->status);
+  e2bL_set_int(L, "bytes_dropped", (lua_Integer)r->dropped);
+}
+
+void e2bL_new_class(lua_State *L, const char *name, const luaL_Reg *methods, lua_CFunction gc) {
+  luaL_newmetatable(L, name);
+  lua_newtable(L);
+  luaL_setfuncs(L, methods, 0);
+  lua_setfield(L, -2, "__index");
+  lua_pushcfunction(L, gc);
+  lua_setfield(L, -2, "__gc");
+#if LUA_VERSION_NUM >= 504
+  lua_pushcfunction(L, gc);
+  lua_setfield(L, -2, "__close");
+#endif
+  lua_pop(L, 1);
+}

@@ -1,0 +1,376 @@
+/* client.c — the client userdata: control-plane calls and their option tables. */
+#include "auxiliar.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---- client ---- */
+
+int e2bL_core_client(lua_State *L) {
+  loop_ud *lu = e2bL_check_loop(L, 1);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  e2b_config cfg;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.api_key = e2bL_opt_string(L, 2, "api_key");
+  cfg.domain = e2bL_opt_string(L, 2, "domain");
+  cfg.api_url = e2bL_opt_string(L, 2, "api_url");
+  cfg.sandbox_url = e2bL_opt_string(L, 2, "sandbox_url");
+  cfg.template_id = e2bL_opt_string(L, 2, "template");
+  cfg.user_agent = e2bL_opt_string(L, 2, "user_agent");
+  if (!cfg.user_agent) cfg.user_agent = "lua-e2b/" E2B_VERSION; /* libe2b's default says libe2b */
+  cfg.request_timeout_ms = (long)e2bL_opt_integer(L, 2, "request_timeout_ms", 0);
+  cfg.budget_ms = (long)e2bL_opt_integer(L, 2, "budget_ms", 0);
+  cfg.max_retries = (int)e2bL_opt_integer(L, 2, "max_retries", 0);
+  cfg.max_inflight = (int)e2bL_opt_integer(L, 2, "max_inflight", 0);
+  cfg.owner = e2bL_opt_string(L, 2, "owner");
+  cfg.page_size = (int)e2bL_opt_integer(L, 2, "page_size", 0);
+  e2b_error err;
+  e2b_client *c = e2b_client_new(lu->l->loop, &cfg, &err);
+  if (!c) return e2bL_push_fail(L, &err);
+  client_ud *u = compat_newuserdata(L, sizeof *u);
+  u->c = c;
+  u->l = lu->l;
+  u->l->refs++;
+  luaL_setmetatable(L, CLIENT_MT);
+  return 1;
+}
+
+static client_ud *check_client(lua_State *L) {
+  client_ud *u = luaL_checkudata(L, 1, CLIENT_MT);
+  if (!u->c) luaL_error(L, "client is closed");
+  return u;
+}
+
+static int client_gc(lua_State *L) {
+  client_ud *u = luaL_checkudata(L, 1, CLIENT_MT);
+  if (u->c) {
+    e2b_client_release(u->c);
+    e2bL_lloop_release(u->l);
+    u->c = NULL;
+  }
+  return 0;
+}
+
+static int client_config(lua_State *L) {
+  client_ud *u = check_client(L);
+  lua_createtable(L, 0, 5);
+  e2bL_set_str(L, "api_url", e2b_client_api_url(u->c));
+  e2bL_set_str(L, "domain", e2b_client_domain(u->c));
+  e2bL_set_str(L, "sandbox_url", e2b_client_sandbox_url(u->c));
+  e2bL_set_str(L, "template", e2b_client_template(u->c));
+  e2bL_set_str(L, "owner", e2b_client_owner(u->c));
+  lua_pushinteger(L, e2b_client_request_timeout_ms(u->c));
+  lua_setfield(L, -2, "request_timeout_ms");
+  lua_pushinteger(L, e2b_client_budget_ms(u->c));
+  lua_setfield(L, -2, "budget_ms");
+  lua_pushboolean(L, e2b_client_has_api_key(u->c));
+  lua_setfield(L, -2, "has_api_key");
+  return 1;
+}
+
+/* Reads the create fields of table t (scratch arrays stay on the stack). */
+static void read_create_opts(lua_State *L, int t, e2b_create_opts *o) {
+  memset(o, 0, sizeof *o);
+  o->template_id = e2bL_opt_string(L, t, "template");
+  o->timeout_ms = (long)e2bL_opt_integer(L, t, "timeout_ms", 0);
+  o->secure = e2bL_opt_tristate(L, t, "secure");
+  o->allow_internet_access = e2bL_opt_tristate(L, t, "allow_internet_access");
+  o->metadata = e2bL_opt_kvs(L, t, "metadata", &o->metadata_count);
+  o->env = e2bL_opt_kvs(L, t, "env", &o->env_count);
+  o->auto_pause = e2bL_opt_tristate(L, t, "auto_pause");
+  o->auto_pause_memory = e2bL_opt_tristate(L, t, "auto_pause_memory");
+  o->auto_resume = e2bL_opt_tristate(L, t, "auto_resume");
+  o->allow_out = e2bL_opt_strings(L, t, "allow_out", &o->allow_out_count);
+  o->deny_out = e2bL_opt_strings(L, t, "deny_out", &o->deny_out_count);
+  o->network = e2bL_opt_tristate(L, t, "send_network") == 1;
+  o->v1_route = e2bL_opt_tristate(L, t, "v1_route") == 1;
+  o->volume_mounts = e2bL_opt_kvs(L, t, "volume_mounts", &o->volume_mount_count);
+}
+
+/* Reads { allow_internet_access, allow_out, deny_out } at t. */
+static void read_network(lua_State *L, int t, e2b_network *n) {
+  memset(n, 0, sizeof *n);
+  n->allow_internet_access = e2bL_opt_tristate(L, t, "allow_internet_access") != 0;
+  n->allow_out = e2bL_opt_strings(L, t, "allow_out", &n->allow_out_count);
+  n->deny_out = e2bL_opt_strings(L, t, "deny_out", &n->deny_out_count);
+}
+
+static int client_create(lua_State *L) {
+  client_ud *u = check_client(L);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  e2b_create_opts o;
+  read_create_opts(L, 2, &o);
+  e2b_error err;
+  e2b_req *req = e2b_sandbox_create(u->c, &o, &err);
+  return e2bL_push_req(L, u->l, req, RES_SANDBOX, &err);
+}
+
+static int client_connect(lua_State *L) {
+  client_ud *u = check_client(L);
+  const char *id = luaL_checkstring(L, 2);
+  lua_Integer timeout = luaL_optinteger(L, 3, 0);
+  e2b_error err;
+  e2b_req *req = e2b_sandbox_connect(u->c, id, (long)timeout, &err);
+  return e2bL_push_req(L, u->l, req, RES_SANDBOX, &err);
+}
+
+static int client_info(lua_State *L) {
+  client_ud *u = check_client(L);
+  e2b_error err;
+  e2b_req *req = e2b_sandbox_get(u->c, luaL_checkstring(L, 2), &err);
+  return e2bL_push_req(L, u->l, req, RES_SANDBOX, &err);
+}
+
+static int client_kill(lua_State *L) {
+  client_ud *u = check_client(L);
+  e2b_error err;
+  e2b_req *req = e2b_sandbox_kill(u->c, luaL_checkstring(L, 2), &err);
+  return e2bL_push_req(L, u->l, req, RES_NONE, &err);
+}
+
+static int client_set_timeout(lua_State *L) {
+  client_ud *u = check_client(L);
+  e2b_error err;
+  e2b_req *req = e2b_sandbox_set_timeout(u->c, luaL_checkstring(L, 2), (long)luaL_checkinteger(L, 3), &err);
+  return e2bL_push_req(L, u->l, req, RES_NONE, &err);
+}
+
+static int client_pause(lua_State *L) {
+  client_ud *u = check_client(L);
+  e2b_error err;
+  e2b_req *req = e2b_sandbox_pause(u->c, luaL_checkstring(L, 2), lua_toboolean(L, 3), &err);
+  return e2bL_push_req(L, u->l, req, RES_NONE, &err);
+}
+
+/* Reads {metadata=, states={"running"|"paused"...}, limit=, next_token=} at t. */
+static void read_list_opts(lua_State *L, int t, e2b_list_opts *o) {
+  o->metadata = e2bL_opt_kvs(L, t, "metadata", &o->metadata_count);
+  o->limit = (int)e2bL_opt_integer(L, t, "limit", 0);
+  o->next_token = e2bL_opt_string(L, t, "next_token");
+  lua_getfield(L, t, "states");
+  if (lua_istable(L, -1)) {
+    for (int i = 1; i <= (int)lua_rawlen(L, -1); i++) {
+      lua_rawgeti(L, -1, i);
+      const char *s = lua_tostring(L, -1);
+      if (s && strcmp(s, "running") == 0)
+        o->states |= E2B_LIST_RUNNING;
+      else if (s && strcmp(s, "paused") == 0)
+        o->states |= E2B_LIST_PAUSED;
+      else
+        luaL_error(L, "states[%d] must be \"running\" or \"paused\"", i);
+      lua_pop(L, 1);
+    }
+  }
+  lua_pop(L, 1);
+}
+
+/* list{metadata=, states=, limit=, next_token=}: one page */
+static int client_list(lua_State *L) {
+  client_ud *u = check_client(L);
+  e2b_list_opts o;
+  memset(&o, 0, sizeof o);
+  if (!lua_isnoneornil(L, 2)) {
+    luaL_checktype(L, 2, LUA_TTABLE);
+    read_list_opts(L, 2, &o);
+  }
+  e2b_error err;
+  e2b_req *req = e2b_sandbox_list(u->c, &o, &err);
+  return e2bL_push_req(L, u->l, req, RES_SANDBOXES, &err);
+}
+
+/* provision{ <create fields>, id, ready_timeout_ms, setup_script, setup_name,
+ *            setup_timeout_ms, user, network = {...} } */
+static int client_provision(lua_State *L) {
+  client_ud *u = check_client(L);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  e2b_provision_opts o;
+  memset(&o, 0, sizeof o);
+  read_create_opts(L, 2, &o.create);
+  o.id = e2bL_opt_string(L, 2, "id");
+  o.ready_timeout_ms = (long)e2bL_opt_integer(L, 2, "ready_timeout_ms", 0);
+  lua_getfield(L, 2, "setup_script");
+  if (!lua_isnil(L, -1)) o.setup_script = luaL_checklstring(L, -1, &o.setup_len);
+  lua_pop(L, 1); /* the options table keeps the string alive */
+  o.setup_name = e2bL_opt_string(L, 2, "setup_name");
+  o.setup_timeout_ms = (long)e2bL_opt_integer(L, 2, "setup_timeout_ms", 0);
+  o.user = e2bL_opt_string(L, 2, "user");
+  e2b_network net;
+  lua_getfield(L, 2, "network");
+  if (lua_istable(L, -1)) {
+    read_network(L, lua_gettop(L), &net);
+    o.network = &net;
+  }
+  e2b_error err;
+  e2b_req *req = e2b_sandbox_provision(u->c, &o, &err);
+  return e2bL_push_req(L, u->l, req, RES_SANDBOX, &err);
+}
+
+/* find{metadata=, states=} -> every page */
+static int client_find(lua_State *L) {
+  client_ud *u = check_client(L);
+  e2b_list_opts o;
+  memset(&o, 0, sizeof o);
+  if (!lua_isnoneornil(L, 2)) {
+    luaL_checktype(L, 2, LUA_TTABLE);
+    read_list_opts(L, 2, &o);
+  }
+  e2b_error err;
+  return e2bL_push_req(L, u->l, e2b_sandbox_find(u->c, &o, &err), RES_SANDBOXES, &err);
+}
+
+static int client_describe(lua_State *L) {
+  client_ud *u = check_client(L);
+  e2b_error err;
+  return e2bL_push_req(L, u->l, e2b_sandbox_describe(u->c, luaL_checkstring(L, 2), &err), RES_SANDBOX, &err);
+}
+
+static int client_attach(lua_State *L) {
+  client_ud *u = check_client(L);
+  e2b_error err;
+  e2b_req *req = e2b_sandbox_attach(u->c, luaL_checkstring(L, 2), (long)luaL_optinteger(L, 3, 0), &err);
+  return e2bL_push_req(L, u->l, req, RES_SANDBOX, &err);
+}
+
+static int client_resume(lua_State *L) {
+  client_ud *u = check_client(L);
+  e2b_error err;
+  e2b_req *req = e2b_sandbox_resume(u->c, luaL_checkstring(L, 2), (long)luaL_optinteger(L, 3, 0), &err);
+  return e2bL_push_req(L, u->l, req, RES_SANDBOX, &err);
+}
+
+static int client_fork(lua_State *L) {
+  client_ud *u = check_client(L);
+  e2b_error err;
+  e2b_req *req = e2b_sandbox_fork(u->c, luaL_checkstring(L, 2), (long)luaL_optinteger(L, 3, 0),
+                                  (int)luaL_optinteger(L, 4, 1), &err);
+  return e2bL_push_req(L, u->l, req, RES_SANDBOXES, &err);
+}
+
+static int client_destroy(lua_State *L) {
+  client_ud *u = check_client(L);
+  e2b_error err;
+  return e2bL_push_req(L, u->l, e2b_sandbox_destroy(u->c, luaL_checkstring(L, 2), &err), RES_NONE, &err);
+}
+
+static int client_keep_alive(lua_State *L) {
+  client_ud *u = check_client(L);
+  e2b_error err;
+  e2b_req *req = e2b_sandbox_keep_alive(u->c, luaL_checkstring(L, 2), (long)luaL_checkinteger(L, 3), &err);
+  return e2bL_push_req(L, u->l, req, RES_NONE, &err);
+}
+
+static int client_reap(lua_State *L) {
+  client_ud *u = check_client(L);
+  e2b_error err;
+  e2b_req *req = e2b_sandbox_reap(u->c, luaL_checkstring(L, 2), (long)luaL_optinteger(L, 3, 0), &err);
+  return e2bL_push_req(L, u->l, req, RES_SANDBOXES, &err);
+}
+
+static int client_set_network(lua_State *L) {
+  client_ud *u = check_client(L);
+  const char *id = luaL_checkstring(L, 2);
+  luaL_checktype(L, 3, LUA_TTABLE);
+  e2b_network net;
+  read_network(L, 3, &net);
+  e2b_error err;
+  return e2bL_push_req(L, u->l, e2b_sandbox_set_network(u->c, id, &net, &err), RES_NONE, &err);
+}
+
+static int client_snapshot(lua_State *L) {
+  client_ud *u = check_client(L);
+  e2b_error err;
+  e2b_req *req = e2b_snapshot_create(u->c, luaL_checkstring(L, 2), luaL_checkstring(L, 3), &err);
+  return e2bL_push_req(L, u->l, req, RES_SNAPSHOTS, &err);
+}
+
+static int client_snapshots(lua_State *L) {
+  client_ud *u = check_client(L);
+  e2b_error err;
+  return e2bL_push_req(L, u->l, e2b_snapshot_list(u->c, luaL_optstring(L, 2, NULL), &err), RES_SNAPSHOTS, &err);
+}
+
+static int client_delete_snapshot(lua_State *L) {
+  client_ud *u = check_client(L);
+  e2b_error err;
+  return e2bL_push_req(L, u->l, e2b_snapshot_delete(u->c, luaL_checkstring(L, 2), &err), RES_NONE, &err);
+}
+
+static int client_create_volume(lua_State *L) {
+  client_ud *u = check_client(L);
+  e2b_error err;
+  return e2bL_push_req(L, u->l, e2b_volume_create(u->c, luaL_checkstring(L, 2), &err), RES_VOLUMES, &err);
+}
+
+static int client_volumes(lua_State *L) {
+  client_ud *u = check_client(L);
+  e2b_error err;
+  return e2bL_push_req(L, u->l, e2b_volume_list(u->c, &err), RES_VOLUMES, &err);
+}
+
+static int client_delete_volume(lua_State *L) {
+  client_ud *u = check_client(L);
+  e2b_error err;
+  return e2bL_push_req(L, u->l, e2b_volume_delete(u->c, luaL_checkstring(L, 2), &err), RES_NONE, &err);
+}
+
+static int client_doctor(lua_State *L) {
+  client_ud *u = check_client(L);
+  e2b_error err;
+  return e2bL_push_req(L, u->l, e2b_doctor(u->c, &err), RES_DOCTOR, &err);
+}
+
+/* verify_egress{allow_host, allowed_url, denied_url, ip_url, template, timeout_ms} */
+static int client_verify_egress(lua_State *L) {
+  client_ud *u = check_client(L);
+  e2b_egress_opts o;
+  memset(&o, 0, sizeof o);
+  if (!lua_isnoneornil(L, 2)) {
+    luaL_checktype(L, 2, LUA_TTABLE);
+    o.allow_host = e2bL_opt_string(L, 2, "allow_host");
+    o.allowed_url = e2bL_opt_string(L, 2, "allowed_url");
+    o.denied_url = e2bL_opt_string(L, 2, "denied_url");
+    o.ip_url = e2bL_opt_string(L, 2, "ip_url");
+    o.template_id = e2bL_opt_string(L, 2, "template");
+    o.timeout_ms = (long)e2bL_opt_integer(L, 2, "timeout_ms", 0);
+  }
+  e2b_error err;
+  return e2bL_push_req(L, u->l, e2b_verify_egress(u->c, &o, &err), RES_EGRESS, &err);
+}
+
+/* sandbox(sandbox_id, access_token?, domain?) -> sbx */
+static int client_sandbox(lua_State *L) {
+  client_ud *u = check_client(L);
+  const char *id = luaL_checkstring(L, 2);
+  const char *token = luaL_optstring(L, 3, NULL);
+  const char *domain = luaL_optstring(L, 4, NULL);
+  e2b_error err;
+  e2b_sbx *s = e2b_sbx_new(u->c, id, token, domain, &err);
+  if (!s) return e2bL_push_fail(L, &err);
+  sbx_ud *su = compat_newuserdata(L, sizeof *su);
+  su->s = s;
+  su->l = u->l;
+  su->l->refs++;
+  luaL_setmetatable(L, SBX_MT);
+  return 1;
+}
+
+static const luaL_Reg client_methods[] = {
+    {"config", client_config}, {"create", client_create}, {"connect", client_connect},
+    {"info", client_info},     {"kill", client_kill},     {"set_timeout", client_set_timeout},
+    {"pause", client_pause},   {"list", client_list},     {"sandbox", client_sandbox},
+    {"provision", client_provision}, {"find", client_find}, {"describe", client_describe},
+    {"attach", client_attach}, {"resume", client_resume}, {"fork", client_fork},
+    {"destroy", client_destroy},
+    {"keep_alive", client_keep_alive}, {"reap", client_reap},
+    {"set_network", client_set_network}, {"snapshot", client_snapshot},
+    {"snapshots", client_snapshots}, {"delete_snapshot", client_delete_snapshot},
+    {"create_volume", client_create_volume}, {"volumes", client_volumes},
+    {"delete_volume", client_delete_volume}, {"doctor", client_doctor},
+    {"verify_egress", client_verify_egress},
+    {"close", client_gc},      {NULL, NULL}};
+
+void e2bL_open_client(lua_State *L) { e2bL_new_class(L, CLIENT_MT, client_methods, client_gc); }

@@ -1,0 +1,96 @@
+/* loop.c — the loop userdata: one core loop per Lua state, stepped by the scheduler adapters. */
+#include "auxiliar.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---- loop ---- */
+
+int e2bL_core_loop(lua_State *L) {
+  e2b_error err;
+  e2b_loop *loop = e2b_loop_new(&err);
+  if (!loop) return e2bL_push_fail(L, &err);
+  lloop *l = calloc(1, sizeof *l);
+  if (!l) {
+    e2b_loop_release(loop);
+    return luaL_error(L, "out of memory");
+  }
+  l->refs = 1;
+  l->loop = loop;
+  loop_ud *u = compat_newuserdata(L, sizeof *u);
+  u->l = l;
+  luaL_setmetatable(L, LOOP_MT);
+  return 1;
+}
+
+loop_ud *e2bL_check_loop(lua_State *L, int idx) {
+  loop_ud *u = luaL_checkudata(L, idx, LOOP_MT);
+  if (!u->l) luaL_error(L, "loop is closed");
+  return u;
+}
+
+/* step(timeout_ms) -> array of notified request ids (or nil), running transfers */
+static int loop_step(lua_State *L) {
+  loop_ud *u = e2bL_check_loop(L, 1);
+  lua_Integer timeout = luaL_optinteger(L, 2, 0);
+  lloop *l = u->l;
+  int running = e2b_loop_step(l->loop, timeout > 0 ? (long)timeout : 0);
+  if (l->ready_len == 0) {
+    lua_pushnil(L);
+  } else {
+    lua_createtable(L, (int)l->ready_len, 0);
+    for (size_t i = 0; i < l->ready_len; i++) {
+      lua_pushinteger(L, l->ready[i]);
+      lua_rawseti(L, -2, (int)i + 1);
+    }
+    l->ready_len = 0;
+  }
+  lua_pushinteger(L, running);
+  return 2;
+}
+
+static int loop_active(lua_State *L) {
+  loop_ud *u = e2bL_check_loop(L, 1);
+  lua_pushinteger(L, e2b_loop_active(u->l->loop));
+  return 1;
+}
+
+/* timeout() -> ms until the loop must be stepped even without socket
+ * activity (0: now, -1: only sockets or new work); e2b_loop_timeout. */
+static int loop_timeout(lua_State *L) {
+  loop_ud *u = e2bL_check_loop(L, 1);
+  lua_pushinteger(L, e2b_loop_timeout(u->l->loop));
+  return 1;
+}
+
+/* How long closing a loop (at the latest, when the Lua state closes) may
+ * spend sending what finalizers left unattended: a kill of a process
+ * group, the removal of kept output. */
+#define SETTLE_MS 2000
+
+static int loop_gc(lua_State *L) {
+  loop_ud *u = luaL_checkudata(L, 1, LOOP_MT);
+  if (u->l) {
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    while (e2b_loop_unattended(u->l->loop) > 0) {
+      clock_gettime(CLOCK_MONOTONIC, &t);
+      long spent = (long)(t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000;
+      if (spent >= SETTLE_MS) break;
+      e2b_loop_step(u->l->loop, 50);
+    }
+    e2bL_lloop_release(u->l);
+    u->l = NULL;
+  }
+  return 0;
+}
+
+static const luaL_Reg loop_methods[] = {
+    {"step", loop_step}, {"active", loop_active}, {"timeout", loop_timeout},
+    {"close", loop_gc}, {NULL, NULL}};
+
+void e2bL_open_loop(lua_State *L) { e2bL_new_class(L, LOOP_MT, loop_methods, loop_gc); }

@@ -1,0 +1,370 @@
+/* request.c — the request userdata: results, events, byte reads, uploads. */
+#include "auxiliar.h"
+#include "whole.h"
+
+#include <lualib.h> /* LUA_FILEHANDLE on the 5.1 ABI */
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---- requests ---- */
+
+static void on_notify(e2b_req *req, void *ud) {
+  req_ud *r = ud;
+  lloop *l = r->l;
+  if (l->ready_len == l->ready_cap) {
+    size_t cap = l->ready_cap ? l->ready_cap * 2 : 64;
+    lua_Integer *p = realloc(l->ready, cap * sizeof *p);
+    if (!p) return; /* the waiter times out and re-checks; nothing is lost but latency */
+    l->ready = p;
+    l->ready_cap = cap;
+  }
+  l->ready[l->ready_len++] = r->id;
+  (void)req;
+}
+
+/* Wraps a started request (or the failure to start one). */
+int e2bL_push_req(lua_State *L, lloop *l, e2b_req *req, result_kind kind, const e2b_error *err) {
+  if (!req) return e2bL_push_fail(L, err);
+  req_ud *r = compat_newuserdata(L, sizeof *r);
+  r->req = req;
+  r->l = l;
+  l->refs++;
+  r->id = ++l->next_id;
+  r->kind = kind;
+  luaL_setmetatable(L, REQ_MT);
+  e2b_req_set_notify(req, on_notify, r);
+  return 1;
+}
+
+static req_ud *check_req(lua_State *L) {
+  req_ud *r = luaL_checkudata(L, 1, REQ_MT);
+  if (!r->req) luaL_error(L, "request is closed");
+  return r;
+}
+
+static int req_id(lua_State *L) {
+  req_ud *r = luaL_checkudata(L, 1, REQ_MT);
+  lua_pushinteger(L, r->id);
+  return 1;
+}
+
+static int req_done(lua_State *L) {
+  req_ud *r = check_req(L);
+  lua_pushboolean(L, e2b_req_done(r->req));
+  return 1;
+}
+
+static int req_status(lua_State *L) {
+  req_ud *r = check_req(L);
+  lua_pushinteger(L, e2b_req_status(r->req));
+  return 1;
+}
+
+/* result() -> value | nil, err; raises if called before the request is done. */
+static int req_result(lua_State *L) {
+  req_ud *r = check_req(L);
+  if (!e2b_req_done(r->req)) luaL_error(L, "request still running");
+  const e2b_error *err = e2b_req_error(r->req);
+  if (err) return e2bL_push_fail(L, err);
+  switch (r->kind) {
+  case RES_SANDBOX:
+    e2bL_push_sandbox(L, e2b_req_sandbox(r->req));
+    lua_pushboolean(L, e2b_req_resumed(r->req));
+    return 2;
+  case RES_SANDBOXES: {
+    size_t n = e2b_req_sandbox_count(r->req);
+    lua_createtable(L, (int)n, 0);
+    for (size_t i = 0; i < n; i++) {
+      e2bL_push_sandbox(L, e2b_req_sandbox_at(r->req, i));
+      lua_rawseti(L, -2, (int)i + 1);
+    }
+    const char *tok = e2b_req_next_token(r->req);
+    if (tok)
+      lua_pushstring(L, tok);
+    else
+      lua_pushnil(L);
+    return 2;
+  }
+  case RES_ENTRY:
+    e2bL_push_entry(L, e2b_req_entry(r->req));
+    return 1;
+  case RES_ENTRIES: {
+    size_t n = e2b_req_entry_count(r->req);
+    lua_createtable(L, (int)n, 0);
+    for (size_t i = 0; i < n; i++) {
+      e2bL_push_entry(L, e2b_req_entry_at(r->req, i));
+      lua_rawseti(L, -2, (int)i + 1);
+    }
+    return 1;
+  }
+  case RES_PROCS: {
+    size_t n = e2b_req_proc_count(r->req);
+    lua_createtable(L, (int)n, 0);
+    for (size_t i = 0; i < n; i++) {
+      e2bL_push_proc_info(L, e2b_req_proc_at(r->req, i));
+      lua_rawseti(L, -2, (int)i + 1);
+    }
+    return 1;
+  }
+  case RES_WRITTEN:
+    lua_pushstring(L, e2b_req_written_path(r->req));
+    return 1;
+  case RES_SNAPSHOTS:
+  case RES_VOLUMES: {
+    size_t n = r->kind == RES_SNAPSHOTS ? e2b_req_snapshot_count(r->req) : e2b_req_volume_count(r->req);
+    lua_createtable(L, (int)n, 0);
+    for (size_t i = 0; i < n; i++) {
+      if (r->kind == RES_SNAPSHOTS)
+        e2bL_push_snapshot(L, e2b_req_snapshot_at(r->req, i));
+      else
+        e2bL_push_volume(L, e2b_req_volume_at(r->req, i));
+      lua_rawseti(L, -2, (int)i + 1);
+    }
+    return 1;
+  }
+  case RES_RUN:
+    e2bL_push_run(L, e2b_req_run_result(r->req));
+    return 1;
+  case RES_DOCTOR:
+    e2bL_push_doctor(L, e2b_req_doctor_report(r->req));
+    return 1;
+  case RES_EGRESS:
+    e2bL_push_egress(L, e2b_req_egress_report(r->req));
+    return 1;
+  case RES_NONE:
+  case RES_STREAM:
+    break;
+  }
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+/* partial() -> the run result even when the run failed (a timeout keeps its output), or nil. */
+static int req_partial(lua_State *L) {
+  req_ud *r = check_req(L);
+  const e2b_run_result *rr = r->kind == RES_RUN ? e2b_req_run_result(r->req) : NULL;
+  if (!rr) return 0;
+  e2bL_push_run(L, rr);
+  return 1;
+}
+
+static const char *event_stream_name(e2b_event_type t) {
+  return t == E2B_EVENT_STDOUT ? "stdout" : t == E2B_EVENT_STDERR ? "stderr" : "pty";
+}
+
+/* read(max) on a process stream:
+ *   "start", pid | "stdout"|"stderr"|"pty", bytes (<= max, consecutive chunks
+ *   of one stream joined) | "end", exit_code, exited, status, error |
+ *   nil (nothing queued yet) | false (stream over; see result()). */
+static int req_read(lua_State *L) {
+  req_ud *r = check_req(L);
+  lua_Integer max = luaL_optinteger(L, 2, 1 << 20);
+  luaL_argcheck(L, max > 0, 2, "max must be positive");
+  e2b_proc_event ev;
+  int rc = e2b_req_peek_event(r->req, &ev);
+  if (rc == 0) {
+    lua_pushnil(L);
+    return 1;
+  }
+  if (rc < 0) {
+    lua_pushboolean(L, 0);
+    return 1;
+  }
+  switch (ev.type) {
+  case E2B_EVENT_START:
+    lua_pushliteral(L, "start");
+    lua_pushinteger(L, ev.pid);
+    e2b_req_consume(r->req, 0);
+    return 2;
+  case E2B_EVENT_END:
+    lua_pushliteral(L, "end");
+    lua_pushinteger(L, ev.exit_code);
+    lua_pushboolean(L, ev.exited);
+    lua_pushstring(L, ev.status ? ev.status : "");
+    if (ev.error)
+      lua_pushstring(L, ev.error);
+    else
+      lua_pushnil(L);
+    e2b_req_consume(r->req, 0);
+    return 5;
+  default: {
+    e2b_event_type type = ev.type;
+    luaL_Buffer b;
+    size_t left = (size_t)max;
+    lua_pushstring(L, event_stream_name(type));
+    luaL_buffinit(L, &b);
+    while (rc == 1 && ev.type == type && left > 0) {
+      size_t take = ev.len < left ? ev.len : left;
+      luaL_addlstring(&b, (const char *)ev.data, take);
+      left -= take;
+      e2b_req_consume(r->req, take);
+      rc = e2b_req_peek_event(r->req, &ev);
+    }
+    luaL_pushresult(&b);
+    return 2;
+  }
+  }
+}
+
+/* read_bytes(max) on a download: bytes (<= max) | nil (nothing yet) | false (end). */
+static int req_read_bytes(lua_State *L) {
+  req_ud *r = check_req(L);
+  lua_Integer max = luaL_optinteger(L, 2, 1 << 20);
+  luaL_argcheck(L, max > 0, 2, "max must be positive");
+  e2b_proc_event ev;
+  int rc = e2b_req_peek_event(r->req, &ev);
+  if (rc <= 0) {
+    if (rc == 0)
+      lua_pushnil(L);
+    else
+      lua_pushboolean(L, 0);
+    return 1;
+  }
+  luaL_Buffer b;
+  size_t left = (size_t)max;
+  luaL_buffinit(L, &b);
+  while (rc == 1 && left > 0) {
+    size_t take = ev.len < left ? ev.len : left;
+    luaL_addlstring(&b, (const char *)ev.data, take);
+    left -= take;
+    e2b_req_consume(r->req, take);
+    rc = e2b_req_peek_event(r->req, &ev);
+  }
+  luaL_pushresult(&b);
+  return 1;
+}
+
+/* The FILE of an open Lua file at idx, else NULL. Every Lua's file
+ * userdata starts with its FILE pointer (5.1 and LuaJIT: NULL once closed;
+ * 5.2+: luaL_Stream, closed when closef is NULL). */
+static FILE *open_file(lua_State *L, int idx) {
+  void *u = luaL_testudata(L, idx, LUA_FILEHANDLE);
+  if (!u) return NULL;
+#if LUA_VERSION_NUM >= 502
+  if (!((luaL_Stream *)u)->closef) return NULL;
+#endif
+  return *(FILE **)u;
+}
+
+/* drain(to) on a download: moves everything queued into `to` (a
+ * core.buffer, or an open file, written directly) without making Lua
+ * strings. Returns ended, bytes moved (ended: the download is over, see
+ * result()); nil, message when `to` could not take them. */
+static int req_drain(lua_State *L) {
+  req_ud *r = check_req(L);
+  lwhole *b = lwhole_test(L, 2);
+  FILE *f = b ? NULL : open_file(L, 2);
+  luaL_argcheck(L, b || f, 2, "a core.buffer or an open file");
+  e2b_proc_event ev;
+  size_t moved = 0;
+  int rc;
+  while ((rc = e2b_req_peek_event(r->req, &ev)) == 1) {
+    if (b ? lwhole_append(b, ev.data, ev.len) != 0 : fwrite(ev.data, 1, ev.len, f) != ev.len) {
+      lua_pushnil(L);
+      lua_pushstring(L, b ? "out of memory" : strerror(errno));
+      return 2;
+    }
+    moved += ev.len;
+    e2b_req_consume(r->req, ev.len);
+  }
+  lua_pushboolean(L, rc < 0);
+  lua_pushinteger(L, (lua_Integer)moved);
+  return 2;
+}
+
+/* process() -> { pid, tag, dir, tracked } of a tracked process stream */
+static int req_process(lua_State *L) {
+  req_ud *r = check_req(L);
+  lua_createtable(L, 0, 4);
+  e2bL_set_int(L, "pid", e2b_req_proc_pid(r->req));
+  e2bL_set_str(L, "tag", e2b_req_proc_tag(r->req));
+  e2bL_set_str(L, "kept", e2b_req_proc_kept(r->req));
+  lua_pushboolean(L, e2b_req_proc_tracked(r->req));
+  lua_setfield(L, -2, "tracked");
+  return 1;
+}
+
+static int req_queued(lua_State *L) {
+  req_ud *r = check_req(L);
+  lua_pushinteger(L, (lua_Integer)e2b_req_queued(r->req));
+  return 1;
+}
+
+static int req_send(lua_State *L) {
+  req_ud *r = check_req(L);
+  size_t len;
+  const char *data = luaL_checklstring(L, 2, &len);
+  lua_pushboolean(L, e2b_req_send(r->req, data, len) == 0);
+  return 1;
+}
+
+/* send_from(file, max) on an upload: reads up to max bytes of an open file
+ * straight into the upload (no Lua string between). Returns the bytes
+ * read, 0 at the file's end; nil, message when reading failed or the
+ * upload takes no more. */
+static int req_send_from(lua_State *L) {
+  req_ud *r = check_req(L);
+  FILE *f = open_file(L, 2);
+  luaL_argcheck(L, f != NULL, 2, "an open file");
+  lua_Integer max = luaL_optinteger(L, 3, 1 << 20);
+  luaL_argcheck(L, max > 0, 3, "max must be positive");
+  char *room = e2b_req_send_room(r->req, (size_t)max);
+  if (!room) {
+    lua_pushnil(L);
+    lua_pushstring(L, "the upload takes no more input");
+    return 2;
+  }
+  size_t n = fread(room, 1, (size_t)max, f);
+  if (n == 0 && ferror(f)) {
+    lua_pushnil(L);
+    lua_pushstring(L, strerror(errno));
+    return 2;
+  }
+  e2b_req_send_commit(r->req, n);
+  lua_pushinteger(L, (lua_Integer)n);
+  return 1;
+}
+
+static int req_finish(lua_State *L) {
+  req_ud *r = check_req(L);
+  lua_pushboolean(L, e2b_req_send_end(r->req) == 0);
+  return 1;
+}
+
+static int req_pending(lua_State *L) {
+  req_ud *r = check_req(L);
+  lua_pushinteger(L, (lua_Integer)e2b_req_send_pending(r->req));
+  return 1;
+}
+
+static int req_cancel(lua_State *L) {
+  req_ud *r = check_req(L);
+  e2b_req_cancel(r->req);
+  return 0;
+}
+
+static int req_close(lua_State *L) {
+  req_ud *r = luaL_checkudata(L, 1, REQ_MT);
+  if (r->req) {
+    e2b_req_free(r->req);
+    r->req = NULL;
+    e2bL_lloop_release(r->l);
+    r->l = NULL;
+  }
+  return 0;
+}
+
+static const luaL_Reg req_methods[] = {
+    {"id", req_id},         {"done", req_done},     {"status", req_status},
+    {"result", req_result}, {"read", req_read},     {"read_bytes", req_read_bytes}, {"drain", req_drain},
+    {"queued", req_queued}, {"send", req_send}, {"send_from", req_send_from},     {"finish", req_finish},
+    {"pending", req_pending}, {"cancel", req_cancel}, {"close", req_close},
+    {"partial", req_partial},  {"process", req_process},
+    {NULL, NULL}};
+
+void e2bL_open_req(lua_State *L) { e2bL_new_class(L, REQ_MT, req_methods, req_close); }

@@ -1,0 +1,338 @@
+/* sandbox.c — the sandbox handle userdata: envd processes and files. */
+#include "auxiliar.h"
+#include "whole.h"
+
+#include <lualib.h> /* LUA_FILEHANDLE on the 5.1 ABI */
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---- sandbox handle (envd) ---- */
+
+static sbx_ud *check_sbx(lua_State *L) {
+  sbx_ud *u = luaL_checkudata(L, 1, SBX_MT);
+  if (!u->s) luaL_error(L, "sandbox handle is closed");
+  return u;
+}
+
+static int sbx_gc(lua_State *L) {
+  sbx_ud *u = luaL_checkudata(L, 1, SBX_MT);
+  if (u->s) {
+    e2b_sbx_flush_forgets(u->s);
+    e2b_sbx_release(u->s);
+    e2bL_lloop_release(u->l);
+    u->s = NULL;
+  }
+  return 0;
+}
+
+static int sbx_envd_url(lua_State *L) {
+  sbx_ud *u = check_sbx(L);
+  lua_pushstring(L, e2b_sbx_envd_url(u->s));
+  return 1;
+}
+
+/* A process is named by pid (number) or tag (string). */
+static void check_target(lua_State *L, int idx, uint32_t *pid, const char **tag) {
+  *pid = 0;
+  *tag = NULL;
+  if (lua_type(L, idx) == LUA_TSTRING)
+    *tag = lua_tostring(L, idx);
+  else
+    *pid = (uint32_t)luaL_checkinteger(L, idx);
+}
+
+/* Reads {cmd, args, env, cwd, user, tag, stdin, pty_cols, pty_rows,
+ * timeout_ms, keepalive_s, idle_timeout_ms} at t. */
+static void read_proc_opts(lua_State *L, int t, e2b_proc_opts *o) {
+  memset(o, 0, sizeof *o);
+  o->cmd = e2bL_opt_string(L, t, "cmd");
+  o->args = e2bL_opt_strings(L, t, "args", &o->arg_count);
+  o->env = e2bL_opt_kvs(L, t, "env", &o->env_count);
+  o->cwd = e2bL_opt_string(L, t, "cwd");
+  o->user = e2bL_opt_string(L, t, "user");
+  o->tag = e2bL_opt_string(L, t, "tag");
+  o->stdin_open = e2bL_opt_tristate(L, t, "stdin") == 1;
+  o->pty_cols = (unsigned)e2bL_opt_integer(L, t, "pty_cols", 0);
+  o->pty_rows = (unsigned)e2bL_opt_integer(L, t, "pty_rows", 0);
+  o->timeout_ms = (long)e2bL_opt_integer(L, t, "timeout_ms", 0);
+  o->keepalive_s = (long)e2bL_opt_integer(L, t, "keepalive_s", 0);
+  o->idle_timeout_ms = (long)e2bL_opt_integer(L, t, "idle_timeout_ms", 0);
+}
+
+/* start{cmd=, args={}, env={}, cwd=, user=, tag=, stdin=bool, pty_cols=, pty_rows=,
+ *       timeout_ms=, keepalive_s=} */
+static int sbx_start(lua_State *L) {
+  sbx_ud *u = check_sbx(L);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  e2b_proc_opts o;
+  read_proc_opts(L, 2, &o);
+  e2b_error err;
+  e2b_req *req = e2b_proc_start(u->s, &o, &err);
+  return e2bL_push_req(L, u->l, req, RES_STREAM, &err);
+}
+
+/* run(start_opts, stdin?, max_output?) -> request for e2b_run */
+static int sbx_run(lua_State *L) {
+  sbx_ud *u = check_sbx(L);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  size_t in_len = 0;
+  const char *in = luaL_optlstring(L, 3, NULL, &in_len);
+  lua_Integer max = luaL_optinteger(L, 4, 64 << 20);
+  luaL_argcheck(L, max > 0, 4, "max_output must be positive");
+  e2b_proc_opts o;
+  read_proc_opts(L, 2, &o);
+  e2b_error err;
+  e2b_req *req = e2b_run(u->s, &o, in, in_len, (size_t)max, &err);
+  return e2bL_push_req(L, u->l, req, RES_RUN, &err);
+}
+
+/* track(start_opts, env_replace?, keep_output?) -> a tracked process stream */
+static int sbx_track(lua_State *L) {
+  sbx_ud *u = check_sbx(L);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  e2b_proc_opts o;
+  read_proc_opts(L, 2, &o);
+  e2b_error err;
+  unsigned flags = (lua_toboolean(L, 3) ? E2B_TRACK_ENV_REPLACE : 0) |
+                   (lua_isnoneornil(L, 4) || lua_toboolean(L, 4) ? 0 : E2B_TRACK_NO_KEEP) |
+                   (lua_toboolean(L, 5) ? E2B_TRACK_AT_END : 0);
+  e2b_req *req = e2b_proc_track(u->s, &o, flags, &err);
+  return e2bL_push_req(L, u->l, req, RES_STREAM, &err);
+}
+
+/* attach(pid_or_tag, stdout_offset?, stderr_offset?, idle_timeout_ms?) */
+static int sbx_attach(lua_State *L) {
+  sbx_ud *u = check_sbx(L);
+  uint32_t pid;
+  const char *tag;
+  check_target(L, 2, &pid, &tag);
+  e2b_error err;
+  e2b_req *req = e2b_proc_attach(u->s, pid, tag, (int64_t)luaL_optinteger(L, 3, 0),
+                                 (int64_t)luaL_optinteger(L, 4, 0),
+                                 (long)luaL_optinteger(L, 5, 0), &err);
+  return e2bL_push_req(L, u->l, req, RES_STREAM, &err);
+}
+
+static int sbx_forget(lua_State *L) {
+  sbx_ud *u = check_sbx(L);
+  e2b_error err;
+  return e2bL_push_req(L, u->l, e2b_proc_forget(u->s, luaL_checkstring(L, 2), &err), RES_NONE, &err);
+}
+
+/* signal_async(pid_or_tag, signo): fire and forget (for finalizers, which
+ * cannot wait); the loop frees the request once it completes. */
+static int sbx_signal_async(lua_State *L) {
+  sbx_ud *u = luaL_checkudata(L, 1, SBX_MT);
+  if (!u->s) return 0; /* finalized first: nothing left to send from */
+  uint32_t pid;
+  const char *tag;
+  check_target(L, 2, &pid, &tag);
+  e2b_error err;
+  e2b_req *req = e2b_proc_signal(u->s, pid, tag, (int)luaL_checkinteger(L, 3), &err);
+  if (req) e2b_req_autofree(req);
+  return 0;
+}
+
+/* An error table (as push_error_table made it) back into an e2b_error. */
+static void read_error_table(lua_State *L, int idx, e2b_error *err) {
+  e2b_error_clear(err);
+  err->code = E2B_ERR_SANDBOX;
+  lua_getfield(L, idx, "kind");
+  const char *kind = lua_tostring(L, -1);
+  for (int c = E2B_OK; kind && c <= E2B_ERR_PERMISSION; c++)
+    if (strcmp(kind, e2b_code_name((e2b_code)c)) == 0) err->code = (e2b_code)c;
+  lua_getfield(L, idx, "status");
+  err->status = (int)lua_tointeger(L, -1);
+  lua_getfield(L, idx, "retryable");
+  err->retryable = lua_toboolean(L, -1);
+  lua_getfield(L, idx, "op");
+  snprintf(err->op, sizeof err->op, "%s", lua_isstring(L, -1) ? lua_tostring(L, -1) : "");
+  lua_getfield(L, idx, "message");
+  snprintf(err->message, sizeof err->message, "%s", lua_isstring(L, -1) ? lua_tostring(L, -1) : "");
+  lua_pop(L, 5);
+}
+
+/* explain(err) -> a request finishing with what err means for the sandbox
+ * (gone, paused, or err itself), or nothing when err needs no look. */
+static int sbx_explain(lua_State *L) {
+  sbx_ud *u = check_sbx(L);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  e2b_error orig;
+  read_error_table(L, 2, &orig);
+  e2b_req *req = e2b_sbx_explain(u->s, &orig);
+  if (!req) return 0;
+  return e2bL_push_req(L, u->l, req, RES_NONE, &orig);
+}
+
+/* forget_async(tag, user?): removes kept output lazily (the core decides when). */
+static int sbx_forget_async(lua_State *L) {
+  sbx_ud *u = luaL_checkudata(L, 1, SBX_MT);
+  if (!u->s) return 0;
+  e2b_proc_forget_later(u->s, luaL_checkstring(L, 2), luaL_optstring(L, 3, "root"));
+  return 0;
+}
+
+/* flush_forgets(drop?): sends the removal of kept output still queued
+ * (unattended), or with drop just forgets the queue (the sandbox is gone). */
+static int sbx_flush_forgets(lua_State *L) {
+  sbx_ud *u = luaL_checkudata(L, 1, SBX_MT);
+  if (u->s && lua_toboolean(L, 2)) e2b_sbx_drop_forgets(u->s);
+  else if (u->s) e2b_sbx_flush_forgets(u->s);
+  return 0;
+}
+
+/* connect(pid_or_tag, keepalive_s?) */
+static int sbx_connect(lua_State *L) {
+  sbx_ud *u = check_sbx(L);
+  uint32_t pid;
+  const char *tag;
+  check_target(L, 2, &pid, &tag);
+  e2b_error err;
+  e2b_req *req = e2b_proc_connect(u->s, pid, tag, (long)luaL_optinteger(L, 3, 0), &err);
+  return e2bL_push_req(L, u->l, req, RES_STREAM, &err);
+}
+
+/* send_input(pid_or_tag, bytes, pty?) */
+static int sbx_send_input(lua_State *L) {
+  sbx_ud *u = check_sbx(L);
+  uint32_t pid;
+  const char *tag;
+  size_t len;
+  check_target(L, 2, &pid, &tag);
+  const char *data = luaL_checklstring(L, 3, &len);
+  e2b_error err;
+  e2b_req *req = e2b_proc_send_input(u->s, pid, tag, data, len, lua_toboolean(L, 4), &err);
+  return e2bL_push_req(L, u->l, req, RES_NONE, &err);
+}
+
+static int sbx_close_stdin(lua_State *L) {
+  sbx_ud *u = check_sbx(L);
+  uint32_t pid;
+  const char *tag;
+  check_target(L, 2, &pid, &tag);
+  e2b_error err;
+  return e2bL_push_req(L, u->l, e2b_proc_close_stdin(u->s, pid, tag, &err), RES_NONE, &err);
+}
+
+/* signal(pid_or_tag, signo) */
+static int sbx_signal(lua_State *L) {
+  sbx_ud *u = check_sbx(L);
+  uint32_t pid;
+  const char *tag;
+  check_target(L, 2, &pid, &tag);
+  e2b_error err;
+  e2b_req *req = e2b_proc_signal(u->s, pid, tag, (int)luaL_checkinteger(L, 3), &err);
+  return e2bL_push_req(L, u->l, req, RES_NONE, &err);
+}
+
+/* resize(pid_or_tag, cols, rows) */
+static int sbx_resize(lua_State *L) {
+  sbx_ud *u = check_sbx(L);
+  uint32_t pid;
+  const char *tag;
+  check_target(L, 2, &pid, &tag);
+  e2b_error err;
+  e2b_req *req = e2b_proc_resize(u->s, pid, tag, (unsigned)luaL_checkinteger(L, 3),
+                                 (unsigned)luaL_checkinteger(L, 4), &err);
+  return e2bL_push_req(L, u->l, req, RES_NONE, &err);
+}
+
+static int sbx_processes(lua_State *L) {
+  sbx_ud *u = check_sbx(L);
+  e2b_error err;
+  return e2bL_push_req(L, u->l, e2b_proc_list(u->s, &err), RES_PROCS, &err);
+}
+
+static int sbx_stat(lua_State *L) {
+  sbx_ud *u = check_sbx(L);
+  e2b_error err;
+  e2b_req *req = e2b_fs_stat(u->s, luaL_checkstring(L, 2), luaL_optstring(L, 3, NULL), &err);
+  return e2bL_push_req(L, u->l, req, RES_ENTRY, &err);
+}
+
+static int sbx_list(lua_State *L) {
+  sbx_ud *u = check_sbx(L);
+  e2b_error err;
+  lua_Integer depth = luaL_optinteger(L, 3, 1);
+  luaL_argcheck(L, depth >= 1, 3, "depth must be at least 1");
+  e2b_req *req = e2b_fs_list(u->s, luaL_checkstring(L, 2), (unsigned)depth,
+                             luaL_optstring(L, 4, NULL), &err);
+  return e2bL_push_req(L, u->l, req, RES_ENTRIES, &err);
+}
+
+static int sbx_mkdir(lua_State *L) {
+  sbx_ud *u = check_sbx(L);
+  e2b_error err;
+  e2b_req *req = e2b_fs_mkdir(u->s, luaL_checkstring(L, 2), luaL_optstring(L, 3, NULL), &err);
+  return e2bL_push_req(L, u->l, req, RES_ENTRY, &err);
+}
+
+static int sbx_move(lua_State *L) {
+  sbx_ud *u = check_sbx(L);
+  e2b_error err;
+  e2b_req *req = e2b_fs_move(u->s, luaL_checkstring(L, 2), luaL_checkstring(L, 3),
+                             luaL_optstring(L, 4, NULL), &err);
+  return e2bL_push_req(L, u->l, req, RES_ENTRY, &err);
+}
+
+static int sbx_remove(lua_State *L) {
+  sbx_ud *u = check_sbx(L);
+  e2b_error err;
+  e2b_req *req = e2b_fs_remove(u->s, luaL_checkstring(L, 2), luaL_optstring(L, 3, NULL), &err);
+  return e2bL_push_req(L, u->l, req, RES_NONE, &err);
+}
+
+/* read(path, user?, offset?) -> download request */
+static int sbx_read(lua_State *L) {
+  sbx_ud *u = check_sbx(L);
+  e2b_error err;
+  e2b_req *req = e2b_file_read(u->s, luaL_checkstring(L, 2), luaL_optstring(L, 3, NULL),
+                               (int64_t)luaL_optinteger(L, 4, 0), &err);
+  return e2bL_push_req(L, u->l, req, RES_STREAM, &err);
+}
+
+/* write(path, user?) -> upload request; feed it with send/finish */
+static int sbx_write(lua_State *L) {
+  sbx_ud *u = check_sbx(L);
+  e2b_error err;
+  e2b_req *req = e2b_file_write(u->s, luaL_checkstring(L, 2), luaL_optstring(L, 3, NULL), &err);
+  return e2bL_push_req(L, u->l, req, RES_WRITTEN, &err);
+}
+
+/* url(path, operation, user?, expires_unix?) -> signed URL | nil, err */
+static int sbx_url(lua_State *L) {
+  sbx_ud *u = check_sbx(L);
+  e2b_error err;
+  char *url = e2b_file_url(u->s, luaL_checkstring(L, 2), luaL_checkstring(L, 3),
+                           luaL_optstring(L, 4, NULL), (int64_t)luaL_optinteger(L, 5, 0), &err);
+  if (!url) return e2bL_push_fail(L, &err);
+  lua_pushstring(L, url);
+  free(url);
+  return 1;
+}
+
+static int sbx_health(lua_State *L) {
+  sbx_ud *u = check_sbx(L);
+  e2b_error err;
+  return e2bL_push_req(L, u->l, e2b_envd_health(u->s, &err), RES_NONE, &err);
+}
+
+static const luaL_Reg sbx_methods[] = {
+    {"envd_url", sbx_envd_url}, {"start", sbx_start},           {"connect", sbx_connect},
+    {"send_input", sbx_send_input}, {"close_stdin", sbx_close_stdin}, {"signal", sbx_signal},
+    {"resize", sbx_resize},     {"processes", sbx_processes},   {"stat", sbx_stat},
+    {"list", sbx_list},         {"mkdir", sbx_mkdir},           {"move", sbx_move},
+    {"remove", sbx_remove},     {"read", sbx_read},             {"write", sbx_write},
+    {"url", sbx_url},           {"health", sbx_health},         {"run", sbx_run},
+    {"track", sbx_track},       {"attach", sbx_attach},         {"forget", sbx_forget},
+    {"signal_async", sbx_signal_async}, {"forget_async", sbx_forget_async},
+    {"flush_forgets", sbx_flush_forgets}, {"explain", sbx_explain},
+    {"close", sbx_gc},
+    {NULL, NULL}};
+
+void e2bL_open_sbx(lua_State *L) { e2bL_new_class(L, SBX_MT, sbx_methods, sbx_gc); }
