@@ -1014,3 +1014,5 @@ void egress_shutdown(void) {
   g_ep = g_wake = -1;
   g_started = 0;
 }
+
+const sandbox_listener egress_sandbox_listener = {NULL, egress_accept, egress_recheck, egress_close_sandbox};

@@ -20,10 +20,14 @@
 #include <jansson.h>
 #include <stdint.h>
 
+#include "sandbox.h"
+
 #define EGRESS_PORT 3128
 
 /* Starts the loop and the resolvers (before any sandbox boots). */
 void egress_init(void);
+/* What the proxy learns of sandboxes (sandbox_listen it). */
+extern const sandbox_listener egress_sandbox_listener;
 /* The control-plane listener to refuse (after it is bound). */
 void egress_set_control_port(uint16_t port);
 /* Closes every relay and stops the threads (after every sandbox is gone). */

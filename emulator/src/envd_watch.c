@@ -328,3 +328,5 @@ void watch_shutdown(void) {
   }
   pthread_mutex_unlock(&g_mu);
 }
+
+const sandbox_listener watch_sandbox_listener = {watch_deliver, NULL, NULL, watch_close_sandbox};

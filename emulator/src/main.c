@@ -215,7 +215,10 @@ typedef struct running {
 
 static int start_all(const options *o, running *run) {
   runtime_init(o->no_isolation, o->no_freezer);
-  egress_init(); /* before any sandbox boots: template setup scripts may use the network */
+  /* Before any sandbox boots: template setup scripts may use the network. */
+  sandbox_listen(&egress_sandbox_listener);
+  sandbox_listen(&watch_sandbox_listener);
+  egress_init();
   if (o->state) {
     if (mkdir_p(o->state, 0700) != 0) {
       log_msg("cannot create state directory %s: %s", o->state, strerror(errno));

@@ -14,12 +14,10 @@
 #include <sys/wait.h>
 
 #include "codec.h"
-#include "egress.h"
 #include "netpolicy.h"
 #include "netrules.h"
 #include "log.h"
 #include "store.h"
-#include "envd_watch.h"
 #include "tree.h"
 #include "util.h"
 #include <dirent.h>
@@ -397,9 +395,30 @@ static void on_violation_cb(void *ctx, const char *why) {
   sandbox_unref(sb);
 }
 
-static void on_watch_cb(void *ctx, json_t *ev) { watch_deliver(proc_table_key((proc_table *)ctx), ev); }
+#define MAX_LISTENERS 4
+static const sandbox_listener *g_listeners[MAX_LISTENERS];
+static size_t g_listener_count;
 
-static void on_egress_cb(void *ctx, int fd) { egress_accept(proc_table_key((proc_table *)ctx), fd); }
+void sandbox_listen(const sandbox_listener *l) {
+  if (g_listener_count < MAX_LISTENERS) g_listeners[g_listener_count++] = l;
+}
+
+/* Calls member m of every listener that has one. */
+#define TELL(m, ...)                                                                 \
+  do {                                                                                \
+    for (size_t i_ = 0; i_ < g_listener_count; i_++)                                  \
+      if (g_listeners[i_]->m) g_listeners[i_]->m(__VA_ARGS__);                        \
+  } while (0)
+
+static void on_watch_cb(void *ctx, json_t *ev) { TELL(watch_event, proc_table_key((proc_table *)ctx), ev); }
+
+/* A connection nobody takes is closed (no listener: no egress). */
+static void on_egress_cb(void *ctx, int fd) {
+  int taken = 0;
+  for (size_t i = 0; i < g_listener_count; i++)
+    if (g_listeners[i]->egress_conn && !taken++) g_listeners[i]->egress_conn(proc_table_key((proc_table *)ctx), fd);
+  if (!taken) close(fd);
+}
 
 static int boot_locked(sandbox *sb) {
   runtime_config cfg = {sb->id, sb->dir, sb->mounts, (uint64_t)SANDBOX_MEMORY_MB << 20,
@@ -414,13 +433,12 @@ static int boot_locked(sandbox *sb) {
 }
 
 static void teardown_locked(sandbox *sb) {
-  watch_close_sandbox(sb->id);
   channel_expect_close(sb->chan);
   if (sb->rt.pid > 0) runtime_stop(&sb->rt);
   channel_close(sb->chan);
   sb->chan = NULL;
   sb->rt.sock = -1;
-  egress_close_sandbox(sb->id); /* its processes are gone: so are their connections */
+  TELL(closed, sb->id); /* its processes are gone: so are their connections and watches */
   if (sb->procs) {
     proc_table_abort(sb->procs);
     proc_table_unref(sb->procs);
@@ -689,7 +707,7 @@ int sandbox_set_network(sandbox *sb, json_t *network, int allow_internet) {
   }
   pthread_rwlock_unlock(&sb->lock);
   if (!rc) {
-    egress_recheck(sb->id); /* open relays the new policy denies are closed */
+    TELL(policy_changed, sb->id); /* open relays the new policy denies are closed */
     write_meta(sb);
     sandbox_log(sb, 1, NULL, "network configuration updated (internet access %s)", allow_internet ? "on" : "off");
   }

@@ -126,6 +126,17 @@ int sandbox_set_network(sandbox *sb, json_t *network, int allow_internet);
 /* The current egress policy of sandbox `id` (hidden ones included), compiled;
  * NULL when it is gone. Free with netpolicy_free. */
 struct netpolicy;
+/* Components that follow sandboxes (the egress proxy, envd's watchers)
+ * listen instead of sandbox.c calling them by name: no call circle. Any
+ * member may be NULL. Registered before any sandbox boots. */
+typedef struct sandbox_listener {
+  void (*watch_event)(const char *id, json_t *event); /* the agent saw a watched change */
+  void (*egress_conn)(const char *id, int fd);        /* the agent passed up a connection */
+  void (*policy_changed)(const char *id);             /* its network configuration was replaced */
+  void (*closed)(const char *id);                     /* its processes and channel are gone */
+} sandbox_listener;
+void sandbox_listen(const sandbox_listener *l);
+
 struct netpolicy *sandbox_egress_policy(const char *id);
 /* The headers network.rules add to a request from sandbox id to host (lower
  * case), as the rules are now. Returns out->n; clear with netrules_set_clear. */
