@@ -1,7 +1,8 @@
 /* fuzz_parse.c — libFuzzer target for core/src/parse.c: control-plane and
  * proto3 JSON into libe2b's result structs, and process stream messages
  * (including the data-event fast path that cuts the base64 out before
- * jansson sees the message). The first byte picks the parser. */
+ * jansson sees the message), WatchDir messages, and the unwrapping of a
+ * kept command's argv. The first byte picks the parser. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,9 +44,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size == 0) return 0;
   const char *json = (const char *)data + 1;
   size_t len = size - 1;
-  int which = data[0] % 4;
+  int which = data[0] % 5;
   if (which == 3) {
     proc_event(json, len);
+    return 0;
+  }
+  if (which == 4) {
+    queued *q = NULL;
+    e2b_error err;
+    memset(&err, 0, sizeof err);
+    if (e2b_parse_watch_event(json, len, &q, &err) == 0 && q && q->ev.len > len) abort();
+    free(q);
     return 0;
   }
   json_t *j = json_loadb(json, len, 0, NULL);
@@ -57,7 +66,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (e2b_parse_entry(j, &e) == 0) e2b_entry_clear(&e);
   } else {
     e2b_proc_info p;
-    if (e2b_parse_proc_info(j, &p) == 0) e2b_proc_info_clear(&p);
+    if (e2b_parse_proc_info(j, &p) == 0) {
+      e2b_track_unwrap(&p);
+      e2b_proc_info_clear(&p);
+    }
   }
   json_decref(j);
   return 0;
