@@ -194,8 +194,23 @@ void e2bL_push_sandbox(lua_State *L, const e2b_sandbox *s) {
     lua_pushboolean(L, s->auto_resume);
     lua_setfield(L, -2, "auto_resume");
   }
-  e2bL_push_map(L, &s->metadata);
+  /* The identity keys are the core's stored format: Lua gets their meaning
+   * (id, owner) and the caller's own pairs, never the keys themselves. */
+  const char *id = NULL, *owner = NULL;
+  lua_createtable(L, 0, (int)s->metadata.count);
+  for (size_t i = 0; i < s->metadata.count; i++) {
+    if (strcmp(s->metadata.keys[i], E2B_META_ID) == 0) {
+      id = s->metadata.values[i];
+    } else if (strcmp(s->metadata.keys[i], E2B_META_OWNER) == 0) {
+      owner = s->metadata.values[i];
+    } else {
+      lua_pushstring(L, s->metadata.values[i]);
+      lua_setfield(L, -2, s->metadata.keys[i]);
+    }
+  }
   lua_setfield(L, -2, "metadata");
+  e2bL_set_str(L, "id", id ? id : s->sandbox_id);
+  e2bL_set_str(L, "owner", owner);
 }
 
 void e2bL_push_entry(lua_State *L, const e2b_entry *e) {

@@ -87,5 +87,9 @@ __attribute__((visibility("default"))) int luaopen_e2b_core(lua_State *L) {
   luaL_newlib(L, functions);
   lua_pushstring(L, e2b_version());
   lua_setfield(L, -2, "VERSION");
+  lua_pushstring(L, E2B_META_ID);
+  lua_setfield(L, -2, "META_ID");
+  lua_pushstring(L, E2B_META_OWNER);
+  lua_setfield(L, -2, "META_OWNER");
   return 1;
 }

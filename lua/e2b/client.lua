@@ -12,8 +12,8 @@ local Sandbox = require("e2b.sandbox")
 local M = {}
 
 -- Metadata keys libe2b keeps beside the caller's (E2B_META_ID / _OWNER).
-local ID_KEY = "lua_e2b_id"
-local OWNER_KEY = "lua_e2b_owner"
+-- The metadata keys the core keeps identity in (reserved to it).
+local ID_KEY, OWNER_KEY = core.META_ID, core.META_OWNER
 M.ID_KEY, M.OWNER_KEY = ID_KEY, OWNER_KEY
 
 local Client = {}
@@ -118,20 +118,14 @@ end
 
 -- The info record (docs/manual.md, "Records"), from a control-plane sandbox table.
 local function to_info(raw)
-  local meta, id, owner = {}, raw.sandbox_id, nil
-  for k, v in pairs(raw.metadata or {}) do
-    if k == ID_KEY then id = v
-    elseif k == OWNER_KEY then owner = v
-    else meta[k] = v end
-  end
   return {
-    id = id,
+    id = raw.id,
     sandbox_id = raw.sandbox_id,
     template = raw.alias or raw.template_id,
     template_id = raw.template_id,
     state = raw.state,
-    metadata = meta,
-    owner = owner,
+    metadata = raw.metadata,
+    owner = raw.owner,
     started_at = raw.started_at,
     end_at = raw.end_at,
   }

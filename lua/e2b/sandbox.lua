@@ -28,15 +28,11 @@ M.Sandbox = Sandbox
 -- Sandbox.new(client, raw, { owned, on_close }) -> sbx
 function M.new(client, raw, opts)
   local h = assert(client._h:sandbox(raw.sandbox_id, raw.envd_access_token, raw.domain))
-  local meta, id = {}, raw.sandbox_id
-  for k, v in pairs(raw.metadata or {}) do
-    if k == "lua_e2b_id" then id = v elseif k ~= "lua_e2b_owner" then meta[k] = v end
-  end
   local self = setmetatable({
-    id = id,
+    id = raw.id,
     sandbox_id = raw.sandbox_id,
     template = raw.alias or raw.template_id,
-    metadata = meta,
+    metadata = raw.metadata,
     traffic_token = raw.traffic_access_token,
     domain = raw.domain or client.domain,
     _client = client,
