@@ -718,6 +718,7 @@ static int core_client(lua_State *L) {
   cfg.max_inflight = (int)opt_integer(L, 2, "max_inflight", 0);
   cfg.owner = opt_string(L, 2, "owner");
   cfg.page_size = (int)opt_integer(L, 2, "page_size", 0);
+  cfg.ca_file = opt_string(L, 2, "ca_file");
   e2b_error err;
   e2b_client *c = e2b_client_new(lu->l->loop, &cfg, &err);
   if (!c) return push_fail(L, &err);
@@ -751,6 +752,7 @@ static int client_config(lua_State *L) {
   set_str(L, "api_url", e2b_client_api_url(u->c));
   set_str(L, "domain", e2b_client_domain(u->c));
   set_str(L, "sandbox_url", e2b_client_sandbox_url(u->c));
+  set_str(L, "ca_file", e2b_client_ca_file(u->c));
   set_str(L, "template", e2b_client_template(u->c));
   set_str(L, "owner", e2b_client_owner(u->c));
   lua_pushinteger(L, e2b_client_request_timeout_ms(u->c));

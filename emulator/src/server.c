@@ -235,6 +235,13 @@ static const struct {
     {"Application reported internal error, closing connection",
      "a request was closed without an answer (an injected drop, or its body was refused)"},
     {"Failed to bind to port", NULL}, /* server_start names the address asked for */
+    /* GnuTLS's words for a failed handshake on the HTTPS listener */
+    {"Error: received handshake message out of context",
+     "a TLS handshake failed (plain HTTP sent to the HTTPS port, or a client that does not trust "
+     "e2b-local's CA)"},
+    {"Error: A TLS fatal alert has been received",
+     "a client ended the TLS handshake (does it trust e2b-local's CA? NODE_EXTRA_CA_CERTS, "
+     "E2B_CA_FILE)"},
 };
 
 static void mhd_log(void *cls, const char *fmt, va_list ap) {
@@ -250,25 +257,41 @@ static void mhd_log(void *cls, const char *fmt, va_list ap) {
   log_msg("http: %s", line);
 }
 
-server *server_start(const char *host, uint16_t port) {
+/* The listener's options; with tls, MHD (GnuTLS) serves HTTPS with that
+ * in-memory certificate and key. */
+static struct MHD_Daemon *start_daemon(const struct sockaddr_in *sa, const tls_leaf *tls) {
+  struct MHD_OptionItem opts[] = {
+      {MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)mhd_log, NULL},
+      {MHD_OPTION_SOCK_ADDR, 0, (void *)sa},
+      {MHD_OPTION_THREAD_STACK_SIZE, (intptr_t)(256 * 1024), NULL},
+      {MHD_OPTION_CONNECTION_LIMIT, 16384, NULL},
+      {MHD_OPTION_CONNECTION_TIMEOUT, 600, NULL},
+      {MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024, NULL},
+      {MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, NULL},
+      {tls ? MHD_OPTION_HTTPS_MEM_KEY : MHD_OPTION_END, 0, tls ? tls->key_pem : NULL},
+      {tls ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, 0, tls ? tls->cert_pem : NULL},
+      {MHD_OPTION_END, 0, NULL},
+  };
+  unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG |
+                   MHD_ALLOW_UPGRADE | (tls ? MHD_USE_TLS : 0);
+  return MHD_start_daemon(flags, 0, NULL, NULL, on_request, NULL, MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
+}
+
+server *server_start(const char *host, uint16_t port, const tls_leaf *tls) {
   struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port)};
   if (strcmp(host, "localhost") == 0) host = "127.0.0.1";
   if (inet_pton(AF_INET, host, &sa.sin_addr) != 1) {
     log_msg("cannot listen on %s: only IPv4 addresses are supported", host);
     return NULL;
   }
+  if (tls && MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
+    log_msg("cannot serve HTTPS: this libmicrohttpd is built without TLS (use --no-tls)");
+    return NULL;
+  }
   server *s = xcalloc(1, sizeof *s);
-  s->d = MHD_start_daemon(
-      MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG |
-          MHD_ALLOW_UPGRADE,
-      0, NULL,
-      NULL, on_request, NULL, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
-      MHD_OPTION_THREAD_STACK_SIZE, (size_t)(256 * 1024), MHD_OPTION_CONNECTION_LIMIT,
-      (unsigned int)16384, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)600,
-      MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned int)1024, MHD_OPTION_NOTIFY_COMPLETED, on_completed,
-      NULL, MHD_OPTION_END);
+  s->d = start_daemon(&sa, tls);
   if (!s->d) {
-    log_msg("cannot listen on %s:%u (--listen): %s", host, port, strerror(errno));
+    log_msg("cannot listen on %s:%u (%s): %s", host, port, tls ? "--tls-listen" : "--listen", strerror(errno));
     free(s);
     return NULL;
   }
