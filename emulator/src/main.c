@@ -31,6 +31,7 @@ typedef struct options {
   int port;
   char tls_host[64];
   int tls_port; /* -1: not given (the default follows --listen) */
+  int tls_given;
   int no_tls;
   const char *state;
   const char *api_key;
@@ -126,6 +127,7 @@ static int parse_args(int argc, char **argv, int exec_mode, options *o) {
         fprintf(stderr, "e2b-local: invalid --tls-listen '%s' (expected HOST:PORT)\n", argv[i]);
         return -1;
       }
+      o->tls_given = 1;
     } else if (strcmp(a, "--no-tls") == 0) {
       o->no_tls = 1;
     } else if (strcmp(a, "--state") == 0 && has_val) {
@@ -332,7 +334,9 @@ static int start_all(const options *o, running *run) {
   if (!run->srv) return -1;
   unsigned port = server_port(run->srv);
   egress_set_control_port((uint16_t)port);
-  if (!o->no_tls && start_tls(o, run) != 0) return -1;
+  int tls = !o->no_tls && (o->tls_given || server_tls_supported());
+  if (!o->no_tls && !tls) log_msg("this libmicrohttpd has no TLS: serving plain HTTP only");
+  if (tls && start_tls(o, run) != 0) return -1;
   const char *host = strcmp(o->host, "0.0.0.0") == 0 || strcmp(o->host, "localhost") == 0 ? "127.0.0.1" : o->host;
   if (o->domain)
     snprintf(g_server.domain, sizeof g_server.domain, "%s", o->domain);

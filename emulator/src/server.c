@@ -302,6 +302,8 @@ server *server_start(const char *host, uint16_t port, const tls_leaf *tls) {
 
 uint16_t server_port(const server *s) { return s->port; }
 
+int server_tls_supported(void) { return MHD_is_feature_supported(MHD_FEATURE_TLS) == MHD_YES; }
+
 void server_stop(server *s) {
   if (!s) return;
   MHD_stop_daemon(s->d);

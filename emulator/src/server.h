@@ -15,6 +15,8 @@ typedef struct server server;
  * with a logged reason. */
 server *server_start(const char *host, uint16_t port, const tls_leaf *tls);
 uint16_t server_port(const server *s);
+/* Whether this libmicrohttpd can serve HTTPS (Debian's: GnuTLS). */
+int server_tls_supported(void);
 void server_stop(server *s);
 
 /* Route setup, called on a request's first callback (server.c dispatches). */

@@ -12,7 +12,7 @@ import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { Sandbox, SDK_PACKAGE } from './sdk.mjs'
 import { useServer } from './helpers.mjs'
-import { BIN } from './server.mjs'
+import { BIN, startServer } from './server.mjs'
 
 const S = useServer()
 const here = dirname(fileURLToPath(import.meta.url))
@@ -106,4 +106,17 @@ test('exec: CMD trusts the CA through NODE_EXTRA_CA_CERTS, bundled with one the 
   child.stderr.on('data', (d) => (err += d))
   assert.equal(await new Promise((ok) => child.once('exit', ok)), 0, err)
   assert.deepEqual(JSON.parse(out.trim()), { status: 200, theirs: true, ours: true })
+})
+
+test('--no-tls: plain HTTP only, the domain a bare localhost:PORT and no CA made', async () => {
+  const srv = await startServer({ extraArgs: ['--no-tls'] })
+  try {
+    assert.match(srv.env.E2B_DOMAIN, /^localhost:\d+$/)
+    assert.equal(srv.env.E2B_DOMAIN, `localhost:${new URL(srv.env.E2B_API_URL).port}`)
+    assert.equal(srv.env.NODE_EXTRA_CA_CERTS, undefined)
+    assert.throws(() => statSync(join(srv.state, 'tls')), /ENOENT/)
+  } finally {
+    const res = await srv.stop()
+    assert.equal(res.code, 0, res.stderr)
+  }
 })
