@@ -70,6 +70,25 @@ describe("e2b-local over HTTPS", function()
   end)
 end)
 
+describe("containment: the HTTPS listener", function()
+  after_each(h.cleanup)
+
+  it("is never reachable from a sandbox, even one granted the host's loopback", function()
+    local port = domain:match(":(%d+)$")
+    local bystander = h.sandbox({ secure = false }) -- its envd has no token to guard it
+    local sbx = h.sandbox({ network = { allow = { "127.0.0.1", "localhost" } } })
+    local cmd = table.concat({
+      "curl -sk -o /dev/null -w '%{http_code}\\n' --max-time 5 https://127.0.0.1:" .. port .. "/health",
+      "curl -sk -o /dev/null -w '%{http_code}\\n' --max-time 5 https://localhost:" .. port .. "/health",
+      ("curl -sk -o /dev/null -w '%%{http_code}\\n' --max-time 5 -H 'Host: 49983-%s.%s' https://127.0.0.1:%s/envs")
+        :format(bystander.sandbox_id, domain, port),
+    }, "; ")
+    local r = assert(sbx:run(cmd, { user = "root" }))
+    assert.are.equal("000\n000\n000\n", r.stdout)
+    h.assert_healthy({ bystander })
+  end)
+end)
+
 describe("containment: the CA key", function()
   after_each(h.cleanup)
 

@@ -16,6 +16,7 @@
 #include "ports.h"
 #include "log.h"
 #include "sandbox.h"
+#include "selfconn.h"
 
 struct server {
   struct MHD_Daemon *d;
@@ -237,8 +238,8 @@ static const struct {
     {"Failed to bind to port", NULL}, /* server_start names the address asked for */
     /* GnuTLS's words for a failed handshake on the HTTPS listener */
     {"Error: received handshake message out of context",
-     "a TLS handshake failed (plain HTTP sent to the HTTPS port, or a client that does not trust "
-     "e2b-local's CA)"},
+     "a TLS handshake failed (a refused sandbox connection, plain HTTP sent to the HTTPS port, or a "
+     "client that does not trust e2b-local's CA)"},
     {"Error: A TLS fatal alert has been received",
      "a client ended the TLS handshake (does it trust e2b-local's CA? NODE_EXTRA_CA_CERTS, "
      "E2B_CA_FILE)"},
@@ -257,6 +258,29 @@ static void mhd_log(void *cls, const char *fmt, va_list ap) {
   log_msg("http: %s", line);
 }
 
+/* A sandbox's connections leave through the egress proxy, inside this
+ * process: on the HTTPS listener, a client that is one of our own sockets
+ * is a sandbox, and is cut before the handshake (egress.c keeps sandboxes
+ * off the plain listener). When that cannot be told, the connection is
+ * refused too: never let a sandbox in by doubt. */
+static void on_tls_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                              enum MHD_ConnectionNotificationCode code) {
+  (void)cls;
+  (void)socket_context;
+  if (code != MHD_CONNECTION_NOTIFY_STARTED) return;
+  const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+  if (!ci) return;
+  int ours = selfconn_peer_is_ours(ci->connect_fd);
+  if (ours == 0) return;
+  static int said;
+  if (ours < 0 && !__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
+    log_msg("https: cannot tell a sandbox's connections from a client's (no sock_diag): refusing "
+            "them (--no-tls serves plain HTTP only)");
+  else if (ours > 0)
+    log_msg("https: refused a connection from a sandbox (through the egress proxy)");
+  shutdown(ci->connect_fd, SHUT_RDWR);
+}
+
 /* The listener's options; with tls, MHD (GnuTLS) serves HTTPS with that
  * in-memory certificate and key. */
 static struct MHD_Daemon *start_daemon(const struct sockaddr_in *sa, const tls_leaf *tls) {
@@ -268,6 +292,7 @@ static struct MHD_Daemon *start_daemon(const struct sockaddr_in *sa, const tls_l
       {MHD_OPTION_CONNECTION_TIMEOUT, 600, NULL},
       {MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024, NULL},
       {MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, NULL},
+      {tls ? MHD_OPTION_NOTIFY_CONNECTION : MHD_OPTION_END, (intptr_t)on_tls_connection, NULL},
       {tls ? MHD_OPTION_HTTPS_MEM_KEY : MHD_OPTION_END, 0, tls ? tls->key_pem : NULL},
       {tls ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, 0, tls ? tls->cert_pem : NULL},
       {MHD_OPTION_END, 0, NULL},
