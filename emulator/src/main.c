@@ -289,6 +289,33 @@ static void add_env(running *run, const char *name, const char *value) {
   if (run->nenv < MAX_ENV) run->env[run->nenv++] = xasprintf("%s=%s", name, value);
 }
 
+/* The domain, the base URL and the variables serve prints and exec sets. */
+static void publish(const options *o, running *run, unsigned port) {
+  const char *host = strcmp(o->host, "0.0.0.0") == 0 || strcmp(o->host, "localhost") == 0 ? "127.0.0.1" : o->host;
+  if (o->domain)
+    snprintf(g_server.domain, sizeof g_server.domain, "%s", o->domain);
+  else if (run->tls_srv)
+    snprintf(g_server.domain, sizeof g_server.domain, "e2b.localhost:%u", server_port(run->tls_srv));
+  else
+    snprintf(g_server.domain, sizeof g_server.domain, "localhost:%u", port);
+  snprintf(g_server.base_url, sizeof g_server.base_url, "http://%s:%u", host, port);
+  if (run->ca) { /* first: whoever reads these lines has the CA before the URLs */
+    add_env(run, "NODE_EXTRA_CA_CERTS", tls_ca_cert_file(run->ca));
+    add_env(run, "E2B_CA_FILE", tls_ca_cert_file(run->ca));
+  }
+  add_env(run, "E2B_API_URL", g_server.base_url);
+  add_env(run, "E2B_SANDBOX_URL", g_server.base_url);
+  add_env(run, "E2B_DOMAIN", g_server.domain);
+  add_env(run, "E2B_API_KEY", run->api_key);
+  add_env(run, "E2B_LOCAL_ADMIN_TOKEN", run->admin_token);
+  const char *isolation = runtime_isolated() ? "bubblewrap isolation" : "no isolation";
+  if (run->tls_srv)
+    log_msg("listening on %s and https://%s:%u (state %s, %s)", g_server.base_url, o->tls_host,
+            server_port(run->tls_srv), run->state_dir, isolation);
+  else
+    log_msg("listening on %s (state %s, %s)", g_server.base_url, run->state_dir, isolation);
+}
+
 static int start_all(const options *o, running *run) {
   runtime_init(o->no_isolation, o->no_freezer);
   egress_init(); /* before any sandbox boots: template setup scripts may use the network */
@@ -337,29 +364,7 @@ static int start_all(const options *o, running *run) {
   int tls = !o->no_tls && (o->tls_given || server_tls_supported());
   if (!o->no_tls && !tls) log_msg("this libmicrohttpd has no TLS: serving plain HTTP only");
   if (tls && start_tls(o, run) != 0) return -1;
-  const char *host = strcmp(o->host, "0.0.0.0") == 0 || strcmp(o->host, "localhost") == 0 ? "127.0.0.1" : o->host;
-  if (o->domain)
-    snprintf(g_server.domain, sizeof g_server.domain, "%s", o->domain);
-  else if (run->tls_srv)
-    snprintf(g_server.domain, sizeof g_server.domain, "e2b.localhost:%u", server_port(run->tls_srv));
-  else
-    snprintf(g_server.domain, sizeof g_server.domain, "localhost:%u", port);
-  snprintf(g_server.base_url, sizeof g_server.base_url, "http://%s:%u", host, port);
-  if (run->ca) { /* first: whoever reads these lines has the CA before the URLs */
-    add_env(run, "NODE_EXTRA_CA_CERTS", tls_ca_cert_file(run->ca));
-    add_env(run, "E2B_CA_FILE", tls_ca_cert_file(run->ca));
-  }
-  add_env(run, "E2B_API_URL", g_server.base_url);
-  add_env(run, "E2B_SANDBOX_URL", g_server.base_url);
-  add_env(run, "E2B_DOMAIN", g_server.domain);
-  add_env(run, "E2B_API_KEY", run->api_key);
-  add_env(run, "E2B_LOCAL_ADMIN_TOKEN", run->admin_token);
-  if (run->tls_srv)
-    log_msg("listening on %s and https://%s:%u (state %s, %s)", g_server.base_url, host,
-            server_port(run->tls_srv), run->state_dir, runtime_isolated() ? "bubblewrap isolation" : "no isolation");
-  else
-    log_msg("listening on %s (state %s, %s)", g_server.base_url, run->state_dir,
-            runtime_isolated() ? "bubblewrap isolation" : "no isolation");
+  publish(o, run, port);
   return 0;
 }
 
