@@ -7,7 +7,9 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
 import { lookup } from 'node:dns/promises'
-import { statSync } from 'node:fs'
+import { readFileSync, statSync } from 'node:fs'
+import { request as httpsRequest } from 'node:https'
+import { randomBytes } from 'node:crypto'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { Sandbox, SDK_PACKAGE } from './sdk.mjs'
@@ -119,4 +121,53 @@ test('--no-tls: plain HTTP only, the domain a bare localhost:PORT and no CA made
     const res = await srv.stop()
     assert.equal(res.code, 0, res.stderr)
   }
+})
+
+const WS_ECHO_JS = `
+const http = require('http'), crypto = require('crypto')
+http.createServer((req, res) => res.end('ready')).on('upgrade', (req, sock, head) => {
+  const accept = crypto.createHash('sha1').update(req.headers['sec-websocket-key'] + '258EAFA5-E914-47DA-95CA-C5AB0DC85B11').digest('base64')
+  sock.write('HTTP/1.1 101 Switching Protocols\\r\\nUpgrade: websocket\\r\\nConnection: Upgrade\\r\\nSec-WebSocket-Accept: ' + accept + '\\r\\n\\r\\n')
+  if (head.length) sock.write(head)
+  sock.pipe(sock)
+}).listen(8080, '127.0.0.1')
+`
+
+test('ports over HTTPS: a WebSocket upgrade is tunnelled both ways through the TLS listener', async () => {
+  const sbx = await Sandbox.create({ ...S.opts, timeoutMs: 60_000 })
+  await sbx.files.write('/home/user/ws.js', WS_ECHO_JS)
+  await sbx.commands.run('node /home/user/ws.js', { background: true })
+  const host = sbx.getHost(8080)
+  const tls = { host: '127.0.0.1', port: Number(S.env.E2B_DOMAIN.split(':')[1]), servername: host.split(':')[0], ca: readFileSync(S.env.NODE_EXTRA_CA_CERTS) }
+  const get = () => new Promise((ok) => {
+    const req = httpsRequest({ ...tls, path: '/', headers: { Host: host } }, (res) => { res.resume(); ok(res.statusCode) })
+    req.on('error', () => ok(0))
+    req.end()
+  })
+  for (let i = 0; i < 100 && (await get()) !== 200; i++) await new Promise((ok) => setTimeout(ok, 100))
+  const key = randomBytes(16).toString('base64')
+  // Several TLS records each way. (Far larger echoes stall past ~1 MB inside
+  // libmicrohttpd 0.9.75's TLS upgrade forwarding: docs/e2b-local.md.)
+  const payload = randomBytes(32_000)
+  const echoed = await new Promise((ok, fail) => {
+    let got = Buffer.alloc(0)
+    const req = httpsRequest({ ...tls, path: '/ws', headers: { Host: host, Connection: 'Upgrade', Upgrade: 'websocket', 'Sec-WebSocket-Key': key, 'Sec-WebSocket-Version': '13' } })
+    const stalled = setTimeout(() => fail(new Error(`the tunnel stalled after ${got.length} of ${payload.length} bytes`)), 20_000)
+    req.on('upgrade', (res, sock) => {
+      sock.on('data', (d) => {
+        got = Buffer.concat([got, d])
+        if (got.length >= payload.length) {
+          clearTimeout(stalled)
+          sock.end()
+          ok(got.equals(payload))
+        }
+      })
+      sock.write(payload)
+    })
+    req.on('response', (res) => fail(new Error(`no upgrade: ${res.statusCode}`)))
+    req.on('error', fail)
+    req.end()
+  })
+  assert.equal(echoed, true)
+  await sbx.kill()
 })
