@@ -28,6 +28,7 @@ int e2bL_core_client(lua_State *L) {
   cfg.max_inflight = (int)e2bL_opt_integer(L, 2, "max_inflight", 0);
   cfg.owner = e2bL_opt_string(L, 2, "owner");
   cfg.page_size = (int)e2bL_opt_integer(L, 2, "page_size", 0);
+  cfg.ca_file = e2bL_opt_string(L, 2, "ca_file");
   e2b_error err;
   e2b_client *c = e2b_client_new(lu->l->loop, &cfg, &err);
   if (!c) return e2bL_push_fail(L, &err);
@@ -61,6 +62,7 @@ static int client_config(lua_State *L) {
   e2bL_set_str(L, "api_url", e2b_client_api_url(u->c));
   e2bL_set_str(L, "domain", e2b_client_domain(u->c));
   e2bL_set_str(L, "sandbox_url", e2b_client_sandbox_url(u->c));
+  e2bL_set_str(L, "ca_file", e2b_client_ca_file(u->c));
   e2bL_set_str(L, "template", e2b_client_template(u->c));
   e2bL_set_str(L, "owner", e2b_client_owner(u->c));
   lua_pushinteger(L, e2b_client_request_timeout_ms(u->c));

@@ -3,8 +3,9 @@
 --
 --   e2b-local exec -- lua5.4 examples/serve_page.lua    (or luajit)
 --
--- On E2B, sbx:url(8000) is https://8000-<id>.<domain>; on e2b-local it is
--- http://8000-<id>.localhost:<port>, which curl resolves to loopback.
+-- sbx:url(8000) is https://8000-<id>.<domain>: on e2b-local
+-- https://8000-<id>.e2b.localhost:<port>, which curl resolves to loopback,
+-- with a certificate from e2b-local's own CA (E2B_CA_FILE, set by exec).
 local e2b = require("e2b")
 
 local client = assert(e2b.client{})
@@ -22,6 +23,7 @@ print("serving at " .. url)
 local config = os.tmpname()
 local f = assert(io.open(config, "w"))
 f:write(("url = %q\nsilent\nmax-time = 2\n"):format(url))
+if os.getenv("E2B_CA_FILE") then f:write(("cacert = %q\n"):format(os.getenv("E2B_CA_FILE"))) end
 if sbx.traffic_token then f:write(("header = %q\n"):format("e2b-traffic-access-token: " .. sbx.traffic_token)) end
 f:close()
 

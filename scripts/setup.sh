@@ -11,7 +11,8 @@ cd "$(dirname "$0")/.."
 PACKAGES="build-essential cmake pkg-config git ca-certificates curl procps python3
   lua5.4 liblua5.4-dev lua-cjson lua-busted luarocks lua-ldoc
   libcurl4-openssl-dev libmbedtls-dev libjansson-dev libmicrohttpd-dev zlib1g-dev bubblewrap
-  luajit2 libluajit2-5.1-dev nginx-light libnginx-mod-http-lua lua-socket lua-check"
+  luajit2 libluajit2-5.1-dev nginx-light libnginx-mod-http-lua lua-socket lua-check
+  libnss-myhostname"
 
 missing=""
 for p in $PACKAGES; do
@@ -38,6 +39,23 @@ if [ -n "$missing" ]; then
   rm -f "$status"
   [ "$rc" = 0 ] || fail "apt-get install"
 fi
+
+# e2b-local's HTTPS names (api.e2b.localhost, <port>-<id>.e2b.localhost) are
+# under .localhost, which nss-myhostname resolves to loopback (RFC 6761) --
+# once "myhostname" is on the hosts line, before dns so no query leaves.
+NSS=${NSSWITCH_CONF:-/etc/nsswitch.conf}
+if ! grep -Eq '^hosts:.*[[:space:]]myhostname([[:space:]]|$)' "$NSS" 2>/dev/null; then
+  echo "setup: adding myhostname to the hosts line of $NSS"
+  if grep -Eq '^hosts:[[:space:]]+files([[:space:]]|$)' "$NSS"; then
+    sed -i -E 's/^(hosts:[[:space:]]+files)([[:space:]]|$)/\1 myhostname\2/' "$NSS"
+  elif grep -Eq '^hosts:' "$NSS"; then
+    sed -i -E 's/^(hosts:[[:space:]]+)/\1myhostname /' "$NSS"
+  else
+    echo "hosts:          files myhostname dns" >>"$NSS"
+  fi
+fi
+getent hosts 49983-setup.e2b.localhost >/dev/null ||
+  echo "setup: warning: *.e2b.localhost does not resolve (check the hosts line of $NSS)"
 
 # LuaRocks' own registry is not needed: dependencies come from Debian.
 # The rock for LuaJIT (Lua 5.1 ABI): what OpenResty's nginx and `luajit`

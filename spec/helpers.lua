@@ -27,7 +27,7 @@ function M.fresh_lua(code, opts)
   opts = opts or {}
   local words = { "env" }
   if opts.bare then
-    for _, name in ipairs({ "E2B_API_KEY", "E2B_API_URL", "E2B_SANDBOX_URL", "E2B_DOMAIN", "E2B_TEMPLATE" }) do
+    for _, name in ipairs({ "E2B_API_KEY", "E2B_API_URL", "E2B_SANDBOX_URL", "E2B_DOMAIN", "E2B_TEMPLATE", "E2B_CA_FILE" }) do
       words[#words + 1] = "-u " .. name
     end
   end

@@ -432,7 +432,10 @@ describe("ports", function()
     -- The server may still be starting: until it listens the proxy answers 502.
     local body = ""
     for _ = 1, 100 do
-      body = h.host(("curl -s --max-time 2 %s"):format(h.shell_quote(url)))
+      -- e2b-local's domain is HTTPS from its own CA (E2B_CA_FILE, set by exec)
+      local ca = os.getenv("E2B_CA_FILE")
+      body = h.host(("curl -s --max-time 2 %s%s"):format(ca and "--cacert " .. h.shell_quote(ca) .. " " or "",
+        h.shell_quote(url)))
       if body == "<p>hello from the sandbox</p>" then break end
       h.e2b.sleep(100)
     end

@@ -167,6 +167,9 @@ typedef struct e2b_config {
   const char *owner;        /* owner tag put in created sandboxes; default: env E2B_OWNER,
                                else "<user>@<hostname>" (stable across processes) */
   int page_size;            /* sandboxes per list page when walking every page; 0: 100 */
+  const char *ca_file;      /* PEM file of certificate authorities to trust besides the
+                               system's certificate directory (e2b-local's CA); default:
+                               env E2B_CA_FILE, else the system's trust only */
 } e2b_config;
 
 #define E2B_NO_RETRY (-1)
@@ -181,6 +184,7 @@ E2B_EXPORT void e2b_client_release(e2b_client *client);
 E2B_EXPORT const char *e2b_client_api_url(const e2b_client *client);
 E2B_EXPORT const char *e2b_client_domain(const e2b_client *client);
 E2B_EXPORT const char *e2b_client_sandbox_url(const e2b_client *client); /* NULL when unset */
+E2B_EXPORT const char *e2b_client_ca_file(const e2b_client *client);     /* NULL when unset */
 E2B_EXPORT const char *e2b_client_template(const e2b_client *client);
 E2B_EXPORT const char *e2b_client_owner(const e2b_client *client);
 E2B_EXPORT long e2b_client_request_timeout_ms(const e2b_client *client);

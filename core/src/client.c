@@ -24,11 +24,12 @@ static int is_e2b_cloud_domain(const char *d) {
   return 0;
 }
 
-/* Loopback domains (e2b-local) speak plain HTTP; everything else HTTPS. */
+/* A bare loopback domain ("localhost[:port]", "127.0.0.1[:port]": what
+ * e2b-local --no-tls prints) speaks plain HTTP; every other domain HTTPS, as
+ * the official SDKs do -- e2b-local's "e2b.localhost:PORT" included. */
 static int is_loopback_domain(const char *d) {
   size_t host_len = strcspn(d, ":");
   if (host_len == 9 && strncmp(d, "localhost", 9) == 0) return 1;
-  if (host_len > 10 && strncmp(d + host_len - 10, ".localhost", 10) == 0) return 1;
   return host_len == 9 && strncmp(d, "127.0.0.1", 9) == 0;
 }
 
@@ -84,6 +85,13 @@ e2b_client *e2b_client_new(e2b_loop *loop, const e2b_config *cfg, e2b_error *err
     e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, "client", "budget_ms must not be negative");
     return NULL;
   }
+  /* A CA file that cannot be read would fail every call later, less clearly. */
+  const char *ca_file = env_or(cfg->ca_file, "E2B_CA_FILE");
+  if (ca_file && access(ca_file, R_OK) != 0) {
+    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, "client",
+                "ca_file (or E2B_CA_FILE) cannot be read: %s", ca_file);
+    return NULL;
+  }
   e2b_client *c = calloc(1, sizeof *c);
   if (!c) goto nomem;
   c->refs = 1;
@@ -100,6 +108,7 @@ e2b_client *e2b_client_new(e2b_loop *loop, const e2b_config *cfg, e2b_error *err
   c->template_id = strdup(tmpl ? tmpl : "base");
   const char *sandbox_url = env_or(cfg->sandbox_url, "E2B_SANDBOX_URL");
   c->sandbox_url = trim_slash(e2b_strdup0(sandbox_url));
+  c->ca_file = e2b_strdup0(ca_file);
   const char *api_url = env_or(cfg->api_url, "E2B_API_URL");
   if (api_url) {
     c->api_url = trim_slash(strdup(api_url));
@@ -119,7 +128,7 @@ e2b_client *e2b_client_new(e2b_loop *loop, const e2b_config *cfg, e2b_error *err
   c->page_size = cfg->page_size ? cfg->page_size : 100;
   c->owner = default_owner(cfg->owner);
   if (!c->domain || !c->template_id || !c->api_url || !c->user_agent || !c->owner) goto nomem;
-  if ((key && !c->api_key) || (sandbox_url && !c->sandbox_url)) goto nomem;
+  if ((key && !c->api_key) || (sandbox_url && !c->sandbox_url) || (ca_file && !c->ca_file)) goto nomem;
   return c;
 nomem:
   e2b_client_release(c);
@@ -136,6 +145,7 @@ void e2b_client_release(e2b_client *c) {
   free(c->domain);
   free(c->api_url);
   free(c->sandbox_url);
+  free(c->ca_file);
   free(c->template_id);
   free(c->user_agent);
   free(c->owner);
@@ -146,6 +156,7 @@ void e2b_client_release(e2b_client *c) {
 const char *e2b_client_api_url(const e2b_client *c) { return c->api_url; }
 const char *e2b_client_domain(const e2b_client *c) { return c->domain; }
 const char *e2b_client_sandbox_url(const e2b_client *c) { return c->sandbox_url; }
+const char *e2b_client_ca_file(const e2b_client *c) { return c->ca_file; }
 const char *e2b_client_template(const e2b_client *c) { return c->template_id; }
 int e2b_client_has_api_key(const e2b_client *c) { return c->api_key != NULL; }
 const char *e2b_client_owner(const e2b_client *c) { return c->owner; }

@@ -37,6 +37,7 @@ struct e2b_client {
   char *domain;
   char *api_url;
   char *sandbox_url;
+  char *ca_file;            /* extra CAs to trust (curl's CAINFO), or NULL */
   char *template_id;
   char *user_agent;
   long request_timeout_ms;

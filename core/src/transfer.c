@@ -668,6 +668,10 @@ int e2b_req_start(e2b_req *req, e2b_error *err) {
    * later change can silently drop them. */
   curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 1L);
   curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 2L);
+  /* ca_file replaces curl's CA bundle; its CA directory (Debian:
+   * /etc/ssl/certs) stays, so public endpoints still verify. */
+  const e2b_client *owner = req->client ? req->client : req->sbx ? req->sbx->client : NULL;
+  if (owner && owner->ca_file) curl_easy_setopt(e, CURLOPT_CAINFO, owner->ca_file);
   curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
   if (req->mime) curl_easy_setopt(e, CURLOPT_MIMEPOST, req->mime);
   (void)err;

@@ -116,7 +116,7 @@ static char g_busy[RESOLVERS][24]; /* the sandbox each resolver works for (under
 static int g_started, g_stop, g_rstop;
 static cmd *g_cmds, **g_cmds_tail = &g_cmds;
 static rjob *g_rq, **g_rq_tail = &g_rq, *g_done;
-static uint16_t g_ctl_port;
+static uint16_t g_ctl_port, g_tls_port; /* e2b-local's own listeners */
 static struct sockaddr_storage g_local[MAX_LOCAL];
 static int g_nlocal;
 /* loop thread only */
@@ -283,9 +283,10 @@ static int is_this_host(const struct sockaddr *sa) {
 /* e2b-local's own listener: never reachable from a sandbox. */
 static int is_control_plane(const struct sockaddr *sa) {
   pthread_mutex_lock(&g_mu);
-  uint16_t ctl = g_ctl_port;
+  uint16_t ctl = g_ctl_port, tls = g_tls_port;
   pthread_mutex_unlock(&g_mu);
-  return ctl && sa_port(sa) == ctl && is_this_host(sa);
+  uint16_t port = sa_port(sa);
+  return ((ctl && port == ctl) || (tls && port == tls)) && is_this_host(sa);
 }
 
 /* name: what the connection asked for (NULL for a literal address). */
@@ -957,6 +958,12 @@ void egress_init(void) {
   pthread_attr_destroy(&attr);
   pthread_mutex_lock(&g_mu);
   g_started = 1;
+  pthread_mutex_unlock(&g_mu);
+}
+
+void egress_set_tls_port(uint16_t port) {
+  pthread_mutex_lock(&g_mu);
+  g_tls_port = port;
   pthread_mutex_unlock(&g_mu);
 }
 

@@ -30,6 +30,8 @@ void egress_init(void);
 extern const sandbox_listener egress_sandbox_listener;
 /* The control-plane listener to refuse (after it is bound). */
 void egress_set_control_port(uint16_t port);
+/* The HTTPS listener: refused to sandboxes like the plain one. */
+void egress_set_tls_port(uint16_t port);
 /* Closes every relay and stops the threads (after every sandbox is gone). */
 void egress_shutdown(void);
 

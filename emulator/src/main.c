@@ -22,12 +22,17 @@
 #include "sudo.h"
 #include "envd_watch.h"
 #include "templates.h"
+#include "tls_ca.h"
 #include "tree.h"
 #include "util.h"
 
 typedef struct options {
   char host[64];
   int port;
+  char tls_host[64];
+  int tls_port; /* -1: not given (the default follows --listen) */
+  int tls_given;
+  int no_tls;
   const char *state;
   const char *api_key;
   const char *domain;
@@ -46,8 +51,9 @@ static void usage(FILE *f) {
           "       e2b-local --version | --help\n"
           "\n"
           "serve: run a local E2B-compatible server until SIGINT/SIGTERM; prints\n"
-          "       E2B_API_URL, E2B_SANDBOX_URL, E2B_DOMAIN, E2B_API_KEY and\n"
-          "       E2B_LOCAL_ADMIN_TOKEN once it accepts requests.\n"
+          "       E2B_API_URL, E2B_SANDBOX_URL (plain HTTP), E2B_DOMAIN (HTTPS, the\n"
+          "       SDK's own URL shapes), E2B_API_KEY, E2B_LOCAL_ADMIN_TOKEN and the CA\n"
+          "       to trust (NODE_EXTRA_CA_CERTS, E2B_CA_FILE) once it accepts requests.\n"
           "exec:  run one for the duration of CMD, with those variables (and\n"
           "       E2B_LOCAL_BIN, this program's path) in CMD's environment; exits with\n"
           "       CMD's status.\n"
@@ -55,6 +61,12 @@ static void usage(FILE *f) {
           "options:\n"
           "  --listen HOST:PORT   IPv4 address to listen on (default 127.0.0.1:3000 for\n"
           "                       serve, a free port for exec)\n"
+          "  --tls-listen HOST:PORT\n"
+          "                       where HTTPS is served, with a certificate for\n"
+          "                       e2b.localhost and *.e2b.localhost from e2b-local's own CA\n"
+          "                       (DIR/tls/ca.pem; default: --listen's address, port 3443,\n"
+          "                       or a free port when --listen's port is 0)\n"
+          "  --no-tls             plain HTTP only (E2B_DOMAIN is then localhost:PORT)\n"
           "  --api-key KEY        the API key clients must send (visible in the process\n"
           "                       list: prefer --api-key-file or E2B_LOCAL_API_KEY)\n"
           "  --api-key-file FILE  read the API key from FILE\n"
@@ -62,8 +74,8 @@ static void usage(FILE *f) {
           "                       in DIR/api_key (mode 0600) from the first start; else\n"
           "                       a random key per start)\n"
           "  --domain D           the domain sandbox hosts live under (default\n"
-          "                       localhost:PORT: <port>-<id>.localhost:PORT)\n"
-          "  --state DIR          keep sandboxes, snapshots, volumes and the API key there\n"
+          "                       e2b.localhost:TLSPORT: <port>-<id>.e2b.localhost:TLSPORT)\n"
+          "  --state DIR          keep sandboxes, snapshots, volumes, the API key and the CA\n"
           "                       across restarts (running sandboxes come back paused);\n"
           "                       default: a temporary directory removed at exit\n"
           "  --template NAME=DIR|NAME=SCRIPT\n"
@@ -83,21 +95,22 @@ static void usage(FILE *f) {
 
 static void version(void) { printf("e2b-local %s\n", E2B_LOCAL_VERSION); }
 
-static int parse_listen(const char *s, options *o) {
+static int parse_listen(const char *s, char host[64], int *port_out) {
   const char *colon = strrchr(s, ':');
-  if (!colon || colon == s || (size_t)(colon - s) >= sizeof o->host) return -1;
+  if (!colon || colon == s || (size_t)(colon - s) >= 64) return -1;
   char *end;
   long port = strtol(colon + 1, &end, 10);
   if (!colon[1] || *end || port < 0 || port > 65535) return -1;
-  memcpy(o->host, s, (size_t)(colon - s));
-  o->host[colon - s] = '\0';
-  o->port = (int)port;
+  memcpy(host, s, (size_t)(colon - s));
+  host[colon - s] = '\0';
+  *port_out = (int)port;
   return 0;
 }
 
 static int parse_args(int argc, char **argv, int exec_mode, options *o) {
   snprintf(o->host, sizeof o->host, "127.0.0.1");
   o->port = exec_mode ? 0 : 3000;
+  o->tls_port = -1;
   for (int i = 2; i < argc; i++) {
     const char *a = argv[i];
     int has_val = i + 1 < argc;
@@ -105,10 +118,18 @@ static int parse_args(int argc, char **argv, int exec_mode, options *o) {
       o->cmd = &argv[i + 1];
       break;
     } else if (strcmp(a, "--listen") == 0 && has_val) {
-      if (parse_listen(argv[++i], o)) {
+      if (parse_listen(argv[++i], o->host, &o->port)) {
         fprintf(stderr, "e2b-local: invalid --listen '%s' (expected HOST:PORT)\n", argv[i]);
         return -1;
       }
+    } else if (strcmp(a, "--tls-listen") == 0 && has_val) {
+      if (parse_listen(argv[++i], o->tls_host, &o->tls_port)) {
+        fprintf(stderr, "e2b-local: invalid --tls-listen '%s' (expected HOST:PORT)\n", argv[i]);
+        return -1;
+      }
+      o->tls_given = 1;
+    } else if (strcmp(a, "--no-tls") == 0) {
+      o->no_tls = 1;
     } else if (strcmp(a, "--state") == 0 && has_val) {
       o->state = argv[++i];
     } else if (strcmp(a, "--api-key") == 0 && has_val) {
@@ -142,6 +163,10 @@ static int parse_args(int argc, char **argv, int exec_mode, options *o) {
       usage(stderr);
       return -1;
     }
+  }
+  if (o->tls_port < 0) { /* beside --listen: a free port when it takes one */
+    snprintf(o->tls_host, sizeof o->tls_host, "%s", o->host);
+    o->tls_port = o->port == 0 ? 0 : 3443;
   }
   if (exec_mode && (!o->cmd || !o->cmd[0])) {
     fprintf(stderr, "e2b-local exec: missing command after --\n");
@@ -204,14 +229,93 @@ static char *choose_api_key(const options *o, const char *state_dir) {
   return new_key(state_dir);
 }
 
+#define MAX_ENV 8
+
 typedef struct running {
-  server *srv;
+  server *srv, *tls_srv;
+  tls_ca *ca;
+  tls_leaf leaf; /* the HTTPS listener's certificate, in memory only */
   char *state_dir;
   int state_is_temp;
   char *api_key;
   char *admin_token;
-  char env[5][256];
+  char *env[MAX_ENV]; /* "NAME=value", what serve prints and exec sets */
+  int nenv;
 } running;
+
+/* The names the HTTPS certificate covers: e2b.localhost and its sandbox
+ * hosts (one label deep, as <port>-<id> is), loopback, and --domain's. */
+static size_t tls_names(const options *o, const char *names[8], char dom[2][300]) {
+  size_t n = 0;
+  names[n++] = "e2b.localhost";
+  names[n++] = "*.e2b.localhost";
+  names[n++] = "localhost";
+  names[n++] = "127.0.0.1";
+  if (o->domain) {
+    int len = (int)strcspn(o->domain, ":");
+    snprintf(dom[0], sizeof dom[0], "%.*s", len, o->domain);
+    snprintf(dom[1], sizeof dom[1], "*.%.*s", len, o->domain);
+    names[n++] = dom[0];
+    names[n++] = dom[1];
+  }
+  if (strcmp(o->tls_host, "0.0.0.0") != 0 && strcmp(o->tls_host, "127.0.0.1") != 0 &&
+      strcmp(o->tls_host, "localhost") != 0)
+    names[n++] = o->tls_host;
+  return n;
+}
+
+/* The HTTPS listener: the CA kept in DIR/tls, a fresh leaf from it. */
+static int start_tls(const options *o, running *run) {
+  char err[256];
+  char *dir = xasprintf("%s/tls", run->state_dir);
+  run->ca = tls_ca_open(dir, err, sizeof err);
+  free(dir);
+  if (!run->ca) {
+    log_msg("cannot set up HTTPS: %s (--no-tls serves plain HTTP only)", err);
+    return -1;
+  }
+  const char *names[8];
+  char dom[2][300];
+  size_t n = tls_names(o, names, dom);
+  if (tls_ca_issue(run->ca, names, n, 397, &run->leaf, err, sizeof err) != 0) {
+    log_msg("cannot set up HTTPS: %s", err);
+    return -1;
+  }
+  run->tls_srv = server_start(o->tls_host, (uint16_t)o->tls_port, &run->leaf);
+  if (run->tls_srv) egress_set_tls_port((uint16_t)server_port(run->tls_srv));
+  return run->tls_srv ? 0 : -1;
+}
+
+static void add_env(running *run, const char *name, const char *value) {
+  if (run->nenv < MAX_ENV) run->env[run->nenv++] = xasprintf("%s=%s", name, value);
+}
+
+/* The domain, the base URL and the variables serve prints and exec sets. */
+static void publish(const options *o, running *run, unsigned port) {
+  const char *host = strcmp(o->host, "0.0.0.0") == 0 || strcmp(o->host, "localhost") == 0 ? "127.0.0.1" : o->host;
+  if (o->domain)
+    snprintf(g_server.domain, sizeof g_server.domain, "%s", o->domain);
+  else if (run->tls_srv)
+    snprintf(g_server.domain, sizeof g_server.domain, "e2b.localhost:%u", server_port(run->tls_srv));
+  else
+    snprintf(g_server.domain, sizeof g_server.domain, "localhost:%u", port);
+  snprintf(g_server.base_url, sizeof g_server.base_url, "http://%s:%u", host, port);
+  if (run->ca) { /* first: whoever reads these lines has the CA before the URLs */
+    add_env(run, "NODE_EXTRA_CA_CERTS", tls_ca_cert_file(run->ca));
+    add_env(run, "E2B_CA_FILE", tls_ca_cert_file(run->ca));
+  }
+  add_env(run, "E2B_API_URL", g_server.base_url);
+  add_env(run, "E2B_SANDBOX_URL", g_server.base_url);
+  add_env(run, "E2B_DOMAIN", g_server.domain);
+  add_env(run, "E2B_API_KEY", run->api_key);
+  add_env(run, "E2B_LOCAL_ADMIN_TOKEN", run->admin_token);
+  const char *isolation = runtime_isolated() ? "bubblewrap isolation" : "no isolation";
+  if (run->tls_srv)
+    log_msg("listening on %s and https://%s:%u (state %s, %s)", g_server.base_url, o->tls_host,
+            server_port(run->tls_srv), run->state_dir, isolation);
+  else
+    log_msg("listening on %s (state %s, %s)", g_server.base_url, run->state_dir, isolation);
+}
 
 static int start_all(const options *o, running *run) {
   runtime_init(o->no_isolation, o->no_freezer);
@@ -257,30 +361,24 @@ static int start_all(const options *o, running *run) {
     }
   }
   if (templates_build_all() != 0) return -1;
-  run->srv = server_start(o->host, (uint16_t)o->port);
+  run->srv = server_start(o->host, (uint16_t)o->port, NULL);
   if (!run->srv) return -1;
   unsigned port = server_port(run->srv);
   egress_set_control_port((uint16_t)port);
-  const char *host = strcmp(o->host, "0.0.0.0") == 0 || strcmp(o->host, "localhost") == 0 ? "127.0.0.1" : o->host;
-  if (o->domain)
-    snprintf(g_server.domain, sizeof g_server.domain, "%s", o->domain);
-  else
-    snprintf(g_server.domain, sizeof g_server.domain, "localhost:%u", port);
-  snprintf(g_server.base_url, sizeof g_server.base_url, "http://%s:%u", host, port);
-  snprintf(run->env[0], sizeof run->env[0], "E2B_API_URL=%s", g_server.base_url);
-  snprintf(run->env[1], sizeof run->env[1], "E2B_SANDBOX_URL=%s", g_server.base_url);
-  snprintf(run->env[2], sizeof run->env[2], "E2B_DOMAIN=%s", g_server.domain);
-  snprintf(run->env[3], sizeof run->env[3], "E2B_API_KEY=%s", run->api_key);
-  snprintf(run->env[4], sizeof run->env[4], "E2B_LOCAL_ADMIN_TOKEN=%s", run->admin_token);
-  log_msg("listening on %s (state %s, %s)", g_server.base_url, run->state_dir,
-          runtime_isolated() ? "bubblewrap isolation" : "no isolation");
+  int tls = !o->no_tls && (o->tls_given || server_tls_supported());
+  if (!o->no_tls && !tls) log_msg("this libmicrohttpd has no TLS: serving plain HTTP only");
+  if (tls && start_tls(o, run) != 0) return -1;
+  publish(o, run, port);
   return 0;
 }
 
 static void stop_all(running *run) {
   /* a temporary state dir dies with us; a --state dir keeps its sandboxes (paused) */
   sandbox_registry_shutdown(!run->state_is_temp); /* their streams end */
+  server_stop(run->tls_srv);
   server_stop(run->srv);
+  tls_leaf_free(&run->leaf);
+  tls_ca_close(run->ca);
   egress_shutdown(); /* every sandbox is gone: no more connections come in */
   proc_wait_all_readers();
   runtime_shutdown();
@@ -290,6 +388,10 @@ static void stop_all(running *run) {
   free(run->state_dir);
   free(run->api_key);
   free(run->admin_token);
+  for (int i = 0; i < run->nenv; i++) {
+    memset(run->env[i], 0, strlen(run->env[i])); /* the key and token among them */
+    free(run->env[i]);
+  }
   log_msg("stopped");
 }
 
@@ -299,13 +401,45 @@ static int serve(const options *o, const sigset_t *sigs) {
     stop_all(&run);
     return 1;
   }
-  for (int i = 0; i < 5; i++) printf("%s\n", run.env[i]);
+  for (int i = 0; i < run.nenv; i++) printf("%s\n", run.env[i]);
   fflush(stdout);
   int sig = 0;
   while (sig != SIGINT && sig != SIGTERM) sigwait(sigs, &sig);
   log_msg("received %s, stopping", sig == SIGINT ? "SIGINT" : "SIGTERM");
   stop_all(&run);
   return 0;
+}
+
+/* Appends path's bytes (at most 16 MiB) to b; -1 when it cannot be read. */
+static int append_file(sbuf *b, const char *path) {
+  FILE *f = fopen(path, "r");
+  if (!f) return -1;
+  char chunk[16384];
+  size_t n;
+  while (b->len < ((size_t)16 << 20) && (n = fread(chunk, 1, sizeof chunk, f)) > 0) sbuf_append(b, chunk, n);
+  int bad = ferror(f);
+  fclose(f);
+  return bad ? -1 : 0;
+}
+
+/* Node trusts one extra CA file: when the caller already names one, CMD
+ * gets a bundle of theirs and e2b-local's CA, kept beside the CA. */
+static void bundle_node_extra_ca(running *run) {
+  const char *theirs = getenv("NODE_EXTRA_CA_CERTS");
+  if (!run->ca || !theirs || !*theirs) return;
+  sbuf b = {0};
+  char *path = xasprintf("%s/tls/node-extra-ca.pem", run->state_dir);
+  int ok = append_file(&b, theirs) == 0;
+  if (ok) sbuf_append(&b, "\n", 1);
+  ok = ok && append_file(&b, tls_ca_cert_file(run->ca)) == 0 && write_file_atomic(path, b.data, b.len, 0600) == 0;
+  for (int i = 0; ok && i < run->nenv; i++) {
+    if (strncmp(run->env[i], "NODE_EXTRA_CA_CERTS=", 20) != 0) continue;
+    free(run->env[i]);
+    run->env[i] = xasprintf("NODE_EXTRA_CA_CERTS=%s", path);
+  }
+  if (!ok) log_msg("cannot bundle NODE_EXTRA_CA_CERTS (%s) with e2b-local's CA: CMD gets the CA alone", theirs);
+  sbuf_free(&b);
+  free(path);
 }
 
 static int exec_cmd(const options *o, const sigset_t *sigs) {
@@ -316,13 +450,14 @@ static int exec_cmd(const options *o, const sigset_t *sigs) {
   }
   /* stdout belongs to CMD: the variables go only into its environment */
   fflush(stdout);
+  bundle_node_extra_ca(&run);
   pid_t child = fork();
   if (child == 0) {
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
     signal(SIGPIPE, SIG_DFL);
-    for (int i = 0; i < 5; i++) putenv(run.env[i]);
+    for (int i = 0; i < run.nenv; i++) putenv(run.env[i]);
     char self[4096];
     ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
     if (n > 0) {

@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -266,6 +267,11 @@ static void on_upgrade(void *cls, struct MHD_Connection *connection, void *req_c
   b->pending = u->pending;
   b->npending = u->npending;
   free(u);
+  /* The bridge blocks on its writes: over HTTPS, `sock` is libmicrohttpd's
+   * socketpair end, non-blocking, and a write that met a full buffer
+   * (EAGAIN) ended the tunnel mid-stream. */
+  int fl = fcntl(sock, F_GETFL);
+  if (fl >= 0 && (fl & O_NONBLOCK)) fcntl(sock, F_SETFL, fl & ~O_NONBLOCK);
   if (extra_in_size) write_all(b->upstream, extra_in, extra_in_size);
   pthread_attr_t attr;
   pthread_attr_init(&attr);

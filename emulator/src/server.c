@@ -16,6 +16,7 @@
 #include "ports.h"
 #include "log.h"
 #include "sandbox.h"
+#include "selfconn.h"
 
 struct server {
   struct MHD_Daemon *d;
@@ -235,6 +236,13 @@ static const struct {
     {"Application reported internal error, closing connection",
      "a request was closed without an answer (an injected drop, or its body was refused)"},
     {"Failed to bind to port", NULL}, /* server_start names the address asked for */
+    /* GnuTLS's words for a failed handshake on the HTTPS listener */
+    {"Error: received handshake message out of context",
+     "a TLS handshake failed (a refused sandbox connection, plain HTTP sent to the HTTPS port, or a "
+     "client that does not trust e2b-local's CA)"},
+    {"Error: A TLS fatal alert has been received",
+     "a client ended the TLS handshake (does it trust e2b-local's CA? NODE_EXTRA_CA_CERTS, "
+     "E2B_CA_FILE)"},
 };
 
 static void mhd_log(void *cls, const char *fmt, va_list ap) {
@@ -250,25 +258,65 @@ static void mhd_log(void *cls, const char *fmt, va_list ap) {
   log_msg("http: %s", line);
 }
 
-server *server_start(const char *host, uint16_t port) {
+/* A sandbox's connections leave through the egress proxy, inside this
+ * process: on the HTTPS listener, a client that is one of our own sockets
+ * is a sandbox, and is cut before the handshake (egress.c keeps sandboxes
+ * off the plain listener). When that cannot be told, the connection is
+ * refused too: never let a sandbox in by doubt. */
+static void on_tls_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                              enum MHD_ConnectionNotificationCode code) {
+  (void)cls;
+  (void)socket_context;
+  if (code != MHD_CONNECTION_NOTIFY_STARTED) return;
+  const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+  if (!ci) return;
+  int ours = selfconn_peer_is_ours(ci->connect_fd);
+  if (ours == 0) return;
+  static int said;
+  if (ours < 0 && !__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
+    log_msg("https: cannot tell a sandbox's connections from a client's (no sock_diag): refusing "
+            "them (--no-tls serves plain HTTP only)");
+  else if (ours > 0)
+    log_msg("https: refused a connection from a sandbox (through the egress proxy)");
+  shutdown(ci->connect_fd, SHUT_RDWR);
+}
+
+/* The listener's options; with tls, MHD (GnuTLS) serves HTTPS with that
+ * in-memory certificate and key. */
+static struct MHD_Daemon *start_daemon(const struct sockaddr_in *sa, const tls_leaf *tls) {
+  struct MHD_OptionItem opts[] = {
+      {MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)mhd_log, NULL},
+      {MHD_OPTION_SOCK_ADDR, 0, (void *)sa},
+      {MHD_OPTION_THREAD_STACK_SIZE, (intptr_t)(256 * 1024), NULL},
+      {MHD_OPTION_CONNECTION_LIMIT, 16384, NULL},
+      {MHD_OPTION_CONNECTION_TIMEOUT, 600, NULL},
+      {MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024, NULL},
+      {MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, NULL},
+      {tls ? MHD_OPTION_NOTIFY_CONNECTION : MHD_OPTION_END, (intptr_t)on_tls_connection, NULL},
+      {tls ? MHD_OPTION_HTTPS_MEM_KEY : MHD_OPTION_END, 0, tls ? tls->key_pem : NULL},
+      {tls ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, 0, tls ? tls->cert_pem : NULL},
+      {MHD_OPTION_END, 0, NULL},
+  };
+  unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG |
+                   MHD_ALLOW_UPGRADE | (tls ? MHD_USE_TLS : 0);
+  return MHD_start_daemon(flags, 0, NULL, NULL, on_request, NULL, MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
+}
+
+server *server_start(const char *host, uint16_t port, const tls_leaf *tls) {
   struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port)};
   if (strcmp(host, "localhost") == 0) host = "127.0.0.1";
   if (inet_pton(AF_INET, host, &sa.sin_addr) != 1) {
     log_msg("cannot listen on %s: only IPv4 addresses are supported", host);
     return NULL;
   }
+  if (tls && MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
+    log_msg("cannot serve HTTPS: this libmicrohttpd is built without TLS (use --no-tls)");
+    return NULL;
+  }
   server *s = xcalloc(1, sizeof *s);
-  s->d = MHD_start_daemon(
-      MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG |
-          MHD_ALLOW_UPGRADE,
-      0, NULL,
-      NULL, on_request, NULL, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
-      MHD_OPTION_THREAD_STACK_SIZE, (size_t)(256 * 1024), MHD_OPTION_CONNECTION_LIMIT,
-      (unsigned int)16384, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)600,
-      MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned int)1024, MHD_OPTION_NOTIFY_COMPLETED, on_completed,
-      NULL, MHD_OPTION_END);
+  s->d = start_daemon(&sa, tls);
   if (!s->d) {
-    log_msg("cannot listen on %s:%u (--listen): %s", host, port, strerror(errno));
+    log_msg("cannot listen on %s:%u (%s): %s", host, port, tls ? "--tls-listen" : "--listen", strerror(errno));
     free(s);
     return NULL;
   }
@@ -278,6 +326,8 @@ server *server_start(const char *host, uint16_t port) {
 }
 
 uint16_t server_port(const server *s) { return s->port; }
+
+int server_tls_supported(void) { return MHD_is_feature_supported(MHD_FEATURE_TLS) == MHD_YES; }
 
 void server_stop(server *s) {
   if (!s) return;

@@ -33,6 +33,7 @@ local CLIENT_SPEC = {
   domain = "nonempty",
   api_url = "nonempty",
   sandbox_url = "nonempty",
+  ca_file = "nonempty",
   request_timeout_ms = "positive_ms",
   budget_ms = "positive_ms",
   template = "nonempty",
@@ -58,9 +59,12 @@ local CLIENT_SPEC = {
 -- @tparam[opt] string opts.api_key default: env E2B_API_KEY
 -- @tparam[opt] string opts.domain default: env E2B_DOMAIN, else "e2b.app"
 -- @tparam[opt] string opts.api_url default: env E2B_API_URL, else "https://api.<domain>"
---   ("http://" for a loopback domain)
+--   ("http://" for a bare "localhost[:port]" or "127.0.0.1[:port]" domain)
 -- @tparam[opt] string opts.sandbox_url default: env E2B_SANDBOX_URL; when set all envd
 --   traffic goes there, routed by the E2b-Sandbox-Id header
+-- @tparam[opt] string opts.ca_file PEM file of certificate authorities to trust besides
+--   the system's certificate directory, e.g. e2b-local's CA; default: env E2B_CA_FILE
+--   (which `e2b-local exec` sets); a file that cannot be read is kind "invalid_argument"
 -- @tparam[opt=60000] int opts.request_timeout_ms positive: each attempt of a unary
 --   request, and a stream's connect time
 -- @tparam[opt=60000] int opts.budget_ms positive: one unary call's total time, every
@@ -94,6 +98,7 @@ function M.new(opts)
   local h
   h, err = core.client(rt.adapter.loop, {
     api_key = o.api_key, domain = o.domain, api_url = o.api_url, sandbox_url = o.sandbox_url,
+    ca_file = o.ca_file,
     template = o.template, request_timeout_ms = o.request_timeout_ms, budget_ms = o.budget_ms,
     owner = o.owner,
     max_retries = o.max_retries == 0 and -1 or o.max_retries,
@@ -112,6 +117,7 @@ function M.new(opts)
   local cfg = h:config()
   self.api_url, self.domain, self.sandbox_url, self.template, self.owner =
     cfg.api_url, cfg.domain, cfg.sandbox_url, cfg.template, cfg.owner
+  self.ca_file = cfg.ca_file
   self.request_timeout_ms, self.budget_ms = cfg.request_timeout_ms, cfg.budget_ms
   return self
 end
@@ -144,6 +150,7 @@ end
 -- @field api_url the control-plane base URL in use
 -- @field domain the sandbox domain in use
 -- @field sandbox_url the envd URL override, or nil
+-- @field ca_file the extra CA file in use, or nil
 -- @field template the default template
 -- @field owner the owner tag put in created sandboxes
 

@@ -147,7 +147,9 @@ function Sandbox:host(port)
   return ("%d-%s.%s"):format(port, self.sandbox_id, self.domain)
 end
 
---- The URL of a port of the sandbox (http/ws on e2b-local's loopback domain).
+--- The URL of a port of the sandbox (http/ws on a bare "localhost[:port]" or
+-- "127.0.0.1[:port]" domain, as e2b-local --no-tls prints; e2b-local's
+-- "e2b.localhost:PORT" is HTTPS, like E2B).
 -- @tparam int port 1-65535
 -- @tparam[opt="https"] string scheme "https", "wss", "http" or "ws"
 -- @treturn string
@@ -157,9 +159,9 @@ function Sandbox:url(port, scheme)
   assert(scheme == "https" or scheme == "wss" or scheme == "http" or scheme == "ws",
     'sbx:url: scheme must be "https", "wss", "http" or "ws"')
   local host = self:host(port)
-  -- e2b-local (a loopback domain) serves plain HTTP.
+  -- e2b-local without TLS (a bare loopback domain) serves plain HTTP.
   local d = self.domain:match("^[^:]+")
-  if d == "localhost" or d:match("%.localhost$") or d == "127.0.0.1" then
+  if d == "localhost" or d == "127.0.0.1" then
     scheme = (scheme == "wss" or scheme == "ws") and "ws" or "http"
   end
   return scheme .. "://" .. host

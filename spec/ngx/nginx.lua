@@ -74,6 +74,7 @@ env E2B_API_URL;
 env E2B_SANDBOX_URL;
 env E2B_API_KEY;
 env E2B_DOMAIN;
+env E2B_CA_FILE;
 %s
 events { worker_connections 4096; }
 http {

@@ -26,7 +26,7 @@ test('exec runs CMD with the four variables and exits with its status', () => {
   assert.equal(r.status, 7, r.stderr)
   const line = r.stdout.trim().split('\n').pop()
   assert.equal(r.stdout.trim().split('\n').at(-2), 'adm1n')
-  assert.match(line, /^http:\/\/127\.0\.0\.1:\d+\|http:\/\/127\.0\.0\.1:\d+\|localhost:\d+\|e2b_[0-9a-f]{40}$/)
+  assert.match(line, /^http:\/\/127\.0\.0\.1:\d+\|http:\/\/127\.0\.0\.1:\d+\|e2b\.localhost:\d+\|e2b_[0-9a-f]{40}$/)
   assert.doesNotMatch(r.stderr, /e2b_[0-9a-f]{40}/, 'the API key is never logged')
   const k = spawnSync(BIN, ['exec', '--', 'sh', '-c', 'kill -TERM $$'], { encoding: 'utf8', timeout: 30_000 })
   assert.equal(k.status, 128 + 15)

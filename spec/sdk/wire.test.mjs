@@ -67,7 +67,7 @@ test('401 with a {code,message} body without or with a wrong API key', async () 
 
 test('the default API key has the format the SDK validates', () => {
   assert.match(S.env.E2B_API_KEY, /^e2b_[0-9a-f]{40}$/)
-  assert.match(S.env.E2B_DOMAIN, /^localhost:\d+$/)
+  assert.match(S.env.E2B_DOMAIN, /^e2b\.localhost:\d+$/) // the HTTPS listener (https.test.mjs)
 })
 
 test('unknown routes are 404 and wrong methods 405, both JSON', async () => {
