@@ -1,5 +1,5 @@
 /* fuzz_control.c — libFuzzer target for the control plane's request parsers
- * (emulator/src/control.c): a POST /sandboxes body (timeout, flags,
+ * (emulator/src/control/control.c): a POST /sandboxes body (timeout, flags,
  * metadata, envVars, network, autoResume...) and the ?metadata= query of
  * GET /sandboxes, which peels up to several layers of %-escaping. Byte 0
  * picks the parser; the rest is its input. */

@@ -1,11 +1,11 @@
 /* fuzz_egress.c — libFuzzer target for what code inside a sandbox sends its
- * egress proxy (emulator/src/egress.c, reqstream.c): the first request head
+ * egress proxy (emulator/src/net/egress.c, reqstream.c): the first request head
  * ("CONNECT host:port" or an absolute http:// request), then the stream of
  * requests reqstream frames and rewrites with network.rules headers.
  * egress.c is included whole so its static parse_head can be called as
  * read_head calls it, without exposing anything from that file. The head
  * is allocated to exactly the bytes received, so reading past them fails. */
-#include "../emulator/src/egress.c"
+#include "../emulator/src/net/egress.c"
 
 /* The host parse_head kept is the request's whole host, not a prefix of
  * it: right where the authority starts, and an authority delimiter after. */

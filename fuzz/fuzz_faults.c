@@ -1,4 +1,4 @@
-/* fuzz_faults.c — libFuzzer target for emulator/src/faults.c: the admin
+/* fuzz_faults.c — libFuzzer target for emulator/src/http/faults.c: the admin
  * endpoint's fault rules (POST /_e2b_local/faults bodies), then matching of
  * requests against them (glob, method, probability, counts). Input: a JSON
  * body, optionally followed by a NUL and "<METHOD> <path>" lines to match. */

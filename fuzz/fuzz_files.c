@@ -1,5 +1,5 @@
 /* fuzz_files.c — libFuzzer target for the header parsers of envd's
- * GET /files (emulator/src/files.c): Range and Accept-Encoding. Input: 8
+ * GET /files (emulator/src/envd/files.c): Range and Accept-Encoding. Input: 8
  * bytes of file size, then the header text. A satisfiable range must lie
  * inside the file. (Multipart upload bodies are parsed by libmicrohttpd's
  * post processor, which needs a live connection: not fuzzed here.) */

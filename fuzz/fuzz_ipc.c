@@ -1,4 +1,4 @@
-/* fuzz_ipc.c — libFuzzer target for emulator/src/ipc.c: one datagram from
+/* fuzz_ipc.c — libFuzzer target for emulator/src/runtime/ipc.c: one datagram from
  * the in-sandbox agent (untrusted: root in a sandbox can write anything to
  * its end of the socket), received with ipc_recv. Input: the raw datagram;
  * when its header asks for a body in a memfd, the datagram's own bytes after

@@ -1,4 +1,4 @@
-/* fuzz_netpolicy.c — libFuzzer target for emulator/src/netpolicy.c: a
+/* fuzz_netpolicy.c — libFuzzer target for emulator/src/net/netpolicy.c: a
  * sandbox's network.allowOut/denyOut rules as sent on create, validated,
  * compiled and asked about host names and addresses. Input: a JSON object
  * {"allowOut":[...], "denyOut":[...], "internet":bool, "hosts":[...]};

@@ -1,4 +1,4 @@
-/* fuzz_pb.c — libFuzzer target for emulator/src/pb.c + pb_schema.c, the
+/* fuzz_pb.c — libFuzzer target for emulator/src/envd/pb.c + pb_schema.c, the
  * binary protobuf side of envd's Connect services. The first byte picks one
  * of the request/response schemas; the rest is the wire message. Whatever
  * decodes must encode again, and decode to the same JSON. */

@@ -1,4 +1,4 @@
-/* fuzz_pjson.c — libFuzzer target for emulator/src/pjson.c, the lenient
+/* fuzz_pjson.c — libFuzzer target for emulator/src/common/pjson.c, the lenient
  * proto3 JSON readers every envd request handler uses: each field of the
  * request object goes through every reader, as a handler would read it. */
 #include <stdint.h>
