@@ -1,4 +1,4 @@
-/* fuzz_codec.c — libFuzzer target for core/src/codec.c: the Connect envelope
+/* fuzz_codec.c — libFuzzer target for codec/codec.c: the Connect envelope
  * decoder (fed in arbitrary splits), base64, RFC 3339 times (both ways) and
  * UTF-8 validation. The first byte picks the codec; the rest is its input.
  * Each branch also checks a property, so a wrong answer is a crash too. */
