@@ -59,14 +59,20 @@ describe("e2b-local over HTTPS", function()
     assert.truthy(msg:lower():find("certificate", 1, true), msg)
   end)
 
-  it("refuses a ca_file it cannot read before any request, naming it", function()
-    local c, err = h.e2b.client({ ca_file = "/nonexistent/ca.pem" })
+  it("refuses a ca_file it cannot read before any request when it speaks https, naming it", function()
+    local c, err = h.e2b.client({ ca_file = "/nonexistent/ca.pem", api_url = "https://api.e2b.localhost:1",
+                                  sandbox_url = "https://e2b.localhost:1" })
     assert.is_nil(c)
     assert.are.equal("invalid_argument", err.kind)
     assert.truthy(tostring(err):find("ca_file", 1, true), tostring(err))
     local out = https_lua({ E2B_DOMAIN = domain, E2B_CA_FILE = "/nonexistent/ca.pem" },
       [[local c, err = require("e2b").client{}; io.write(tostring(c), "|", err.kind)]])
     assert.are.equal("nil|invalid_argument", out)
+  end)
+
+  it("needs no ca_file over plain http (an nginx worker may not read e2b-local's state dir)", function()
+    assert(h.e2b.client({ ca_file = "/nonexistent/ca.pem", api_url = "http://127.0.0.1:1",
+                          sandbox_url = "http://127.0.0.1:1" }))
   end)
 end)
 

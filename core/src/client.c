@@ -59,6 +59,14 @@ static char *default_owner(const char *configured) {
   return owner;
 }
 
+/* Whether any call of c goes over https: the control plane, or envd (per
+ * sandbox on the domain unless a sandbox URL or a loopback domain says http). */
+static int uses_https(const e2b_client *c) {
+  if (strncmp(c->api_url, "https:", 6) == 0) return 1;
+  if (c->sandbox_url) return strncmp(c->sandbox_url, "https:", 6) == 0;
+  return !is_loopback_domain(c->domain);
+}
+
 e2b_client *e2b_client_new(e2b_loop *loop, const e2b_config *cfg, e2b_error *err) {
   static const e2b_config defaults = {0};
   e2b_error_clear(err);
@@ -85,13 +93,7 @@ e2b_client *e2b_client_new(e2b_loop *loop, const e2b_config *cfg, e2b_error *err
     e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, "client", "budget_ms must not be negative");
     return NULL;
   }
-  /* A CA file that cannot be read would fail every call later, less clearly. */
   const char *ca_file = env_or(cfg->ca_file, "E2B_CA_FILE");
-  if (ca_file && access(ca_file, R_OK) != 0) {
-    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, "client",
-                "ca_file (or E2B_CA_FILE) cannot be read: %s", ca_file);
-    return NULL;
-  }
   e2b_client *c = calloc(1, sizeof *c);
   if (!c) goto nomem;
   c->refs = 1;
@@ -129,6 +131,15 @@ e2b_client *e2b_client_new(e2b_loop *loop, const e2b_config *cfg, e2b_error *err
   c->owner = default_owner(cfg->owner);
   if (!c->domain || !c->template_id || !c->api_url || !c->user_agent || !c->owner) goto nomem;
   if ((key && !c->api_key) || (sandbox_url && !c->sandbox_url) || (ca_file && !c->ca_file)) goto nomem;
+  /* A CA file matters only over https (a plain-HTTP e2b-local inherits the
+   * variable too, e.g. in nginx workers that may not read the state dir);
+   * there, one that cannot be read would fail every call later, less clearly. */
+  if (c->ca_file && uses_https(c) && access(c->ca_file, R_OK) != 0) {
+    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, "client",
+                "ca_file (or E2B_CA_FILE) cannot be read: %s", c->ca_file);
+    e2b_client_release(c);
+    return NULL;
+  }
   return c;
 nomem:
   e2b_client_release(c);
