@@ -144,46 +144,40 @@ describe("command output", function()
   end)
 
   it("removes a process's kept output once its handle is closed (by the next command or the handle's close)", function()
-    assert(sbx:run("true"))
-    local proc = assert(sbx:spawn("echo kept"))
+    local function hex(tag) return (tag:gsub(".", function(c) return ("%02x"):format(c:byte()) end)) end
+    -- Whether any of this tag's files is still there (bounded wait for the
+    -- background removal: not a timing assertion).
+    local function kept(tag, user)
+      local names
+      for _ = 1, 50 do
+        names = assert(sbx:run("ls -A /tmp/.e2b-proc", { user = user or "root" })).stdout
+        if not names:find(hex(tag), 1, true) then return false end
+        e2b.sleep(100)
+      end
+      return names
+    end
+    local tag = "kept-" .. h.core.uuid4()
+    local proc = assert(sbx:spawn("echo kept", { tag = tag }))
     assert(proc:wait(5000))
     proc:close()
-    -- The next command removes them in the background (a root one anyone's):
-    -- look until only the listing command's own files are left (bounded, not
-    -- a timing assertion).
-    local cmd = "ls -A /tmp/.e2b-proc | sed 's/[.].*//' | sort -u | wc -l"
-    local left
-    for _ = 1, 50 do
-      left = assert(sbx:run(cmd, { user = "root" })).stdout
-      if left == "1\n" then break end
-      e2b.sleep(100)
-    end
-    assert.are.equal("1\n", left, assert(sbx:run("ls -lA /tmp/.e2b-proc", { user = "root" })).stdout)
+    assert.is_false(kept(tag))
     -- A root command's files wait for a root command (user may not remove them).
-    local mine = assert(sbx:spawn("echo mine", { user = "root", tag = "mine" }))
-    assert(mine:wait(5000))
-    mine:close()
+    local mine = "mine-" .. h.core.uuid4()
+    local p2 = assert(sbx:spawn("echo mine", { user = "root", tag = mine }))
+    assert(p2:wait(5000))
+    p2:close()
     assert(sbx:run("true"))
     assert(sbx:run("true"))
     local names = assert(sbx:run("ls -A /tmp/.e2b-proc")).stdout
-    assert.truthy(names:find("6d696e65.out", 1, true), names) -- hex of "mine"
+    assert.truthy(names:find(hex(mine) .. ".out", 1, true), names)
     assert(sbx:run("true", { user = "root" }))
-    for _ = 1, 50 do
-      names = assert(sbx:run("ls -A /tmp/.e2b-proc")).stdout
-      if not names:find("6d696e65", 1, true) then break end
-      e2b.sleep(100)
-    end
-    assert.is_nil(names:find("6d696e65", 1, true), names)
+    assert.is_false(kept(mine, "user"))
     -- Closing the sandbox handle sends what is still queued.
     local again = assert(client:connect(sbx.sandbox_id))
-    assert(again:run("echo queued"))
+    local queued = "queued-" .. h.core.uuid4()
+    assert(again:run("echo queued", { tag = queued }))
     again:close()
-    for _ = 1, 50 do
-      left = assert(sbx:run("ls -A /tmp/.e2b-proc | sed 's/[.].*//' | sort -u | wc -l", { user = "root" })).stdout
-      if left == "1\n" then break end
-      e2b.sleep(100)
-    end
-    assert.are.equal("1\n", left, assert(sbx:run("ls -lA /tmp/.e2b-proc", { user = "root" })).stdout)
+    assert.is_false(kept(queued))
   end)
 
   it("kills and cleans up after a handle left to the garbage collector, even when the script exits", function()

@@ -49,8 +49,9 @@
  * stdout with one letter, 'a' + flags: 1 out non-empty, 2 err non-empty,
  * 4 out inline, 8 err inline. It ends without
  * the exit builtin, which would run a login shell's ~/.bash_logout. It
- * removes, in the background, the files of earlier commands named in
- * E2B_FORGET (see forget.c). The
+ * removes, in the background and in a process group of its own (a kill
+ * of this command's group must not stop it), the files of earlier commands
+ * named in E2B_FORGET (see forget.c). The
  * command's environment is pruned to E2B_ENV_KEEP's names when that is
  * set. The script travels in E2B_PROC, so a process list shows
  * `bash -c eval "$E2B_PROC" e2b-proc PREFIX cmd args`, not the script. */
@@ -64,7 +65,7 @@ static const char WRAPPER[] =
     "umask \"${__m:-022}\"\n"
     "if [ -n \"${E2B_FORGET-}\" ]; then\n"
     "  __l=; for __n in $E2B_FORGET; do case $__n in *[!0-9a-f]*) ;; *) __l=\"$__l $__n.out $__n.err $__n.exit $__n.boot\";; esac; done\n"
-    "  if [ -n \"$__l\" ]; then (cd \"${__p%/*}\" && exec rm -f -- $__l) </dev/null >/dev/null 2>&1 & fi\n"
+    "  if [ -n \"$__l\" ]; then set -m; (cd \"${__p%/*}\" && exec rm -f -- $__l) </dev/null >/dev/null 2>&1 & set +m; fi\n"
     "fi\n"
     "unset E2B_FORGET __n __l\n"
     "if [ -n \"${E2B_ENV_KEEP+x}\" ]; then\n"
