@@ -33,6 +33,14 @@
  * long for them before calling the process unknown. */
 #define KEPT_GRACE_MS 10000
 
+/* Prunes the environment to E2B_ENV_KEEP's names (and PATH) when that is
+ * set: the one piece the kept wrapper and the plain one share. */
+#define PRUNE_ENV                                                                              \
+  "if [ -n \"${E2B_ENV_KEEP+x}\" ]; then\n"                                                      \
+  "  __k=\" $E2B_ENV_KEEP PATH \"\n"                                                            \
+  "  for __v in $(compgen -e); do case \"$__k\" in *\" $__v \"*) ;; *) unset \"$__v\" 2>/dev/null;; esac; done\n" \
+  "fi\n"
+
 /* $1: the files' path prefix; the rest: the command, or with $0 e2b-sh a
  * shell string the wrapper itself runs (it is then started as `bash -l`,
  * as E2B runs a command string, so the string costs a fork, not a second
@@ -68,10 +76,7 @@ static const char WRAPPER[] =
     "  if [ -n \"$__l\" ]; then set -m; (cd \"${__p%/*}\" && exec rm -f -- $__l) </dev/null >/dev/null 2>&1 & set +m; fi\n"
     "fi\n"
     "unset E2B_FORGET __n __l\n"
-    "if [ -n \"${E2B_ENV_KEEP+x}\" ]; then\n"
-    "  __k=\" $E2B_ENV_KEEP PATH \"\n"
-    "  for __v in $(compgen -e); do case \"$__k\" in *\" $__v \"*) ;; *) unset \"$__v\" 2>/dev/null;; esac; done\n"
-    "fi\n"
+    PRUNE_ENV
     "unset E2B_ENV_KEEP __k __m __v __b\n"
     "__e2b_slurp() {\n"
     "  local LC_ALL=C c t=0 i=0; local -a v\n"
@@ -104,10 +109,7 @@ static const char SH_LINE[] = "eval \"$E2B_PROC\"; ( __c=$1; set --; unset __p; 
 
 /* The same environment pruning for untracked (PTY) commands. */
 static const char ENV_ONLY[] =
-    "if [ -n \"${E2B_ENV_KEEP+x}\" ]; then\n"
-    "  k=\" $E2B_ENV_KEEP PATH \"\n"
-    "  for v in $(compgen -e); do case \"$k\" in *\" $v \"*) ;; *) unset \"$v\" 2>/dev/null;; esac; done\n"
-    "fi\n"
+    PRUNE_ENV
     "unset E2B_ENV_KEEP\n"
     "exec \"$@\"\n";
 
