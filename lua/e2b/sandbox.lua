@@ -300,12 +300,7 @@ function Sandbox:close()
   if not self._owned or self._on_close ~= "kill" then self._h:flush_forgets() end
   if not self._owned or self._on_close == "leave" then return true end
   if self._on_close == "pause" then return self:pause() end
-  local ok, err = rt.finish(self._client._h:kill(self.sandbox_id))
-  if ok or errors.is(err, "not_found") then
-    self._h:flush_forgets(true)
-    return true
-  end
-  return nil, self:_tag(err)
+  return self:kill()
 end
 
 Sandbox.__close = function(self) self:close() end
