@@ -18,7 +18,7 @@
 #   7. libe2b for C: installed into a temp prefix, examples/c/quickstart.c
 #      built with pkg-config and with find_package(e2b), run against e2b-local
 #   8. luacheck over lua/, spec/, examples/, bench/, scripts/ (.luacheckrc),
-#      and docs/api checked against what ldoc makes of lua/ now
+#      and the HTML reference built by ldoc from lua/ without a warning
 #   9. the libFuzzer targets of fuzz/ (clang, ASan + UBSan), each replaying
 #      its seed corpus and then fuzzing for FUZZ_SECONDS (default 4)
 # Suites 1-3 use what scripts/setup.sh installed (the rock and e2b-local).
@@ -145,23 +145,21 @@ else
   record "luacheck (missing)" 0 1
 fi
 
-echo "== docs/api is what ldoc makes of lua/ today"
-# The HTML reference is committed; it must not lag the LDoc comments. Only
-# ldoc's "Last updated" stamp may differ.
+echo "== the HTML reference builds from lua/ without a warning (ldoc)"
+# docs/api/ is generated (sh scripts/docs.sh), not kept in git: a warning
+# here means an LDoc comment no longer matches its function.
 if command -v ldoc >/dev/null 2>&1; then
   api=$(mktemp -d /tmp/lua-e2b-api.XXXXXX)
-  if ldoc -d "$api" . >"$LOGS/ldoc.log" 2>&1 &&
-    diff -r -I 'Last updated' "$ROOT/docs/api" "$api" >>"$LOGS/ldoc.log" 2>&1; then
-    record "docs/api up to date (ldoc)" 1 0
+  if ldoc -d "$api" . >"$LOGS/ldoc.log" 2>&1 && [ -s "$api/index.html" ]; then
+    record "API reference builds (ldoc)" 1 0
   else
     tail -20 "$LOGS/ldoc.log"
-    echo "docs/api is stale: run sh scripts/docs.sh and commit it"
-    record "docs/api up to date (ldoc)" 0 1
+    record "API reference builds (ldoc)" 0 1
   fi
   rm -rf "$api"
 else
   echo "ldoc is missing (scripts/setup.sh installs lua-ldoc)"
-  record "docs/api (ldoc missing)" 0 1
+  record "API reference (ldoc missing)" 0 1
 fi
 
 echo "== busted specs, Lua 5.4, installed rock, against e2b-local"
