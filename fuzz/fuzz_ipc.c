@@ -17,23 +17,8 @@
 #define HDR 16 /* struct ipc_hdr: type, id, err, flags */
 
 static int send_raw(int sock, const uint8_t *d, size_t n, const int *fds, int nfds) {
-  union {
-    char buf[CMSG_SPACE(sizeof(int) * 2)];
-    struct cmsghdr align;
-  } cbuf;
   struct iovec iov = {(void *)d, n};
-  struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
-  if (nfds) {
-    memset(&cbuf, 0, sizeof cbuf);
-    msg.msg_control = cbuf.buf;
-    msg.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)nfds);
-    struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nfds);
-    memcpy(CMSG_DATA(c), fds, sizeof(int) * (size_t)nfds);
-  }
-  return sendmsg(sock, &msg, 0) < 0 ? -1 : 0;
+  return ipc_sendmsg(sock, &iov, 1, fds, nfds, 0) < 0 ? -1 : 0;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

@@ -38,22 +38,7 @@ static void send_raw(int sock, const struct hdr *h, size_t hlen, const char *pay
   size_t plen = payload ? strlen(payload) : 0;
   if (plen) memcpy(buf + hlen, payload, plen);
   struct iovec iov = {buf, hlen + plen};
-  union {
-    char b[CMSG_SPACE(sizeof(int) * 8)];
-    struct cmsghdr align;
-  } cb;
-  struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
-  if (nfds > 0) {
-    memset(&cb, 0, sizeof cb);
-    msg.msg_control = cb.b;
-    msg.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)nfds);
-    struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nfds);
-    memcpy(CMSG_DATA(c), fds, sizeof(int) * (size_t)nfds);
-  }
-  CHECK(sendmsg(sock, &msg, 0) == (ssize_t)(hlen + plen));
+  CHECK(ipc_sendmsg(sock, &iov, 1, fds, nfds, 0) == (ssize_t)(hlen + plen));
 }
 
 /* One frame in, ipc_recv's answer out; no descriptor may survive a refusal. */

@@ -422,17 +422,10 @@ static void kill_descendants(void) {
     while (d && (de = readdir(d))) {
       pid_t pid = (pid_t)atoi(de->d_name);
       if (pid <= 0) continue;
-      char path[64], buf[512];
-      snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-      int fd = open(path, O_RDONLY | O_CLOEXEC);
-      if (fd < 0) continue;
-      ssize_t n = read(fd, buf, sizeof buf - 1);
-      close(fd);
-      if (n <= 0) continue;
-      buf[n] = '\0';
-      char *rp = strrchr(buf, ')');
+      char buf[512];
+      const char *f = proc_stat_fields((int)pid, buf, sizeof buf);
       int ppid = 0;
-      if (rp && sscanf(rp + 2, "%*c %d", &ppid) == 1 && ppid == getpid()) {
+      if (f && sscanf(f, "%*c %d", &ppid) == 1 && ppid == getpid()) {
         kill(pid, SIGKILL);
         found = 1;
       }

@@ -24,6 +24,8 @@ pid_t agent_run(json_t *req, json_t *argv, json_t *env, const struct passwd *pw,
  * host directories; these translate in both directions (identity otherwise). */
 void afs_add_map(const char *virt, const char *real);
 char *afs_to_real(const char *virt);
+/* 0 when the virtual path is a directory, else an errno (ENOTDIR, ENOENT...). */
+int afs_dir_errno(const char *virt);
 char *afs_to_virt(const char *real);
 
 /* Each returns 0 or a positive errno; *out receives the reply body. */

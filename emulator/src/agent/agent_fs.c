@@ -263,14 +263,19 @@ static int list_into(listing *l, const char *virt, int depth, int level) {
   return err;
 }
 
-int afs_listdir(json_t *req, json_t **out) {
-  const char *virt = req_str(req, "path");
+int afs_dir_errno(const char *virt) {
   char *real = afs_to_real(virt);
   struct stat st;
   int rc = stat(real, &st);
+  int err = rc != 0 ? errno : S_ISDIR(st.st_mode) ? 0 : ENOTDIR;
   free(real);
-  if (rc != 0) return errno;
-  if (!S_ISDIR(st.st_mode)) return ENOTDIR;
+  return err;
+}
+
+int afs_listdir(json_t *req, json_t **out) {
+  const char *virt = req_str(req, "path");
+  int derr = afs_dir_errno(virt);
+  if (derr) return derr;
   listing l = {json_array(), NULL};
   int err = list_into(&l, virt, req_int(req, "depth", 1), 1);
   if (err) {

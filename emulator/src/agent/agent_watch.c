@@ -70,12 +70,8 @@ static void free_watch(awatch *w) {
 int aw_watch(json_t *req, json_t **out) {
   const char *path = json_string_value(json_object_get(req, "path"));
   if (!path) return EINVAL;
-  char *real = afs_to_real(path);
-  struct stat st;
-  int rc = stat(real, &st);
-  free(real);
-  if (rc != 0) return errno;
-  if (!S_ISDIR(st.st_mode)) return ENOTDIR;
+  int derr = afs_dir_errno(path);
+  if (derr) return derr;
   int slot = -1;
   for (int i = 0; i < MAX_WATCHES && slot < 0; i++)
     if (!g_w[i]) slot = i;

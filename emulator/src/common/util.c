@@ -170,6 +170,19 @@ void set_cloexec(int fd, int on) {
   fcntl(fd, F_SETFD, on ? (fl | FD_CLOEXEC) : (fl & ~FD_CLOEXEC));
 }
 
+char *proc_stat_fields(int pid, char *buf, size_t cap) {
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%d/stat", pid);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return NULL;
+  ssize_t n = read(fd, buf, cap - 1);
+  close(fd);
+  if (n <= 0) return NULL;
+  buf[n] = '\0';
+  char *rp = strrchr(buf, ')');
+  return rp && rp[1] == ' ' ? rp + 2 : NULL;
+}
+
 int run_wait(char *const argv[]) {
   posix_spawn_file_actions_t fa;
   posix_spawnattr_t at;

@@ -39,6 +39,11 @@ int write_all(int fd, const void *data, size_t n);
 
 void set_cloexec(int fd, int on);
 
+/* Reads /proc/<pid>/stat into buf and returns the fields after the command
+ * name (from the state on), or NULL when the process is gone. The name may
+ * hold spaces and parentheses, so the last ')' ends it. */
+char *proc_stat_fields(int pid, char *buf, size_t cap);
+
 /* Runs argv (absolute path) with stdio on /dev/null and waits; returns its
  * exit status (0..255), or -1 when it could not run or died by a signal. */
 int run_wait(char *const argv[]);

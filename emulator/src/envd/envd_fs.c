@@ -57,12 +57,17 @@ static int path_arg(rpc_call *c, const char *field, char **out, rpc_err *e) {
   return 0;
 }
 
-static int stat_(rpc_call *c, json_t **resp, rpc_err *e) {
+/* An operation whose only argument is "path". */
+static int path_call(rpc_call *c, int op, json_t **resp, rpc_err *e) {
   char *path;
   if (path_arg(c, "path", &path, e)) return -1;
-  int rc = fs_call(c, IPC_STAT, as_user(c, json_pack("{s:s}", "path", path)), resp, e, path);
+  int rc = fs_call(c, op, as_user(c, json_pack("{s:s}", "path", path)), resp, e, path);
   free(path);
   return rc;
+}
+
+static int stat_(rpc_call *c, json_t **resp, rpc_err *e) {
+  return path_call(c, IPC_STAT, resp, e);
 }
 
 static int list_dir(rpc_call *c, json_t **resp, rpc_err *e) {
@@ -81,11 +86,7 @@ static int list_dir(rpc_call *c, json_t **resp, rpc_err *e) {
 }
 
 static int make_dir(rpc_call *c, json_t **resp, rpc_err *e) {
-  char *path;
-  if (path_arg(c, "path", &path, e)) return -1;
-  int rc = fs_call(c, IPC_MKDIR, as_user(c, json_pack("{s:s}", "path", path)), resp, e, path);
-  free(path);
-  return rc;
+  return path_call(c, IPC_MKDIR, resp, e);
 }
 
 static int move(rpc_call *c, json_t **resp, rpc_err *e) {
@@ -104,11 +105,7 @@ static int move(rpc_call *c, json_t **resp, rpc_err *e) {
 }
 
 static int remove_(rpc_call *c, json_t **resp, rpc_err *e) {
-  char *path;
-  if (path_arg(c, "path", &path, e)) return -1;
-  int rc = fs_call(c, IPC_REMOVE, as_user(c, json_pack("{s:s}", "path", path)), resp, e, path);
-  free(path);
-  return rc;
+  return path_call(c, IPC_REMOVE, resp, e);
 }
 
 const rpc_method ENVD_FS_METHODS[] = {

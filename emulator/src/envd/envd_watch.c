@@ -262,23 +262,21 @@ int watcher_create(rpc_call *c, json_t **resp, rpc_err *e) {
   return 0;
 }
 
-static const char *watcher_id(rpc_call *c, rpc_err *e) {
+/* The watcher the request names, with a reference the caller drops. */
+static watcher *named_watcher(rpc_call *c, rpc_err *e) {
   const char *id = NULL;
   if (pj_string(pj_get(c->msg, "watcherId", "watcher_id"), NULL, &id) || !id) {
     rpc_fail(e, "invalid_argument", "watcherId is required");
     return NULL;
   }
-  return id;
+  watcher *w = find_ref(c->sb->id, id);
+  if (!w) rpc_fail(e, "not_found", "watcher '%s' not found", id);
+  return w;
 }
 
 int watcher_events(rpc_call *c, json_t **resp, rpc_err *e) {
-  const char *id = watcher_id(c, e);
-  if (!id) return -1;
-  watcher *w = find_ref(c->sb->id, id);
-  if (!w) {
-    rpc_fail(e, "not_found", "watcher '%s' not found", id);
-    return -1;
-  }
+  watcher *w = named_watcher(c, e);
+  if (!w) return -1;
   pthread_mutex_lock(&g_mu);
   json_t *events = w->queue;
   w->queue = json_array();
@@ -289,13 +287,8 @@ int watcher_events(rpc_call *c, json_t **resp, rpc_err *e) {
 }
 
 int watcher_remove(rpc_call *c, json_t **resp, rpc_err *e) {
-  const char *id = watcher_id(c, e);
-  if (!id) return -1;
-  watcher *w = find_ref(c->sb->id, id);
-  if (!w) {
-    rpc_fail(e, "not_found", "watcher '%s' not found", id);
-    return -1;
-  }
+  watcher *w = named_watcher(c, e);
+  if (!w) return -1;
   /* drop the lookup's reference and the creation's (the watcher ends) */
   pthread_mutex_lock(&g_mu);
   int live = !w->closed;

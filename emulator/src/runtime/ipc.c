@@ -31,6 +31,30 @@ static int body_to_memfd(const char *text, size_t len) {
   return fd;
 }
 
+ssize_t ipc_sendmsg(int sock, struct iovec *iov, int iovcnt, const int *fds, int nfds, int flags) {
+  union {
+    char buf[CMSG_SPACE(sizeof(int) * (IPC_MAX_FDS + 1))];
+    struct cmsghdr align;
+  } cbuf;
+  if (nfds < 0 || nfds > IPC_MAX_FDS + 1) return -EINVAL;
+  struct msghdr msg = {.msg_iov = iov, .msg_iovlen = (size_t)iovcnt};
+  if (nfds > 0) {
+    memset(&cbuf, 0, sizeof cbuf);
+    msg.msg_control = cbuf.buf;
+    msg.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)nfds);
+    struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nfds);
+    memcpy(CMSG_DATA(c), fds, sizeof(int) * (size_t)nfds);
+  }
+  ssize_t n;
+  do {
+    n = sendmsg(sock, &msg, flags);
+  } while (n < 0 && errno == EINTR);
+  return n < 0 ? -errno : n;
+}
+
 int ipc_send(int sock, uint32_t type, uint32_t id, int32_t err, json_t *body, const int *fds,
              int nfds) {
   char *text = body ? json_dumps(body, JSON_COMPACT) : strdup("{}");
@@ -56,26 +80,8 @@ int ipc_send(int sock, uint32_t type, uint32_t id, int32_t err, json_t *body, co
     len = 0;
   }
   struct iovec iov[2] = {{&h, sizeof h}, {text, len}};
-  union {
-    char buf[CMSG_SPACE(sizeof(int) * (IPC_MAX_FDS + 1))];
-    struct cmsghdr align;
-  } cbuf;
-  struct msghdr msg = {.msg_iov = iov, .msg_iovlen = 2};
-  if (nall > 0) {
-    memset(&cbuf, 0, sizeof cbuf);
-    msg.msg_control = cbuf.buf;
-    msg.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)nall);
-    struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nall);
-    memcpy(CMSG_DATA(c), all_fds, sizeof(int) * (size_t)nall);
-  }
-  ssize_t n;
-  do {
-    n = sendmsg(sock, &msg, MSG_NOSIGNAL);
-  } while (n < 0 && errno == EINTR);
-  int rc = n < 0 ? -errno : 0;
+  ssize_t n = ipc_sendmsg(sock, iov, 2, all_fds, nall, MSG_NOSIGNAL);
+  int rc = n < 0 ? (int)n : 0;
   free(text);
   if (memfd >= 0) close(memfd);
   return rc;

@@ -7,6 +7,8 @@
 #define EMU_IPC_H
 
 #include <jansson.h>
+#include <sys/types.h>
+#include <sys/uio.h>
 #include <stdint.h>
 
 #define IPC_MAX_FDS 4
@@ -48,6 +50,10 @@ typedef struct ipc_msg {
 /* Sends one message; body may be NULL (sent as {}). Returns 0 or -errno. */
 int ipc_send(int sock, uint32_t type, uint32_t id, int32_t err, json_t *body, const int *fds,
              int nfds);
+/* One sendmsg of iov with nfds (at most IPC_MAX_FDS + 1) descriptors as
+ * SCM_RIGHTS, retried on EINTR. Returns the bytes sent or -errno. Tests and
+ * fuzzers use it to forge frames. */
+ssize_t ipc_sendmsg(int sock, struct iovec *iov, int iovcnt, const int *fds, int nfds, int flags);
 /* Receives one message. Returns 1, 0 on EOF, or -errno: -EPROTO for a
  * malformed message (bad header, flags, errno, body or descriptors),
  * -EMSGSIZE for a body over IPC_BODY_MAX. The sender is untrusted. */

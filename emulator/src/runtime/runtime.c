@@ -569,16 +569,9 @@ static int list_pids(const runtime *rt, pid_t **out) {
     while (d && (de = readdir(d))) {
       int pid = atoi(de->d_name), ppid = 0;
       if (pid <= 0) continue;
-      char path[64], buf[512];
-      snprintf(path, sizeof path, "/proc/%d/stat", pid);
-      int fd = open(path, O_RDONLY | O_CLOEXEC);
-      if (fd < 0) continue;
-      ssize_t r = read(fd, buf, sizeof buf - 1);
-      close(fd);
-      if (r <= 0) continue;
-      buf[r] = '\0';
-      char *rp = strrchr(buf, ')');
-      if (!rp || sscanf(rp + 2, "%*c %d", &ppid) != 1) continue;
+      char buf[512];
+      const char *f = proc_stat_fields(pid, buf, sizeof buf);
+      if (!f || sscanf(f, "%*c %d", &ppid) != 1) continue;
       int parent_in = 0, self_in = 0;
       for (size_t i = 0; i < n; i++) {
         parent_in |= v[i] == ppid;
@@ -610,19 +603,12 @@ int runtime_sample(const runtime *rt, uint64_t *cpu_ticks, uint64_t *rss_bytes) 
   int n = list_pids(rt, &pids);
   long page = sysconf(_SC_PAGESIZE);
   for (int i = 0; i < n; i++) {
-    char path[64], buf[1024];
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)pids[i]);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) continue;
-    ssize_t r = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (r <= 0) continue;
-    buf[r] = '\0';
-    char *rp = strrchr(buf, ')');
+    char buf[1024];
+    const char *f = proc_stat_fields((int)pids[i], buf, sizeof buf);
     unsigned long ut = 0, st = 0;
     long rss = 0;
     /* fields after the command: state(3) ... utime(14) stime(15) ... rss(24) */
-    if (!rp || sscanf(rp + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu %*d %*d %*d %*d %*d %*d %*u %*u %ld",
+    if (!f || sscanf(f, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu %*d %*d %*d %*d %*d %*d %*u %*u %ld",
                       &ut, &st, &rss) != 3)
       continue;
     *cpu_ticks += ut + st;
