@@ -30,10 +30,7 @@ end
 
 describe("command output", function()
   local client, sbx
-  setup(function()
-    client = h.client()
-    sbx = h.sandbox({}, client)
-  end)
+  setup(function() sbx, client = h.sandbox() end)
   teardown(h.cleanup)
 
   for _, n in ipairs({ MiB - 1, MiB, MiB + 1 }) do
@@ -209,10 +206,7 @@ end)
 
 describe("reattaching", function()
   local client, sbx
-  setup(function()
-    client = h.client()
-    sbx = h.sandbox({}, client)
-  end)
+  setup(function() sbx, client = h.sandbox() end)
   teardown(h.cleanup)
 
   local SCRIPT = "for i in $(seq 1 60); do echo line$i; printf 'err%d\\n' $i >&2; sleep 0.02; done"

@@ -9,15 +9,11 @@ import { createServer, request as httpRequest } from 'node:http'
 import { join } from 'node:path'
 import { Sandbox, SandboxError, SandboxNotFoundError, Template, Volume, VolumeNotFoundError } from './sdk.mjs'
 import { sdkOpts, startServer } from './server.mjs'
-import { pidsWithEnv, useServer } from './helpers.mjs'
+import { controlApi, pidsWithEnv, useServer } from './helpers.mjs'
 
 const S = useServer()
 
-const api = (path, init = {}) =>
-  fetch(`${S.env.E2B_API_URL}${path}`, {
-    ...init,
-    headers: { 'X-API-Key': S.env.E2B_API_KEY, 'Content-Type': 'application/json', ...(init.headers || {}) },
-  })
+const api = controlApi(S)
 
 async function sandbox(opts = {}) {
   return Sandbox.create({ ...S.opts, timeoutMs: 120_000, ...opts })
@@ -47,6 +43,18 @@ test('metrics: SandboxMetric samples with CPU, memory and disk in the documented
 // The host servers below stand in for "the internet": loopback only.
 
 // An HTTP server on the host answering `name` on / and streaming on /slow.
+// Runs fn(a, b) with the two host servers A (127.0.0.1) and B (127.0.0.2).
+async function withHostServers(fn) {
+  const a = await hostServer('127.0.0.1', 'A')
+  const b = await hostServer('127.0.0.2', 'B')
+  try {
+    await fn(a, b)
+  } finally {
+    a.close()
+    b.close()
+  }
+}
+
 async function hostServer(host, name) {
   const srv = createServer((req, res) => {
     if (req.url === '/slow') {
@@ -76,141 +84,120 @@ async function fetchIn(sbx, url, flags = '') {
 
 const ifaces = async (sbx) => (await sbx.commands.run("tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '")).stdout.trim()
 
-test('network: deny-all drops (no HTTP answer, 000), allow-all reaches the host through the proxy, nothing bypasses it', async () => {
-  const a = await hostServer('127.0.0.1', 'A')
-  const b = await hostServer('127.0.0.2', 'B')
-  try {
-    const closed = await sandbox({ allowInternetAccess: false })
-    assert.equal(await ifaces(closed), 'lo')
-    assert.equal((await closed.getInfo()).allowInternetAccess, false)
-    assert.equal(await fetchIn(closed, a.url), '000')
-    assert.equal(await fetchIn(closed, a.url, '-p'), '000', 'CONNECT is dropped too')
-    assert.equal(await fetchIn(closed, `http://localhost:${a.port}/`), '000')
-    // the sandbox's own loopback is not egress: its servers answer whatever the policy
-    await closed.files.write('/home/user/www/index.html', 'own')
-    await closed.commands.run('python3 -m http.server 8000 --bind 127.0.0.1 --directory /home/user/www', { background: true })
-    let own
-    for (let i = 0; i < 50 && own !== 'own 200'; i++) own = await fetchIn(closed, 'http://localhost:8000/')
-    assert.equal(own, 'own 200')
-    assert.equal(await fetchIn(closed, 'http://127.0.0.1:8000/', '-p'), 'own 200')
-    assert.equal(await fetchIn(closed, 'http://127.0.0.1:8000/', "--noproxy '*'"), 'own 200')
-    await closed.kill()
-    const viaDeny = await sandbox({ network: { denyOut: ['0.0.0.0/0'] } })
-    assert.equal(await fetchIn(viaDeny, b.url), '000')
-    assert.deepEqual((await viaDeny.getInfo()).network.denyOut, ['0.0.0.0/0'])
-    await viaDeny.kill()
+test('network: deny-all drops (no HTTP answer, 000), allow-all reaches the host through the proxy, nothing bypasses it', () => withHostServers(async (a, b) => {
+  const closed = await sandbox({ allowInternetAccess: false })
+  assert.equal(await ifaces(closed), 'lo')
+  assert.equal((await closed.getInfo()).allowInternetAccess, false)
+  assert.equal(await fetchIn(closed, a.url), '000')
+  assert.equal(await fetchIn(closed, a.url, '-p'), '000', 'CONNECT is dropped too')
+  assert.equal(await fetchIn(closed, `http://localhost:${a.port}/`), '000')
+  // the sandbox's own loopback is not egress: its servers answer whatever the policy
+  await closed.files.write('/home/user/www/index.html', 'own')
+  await closed.commands.run('python3 -m http.server 8000 --bind 127.0.0.1 --directory /home/user/www', { background: true })
+  let own
+  for (let i = 0; i < 50 && own !== 'own 200'; i++) own = await fetchIn(closed, 'http://localhost:8000/')
+  assert.equal(own, 'own 200')
+  assert.equal(await fetchIn(closed, 'http://127.0.0.1:8000/', '-p'), 'own 200')
+  assert.equal(await fetchIn(closed, 'http://127.0.0.1:8000/', "--noproxy '*'"), 'own 200')
+  await closed.kill()
+  const viaDeny = await sandbox({ network: { denyOut: ['0.0.0.0/0'] } })
+  assert.equal(await fetchIn(viaDeny, b.url), '000')
+  assert.deepEqual((await viaDeny.getInfo()).network.denyOut, ['0.0.0.0/0'])
+  await viaDeny.kill()
 
-    const open = await sandbox()
-    assert.equal(await ifaces(open), 'lo', 'allow-all sandboxes get their own namespace too')
-    const env = (await open.commands.run('echo "$http_proxy $HTTPS_PROXY [$no_proxy]"')).stdout.trim()
-    assert.equal(env, 'http://127.0.0.1:3128 http://127.0.0.1:3128 []')
-    assert.equal(await fetchIn(open, a.url), 'A 200')
-    assert.equal(await fetchIn(open, b.url), 'B 200')
-    assert.equal(await fetchIn(open, `http://localhost:${a.port}/`), 'A 200')
-    assert.equal(await fetchIn(open, a.url, '-p'), 'A 200', 'CONNECT tunnel')
-    assert.equal(await fetchIn(open, `http://denied.localhost:${a.port}/`), 'A 200', '*.localhost is loopback (RFC 6761)')
-    // an allowed destination where nothing listens fails like a direct connection: no HTTP answer
-    assert.equal(await fetchIn(open, 'http://localhost:1/'), '000')
-    // a program that ignores the proxy variables has no network
-    assert.equal(await fetchIn(open, a.url, "--noproxy '*'"), '000')
-    // a user's env entries override the defaults
-    assert.equal((await open.commands.run('echo $http_proxy', { envs: { http_proxy: 'http://mine:1' } })).stdout, 'http://mine:1\n')
-    await open.kill()
-  } finally {
-    a.close()
-    b.close()
-  }
-})
+  const open = await sandbox()
+  assert.equal(await ifaces(open), 'lo', 'allow-all sandboxes get their own namespace too')
+  const env = (await open.commands.run('echo "$http_proxy $HTTPS_PROXY [$no_proxy]"')).stdout.trim()
+  assert.equal(env, 'http://127.0.0.1:3128 http://127.0.0.1:3128 []')
+  assert.equal(await fetchIn(open, a.url), 'A 200')
+  assert.equal(await fetchIn(open, b.url), 'B 200')
+  assert.equal(await fetchIn(open, `http://localhost:${a.port}/`), 'A 200')
+  assert.equal(await fetchIn(open, a.url, '-p'), 'A 200', 'CONNECT tunnel')
+  assert.equal(await fetchIn(open, `http://denied.localhost:${a.port}/`), 'A 200', '*.localhost is loopback (RFC 6761)')
+  // an allowed destination where nothing listens fails like a direct connection: no HTTP answer
+  assert.equal(await fetchIn(open, 'http://localhost:1/'), '000')
+  // a program that ignores the proxy variables has no network
+  assert.equal(await fetchIn(open, a.url, "--noproxy '*'"), '000')
+  // a user's env entries override the defaults
+  assert.equal((await open.commands.run('echo $http_proxy', { envs: { http_proxy: 'http://mine:1' } })).stdout, 'http://mine:1\n')
+  await open.kill()
+}))
 
-test('network: allow-lists (names, wildcards, IPs, CIDRs) and deny CIDRs are enforced, resolved addresses included; bad entries are 400', async () => {
-  const a = await hostServer('127.0.0.1', 'A')
-  const b = await hostServer('127.0.0.2', 'B')
-  try {
-    // a name is allowed as a name: the raw IPs (even its own) are not listed
-    const byName = await sandbox({ network: { denyOut: ['0.0.0.0/0'], allowOut: ['localhost'] } })
-    assert.equal(await fetchIn(byName, `http://localhost:${a.port}/`), 'A 200')
-    assert.equal(await fetchIn(byName, `http://LOCALHOST.:${a.port}/`, '-p'), 'A 200')
-    assert.equal(await fetchIn(byName, a.url), '000')
-    assert.equal(await fetchIn(byName, b.url), '000')
-    assert.deepEqual((await byName.getInfo()).network.allowOut, ['localhost'])
-    await byName.kill()
-    // an IP/CIDR allows that address, and a name resolving into it
-    const byCidr = await sandbox({ allowInternetAccess: false, network: { allowOut: ['127.0.0.1/32'] } })
-    assert.equal(await fetchIn(byCidr, a.url), 'A 200')
-    assert.equal(await fetchIn(byCidr, `http://localhost:${a.port}/`), 'A 200', 'localhost resolves to 127.0.0.1')
-    assert.equal(await fetchIn(byCidr, b.url), '000')
-    await byCidr.kill()
-    // a wildcard matches subdomains only
-    const wild = await sandbox({ network: { denyOut: ['0.0.0.0/0'], allowOut: ['*.localhost', '127.0.0.2'] } })
-    assert.equal(await fetchIn(wild, b.url), 'B 200')
-    assert.equal(await fetchIn(wild, `http://localhost:${a.port}/`), '000')
-    await wild.kill()
-    // deny CIDRs without deny-all: everything else stays open; a name cannot bypass a denied CIDR
-    const denied = await sandbox({ network: { denyOut: ['127.0.0.1/32'] } })
-    assert.equal(await fetchIn(denied, a.url), '000')
-    assert.equal(await fetchIn(denied, `http://localhost:${a.port}/`), '000', 'resolved to a denied address')
-    assert.equal(await fetchIn(denied, b.url), 'B 200')
-    await denied.kill()
-    // allow entries win over deny entries
-    const both = await sandbox({ network: { denyOut: ['127.0.0.0/8'], allowOut: ['127.0.0.2'] } })
-    assert.equal(await fetchIn(both, b.url), 'B 200')
-    assert.equal(await fetchIn(both, a.url), '000')
-    await both.kill()
-    // refused with a clear 400: malformed entries, domains in deny rules, an upstream SOCKS proxy
-    await assert.rejects(sandbox({ network: { denyOut: ['0.0.0.0/0'], allowOut: ['not a host!'] } }), /400.*allowOut entry/)
-    await assert.rejects(sandbox({ network: { denyOut: ['example.com'] } }), /400.*denyOut entry/)
-    await assert.rejects(sandbox({ network: { denyOut: ['10.0.0.0/33'] } }), /400.*denyOut entry/)
-    await assert.rejects(sandbox({ network: { egressProxy: { address: '127.0.0.1:1080' } } }), /400.*egressProxy/)
-  } finally {
-    a.close()
-    b.close()
-  }
-})
+test('network: allow-lists (names, wildcards, IPs, CIDRs) and deny CIDRs are enforced, resolved addresses included; bad entries are 400', () => withHostServers(async (a, b) => {
+  // a name is allowed as a name: the raw IPs (even its own) are not listed
+  const byName = await sandbox({ network: { denyOut: ['0.0.0.0/0'], allowOut: ['localhost'] } })
+  assert.equal(await fetchIn(byName, `http://localhost:${a.port}/`), 'A 200')
+  assert.equal(await fetchIn(byName, `http://LOCALHOST.:${a.port}/`, '-p'), 'A 200')
+  assert.equal(await fetchIn(byName, a.url), '000')
+  assert.equal(await fetchIn(byName, b.url), '000')
+  assert.deepEqual((await byName.getInfo()).network.allowOut, ['localhost'])
+  await byName.kill()
+  // an IP/CIDR allows that address, and a name resolving into it
+  const byCidr = await sandbox({ allowInternetAccess: false, network: { allowOut: ['127.0.0.1/32'] } })
+  assert.equal(await fetchIn(byCidr, a.url), 'A 200')
+  assert.equal(await fetchIn(byCidr, `http://localhost:${a.port}/`), 'A 200', 'localhost resolves to 127.0.0.1')
+  assert.equal(await fetchIn(byCidr, b.url), '000')
+  await byCidr.kill()
+  // a wildcard matches subdomains only
+  const wild = await sandbox({ network: { denyOut: ['0.0.0.0/0'], allowOut: ['*.localhost', '127.0.0.2'] } })
+  assert.equal(await fetchIn(wild, b.url), 'B 200')
+  assert.equal(await fetchIn(wild, `http://localhost:${a.port}/`), '000')
+  await wild.kill()
+  // deny CIDRs without deny-all: everything else stays open; a name cannot bypass a denied CIDR
+  const denied = await sandbox({ network: { denyOut: ['127.0.0.1/32'] } })
+  assert.equal(await fetchIn(denied, a.url), '000')
+  assert.equal(await fetchIn(denied, `http://localhost:${a.port}/`), '000', 'resolved to a denied address')
+  assert.equal(await fetchIn(denied, b.url), 'B 200')
+  await denied.kill()
+  // allow entries win over deny entries
+  const both = await sandbox({ network: { denyOut: ['127.0.0.0/8'], allowOut: ['127.0.0.2'] } })
+  assert.equal(await fetchIn(both, b.url), 'B 200')
+  assert.equal(await fetchIn(both, a.url), '000')
+  await both.kill()
+  // refused with a clear 400: malformed entries, domains in deny rules, an upstream SOCKS proxy
+  await assert.rejects(sandbox({ network: { denyOut: ['0.0.0.0/0'], allowOut: ['not a host!'] } }), /400.*allowOut entry/)
+  await assert.rejects(sandbox({ network: { denyOut: ['example.com'] } }), /400.*denyOut entry/)
+  await assert.rejects(sandbox({ network: { denyOut: ['10.0.0.0/33'] } }), /400.*denyOut entry/)
+  await assert.rejects(sandbox({ network: { egressProxy: { address: '127.0.0.1:1080' } } }), /400.*egressProxy/)
+}))
 
-test('network: a live PUT switches all -> none -> allow-list -> all for the next connection and closes relays it denies', async () => {
-  const a = await hostServer('127.0.0.1', 'A')
-  const b = await hostServer('127.0.0.2', 'B')
-  try {
-    const sbx = await sandbox()
-    assert.equal(await fetchIn(sbx, a.url), 'A 200')
-    // a long download is open when the policy changes: its relay is closed
-    const within = (ms, what) => new Promise((ok, fail) => {
-      const t = setTimeout(() => fail(new Error(`${what} within ${ms} ms`)), ms)
-      what === 'started' ? (a.slowStarted = () => ok(clearTimeout(t))) : (a.slowClosed = () => ok(clearTimeout(t)))
-    })
-    const started = within(10_000, 'started')
-    const slow = await sbx.commands.run(`curl -s -N ${a.url}/slow -o /tmp/slow`, { background: true })
-    await started
-    const ended = within(3000, 'the open relay was closed')
-    await sbx.updateNetwork({ allowInternetAccess: false })
-    await ended
-    await assert.rejects(slow.wait(), (e) => e.exitCode !== 0)
-    assert.equal((await sbx.getInfo()).allowInternetAccess, false)
-    assert.equal(await fetchIn(sbx, a.url), '000')
-    assert.equal(await fetchIn(sbx, b.url), '000')
-    await sbx.updateNetwork({ denyOut: ['0.0.0.0/0'], allowOut: ['127.0.0.2'] })
-    assert.equal(await fetchIn(sbx, b.url), 'B 200')
-    assert.equal(await fetchIn(sbx, a.url), '000')
-    assert.deepEqual((await sbx.getInfo()).network.allowOut, ['127.0.0.2'])
-    await sbx.updateNetwork({})
-    assert.equal(await fetchIn(sbx, a.url), 'A 200')
-    assert.equal(await fetchIn(sbx, b.url), 'B 200')
-    assert.equal((await sbx.getInfo()).allowInternetAccess, true)
-    // bad updates are 400 and change nothing
-    await assert.rejects(sbx.updateNetwork({ denyOut: ['example.com'] }), /400/)
-    assert.equal(await fetchIn(sbx, a.url), 'A 200')
-    // a paused sandbox's update applies when it runs again
-    await sbx.pause()
-    await Sandbox.updateNetwork(sbx.sandboxId, { allowInternetAccess: false }, S.opts)
-    const again = await Sandbox.connect(sbx.sandboxId, S.opts)
-    assert.equal(await fetchIn(again, a.url), '000')
-    await again.kill()
-    await assert.rejects(Sandbox.updateNetwork(sbx.sandboxId, {}, S.opts), SandboxNotFoundError)
-  } finally {
-    a.close()
-    b.close()
-  }
-})
+test('network: a live PUT switches all -> none -> allow-list -> all for the next connection and closes relays it denies', () => withHostServers(async (a, b) => {
+  const sbx = await sandbox()
+  assert.equal(await fetchIn(sbx, a.url), 'A 200')
+  // a long download is open when the policy changes: its relay is closed
+  const within = (ms, what) => new Promise((ok, fail) => {
+    const t = setTimeout(() => fail(new Error(`${what} within ${ms} ms`)), ms)
+    what === 'started' ? (a.slowStarted = () => ok(clearTimeout(t))) : (a.slowClosed = () => ok(clearTimeout(t)))
+  })
+  const started = within(10_000, 'started')
+  const slow = await sbx.commands.run(`curl -s -N ${a.url}/slow -o /tmp/slow`, { background: true })
+  await started
+  const ended = within(3000, 'the open relay was closed')
+  await sbx.updateNetwork({ allowInternetAccess: false })
+  await ended
+  await assert.rejects(slow.wait(), (e) => e.exitCode !== 0)
+  assert.equal((await sbx.getInfo()).allowInternetAccess, false)
+  assert.equal(await fetchIn(sbx, a.url), '000')
+  assert.equal(await fetchIn(sbx, b.url), '000')
+  await sbx.updateNetwork({ denyOut: ['0.0.0.0/0'], allowOut: ['127.0.0.2'] })
+  assert.equal(await fetchIn(sbx, b.url), 'B 200')
+  assert.equal(await fetchIn(sbx, a.url), '000')
+  assert.deepEqual((await sbx.getInfo()).network.allowOut, ['127.0.0.2'])
+  await sbx.updateNetwork({})
+  assert.equal(await fetchIn(sbx, a.url), 'A 200')
+  assert.equal(await fetchIn(sbx, b.url), 'B 200')
+  assert.equal((await sbx.getInfo()).allowInternetAccess, true)
+  // bad updates are 400 and change nothing
+  await assert.rejects(sbx.updateNetwork({ denyOut: ['example.com'] }), /400/)
+  assert.equal(await fetchIn(sbx, a.url), 'A 200')
+  // a paused sandbox's update applies when it runs again
+  await sbx.pause()
+  await Sandbox.updateNetwork(sbx.sandboxId, { allowInternetAccess: false }, S.opts)
+  const again = await Sandbox.connect(sbx.sandboxId, S.opts)
+  assert.equal(await fetchIn(again, a.url), '000')
+  await again.kill()
+  await assert.rejects(Sandbox.updateNetwork(sbx.sandboxId, {}, S.opts), SandboxNotFoundError)
+}))
 
 test("network: e2b-local's own listener is never reachable through the proxy, whatever the policy", async () => {
   const port = new URL(S.env.E2B_API_URL).port

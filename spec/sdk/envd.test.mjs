@@ -5,7 +5,7 @@ import assert from 'node:assert/strict'
 import { createHash, randomBytes } from 'node:crypto'
 import { request as httpRequest } from 'node:http'
 import { Sandbox } from './sdk.mjs'
-import { envdHeaders, sleep, useServer } from './helpers.mjs'
+import { envdHeaders, sleep, useServer, wsEcho } from './helpers.mjs'
 
 const S = useServer()
 
@@ -168,33 +168,8 @@ test('ports: <port>-<id>.<domain> reaches the service in the sandbox (HTTP, bodi
 test('ports: WebSocket upgrades are tunnelled both ways', async () => {
   const sbx = await sandbox()
   await startService(sbx)
-  const key = randomBytes(16).toString('base64')
   const p = new URL(S.env.E2B_API_URL).port
-  const echoed = await new Promise((ok, fail) => {
-    const req = httpRequest({
-      host: '127.0.0.1',
-      port: p,
-      path: '/ws',
-      headers: { Host: sbx.getHost(8080), Connection: 'Upgrade', Upgrade: 'websocket', 'Sec-WebSocket-Key': key, 'Sec-WebSocket-Version': '13' },
-    })
-    req.on('upgrade', (res, sock) => {
-      const want = createHash('sha1').update(key + '258EAFA5-E914-47DA-95CA-C5AB0DC85B11').digest('base64')
-      if (res.headers['sec-websocket-accept'] !== want) fail(new Error('bad accept'))
-      let got = Buffer.alloc(0)
-      const payload = randomBytes(100_000)
-      sock.on('data', (d) => {
-        got = Buffer.concat([got, d])
-        if (got.length >= payload.length) {
-          sock.end()
-          ok(got.equals(payload))
-        }
-      })
-      sock.write(payload)
-    })
-    req.on('response', (res) => fail(new Error(`no upgrade: ${res.statusCode}`)))
-    req.on('error', fail)
-    req.end()
-  })
+  const echoed = await wsEcho(httpRequest, { host: '127.0.0.1', port: p, path: '/ws', headers: { Host: sbx.getHost(8080) } }, randomBytes(100_000))
   assert.equal(echoed, true)
   await sbx.kill()
 })

@@ -4,7 +4,7 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { request as httpRequest } from 'node:http'
 import { RateLimitError, Sandbox } from './sdk.mjs'
-import { envdHeaders, envelope, parseEnvelopes, useServer } from './helpers.mjs'
+import { controlApi, envdHeaders, openStream, parseEnvelopes, useServer } from './helpers.mjs'
 
 const S = useServer()
 
@@ -21,11 +21,7 @@ async function addRules(rules, seed = 1) {
   return (await res.json()).rules
 }
 
-const api = (path, init = {}) =>
-  fetch(`${S.env.E2B_API_URL}${path}`, {
-    ...init,
-    headers: { 'X-API-Key': S.env.E2B_API_KEY, 'Content-Type': 'application/json', ...(init.headers || {}) },
-  })
+const api = controlApi(S)
 
 const countSandboxes = async () => (await (await api('/v2/sandboxes')).json()).length
 
@@ -138,11 +134,7 @@ test('drop closes the connection without a response and the request is not proce
 test('drop_mid_stream: K Connect messages pass, then the stream is cut (no end-stream); the command ran', async () => {
   const sbx = await Sandbox.create({ ...S.opts })
   await addRules([{ match: 'POST envd:/process.Process/Start', action: 'drop_mid_stream', after_events: 2, count: 1 }])
-  const res = await fetch(`${S.env.E2B_SANDBOX_URL}/process.Process/Start`, {
-    method: 'POST',
-    headers: envdHeaders(sbx, { 'Content-Type': 'application/connect+json' }),
-    body: envelope({ process: { cmd: '/bin/bash', args: ['-c', 'echo one; sleep 0.3; echo two; sleep 0.3; touch /tmp/ran; echo three'] }, stdin: false }),
-  })
+  const res = await openStream(S.env, sbx, 'echo one; sleep 0.3; echo two; sleep 0.3; touch /tmp/ran; echo three')
   assert.equal(res.status, 200)
   const reader = res.body.getReader()
   const chunks = []
@@ -173,11 +165,7 @@ test('drop_mid_stream: K Connect messages pass, then the stream is cut (no end-s
 test('drop_mid_stream on a Connect stream honours after_bytes: that many bytes, then the cut', async () => {
   const sbx = await Sandbox.create({ ...S.opts })
   await addRules([{ match: 'POST envd:/process.Process/Start', action: 'drop_mid_stream', after_bytes: 7, count: 1 }])
-  const res = await fetch(`${S.env.E2B_SANDBOX_URL}/process.Process/Start`, {
-    method: 'POST',
-    headers: envdHeaders(sbx, { 'Content-Type': 'application/connect+json' }),
-    body: envelope({ process: { cmd: '/bin/bash', args: ['-c', 'echo one; sleep 0.2; echo two'] }, stdin: false }),
-  })
+  const res = await openStream(S.env, sbx, 'echo one; sleep 0.2; echo two')
   assert.equal(res.status, 200)
   const reader = res.body.getReader()
   let got = 0

@@ -1,5 +1,6 @@
 // Shared test plumbing: one e2b-local per test file, SDK options, raw envd calls.
 import { after, before } from 'node:test'
+import { createHash, randomBytes } from 'node:crypto'
 import { readdirSync, readFileSync } from 'node:fs'
 import { sdkOpts, startServer } from './server.mjs'
 
@@ -24,31 +25,58 @@ export function useServer(args) {
   return box
 }
 
-export function pidsWithCmdline(fragment) {
+// Host pids whose /proc/<pid>/<file> holds needle.
+function pidsWhere(file, needle) {
   const pids = []
   for (const d of readdirSync('/proc')) {
     if (!/^\d+$/.test(d)) continue
     try {
-      if (readFileSync(`/proc/${d}/cmdline`).includes(fragment)) pids.push(Number(d))
+      if (readFileSync(`/proc/${d}/${file}`).includes(needle)) pids.push(Number(d))
     } catch {}
   }
   return pids
 }
 
+export const pidsWithCmdline = (fragment) => pidsWhere('cmdline', fragment)
+
 export const sleep = (ms) => new Promise((ok) => setTimeout(ok, ms))
 
 // Host pids whose environment carries NAME=VALUE (how a sandbox's processes
 // are found from outside without trusting the emulator).
-export function pidsWithEnv(name, value) {
-  const needle = Buffer.from(`${name}=${value}\0`)
-  const pids = []
-  for (const d of readdirSync('/proc')) {
-    if (!/^\d+$/.test(d)) continue
-    try {
-      if (readFileSync(`/proc/${d}/environ`).includes(needle)) pids.push(Number(d))
-    } catch {}
-  }
-  return pids
+export const pidsWithEnv = (name, value) => pidsWhere('environ', Buffer.from(`${name}=${value}\0`))
+
+const WS_GUID = '258EAFA5-E914-47DA-95CA-C5AB0DC85B11'
+
+// Upgrades a request (send: http.request or https.request) to a WebSocket,
+// checks the accept key, writes payload and resolves true when the same
+// bytes came back; a tunnel silent for stallMs fails.
+export function wsEcho(send, options, payload, stallMs = 20_000) {
+  const key = randomBytes(16).toString('base64')
+  const headers = { ...options.headers, Connection: 'Upgrade', Upgrade: 'websocket', 'Sec-WebSocket-Key': key, 'Sec-WebSocket-Version': '13' }
+  return new Promise((ok, fail) => {
+    let got = Buffer.alloc(0)
+    const stalled = setTimeout(() => fail(new Error(`the tunnel stalled after ${got.length} of ${payload.length} bytes`)), stallMs)
+    const done = (settle, value) => {
+      clearTimeout(stalled)
+      settle(value)
+    }
+    const req = send({ ...options, headers })
+    req.on('upgrade', (res, sock) => {
+      const want = createHash('sha1').update(key + WS_GUID).digest('base64')
+      if (res.headers['sec-websocket-accept'] !== want) return done(fail, new Error('bad accept'))
+      sock.on('data', (d) => {
+        got = Buffer.concat([got, d])
+        if (got.length >= payload.length) {
+          sock.end()
+          done(ok, got.equals(payload))
+        }
+      })
+      sock.write(payload)
+    })
+    req.on('response', (res) => done(fail, new Error(`no upgrade: ${res.statusCode}`)))
+    req.on('error', (e) => done(fail, e))
+    req.end()
+  })
 }
 
 // Connect envelopes.
@@ -81,11 +109,24 @@ export function envdHeaders(sbx, extra = {}) {
   return { ...h, ...extra }
 }
 
-export async function startStream(env, sbx, cmd, headers = {}) {
-  const res = await fetch(`${env.E2B_SANDBOX_URL}/process.Process/Start`, {
+// A process.Start stream of `bash -c cmd`, its body not read yet.
+export function openStream(env, sbx, cmd, headers = {}) {
+  return fetch(`${env.E2B_SANDBOX_URL}/process.Process/Start`, {
     method: 'POST',
     headers: envdHeaders(sbx, { 'Content-Type': 'application/connect+json', ...headers }),
     body: envelope({ process: { cmd: '/bin/bash', args: ['-c', cmd] }, stdin: false }),
   })
+}
+
+// The same stream read to its end, split into envelopes.
+export async function startStream(env, sbx, cmd, headers = {}) {
+  const res = await openStream(env, sbx, cmd, headers)
   return { res, frames: parseEnvelopes(Buffer.from(await res.arrayBuffer())) }
 }
+
+// fetch on the control plane with the API key (S: useServer's handle).
+export const controlApi = (S) => (path, init = {}) =>
+  fetch(`${S.env.E2B_API_URL}${path}`, {
+    ...init,
+    headers: { 'X-API-Key': S.env.E2B_API_KEY, 'Content-Type': 'application/json', ...(init.headers || {}) },
+  })

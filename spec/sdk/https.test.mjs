@@ -13,7 +13,7 @@ import { randomBytes } from 'node:crypto'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { Sandbox, SDK_PACKAGE } from './sdk.mjs'
-import { useServer } from './helpers.mjs'
+import { useServer, wsEcho } from './helpers.mjs'
 import { BIN, startServer } from './server.mjs'
 
 const S = useServer()
@@ -145,29 +145,9 @@ test('ports over HTTPS: a WebSocket upgrade is tunnelled both ways through the T
     req.end()
   })
   for (let i = 0; i < 100 && (await get()) !== 200; i++) await new Promise((ok) => setTimeout(ok, 100))
-  const key = randomBytes(16).toString('base64')
   // Several TLS records each way. (Far larger echoes stall past ~1 MB inside
   // libmicrohttpd 0.9.75's TLS upgrade forwarding: docs/e2b-local.md.)
-  const payload = randomBytes(32_000)
-  const echoed = await new Promise((ok, fail) => {
-    let got = Buffer.alloc(0)
-    const req = httpsRequest({ ...tls, path: '/ws', headers: { Host: host, Connection: 'Upgrade', Upgrade: 'websocket', 'Sec-WebSocket-Key': key, 'Sec-WebSocket-Version': '13' } })
-    const stalled = setTimeout(() => fail(new Error(`the tunnel stalled after ${got.length} of ${payload.length} bytes`)), 20_000)
-    req.on('upgrade', (res, sock) => {
-      sock.on('data', (d) => {
-        got = Buffer.concat([got, d])
-        if (got.length >= payload.length) {
-          clearTimeout(stalled)
-          sock.end()
-          ok(got.equals(payload))
-        }
-      })
-      sock.write(payload)
-    })
-    req.on('response', (res) => fail(new Error(`no upgrade: ${res.statusCode}`)))
-    req.on('error', fail)
-    req.end()
-  })
+  const echoed = await wsEcho(httpsRequest, { ...tls, path: '/ws', headers: { Host: host } }, randomBytes(32_000))
   assert.equal(echoed, true)
   await sbx.kill()
 })

@@ -8,15 +8,11 @@ import { gzipSync } from 'node:zlib'
 import { request as httpRequest } from 'node:http'
 import { connect as netConnect } from 'node:net'
 import { Sandbox } from './sdk.mjs'
-import { envdHeaders, envelope, parseEnvelopes, sleep, startStream, useServer } from './helpers.mjs'
+import { controlApi, envdHeaders, envelope, parseEnvelopes, sleep, startStream, useServer } from './helpers.mjs'
 
 const S = useServer()
 
-const api = (path, init = {}) =>
-  fetch(`${S.env.E2B_API_URL}${path}`, {
-    ...init,
-    headers: { 'X-API-Key': S.env.E2B_API_KEY, 'Content-Type': 'application/json', ...(init.headers || {}) },
-  })
+const api = controlApi(S)
 
 async function create(body = {}) {
   const res = await api('/v2/sandboxes', { method: 'POST', body: JSON.stringify({ templateID: 'base', timeout: 120, ...body }) })
