@@ -106,6 +106,20 @@ static void snap_free(snap *s) {
   json_decref(s->ro_mounts);
 }
 
+static void vol_free(vol *v) {
+  free(v->id);
+  free(v->name);
+  free(v->token);
+  free(v->dir);
+}
+
+/* The volume whose id (by_name: name) is key; the caller holds g_mu. */
+static vol *vol_find_locked(const char *key, int by_name) {
+  for (size_t i = 0; i < g_nvol; i++)
+    if (strcmp(by_name ? g_vols[i].name : g_vols[i].id, key) == 0) return &g_vols[i];
+  return NULL;
+}
+
 /* Calls keep(name, dir, meta) for each <state>/<kind>/<name>/meta.json;
  * an entry it does not keep (an interrupted create) is removed. */
 static void load_entries(const char *kind, int (*keep)(const char *name, const char *dir, json_t *meta)) {
@@ -191,12 +205,7 @@ void store_shutdown(void) {
     json_decref(g_tpls[i].ro_mounts);
   }
   for (size_t i = 0; i < g_nsnap; i++) snap_free(&g_snaps[i]);
-  for (size_t i = 0; i < g_nvol; i++) {
-    free(g_vols[i].id);
-    free(g_vols[i].name);
-    free(g_vols[i].token);
-    free(g_vols[i].dir);
-  }
+  for (size_t i = 0; i < g_nvol; i++) vol_free(&g_vols[i]);
   free(g_tpls);
   free(g_snaps);
   free(g_vols);
@@ -545,13 +554,12 @@ json_t *store_volume_create(const char *name, int *status, const char **err) {
     return NULL;
   }
   pthread_mutex_lock(&g_mu);
-  for (size_t i = 0; i < g_nvol; i++)
-    if (strcmp(g_vols[i].name, name) == 0) {
-      pthread_mutex_unlock(&g_mu);
-      *status = 409;
-      *err = "a volume with this name already exists";
-      return NULL;
-    }
+  if (vol_find_locked(name, 1)) {
+    pthread_mutex_unlock(&g_mu);
+    *status = 409;
+    *err = "a volume with this name already exists";
+    return NULL;
+  }
   char *dir = xasprintf("%s/volumes/%s", g_state, id);
   vol v = {xstrdup(id), xstrdup(name), xstrdup(token), xasprintf("%s/data", dir)};
   json_t *meta = json_pack("{s:s, s:s, s:s}", "volumeID", id, "name", name, "token", token);
@@ -590,28 +598,25 @@ json_t *store_volume_list(void) {
 }
 
 json_t *store_volume_get(const char *id) {
-  json_t *o = NULL;
   pthread_mutex_lock(&g_mu);
-  for (size_t i = 0; i < g_nvol && !o; i++)
-    if (strcmp(g_vols[i].id, id) == 0) o = vol_json(&g_vols[i], 1);
+  const vol *v = vol_find_locked(id, 0);
+  json_t *o = v ? vol_json(v, 1) : NULL;
   pthread_mutex_unlock(&g_mu);
   return o;
 }
 
 char *store_volume_dir_by_name(const char *name) {
-  char *d = NULL;
   pthread_mutex_lock(&g_mu);
-  for (size_t i = 0; i < g_nvol && !d; i++)
-    if (strcmp(g_vols[i].name, name) == 0) d = xstrdup(g_vols[i].dir);
+  const vol *v = vol_find_locked(name, 1);
+  char *d = v ? xstrdup(v->dir) : NULL;
   pthread_mutex_unlock(&g_mu);
   return d;
 }
 
 char *store_volume_name_by_id(const char *id) {
-  char *n = NULL;
   pthread_mutex_lock(&g_mu);
-  for (size_t i = 0; i < g_nvol && !n; i++)
-    if (strcmp(g_vols[i].id, id) == 0) n = xstrdup(g_vols[i].name);
+  const vol *v = vol_find_locked(id, 0);
+  char *n = v ? xstrdup(v->name) : NULL;
   pthread_mutex_unlock(&g_mu);
   return n;
 }
@@ -624,10 +629,7 @@ int store_volume_delete(const char *id) {
     char *dir = xasprintf("%s/volumes/%s", g_state, id);
     rm_rf(dir);
     free(dir);
-    free(g_vols[i].id);
-    free(g_vols[i].name);
-    free(g_vols[i].token);
-    free(g_vols[i].dir);
+    vol_free(&g_vols[i]);
     g_vols[i] = g_vols[--g_nvol];
     rc = 0;
     break;
