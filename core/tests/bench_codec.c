@@ -51,8 +51,10 @@ static stream make_stream(size_t chunk, size_t frames) {
   return s;
 }
 
-/* Framing alone: bytes through the envelope decoder. */
-static size_t run_envelopes(const stream *s) {
+/* Feeds the stream to the envelope decoder in curl-sized pieces, handing
+ * each frame to on_frame (NULL: framing alone). Returns the frame count. */
+static size_t feed_frames(const stream *s, void (*on_frame)(const e2b_envelope_decoder *d, size_t n, size_t *bytes),
+                          size_t *bytes) {
   e2b_envelope_decoder d;
   e2b_envelope_decoder_init(&d, 16u << 20);
   size_t frames = 0;
@@ -61,6 +63,7 @@ static size_t run_envelopes(const stream *s) {
     while (off < piece) {
       size_t used;
       if (e2b_envelope_feed(&d, s->wire + pos + off, piece - off, &used) == E2B_ENV_FRAME) {
+        if (on_frame) on_frame(&d, frames, bytes);
         frames++;
         e2b_envelope_decoder_reset(&d);
       }
@@ -72,34 +75,23 @@ static size_t run_envelopes(const stream *s) {
   return frames;
 }
 
-/* The whole path: framing, then each message parsed into a queued event. */
-static size_t run_full(const stream *s, size_t *out_bytes) {
-  e2b_envelope_decoder d;
-  e2b_envelope_decoder_init(&d, 16u << 20);
-  size_t frames = 0;
-  for (size_t pos = 0; pos < s->len;) {
-    size_t piece = s->len - pos < CURL_PIECE ? s->len - pos : CURL_PIECE, off = 0;
-    while (off < piece) {
-      size_t used;
-      if (e2b_envelope_feed(&d, s->wire + pos + off, piece - off, &used) == E2B_ENV_FRAME) {
-        queued *q = NULL;
-        e2b_error err;
-        if (e2b_parse_proc_event((const char *)d.payload, d.payload_len, &q, &err) != 0 || !q) {
-          fprintf(stderr, "bench_codec: frame %zu did not parse: %s\n", frames, err.message);
-          exit(1);
-        }
-        *out_bytes += q->ev.len;
-        free(q);
-        frames++;
-        e2b_envelope_decoder_reset(&d);
-      }
-      off += used;
-    }
-    pos += piece;
+/* Framing alone: bytes through the envelope decoder. */
+static size_t run_envelopes(const stream *s) { return feed_frames(s, NULL, NULL); }
+
+/* Each message parsed into a queued event, as the client does. */
+static void parse_frame(const e2b_envelope_decoder *d, size_t n, size_t *bytes) {
+  queued *q = NULL;
+  e2b_error err;
+  if (e2b_parse_proc_event((const char *)d->payload, d->payload_len, &q, &err) != 0 || !q) {
+    fprintf(stderr, "bench_codec: frame %zu did not parse: %s\n", n, err.message);
+    exit(1);
   }
-  e2b_envelope_decoder_free(&d);
-  return frames;
+  *bytes += q->ev.len;
+  free(q);
 }
+
+/* The whole path: framing, then each message parsed into a queued event. */
+static size_t run_full(const stream *s, size_t *out_bytes) { return feed_frames(s, parse_frame, out_bytes); }
 
 /* base64 alone, over each frame's text. */
 static size_t run_base64(const stream *s, size_t chunk) {
