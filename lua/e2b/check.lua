@@ -26,27 +26,27 @@ local function string_list(v)
   end
 end
 
+local function of_type(t, reason)
+  return function(v) if type(v) ~= t then return reason end end
+end
+
+local function int_from(min, reason)
+  return function(v) if not is_int(v) or v < min then return reason end end
+end
+
 -- Checkers return nil when v is acceptable, else a reason.
 M.types = {
-  string = function(v) if type(v) ~= "string" then return "must be a string" end end,
+  string = of_type("string", "must be a string"),
   nonempty = function(v)
     if type(v) ~= "string" or v == "" then return "must be a non-empty string" end
   end,
-  boolean = function(v) if type(v) ~= "boolean" then return "must be a boolean" end end,
-  ["function"] = function(v) if type(v) ~= "function" then return "must be a function" end end,
-  table = function(v) if type(v) ~= "table" then return "must be a table" end end,
-  ms = function(v)
-    if not is_int(v) or v < 0 then return "must be a non-negative integer (milliseconds)" end
-  end,
-  positive_ms = function(v)
-    if not is_int(v) or v <= 0 then return "must be a positive integer (milliseconds)" end
-  end,
-  count = function(v)
-    if not is_int(v) or v < 0 then return "must be a non-negative integer" end
-  end,
-  positive = function(v)
-    if not is_int(v) or v <= 0 then return "must be a positive integer" end
-  end,
+  boolean = of_type("boolean", "must be a boolean"),
+  ["function"] = of_type("function", "must be a function"),
+  table = of_type("table", "must be a table"),
+  ms = int_from(0, "must be a non-negative integer (milliseconds)"),
+  positive_ms = int_from(1, "must be a positive integer (milliseconds)"),
+  count = int_from(0, "must be a non-negative integer"),
+  positive = int_from(1, "must be a positive integer"),
   string_map = string_map,
   string_list = string_list,
 }
