@@ -233,6 +233,9 @@ void e2b_req_set_unary(e2b_req *req, const e2b_client *c);
 int e2b_growbuf_append(growbuf *b, const void *data, size_t len);
 void e2b_growbuf_free(growbuf *b);
 
+/* Takes req out of the client queue head..tail it waits in (a control slot,
+ * the create slot): unlinks it and finds the new tail. */
+void e2b_queue_remove(e2b_req **head, e2b_req **tail, e2b_req *req);
 queued *e2b_req_pop_node(e2b_req *req);
 void e2b_req_push_node(e2b_req *req, queued *node);
 
@@ -260,6 +263,8 @@ char *e2b_strdup0(const char *s); /* NULL-safe strdup */
 char *e2b_url_escape(const char *s);
 void e2b_client_retain(e2b_client *c);
 void e2b_sbx_retain(e2b_sbx *sbx);
+/* Clears err; -1 with err naming op when sbx is NULL (every envd call's first check). */
+int e2b_need_sbx(const e2b_sbx *sbx, const char *op, e2b_error *err);
 
 /* ---- prepare.c: a request's URL, method, body and headers ---- */
 int e2b_client_prepare_control(e2b_client *c, e2b_req *req, const char *method, const char *path,

@@ -85,14 +85,7 @@ static void take_slot_or_queue(e2b_req *op, prov_state *s) {
 static void release_create_slot(e2b_req *op, prov_state *s) {
   e2b_client *c = s->client;
   if (s->queued) {
-    for (e2b_req **p = &c->create_queue_head; *p; p = &(*p)->queue_next) {
-      if (*p == op) {
-        *p = op->queue_next;
-        break;
-      }
-    }
-    c->create_queue_tail = NULL;
-    for (e2b_req *r = c->create_queue_head; r; r = r->queue_next) c->create_queue_tail = r;
+    e2b_queue_remove(&c->create_queue_head, &c->create_queue_tail, op);
     s->queued = 0;
   }
   if (!s->holds_slot) return;

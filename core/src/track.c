@@ -747,12 +747,8 @@ static e2b_req *start_tracked(track_state *s, const e2b_proc_opts *opts, const c
 
 e2b_req *e2b_proc_track(e2b_sbx *sbx, const e2b_proc_opts *opts, unsigned flags, e2b_error *err) {
   const char *op = "process.start";
-  e2b_error_clear(err);
   /* The caller's own fields are checked as they are (the wrapper moves them). */
-  if (!sbx || e2b_proc_opts_check(opts, err) != 0) {
-    if (!sbx) e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "sandbox handle is required");
-    return NULL;
-  }
+  if (e2b_need_sbx(sbx, op, err) || e2b_proc_opts_check(opts, err) != 0) return NULL;
   char gen[E2B_UUID_SIZE + 8];
   const char *tag = tag_of(opts, gen, sizeof gen);
   if (!tag) {
