@@ -92,12 +92,15 @@ static e2b_req *path_rpc(e2b_sbx *sbx, const char *op, const char *method, const
 }
 
 e2b_req *e2b_fs_stat(e2b_sbx *sbx, const char *path, const char *user, e2b_error *err) {
-  return path_rpc(sbx, "files.stat", "/filesystem.Filesystem/Stat", path, user, parse_entry_field, err);
+  return e2b_req_typed(path_rpc(sbx, "files.stat", "/filesystem.Filesystem/Stat", path, user,
+                                parse_entry_field, err),
+                       E2B_RESULT_ENTRY);
 }
 
 e2b_req *e2b_fs_mkdir(e2b_sbx *sbx, const char *path, const char *user, e2b_error *err) {
-  return path_rpc(sbx, "files.mkdir", "/filesystem.Filesystem/MakeDir", path, user,
-                  parse_entry_field, err);
+  return e2b_req_typed(path_rpc(sbx, "files.mkdir", "/filesystem.Filesystem/MakeDir", path, user,
+                                parse_entry_field, err),
+                       E2B_RESULT_ENTRY);
 }
 
 e2b_req *e2b_fs_remove(e2b_sbx *sbx, const char *path, const char *user, e2b_error *err) {
@@ -119,7 +122,7 @@ e2b_req *e2b_fs_list(e2b_sbx *sbx, const char *path, unsigned depth, const char 
   json_object_set_new(body, "depth", json_integer(depth));
   e2b_req *req;
   start_fs_rpc(sbx, op, "/filesystem.Filesystem/ListDir", user, body, parse_entries, &req, err);
-  return req;
+  return e2b_req_typed(req, E2B_RESULT_ENTRIES);
 }
 
 e2b_req *e2b_fs_move(e2b_sbx *sbx, const char *from, const char *to, const char *user,
@@ -134,7 +137,7 @@ e2b_req *e2b_fs_move(e2b_sbx *sbx, const char *from, const char *to, const char 
   json_object_set_new(body, "destination", json_string(to));
   e2b_req *req;
   start_fs_rpc(sbx, op, "/filesystem.Filesystem/Move", user, body, parse_entry_field, &req, err);
-  return req;
+  return e2b_req_typed(req, E2B_RESULT_ENTRY);
 }
 
 const e2b_entry *e2b_req_entry(const e2b_req *req) { return req->entry_count ? &req->entries[0] : NULL; }
@@ -196,7 +199,7 @@ e2b_req *e2b_file_read(e2b_sbx *sbx, const char *path, const char *user, int64_t
     snprintf(range, sizeof range, "%lld-", (long long)offset);
     curl_easy_setopt(req->easy, CURLOPT_RANGE, range);
   }
-  return e2b_req_start(req, err) == 0 ? req : NULL;
+  return e2b_req_typed(e2b_req_start(req, err) == 0 ? req : NULL, E2B_RESULT_STREAM);
 }
 
 static int parse_written(e2b_req *req, json_t *body, e2b_error *err) {
@@ -232,7 +235,7 @@ e2b_req *e2b_file_write(e2b_sbx *sbx, const char *path, const char *user, e2b_er
   curl_easy_setopt(req->easy, CURLOPT_MIMEPOST, req->mime);
   /* curl sends one upload buffer per step: 64 KiB by default. */
   curl_easy_setopt(req->easy, CURLOPT_UPLOAD_BUFFERSIZE, E2B_FILE_IO_BUFFER);
-  return e2b_req_start(req, err) == 0 ? req : NULL;
+  return e2b_req_typed(e2b_req_start(req, err) == 0 ? req : NULL, E2B_RESULT_WRITTEN);
 }
 
 const char *e2b_req_written_path(const e2b_req *req) { return req->written_path; }

@@ -83,9 +83,6 @@ typedef enum req_error_style {
   ERR_CONNECT         /* Connect RPC: {"code": "string", "message"} */
 } req_error_style;
 
-enum { E2B_RESULT_NONE, E2B_RESULT_RUN, E2B_RESULT_SNAPSHOTS, E2B_RESULT_VOLUMES,
-       E2B_RESULT_DOCTOR, E2B_RESULT_EGRESS };
-
 typedef struct queued {
   struct queued *next;
   e2b_proc_event ev;  /* data/status/error point into this allocation */
@@ -191,7 +188,7 @@ struct e2b_req {
   char *written_path;
   void *result;                 /* composite results (type per operation) */
   void (*result_free)(void *);
-  int result_kind;              /* E2B_RESULT_* */
+  e2b_result_kind result_kind;  /* what the accessors read (e2b_req_result_kind) */
 
   e2b_notify_fn notify;
   void *notify_ud;
@@ -226,6 +223,9 @@ void e2b_req_init(e2b_req *req, e2b_loop *loop, const char *op);
 e2b_req *e2b_req_new(e2b_loop *loop, const char *op, e2b_error *err);
 int e2b_req_add_header(e2b_req *req, const char *name, const char *value, e2b_error *err);
 int e2b_req_start(e2b_req *req, e2b_error *err); /* adds to the multi; frees req on failure */
+/* Says what a new request's result is (e2b_req_result_kind): every public
+ * constructor returns through it. NULL passes through. */
+e2b_req *e2b_req_typed(e2b_req *req, e2b_result_kind kind);
 void e2b_req_fail(e2b_req *req, const e2b_error *err);
 /* Marks req as a unary call of c: each attempt is capped by request_timeout_ms
  * and all of them together (with backoff) by budget_ms. */

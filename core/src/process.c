@@ -74,7 +74,7 @@ e2b_req *e2b_sbx_stream_rpc(e2b_sbx *sbx, const char *op, const char *method_pat
     e2b_req_free(req);
     return NULL;
   }
-  return e2b_req_start(req, err) == 0 ? req : NULL;
+  return e2b_req_typed(e2b_req_start(req, err) == 0 ? req : NULL, E2B_RESULT_STREAM);
 }
 
 /* proto3 strings must be UTF-8; bytes that are not belong in stdin or a file. */
@@ -291,7 +291,7 @@ e2b_req *e2b_proc_list(e2b_sbx *sbx, e2b_error *err) {
   if (e2b_need_sbx(sbx, op, err)) return NULL;
   e2b_req *req = rpc(sbx, op, "/process.Process/List", NULL, json_object(), 0, parse_proc_list, err);
   if (req) req->idempotent = 1;
-  return req;
+  return e2b_req_typed(req, E2B_RESULT_PROCS);
 }
 
 size_t e2b_req_proc_count(const e2b_req *req) { return req->proc_count; }

@@ -551,7 +551,7 @@ e2b_req *e2b_sandbox_provision(e2b_client *c, const e2b_provision_opts *o, e2b_e
   }
   e2b_req *req = e2b_op_new(c->loop, op, prov_advance, s, prov_free, err);
   if (req) s->self = req;
-  return req;
+  return e2b_req_typed(req, E2B_RESULT_SANDBOX);
 nomem:
   e2b_err_set(err, E2B_ERR_UNAVAILABLE, op, "out of memory");
   return NULL;

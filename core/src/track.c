@@ -763,7 +763,8 @@ e2b_req *e2b_proc_track(e2b_sbx *sbx, const e2b_proc_opts *opts, unsigned flags,
   }
   s->tracked = !(flags & E2B_TRACK_NO_KEEP) && opts->pty_cols == 0;
   s->at_end = (flags & E2B_TRACK_AT_END) != 0;
-  return start_tracked(s, opts, tag, (flags & E2B_TRACK_ENV_REPLACE) != 0, err);
+  return e2b_req_typed(start_tracked(s, opts, tag, (flags & E2B_TRACK_ENV_REPLACE) != 0, err),
+                       E2B_RESULT_STREAM);
 }
 
 e2b_req *e2b_proc_attach(e2b_sbx *sbx, uint32_t pid, const char *tag, int64_t stdout_offset,
@@ -798,7 +799,7 @@ e2b_req *e2b_proc_attach(e2b_sbx *sbx, uint32_t pid, const char *tag, int64_t st
   e2b_req *op_req = e2b_op_new(sbx->client->loop, op, track_advance, s, track_free, err);
   if (op_req) e2b_op_child(op_req, s->list);
   if (op_req) s->self = op_req;
-  return op_req;
+  return e2b_req_typed(op_req, E2B_RESULT_STREAM);
 }
 
 /* bash -c SCRIPT e2b-proc PREFIX cmd args... (kept), bash -l -c SCRIPT

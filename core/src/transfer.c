@@ -273,6 +273,13 @@ const e2b_error *e2b_req_error(const e2b_req *req) {
 
 int e2b_req_status(const e2b_req *req) { return req->status; }
 
+e2b_result_kind e2b_req_result_kind(const e2b_req *req) { return req->result_kind; }
+
+e2b_req *e2b_req_typed(e2b_req *req, e2b_result_kind kind) {
+  if (req) req->result_kind = kind;
+  return req;
+}
+
 e2b_loop *e2b_req_loop(const e2b_req *req) { return req->loop; }
 
 void e2b_req_set_notify(e2b_req *req, e2b_notify_fn fn, void *userdata) {
