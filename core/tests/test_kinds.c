@@ -4,26 +4,10 @@
  * a loopback socket this test opens and never answers, and the loop is never
  * stepped. */
 #include "e2b.h"
+#include "loopback.h"
 #include "testing.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <stdio.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
-static int listen_loopback(int *port) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-  socklen_t len = sizeof a;
-  if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) != 0 || listen(fd, 8) != 0 ||
-      getsockname(fd, (struct sockaddr *)&a, &len) != 0) {
-    if (fd >= 0) close(fd);
-    return -1;
-  }
-  *port = ntohs(a.sin_port);
-  return fd;
-}
 
 /* Checks that req was made and says kind, then frees it. */
 static void expect(e2b_req *req, e2b_result_kind kind, const char *what) {
