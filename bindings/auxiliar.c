@@ -17,7 +17,7 @@ void e2bL_lloop_release(lloop *l) {
 
 /* ---- errors ---- */
 
-void e2bL_push_error_table(lua_State *L, const e2b_error *err) {
+static void e2bL_push_error_table(lua_State *L, const e2b_error *err) {
   lua_createtable(L, 0, 6);
   lua_pushstring(L, e2b_code_name(err->code));
   lua_setfield(L, -2, "kind");
@@ -87,7 +87,7 @@ int e2bL_opt_tristate(lua_State *L, int t, const char *field) {
 }
 
 /* Scratch memory that the garbage collector reclaims (no leak on raise). */
-void *e2bL_scratch(lua_State *L, size_t size) {
+static void *e2bL_scratch(lua_State *L, size_t size) {
   return size ? compat_newuserdata(L, size) : (lua_pushnil(L), NULL);
 }
 
@@ -163,12 +163,14 @@ void e2bL_set_int(lua_State *L, const char *k, lua_Integer v) {
   lua_setfield(L, -2, k);
 }
 
-void e2bL_push_map(lua_State *L, const e2b_map *m) {
-  lua_createtable(L, 0, (int)m->count);
-  for (size_t i = 0; i < m->count; i++) {
-    lua_pushstring(L, m->values[i]);
-    lua_setfield(L, -2, m->keys[i]);
+/* t[k] = an array of the n strings s, for the table on top. */
+static void set_strings(lua_State *L, const char *k, char *const *s, size_t n) {
+  lua_createtable(L, (int)n, 0);
+  for (size_t i = 0; i < n; i++) {
+    lua_pushstring(L, s[i]);
+    lua_rawseti(L, -2, (int)i + 1);
   }
+  lua_setfield(L, -2, k);
 }
 
 void e2bL_push_sandbox(lua_State *L, const e2b_sandbox *s) {
@@ -235,23 +237,13 @@ void e2bL_push_proc_info(lua_State *L, const e2b_proc_info *p) {
   e2bL_set_str(L, "cwd", p->cwd);
   lua_pushboolean(L, p->kept);
   lua_setfield(L, -2, "kept");
-  lua_createtable(L, (int)p->arg_count, 0);
-  for (size_t i = 0; i < p->arg_count; i++) {
-    lua_pushstring(L, p->args[i]);
-    lua_rawseti(L, -2, (int)i + 1);
-  }
-  lua_setfield(L, -2, "args");
+  set_strings(L, "args", p->args, p->arg_count);
 }
 
 void e2bL_push_snapshot(lua_State *L, const e2b_snapshot *sn) {
   lua_createtable(L, 0, 2);
   e2bL_set_str(L, "snapshot_id", sn->snapshot_id);
-  lua_createtable(L, (int)sn->name_count, 0);
-  for (size_t i = 0; i < sn->name_count; i++) {
-    lua_pushstring(L, sn->names[i]);
-    lua_rawseti(L, -2, (int)i + 1);
-  }
-  lua_setfield(L, -2, "names");
+  set_strings(L, "names", sn->names, sn->name_count);
 }
 
 void e2bL_push_volume(lua_State *L, const e2b_volume *v) {
@@ -261,7 +253,7 @@ void e2bL_push_volume(lua_State *L, const e2b_volume *v) {
   e2bL_set_str(L, "token", v->token);
 }
 
-void e2bL_push_tri(lua_State *L, const char *k, int v) {
+static void e2bL_push_tri(lua_State *L, const char *k, int v) {
   if (v < 0) return; /* unknown stays nil */
   lua_pushboolean(L, v);
   lua_setfield(L, -2, k);
@@ -316,4 +308,25 @@ void e2bL_new_class(lua_State *L, const char *name, const luaL_Reg *methods, lua
   lua_setfield(L, -2, "__close");
 #endif
   lua_pop(L, 1);
+}
+
+void *e2bL_new_ud(lua_State *L, size_t size, const char *mt, lloop *l) {
+  lloop **u = compat_newuserdata(L, size);
+  memset(u, 0, size);
+  *u = l;
+  l->refs++;
+  luaL_setmetatable(L, mt);
+  return u;
+}
+
+void e2bL_add_rows(lua_State *L, const char *name, lua_CFunction fn, const void *rows, size_t n,
+                   size_t stride) {
+  luaL_getmetatable(L, name);
+  lua_getfield(L, -1, "__index");
+  for (size_t i = 0; i < n; i++) {
+    lua_pushinteger(L, (lua_Integer)i);
+    lua_pushcclosure(L, fn, 1);
+    lua_setfield(L, -2, *(const char *const *)((const char *)rows + i * stride));
+  }
+  lua_pop(L, 2);
 }

@@ -25,57 +25,49 @@ typedef struct lloop {
 } lloop;
 
 
+/* Every object starts with its loop reference (e2bL_new_ud sets it). */
 typedef struct { lloop *l; } loop_ud;
-typedef struct { e2b_client *c; lloop *l; } client_ud;
-typedef struct { e2b_sbx *s; lloop *l; } sbx_ud;
-
-typedef enum {
-  RES_NONE,      /* true */
-  RES_SANDBOX,   /* one sandbox table */
-  RES_SANDBOXES, /* array + next token */
-  RES_ENTRY,
-  RES_ENTRIES,
-  RES_PROCS,
-  RES_WRITTEN,   /* written path */
-  RES_STREAM,    /* true once the stream ended cleanly */
-  RES_SNAPSHOTS,
-  RES_VOLUMES,
-  RES_RUN,
-  RES_DOCTOR,
-  RES_EGRESS
-} result_kind;
-
+typedef struct { lloop *l; e2b_client *c; } client_ud;
+typedef struct { lloop *l; e2b_sbx *s; } sbx_ud;
 typedef struct {
-  e2b_req *req;
   lloop *l;
+  e2b_req *req;
   lua_Integer id;
-  result_kind kind;
 } req_ud;
 
 void e2bL_lloop_release(lloop *l);
-void e2bL_push_error_table(lua_State *L, const e2b_error *err);
 int e2bL_push_fail(lua_State *L, const e2b_error *err);
 const char *e2bL_opt_string(lua_State *L, int t, const char *field);
 lua_Integer e2bL_opt_integer(lua_State *L, int t, const char *field, lua_Integer dflt);
 int e2bL_opt_tristate(lua_State *L, int t, const char *field);
-void *e2bL_scratch(lua_State *L, size_t size);
 const e2b_kv *e2bL_opt_kvs(lua_State *L, int t, const char *field, size_t *count);
 const char *const *e2bL_opt_strings(lua_State *L, int t, const char *field, size_t *count);
 void e2bL_set_str(lua_State *L, const char *k, const char *v);
 void e2bL_set_int(lua_State *L, const char *k, lua_Integer v);
-void e2bL_push_map(lua_State *L, const e2b_map *m);
 void e2bL_push_sandbox(lua_State *L, const e2b_sandbox *s);
 void e2bL_push_entry(lua_State *L, const e2b_entry *e);
 void e2bL_push_proc_info(lua_State *L, const e2b_proc_info *p);
 void e2bL_push_snapshot(lua_State *L, const e2b_snapshot *sn);
 void e2bL_push_volume(lua_State *L, const e2b_volume *v);
-void e2bL_push_tri(lua_State *L, const char *k, int v);
 void e2bL_push_doctor(lua_State *L, const e2b_doctor_report *r);
 void e2bL_push_egress(lua_State *L, const e2b_egress_report *r);
 void e2bL_push_run(lua_State *L, const e2b_run_result *r);
-int e2bL_push_req(lua_State *L, lloop *l, e2b_req *req, result_kind kind, const e2b_error *err);
+/* Pushes a request userdata for req (its result kind comes from the core),
+ * or nil, err when req is NULL. */
+int e2bL_push_req(lua_State *L, lloop *l, e2b_req *req, const e2b_error *err);
+/* A new userdata of size bytes with metatable mt, zeroed but for its first
+ * field: l, which it now holds a reference on. */
+void *e2bL_new_ud(lua_State *L, size_t size, const char *mt, lloop *l);
 loop_ud *e2bL_check_loop(lua_State *L, int idx);
 void e2bL_new_class(lua_State *L, const char *name, const luaL_Reg *methods, lua_CFunction gc);
+/* Table-driven methods: for each row of a table of calls (rows of `stride`
+ * bytes, each starting with its method name), sets a closure of fn in the
+ * methods of class `name`, with the row's index as its upvalue. */
+void e2bL_add_rows(lua_State *L, const char *name, lua_CFunction fn, const void *rows, size_t n,
+                   size_t stride);
+#define E2BL_ROWS(rows) (rows), sizeof(rows) / sizeof *(rows), sizeof *(rows)
+/* The row index of the running table-driven method. */
+#define E2BL_ROW(L) ((size_t)lua_tointeger((L), lua_upvalueindex(1)))
 
 /* Each object file registers its metatable. */
 void e2bL_open_loop(lua_State *L);

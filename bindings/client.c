@@ -32,11 +32,8 @@ int e2bL_core_client(lua_State *L) {
   e2b_error err;
   e2b_client *c = e2b_client_new(lu->l->loop, &cfg, &err);
   if (!c) return e2bL_push_fail(L, &err);
-  client_ud *u = compat_newuserdata(L, sizeof *u);
+  client_ud *u = e2bL_new_ud(L, sizeof *u, CLIENT_MT, lu->l);
   u->c = c;
-  u->l = lu->l;
-  u->l->refs++;
-  luaL_setmetatable(L, CLIENT_MT);
   return 1;
 }
 
@@ -108,44 +105,14 @@ static int client_create(lua_State *L) {
   read_create_opts(L, 2, &o);
   e2b_error err;
   e2b_req *req = e2b_sandbox_create(u->c, &o, &err);
-  return e2bL_push_req(L, u->l, req, RES_SANDBOX, &err);
-}
-
-static int client_connect(lua_State *L) {
-  client_ud *u = check_client(L);
-  const char *id = luaL_checkstring(L, 2);
-  lua_Integer timeout = luaL_optinteger(L, 3, 0);
-  e2b_error err;
-  e2b_req *req = e2b_sandbox_connect(u->c, id, (long)timeout, &err);
-  return e2bL_push_req(L, u->l, req, RES_SANDBOX, &err);
-}
-
-static int client_info(lua_State *L) {
-  client_ud *u = check_client(L);
-  e2b_error err;
-  e2b_req *req = e2b_sandbox_get(u->c, luaL_checkstring(L, 2), &err);
-  return e2bL_push_req(L, u->l, req, RES_SANDBOX, &err);
-}
-
-static int client_kill(lua_State *L) {
-  client_ud *u = check_client(L);
-  e2b_error err;
-  e2b_req *req = e2b_sandbox_kill(u->c, luaL_checkstring(L, 2), &err);
-  return e2bL_push_req(L, u->l, req, RES_NONE, &err);
-}
-
-static int client_set_timeout(lua_State *L) {
-  client_ud *u = check_client(L);
-  e2b_error err;
-  e2b_req *req = e2b_sandbox_set_timeout(u->c, luaL_checkstring(L, 2), (long)luaL_checkinteger(L, 3), &err);
-  return e2bL_push_req(L, u->l, req, RES_NONE, &err);
+  return e2bL_push_req(L, u->l, req, &err);
 }
 
 static int client_pause(lua_State *L) {
   client_ud *u = check_client(L);
   e2b_error err;
   e2b_req *req = e2b_sandbox_pause(u->c, luaL_checkstring(L, 2), lua_toboolean(L, 3), &err);
-  return e2bL_push_req(L, u->l, req, RES_NONE, &err);
+  return e2bL_push_req(L, u->l, req, &err);
 }
 
 /* Reads {metadata=, states={"running"|"paused"...}, limit=, next_token=} at t. */
@@ -170,8 +137,51 @@ static void read_list_opts(lua_State *L, int t, e2b_list_opts *o) {
   lua_pop(L, 1);
 }
 
-/* list{metadata=, states=, limit=, next_token=}: one page */
-static int client_list(lua_State *L) {
+/* Calls of one shape each, picked by row (E2BL_ROW): the method's name and
+ * its core call. */
+typedef e2b_req *(*by_id_fn)(e2b_client *c, const char *id, e2b_error *err);
+typedef e2b_req *(*by_id_ms_fn)(e2b_client *c, const char *id, long ms, e2b_error *err);
+typedef e2b_req *(*by_list_fn)(e2b_client *c, const e2b_list_opts *o, e2b_error *err);
+typedef e2b_req *(*plain_fn)(e2b_client *c, e2b_error *err);
+
+/* name(id) */
+static const struct { const char *name; by_id_fn call; } by_id[] = {
+    {"info", e2b_sandbox_get},         {"kill", e2b_sandbox_kill},
+    {"describe", e2b_sandbox_describe}, {"destroy", e2b_sandbox_destroy},
+    {"create_volume", e2b_volume_create}, {"delete_snapshot", e2b_snapshot_delete},
+    {"delete_volume", e2b_volume_delete}};
+
+/* name(id, ms): ms optional (0) or required */
+static const struct { const char *name; by_id_ms_fn call; int required; } by_id_ms[] = {
+    {"attach", e2b_sandbox_attach, 0}, {"resume", e2b_sandbox_resume, 0},
+    {"reap", e2b_sandbox_reap, 0},
+    {"set_timeout", e2b_sandbox_set_timeout, 1}, {"keep_alive", e2b_sandbox_keep_alive, 1}};
+
+/* list{metadata=, states=, limit=, next_token=}: one page; find{metadata=, states=}: every page */
+static const struct { const char *name; by_list_fn call; } by_list[] = {
+    {"list", e2b_sandbox_list}, {"find", e2b_sandbox_find}};
+
+/* name() */
+static const struct { const char *name; plain_fn call; } plain[] = {
+    {"volumes", e2b_volume_list}, {"doctor", e2b_doctor}};
+
+static int client_by_id(lua_State *L) {
+  client_ud *u = check_client(L);
+  e2b_error err;
+  e2b_req *req = by_id[E2BL_ROW(L)].call(u->c, luaL_checkstring(L, 2), &err);
+  return e2bL_push_req(L, u->l, req, &err);
+}
+
+static int client_by_id_ms(lua_State *L) {
+  client_ud *u = check_client(L);
+  size_t row = E2BL_ROW(L);
+  const char *id = luaL_checkstring(L, 2);
+  lua_Integer ms = by_id_ms[row].required ? luaL_checkinteger(L, 3) : luaL_optinteger(L, 3, 0);
+  e2b_error err;
+  return e2bL_push_req(L, u->l, by_id_ms[row].call(u->c, id, (long)ms, &err), &err);
+}
+
+static int client_by_list(lua_State *L) {
   client_ud *u = check_client(L);
   e2b_list_opts o;
   memset(&o, 0, sizeof o);
@@ -180,8 +190,13 @@ static int client_list(lua_State *L) {
     read_list_opts(L, 2, &o);
   }
   e2b_error err;
-  e2b_req *req = e2b_sandbox_list(u->c, &o, &err);
-  return e2bL_push_req(L, u->l, req, RES_SANDBOXES, &err);
+  return e2bL_push_req(L, u->l, by_list[E2BL_ROW(L)].call(u->c, &o, &err), &err);
+}
+
+static int client_plain(lua_State *L) {
+  client_ud *u = check_client(L);
+  e2b_error err;
+  return e2bL_push_req(L, u->l, plain[E2BL_ROW(L)].call(u->c, &err), &err);
 }
 
 /* provision{ <create fields>, id, ready_timeout_ms, setup_script, setup_name,
@@ -208,40 +223,7 @@ static int client_provision(lua_State *L) {
   }
   e2b_error err;
   e2b_req *req = e2b_sandbox_provision(u->c, &o, &err);
-  return e2bL_push_req(L, u->l, req, RES_SANDBOX, &err);
-}
-
-/* find{metadata=, states=} -> every page */
-static int client_find(lua_State *L) {
-  client_ud *u = check_client(L);
-  e2b_list_opts o;
-  memset(&o, 0, sizeof o);
-  if (!lua_isnoneornil(L, 2)) {
-    luaL_checktype(L, 2, LUA_TTABLE);
-    read_list_opts(L, 2, &o);
-  }
-  e2b_error err;
-  return e2bL_push_req(L, u->l, e2b_sandbox_find(u->c, &o, &err), RES_SANDBOXES, &err);
-}
-
-static int client_describe(lua_State *L) {
-  client_ud *u = check_client(L);
-  e2b_error err;
-  return e2bL_push_req(L, u->l, e2b_sandbox_describe(u->c, luaL_checkstring(L, 2), &err), RES_SANDBOX, &err);
-}
-
-static int client_attach(lua_State *L) {
-  client_ud *u = check_client(L);
-  e2b_error err;
-  e2b_req *req = e2b_sandbox_attach(u->c, luaL_checkstring(L, 2), (long)luaL_optinteger(L, 3, 0), &err);
-  return e2bL_push_req(L, u->l, req, RES_SANDBOX, &err);
-}
-
-static int client_resume(lua_State *L) {
-  client_ud *u = check_client(L);
-  e2b_error err;
-  e2b_req *req = e2b_sandbox_resume(u->c, luaL_checkstring(L, 2), (long)luaL_optinteger(L, 3, 0), &err);
-  return e2bL_push_req(L, u->l, req, RES_SANDBOX, &err);
+  return e2bL_push_req(L, u->l, req, &err);
 }
 
 static int client_fork(lua_State *L) {
@@ -249,27 +231,7 @@ static int client_fork(lua_State *L) {
   e2b_error err;
   e2b_req *req = e2b_sandbox_fork(u->c, luaL_checkstring(L, 2), (long)luaL_optinteger(L, 3, 0),
                                   (int)luaL_optinteger(L, 4, 1), &err);
-  return e2bL_push_req(L, u->l, req, RES_SANDBOXES, &err);
-}
-
-static int client_destroy(lua_State *L) {
-  client_ud *u = check_client(L);
-  e2b_error err;
-  return e2bL_push_req(L, u->l, e2b_sandbox_destroy(u->c, luaL_checkstring(L, 2), &err), RES_NONE, &err);
-}
-
-static int client_keep_alive(lua_State *L) {
-  client_ud *u = check_client(L);
-  e2b_error err;
-  e2b_req *req = e2b_sandbox_keep_alive(u->c, luaL_checkstring(L, 2), (long)luaL_checkinteger(L, 3), &err);
-  return e2bL_push_req(L, u->l, req, RES_NONE, &err);
-}
-
-static int client_reap(lua_State *L) {
-  client_ud *u = check_client(L);
-  e2b_error err;
-  e2b_req *req = e2b_sandbox_reap(u->c, luaL_checkstring(L, 2), (long)luaL_optinteger(L, 3, 0), &err);
-  return e2bL_push_req(L, u->l, req, RES_SANDBOXES, &err);
+  return e2bL_push_req(L, u->l, req, &err);
 }
 
 static int client_set_network(lua_State *L) {
@@ -279,50 +241,20 @@ static int client_set_network(lua_State *L) {
   e2b_network net;
   read_network(L, 3, &net);
   e2b_error err;
-  return e2bL_push_req(L, u->l, e2b_sandbox_set_network(u->c, id, &net, &err), RES_NONE, &err);
+  return e2bL_push_req(L, u->l, e2b_sandbox_set_network(u->c, id, &net, &err), &err);
 }
 
 static int client_snapshot(lua_State *L) {
   client_ud *u = check_client(L);
   e2b_error err;
   e2b_req *req = e2b_snapshot_create(u->c, luaL_checkstring(L, 2), luaL_checkstring(L, 3), &err);
-  return e2bL_push_req(L, u->l, req, RES_SNAPSHOTS, &err);
+  return e2bL_push_req(L, u->l, req, &err);
 }
 
 static int client_snapshots(lua_State *L) {
   client_ud *u = check_client(L);
   e2b_error err;
-  return e2bL_push_req(L, u->l, e2b_snapshot_list(u->c, luaL_optstring(L, 2, NULL), &err), RES_SNAPSHOTS, &err);
-}
-
-static int client_delete_snapshot(lua_State *L) {
-  client_ud *u = check_client(L);
-  e2b_error err;
-  return e2bL_push_req(L, u->l, e2b_snapshot_delete(u->c, luaL_checkstring(L, 2), &err), RES_NONE, &err);
-}
-
-static int client_create_volume(lua_State *L) {
-  client_ud *u = check_client(L);
-  e2b_error err;
-  return e2bL_push_req(L, u->l, e2b_volume_create(u->c, luaL_checkstring(L, 2), &err), RES_VOLUMES, &err);
-}
-
-static int client_volumes(lua_State *L) {
-  client_ud *u = check_client(L);
-  e2b_error err;
-  return e2bL_push_req(L, u->l, e2b_volume_list(u->c, &err), RES_VOLUMES, &err);
-}
-
-static int client_delete_volume(lua_State *L) {
-  client_ud *u = check_client(L);
-  e2b_error err;
-  return e2bL_push_req(L, u->l, e2b_volume_delete(u->c, luaL_checkstring(L, 2), &err), RES_NONE, &err);
-}
-
-static int client_doctor(lua_State *L) {
-  client_ud *u = check_client(L);
-  e2b_error err;
-  return e2bL_push_req(L, u->l, e2b_doctor(u->c, &err), RES_DOCTOR, &err);
+  return e2bL_push_req(L, u->l, e2b_snapshot_list(u->c, luaL_optstring(L, 2, NULL), &err), &err);
 }
 
 /* verify_egress{allow_host, allowed_url, denied_url, ip_url, template, timeout_ms} */
@@ -340,7 +272,7 @@ static int client_verify_egress(lua_State *L) {
     o.timeout_ms = (long)e2bL_opt_integer(L, 2, "timeout_ms", 0);
   }
   e2b_error err;
-  return e2bL_push_req(L, u->l, e2b_verify_egress(u->c, &o, &err), RES_EGRESS, &err);
+  return e2bL_push_req(L, u->l, e2b_verify_egress(u->c, &o, &err), &err);
 }
 
 /* sandbox(sandbox_id, access_token?, domain?) -> sbx */
@@ -352,27 +284,22 @@ static int client_sandbox(lua_State *L) {
   e2b_error err;
   e2b_sbx *s = e2b_sbx_new(u->c, id, token, domain, &err);
   if (!s) return e2bL_push_fail(L, &err);
-  sbx_ud *su = compat_newuserdata(L, sizeof *su);
+  sbx_ud *su = e2bL_new_ud(L, sizeof *su, SBX_MT, u->l);
   su->s = s;
-  su->l = u->l;
-  su->l->refs++;
-  luaL_setmetatable(L, SBX_MT);
   return 1;
 }
 
 static const luaL_Reg client_methods[] = {
-    {"config", client_config}, {"create", client_create}, {"connect", client_connect},
-    {"info", client_info},     {"kill", client_kill},     {"set_timeout", client_set_timeout},
-    {"pause", client_pause},   {"list", client_list},     {"sandbox", client_sandbox},
-    {"provision", client_provision}, {"find", client_find}, {"describe", client_describe},
-    {"attach", client_attach}, {"resume", client_resume}, {"fork", client_fork},
-    {"destroy", client_destroy},
-    {"keep_alive", client_keep_alive}, {"reap", client_reap},
+    {"config", client_config},       {"create", client_create},       {"pause", client_pause},
+    {"sandbox", client_sandbox},     {"provision", client_provision}, {"fork", client_fork},
     {"set_network", client_set_network}, {"snapshot", client_snapshot},
-    {"snapshots", client_snapshots}, {"delete_snapshot", client_delete_snapshot},
-    {"create_volume", client_create_volume}, {"volumes", client_volumes},
-    {"delete_volume", client_delete_volume}, {"doctor", client_doctor},
-    {"verify_egress", client_verify_egress},
-    {"close", client_gc},      {NULL, NULL}};
+    {"snapshots", client_snapshots}, {"verify_egress", client_verify_egress},
+    {"close", client_gc},            {NULL, NULL}};
 
-void e2bL_open_client(lua_State *L) { e2bL_new_class(L, CLIENT_MT, client_methods, client_gc); }
+void e2bL_open_client(lua_State *L) {
+  e2bL_new_class(L, CLIENT_MT, client_methods, client_gc);
+  e2bL_add_rows(L, CLIENT_MT, client_by_id, E2BL_ROWS(by_id));
+  e2bL_add_rows(L, CLIENT_MT, client_by_id_ms, E2BL_ROWS(by_id_ms));
+  e2bL_add_rows(L, CLIENT_MT, client_by_list, E2BL_ROWS(by_list));
+  e2bL_add_rows(L, CLIENT_MT, client_plain, E2BL_ROWS(plain));
+}

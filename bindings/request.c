@@ -28,15 +28,11 @@ static void on_notify(e2b_req *req, void *ud) {
 }
 
 /* Wraps a started request (or the failure to start one). */
-int e2bL_push_req(lua_State *L, lloop *l, e2b_req *req, result_kind kind, const e2b_error *err) {
+int e2bL_push_req(lua_State *L, lloop *l, e2b_req *req, const e2b_error *err) {
   if (!req) return e2bL_push_fail(L, err);
-  req_ud *r = compat_newuserdata(L, sizeof *r);
+  req_ud *r = e2bL_new_ud(L, sizeof *r, REQ_MT, l);
   r->req = req;
-  r->l = l;
-  l->refs++;
   r->id = ++l->next_id;
-  r->kind = kind;
-  luaL_setmetatable(L, REQ_MT);
   e2b_req_set_notify(req, on_notify, r);
   return 1;
 }
@@ -59,11 +55,94 @@ static int req_done(lua_State *L) {
   return 1;
 }
 
-static int req_status(lua_State *L) {
-  req_ud *r = check_req(L);
-  lua_pushinteger(L, e2b_req_status(r->req));
+/* ---- results: one pusher per e2b_result_kind ---- */
+
+typedef void (*push_at_fn)(lua_State *L, const e2b_req *req, size_t i);
+
+static void sandbox_at(lua_State *L, const e2b_req *req, size_t i) {
+  e2bL_push_sandbox(L, e2b_req_sandbox_at(req, i));
+}
+static void entry_at(lua_State *L, const e2b_req *req, size_t i) {
+  e2bL_push_entry(L, e2b_req_entry_at(req, i));
+}
+static void proc_at(lua_State *L, const e2b_req *req, size_t i) {
+  e2bL_push_proc_info(L, e2b_req_proc_at(req, i));
+}
+static void snapshot_at(lua_State *L, const e2b_req *req, size_t i) {
+  e2bL_push_snapshot(L, e2b_req_snapshot_at(req, i));
+}
+static void volume_at(lua_State *L, const e2b_req *req, size_t i) {
+  e2bL_push_volume(L, e2b_req_volume_at(req, i));
+}
+
+static int push_true(lua_State *L, const e2b_req *req) {
+  (void)req;
+  lua_pushboolean(L, 1);
   return 1;
 }
+
+static int push_sandbox(lua_State *L, const e2b_req *req) {
+  e2bL_push_sandbox(L, e2b_req_sandbox(req));
+  lua_pushboolean(L, e2b_req_resumed(req));
+  return 2;
+}
+
+/* After a page of sandboxes: the token of the next page (nil on the last). */
+static int push_next_token(lua_State *L, const e2b_req *req) {
+  const char *tok = e2b_req_next_token(req);
+  if (tok)
+    lua_pushstring(L, tok);
+  else
+    lua_pushnil(L);
+  return 1;
+}
+
+static int push_entry(lua_State *L, const e2b_req *req) {
+  e2bL_push_entry(L, e2b_req_entry(req));
+  return 1;
+}
+
+static int push_written(lua_State *L, const e2b_req *req) {
+  lua_pushstring(L, e2b_req_written_path(req));
+  return 1;
+}
+
+static int push_run(lua_State *L, const e2b_req *req) {
+  e2bL_push_run(L, e2b_req_run_result(req));
+  return 1;
+}
+
+static int push_doctor(lua_State *L, const e2b_req *req) {
+  e2bL_push_doctor(L, e2b_req_doctor_report(req));
+  return 1;
+}
+
+static int push_egress(lua_State *L, const e2b_req *req) {
+  e2bL_push_egress(L, e2b_req_egress_report(req));
+  return 1;
+}
+
+/* How Lua sees each e2b_result_kind (the core says which a request holds):
+ * a list (count, item i by at) and/or values pushed by push. A stream's
+ * result is its clean end: true, like a call with no result. */
+static const struct {
+  size_t (*count)(const e2b_req *req);
+  push_at_fn at;
+  int (*push)(lua_State *L, const e2b_req *req);
+} pushers[] = {
+    [E2B_RESULT_NONE] = {.push = push_true},
+    [E2B_RESULT_SANDBOX] = {.push = push_sandbox},
+    [E2B_RESULT_SANDBOXES] = {e2b_req_sandbox_count, sandbox_at, push_next_token},
+    [E2B_RESULT_ENTRY] = {.push = push_entry},
+    [E2B_RESULT_ENTRIES] = {e2b_req_entry_count, entry_at, NULL},
+    [E2B_RESULT_PROCS] = {e2b_req_proc_count, proc_at, NULL},
+    [E2B_RESULT_WRITTEN] = {.push = push_written},
+    [E2B_RESULT_STREAM] = {.push = push_true},
+    [E2B_RESULT_SNAPSHOTS] = {e2b_req_snapshot_count, snapshot_at, NULL},
+    [E2B_RESULT_VOLUMES] = {e2b_req_volume_count, volume_at, NULL},
+    [E2B_RESULT_RUN] = {.push = push_run},
+    [E2B_RESULT_DOCTOR] = {.push = push_doctor},
+    [E2B_RESULT_EGRESS] = {.push = push_egress}};
 
 /* result() -> value | nil, err; raises if called before the request is done. */
 static int req_result(lua_State *L) {
@@ -71,83 +150,25 @@ static int req_result(lua_State *L) {
   if (!e2b_req_done(r->req)) luaL_error(L, "request still running");
   const e2b_error *err = e2b_req_error(r->req);
   if (err) return e2bL_push_fail(L, err);
-  switch (r->kind) {
-  case RES_SANDBOX:
-    e2bL_push_sandbox(L, e2b_req_sandbox(r->req));
-    lua_pushboolean(L, e2b_req_resumed(r->req));
-    return 2;
-  case RES_SANDBOXES: {
-    size_t n = e2b_req_sandbox_count(r->req);
-    lua_createtable(L, (int)n, 0);
-    for (size_t i = 0; i < n; i++) {
-      e2bL_push_sandbox(L, e2b_req_sandbox_at(r->req, i));
+  size_t kind = (size_t)e2b_req_result_kind(r->req);
+  if (kind >= sizeof pushers / sizeof *pushers) kind = E2B_RESULT_NONE;
+  int n = 0;
+  if (pushers[kind].count) {
+    size_t items = pushers[kind].count(r->req);
+    lua_createtable(L, (int)items, 0);
+    for (size_t i = 0; i < items; i++) {
+      pushers[kind].at(L, r->req, i);
       lua_rawseti(L, -2, (int)i + 1);
     }
-    const char *tok = e2b_req_next_token(r->req);
-    if (tok)
-      lua_pushstring(L, tok);
-    else
-      lua_pushnil(L);
-    return 2;
+    n = 1;
   }
-  case RES_ENTRY:
-    e2bL_push_entry(L, e2b_req_entry(r->req));
-    return 1;
-  case RES_ENTRIES: {
-    size_t n = e2b_req_entry_count(r->req);
-    lua_createtable(L, (int)n, 0);
-    for (size_t i = 0; i < n; i++) {
-      e2bL_push_entry(L, e2b_req_entry_at(r->req, i));
-      lua_rawseti(L, -2, (int)i + 1);
-    }
-    return 1;
-  }
-  case RES_PROCS: {
-    size_t n = e2b_req_proc_count(r->req);
-    lua_createtable(L, (int)n, 0);
-    for (size_t i = 0; i < n; i++) {
-      e2bL_push_proc_info(L, e2b_req_proc_at(r->req, i));
-      lua_rawseti(L, -2, (int)i + 1);
-    }
-    return 1;
-  }
-  case RES_WRITTEN:
-    lua_pushstring(L, e2b_req_written_path(r->req));
-    return 1;
-  case RES_SNAPSHOTS:
-  case RES_VOLUMES: {
-    size_t n = r->kind == RES_SNAPSHOTS ? e2b_req_snapshot_count(r->req) : e2b_req_volume_count(r->req);
-    lua_createtable(L, (int)n, 0);
-    for (size_t i = 0; i < n; i++) {
-      if (r->kind == RES_SNAPSHOTS)
-        e2bL_push_snapshot(L, e2b_req_snapshot_at(r->req, i));
-      else
-        e2bL_push_volume(L, e2b_req_volume_at(r->req, i));
-      lua_rawseti(L, -2, (int)i + 1);
-    }
-    return 1;
-  }
-  case RES_RUN:
-    e2bL_push_run(L, e2b_req_run_result(r->req));
-    return 1;
-  case RES_DOCTOR:
-    e2bL_push_doctor(L, e2b_req_doctor_report(r->req));
-    return 1;
-  case RES_EGRESS:
-    e2bL_push_egress(L, e2b_req_egress_report(r->req));
-    return 1;
-  case RES_NONE:
-  case RES_STREAM:
-    break;
-  }
-  lua_pushboolean(L, 1);
-  return 1;
+  return n + (pushers[kind].push ? pushers[kind].push(L, r->req) : 0);
 }
 
 /* partial() -> the run result even when the run failed (a timeout keeps its output), or nil. */
 static int req_partial(lua_State *L) {
   req_ud *r = check_req(L);
-  const e2b_run_result *rr = r->kind == RES_RUN ? e2b_req_run_result(r->req) : NULL;
+  const e2b_run_result *rr = e2b_req_run_result(r->req);
   if (!rr) return 0;
   e2bL_push_run(L, rr);
   return 1;
@@ -289,12 +310,6 @@ static int req_process(lua_State *L) {
   return 1;
 }
 
-static int req_queued(lua_State *L) {
-  req_ud *r = check_req(L);
-  lua_pushinteger(L, (lua_Integer)e2b_req_queued(r->req));
-  return 1;
-}
-
 static int req_send(lua_State *L) {
   req_ud *r = check_req(L);
   size_t len;
@@ -360,11 +375,10 @@ static int req_close(lua_State *L) {
 }
 
 static const luaL_Reg req_methods[] = {
-    {"id", req_id},         {"done", req_done},     {"status", req_status},
-    {"result", req_result}, {"read", req_read},     {"read_bytes", req_read_bytes}, {"drain", req_drain},
-    {"queued", req_queued}, {"send", req_send}, {"send_from", req_send_from},     {"finish", req_finish},
-    {"pending", req_pending}, {"cancel", req_cancel}, {"close", req_close},
-    {"partial", req_partial},  {"process", req_process},
-    {NULL, NULL}};
+    {"id", req_id},           {"done", req_done},       {"result", req_result},
+    {"read", req_read},       {"read_bytes", req_read_bytes}, {"drain", req_drain},
+    {"send", req_send},       {"send_from", req_send_from}, {"finish", req_finish},
+    {"pending", req_pending}, {"cancel", req_cancel},   {"close", req_close},
+    {"partial", req_partial}, {"process", req_process}, {NULL, NULL}};
 
 void e2bL_open_req(lua_State *L) { e2bL_new_class(L, REQ_MT, req_methods, req_close); }

@@ -30,12 +30,6 @@ static int sbx_gc(lua_State *L) {
   return 0;
 }
 
-static int sbx_envd_url(lua_State *L) {
-  sbx_ud *u = check_sbx(L);
-  lua_pushstring(L, e2b_sbx_envd_url(u->s));
-  return 1;
-}
-
 /* A process is named by pid (number) or tag (string). */
 static void check_target(lua_State *L, int idx, uint32_t *pid, const char **tag) {
   *pid = 0;
@@ -73,7 +67,7 @@ static int sbx_start(lua_State *L) {
   read_proc_opts(L, 2, &o);
   e2b_error err;
   e2b_req *req = e2b_proc_start(u->s, &o, &err);
-  return e2bL_push_req(L, u->l, req, RES_STREAM, &err);
+  return e2bL_push_req(L, u->l, req, &err);
 }
 
 /* run(start_opts, stdin?, max_output?) -> request for e2b_run */
@@ -88,7 +82,7 @@ static int sbx_run(lua_State *L) {
   read_proc_opts(L, 2, &o);
   e2b_error err;
   e2b_req *req = e2b_run(u->s, &o, in, in_len, (size_t)max, &err);
-  return e2bL_push_req(L, u->l, req, RES_RUN, &err);
+  return e2bL_push_req(L, u->l, req, &err);
 }
 
 /* track(start_opts, env_replace?, keep_output?) -> a tracked process stream */
@@ -102,7 +96,7 @@ static int sbx_track(lua_State *L) {
                    (lua_isnoneornil(L, 4) || lua_toboolean(L, 4) ? 0 : E2B_TRACK_NO_KEEP) |
                    (lua_toboolean(L, 5) ? E2B_TRACK_AT_END : 0);
   e2b_req *req = e2b_proc_track(u->s, &o, flags, &err);
-  return e2bL_push_req(L, u->l, req, RES_STREAM, &err);
+  return e2bL_push_req(L, u->l, req, &err);
 }
 
 /* attach(pid_or_tag, stdout_offset?, stderr_offset?, idle_timeout_ms?) */
@@ -115,13 +109,7 @@ static int sbx_attach(lua_State *L) {
   e2b_req *req = e2b_proc_attach(u->s, pid, tag, (int64_t)luaL_optinteger(L, 3, 0),
                                  (int64_t)luaL_optinteger(L, 4, 0),
                                  (long)luaL_optinteger(L, 5, 0), &err);
-  return e2bL_push_req(L, u->l, req, RES_STREAM, &err);
-}
-
-static int sbx_forget(lua_State *L) {
-  sbx_ud *u = check_sbx(L);
-  e2b_error err;
-  return e2bL_push_req(L, u->l, e2b_proc_forget(u->s, luaL_checkstring(L, 2), &err), RES_NONE, &err);
+  return e2bL_push_req(L, u->l, req, &err);
 }
 
 /* signal_async(pid_or_tag, signo): fire and forget (for finalizers, which
@@ -166,7 +154,7 @@ static int sbx_explain(lua_State *L) {
   read_error_table(L, 2, &orig);
   e2b_req *req = e2b_sbx_explain(u->s, &orig);
   if (!req) return 0;
-  return e2bL_push_req(L, u->l, req, RES_NONE, &orig);
+  return e2bL_push_req(L, u->l, req, &orig);
 }
 
 /* forget_async(tag, user?): removes kept output lazily (the core decides when). */
@@ -194,7 +182,7 @@ static int sbx_connect(lua_State *L) {
   check_target(L, 2, &pid, &tag);
   e2b_error err;
   e2b_req *req = e2b_proc_connect(u->s, pid, tag, (long)luaL_optinteger(L, 3, 0), &err);
-  return e2bL_push_req(L, u->l, req, RES_STREAM, &err);
+  return e2bL_push_req(L, u->l, req, &err);
 }
 
 /* send_input(pid_or_tag, bytes, pty?) */
@@ -207,7 +195,7 @@ static int sbx_send_input(lua_State *L) {
   const char *data = luaL_checklstring(L, 3, &len);
   e2b_error err;
   e2b_req *req = e2b_proc_send_input(u->s, pid, tag, data, len, lua_toboolean(L, 4), &err);
-  return e2bL_push_req(L, u->l, req, RES_NONE, &err);
+  return e2bL_push_req(L, u->l, req, &err);
 }
 
 static int sbx_close_stdin(lua_State *L) {
@@ -216,7 +204,7 @@ static int sbx_close_stdin(lua_State *L) {
   const char *tag;
   check_target(L, 2, &pid, &tag);
   e2b_error err;
-  return e2bL_push_req(L, u->l, e2b_proc_close_stdin(u->s, pid, tag, &err), RES_NONE, &err);
+  return e2bL_push_req(L, u->l, e2b_proc_close_stdin(u->s, pid, tag, &err), &err);
 }
 
 /* signal(pid_or_tag, signo) */
@@ -227,7 +215,7 @@ static int sbx_signal(lua_State *L) {
   check_target(L, 2, &pid, &tag);
   e2b_error err;
   e2b_req *req = e2b_proc_signal(u->s, pid, tag, (int)luaL_checkinteger(L, 3), &err);
-  return e2bL_push_req(L, u->l, req, RES_NONE, &err);
+  return e2bL_push_req(L, u->l, req, &err);
 }
 
 /* resize(pid_or_tag, cols, rows) */
@@ -239,20 +227,32 @@ static int sbx_resize(lua_State *L) {
   e2b_error err;
   e2b_req *req = e2b_proc_resize(u->s, pid, tag, (unsigned)luaL_checkinteger(L, 3),
                                  (unsigned)luaL_checkinteger(L, 4), &err);
-  return e2bL_push_req(L, u->l, req, RES_NONE, &err);
+  return e2bL_push_req(L, u->l, req, &err);
 }
 
-static int sbx_processes(lua_State *L) {
+/* Calls of one shape each, picked by row (E2BL_ROW). */
+typedef e2b_req *(*by_path_fn)(e2b_sbx *sbx, const char *path, const char *user, e2b_error *err);
+typedef e2b_req *(*plain_fn)(e2b_sbx *sbx, e2b_error *err);
+
+/* name(path, user?); write's request is an upload: feed it with send/finish */
+static const struct { const char *name; by_path_fn call; } by_path[] = {
+    {"stat", e2b_fs_stat}, {"mkdir", e2b_fs_mkdir}, {"remove", e2b_fs_remove}, {"write", e2b_file_write}};
+
+/* name() */
+static const struct { const char *name; plain_fn call; } plain[] = {
+    {"processes", e2b_proc_list}};
+
+static int sbx_by_path(lua_State *L) {
   sbx_ud *u = check_sbx(L);
   e2b_error err;
-  return e2bL_push_req(L, u->l, e2b_proc_list(u->s, &err), RES_PROCS, &err);
+  e2b_req *req = by_path[E2BL_ROW(L)].call(u->s, luaL_checkstring(L, 2), luaL_optstring(L, 3, NULL), &err);
+  return e2bL_push_req(L, u->l, req, &err);
 }
 
-static int sbx_stat(lua_State *L) {
+static int sbx_plain(lua_State *L) {
   sbx_ud *u = check_sbx(L);
   e2b_error err;
-  e2b_req *req = e2b_fs_stat(u->s, luaL_checkstring(L, 2), luaL_optstring(L, 3, NULL), &err);
-  return e2bL_push_req(L, u->l, req, RES_ENTRY, &err);
+  return e2bL_push_req(L, u->l, plain[E2BL_ROW(L)].call(u->s, &err), &err);
 }
 
 static int sbx_list(lua_State *L) {
@@ -263,14 +263,7 @@ static int sbx_list(lua_State *L) {
   e2b_req *req = e2b_fs_list(u->s, luaL_checkstring(L, 2),
                              depth >= 1 && depth <= (lua_Integer)UINT32_MAX ? (unsigned)depth : 0u,
                              luaL_optstring(L, 4, NULL), &err);
-  return e2bL_push_req(L, u->l, req, RES_ENTRIES, &err);
-}
-
-static int sbx_mkdir(lua_State *L) {
-  sbx_ud *u = check_sbx(L);
-  e2b_error err;
-  e2b_req *req = e2b_fs_mkdir(u->s, luaL_checkstring(L, 2), luaL_optstring(L, 3, NULL), &err);
-  return e2bL_push_req(L, u->l, req, RES_ENTRY, &err);
+  return e2bL_push_req(L, u->l, req, &err);
 }
 
 static int sbx_move(lua_State *L) {
@@ -278,14 +271,7 @@ static int sbx_move(lua_State *L) {
   e2b_error err;
   e2b_req *req = e2b_fs_move(u->s, luaL_checkstring(L, 2), luaL_checkstring(L, 3),
                              luaL_optstring(L, 4, NULL), &err);
-  return e2bL_push_req(L, u->l, req, RES_ENTRY, &err);
-}
-
-static int sbx_remove(lua_State *L) {
-  sbx_ud *u = check_sbx(L);
-  e2b_error err;
-  e2b_req *req = e2b_fs_remove(u->s, luaL_checkstring(L, 2), luaL_optstring(L, 3, NULL), &err);
-  return e2bL_push_req(L, u->l, req, RES_NONE, &err);
+  return e2bL_push_req(L, u->l, req, &err);
 }
 
 /* read(path, user?, offset?) -> download request */
@@ -294,15 +280,7 @@ static int sbx_read(lua_State *L) {
   e2b_error err;
   e2b_req *req = e2b_file_read(u->s, luaL_checkstring(L, 2), luaL_optstring(L, 3, NULL),
                                (int64_t)luaL_optinteger(L, 4, 0), &err);
-  return e2bL_push_req(L, u->l, req, RES_STREAM, &err);
-}
-
-/* write(path, user?) -> upload request; feed it with send/finish */
-static int sbx_write(lua_State *L) {
-  sbx_ud *u = check_sbx(L);
-  e2b_error err;
-  e2b_req *req = e2b_file_write(u->s, luaL_checkstring(L, 2), luaL_optstring(L, 3, NULL), &err);
-  return e2bL_push_req(L, u->l, req, RES_WRITTEN, &err);
+  return e2bL_push_req(L, u->l, req, &err);
 }
 
 /* url(path, operation, user?, expires_unix?) -> signed URL | nil, err */
@@ -317,23 +295,17 @@ static int sbx_url(lua_State *L) {
   return 1;
 }
 
-static int sbx_health(lua_State *L) {
-  sbx_ud *u = check_sbx(L);
-  e2b_error err;
-  return e2bL_push_req(L, u->l, e2b_envd_health(u->s, &err), RES_NONE, &err);
-}
-
 static const luaL_Reg sbx_methods[] = {
-    {"envd_url", sbx_envd_url}, {"start", sbx_start},           {"connect", sbx_connect},
-    {"send_input", sbx_send_input}, {"close_stdin", sbx_close_stdin}, {"signal", sbx_signal},
-    {"resize", sbx_resize},     {"processes", sbx_processes},   {"stat", sbx_stat},
-    {"list", sbx_list},         {"mkdir", sbx_mkdir},           {"move", sbx_move},
-    {"remove", sbx_remove},     {"read", sbx_read},             {"write", sbx_write},
-    {"url", sbx_url},           {"health", sbx_health},         {"run", sbx_run},
-    {"track", sbx_track},       {"attach", sbx_attach},         {"forget", sbx_forget},
-    {"signal_async", sbx_signal_async}, {"forget_async", sbx_forget_async},
-    {"flush_forgets", sbx_flush_forgets}, {"explain", sbx_explain},
-    {"close", sbx_gc},
-    {NULL, NULL}};
+    {"start", sbx_start},           {"connect", sbx_connect},         {"send_input", sbx_send_input},
+    {"close_stdin", sbx_close_stdin}, {"signal", sbx_signal},         {"resize", sbx_resize},
+    {"list", sbx_list},             {"move", sbx_move},               {"read", sbx_read},
+    {"url", sbx_url},               {"run", sbx_run},                 {"track", sbx_track},
+    {"attach", sbx_attach},         {"signal_async", sbx_signal_async},
+    {"forget_async", sbx_forget_async}, {"flush_forgets", sbx_flush_forgets},
+    {"explain", sbx_explain},       {"close", sbx_gc},                {NULL, NULL}};
 
-void e2bL_open_sbx(lua_State *L) { e2bL_new_class(L, SBX_MT, sbx_methods, sbx_gc); }
+void e2bL_open_sbx(lua_State *L) {
+  e2bL_new_class(L, SBX_MT, sbx_methods, sbx_gc);
+  e2bL_add_rows(L, SBX_MT, sbx_by_path, E2BL_ROWS(by_path));
+  e2bL_add_rows(L, SBX_MT, sbx_plain, E2BL_ROWS(plain));
+}

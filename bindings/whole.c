@@ -14,6 +14,7 @@
  * Where any of that does not hold (another Lua, another allocator), take()
  * copies, as lua_pushlstring always does. */
 #include "whole.h"
+#include "auxiliar.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -216,11 +217,5 @@ static int whole_gc(lua_State *L) {
 
 void lwhole_register(lua_State *L) {
   static const luaL_Reg methods[] = {{"take", whole_take}, {"size", whole_size}, {NULL, NULL}};
-  luaL_newmetatable(L, WHOLE_MT);
-  lua_newtable(L);
-  luaL_setfuncs(L, methods, 0);
-  lua_setfield(L, -2, "__index");
-  lua_pushcfunction(L, whole_gc);
-  lua_setfield(L, -2, "__gc");
-  lua_pop(L, 1);
+  e2bL_new_class(L, WHOLE_MT, methods, whole_gc);
 }

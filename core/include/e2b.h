@@ -704,6 +704,26 @@ E2B_EXPORT int e2b_req_done(const e2b_req *req);
 E2B_EXPORT const e2b_error *e2b_req_error(const e2b_req *req);
 /* HTTP status of the response (0 before headers arrived). */
 E2B_EXPORT int e2b_req_status(const e2b_req *req);
+
+/* What a request's result is, so a caller holding only the request (a
+ * binding, a scheduler) knows which accessors apply. Each call that makes a
+ * request sets it; e2b_run's request says E2B_RESULT_RUN once it is done. */
+typedef enum e2b_result_kind {
+  E2B_RESULT_NONE,      /* its outcome only (e2b_req_error): kill, signal, remove, ... */
+  E2B_RESULT_SANDBOX,   /* e2b_req_sandbox, e2b_req_resumed */
+  E2B_RESULT_SANDBOXES, /* e2b_req_sandbox_count/_at, e2b_req_next_token */
+  E2B_RESULT_ENTRY,     /* e2b_req_entry: stat, mkdir, move */
+  E2B_RESULT_ENTRIES,   /* e2b_req_entry_count/_at: list */
+  E2B_RESULT_PROCS,     /* e2b_req_proc_count/_at */
+  E2B_RESULT_WRITTEN,   /* e2b_req_written_path */
+  E2B_RESULT_STREAM,    /* events or chunks while it runs; the outcome at the end */
+  E2B_RESULT_SNAPSHOTS, /* e2b_req_snapshot_count/_at */
+  E2B_RESULT_VOLUMES,   /* e2b_req_volume_count/_at */
+  E2B_RESULT_RUN,       /* e2b_req_run_result */
+  E2B_RESULT_DOCTOR,    /* e2b_req_doctor_report */
+  E2B_RESULT_EGRESS     /* e2b_req_egress_report */
+} e2b_result_kind;
+E2B_EXPORT e2b_result_kind e2b_req_result_kind(const e2b_req *req);
 /* Stops the transfer; the request completes with E2B_ERR_CANCELED. */
 E2B_EXPORT void e2b_req_cancel(e2b_req *req);
 /* Cancels if needed and frees. */

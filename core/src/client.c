@@ -221,6 +221,13 @@ nomem:
 
 void e2b_sbx_retain(e2b_sbx *s) { s->refs++; }
 
+int e2b_need_sbx(const e2b_sbx *sbx, const char *op, e2b_error *err) {
+  e2b_error_clear(err);
+  if (sbx) return 0;
+  e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "sandbox handle is required");
+  return -1;
+}
+
 void e2b_sbx_release(e2b_sbx *s) {
   if (!s || --s->refs > 0) return;
   e2b_outwatch_free(s);

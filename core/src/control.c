@@ -216,8 +216,9 @@ e2b_req *e2b_sandbox_create(e2b_client *c, const e2b_create_opts *o, e2b_error *
     json_object_set_new(body, "volumeMounts", mounts);
   }
   /* Never repeated once it may have reached the server: it allocates. */
-  return e2b_control(c, "create", "POST", o->v1_route ? "/sandboxes" : "/v2/sandboxes", body,
-                     parse_one_sandbox, 0, err);
+  return e2b_req_typed(e2b_control(c, "create", "POST", o->v1_route ? "/sandboxes" : "/v2/sandboxes",
+                                   body, parse_one_sandbox, 0, err),
+                       E2B_RESULT_SANDBOX);
 nomem:
   e2b_err_set(err, E2B_ERR_UNAVAILABLE, "create", "out of memory");
   return NULL;
@@ -266,8 +267,9 @@ e2b_req *e2b_sandbox_connect(e2b_client *c, const char *sandbox_id, long timeout
   json_t *body = json_object();
   json_object_set_new(body, "timeout",
                       json_integer(ceil_seconds(timeout_ms ? timeout_ms : E2B_DEFAULT_SANDBOX_TIMEOUT_MS)));
-  return e2b_on_sandbox(c, "connect", "POST", sandbox_id, "/connect", body, parse_one_sandbox, 1,
-                        err);
+  return e2b_req_typed(e2b_on_sandbox(c, "connect", "POST", sandbox_id, "/connect", body,
+                                      parse_one_sandbox, 1, err),
+                       E2B_RESULT_SANDBOX);
 }
 
 /* One result per fork: {"sandbox": Sandbox} or {"error": {code, message}}.
@@ -305,7 +307,8 @@ e2b_req *e2b_api_fork(e2b_client *c, const char *sandbox_id, long timeout_ms, in
 }
 
 e2b_req *e2b_sandbox_get(e2b_client *c, const char *sandbox_id, e2b_error *err) {
-  return e2b_on_sandbox(c, "info", "GET", sandbox_id, "", NULL, parse_one_sandbox, 1, err);
+  return e2b_req_typed(e2b_on_sandbox(c, "info", "GET", sandbox_id, "", NULL, parse_one_sandbox, 1, err),
+                       E2B_RESULT_SANDBOX);
 }
 
 e2b_req *e2b_sandbox_kill(e2b_client *c, const char *sandbox_id, e2b_error *err) {
@@ -419,7 +422,7 @@ e2b_req *e2b_sandbox_list(e2b_client *c, const e2b_list_opts *o, e2b_error *err)
   }
   e2b_req *req = e2b_control(c, op, "GET", q.data, NULL, parse_sandbox_list, 1, err);
   e2b_growbuf_free(&q);
-  return req;
+  return e2b_req_typed(req, E2B_RESULT_SANDBOXES);
 }
 
 const e2b_sandbox *e2b_req_sandbox(const e2b_req *req) {

@@ -355,8 +355,7 @@ e2b_req *e2b_doctor(e2b_client *c, e2b_error *err) {
   }
   op->result = r;
   op->result_free = report_free;
-  op->result_kind = E2B_RESULT_DOCTOR;
-  return op;
+  return e2b_req_typed(op, E2B_RESULT_DOCTOR);
 }
 
 const e2b_doctor_report *e2b_req_doctor_report(const e2b_req *req) {
@@ -541,8 +540,7 @@ e2b_req *e2b_verify_egress(e2b_client *c, const e2b_egress_opts *o, e2b_error *e
   snprintf(r->detail, sizeof r->detail, "not observed");
   op->result = r;
   op->result_free = free;
-  op->result_kind = E2B_RESULT_EGRESS;
-  return op;
+  return e2b_req_typed(op, E2B_RESULT_EGRESS);
 nomem:
   free(s);
   free(r);

@@ -82,11 +82,7 @@ static int parse_nothing(e2b_req *req, json_t *body, e2b_error *err) { return 0;
 
 static e2b_req *path_rpc(e2b_sbx *sbx, const char *op, const char *method, const char *path,
                          const char *user, req_parse_fn parse, e2b_error *err) {
-  e2b_error_clear(err);
-  if (!sbx) {
-    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "sandbox handle is required");
-    return NULL;
-  }
+  if (e2b_need_sbx(sbx, op, err)) return NULL;
   if (check_text(path, "path", op, 1, err) || check_text(user, "user", op, 0, err)) return NULL;
   json_t *body = json_object();
   json_object_set_new(body, "path", json_string(path));
@@ -96,12 +92,15 @@ static e2b_req *path_rpc(e2b_sbx *sbx, const char *op, const char *method, const
 }
 
 e2b_req *e2b_fs_stat(e2b_sbx *sbx, const char *path, const char *user, e2b_error *err) {
-  return path_rpc(sbx, "files.stat", "/filesystem.Filesystem/Stat", path, user, parse_entry_field, err);
+  return e2b_req_typed(path_rpc(sbx, "files.stat", "/filesystem.Filesystem/Stat", path, user,
+                                parse_entry_field, err),
+                       E2B_RESULT_ENTRY);
 }
 
 e2b_req *e2b_fs_mkdir(e2b_sbx *sbx, const char *path, const char *user, e2b_error *err) {
-  return path_rpc(sbx, "files.mkdir", "/filesystem.Filesystem/MakeDir", path, user,
-                  parse_entry_field, err);
+  return e2b_req_typed(path_rpc(sbx, "files.mkdir", "/filesystem.Filesystem/MakeDir", path, user,
+                                parse_entry_field, err),
+                       E2B_RESULT_ENTRY);
 }
 
 e2b_req *e2b_fs_remove(e2b_sbx *sbx, const char *path, const char *user, e2b_error *err) {
@@ -112,11 +111,7 @@ e2b_req *e2b_fs_remove(e2b_sbx *sbx, const char *path, const char *user, e2b_err
 e2b_req *e2b_fs_list(e2b_sbx *sbx, const char *path, unsigned depth, const char *user,
                      e2b_error *err) {
   const char *op = "files.list";
-  e2b_error_clear(err);
-  if (!sbx) {
-    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "sandbox handle is required");
-    return NULL;
-  }
+  if (e2b_need_sbx(sbx, op, err)) return NULL;
   if (depth < 1) {
     e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "depth must be at least 1");
     return NULL;
@@ -127,17 +122,13 @@ e2b_req *e2b_fs_list(e2b_sbx *sbx, const char *path, unsigned depth, const char 
   json_object_set_new(body, "depth", json_integer(depth));
   e2b_req *req;
   start_fs_rpc(sbx, op, "/filesystem.Filesystem/ListDir", user, body, parse_entries, &req, err);
-  return req;
+  return e2b_req_typed(req, E2B_RESULT_ENTRIES);
 }
 
 e2b_req *e2b_fs_move(e2b_sbx *sbx, const char *from, const char *to, const char *user,
                      e2b_error *err) {
   const char *op = "files.rename";
-  e2b_error_clear(err);
-  if (!sbx) {
-    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "sandbox handle is required");
-    return NULL;
-  }
+  if (e2b_need_sbx(sbx, op, err)) return NULL;
   if (check_text(from, "from", op, 1, err) || check_text(to, "to", op, 1, err) ||
       check_text(user, "user", op, 0, err))
     return NULL;
@@ -146,7 +137,7 @@ e2b_req *e2b_fs_move(e2b_sbx *sbx, const char *from, const char *to, const char 
   json_object_set_new(body, "destination", json_string(to));
   e2b_req *req;
   start_fs_rpc(sbx, op, "/filesystem.Filesystem/Move", user, body, parse_entry_field, &req, err);
-  return req;
+  return e2b_req_typed(req, E2B_RESULT_ENTRY);
 }
 
 const e2b_entry *e2b_req_entry(const e2b_req *req) { return req->entry_count ? &req->entries[0] : NULL; }
@@ -173,11 +164,7 @@ static char *files_query(const char *path, const char *user) {
 
 static e2b_req *files_req(e2b_sbx *sbx, const char *op, const char *path, const char *user,
                           e2b_error *err) {
-  e2b_error_clear(err);
-  if (!sbx) {
-    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "sandbox handle is required");
-    return NULL;
-  }
+  if (e2b_need_sbx(sbx, op, err)) return NULL;
   if (check_text(path, "path", op, 1, err) || check_text(user, "user", op, 0, err)) return NULL;
   e2b_req *req = e2b_req_new(sbx->client->loop, op, err);
   if (!req) return NULL;
@@ -212,7 +199,7 @@ e2b_req *e2b_file_read(e2b_sbx *sbx, const char *path, const char *user, int64_t
     snprintf(range, sizeof range, "%lld-", (long long)offset);
     curl_easy_setopt(req->easy, CURLOPT_RANGE, range);
   }
-  return e2b_req_start(req, err) == 0 ? req : NULL;
+  return e2b_req_typed(e2b_req_start(req, err) == 0 ? req : NULL, E2B_RESULT_STREAM);
 }
 
 static int parse_written(e2b_req *req, json_t *body, e2b_error *err) {
@@ -248,7 +235,7 @@ e2b_req *e2b_file_write(e2b_sbx *sbx, const char *path, const char *user, e2b_er
   curl_easy_setopt(req->easy, CURLOPT_MIMEPOST, req->mime);
   /* curl sends one upload buffer per step: 64 KiB by default. */
   curl_easy_setopt(req->easy, CURLOPT_UPLOAD_BUFFERSIZE, E2B_FILE_IO_BUFFER);
-  return e2b_req_start(req, err) == 0 ? req : NULL;
+  return e2b_req_typed(e2b_req_start(req, err) == 0 ? req : NULL, E2B_RESULT_WRITTEN);
 }
 
 const char *e2b_req_written_path(const e2b_req *req) { return req->written_path; }
@@ -256,11 +243,7 @@ const char *e2b_req_written_path(const e2b_req *req) { return req->written_path;
 char *e2b_file_url(e2b_sbx *sbx, const char *path, const char *operation, const char *user,
                    int64_t expires_unix, e2b_error *err) {
   const char *op = "files.url";
-  e2b_error_clear(err);
-  if (!sbx) {
-    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "sandbox handle is required");
-    return NULL;
-  }
+  if (e2b_need_sbx(sbx, op, err)) return NULL;
   if (!operation || (strcmp(operation, "read") != 0 && strcmp(operation, "write") != 0)) {
     e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "operation must be \"read\" or \"write\"");
     return NULL;
@@ -296,11 +279,7 @@ char *e2b_file_url(e2b_sbx *sbx, const char *path, const char *operation, const 
 
 e2b_req *e2b_envd_health(e2b_sbx *sbx, e2b_error *err) {
   const char *op = "health";
-  e2b_error_clear(err);
-  if (!sbx) {
-    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "sandbox handle is required");
-    return NULL;
-  }
+  if (e2b_need_sbx(sbx, op, err)) return NULL;
   e2b_req *req = e2b_req_new(sbx->client->loop, op, err);
   if (!req) return NULL;
   if (e2b_sbx_prepare_envd(sbx, req, "/health", err) != 0) {

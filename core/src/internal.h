@@ -83,9 +83,6 @@ typedef enum req_error_style {
   ERR_CONNECT         /* Connect RPC: {"code": "string", "message"} */
 } req_error_style;
 
-enum { E2B_RESULT_NONE, E2B_RESULT_RUN, E2B_RESULT_SNAPSHOTS, E2B_RESULT_VOLUMES,
-       E2B_RESULT_DOCTOR, E2B_RESULT_EGRESS };
-
 typedef struct queued {
   struct queued *next;
   e2b_proc_event ev;  /* data/status/error point into this allocation */
@@ -191,7 +188,7 @@ struct e2b_req {
   char *written_path;
   void *result;                 /* composite results (type per operation) */
   void (*result_free)(void *);
-  int result_kind;              /* E2B_RESULT_* */
+  e2b_result_kind result_kind;  /* what the accessors read (e2b_req_result_kind) */
 
   e2b_notify_fn notify;
   void *notify_ud;
@@ -226,6 +223,9 @@ void e2b_req_init(e2b_req *req, e2b_loop *loop, const char *op);
 e2b_req *e2b_req_new(e2b_loop *loop, const char *op, e2b_error *err);
 int e2b_req_add_header(e2b_req *req, const char *name, const char *value, e2b_error *err);
 int e2b_req_start(e2b_req *req, e2b_error *err); /* adds to the multi; frees req on failure */
+/* Says what a new request's result is (e2b_req_result_kind): every public
+ * constructor returns through it. NULL passes through. */
+e2b_req *e2b_req_typed(e2b_req *req, e2b_result_kind kind);
 void e2b_req_fail(e2b_req *req, const e2b_error *err);
 /* Marks req as a unary call of c: each attempt is capped by request_timeout_ms
  * and all of them together (with backoff) by budget_ms. */
@@ -233,6 +233,9 @@ void e2b_req_set_unary(e2b_req *req, const e2b_client *c);
 int e2b_growbuf_append(growbuf *b, const void *data, size_t len);
 void e2b_growbuf_free(growbuf *b);
 
+/* Takes req out of the client queue head..tail it waits in (a control slot,
+ * the create slot): unlinks it and finds the new tail. */
+void e2b_queue_remove(e2b_req **head, e2b_req **tail, e2b_req *req);
 queued *e2b_req_pop_node(e2b_req *req);
 void e2b_req_push_node(e2b_req *req, queued *node);
 
@@ -260,6 +263,8 @@ char *e2b_strdup0(const char *s); /* NULL-safe strdup */
 char *e2b_url_escape(const char *s);
 void e2b_client_retain(e2b_client *c);
 void e2b_sbx_retain(e2b_sbx *sbx);
+/* Clears err; -1 with err naming op when sbx is NULL (every envd call's first check). */
+int e2b_need_sbx(const e2b_sbx *sbx, const char *op, e2b_error *err);
 
 /* ---- prepare.c: a request's URL, method, body and headers ---- */
 int e2b_client_prepare_control(e2b_client *c, e2b_req *req, const char *method, const char *path,

@@ -145,7 +145,7 @@ e2b_req *e2b_sandbox_find(e2b_client *c, const e2b_list_opts *o, e2b_error *err)
   s->client = c;
   e2b_client_retain(c);
   s->states = o->states;
-  return e2b_op_new(c->loop, "list", find_advance, s, find_free, err);
+  return e2b_req_typed(e2b_op_new(c->loop, "list", find_advance, s, find_free, err), E2B_RESULT_SANDBOXES);
 }
 
 static e2b_req *find_by_meta(e2b_req *op, e2b_client *c, const char *key, const char *value,
@@ -266,7 +266,7 @@ static void describe_advance(e2b_req *op) {
 }
 
 e2b_req *e2b_sandbox_describe(e2b_client *c, const char *id, e2b_error *err) {
-  return id_op(c, "describe", id, 0, describe_advance, err);
+  return e2b_req_typed(id_op(c, "describe", id, 0, describe_advance, err), E2B_RESULT_SANDBOX);
 }
 
 /* ---- destroy ---- */
@@ -368,7 +368,7 @@ static void attach_advance(e2b_req *op) {
 
 e2b_req *e2b_sandbox_attach(e2b_client *c, const char *sandbox_id, long timeout_ms,
                             e2b_error *err) {
-  return id_op(c, "connect", sandbox_id, timeout_ms, attach_advance, err);
+  return e2b_req_typed(id_op(c, "connect", sandbox_id, timeout_ms, attach_advance, err), E2B_RESULT_SANDBOX);
 }
 
 /* ---- resume: attach by logical id ---- */
@@ -399,7 +399,7 @@ static void resume_advance(e2b_req *op) {
 
 e2b_req *e2b_sandbox_resume(e2b_client *c, const char *logical_id, long timeout_ms,
                             e2b_error *err) {
-  return id_op(c, "resume", logical_id, timeout_ms, resume_advance, err);
+  return e2b_req_typed(id_op(c, "resume", logical_id, timeout_ms, resume_advance, err), E2B_RESULT_SANDBOX);
 }
 
 /* ---- pause: true only once paused ---- */
@@ -599,7 +599,7 @@ e2b_req *e2b_sandbox_reap(e2b_client *c, const char *owner, long older_than_ms, 
   s->client = c;
   e2b_client_retain(c);
   s->older_than_ms = older_than_ms;
-  return e2b_op_new(c->loop, "reap", reap_advance, s, reap_free, err);
+  return e2b_req_typed(e2b_op_new(c->loop, "reap", reap_advance, s, reap_free, err), E2B_RESULT_SANDBOXES);
 }
 
 /* ---- fork: all or nothing ---- */
@@ -684,5 +684,5 @@ e2b_req *e2b_sandbox_fork(e2b_client *c, const char *sandbox_id, long timeout_ms
   s->timeout_ms = timeout_ms;
   s->count = count;
   e2b_error_clear(&s->failure);
-  return e2b_op_new(c->loop, "fork", fork_advance, s, fork_free, err);
+  return e2b_req_typed(e2b_op_new(c->loop, "fork", fork_advance, s, fork_free, err), E2B_RESULT_SANDBOXES);
 }

@@ -5,15 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int need_sbx(e2b_sbx *sbx, const char *op, e2b_error *err) {
-  e2b_error_clear(err);
-  if (!sbx) {
-    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "sandbox handle is required");
-    return -1;
-  }
-  return 0;
-}
-
 /* Starts an RPC whose body is `body` (consumed). */
 static e2b_req *rpc(e2b_sbx *sbx, const char *op, const char *method_path, const char *user,
                     json_t *body, int stream, req_parse_fn parse, e2b_error *err) {
@@ -83,7 +74,7 @@ e2b_req *e2b_sbx_stream_rpc(e2b_sbx *sbx, const char *op, const char *method_pat
     e2b_req_free(req);
     return NULL;
   }
-  return e2b_req_start(req, err) == 0 ? req : NULL;
+  return e2b_req_typed(e2b_req_start(req, err) == 0 ? req : NULL, E2B_RESULT_STREAM);
 }
 
 /* proto3 strings must be UTF-8; bytes that are not belong in stdin or a file. */
@@ -135,7 +126,7 @@ int e2b_proc_opts_check(const e2b_proc_opts *o, e2b_error *err) {
 }
 
 e2b_req *e2b_proc_start(e2b_sbx *sbx, const e2b_proc_opts *o, e2b_error *err) {
-  if (need_sbx(sbx, "process.start", err) || e2b_proc_opts_check(o, err)) return NULL;
+  if (e2b_need_sbx(sbx, "process.start", err) || e2b_proc_opts_check(o, err)) return NULL;
   json_t *process = json_object(), *args = json_array(), *body = json_object();
   if (!process || !args || !body) {
     json_decref(process);
@@ -170,7 +161,7 @@ e2b_req *e2b_proc_start(e2b_sbx *sbx, const e2b_proc_opts *o, e2b_error *err) {
 
 e2b_req *e2b_proc_connect(e2b_sbx *sbx, uint32_t pid, const char *tag, long idle_timeout_ms,
                           e2b_error *err) {
-  if (need_sbx(sbx, "process.connect", err)) return NULL;
+  if (e2b_need_sbx(sbx, "process.connect", err)) return NULL;
   if (!tag && pid == 0) {
     e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, "process.connect", "pid or tag is required");
     return NULL;
@@ -198,7 +189,7 @@ static int need_pid(uint32_t pid, const char *tag, const char *op, e2b_error *er
 e2b_req *e2b_proc_send_input(e2b_sbx *sbx, uint32_t pid, const char *tag, const void *data,
                              size_t len, int pty, e2b_error *err) {
   const char *op = "process.send_input";
-  if (need_sbx(sbx, op, err) || need_pid(pid, tag, op, err)) return NULL;
+  if (e2b_need_sbx(sbx, op, err) || need_pid(pid, tag, op, err)) return NULL;
   if (len && !data) {
     e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "data is required");
     return NULL;
@@ -227,7 +218,7 @@ static json_t *pid_body(uint32_t pid, const char *tag) {
 
 e2b_req *e2b_proc_close_stdin(e2b_sbx *sbx, uint32_t pid, const char *tag, e2b_error *err) {
   const char *op = "process.close_stdin";
-  if (need_sbx(sbx, op, err) || need_pid(pid, tag, op, err)) return NULL;
+  if (e2b_need_sbx(sbx, op, err) || need_pid(pid, tag, op, err)) return NULL;
   e2b_req *req = rpc(sbx, op, "/process.Process/CloseStdin", NULL, pid_body(pid, tag), 0,
                      parse_nothing, err);
   if (req) req->idempotent = 1;
@@ -236,7 +227,7 @@ e2b_req *e2b_proc_close_stdin(e2b_sbx *sbx, uint32_t pid, const char *tag, e2b_e
 
 e2b_req *e2b_proc_signal(e2b_sbx *sbx, uint32_t pid, const char *tag, int signo, e2b_error *err) {
   const char *op = "process.signal";
-  if (need_sbx(sbx, op, err) || need_pid(pid, tag, op, err)) return NULL;
+  if (e2b_need_sbx(sbx, op, err) || need_pid(pid, tag, op, err)) return NULL;
   if (signo <= 0 || signo > 64) {
     e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "signal %d is not a signal number", signo);
     return NULL;
@@ -259,7 +250,7 @@ e2b_req *e2b_proc_signal(e2b_sbx *sbx, uint32_t pid, const char *tag, int signo,
 e2b_req *e2b_proc_resize(e2b_sbx *sbx, uint32_t pid, const char *tag, unsigned cols, unsigned rows,
                          e2b_error *err) {
   const char *op = "process.resize";
-  if (need_sbx(sbx, op, err) || need_pid(pid, tag, op, err)) return NULL;
+  if (e2b_need_sbx(sbx, op, err) || need_pid(pid, tag, op, err)) return NULL;
   if (cols == 0 || rows == 0) {
     e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "cols and rows must be positive");
     return NULL;
@@ -297,10 +288,10 @@ static int parse_proc_list(e2b_req *req, json_t *body, e2b_error *err) {
 
 e2b_req *e2b_proc_list(e2b_sbx *sbx, e2b_error *err) {
   const char *op = "process.list";
-  if (need_sbx(sbx, op, err)) return NULL;
+  if (e2b_need_sbx(sbx, op, err)) return NULL;
   e2b_req *req = rpc(sbx, op, "/process.Process/List", NULL, json_object(), 0, parse_proc_list, err);
   if (req) req->idempotent = 1;
-  return req;
+  return e2b_req_typed(req, E2B_RESULT_PROCS);
 }
 
 size_t e2b_req_proc_count(const e2b_req *req) { return req->proc_count; }

@@ -85,14 +85,7 @@ static void take_slot_or_queue(e2b_req *op, prov_state *s) {
 static void release_create_slot(e2b_req *op, prov_state *s) {
   e2b_client *c = s->client;
   if (s->queued) {
-    for (e2b_req **p = &c->create_queue_head; *p; p = &(*p)->queue_next) {
-      if (*p == op) {
-        *p = op->queue_next;
-        break;
-      }
-    }
-    c->create_queue_tail = NULL;
-    for (e2b_req *r = c->create_queue_head; r; r = r->queue_next) c->create_queue_tail = r;
+    e2b_queue_remove(&c->create_queue_head, &c->create_queue_tail, op);
     s->queued = 0;
   }
   if (!s->holds_slot) return;
@@ -558,7 +551,7 @@ e2b_req *e2b_sandbox_provision(e2b_client *c, const e2b_provision_opts *o, e2b_e
   }
   e2b_req *req = e2b_op_new(c->loop, op, prov_advance, s, prov_free, err);
   if (req) s->self = req;
-  return req;
+  return e2b_req_typed(req, E2B_RESULT_SANDBOX);
 nomem:
   e2b_err_set(err, E2B_ERR_UNAVAILABLE, op, "out of memory");
   return NULL;

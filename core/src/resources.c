@@ -36,11 +36,11 @@ static void items_free(void *p) {
   free(l);
 }
 
-static item_list *items_of(e2b_req *req, int kind) {
+/* The items req gathers (its constructor said which kind: e2b_req_typed). */
+static item_list *items_of(e2b_req *req) {
   if (!req->result) {
     if (!(req->result = calloc(1, sizeof(item_list)))) return NULL;
     req->result_free = items_free;
-    req->result_kind = kind;
   }
   return req->result;
 }
@@ -70,7 +70,7 @@ static int parse_volume(json_t *o, e2b_volume *out) {
 
 /* Appends one object or every object of an array. */
 static int parse_items(e2b_req *req, json_t *body, e2b_error *err, int volumes) {
-  item_list *l = items_of(req, volumes ? E2B_RESULT_VOLUMES : E2B_RESULT_SNAPSHOTS);
+  item_list *l = items_of(req);
   size_t n = json_is_array(body) ? json_array_size(body) : 1;
   if (!l) goto nomem;
   if (!json_is_array(body) && !json_is_object(body)) {
@@ -126,8 +126,9 @@ e2b_req *e2b_snapshot_create(e2b_client *c, const char *sandbox_id, const char *
   json_t *body = json_object();
   json_object_set_new(body, "name", json_string(name));
   /* Not repeated: a second call would make a second build. */
-  return e2b_on_sandbox(c, "snapshot", "POST", sandbox_id, "/snapshots", body, parse_snapshots, 0,
-                        err);
+  return e2b_req_typed(e2b_on_sandbox(c, "snapshot", "POST", sandbox_id, "/snapshots", body,
+                                      parse_snapshots, 0, err),
+                       E2B_RESULT_SNAPSHOTS);
 }
 
 static e2b_req *snapshot_page(e2b_client *c, const char *name, const char *token, e2b_error *err) {
@@ -145,7 +146,8 @@ static e2b_req *snapshot_page(e2b_client *c, const char *name, const char *token
   }
   e2b_req *req = NULL;
   if (rc == 0)
-    req = e2b_control(c, "snapshots", "GET", q.data, NULL, parse_snapshots, 1, err);
+    req = e2b_req_typed(e2b_control(c, "snapshots", "GET", q.data, NULL, parse_snapshots, 1, err),
+                        E2B_RESULT_SNAPSHOTS);
   else
     e2b_err_set(err, E2B_ERR_UNAVAILABLE, "snapshots", "out of memory");
   e2b_growbuf_free(&q);
@@ -173,12 +175,14 @@ e2b_req *e2b_volume_create(e2b_client *c, const char *name, e2b_error *err) {
   }
   json_t *body = json_object();
   json_object_set_new(body, "name", json_string(name));
-  return e2b_control(c, "volume", "POST", "/volumes", body, parse_volumes, 0, err);
+  return e2b_req_typed(e2b_control(c, "volume", "POST", "/volumes", body, parse_volumes, 0, err),
+                       E2B_RESULT_VOLUMES);
 }
 
 e2b_req *e2b_volume_list(e2b_client *c, e2b_error *err) {
   e2b_error_clear(err);
-  return e2b_control(c, "volumes", "GET", "/volumes", NULL, parse_volumes, 1, err);
+  return e2b_req_typed(e2b_control(c, "volumes", "GET", "/volumes", NULL, parse_volumes, 1, err),
+                       E2B_RESULT_VOLUMES);
 }
 
 /* ---- composites: list every snapshot page; delete by name ---- */
@@ -206,7 +210,7 @@ static void by_name_free(void *p) {
 }
 
 static int take_items(e2b_req *dst, e2b_req *src, int volumes) {
-  item_list *from = src->result, *to = items_of(dst, volumes ? E2B_RESULT_VOLUMES : E2B_RESULT_SNAPSHOTS);
+  item_list *from = src->result, *to = items_of(dst);
   if (!from || !from->n) return 0;
   if (!to) return -1;
   size_t size = volumes ? sizeof(e2b_volume) : sizeof(e2b_snapshot);
@@ -311,7 +315,7 @@ static e2b_req *by_name(e2b_client *c, const char *opname, const char *name, int
 e2b_req *e2b_snapshot_list(e2b_client *c, const char *name, e2b_error *err) {
   e2b_error_clear(err);
   if (name && check_name(name, "name", "snapshots", err)) return NULL;
-  return by_name(c, "snapshots", name, 0, list_advance, err);
+  return e2b_req_typed(by_name(c, "snapshots", name, 0, list_advance, err), E2B_RESULT_SNAPSHOTS);
 }
 
 e2b_req *e2b_snapshot_delete(e2b_client *c, const char *name, e2b_error *err) {

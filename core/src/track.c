@@ -747,12 +747,8 @@ static e2b_req *start_tracked(track_state *s, const e2b_proc_opts *opts, const c
 
 e2b_req *e2b_proc_track(e2b_sbx *sbx, const e2b_proc_opts *opts, unsigned flags, e2b_error *err) {
   const char *op = "process.start";
-  e2b_error_clear(err);
   /* The caller's own fields are checked as they are (the wrapper moves them). */
-  if (!sbx || e2b_proc_opts_check(opts, err) != 0) {
-    if (!sbx) e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "sandbox handle is required");
-    return NULL;
-  }
+  if (e2b_need_sbx(sbx, op, err) || e2b_proc_opts_check(opts, err) != 0) return NULL;
   char gen[E2B_UUID_SIZE + 8];
   const char *tag = tag_of(opts, gen, sizeof gen);
   if (!tag) {
@@ -767,7 +763,8 @@ e2b_req *e2b_proc_track(e2b_sbx *sbx, const e2b_proc_opts *opts, unsigned flags,
   }
   s->tracked = !(flags & E2B_TRACK_NO_KEEP) && opts->pty_cols == 0;
   s->at_end = (flags & E2B_TRACK_AT_END) != 0;
-  return start_tracked(s, opts, tag, (flags & E2B_TRACK_ENV_REPLACE) != 0, err);
+  return e2b_req_typed(start_tracked(s, opts, tag, (flags & E2B_TRACK_ENV_REPLACE) != 0, err),
+                       E2B_RESULT_STREAM);
 }
 
 e2b_req *e2b_proc_attach(e2b_sbx *sbx, uint32_t pid, const char *tag, int64_t stdout_offset,
@@ -802,7 +799,7 @@ e2b_req *e2b_proc_attach(e2b_sbx *sbx, uint32_t pid, const char *tag, int64_t st
   e2b_req *op_req = e2b_op_new(sbx->client->loop, op, track_advance, s, track_free, err);
   if (op_req) e2b_op_child(op_req, s->list);
   if (op_req) s->self = op_req;
-  return op_req;
+  return e2b_req_typed(op_req, E2B_RESULT_STREAM);
 }
 
 /* bash -c SCRIPT e2b-proc PREFIX cmd args... (kept), bash -l -c SCRIPT

@@ -185,19 +185,22 @@ static void release_slot(e2b_req *req) {
   start_queued(req->client);
 }
 
-static void unqueue(e2b_req *req) {
-  e2b_client *c = req->client;
-  if (!req->queued) return;
-  for (e2b_req **p = &c->queue_head; *p; p = &(*p)->queue_next) {
+void e2b_queue_remove(e2b_req **head, e2b_req **tail, e2b_req *req) {
+  for (e2b_req **p = head; *p; p = &(*p)->queue_next) {
     if (*p == req) {
       *p = req->queue_next;
       break;
     }
   }
-  c->queue_tail = NULL;
-  for (e2b_req *r = c->queue_head; r; r = r->queue_next) c->queue_tail = r;
-  req->queued = 0;
+  *tail = NULL;
+  for (e2b_req *r = *head; r; r = r->queue_next) *tail = r;
   req->queue_next = NULL;
+}
+
+static void unqueue(e2b_req *req) {
+  if (!req->queued) return;
+  e2b_queue_remove(&req->client->queue_head, &req->client->queue_tail, req);
+  req->queued = 0;
 }
 
 static void detach(e2b_req *req) {
@@ -269,6 +272,13 @@ const e2b_error *e2b_req_error(const e2b_req *req) {
 }
 
 int e2b_req_status(const e2b_req *req) { return req->status; }
+
+e2b_result_kind e2b_req_result_kind(const e2b_req *req) { return req->result_kind; }
+
+e2b_req *e2b_req_typed(e2b_req *req, e2b_result_kind kind) {
+  if (req) req->result_kind = kind;
+  return req;
+}
 
 e2b_loop *e2b_req_loop(const e2b_req *req) { return req->loop; }
 

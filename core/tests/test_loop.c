@@ -3,27 +3,8 @@
  * retry's backoff while no transfer runs (when a host must not poll). Only
  * loopback sockets this test opens itself. */
 #include "internal.h"
+#include "loopback.h"
 #include "testing.h"
-
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
-/* A listening loopback socket; *port gets its port. It never accepts, so a
- * request to it is connected (the kernel's backlog) and never answered. */
-static int listen_loopback(int *port) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-  socklen_t len = sizeof a;
-  if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) != 0 || listen(fd, 8) != 0 ||
-      getsockname(fd, (struct sockaddr *)&a, &len) != 0) {
-    if (fd >= 0) close(fd);
-    return -1;
-  }
-  *port = ntohs(a.sin_port);
-  return fd;
-}
 
 static e2b_client *client_at(e2b_loop *loop, int port, int retries) {
   char url[64];

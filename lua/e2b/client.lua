@@ -53,6 +53,23 @@ local CLIENT_SPEC = {
   end,
 }
 
+-- What a Sandbox may ask of its client (e2b.sandbox reads nothing else of
+-- it): the calls on its sandbox id and the defaults it inherits.
+local function sandbox_port(self)
+  local h = self._h
+  return {
+    client = self, -- the owner (sbx._client)
+    user = self._user,
+    on_close = self._on_close,
+    -- The envd handle of a control-plane sandbox table.
+    envd = function(raw) return assert(h:sandbox(raw.sandbox_id, raw.envd_access_token, raw.domain)) end,
+    -- Connects (resuming a paused one), asking for the client's timeout_ms.
+    attach = function(sandbox_id) return rt.finish(h:attach(sandbox_id, self._timeout_ms)) end,
+    -- The core call `name` on a sandbox id: a request.
+    call = function(name, sandbox_id, ...) return h[name](h, sandbox_id, ...) end,
+  }
+end
+
 --- Makes a client (what `e2b.client` calls). No I/O; the API key is not
 -- needed here (calls without one fail with kind "auth").
 -- @tparam[opt] table opts
@@ -114,6 +131,7 @@ function M.new(opts)
     _on_close = o.on_close or "kill",
     _ready_timeout_ms = o.ready_timeout_ms,
   }, Client)
+  self._port = sandbox_port(self)
   local cfg = h:config()
   self.api_url, self.domain, self.sandbox_url, self.template, self.owner =
     cfg.api_url, cfg.domain, cfg.sandbox_url, cfg.template, cfg.owner
@@ -122,20 +140,7 @@ function M.new(opts)
   return self
 end
 
--- The info record (docs/manual.md, "Records"), from a control-plane sandbox table.
-local function to_info(raw)
-  return {
-    id = raw.id,
-    sandbox_id = raw.sandbox_id,
-    template = raw.alias or raw.template_id,
-    template_id = raw.template_id,
-    state = raw.state,
-    metadata = raw.metadata,
-    owner = raw.owner,
-    started_at = raw.started_at,
-    end_at = raw.end_at,
-  }
-end
+local to_info = Sandbox.to_info
 M.to_info = to_info
 
 local function infos(raws)
@@ -267,7 +272,7 @@ function Client:create(opts)
     user = self._user,
   }))
   if not raw then return nil, err end
-  return Sandbox.new(self, raw, { owned = true, on_close = o.on_close or self._on_close })
+  return Sandbox.new(self._port, raw, { owned = true, on_close = o.on_close or self._on_close })
 end
 
 local function id_arg(op, id)
@@ -334,9 +339,9 @@ function Client:connect(sandbox_id)
   local ok, err = check.value("connect", "sandbox_id", sandbox_id, "nonempty")
   if not ok then return nil, err end
   local raw
-  raw, err = rt.finish(self._h:attach(sandbox_id, self._timeout_ms))
+  raw, err = self._port.attach(sandbox_id)
   if not raw then return nil, rt.tag(err, sandbox_id) end
-  return Sandbox.new(self, raw, { owned = false })
+  return Sandbox.new(self._port, raw, { owned = false })
 end
 
 --- Finds a sandbox by logical id, running or paused, on any page, and
@@ -350,7 +355,7 @@ function Client:resume(id)
   local raw
   raw, err = rt.finish(self._h:resume(id, self._timeout_ms))
   if not raw then return nil, rt.tag(err, id) end
-  return Sandbox.new(self, raw, { owned = false })
+  return Sandbox.new(self._port, raw, { owned = false })
 end
 
 --- Kills every sandbox of one owner started more than older_than_ms ago,

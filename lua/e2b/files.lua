@@ -21,12 +21,14 @@ local adapter = rt.adapter
 local CHUNK = 1024 * 1024
 local UPLOAD_HIGH_WATER = 1024 * 1024
 
-function M.new(sbx)
-  return setmetatable({ _sbx = sbx }, Files)
+-- M.new(sbx, port) -> files; port: what it may ask of its sandbox (user,
+-- call, envd_err, envd: e2b.sandbox's files_port).
+function M.new(sbx, port)
+  return setmetatable({ _sbx = sbx, _port = port }, Files)
 end
 
 function Files:_user()
-  return self._sbx._client._user
+  return self._port.user
 end
 
 local function entry(e)
@@ -46,8 +48,8 @@ function Files:_download(op, path, emit, user)
   local ok, err = check_path(op, path)
   if not ok then return nil, err end
   local req
-  req, err = self._sbx._h:read(path, user or self:_user(), 0)
-  if not req then return nil, self._sbx:_envd_err(err) end
+  req, err = self._port.call("read", path, user or self:_user(), 0)
+  if not req then return nil, self._port.envd_err(err) end
   local total = 0
   while true do
     local chunk = req:read_bytes(CHUNK)
@@ -62,7 +64,7 @@ function Files:_download(op, path, emit, user)
       local done
       done, err = req:result()
       req:close()
-      if not done then return nil, rt.relabel(self._sbx:_envd_err(err), op) end
+      if not done then return nil, rt.relabel(self._port.envd_err(err), op) end
       return total
     else
       adapter.await(req)
@@ -76,8 +78,8 @@ function Files:_drain(op, path, target, progress)
   local ok, err = check_path(op, path)
   if not ok then return nil, err end
   local req
-  req, err = self._sbx._h:read(path, self:_user(), 0)
-  if not req then return nil, self._sbx:_envd_err(err) end
+  req, err = self._port.call("read", path, self:_user(), 0)
+  if not req then return nil, self._port.envd_err(err) end
   local total = 0
   while true do
     local ended, n = req:drain(target)
@@ -95,7 +97,7 @@ function Files:_drain(op, path, target, progress)
   local done
   done, err = req:result()
   req:close()
-  if not done then return nil, rt.relabel(self._sbx:_envd_err(err), op) end
+  if not done then return nil, rt.relabel(self._port.envd_err(err), op) end
   return total
 end
 
@@ -267,8 +269,8 @@ function Files:write(path, data, opts)
     end
   end
   local req
-  req, err = self._sbx._h:write(path, self:_user())
-  if not req then return nil, self._sbx:_envd_err(err) end
+  req, err = self._port.call("write", path, self:_user())
+  if not req then return nil, self._port.envd_err(err) end
   local feed_err
   if file then
     feed_err = upload_file(req, data, o.progress)
@@ -281,7 +283,7 @@ function Files:write(path, data, opts)
   written, err = req:result()
   req:close()
   if feed_err then return nil, feed_err end
-  if not written then return nil, self._sbx:_envd_err(err) end
+  if not written then return nil, self._port.envd_err(err) end
   if o.mode then
     local res
     res, err = self._sbx:run({ "chmod", ("%o"):format(o.mode), written }, {})
@@ -296,7 +298,7 @@ function Files:write(path, data, opts)
 end
 
 function Files:_finish(req, err)
-  return self._sbx:_envd(req, err)
+  return self._port.envd(req, err)
 end
 
 --- Describes a path.
@@ -308,7 +310,7 @@ function Files:stat(path)
   local ok, err = check_path("files.stat", path)
   if not ok then return nil, err end
   local e
-  e, err = self:_finish(self._sbx._h:stat(path, self:_user()))
+  e, err = self:_finish(self._port.call("stat", path, self:_user()))
   if not e then return nil, err end
   return entry(e)
 end
@@ -337,7 +339,7 @@ function Files:list(path, opts)
   o, err = check.options("files.list", opts, { depth = "positive" })
   if not o then return nil, err end
   local list
-  list, err = self:_finish(self._sbx._h:list(path, o.depth or 1, self:_user()))
+  list, err = self:_finish(self._port.call("list", path, o.depth or 1, self:_user()))
   if not list then return nil, err end
   local out = {}
   for i, e in ipairs(list) do out[i] = entry(e) end
@@ -352,7 +354,7 @@ function Files:mkdir(path)
   local ok, err = check_path("files.mkdir", path)
   if not ok then return nil, err end
   local e
-  e, err = self:_finish(self._sbx._h:mkdir(path, self:_user()))
+  e, err = self:_finish(self._port.call("mkdir", path, self:_user()))
   if e then return true end
   if errors.is(err, "conflict") then
     local st = self:stat(path)
@@ -368,7 +370,7 @@ end
 function Files:remove(path)
   local ok, err = check_path("files.remove", path)
   if not ok then return nil, err end
-  return self:_finish(self._sbx._h:remove(path, self:_user()))
+  return self:_finish(self._port.call("remove", path, self:_user()))
 end
 
 --- Moves a path.
@@ -381,7 +383,7 @@ function Files:rename(from, to)
   if ok then ok, err = check_path("files.rename", to, "to") end
   if not ok then return nil, err end
   local e
-  e, err = self:_finish(self._sbx._h:move(from, to, self:_user()))
+  e, err = self:_finish(self._port.call("move", from, to, self:_user()))
   if not e then return nil, err end
   return entry(e)
 end
@@ -569,7 +571,7 @@ function Files:url(path, opts)
   })
   if not o then return nil, err end
   local expires = o.expires_ms and math.floor((core.time_ms() + o.expires_ms) / 1000) or 0
-  return self._sbx._h:url(path, o.operation or "read", self:_user(), expires)
+  return self._port.call("url", path, o.operation or "read", self:_user(), expires)
 end
 
 return M

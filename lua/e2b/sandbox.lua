@@ -5,6 +5,7 @@ local errors = require("e2b.errors")
 local rt = require("e2b.rt")
 local Process = require("e2b.process")
 local Files = require("e2b.files")
+local policy = require("e2b.policy")
 
 
 local M = {}
@@ -25,9 +26,39 @@ Sandbox.__index = Sandbox
 M.Sandbox = Sandbox
 
 
--- Sandbox.new(client, raw, { owned, on_close }) -> sbx
-function M.new(client, raw, opts)
-  local h = assert(client._h:sandbox(raw.sandbox_id, raw.envd_access_token, raw.domain))
+-- The info record (docs/manual.md, "Records"), from a control-plane sandbox table.
+function M.to_info(raw)
+  return {
+    id = raw.id,
+    sandbox_id = raw.sandbox_id,
+    template = raw.alias or raw.template_id,
+    template_id = raw.template_id,
+    state = raw.state,
+    metadata = raw.metadata,
+    owner = raw.owner,
+    started_at = raw.started_at,
+    end_at = raw.end_at,
+  }
+end
+
+-- What e2b.files may ask of its sandbox (it reads nothing else of it).
+local function files_port(self)
+  return {
+    user = self._port.user,
+    -- The envd call `name` of the current handle (connect() may replace it).
+    call = function(name, ...)
+      local h = self._h
+      return h[name](h, ...)
+    end,
+    envd_err = function(err) return self:_envd_err(err) end,
+    envd = function(req, err) return self:_envd(req, err) end,
+  }
+end
+
+-- Sandbox.new(port, raw, { owned, on_close }) -> sbx; port: what it may ask
+-- of its client (e2b.client's sandbox_port).
+function M.new(port, raw, opts)
+  local client = port.client
   local self = setmetatable({
     id = raw.id,
     sandbox_id = raw.sandbox_id,
@@ -36,12 +67,13 @@ function M.new(client, raw, opts)
     traffic_token = raw.traffic_access_token,
     domain = raw.domain or client.domain,
     _client = client,
-    _h = h,
+    _port = port,
+    _h = port.envd(raw),
     _owned = opts.owned,
     _on_close = opts.on_close or "kill",
     _closed = false,
   }, Sandbox)
-  self.files = Files.new(self)
+  self.files = Files.new(self, files_port(self))
   return self
 end
 
@@ -174,9 +206,9 @@ end
 -- @treturn Sandbox self
 -- @return or nil, err
 function Sandbox:connect()
-  local raw, err = rt.finish(self._client._h:attach(self.sandbox_id, self._client._timeout_ms))
+  local raw, err = self._port.attach(self.sandbox_id)
   if not raw then return nil, self:_tag(err) end
-  self._h = assert(self._client._h:sandbox(raw.sandbox_id, raw.envd_access_token, raw.domain))
+  self._h = self._port.envd(raw)
   return self
 end
 
@@ -184,9 +216,9 @@ end
 -- @treturn table info (see `e2b.client.Client:describe`)
 -- @return or nil, err
 function Sandbox:info()
-  local raw, err = self:_finish(self._client._h:info(self.sandbox_id))
+  local raw, err = self:_finish(self._port.call("info", self.sandbox_id))
   if not raw then return nil, err end
-  return require("e2b.client").to_info(raw)
+  return M.to_info(raw)
 end
 
 --- Sets the deadline to exactly now + ms (it may shorten it).
@@ -196,7 +228,7 @@ end
 function Sandbox:set_timeout(ms)
   local ok, err = check.value("set_timeout", "ms", ms, "positive_ms")
   if not ok then return nil, err end
-  return self:_finish(self._client._h:set_timeout(self.sandbox_id, ms))
+  return self:_finish(self._port.call("set_timeout", self.sandbox_id, ms))
 end
 
 --- Pauses the sandbox; true only once it is paused. Pausing a paused
@@ -209,7 +241,7 @@ end
 function Sandbox:pause(opts)
   local o, err = check.options("pause", opts, { mode = check.oneof("memory", "filesystem") })
   if not o then return nil, err end
-  return self:_finish(self._client._h:pause(self.sandbox_id, (o.mode or "memory") == "memory"))
+  return self:_finish(self._port.call("pause", self.sandbox_id, (o.mode or "memory") == "memory"))
 end
 
 --- Moves the deadline to at least now + ms, never earlier.
@@ -219,7 +251,7 @@ end
 function Sandbox:keep_alive(ms)
   local ok, err = check.value("keep_alive", "ms", ms, "positive_ms")
   if not ok then return nil, err end
-  return self:_finish(self._client._h:keep_alive(self.sandbox_id, ms))
+  return self:_finish(self._port.call("keep_alive", self.sandbox_id, ms))
 end
 
 --- Replaces the egress policy of the running sandbox.
@@ -227,9 +259,9 @@ end
 -- @treturn boolean true
 -- @return or nil, err (allow with deny, or transforms: kind "unsupported")
 function Sandbox:set_network(net)
-  local fields, err = require("e2b.policy").network("set_network", net, "policy")
+  local fields, err = policy.network("set_network", net, "policy")
   if not fields then return nil, err end
-  return self:_finish(self._client._h:set_network(self.sandbox_id, {
+  return self:_finish(self._port.call("set_network", self.sandbox_id, {
     allow_internet_access = fields.allow_internet_access,
     allow_out = fields.allow_out, deny_out = fields.deny_out,
   }))
@@ -252,11 +284,11 @@ function Sandbox:fork(opts)
   local o, err = check.options("fork", opts, FORK_SPEC)
   if not o then return nil, err end
   local raws
-  raws, err = self:_finish(self._client._h:fork(self.sandbox_id, o.timeout_ms, o.count))
+  raws, err = self:_finish(self._port.call("fork", self.sandbox_id, o.timeout_ms, o.count))
   if not raws then return nil, err end
   local forks = {}
   for i, raw in ipairs(raws) do
-    forks[i] = M.new(self._client, raw, { owned = true, on_close = o.on_close or self._client._on_close })
+    forks[i] = M.new(self._port, raw, { owned = true, on_close = o.on_close or self._port.on_close })
   end
   return forks
 end
@@ -270,7 +302,7 @@ function Sandbox:snapshot(name)
   local ok, err = check.value("snapshot", "name", name, "nonempty")
   if not ok then return nil, err end
   local list
-  list, err = self:_finish(self._client._h:snapshot(self.sandbox_id, name))
+  list, err = self:_finish(self._port.call("snapshot", self.sandbox_id, name))
   if not list then return nil, err end
   return { id = list[1].snapshot_id, snapshot_id = list[1].snapshot_id, names = list[1].names }
 end
@@ -279,7 +311,7 @@ end
 -- @treturn boolean true
 -- @return or nil, err
 function Sandbox:kill()
-  local ok, err = rt.finish(self._client._h:kill(self.sandbox_id))
+  local ok, err = rt.finish(self._port.call("kill", self.sandbox_id))
   if ok or errors.is(err, "not_found") then
     self._closed = true
     self._h:flush_forgets(true)
