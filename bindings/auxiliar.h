@@ -13,6 +13,7 @@
 #define CLIENT_MT "e2b.core.client"
 #define SBX_MT "e2b.core.sbx"
 #define REQ_MT "e2b.core.req"
+#define OUTPUT_MT "e2b.core.output"
 #define ERROR_MT_KEY "e2b.core.error_mt"
 /* ---- shared loop state (refcounted: requests keep it alive) ---- */
 
@@ -42,7 +43,8 @@ typedef enum {
   RES_VOLUMES,
   RES_RUN,
   RES_DOCTOR,
-  RES_EGRESS
+  RES_EGRESS,
+  RES_BOOT_ID    /* a string */
 } result_kind;
 
 typedef struct {
@@ -73,6 +75,8 @@ void e2bL_push_tri(lua_State *L, const char *k, int v);
 void e2bL_push_doctor(lua_State *L, const e2b_doctor_report *r);
 void e2bL_push_egress(lua_State *L, const e2b_egress_report *r);
 void e2bL_push_run(lua_State *L, const e2b_run_result *r);
+void e2bL_push_partial(lua_State *L, const e2b_run_result *r);
+e2b_keep e2bL_keep_of(lua_State *L, const char *keep);
 int e2bL_push_req(lua_State *L, lloop *l, e2b_req *req, result_kind kind, const e2b_error *err);
 loop_ud *e2bL_check_loop(lua_State *L, int idx);
 void e2bL_new_class(lua_State *L, const char *name, const luaL_Reg *methods, lua_CFunction gc);
@@ -82,6 +86,8 @@ void e2bL_open_loop(lua_State *L);
 void e2bL_open_client(lua_State *L);
 void e2bL_open_sbx(lua_State *L);
 void e2bL_open_req(lua_State *L);
+void e2bL_open_output(lua_State *L);
+int e2bL_core_output(lua_State *L);
 int e2bL_core_loop(lua_State *L);
 int e2bL_core_client(lua_State *L);
 

@@ -70,7 +70,11 @@ static int req_result(lua_State *L) {
   req_ud *r = check_req(L);
   if (!e2b_req_done(r->req)) luaL_error(L, "request still running");
   const e2b_error *err = e2b_req_error(r->req);
-  if (err) return e2bL_push_fail(L, err);
+  if (err) {
+    e2bL_push_fail(L, err);
+    if (r->kind == RES_RUN) e2bL_push_partial(L, e2b_req_run_result(r->req));
+    return 2;
+  }
   switch (r->kind) {
   case RES_SANDBOX:
     e2bL_push_sandbox(L, e2b_req_sandbox(r->req));
@@ -136,6 +140,9 @@ static int req_result(lua_State *L) {
   case RES_EGRESS:
     e2bL_push_egress(L, e2b_req_egress_report(r->req));
     return 1;
+  case RES_BOOT_ID:
+    lua_pushstring(L, e2b_req_boot_id(r->req));
+    return 1;
   case RES_NONE:
   case RES_STREAM:
     break;
@@ -144,20 +151,11 @@ static int req_result(lua_State *L) {
   return 1;
 }
 
-/* partial() -> the run result even when the run failed (a timeout keeps its output), or nil. */
-static int req_partial(lua_State *L) {
-  req_ud *r = check_req(L);
-  const e2b_run_result *rr = r->kind == RES_RUN ? e2b_req_run_result(r->req) : NULL;
-  if (!rr) return 0;
-  e2bL_push_run(L, rr);
-  return 1;
-}
-
 static const char *event_stream_name(e2b_event_type t) {
   return t == E2B_EVENT_STDOUT ? "stdout" : t == E2B_EVENT_STDERR ? "stderr" : "pty";
 }
 
-/* read(max) on a process stream:
+/* read(max) on a process stream (and on a run: the chunks it hands on):
  *   "start", pid | "stdout"|"stderr"|"pty", bytes (<= max, consecutive chunks
  *   of one stream joined) | "end", exit_code, exited, status, error |
  *   nil (nothing queued yet) | false (stream over; see result()). */
@@ -364,7 +362,7 @@ static const luaL_Reg req_methods[] = {
     {"result", req_result}, {"read", req_read},     {"read_bytes", req_read_bytes}, {"drain", req_drain},
     {"queued", req_queued}, {"send", req_send}, {"send_from", req_send_from},     {"finish", req_finish},
     {"pending", req_pending}, {"cancel", req_cancel}, {"close", req_close},
-    {"partial", req_partial},  {"process", req_process},
+    {"process", req_process},
     {NULL, NULL}};
 
 void e2bL_open_req(lua_State *L) { e2bL_new_class(L, REQ_MT, req_methods, req_close); }

@@ -84,7 +84,7 @@ typedef enum req_error_style {
 } req_error_style;
 
 enum { E2B_RESULT_NONE, E2B_RESULT_RUN, E2B_RESULT_SNAPSHOTS, E2B_RESULT_VOLUMES,
-       E2B_RESULT_DOCTOR, E2B_RESULT_EGRESS };
+       E2B_RESULT_DOCTOR, E2B_RESULT_EGRESS, E2B_RESULT_BOOT_ID };
 
 typedef struct queued {
   struct queued *next;
