@@ -167,6 +167,8 @@ static void feed_stdin(e2b_req *op, run_state *s) {
   if (s->input || s->stdin_closed || !s->started || s->ended) return;
   s->stdin_closed = 1;
   s->input = e2b_op_child(op, e2b_proc_feed(s->sbx, s->pid, s->tag, s->stdin_data, s->stdin_len, s->pty, &err));
+  free(s->stdin_data); /* the feed has its own copy */
+  s->stdin_data = NULL;
 }
 
 /* ---- output ---- */
