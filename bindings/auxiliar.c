@@ -285,15 +285,46 @@ void e2bL_push_egress(lua_State *L, const e2b_egress_report *r) {
   e2bL_set_str(L, "detail", r->detail);
 }
 
+/* A run's result as sbx:run returns it: pty only for a pty, bytes_dropped
+ * only when the tail was kept (the pid only on a failure: e2bL_push_partial). */
 void e2bL_push_run(lua_State *L, const e2b_run_result *r) {
-  lua_createtable(L, 0, 6);
+  lua_createtable(L, 0, 9);
   e2bL_set_int(L, "exit_code", r->exit_code);
+  lua_pushboolean(L, r->exit_code == 0);
+  lua_setfield(L, -2, "ok");
   lua_pushlstring(L, (const char *)r->out, r->out_len);
   lua_setfield(L, -2, "stdout");
   lua_pushlstring(L, (const char *)r->err, r->err_len);
   lua_setfield(L, -2, "stderr");
+  if (r->pty) {
+    lua_pushlstring(L, (const char *)r->pty, r->pty_len);
+    lua_setfield(L, -2, "pty");
+  }
   e2bL_set_str(L, "status", r->status);
-  e2bL_set_int(L, "bytes_dropped", (lua_Integer)r->dropped);
+  e2bL_set_str(L, "error", r->error);
+  if (r->keep == E2B_KEEP_TAIL) e2bL_set_int(L, "bytes_dropped", (lua_Integer)r->dropped);
+}
+
+/* What a failed run had (stdout, stderr, pid), on the error table on top;
+ * nothing when the command never started. */
+void e2bL_push_partial(lua_State *L, const e2b_run_result *r) {
+  if (!r || !r->pid) return;
+  lua_pushlstring(L, (const char *)r->out, r->out_len);
+  lua_setfield(L, -2, "stdout");
+  lua_pushlstring(L, (const char *)r->err, r->err_len);
+  lua_setfield(L, -2, "stderr");
+  e2bL_set_int(L, "pid", (lua_Integer)r->pid);
+}
+
+/* NULL -> E2B_KEEP_DEFAULT, else "all" | "tail" | "none". */
+e2b_keep e2bL_keep_of(lua_State *L, const char *k) {
+  static const char *const names[] = {"all", "tail", "none", NULL};
+  static const e2b_keep modes[] = {E2B_KEEP_ALL, E2B_KEEP_TAIL, E2B_KEEP_NONE};
+  if (!k) return E2B_KEEP_DEFAULT;
+  for (int i = 0; names[i]; i++)
+    if (strcmp(k, names[i]) == 0) return modes[i];
+  luaL_error(L, "keep must be \"all\", \"tail\" or \"none\"");
+  return E2B_KEEP_DEFAULT;
 }
 
 void e2bL_new_class(lua_State *L, const char *name, const luaL_Reg *methods, lua_CFunction gc) {

@@ -13,6 +13,7 @@
 #define CLIENT_MT "e2b.core.client"
 #define SBX_MT "e2b.core.sbx"
 #define REQ_MT "e2b.core.req"
+#define OUTPUT_MT "e2b.core.output"
 #define ERROR_MT_KEY "e2b.core.error_mt"
 /* ---- shared loop state (refcounted: requests keep it alive) ---- */
 
@@ -58,6 +59,8 @@ int e2bL_push_req(lua_State *L, lloop *l, e2b_req *req, const e2b_error *err);
 /* A new userdata of size bytes with metatable mt, zeroed but for its first
  * field: l, which it now holds a reference on. */
 void *e2bL_new_ud(lua_State *L, size_t size, const char *mt, lloop *l);
+void e2bL_push_partial(lua_State *L, const e2b_run_result *r);
+e2b_keep e2bL_keep_of(lua_State *L, const char *keep);
 loop_ud *e2bL_check_loop(lua_State *L, int idx);
 void e2bL_new_class(lua_State *L, const char *name, const luaL_Reg *methods, lua_CFunction gc);
 /* Table-driven methods: for each row of a table of calls (rows of `stride`
@@ -74,6 +77,8 @@ void e2bL_open_loop(lua_State *L);
 void e2bL_open_client(lua_State *L);
 void e2bL_open_sbx(lua_State *L);
 void e2bL_open_req(lua_State *L);
+void e2bL_open_output(lua_State *L);
+int e2bL_core_output(lua_State *L);
 int e2bL_core_loop(lua_State *L);
 int e2bL_core_client(lua_State *L);
 

@@ -107,6 +107,11 @@ static int push_written(lua_State *L, const e2b_req *req) {
   return 1;
 }
 
+static int push_boot_id(lua_State *L, const e2b_req *req) {
+  lua_pushstring(L, e2b_req_boot_id(req));
+  return 1;
+}
+
 static int push_run(lua_State *L, const e2b_req *req) {
   e2bL_push_run(L, e2b_req_run_result(req));
   return 1;
@@ -142,15 +147,21 @@ static const struct {
     [E2B_RESULT_VOLUMES] = {e2b_req_volume_count, volume_at, NULL},
     [E2B_RESULT_RUN] = {.push = push_run},
     [E2B_RESULT_DOCTOR] = {.push = push_doctor},
-    [E2B_RESULT_EGRESS] = {.push = push_egress}};
+    [E2B_RESULT_EGRESS] = {.push = push_egress},
+    [E2B_RESULT_BOOT_ID] = {.push = push_boot_id}};
 
 /* result() -> value | nil, err; raises if called before the request is done. */
 static int req_result(lua_State *L) {
   req_ud *r = check_req(L);
   if (!e2b_req_done(r->req)) luaL_error(L, "request still running");
   const e2b_error *err = e2b_req_error(r->req);
-  if (err) return e2bL_push_fail(L, err);
   size_t kind = (size_t)e2b_req_result_kind(r->req);
+  if (err) {
+    int n = e2bL_push_fail(L, err);
+    /* a failed run's error also carries what it kept (a timeout's output) */
+    if (kind == E2B_RESULT_RUN) e2bL_push_partial(L, e2b_req_run_result(r->req));
+    return n;
+  }
   if (kind >= sizeof pushers / sizeof *pushers) kind = E2B_RESULT_NONE;
   int n = 0;
   if (pushers[kind].count) {
@@ -165,20 +176,11 @@ static int req_result(lua_State *L) {
   return n + (pushers[kind].push ? pushers[kind].push(L, r->req) : 0);
 }
 
-/* partial() -> the run result even when the run failed (a timeout keeps its output), or nil. */
-static int req_partial(lua_State *L) {
-  req_ud *r = check_req(L);
-  const e2b_run_result *rr = e2b_req_run_result(r->req);
-  if (!rr) return 0;
-  e2bL_push_run(L, rr);
-  return 1;
-}
-
 static const char *event_stream_name(e2b_event_type t) {
   return t == E2B_EVENT_STDOUT ? "stdout" : t == E2B_EVENT_STDERR ? "stderr" : "pty";
 }
 
-/* read(max) on a process stream:
+/* read(max) on a process stream (and on a run: the chunks it hands on):
  *   "start", pid | "stdout"|"stderr"|"pty", bytes (<= max, consecutive chunks
  *   of one stream joined) | "end", exit_code, exited, status, error |
  *   nil (nothing queued yet) | false (stream over; see result()). */
@@ -379,6 +381,6 @@ static const luaL_Reg req_methods[] = {
     {"read", req_read},       {"read_bytes", req_read_bytes}, {"drain", req_drain},
     {"send", req_send},       {"send_from", req_send_from}, {"finish", req_finish},
     {"pending", req_pending}, {"cancel", req_cancel},   {"close", req_close},
-    {"partial", req_partial}, {"process", req_process}, {NULL, NULL}};
+    {"process", req_process}, {NULL, NULL}};
 
 void e2bL_open_req(lua_State *L) { e2bL_new_class(L, REQ_MT, req_methods, req_close); }

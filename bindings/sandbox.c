@@ -70,25 +70,45 @@ static int sbx_start(lua_State *L) {
   return e2bL_push_req(L, u->l, req, &err);
 }
 
-/* run(start_opts, stdin?, max_output?) -> request for e2b_run */
+/* run(start_opts, run_opts) -> the request of e2b_run_with; run_opts:
+ * { stdin = bytes, max_output = n, keep = "all"|"tail"|"none",
+ *   chunks_stdout, chunks_stderr (take those chunks with read()),
+ *   env_replace, keep_output (default true) }. */
 static int sbx_run(lua_State *L) {
   sbx_ud *u = check_sbx(L);
   luaL_checktype(L, 2, LUA_TTABLE);
-  size_t in_len = 0;
-  const char *in = luaL_optlstring(L, 3, NULL, &in_len);
-  lua_Integer max = luaL_optinteger(L, 4, 64 << 20);
-  luaL_argcheck(L, max > 0, 4, "max_output must be positive");
+  luaL_checktype(L, 3, LUA_TTABLE);
   e2b_proc_opts o;
   read_proc_opts(L, 2, &o);
+  e2b_run_opts ro = {.keep = e2bL_keep_of(L, e2bL_opt_string(L, 3, "keep")), .track = 1};
+  lua_getfield(L, 3, "stdin");
+  ro.stdin_data = lua_isnil(L, -1) ? NULL : luaL_checklstring(L, -1, &ro.stdin_len);
+  lua_Integer max = e2bL_opt_integer(L, 3, "max_output", 0);
+  luaL_argcheck(L, max >= 0, 3, "max_output must be positive");
+  ro.max_output = (size_t)max;
+  ro.chunks = (e2bL_opt_tristate(L, 3, "chunks_stdout") == 1 ? E2B_STREAM_STDOUT : 0) |
+              (e2bL_opt_tristate(L, 3, "chunks_stderr") == 1 ? E2B_STREAM_STDERR : 0);
+  ro.track_flags = (e2bL_opt_tristate(L, 3, "env_replace") == 1 ? E2B_TRACK_ENV_REPLACE : 0) |
+                   (e2bL_opt_tristate(L, 3, "keep_output") == 0 ? E2B_TRACK_NO_KEEP : 0);
   e2b_error err;
-  e2b_req *req = e2b_run(u->s, &o, in, in_len, (size_t)max, &err);
+  e2b_req *req = e2b_run_with(u->s, &o, &ro, &err);
+  lua_pop(L, 1); /* stdin: copied by now */
   return e2bL_push_req(L, u->l, req, &err);
+}
+
+/* boot_id(tag) -> a request whose result is the boot id the tracked
+ * process started under (e2b_proc_boot_id) */
+static int sbx_boot_id(lua_State *L) {
+  sbx_ud *u = check_sbx(L);
+  e2b_error err;
+  return e2bL_push_req(L, u->l, e2b_proc_boot_id(u->s, luaL_checkstring(L, 2), &err), &err);
 }
 
 /* track(start_opts, env_replace?, keep_output?) -> a tracked process stream */
 static int sbx_track(lua_State *L) {
   sbx_ud *u = check_sbx(L);
   luaL_checktype(L, 2, LUA_TTABLE);
+  lua_settop(L, 5); /* the option readers leave scratch above: absent flags must read as nil */
   e2b_proc_opts o;
   read_proc_opts(L, 2, &o);
   e2b_error err;
@@ -198,6 +218,19 @@ static int sbx_send_input(lua_State *L) {
   return e2bL_push_req(L, u->l, req, &err);
 }
 
+/* feed(pid_or_tag, bytes, pty?): writes bytes in pieces, then closes stdin */
+static int sbx_feed(lua_State *L) {
+  sbx_ud *u = check_sbx(L);
+  uint32_t pid;
+  const char *tag;
+  size_t len;
+  check_target(L, 2, &pid, &tag);
+  const char *data = luaL_checklstring(L, 3, &len);
+  e2b_error err;
+  e2b_req *req = e2b_proc_feed(u->s, pid, tag, data, len, lua_toboolean(L, 4), &err);
+  return e2bL_push_req(L, u->l, req, &err);
+}
+
 static int sbx_close_stdin(lua_State *L) {
   sbx_ud *u = check_sbx(L);
   uint32_t pid;
@@ -302,7 +335,8 @@ static const luaL_Reg sbx_methods[] = {
     {"url", sbx_url},               {"run", sbx_run},                 {"track", sbx_track},
     {"attach", sbx_attach},         {"signal_async", sbx_signal_async},
     {"forget_async", sbx_forget_async}, {"flush_forgets", sbx_flush_forgets},
-    {"explain", sbx_explain},       {"close", sbx_gc},                {NULL, NULL}};
+    {"explain", sbx_explain},       {"boot_id", sbx_boot_id},         {"feed", sbx_feed},
+    {"close", sbx_gc},              {NULL, NULL}};
 
 void e2bL_open_sbx(lua_State *L) {
   e2bL_new_class(L, SBX_MT, sbx_methods, sbx_gc);

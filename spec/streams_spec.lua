@@ -119,6 +119,44 @@ describe("command output", function()
     assert.are.equal("0\n", ps)
   end)
 
+  it("feeds stdin of several 1 MiB pieces, byte-exact, to run and to spawn, then EOF", function()
+    local bytes = h.all_bytes():rep(9000) -- 2.3 MB: three pieces
+    local r = assert(sbx:run("cat", { stdin = bytes }))
+    assert.are.equal(#bytes, #r.stdout)
+    assert.is_true(r.stdout == bytes)
+    local proc = assert(sbx:spawn("wc -c", { stdin = bytes }))
+    assert.are.equal(#bytes .. "\n", assert(proc:wait(10000)).stdout)
+    proc:close()
+  end)
+
+  it("times out a run with callbacks like one without: chunks delivered, the group killed, the pid kept", function()
+    local seen = {}
+    local r, err = sbx:run("echo started; echo e >&2; sleep 33", {
+      timeout_ms = 800, on_stdout = function(c) seen[#seen + 1] = c end, keep = "tail",
+    })
+    assert.is_nil(r)
+    assert.are.equal("timeout", err.kind)
+    assert.are.equal("started\n", table.concat(seen))
+    assert.are.equal("started\n", err.stdout) -- kept: keep was given
+    assert.are.equal("e\n", err.stderr)
+    assert.is_number(err.pid)
+    local ps = assert(sbx:run("ps -eo args | grep -c '[s]leep 33' || true")).stdout
+    assert.are.equal("0\n", ps)
+  end)
+
+  it("fails a run past max_output with the output kept so far and the group killed", function()
+    -- A callback makes the output read while it runs (a plain run reads it at the end).
+    local r, err = sbx:run("printf 12345678; sleep 0.2; printf 9abc; sleep 34",
+      { max_output = 10, keep = "all", on_stdout = function() end })
+    assert.is_nil(r)
+    assert.are.equal("sandbox", err.kind)
+    assert.truthy(err.message:find("stdout exceeded max_output", 1, true), err.message)
+    assert.are.equal("12345678", err.stdout)
+    assert.is_number(err.pid)
+    local ps = assert(sbx:run("ps -eo args | grep -c '[s]leep 34' || true")).stdout
+    assert.are.equal("0\n", ps)
+  end)
+
   it("names the idle budget when a stream goes silent", function()
     if h.live then return end
     h.faults({ { match = "POST envd:/process.Process/Start", action = "stall", ms = 4000, count = 1 } })

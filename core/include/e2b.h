@@ -377,6 +377,12 @@ E2B_EXPORT e2b_req *e2b_proc_send_input(e2b_sbx *sbx, uint32_t pid, const char *
 E2B_EXPORT e2b_req *e2b_proc_close_stdin(e2b_sbx *sbx, uint32_t pid, const char *tag, e2b_error *err);
 /* signo: 9 (KILL), 15 (TERM), 2 (INT) or another number envd accepts. */
 E2B_EXPORT e2b_req *e2b_proc_signal(e2b_sbx *sbx, uint32_t pid, const char *tag, int signo, e2b_error *err);
+/* Writes data to the process's stdin (its pty with pty = 1) in pieces of
+ * at most 1 MiB, one request at a time, then closes its stdin; the data is
+ * copied. Fails at the first piece that fails (the process may have
+ * exited without reading). */
+E2B_EXPORT e2b_req *e2b_proc_feed(e2b_sbx *sbx, uint32_t pid, const char *tag, const void *data, size_t len,
+                                  int pty, e2b_error *err);
 E2B_EXPORT e2b_req *e2b_proc_resize(e2b_sbx *sbx, uint32_t pid, const char *tag, unsigned cols, unsigned rows,
                          e2b_error *err);
 E2B_EXPORT e2b_req *e2b_proc_list(e2b_sbx *sbx, e2b_error *err);
@@ -621,23 +627,94 @@ E2B_EXPORT const e2b_volume *e2b_req_volume_at(const e2b_req *req, size_t i);
 
 /* -- running a command to completion -- */
 
+/* What a run keeps of each stream (per stream, at most max_output bytes). */
+typedef enum e2b_keep {
+  E2B_KEEP_DEFAULT = 0, /* all, except a stream the caller takes as chunks: that one is the caller's */
+  E2B_KEEP_ALL,         /* all; more than max_output fails the run (E2B_ERR_SANDBOX) */
+  E2B_KEEP_TAIL,        /* the last max_output bytes; the rest is counted in dropped */
+  E2B_KEEP_NONE         /* nothing (chunks still reach the caller) */
+} e2b_keep;
+
+/* Streams, as bits: stdout (with a pty's output) and stderr. */
+#define E2B_STREAM_STDOUT 1u
+#define E2B_STREAM_STDERR 2u
+
 typedef struct e2b_run_result {
-  int exit_code;
+  int exit_code;      /* -1 when the process did not end by itself (ended 0) */
   char *status;
   uint8_t *out;       /* stdout, exact bytes (the last max_output when it overflowed) */
   size_t out_len;
   uint8_t *err;
   size_t err_len;
-  size_t dropped;     /* bytes dropped from the front when output exceeded max_output */
+  size_t dropped;     /* bytes dropped from the front (E2B_KEEP_TAIL) */
+  /* The fields below came with e2b_run_with. */
+  char *error;        /* envd's error of the end event; NULL when none */
+  uint8_t *pty;       /* a pty's output; NULL unless the command ran on one */
+  size_t pty_len;
+  uint32_t pid;       /* 0 when the command never started */
+  int ended;          /* the end event came (exit_code and status are the process's) */
+  e2b_keep keep;      /* what the output was kept by */
 } e2b_run_result;
 
-/* Starts opts, writes stdin (may be NULL) then closes it, and collects the
- * output, keeping at most max_output bytes of each stream (the tail).
- * opts->timeout_ms bounds the run: past it the process group is killed and
- * the request fails with E2B_ERR_TIMEOUT (the result still holds the output). */
+typedef struct e2b_run_opts {
+  const void *stdin_data; /* written when the process's stdin_open is set, then stdin is
+                             closed (in pieces of at most 1 MiB) */
+  size_t stdin_len;
+  size_t max_output;      /* per stream; 0: 64 MiB */
+  e2b_keep keep;
+  unsigned chunks;        /* E2B_STREAM_* bits: those streams' output is also handed to
+                             the caller as it comes, as events of the run request
+                             (e2b_req_next_event or peek/consume: E2B_EVENT_STDOUT,
+                             E2B_EVENT_STDERR, E2B_EVENT_PTY; a bounded queue: a reader
+                             behind pauses the command's stream) */
+  int track;              /* 1: started by e2b_proc_track(track_flags), its kept files
+                             removed afterwards through the forget queue; 0: e2b_proc_start */
+  unsigned track_flags;   /* E2B_TRACK_ENV_REPLACE, E2B_TRACK_NO_KEEP; E2B_TRACK_AT_END is
+                             implied when chunks is 0 (nothing is read before the end) */
+} e2b_run_opts;
+
+/* Starts opts, feeds its stdin, and collects its output as run_opts keep
+ * it. opts->timeout_ms bounds the run: past it (or when envd ended it with
+ * a signal within 50 ms of that deadline) the request fails with
+ * E2B_ERR_TIMEOUT. On any failure after the start (timeout, max_output,
+ * a broken stream) the process group is killed (and looked for until it is
+ * gone, for at most 2 s), past the deadline what it wrote up to its end is
+ * read (for at most 2 s more), and the result still holds the output and
+ * the pid (e2b_req_run_result). The request fails as it is when the
+ * command never started (the result's pid is then 0). */
+E2B_EXPORT e2b_req *e2b_run_with(e2b_sbx *sbx, const e2b_proc_opts *opts, const e2b_run_opts *run_opts,
+                                 e2b_error *err);
+/* The same with stdin always opened (stdin_data may be NULL), keeping the
+ * tail of max_output bytes of each stream, without tracking. */
 E2B_EXPORT e2b_req *e2b_run(e2b_sbx *sbx, const e2b_proc_opts *opts, const void *stdin_data,
                  size_t stdin_len, size_t max_output, e2b_error *err);
+/* The result, once done; also after a failure that kept output (see above). */
 E2B_EXPORT const e2b_run_result *e2b_req_run_result(const e2b_req *req);
+
+/* The keeping of e2b_run on its own, for a caller collecting a process
+ * stream itself: chunks (E2B_STREAM_* bits) as in e2b_run_opts. NULL when
+ * max_output is 0, keep is not an e2b_keep, or memory ran out. */
+typedef struct e2b_output e2b_output;
+E2B_EXPORT e2b_output *e2b_output_new(size_t max_output, e2b_keep keep, unsigned chunks);
+/* Keeps a chunk of stream (E2B_EVENT_STDOUT, _STDERR or _PTY; others are
+ * ignored). Returns 0, 1 when it would pass max_output under
+ * E2B_KEEP_ALL/DEFAULT (nothing kept, err says which stream), -1 when
+ * memory ran out (err filled). */
+E2B_EXPORT int e2b_output_add(e2b_output *o, e2b_event_type stream, const void *data, size_t len,
+                              e2b_error *err);
+/* What is kept of stream, as one run of bytes (valid until the next add);
+ * NULL only when memory ran out. */
+E2B_EXPORT const uint8_t *e2b_output_data(e2b_output *o, e2b_event_type stream, size_t *len);
+E2B_EXPORT size_t e2b_output_dropped(const e2b_output *o);
+E2B_EXPORT e2b_keep e2b_output_keep(const e2b_output *o);
+E2B_EXPORT void e2b_output_free(e2b_output *o);
+
+/* The boot id of the sandbox a tracked process (by tag) started under,
+ * from its kept files; the wrapper writes it as its first step, so a
+ * process just started is waited for (at most 5 s). Result:
+ * e2b_req_boot_id. E2B_ERR_NOT_FOUND when it was not recorded. */
+E2B_EXPORT e2b_req *e2b_proc_boot_id(e2b_sbx *sbx, const char *tag, e2b_error *err);
+E2B_EXPORT const char *e2b_req_boot_id(const e2b_req *req);
 
 /* -- looking at a backend -- */
 
@@ -707,7 +784,7 @@ E2B_EXPORT int e2b_req_status(const e2b_req *req);
 
 /* What a request's result is, so a caller holding only the request (a
  * binding, a scheduler) knows which accessors apply. Each call that makes a
- * request sets it; e2b_run's request says E2B_RESULT_RUN once it is done. */
+ * request sets it when it makes the request. */
 typedef enum e2b_result_kind {
   E2B_RESULT_NONE,      /* its outcome only (e2b_req_error): kill, signal, remove, ... */
   E2B_RESULT_SANDBOX,   /* e2b_req_sandbox, e2b_req_resumed */
@@ -721,7 +798,8 @@ typedef enum e2b_result_kind {
   E2B_RESULT_VOLUMES,   /* e2b_req_volume_count/_at */
   E2B_RESULT_RUN,       /* e2b_req_run_result */
   E2B_RESULT_DOCTOR,    /* e2b_req_doctor_report */
-  E2B_RESULT_EGRESS     /* e2b_req_egress_report */
+  E2B_RESULT_EGRESS,    /* e2b_req_egress_report */
+  E2B_RESULT_BOOT_ID    /* e2b_req_boot_id */
 } e2b_result_kind;
 E2B_EXPORT e2b_result_kind e2b_req_result_kind(const e2b_req *req);
 /* Stops the transfer; the request completes with E2B_ERR_CANCELED. */

@@ -1,29 +1,53 @@
-/* run.c — e2b_run: start a command, feed its stdin, collect its output to
- * the end (keeping the last max_output bytes of each stream), with a
- * deadline that kills the process group. Used by provisioning (setup
- * scripts), doctor and verify_egress; callers that stream use the process
- * calls directly. */
+/* run.c — e2b_run_with: start a command, feed its stdin, keep its output
+ * (output.c's rules) and hand chunks to a caller that wants them, with a
+ * deadline that kills the process group. The single owner of what a
+ * single-shot command does: the Lua binding's sbx:run is this op, as are
+ * provisioning's setup scripts, doctor and verify_egress (e2b_run).
+ *
+ * Phases: RUN reads to the end; a failure after the start (the deadline,
+ * max_output, a broken stream) KILLs the group (SIGKILL, then a process
+ * list until it is gone, at most KILL_SETTLE_MS); past the deadline the
+ * run then DRAINs what the process wrote up to its end (at most
+ * KILL_SETTLE_MS more) before it fails with the output it has. */
 #include "internal.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#define STDIN_CHUNK (1u << 20)
+#define DEFAULT_MAX_OUTPUT ((size_t)64 << 20)
+#define KILL_SETTLE_MS 2000
+#define LOOK_EVERY_MS 50
+/* envd enforces the same deadline (Connect-Timeout-Ms) and may end the
+ * process a moment before our timer fires: a signal this close to it is
+ * the timeout too. */
+#define DEADLINE_GRACE_MS 50
+
+enum { P_RUN, P_KILL, P_DRAIN };
 
 typedef struct run_state {
   e2b_sbx *sbx;
   e2b_req *stream;
-  e2b_req *input;  /* a SendInput / CloseStdin in flight */
-  e2b_req *kill;
+  e2b_req *input;  /* its stdin being fed */
+  e2b_req *kill;   /* the SIGKILL in flight */
+  e2b_req *look;   /* a process list: is the group gone? */
   uint32_t pid;
+  char *tag;       /* tracked: signals and input go by tag */
+  char *user;      /* whose commands may remove the kept files */
+  int tracked;     /* its output is kept in files, forgotten afterwards */
+  int pty;         /* it runs on a pty: the result has its output */
+  int started, ended, finished;
   uint8_t *stdin_data;
-  size_t stdin_len, stdin_off;
+  size_t stdin_len;
   int stdin_closed;
-  size_t max_output;
-  growbuf out, err;
-  size_t dropped;
-  int ended;
-  int timed_out;
+  unsigned chunks;
+  e2b_output *out;
+  int exit_code;
+  char *status, *error;
+  int phase;
+  int drain;       /* after the kill, read to the end (the deadline passed) */
+  int timer;       /* our timer is armed (op->timer_at_ms 0 again: it fired) */
+  int64_t settle_until_ms;
+  e2b_error fail;  /* reported once the group is dealt with */
   int armed;
   int64_t deadline_ms;
   long timeout_ms;
@@ -33,66 +57,75 @@ static void run_result_free(void *p) {
   e2b_run_result *r = p;
   if (!r) return;
   free(r->status);
+  free(r->error);
   free(r->out);
   free(r->err);
+  free(r->pty);
   free(r);
 }
 
 static void run_free(void *p) {
   run_state *s = p;
+  if (s->started && !s->finished && !s->ended) {
+    /* Dropped mid-run (canceled): the group is not left behind. */
+    e2b_error err;
+    e2b_req *k = e2b_proc_signal(s->sbx, s->tag ? 0 : s->pid, s->tag, 9, &err);
+    if (k) e2b_req_autofree(k);
+    if (s->tracked) e2b_proc_forget_later(s->sbx, s->tag, s->user);
+  }
   e2b_req_free(s->stream);
   e2b_req_free(s->input);
   e2b_req_free(s->kill);
-  e2b_growbuf_free(&s->out);
-  e2b_growbuf_free(&s->err);
+  e2b_req_free(s->look);
+  e2b_output_free(s->out);
   free(s->stdin_data);
+  free(s->tag);
+  free(s->user);
+  free(s->status);
+  free(s->error);
   e2b_sbx_release(s->sbx);
   free(s);
 }
 
-/* Appends, keeping at most max bytes (the tail). */
-static int keep_tail(growbuf *b, const uint8_t *data, size_t len, size_t max, size_t *dropped) {
-  if (len >= max) {
-    *dropped += b->len + (len - max);
-    b->len = 0;
-    data += len - max;
-    len = max;
-  }
-  if (e2b_growbuf_append(b, data, len) != 0) return -1;
-  if (b->len > max) {
-    size_t cut = b->len - max;
-    memmove(b->data, b->data + cut, max);
-    b->len = max;
-    *dropped += cut;
-  }
+static int copy_stream(e2b_output *o, e2b_event_type t, uint8_t **data, size_t *len) {
+  size_t n;
+  const uint8_t *src = e2b_output_data(o, t, &n);
+  if (!src || !(*data = malloc(n + 1))) return -1;
+  if (n) memcpy(*data, src, n);
+  (*data)[n] = 0;
+  *len = n;
   return 0;
 }
 
-static e2b_run_result *make_result(run_state *s, const e2b_proc_event *end) {
+static e2b_run_result *make_result(run_state *s, int pty) {
   e2b_run_result *r = calloc(1, sizeof *r);
   if (!r) return NULL;
-  r->exit_code = end ? end->exit_code : -1;
-  r->status = strdup(end && end->status ? end->status : s->timed_out ? "timeout" : "");
-  r->out_len = s->out.len;
-  r->err_len = s->err.len;
-  r->out = malloc(s->out.len + 1);
-  r->err = malloc(s->err.len + 1);
-  r->dropped = s->dropped;
-  if (!r->status || !r->out || !r->err) {
+  r->exit_code = s->ended ? s->exit_code : -1;
+  r->status = strdup(s->ended && s->status ? s->status : s->fail.code == E2B_ERR_TIMEOUT ? "timeout" : "");
+  r->error = s->error ? strdup(s->error) : NULL;
+  r->pid = s->pid;
+  r->ended = s->ended;
+  r->keep = e2b_output_keep(s->out);
+  r->dropped = e2b_output_dropped(s->out);
+  int bad = !r->status || (s->error && !r->error);
+  bad = bad || copy_stream(s->out, E2B_EVENT_STDOUT, &r->out, &r->out_len) != 0;
+  bad = bad || copy_stream(s->out, E2B_EVENT_STDERR, &r->err, &r->err_len) != 0;
+  bad = bad || (pty && copy_stream(s->out, E2B_EVENT_PTY, &r->pty, &r->pty_len) != 0);
+  if (bad) {
     run_result_free(r);
     return NULL;
   }
-  if (s->out.len) memcpy(r->out, s->out.data, s->out.len);
-  if (s->err.len) memcpy(r->err, s->err.data, s->err.len);
-  r->out[r->out_len] = 0;
-  r->err[r->err_len] = 0;
   return r;
 }
 
-static void finish_run(e2b_req *op, run_state *s, const e2b_proc_event *end, const e2b_error *err) {
-  op->result = make_result(s, end);
+/* The end: the result (the output kept so far, also on a failure), the
+ * kept files queued for removal, the op finished with s->fail if set. */
+static void finish_run(e2b_req *op, run_state *s) {
+  const e2b_error *err = s->fail.code != E2B_OK ? &s->fail : NULL;
+  s->finished = 1;
+  if (s->tracked && s->started) e2b_proc_forget_later(s->sbx, s->tag, s->user);
+  op->result = make_result(s, s->pty);
   op->result_free = run_result_free;
-  op->result_kind = E2B_RESULT_RUN;
   if (!op->result && !err) {
     e2b_error nomem;
     e2b_err_set(&nomem, E2B_ERR_UNAVAILABLE, op->op, "out of memory");
@@ -101,94 +134,262 @@ static void finish_run(e2b_req *op, run_state *s, const e2b_proc_event *end, con
   e2b_op_finish(op, err);
 }
 
-/* Starts the next stdin step once the previous one finished. */
+static void fail_with(run_state *s, const e2b_error *err) {
+  if (s->fail.code == E2B_OK) s->fail = *err;
+}
+
+static void arm(e2b_req *op, run_state *s, long ms) {
+  e2b_req_arm_timer(op, ms);
+  s->timer = 1;
+}
+
+/* Whether our timer was armed and has fired (then it is ours no more). */
+static int fired(e2b_req *op, run_state *s) {
+  if (!s->timer || op->timer_at_ms) return 0;
+  s->timer = 0;
+  return 1;
+}
+
+static void timeout_error(e2b_req *op, run_state *s) {
+  e2b_error err;
+  e2b_err_set(&err, E2B_ERR_TIMEOUT, op->op, "command timed out (timeout_ms) after %ld ms", s->timeout_ms);
+  err.retryable = 0;
+  fail_with(s, &err);
+}
+
+/* ---- input ---- */
+
+/* Once started, its stdin is fed (and closed) by e2b_proc_feed; how that
+ * went is the process's business (it may exit without reading). */
 static void feed_stdin(e2b_req *op, run_state *s) {
   e2b_error err;
-  if (s->input) {
-    if (!e2b_req_done(s->input)) return;
-    /* A process that exits without reading its input is its own business. */
-    e2b_req_free(s->input);
-    s->input = NULL;
+  if (s->input || s->stdin_closed || !s->started || s->ended) return;
+  s->stdin_closed = 1;
+  s->input = e2b_op_child(op, e2b_proc_feed(s->sbx, s->pid, s->tag, s->stdin_data, s->stdin_len, s->pty, &err));
+  free(s->stdin_data); /* the feed has its own copy */
+  s->stdin_data = NULL;
+}
+
+/* ---- output ---- */
+
+static unsigned stream_bit(e2b_event_type t) {
+  return t == E2B_EVENT_STDERR ? E2B_STREAM_STDERR : E2B_STREAM_STDOUT;
+}
+
+/* One event of the command's stream: 0 go on, 1 stop (ended or failed). */
+static int take_event(e2b_req *op, run_state *s, queued *n) {
+  e2b_proc_event *ev = &n->ev;
+  e2b_error err;
+  if (ev->type == E2B_EVENT_START) {
+    s->pid = ev->pid;
+    s->started = 1;
+    const char *tag = e2b_req_proc_tag(s->stream);
+    if (tag && !s->tag && !(s->tag = strdup(tag))) goto nomem;
+  } else if (ev->type == E2B_EVENT_END) {
+    s->ended = 1;
+    s->exit_code = ev->exit_code;
+    if (!(s->status = strdup(ev->status ? ev->status : ""))) goto nomem;
+    if (ev->error && !(s->error = strdup(ev->error))) goto nomem;
+    free(n);
+    return 1;
+  } else if (ev->len) {
+    int rc = e2b_output_add(s->out, ev->type, ev->data, ev->len, &err);
+    if (rc != 0) {
+      free(n);
+      fail_with(s, &err);
+      return 1;
+    }
+    if (s->chunks & stream_bit(ev->type)) {
+      e2b_req_push_node(op, n); /* the caller's chunk, handed on without a copy */
+      return 0;
+    }
   }
-  if (s->stdin_closed || !s->pid) return;
-  if (s->stdin_off < s->stdin_len) {
-    size_t n = s->stdin_len - s->stdin_off;
-    if (n > STDIN_CHUNK) n = STDIN_CHUNK;
-    s->input = e2b_proc_send_input(s->sbx, s->pid, NULL, s->stdin_data + s->stdin_off, n, 0, &err);
-    s->stdin_off += n;
-  } else {
-    s->input = e2b_proc_close_stdin(s->sbx, s->pid, NULL, &err);
-    s->stdin_closed = 1;
+  free(n);
+  return 0;
+nomem:
+  free(n);
+  e2b_err_set(&err, E2B_ERR_UNAVAILABLE, op->op, "out of memory");
+  fail_with(s, &err);
+  return 1;
+}
+
+/* Takes what the stream queued: 1 when it ended or failed, 0 to wait. */
+static int pump(e2b_req *op, run_state *s) {
+  queued *n;
+  while (s->stream->queue_head) {
+    if (s->chunks && op->queued_bytes >= E2B_STREAM_QUEUE_CAP) {
+      op->throttled = 1; /* the reader's consume kicks us again */
+      return 0;
+    }
+    if (!(n = e2b_req_pop_node(s->stream))) break;
+    if (take_event(op, s, n)) return 1;
   }
-  e2b_op_child(op, s->input);
+  if (!e2b_req_done(s->stream)) return 0;
+  const e2b_error *serr = e2b_req_error(s->stream);
+  e2b_error protocol;
+  if (!serr) {
+    e2b_err_set(&protocol, E2B_ERR_PROTOCOL, op->op, "process stream ended without an end event");
+    serr = &protocol;
+  }
+  fail_with(s, serr);
+  return 1;
+}
+
+/* ---- the kill: SIGKILL, then look until the group is gone ---- */
+
+static void start_kill(e2b_req *op, run_state *s, int drain) {
+  e2b_error err;
+  e2b_req_disarm_timer(op);
+  s->timer = 0;
+  s->phase = P_KILL;
+  s->drain = drain;
+  s->settle_until_ms = e2b_now_ms() + KILL_SETTLE_MS;
+  s->kill = e2b_op_child(op, e2b_proc_signal(s->sbx, s->tag ? 0 : s->pid, s->tag, 9, &err));
+  if (!s->kill) finish_run(op, s);
+}
+
+static int listed(const run_state *s, const e2b_req *list) {
+  for (size_t i = 0; i < e2b_req_proc_count(list); i++) {
+    const e2b_proc_info *p = e2b_req_proc_at(list, i);
+    if (s->tag ? p->tag && strcmp(p->tag, s->tag) == 0 : p->pid == s->pid) return 1;
+  }
+  return 0;
+}
+
+/* The group is gone (or could not be looked at, or survived): drain or finish. */
+static void killed(e2b_req *op, run_state *s) {
+  if (!s->drain) return finish_run(op, s);
+  s->phase = P_DRAIN;
+  arm(op, s, KILL_SETTLE_MS);
+  if (pump(op, s)) finish_run(op, s);
+}
+
+static void kill_step(e2b_req *op, run_state *s) {
+  e2b_error err;
+  if (s->kill) {
+    if (!e2b_req_done(s->kill)) return;
+    const e2b_error *kerr = e2b_req_error(s->kill);
+    int look = !kerr || kerr->code == E2B_ERR_NOT_FOUND;
+    e2b_req_free(s->kill);
+    s->kill = NULL;
+    if (!look) return killed(op, s);
+    s->look = e2b_op_child(op, e2b_proc_list(s->sbx, &err));
+    if (!s->look) return killed(op, s);
+    return;
+  }
+  if (s->look) {
+    if (!e2b_req_done(s->look)) return;
+    int alive = !e2b_req_error(s->look) && listed(s, s->look);
+    e2b_req_free(s->look);
+    s->look = NULL;
+    if (!alive || e2b_now_ms() >= s->settle_until_ms) return killed(op, s);
+    return arm(op, s, LOOK_EVERY_MS);
+  }
+  if (fired(op, s)) {
+    s->look = e2b_op_child(op, e2b_proc_list(s->sbx, &err));
+    if (!s->look) killed(op, s);
+  }
+}
+
+/* ---- running ---- */
+
+/* The command ended: a success, or envd's end of it at the deadline. */
+static void ended(e2b_req *op, run_state *s) {
+  e2b_req_disarm_timer(op);
+  s->timer = 0;
+  if (s->armed && s->exit_code != 0 && s->status && strstr(s->status, "signal") &&
+      e2b_now_ms() >= s->deadline_ms - DEADLINE_GRACE_MS)
+    timeout_error(op, s);
+  finish_run(op, s);
+}
+
+static void run_step(e2b_req *op, run_state *s) {
+  if (s->timeout_ms > 0 && !s->armed) {
+    s->armed = 1; /* the deadline runs from the first step */
+    s->deadline_ms = e2b_now_ms() + s->timeout_ms;
+    arm(op, s, s->timeout_ms);
+  }
+  if (pump(op, s)) {
+    if (s->ended && s->fail.code == E2B_OK) return ended(op, s);
+    /* Failed after the start: the group is not left behind. */
+    if (s->started && !s->ended) return start_kill(op, s, 0);
+    return finish_run(op, s);
+  }
+  if (fired(op, s)) {
+    timeout_error(op, s);
+    if (!s->started) return finish_run(op, s);
+    return start_kill(op, s, 1);
+  }
+  feed_stdin(op, s);
 }
 
 static void run_advance(e2b_req *op) {
   run_state *s = op->state;
-  e2b_error err;
-  if (s->kill) {
-    if (!e2b_req_done(s->kill)) return;
-    e2b_err_set(&err, E2B_ERR_TIMEOUT, op->op, "command timed out after %ld ms", s->timeout_ms);
-    err.retryable = 0;
-    return finish_run(op, s, NULL, &err);
-  }
-  if (s->timeout_ms > 0 && !s->armed) {
-    s->armed = 1; /* the deadline runs from the first step */
-    s->deadline_ms = e2b_now_ms() + s->timeout_ms;
-    e2b_req_arm_timer(op, s->timeout_ms);
-  }
-  e2b_proc_event ev;
-  int rc;
-  while ((rc = e2b_req_peek_event(s->stream, &ev)) == 1) {
-    if (ev.type == E2B_EVENT_START) {
-      s->pid = ev.pid;
-    } else if (ev.type == E2B_EVENT_STDOUT || ev.type == E2B_EVENT_PTY) {
-      if (keep_tail(&s->out, ev.data, ev.len, s->max_output, &s->dropped) != 0) goto nomem;
-    } else if (ev.type == E2B_EVENT_STDERR) {
-      if (keep_tail(&s->err, ev.data, ev.len, s->max_output, &s->dropped) != 0) goto nomem;
-    } else if (ev.type == E2B_EVENT_END) {
-      s->ended = 1;
-      e2b_req_disarm_timer(op);
-      /* envd enforces the same deadline (Connect-Timeout-Ms) and may end
-       * the process a moment before our timer fires: that is a timeout too. */
-      if (s->armed && ev.exit_code != 0 && e2b_now_ms() >= s->deadline_ms - 50) {
-        e2b_err_set(&err, E2B_ERR_TIMEOUT, op->op, "command timed out after %ld ms", s->timeout_ms);
-        err.retryable = 0;
-        return finish_run(op, s, NULL, &err);
-      }
-      finish_run(op, s, &ev, NULL);
-      return;
-    }
-    e2b_req_consume(s->stream, ev.len);
-  }
-  if (rc < 0) {
-    const e2b_error *serr = e2b_req_error(s->stream);
-    e2b_error protocol;
-    if (!serr) {
-      e2b_err_set(&protocol, E2B_ERR_PROTOCOL, op->op, "process stream ended without an end event");
-      serr = &protocol;
-    }
-    return finish_run(op, s, NULL, serr);
-  }
-  if (s->armed && !op->timer_at_ms && !s->timed_out) {
-    /* The deadline fired: kill the group, then report the timeout. */
-    s->timed_out = 1;
-    s->kill = s->pid ? e2b_op_child(op, e2b_proc_signal(s->sbx, s->pid, NULL, 9, &err)) : NULL;
-    if (!s->kill) {
-      e2b_err_set(&err, E2B_ERR_TIMEOUT, op->op, "command timed out after %ld ms", s->timeout_ms);
-      return finish_run(op, s, NULL, &err);
-    }
-    return;
-  }
-  feed_stdin(op, s);
-  return;
-nomem:
-  e2b_err_set(&err, E2B_ERR_UNAVAILABLE, op->op, "out of memory");
-  finish_run(op, s, NULL, &err);
+  if (s->phase == P_RUN) return run_step(op, s);
+  if (s->phase == P_KILL) return kill_step(op, s);
+  if (pump(op, s) || fired(op, s)) finish_run(op, s); /* P_DRAIN */
 }
 
-e2b_req *e2b_run(e2b_sbx *sbx, const e2b_proc_opts *opts, const void *stdin_data,
-                 size_t stdin_len, size_t max_output, e2b_error *err) {
+/* ---- entry points ---- */
+
+static run_state *new_state(e2b_sbx *sbx, const e2b_proc_opts *opts, const e2b_run_opts *ro) {
+  run_state *s = calloc(1, sizeof *s);
+  if (!s) return NULL;
+  s->sbx = sbx;
+  e2b_sbx_retain(sbx);
+  s->out = e2b_output_new(ro->max_output ? ro->max_output : DEFAULT_MAX_OUTPUT, ro->keep, ro->chunks);
+  int bad = !s->out || (ro->stdin_len && !(s->stdin_data = malloc(ro->stdin_len)));
+  bad = bad || (ro->track && opts->user && !(s->user = strdup(opts->user)));
+  if (bad) {
+    run_free(s);
+    return NULL;
+  }
+  if (ro->stdin_len) memcpy(s->stdin_data, ro->stdin_data, ro->stdin_len);
+  s->stdin_len = ro->stdin_len;
+  s->stdin_closed = !opts->stdin_open; /* nothing to feed, nothing to close */
+  s->chunks = ro->chunks;
+  s->timeout_ms = opts->timeout_ms;
+  s->pty = opts->pty_cols > 0 && opts->pty_rows > 0;
+  return s;
+}
+
+e2b_req *e2b_run_with(e2b_sbx *sbx, const e2b_proc_opts *opts, const e2b_run_opts *ro, e2b_error *err) {
+  e2b_error_clear(err);
+  if (!sbx || !opts || !ro) {
+    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, "run", "sandbox and options are required");
+    return NULL;
+  }
+  if (ro->keep < E2B_KEEP_DEFAULT || ro->keep > E2B_KEEP_NONE) {
+    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, "run", "keep must be an e2b_keep");
+    return NULL;
+  }
+  if (ro->stdin_len && !ro->stdin_data) {
+    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, "run", "stdin_data is required with stdin_len");
+    return NULL;
+  }
+  run_state *s = new_state(sbx, opts, ro);
+  if (!s) {
+    e2b_err_set(err, E2B_ERR_UNAVAILABLE, "run", "out of memory");
+    return NULL;
+  }
+  if (ro->track) {
+    unsigned flags = ro->track_flags | (ro->chunks ? 0 : E2B_TRACK_AT_END);
+    s->stream = e2b_proc_track(sbx, opts, flags, err);
+    s->tracked = s->stream && e2b_req_proc_tracked(s->stream);
+  } else {
+    s->stream = e2b_proc_start(sbx, opts, err);
+  }
+  if (!s->stream) {
+    run_free(s);
+    return NULL;
+  }
+  e2b_req *op = e2b_op_new(sbx->client->loop, "run", run_advance, s, run_free, err);
+  if (op) e2b_op_child(op, s->stream);
+  return e2b_req_typed(op, E2B_RESULT_RUN);
+}
+
+e2b_req *e2b_run(e2b_sbx *sbx, const e2b_proc_opts *opts, const void *stdin_data, size_t stdin_len,
+                 size_t max_output, e2b_error *err) {
   e2b_error_clear(err);
   if (!sbx || !opts) {
     e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, "run", "sandbox and options are required");
@@ -198,29 +399,12 @@ e2b_req *e2b_run(e2b_sbx *sbx, const e2b_proc_opts *opts, const void *stdin_data
     e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, "run", "max_output must be positive");
     return NULL;
   }
-  run_state *s = calloc(1, sizeof *s);
-  if (!s || (stdin_len && !(s->stdin_data = malloc(stdin_len)))) {
-    free(s);
-    e2b_err_set(err, E2B_ERR_UNAVAILABLE, "run", "out of memory");
-    return NULL;
-  }
-  if (stdin_len) memcpy(s->stdin_data, stdin_data, stdin_len);
-  s->stdin_len = stdin_len;
-  s->max_output = max_output;
-  s->timeout_ms = opts->timeout_ms;
-  s->sbx = sbx;
-  e2b_sbx_retain(sbx);
   e2b_proc_opts o = *opts;
   o.stdin_open = 1; /* stdin is always closed explicitly, after any bytes */
   o.pty_cols = o.pty_rows = 0;
-  s->stream = e2b_proc_start(sbx, &o, err);
-  if (!s->stream) {
-    run_free(s);
-    return NULL;
-  }
-  e2b_req *op = e2b_op_new(sbx->client->loop, "run", run_advance, s, run_free, err);
-  if (op) e2b_op_child(op, s->stream);
-  return op;
+  e2b_run_opts ro = {.stdin_data = stdin_data, .stdin_len = stdin_data ? stdin_len : 0,
+                     .max_output = max_output, .keep = E2B_KEEP_TAIL};
+  return e2b_run_with(sbx, &o, &ro, err);
 }
 
 const e2b_run_result *e2b_req_run_result(const e2b_req *req) {

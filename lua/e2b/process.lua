@@ -4,10 +4,13 @@
 -- sandbox and the stream falls back to reading it by offset, so a reader
 -- never loses or repeats a byte, and sbx:attach() continues from offsets on
 -- any client. Output is taken from the core's bounded queue as it is read:
--- read() returns at most 1 MiB, and run() keeps at most max_output bytes per
--- stream.
+-- read() returns at most 1 MiB. run() is the core's (e2b_run_with): what it
+-- keeps (max_output per stream), its stdin, its deadline and its kill are
+-- decided there; this module hands it the options and calls the callbacks
+-- with the chunks it passes on.
 -- @module e2b.process
 local check = require("e2b.check")
+local core = require("e2b.core")
 local errors = require("e2b.errors")
 local rt = require("e2b.rt")
 
@@ -25,7 +28,6 @@ M.Process = Process
 
 local adapter = rt.adapter
 local READ_MAX = 1024 * 1024
-local STDIN_CHUNK = 1024 * 1024
 local DEFAULT_MAX_OUTPUT = 64 * 1024 * 1024
 local KILL_SETTLE_MS = 2000
 
@@ -125,7 +127,6 @@ local function new_process(sbx, req, info, offsets)
     pid = info.pid,
     tag = info.tag,
     tracked = info.tracked,
-    _kept = info.kept,
     _sbx = sbx,
     _req = req,
     _offsets = { stdout = offsets and offsets.stdout or 0, stderr = offsets and offsets.stderr or 0,
@@ -165,10 +166,10 @@ local function started(sbx, req, offsets)
   return new_process(sbx, req, info, offsets)
 end
 
--- Starts a checked command; at_end: its output is wanted only once it ended.
-local function spawn(sbx, cmd, o, at_end)
+-- Starts a checked command.
+local function spawn(sbx, cmd, o)
   local start = start_opts(sbx, cmd, o)
-  local req, err = sbx._h:track(start, o.env_mode == "replace", o.keep_output ~= false, at_end)
+  local req, err = sbx._h:track(start, o.env_mode == "replace", o.keep_output ~= false)
   if not req then return nil, sbx:_envd_err(err) end
   local proc
   proc, err = started(sbx, req)
@@ -176,7 +177,9 @@ local function spawn(sbx, cmd, o, at_end)
   proc._user = start.user -- whose commands may remove its kept files
   proc._pty = o.pty ~= nil
   proc._on = { stdout = o.on_stdout, stderr = o.on_stderr }
-  if type(o.stdin) == "string" then proc._stdin, proc._close_stdin = o.stdin, true end
+  -- The core feeds the bytes (in pieces) and closes stdin; a process that
+  -- exits without reading them is its own business.
+  if type(o.stdin) == "string" then proc._feeding = sbx._h:feed(proc:_target(), o.stdin, proc._pty) end
   return proc
 end
 
@@ -184,7 +187,7 @@ end
 function M.spawn(sbx, cmd, opts)
   local o, err = check_command("spawn", cmd, opts, SPAWN_SPEC)
   if not o then return nil, err end
-  return spawn(sbx, cmd, o, false)
+  return spawn(sbx, cmd, o)
 end
 
 -- attach(sbx, pid_or_tag, { offsets = { stdout = n, stderr = m }, idle_timeout_ms }) -> proc
@@ -211,35 +214,14 @@ function M.attach(sbx, target, opts)
   return started(sbx, req, offsets)
 end
 
--- Sends pending stdin bytes one request at a time (never blocking the
--- output: the caller keeps reading while a send is in flight). Returns the
--- request in flight, if any.
-function Process:_feed_stdin()
+-- The stdin feed still in flight, if any (awaited beside the output).
+function Process:_feed_pending()
   local f = self._feeding
-  if f then
-    if not f:done() then return f end
-    local ok, err = f:result()
+  if f and f:done() then
     f:close()
-    self._feeding = nil
-    if not ok then
-      -- The process may have exited without reading its input; that is its business.
-      self._stdin, self._close_stdin = nil, nil
-      if not errors.is(err, "not_found") then self._stdin_error = err end
-      return nil
-    end
+    self._feeding, f = nil, nil
   end
-  local h = self._sbx._h
-  if self._stdin and #self._stdin > 0 then
-    local chunk = self._stdin:sub(1, STDIN_CHUNK)
-    self._stdin = self._stdin:sub(STDIN_CHUNK + 1)
-    self._feeding = h:send_input(self:_target(), chunk, self._pty)
-    return self._feeding
-  elseif self._close_stdin then
-    self._close_stdin, self._stdin = nil, nil
-    self._feeding = h:close_stdin(self:_target())
-    return self._feeding
-  end
-  return nil
+  return f
 end
 
 -- Signals and input go by tag: a tag names one process, so a pid reused
@@ -266,7 +248,7 @@ function Process:_next(deadline)
       end
       return nil, self._sbx:_envd_err(err)
     elseif kind == nil then
-      local feeding = self:_feed_stdin()
+      local feeding = self:_feed_pending()
       local waits = feeding and { self._req, feeding } or self._req
       if not adapter.await(waits, deadline) then return nil, nil end
     end
@@ -341,88 +323,6 @@ function Process:lines(opts)
   end
 end
 
--- Output collectors: per stream at most max bytes (the tail with keep="tail").
-local function new_sink(max, tail)
-  return { parts = {}, first = 1, bytes = 0, max = max, tail = tail, dropped = 0 }
-end
-
-local function sink_add(s, data)
-  local parts = s.parts
-  parts[#parts + 1] = data
-  s.bytes = s.bytes + #data
-  if s.bytes <= s.max then return true end
-  if not s.tail then return false end
-  -- Keep the last max bytes: drop whole chunks from the front, then trim.
-  while s.bytes - #parts[s.first] >= s.max do
-    s.bytes = s.bytes - #parts[s.first]
-    s.dropped = s.dropped + #parts[s.first]
-    parts[s.first] = false
-    s.first = s.first + 1
-  end
-  local over = s.bytes - s.max
-  if over > 0 then
-    parts[s.first] = parts[s.first]:sub(over + 1)
-    s.bytes, s.dropped = s.bytes - over, s.dropped + over
-  end
-  if s.first > 64 and s.first > #parts / 2 then
-    local compact = {}
-    for i = s.first, #parts do compact[#compact + 1] = parts[i] end
-    s.parts, s.first = compact, 1
-  end
-  return true
-end
-
-local function sink_text(s)
-  return table.concat(s.parts, "", s.first)
-end
-
--- keep: "all" (default), "tail" or "none"; a stream with a callback is
--- the caller's unless keep was given.
-function Process:_collect(deadline, max_output, keep)
-  local tail = keep == "tail"
-  local on = self._on or {}
-  local sinks = self._sinks
-  if not sinks then -- a second call (after a kill) continues the same collection
-    sinks = { stdout = new_sink(max_output, tail), stderr = new_sink(max_output, tail),
-              pty = new_sink(max_output, tail) }
-    for stream, sink in pairs(sinks) do
-      local cb = on[stream == "pty" and "stdout" or stream]
-      sink.discard = keep == "none" or (keep == nil and cb ~= nil)
-    end
-    self._sinks = sinks
-  end
-  while true do
-    local data, stream = self:_next(deadline)
-    if data == "end" then break end
-    if data == nil then
-      return nil, stream, sinks, stream == nil and "deadline" or "error"
-    end
-    local sink = sinks[stream]
-    if not sink.discard and not sink_add(sink, data) then
-      return nil, errors.new("sandbox", "run",
-        ("%s exceeded max_output (%d bytes); use keep = \"tail\" or spawn() and read()")
-          :format(stream, max_output), { retryable = false }), sinks, "overflow"
-    end
-    local cb = on[stream == "pty" and "stdout" or stream]
-    if cb then cb(data) end
-  end
-  self._sinks = nil
-  local exit = self._exit
-  local result = {
-    exit_code = exit.exit_code,
-    stdout = sink_text(sinks.stdout),
-    stderr = sink_text(sinks.stderr),
-    ok = exit.exit_code == 0,
-    status = exit.status,
-    error = exit.error,
-  }
-  if self._pty then result.pty = sink_text(sinks.pty) end
-  if tail then
-    result.bytes_dropped = sinks.stdout.dropped + sinks.stderr.dropped + sinks.pty.dropped
-  end
-  return result
-end
-
 --- Waits for the end; stdout/stderr hold what read() had not taken (at
 -- most 64 MiB per stream); on_stdout/on_stderr are called as it collects.
 -- @tparam[opt] int timeout_ms none: no limit; a timeout leaves the process running
@@ -435,51 +335,56 @@ function Process:wait(timeout_ms)
   end
   if self._closed then return nil, errors.new("canceled", "wait", "process handle is closed") end
   local deadline = timeout_ms and adapter.now_ms() + timeout_ms
-  local result, err, _, why = self:_collect(deadline, DEFAULT_MAX_OUTPUT, "all")
-  if not result then
-    if why == "deadline" then err = timeout_error("wait", timeout_ms, "process still running") end
-    return nil, err
+  -- What is kept is the core's call (core.output, as run's); a wait that
+  -- timed out leaves it for the next one.
+  local out = self._output or core.output(DEFAULT_MAX_OUTPUT, "all")
+  self._output = out
+  local on = self._on or {}
+  while true do
+    local data, stream = self:_next(deadline)
+    if data == "end" then break end
+    if data == nil then
+      if stream == nil then return nil, timeout_error("wait", timeout_ms, "process still running") end
+      return nil, stream
+    end
+    local ok, err = out:add(stream, data)
+    if not ok then return nil, err end
+    local cb = on[stream == "pty" and "stdout" or stream]
+    if cb then cb(data) end
   end
-  return result
+  self._output = nil
+  local exit = self._exit
+  return out:result(exit.exit_code, exit.status, exit.error, self._pty)
 end
 
--- run(sbx, cmd, opts) -> result | nil, err. No limit on the command's
--- runtime unless timeout_ms asks for one.
+-- run(sbx, cmd, opts) -> result | nil, err. The core's run does it all
+-- (e2b_run_with): this hands it the options, calls the callbacks with the
+-- chunks it passes on while it runs, and returns its result or its error
+-- (with what the command wrote, past a failure after the start).
 function M.run(sbx, cmd, opts)
-  local op = "run"
-  local o, err = check_command(op, cmd, opts, RUN_SPEC)
+  local o, err = check_command("run", cmd, opts, RUN_SPEC)
   if not o then return nil, err end
-  -- The client-side deadline backs up envd's own (Connect-Timeout-Ms), which
-  -- runs from the request, not from the start event.
-  local deadline = o.timeout_ms and adapter.now_ms() + o.timeout_ms
-  -- With no callback nothing needs the output before the end: the core then
-  -- reads none while the command runs.
-  local proc
-  proc, err = spawn(sbx, cmd, o, not (o.on_stdout or o.on_stderr))
-  if not proc then return nil, err end
-  local result, sinks, why
-  result, err, sinks, why = proc:_collect(deadline, o.max_output or DEFAULT_MAX_OUTPUT, o.keep)
-  local killed_by_envd = result and o.timeout_ms and result.status and result.status:find("signal")
-    and adapter.now_ms() >= deadline - 50
-  if result and not killed_by_envd then
-    proc:close()
-    return result
+  local req
+  req, err = sbx._h:run(start_opts(sbx, cmd, o), {
+    stdin = o.stdin, max_output = o.max_output, keep = o.keep,
+    chunks_stdout = o.on_stdout ~= nil, chunks_stderr = o.on_stderr ~= nil,
+    env_replace = o.env_mode == "replace", keep_output = o.keep_output ~= false,
+  })
+  if not req then return nil, sbx:_envd_err(err) end
+  -- Only the streams with a callback are handed on (a pty's as stdout).
+  local on = { stdout = o.on_stdout, pty = o.on_stdout, stderr = o.on_stderr }
+  while true do
+    local kind, data = req:read(READ_MAX)
+    if kind == false then break end
+    if kind == nil then adapter.await(req) else on[kind](data) end
   end
-  -- Past the deadline (ours or envd's), or a failure: stop the group and
-  -- hand back what was read; past our deadline, what it wrote up to its end
-  -- (a run reads nothing before the end).
-  proc:kill()
-  if why == "deadline" then
-    proc:_collect(adapter.now_ms() + KILL_SETTLE_MS, o.max_output or DEFAULT_MAX_OUTPUT, o.keep)
-  end
-  if killed_by_envd or why == "deadline" then
-    err = timeout_error(op, o.timeout_ms, "command timed out (timeout_ms)")
-  end
+  local result
+  result, err = req:result()
+  req:close()
+  if result then return result end
+  local stdout, stderr, pid = err.stdout, err.stderr, err.pid
   err = sbx:_envd_err(err)
-  err.stdout = result and result.stdout or sink_text(sinks.stdout)
-  err.stderr = result and result.stderr or sink_text(sinks.stderr)
-  err.pid = proc.pid
-  proc:close()
+  err.stdout, err.stderr, err.pid = stdout, stderr, pid
   return nil, err
 end
 
@@ -573,25 +478,13 @@ end
 -- @treturn string
 -- @return or nil for a process whose output is not kept, or nil, err
 function Process:boot_id()
-  if not self._kept then return nil end
+  if not self.tracked or not self.tag then return nil end
   if self._boot_id then return self._boot_id end
-  -- The wrapper writes the file as its first step, which may still be
-  -- running when spawn() returns: a short wait covers that, nothing more.
-  local deadline = adapter.now_ms() + 5000
-  while true do
-    local parts = {}
-    local n, err = self._sbx.files:_download("boot_id", self._kept .. ".boot",
-      function(c) parts[#parts + 1] = c end, "root")
-    local id = n and table.concat(parts):match("^%s*(.-)%s*$")
-    if id and id ~= "" then
-      self._boot_id = id
-      return id
-    end
-    if (n == nil and err.kind ~= "not_found") or adapter.now_ms() >= deadline then
-      return nil, err or errors.new("not_found", "boot_id", "the process's boot id was not recorded")
-    end
-    adapter.sleep(20)
-  end
+  -- Where and when it is recorded is the core's business (e2b_proc_boot_id).
+  local id, err = self._sbx:_envd(self._sbx._h:boot_id(self.tag))
+  if not id then return nil, err end
+  self._boot_id = id
+  return id
 end
 
 --- Bytes of each stream taken so far, for `e2b.sandbox.Sandbox:attach`.

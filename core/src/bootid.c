@@ -1,0 +1,125 @@
+/* bootid.c — e2b_proc_boot_id: the boot id a tracked process started
+ * under, read from its kept files (the layout stays track.c's and
+ * forget.c's business, never the caller's). The wrapper writes the file as
+ * its first step, which may still be running when the process is reported
+ * started: a short wait covers that, nothing more. */
+#include "internal.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BOOT_WAIT_MS 5000
+#define BOOT_RETRY_MS 20
+#define BOOT_MAX 128 /* a boot id is a UUID and a newline; more is not one */
+
+typedef struct boot_state {
+  e2b_sbx *sbx;
+  char *path;
+  e2b_req *read;
+  growbuf got;
+  int64_t until_ms;
+  int waiting; /* the retry timer is armed */
+} boot_state;
+
+static void boot_free(void *p) {
+  boot_state *s = p;
+  e2b_req_free(s->read);
+  e2b_growbuf_free(&s->got);
+  free(s->path);
+  e2b_sbx_release(s->sbx);
+  free(s);
+}
+
+static void start_read(e2b_req *op, boot_state *s) {
+  e2b_error err;
+  s->got.len = 0;
+  s->read = e2b_op_child(op, e2b_file_read(s->sbx, s->path, "root", 0, &err));
+  if (!s->read) e2b_op_finish(op, &err);
+}
+
+/* The trimmed id, or NULL when the file held none (yet). */
+static char *trimmed(growbuf *b) {
+  size_t from = 0, to = b->len;
+  while (from < to && isspace((unsigned char)b->data[from])) from++;
+  while (to > from && isspace((unsigned char)b->data[to - 1])) to--;
+  if (from == to) return NULL;
+  char *id = malloc(to - from + 1);
+  if (id) {
+    memcpy(id, b->data + from, to - from);
+    id[to - from] = 0;
+  }
+  return id;
+}
+
+static void read_done(e2b_req *op, boot_state *s) {
+  e2b_error err;
+  const e2b_error *rerr = e2b_req_error(s->read);
+  if (rerr) err = *rerr;
+  e2b_req_free(s->read);
+  s->read = NULL;
+  if (rerr && err.code != E2B_ERR_NOT_FOUND) return e2b_op_finish(op, &err);
+  char *id = rerr ? NULL : trimmed(&s->got);
+  if (id) {
+    op->result = id;
+    op->result_free = free;
+    return e2b_op_finish(op, NULL);
+  }
+  if (e2b_now_ms() >= s->until_ms) {
+    if (!rerr)
+      e2b_err_set(&err, E2B_ERR_NOT_FOUND, op->op, "the process's boot id was not recorded");
+    return e2b_op_finish(op, &err);
+  }
+  s->waiting = 1;
+  e2b_req_arm_timer(op, BOOT_RETRY_MS);
+}
+
+static void boot_advance(e2b_req *op) {
+  boot_state *s = op->state;
+  if (s->waiting) {
+    if (op->timer_at_ms) return;
+    s->waiting = 0;
+    return start_read(op, s);
+  }
+  if (!s->read) return start_read(op, s);
+  const uint8_t *data;
+  size_t len;
+  int rc;
+  while ((rc = e2b_req_next_chunk(s->read, &data, &len)) == 1) {
+    if (s->got.len + len > BOOT_MAX) len = BOOT_MAX - s->got.len;
+    if (len && e2b_growbuf_append(&s->got, data, len) != 0) {
+      e2b_error err;
+      e2b_err_set(&err, E2B_ERR_UNAVAILABLE, op->op, "out of memory");
+      return e2b_op_finish(op, &err);
+    }
+  }
+  if (rc < 0) read_done(op, s);
+}
+
+e2b_req *e2b_proc_boot_id(e2b_sbx *sbx, const char *tag, e2b_error *err) {
+  const char *op = "process.boot_id";
+  e2b_error_clear(err);
+  if (!sbx || !tag || !*tag) {
+    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "sandbox and tag are required");
+    return NULL;
+  }
+  char *prefix = e2b_kept_prefix(tag);
+  size_t n = prefix ? strlen(prefix) + sizeof ".boot" : 0;
+  boot_state *s = prefix ? calloc(1, sizeof *s) : NULL;
+  if (s && (s->path = malloc(n))) snprintf(s->path, n, "%s.boot", prefix);
+  free(prefix);
+  if (!s || !s->path) {
+    free(s);
+    e2b_err_set(err, E2B_ERR_UNAVAILABLE, op, "out of memory");
+    return NULL;
+  }
+  s->sbx = sbx;
+  e2b_sbx_retain(sbx);
+  s->until_ms = e2b_now_ms() + BOOT_WAIT_MS;
+  return e2b_req_typed(e2b_op_new(sbx->client->loop, op, boot_advance, s, boot_free, err), E2B_RESULT_BOOT_ID);
+}
+
+const char *e2b_req_boot_id(const e2b_req *req) {
+  return req->result_kind == E2B_RESULT_BOOT_ID ? req->result : NULL;
+}
