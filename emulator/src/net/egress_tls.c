@@ -23,6 +23,7 @@
 #include "util.h"
 
 #define LEAF_DAYS 30
+#define LEAF_REISSUE_MS (7LL * 86400 * 1000) /* a cached leaf is replaced well before it expires */
 #define WRITE_MAX 16384 /* one record */
 
 /* The certificate the sandbox sees for one host (shared by its connections). */
@@ -32,6 +33,7 @@ typedef struct leaf {
   mbedtls_x509_crt crt; /* the leaf, then the CA: the chain a client checks */
   mbedtls_pk_context key;
   int refs;       /* the cache's own, plus one per connection */
+  int64_t born;   /* issued (mono ms) */
   uint64_t used;  /* for evicting the least recently used */
 } leaf;
 
@@ -163,27 +165,38 @@ static leaf *issue(const char *host, char *err, size_t errlen) {
     return NULL;
   }
   l->refs = 1;
+  l->born = mono_ms();
   return l;
+}
+
+/* Drops *pp from the cache (connections using it keep it until they end). */
+static void cache_drop(leaf **pp) {
+  leaf *gone = *pp;
+  *pp = gone->next;
+  leaf_unref(gone);
+  g_nleaves--;
 }
 
 /* The cached leaf for host, or a new one (the least recently used goes). */
 static leaf *leaf_for(const char *host, char *err, size_t errlen) {
-  for (leaf *l = g_leaves; l; l = l->next)
-    if (strcmp(l->host, host) == 0) {
-      l->used = ++g_tick;
-      l->refs++;
-      return l;
+  for (leaf **pp = &g_leaves; *pp; pp = &(*pp)->next) {
+    leaf *l = *pp;
+    if (strcmp(l->host, host) != 0) continue;
+    if (mono_ms() - l->born >= LEAF_REISSUE_MS) {
+      cache_drop(pp);
+      break;
     }
+    l->used = ++g_tick;
+    l->refs++;
+    return l;
+  }
   leaf *l = issue(host, err, errlen);
   if (!l) return NULL;
   if (g_nleaves >= ETLS_LEAF_CACHE) {
     leaf **old = &g_leaves;
     for (leaf **pp = &g_leaves; *pp; pp = &(*pp)->next)
       if ((*pp)->used < (*old)->used) old = pp;
-    leaf *gone = *old;
-    *old = gone->next;
-    leaf_unref(gone); /* connections using it keep it until they end */
-    g_nleaves--;
+    cache_drop(old);
   }
   l->used = ++g_tick;
   l->next = g_leaves;
