@@ -66,6 +66,9 @@ static leaf *g_leaves;
 static int g_nleaves;
 static uint64_t g_tick;
 static const char *g_alpn[] = {"http/1.1", NULL}; /* the rewriting speaks HTTP/1.x */
+/* X25519 first: the key exchange costs the loop thread less than with P-256 */
+static const mbedtls_ecp_group_id g_curves[] = {MBEDTLS_ECP_DP_CURVE25519, MBEDTLS_ECP_DP_SECP256R1,
+                                                MBEDTLS_ECP_DP_SECP384R1, MBEDTLS_ECP_DP_NONE};
 
 /* The usual places of the system's bundle (Debian, Fedora, Alpine/macOS). */
 static const char *const SYSTEM_BUNDLES[] = {"/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt",
@@ -107,6 +110,7 @@ int etls_init(tls_ca *ca, const char *extra_ca_file, char *err, size_t errlen) {
     mbedtls_ssl_conf_ca_chain(&g_cli, &g_trust, NULL);
     mbedtls_ssl_conf_rng(&g_cli, mbedtls_ctr_drbg_random, &g_drbg);
     mbedtls_ssl_conf_min_version(&g_cli, MBEDTLS_SSL_MAJOR_VERSION_3, MBEDTLS_SSL_MINOR_VERSION_3);
+    mbedtls_ssl_conf_curves(&g_cli, g_curves);
     rc = mbedtls_ssl_conf_alpn_protocols(&g_cli, g_alpn);
   }
   if (rc != 0) {
@@ -250,6 +254,7 @@ static int setup_server(etls *t, char *err, size_t errlen) {
   if (rc == 0) {
     mbedtls_ssl_conf_rng(&t->srv, mbedtls_ctr_drbg_random, &g_drbg);
     mbedtls_ssl_conf_min_version(&t->srv, MBEDTLS_SSL_MAJOR_VERSION_3, MBEDTLS_SSL_MINOR_VERSION_3);
+    mbedtls_ssl_conf_curves(&t->srv, g_curves);
     rc = mbedtls_ssl_conf_own_cert(&t->srv, &t->lf->crt, &t->lf->key);
   }
   if (rc == 0) rc = mbedtls_ssl_conf_alpn_protocols(&t->srv, g_alpn);
