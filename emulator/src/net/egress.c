@@ -336,7 +336,8 @@ static void to_relay(econn *c) {
     netrules_set set;
     c->streamed = sandbox_egress_headers(c->sb, c->host, &set) > 0;
     netrules_set_clear(&set);
-    c->sniff = c->streamed && etls_enabled();
+    /* the sandbox's own loopback is not egress: its TLS is its own business */
+    c->sniff = c->streamed && etls_enabled() && !c->inside;
   }
   if (c->streamed) {
     reqstream_init(&c->rs, c->host, c->port, c->is_connect, rules_now, c);
