@@ -163,13 +163,14 @@ function M.e2b_local_bin()
   return os.getenv("E2B_LOCAL_BIN") or "e2b-local"
 end
 
--- serve_local(args) -> vars, stop: a second e2b-local (`serve` on a free
--- loopback port with extra args) and the variables it printed; stop() ends
--- it with SIGTERM and returns its log (stderr).
-function M.serve_local(args)
+-- serve_local(args, env) -> vars, stop: a second e2b-local (`serve` on a
+-- free loopback port with extra args; env: "NAME=value ..." for its
+-- environment, shell-quoted by the caller) and the variables it printed;
+-- stop() ends it with SIGTERM and returns its log (stderr).
+function M.serve_local(args, env)
   local out, log = os.tmpname(), os.tmpname()
-  local pid = M.host(("%s serve --listen 127.0.0.1:0 %s >%s 2>%s & echo $!")
-    :format(M.shell_quote(M.e2b_local_bin()), args or "", out, log)):match("%d+")
+  local pid = M.host(("env %s %s serve --listen 127.0.0.1:0 %s >%s 2>%s & echo $!")
+    :format(env or "", M.shell_quote(M.e2b_local_bin()), args or "", out, log)):match("%d+")
   local function slurp(path)
     local f = io.open(path)
     local text = f and f:read("*a") or ""

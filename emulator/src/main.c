@@ -40,6 +40,7 @@ typedef struct options {
   const char *templates[32];
   int ntemplates;
   const char *api_key_file;
+  const char *egress_ca_file; /* trusted for upstreams of intercepted HTTPS (beside the system's) */
   int no_isolation, no_freezer, log_requests;
   char **cmd; /* exec */
 } options;
@@ -87,6 +88,10 @@ static void usage(FILE *f) {
           "                       random, handed to CMD by exec)\n"
           "  --log-requests       log one line per request: method, path, status, time\n"
           "                       (never a query string, key or token)\n"
+          "  --egress-ca-file FILE\n"
+          "                       a CA (PEM) the egress proxy trusts beside the system\n"
+          "                       store when it opens HTTPS to a host with network.rules\n"
+          "                       (default: E2B_LOCAL_EGRESS_CA_FILE)\n"
           "  --no-isolation       run sandboxes as plain child processes (no bubblewrap)\n"
           "  --no-freezer         pause with SIGSTOP/SIGCONT instead of the cgroup freezer\n"
           "  --version            print the version and exit\n"
@@ -151,6 +156,8 @@ static int parse_args(int argc, char **argv, int exec_mode, options *o) {
       o->admin_token = argv[++i];
     } else if (strcmp(a, "--domain") == 0 && has_val) {
       o->domain = argv[++i];
+    } else if (strcmp(a, "--egress-ca-file") == 0 && has_val) {
+      o->egress_ca_file = argv[++i];
     } else if (strcmp(a, "--no-isolation") == 0) {
       o->no_isolation = 1;
     } else if (strcmp(a, "--no-freezer") == 0) {
@@ -164,6 +171,8 @@ static int parse_args(int argc, char **argv, int exec_mode, options *o) {
       return -1;
     }
   }
+  if (!o->egress_ca_file && getenv("E2B_LOCAL_EGRESS_CA_FILE") && *getenv("E2B_LOCAL_EGRESS_CA_FILE"))
+    o->egress_ca_file = getenv("E2B_LOCAL_EGRESS_CA_FILE");
   if (o->tls_port < 0) { /* beside --listen: a free port when it takes one */
     snprintf(o->tls_host, sizeof o->tls_host, "%s", o->host);
     o->tls_port = o->port == 0 ? 0 : 3443;
@@ -264,16 +273,21 @@ static size_t tls_names(const options *o, const char *names[8], char dom[2][300]
   return n;
 }
 
-/* The HTTPS listener: the CA kept in DIR/tls, a fresh leaf from it. */
-static int start_tls(const options *o, running *run) {
+/* The CA kept in DIR/tls: the HTTPS listener's, and what sandboxes trust
+ * for the HTTPS the egress proxy intercepts (hosts with network.rules). */
+static int open_ca(running *run) {
   char err[256];
   char *dir = xasprintf("%s/tls", run->state_dir);
   run->ca = tls_ca_open(dir, err, sizeof err);
   free(dir);
-  if (!run->ca) {
-    log_msg("cannot set up HTTPS: %s (--no-tls serves plain HTTP only)", err);
-    return -1;
-  }
+  if (!run->ca) log_msg("cannot set up e2b-local's CA: %s (--no-tls serves plain HTTP only)", err);
+  return run->ca ? 0 : -1;
+}
+
+/* The HTTPS listener: a fresh leaf from the CA. */
+static int start_tls(const options *o, running *run) {
+  char err[256];
+  if (!run->ca && open_ca(run) != 0) return -1;
   const char *names[8];
   char dom[2][300];
   size_t n = tls_names(o, names, dom);
@@ -300,7 +314,7 @@ static void publish(const options *o, running *run, unsigned port) {
   else
     snprintf(g_server.domain, sizeof g_server.domain, "localhost:%u", port);
   snprintf(g_server.base_url, sizeof g_server.base_url, "http://%s:%u", host, port);
-  if (run->ca) { /* first: whoever reads these lines has the CA before the URLs */
+  if (run->tls_srv) { /* first: whoever reads these lines has the CA before the URLs */
     add_env(run, "NODE_EXTRA_CA_CERTS", tls_ca_cert_file(run->ca));
     add_env(run, "E2B_CA_FILE", tls_ca_cert_file(run->ca));
   }
@@ -349,6 +363,9 @@ static int start_all(const options *o, running *run) {
     run->admin_token = xstrdup(hex);
   }
   g_server.admin_token = run->admin_token;
+  /* before any sandbox boots (restored ones, template builds): they get the CA */
+  if (runtime_isolated() && (open_ca(run) != 0 || (egress_set_ca(run->ca, o->egress_ca_file) != 0 && o->egress_ca_file)))
+    return -1;
   if (store_init(run->state_dir) != 0 || sandbox_registry_init(run->state_dir) != 0) {
     log_msg("cannot initialise the state directory %s", run->state_dir);
     return -1;
@@ -378,8 +395,8 @@ static void stop_all(running *run) {
   server_stop(run->tls_srv);
   server_stop(run->srv);
   tls_leaf_free(&run->leaf);
-  tls_ca_close(run->ca);
   egress_shutdown(); /* every sandbox is gone: no more connections come in */
+  tls_ca_close(run->ca); /* after the proxy: it issues from the CA */
   proc_wait_all_readers();
   runtime_shutdown();
   store_shutdown();
@@ -426,7 +443,7 @@ static int append_file(sbuf *b, const char *path) {
  * gets a bundle of theirs and e2b-local's CA, kept beside the CA. */
 static void bundle_node_extra_ca(running *run) {
   const char *theirs = getenv("NODE_EXTRA_CA_CERTS");
-  if (!run->ca || !theirs || !*theirs) return;
+  if (!run->tls_srv || !theirs || !*theirs) return;
   sbuf b = {0};
   char *path = xasprintf("%s/tls/node-extra-ca.pem", run->state_dir);
   int ok = append_file(&b, theirs) == 0;

@@ -82,8 +82,13 @@ test('the CA key is 0600 in a 0700 directory, and a sandbox (root) cannot read i
   const r = await sbx.commands.run(`cat ${key}; ls ${dir}; echo status=$?`, { user: 'root' }).catch((e) => e)
   assert.doesNotMatch(`${r.stdout}${r.stderr}`, /PRIVATE KEY/)
   assert.match(r.stdout, /status=[1-9]/, 'the state directory does not exist inside the sandbox')
-  const env = await sbx.commands.run('env', { user: 'root' })
-  assert.doesNotMatch(env.stdout, /ca\.key|NODE_EXTRA_CA_CERTS|E2B_CA_FILE/)
+  // the server's own CA variables never enter; the sandbox's copy of the CA
+  // (for the HTTPS the egress proxy intercepts) is a certificate only
+  const env = await sbx.commands.run('env; cat /run/e2b/ca.pem', { user: 'root' })
+  assert.doesNotMatch(env.stdout, /ca\.key|E2B_CA_FILE|PRIVATE KEY/)
+  assert.doesNotMatch(env.stdout, new RegExp(S.srv.state))
+  assert.match(env.stdout, /^NODE_EXTRA_CA_CERTS=\/run\/e2b\/ca\.pem$/m)
+  assert.ok(env.stdout.includes(readFileSync(join(dir, 'ca.pem'), 'utf8').trim()))
   await sbx.kill()
 })
 
@@ -110,13 +115,21 @@ test('exec: CMD trusts the CA through NODE_EXTRA_CA_CERTS, bundled with one the 
   assert.deepEqual(JSON.parse(out.trim()), { status: 200, theirs: true, ours: true })
 })
 
-test('--no-tls: plain HTTP only, the domain a bare localhost:PORT and no CA made', async () => {
+test('--no-tls: plain HTTP only, the domain a bare localhost:PORT and no CA published', async () => {
   const srv = await startServer({ extraArgs: ['--no-tls'] })
   try {
     assert.match(srv.env.E2B_DOMAIN, /^localhost:\d+$/)
     assert.equal(srv.env.E2B_DOMAIN, `localhost:${new URL(srv.env.E2B_API_URL).port}`)
     assert.equal(srv.env.NODE_EXTRA_CA_CERTS, undefined)
-    assert.throws(() => statSync(join(srv.state, 'tls')), /ENOENT/)
+    assert.equal(srv.env.E2B_CA_FILE, undefined)
+    // with isolation the CA is still made, for the egress proxy's HTTPS
+    // interception (sandboxes trust it), as private as ever
+    if (srv.logs().includes('bubblewrap isolation')) {
+      assert.equal(statSync(join(srv.state, 'tls')).mode & 0o777, 0o700)
+      assert.equal(statSync(join(srv.state, 'tls', 'ca.key')).mode & 0o777, 0o600)
+    } else {
+      assert.throws(() => statSync(join(srv.state, 'tls')), /ENOENT/)
+    }
   } finally {
     const res = await srv.stop()
     assert.equal(res.code, 0, res.stderr)

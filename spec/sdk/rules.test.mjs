@@ -1,24 +1,45 @@
 // network.rules through the unchanged SDK: per-domain headers e2b-local's
-// egress proxy adds to (or replaces in) a sandbox's HTTP requests, given at
+// egress proxy adds to (or replaces in) a sandbox's HTTP and HTTPS requests, given at
 // create (plain objects, a Map, a transform callback, a rule without a
 // transform) and replaced or cleared by updateNetwork. The "internet" is a
-// server on the host's loopback that answers with the headers it got.
+// server on the host's loopback that answers with the headers it got; for
+// HTTPS, one with a certificate from a CA made here, which the server under
+// test is told to trust (--egress-ca-file).
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
+import { execFileSync } from 'node:child_process'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:http'
+import { createServer as createHttpsServer } from 'node:https'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { after } from 'node:test'
 import { Sandbox } from './sdk.mjs'
 import { useServer } from './helpers.mjs'
 
-const S = useServer()
+// The upstream's CA and its certificate for api.localhost (openssl, P-256).
+const certs = mkdtempSync(join(tmpdir(), 'e2b-rules-certs-'))
+after(() => rmSync(certs, { recursive: true, force: true }))
+const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes']
+const openssl = (...args) => execFileSync('openssl', args, { cwd: certs, stdio: ['ignore', 'ignore', 'pipe'] })
+openssl('req', '-x509', ...ec, '-keyout', 'ca.key', '-out', 'ca.pem', '-days', '2', '-subj', '/CN=sdk spec upstream CA',
+        '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign')
+openssl('req', ...ec, '-keyout', 'up.key', '-out', 'up.csr', '-subj', '/CN=api.localhost')
+writeFileSync(join(certs, 'leaf.ext'), 'subjectAltName=DNS:api.localhost\nextendedKeyUsage=serverAuth\n')
+openssl('x509', '-req', '-in', 'up.csr', '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'up.pem',
+        '-days', '2', '-extfile', 'leaf.ext')
 
-async function echoServer() {
-  const srv = createServer((req, res) => {
+const S = useServer({ extraArgs: ['--egress-ca-file', join(certs, 'ca.pem')] })
+
+async function echoServer(tls) {
+  const make = tls ? (h) => createHttpsServer(tls, h) : createServer
+  const srv = make((req, res) => {
     res.setHeader('Content-Type', 'application/json')
     res.end(JSON.stringify({ injected: req.headers['x-injected'] ?? null, auth: req.headers.authorization ?? null,
                              second: req.headers['x-second'] ?? null, socket: req.socket.remotePort }) + '\n')
   })
   await new Promise((ok) => srv.listen(0, '127.0.0.1', ok))
-  srv.url = `http://127.0.0.1:${srv.address().port}`
+  srv.url = tls ? `https://api.localhost:${srv.address().port}` : `http://127.0.0.1:${srv.address().port}`
   return srv
 }
 
@@ -81,6 +102,29 @@ test('rules: updateNetwork replaces them, omitting them clears them; a CR/LF val
     r = (await seen(sbx, [srv.url]))[0]
     assert.deepEqual([r.injected, r.second], ['sandbox-own', null])
     assert.equal((await sbx.getInfo()).network.rules, undefined)
+    await sbx.kill()
+  } finally {
+    srv.close()
+  }
+})
+
+test('rules: HTTPS requests to a host with rules get the headers, behind e2b-local\'s CA; without rules, untouched', async () => {
+  const srv = await echoServer({ key: readFileSync(join(certs, 'up.key')), cert: readFileSync(join(certs, 'up.pem')) })
+  const allow = { allowOut: ['localhost', '*.localhost'], denyOut: ['0.0.0.0/0'] }
+  try {
+    const sbx = await Sandbox.create({ ...S.opts, timeoutMs: 120_000, network: { ...allow,
+      rules: { 'api.localhost': [{ transform: { headers: { 'X-Injected': 'from-rules', Authorization: 'Bearer t0k' } } }] } } })
+    // curl checks the certificate with the sandbox's own store: e2b-local's CA is in it
+    const got = await seen(sbx, [`${srv.url}/a`, `${srv.url}/b`])
+    assert.equal(got.length, 2)
+    assert.equal(got[0].socket, got[1].socket, 'one TLS connection upstream')
+    for (const r of got) assert.deepEqual([r.injected, r.auth], ['from-rules', 'Bearer t0k'])
+    // rules cleared: the tunnel is the upstream's own TLS, which the sandbox does not trust
+    await sbx.updateNetwork(allow)
+    assert.deepEqual(await seen(sbx, [srv.url]), [])
+    await sbx.files.write('/tmp/up-ca.pem', readFileSync(join(certs, 'ca.pem'), 'utf8'))
+    const plain = await seen(sbx, [srv.url], '--cacert /tmp/up-ca.pem')
+    assert.equal(plain[0].injected, 'sandbox-own')
     await sbx.kill()
   } finally {
     srv.close()

@@ -2,6 +2,7 @@
  * a small resolver pool for host names. */
 #define _GNU_SOURCE
 #include "egress.h"
+#include "egress_tls.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -40,6 +41,8 @@
 #define MAX_CONNS_CEIL 16384           /* all sandboxes' (else RLIMIT_NOFILE / 4) */
 #define MAX_CONNS_FLOOR 64
 #define HEADER_TIMEOUT_MS 10000        /* accept -> complete request head */
+#define HANDSHAKE_TIMEOUT_MS 10000     /* ClientHello -> both TLS handshakes done */
+#define TLS_ROUNDS 8                   /* relay rounds per event: others get their turn */
 #define IDLE_TIMEOUT_MS (10 * 60000)   /* a relay with no byte either way */
 #define SWEEP_MS 1000
 #define RESOLVERS 8
@@ -99,6 +102,10 @@ typedef struct econn {
   socklen_t lens[MAX_ADDRS];
   int naddr, ai;
   rjob *job;
+  int sniff;          /* a tunnel with rules, waiting for its first byte: TLS or not */
+  etls *tls;          /* intercepted: both sides are TLS (egress_tls.h) */
+  int tls_ready;      /* both handshakes done */
+  int64_t tls_since;  /* the ClientHello came (mono ms) */
 } econn;
 
 enum { C_ACCEPT, C_RECHECK, C_CLOSE_SB };
@@ -129,9 +136,18 @@ static quota *g_quotas;
 static const char *const PROXY_ENV[] = {"http_proxy=http://127.0.0.1:3128", "https_proxy=http://127.0.0.1:3128",
                                         "HTTP_PROXY=http://127.0.0.1:3128", "HTTPS_PROXY=http://127.0.0.1:3128",
                                         NULL};
+static const char *const PROXY_TLS_ENV[] = {"http_proxy=http://127.0.0.1:3128", "https_proxy=http://127.0.0.1:3128",
+                                            "HTTP_PROXY=http://127.0.0.1:3128", "HTTPS_PROXY=http://127.0.0.1:3128",
+                                            "NODE_EXTRA_CA_CERTS=" EGRESS_SANDBOX_CA,
+                                            "REQUESTS_CA_BUNDLE=" EGRESS_SANDBOX_BUNDLE,
+                                            "SSL_CERT_FILE=" EGRESS_SANDBOX_BUNDLE, NULL};
 static const char *const NO_ENV[] = {NULL};
+static int g_intercept; /* set once, before any sandbox boots */
 
-const char *const *egress_env(void) { return runtime_isolated() ? PROXY_ENV : NO_ENV; }
+const char *const *egress_env(void) {
+  if (!runtime_isolated()) return NO_ENV;
+  return g_intercept ? PROXY_TLS_ENV : PROXY_ENV;
+}
 
 static void wake(void) {
   uint64_t one = 1;
@@ -198,6 +214,8 @@ static void conn_close(econn *c) {
   if (c->state == ST_DEAD) return;
   set_interest(&c->cl, 0);
   set_interest(&c->up, 0);
+  etls_free(c->tls);
+  c->tls = NULL;
   if (c->cl.fd >= 0) close(c->cl.fd);
   if (c->up.fd >= 0) close(c->up.fd);
   c->cl.fd = c->up.fd = -1;
@@ -318,6 +336,8 @@ static void to_relay(econn *c) {
     netrules_set set;
     c->streamed = sandbox_egress_headers(c->sb, c->host, &set) > 0;
     netrules_set_clear(&set);
+    /* the sandbox's own loopback is not egress: its TLS is its own business */
+    c->sniff = c->streamed && etls_enabled() && !c->inside;
   }
   if (c->streamed) {
     reqstream_init(&c->rs, c->host, c->port, c->is_connect, rules_now, c);
@@ -652,7 +672,165 @@ static int flow_requests(econn *c, int *moved) {
   return 0;
 }
 
+/* ---- TLS interception (egress_tls.h) ---- */
+
+/* At most one line a second: what a sandbox makes fail must not flood the log. */
+static void log_tls(const econn *c, const char *why) {
+  static int64_t last;
+  int64_t now = mono_ms();
+  if (now - last < 1000) return;
+  last = now;
+  log_msg("sandbox %s: egress TLS to %.100s:%d: %s", c->sb, c->host, c->port, why);
+}
+
+/* The tunnel's first client byte decides: a TLS handshake record (0x16)
+ * while the upstream has said nothing is intercepted, anything else goes
+ * the plain way. 1: wait (or the connection ended), 0: decided. */
+static int sniff(econn *c) {
+  int moved = 0;
+  if (flow_send(c->cl.fd, &c->u2c, &moved) < 0) { /* the 200 first */
+    conn_close(c);
+    return 1;
+  }
+  char b;
+  ssize_t up = recv(c->up.fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+  int up_quiet = up < 0 && (errno == EAGAIN || errno == EINTR);
+  if (c->hlen == 0 && up_quiet) {
+    ssize_t n = read(c->cl.fd, c->head, HEAD_MAX);
+    if (n < 0 && errno != EAGAIN && errno != EINTR) {
+      conn_close(c);
+      return 1;
+    }
+    if (n > 0) c->hlen = (size_t)n;
+    if (n == 0) c->in_eof = 1;
+  }
+  if (up_quiet && c->hlen == 0 && !c->in_eof) {
+    set_interest(&c->cl, EPOLLIN | (c->u2c.len > c->u2c.off ? EPOLLOUT : 0));
+    set_interest(&c->up, EPOLLIN); /* a server that speaks first: not TLS from the client */
+    return 1;
+  }
+  if (!up_quiet || c->hlen == 0 || (unsigned char)c->head[0] != 0x16) {
+    c->sniff = 0;
+    return 0;
+  }
+  if (c->u2c.len > c->u2c.off) { /* the 200 not all sent yet: TLS goes after it */
+    set_interest(&c->cl, EPOLLOUT);
+    set_interest(&c->up, 0);
+    return 1;
+  }
+  char err[256];
+  c->sniff = 0;
+  c->tls = etls_new(c->host, c->cl.fd, c->up.fd, c->head, c->hlen, err, sizeof err);
+  if (!c->tls) {
+    log_tls(c, err);
+    conn_close(c);
+    return 1;
+  }
+  c->hlen = 0;
+  c->tls_since = mono_ms();
+  return 0;
+}
+
+/* Sends what b holds to one TLS side; at its end, that side is told so. */
+static int tls_send(econn *c, int side, pipebuf *b, int *moved) {
+  if (b->len > b->off) {
+    int n = etls_write(c->tls, side, b->data + b->off, b->len - b->off);
+    if (n > 0) {
+      b->off += (size_t)n;
+      *moved = 1;
+      if (b->off == b->len) b->off = b->len = 0;
+    } else if (n != ETLS_AGAIN) {
+      return -1;
+    }
+  }
+  if (b->eof && b->len == 0 && !b->shut) {
+    etls_close_notify(c->tls, side);
+    shutdown(side == ETLS_CLIENT ? c->cl.fd : c->up.fd, SHUT_WR);
+    b->shut = 1;
+  }
+  return 0;
+}
+
+/* The sandbox's decrypted bytes: framed and rewritten as plain requests are. */
+static int tls_requests(econn *c, int *moved) {
+  pipebuf *b = &c->c2u;
+  if (!c->in_eof && !b->eof && c->hlen < HEAD_MAX) {
+    int n = etls_read(c->tls, ETLS_CLIENT, c->head + c->hlen, HEAD_MAX - c->hlen);
+    if (n > 0) c->hlen += (size_t)n;
+    if (n == 0) c->in_eof = 1;
+    if (n == -1) return -1;
+    if (n >= 0) *moved = 1;
+  }
+  compact(b);
+  size_t hlen = c->hlen, blen = b->len;
+  int rc = reqstream_feed(&c->rs, c->head, &c->hlen, HEAD_MAX, b->data, &b->len, BUF_SIZE);
+  if (rc == REQSTREAM_BAD) return -1;
+  if (rc == REQSTREAM_END) b->eof = 1;
+  if (c->hlen != hlen || b->len != blen) *moved = 1;
+  /* the client is done: what is left can never become a whole request */
+  if (c->in_eof && !b->eof && (c->hlen == 0 || b->len == 0)) b->eof = 1;
+  return tls_send(c, ETLS_UPSTREAM, b, moved);
+}
+
+static int tls_answers(econn *c, int *moved) {
+  pipebuf *b = &c->u2c;
+  if (!b->eof && b->len < BUF_SIZE) {
+    compact(b);
+    int n = etls_read(c->tls, ETLS_UPSTREAM, b->data + b->len, BUF_SIZE - b->len);
+    if (n > 0) b->len += (size_t)n;
+    if (n == 0) b->eof = 1;
+    if (n == -1) return -1;
+    if (n >= 0) *moved = 1;
+  }
+  return tls_send(c, ETLS_CLIENT, b, moved);
+}
+
+static void pump_tls(econn *c) {
+  if (!c->tls_ready) {
+    char err[256];
+    int hs = etls_handshake(c->tls, err, sizeof err);
+    if (hs < 0) {
+      if (err[0]) log_tls(c, err);
+      conn_close(c); /* never relayed unverified */
+      return;
+    }
+    if (hs == 0) {
+      set_interest(&c->cl, etls_events(c->tls, ETLS_CLIENT));
+      set_interest(&c->up, etls_events(c->tls, ETLS_UPSTREAM));
+      return;
+    }
+    c->tls_ready = 1;
+    c->last = mono_ms();
+  }
+  int moved = 1;
+  for (int round = 0; moved && round < TLS_ROUNDS; round++) {
+    moved = 0;
+    if (tls_requests(c, &moved) < 0 || tls_answers(c, &moved) < 0) {
+      conn_close(c);
+      return;
+    }
+    if (moved) c->last = mono_ms();
+  }
+  if (c->c2u.shut && c->u2c.shut) {
+    conn_close(c);
+    return;
+  }
+  /* decrypted bytes mbedTLS holds wake no epoll: a writable socket brings the loop back */
+  int cl_more = !c->c2u.eof && !c->in_eof && c->hlen < HEAD_MAX;
+  int up_more = !c->u2c.eof && c->u2c.len < BUF_SIZE;
+  uint32_t cw = cl_more ? EPOLLIN : 0, uw = up_more ? EPOLLIN : 0;
+  if (c->u2c.len > c->u2c.off || (moved && cl_more) || (cl_more && etls_pending(c->tls, ETLS_CLIENT))) cw |= EPOLLOUT;
+  if (c->c2u.len > c->c2u.off || (moved && up_more) || (up_more && etls_pending(c->tls, ETLS_UPSTREAM))) uw |= EPOLLOUT;
+  set_interest(&c->cl, cw);
+  set_interest(&c->up, uw);
+}
+
 static void pump(econn *c) {
+  if (c->sniff && sniff(c) != 0) return;
+  if (c->tls) {
+    pump_tls(c);
+    return;
+  }
   int moved = 0;
   int rc = c->streamed ? flow_requests(c, &moved) : flow(c->cl.fd, c->up.fd, &c->c2u, &moved);
   if (rc < 0 || flow(c->up.fd, c->cl.fd, &c->u2c, &moved) < 0) {
@@ -755,6 +933,8 @@ static void sweep(int64_t now) {
     next = c->next;
     if (c->state == ST_HEAD && now - c->since >= HEADER_TIMEOUT_MS)
       conn_close(c);
+    else if (c->tls && !c->tls_ready && now - c->tls_since >= HANDSHAKE_TIMEOUT_MS)
+      conn_close(c); /* a stalled or trickled handshake */
     else if ((c->state == ST_RELAY || c->state == ST_CONNECTING) && now - c->last >= IDLE_TIMEOUT_MS)
       conn_close(c);
   }
@@ -961,6 +1141,18 @@ void egress_init(void) {
   pthread_mutex_unlock(&g_mu);
 }
 
+int egress_set_ca(tls_ca *ca, const char *extra_ca_file) {
+  if (!runtime_isolated()) return -1; /* no proxy, no rules */
+  char err[300] = "";
+  if (etls_init(ca, extra_ca_file, err, sizeof err) != 0) {
+    log_msg("egress: HTTPS requests will not get network.rules headers: %s", err);
+    return -1;
+  }
+  runtime_set_trust(tls_ca_cert_file(ca), EGRESS_SANDBOX_CA, EGRESS_SANDBOX_BUNDLE);
+  g_intercept = 1;
+  return 0;
+}
+
 void egress_set_tls_port(uint16_t port) {
   pthread_mutex_lock(&g_mu);
   g_tls_port = port;
@@ -996,6 +1188,8 @@ void egress_shutdown(void) {
   pthread_cond_broadcast(&g_rcv);
   pthread_mutex_unlock(&g_mu);
   for (int i = 0; i < RESOLVERS; i++) pthread_join(g_res[i], NULL);
+  if (g_intercept) etls_shutdown(); /* every connection is closed */
+  g_intercept = 0;
   /* whatever was still queued: descriptors closed, memory freed */
   while (g_cmds) {
     cmd *k = g_cmds;

@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "sandbox.h"
+#include "tls_ca.h"
 
 #define EGRESS_PORT 3128
 
@@ -32,6 +33,15 @@ extern const sandbox_listener egress_sandbox_listener;
 void egress_set_control_port(uint16_t port);
 /* The HTTPS listener: refused to sandboxes like the plain one. */
 void egress_set_tls_port(uint16_t port);
+/* TLS interception for hosts with network.rules (egress_tls.h): ca issues
+ * what sandboxes see, extra_ca_file (or NULL) is trusted for upstreams
+ * beside the system store. Before any sandbox boots; -1 (logged): off,
+ * HTTPS tunnels are then relayed untouched. */
+int egress_set_ca(tls_ca *ca, const char *extra_ca_file);
+/* Where sandboxes find e2b-local's CA: its certificate alone, and the
+ * system bundle with it (bound over the sandbox's view of the system's). */
+#define EGRESS_SANDBOX_CA "/run/e2b/ca.pem"
+#define EGRESS_SANDBOX_BUNDLE "/etc/ssl/certs/ca-certificates.crt"
 /* Closes every relay and stops the threads (after every sandbox is gone). */
 void egress_shutdown(void);
 
@@ -43,7 +53,9 @@ void egress_recheck(const char *id);
 void egress_close_sandbox(const char *id);
 
 /* The proxy variables every sandbox process gets by default ("K=V" strings,
- * NULL-terminated; empty without isolation, where there is no forwarder). */
+ * NULL-terminated; empty without isolation, where there is no forwarder),
+ * and with interception on, where clients that skip the system store find
+ * the CA (Node, Python requests, OpenSSL's SSL_CERT_FILE). */
 const char *const *egress_env(void);
 
 #endif

@@ -32,6 +32,8 @@
 
 static char *g_self;   /* this executable, bind-mounted as the agent */
 static char *g_bwrap;  /* bubblewrap, or NULL without isolation */
+/* e2b-local's CA in sandboxes (runtime_set_trust): host paths, sandbox paths */
+static char *g_ca_file, *g_ca_dest, *g_bundle_file, *g_bundle_dest;
 static int g_freezer;  /* the freezer hierarchy is usable */
 
 /* Sandboxes are forked by one long-lived thread: PR_SET_PDEATHSIG (bwrap's
@@ -125,6 +127,11 @@ void runtime_shutdown(void) {
   free(g_self);
   free(g_bwrap);
   g_self = g_bwrap = NULL;
+  free(g_ca_file);
+  free(g_ca_dest);
+  free(g_bundle_file);
+  free(g_bundle_dest);
+  g_ca_file = g_ca_dest = g_bundle_file = g_bundle_dest = NULL;
 }
 
 static char *find_in_path(const char *name) {
@@ -445,9 +452,62 @@ static void add_sandbox_files(argvec *a, const runtime_config *cfg) {
   }
 }
 
+/* Up to 16 MiB of path's bytes appended to b; -1 when it cannot be read. */
+static int append_file(sbuf *b, const char *path) {
+  FILE *f = fopen(path, "re");
+  if (!f) return -1;
+  char chunk[16384];
+  size_t n;
+  while (b->len < ((size_t)16 << 20) && (n = fread(chunk, 1, sizeof chunk, f)) > 0) sbuf_append(b, chunk, n);
+  int bad = ferror(f);
+  fclose(f);
+  return bad ? -1 : 0;
+}
+
+/* Copies, readable by the sandbox's users (the CA's own file is 0600), live
+ * beside the CA in its private directory: certificates only, public. */
+void runtime_set_trust(const char *ca_file, const char *ca_dest, const char *bundle_dest) {
+  int dirlen = (int)(strrchr(ca_file, '/') - ca_file);
+  sbuf ca = {0}, b = {0};
+  char *ca_copy = xasprintf("%.*s/sandbox-ca.pem", dirlen, ca_file);
+  char *bundle = xasprintf("%.*s/sandbox-bundle.pem", dirlen, ca_file);
+  if (append_file(&ca, ca_file) == 0 && write_file_atomic(ca_copy, ca.data, ca.len, 0644) == 0) {
+    g_ca_file = ca_copy;
+    g_ca_dest = xstrdup(ca_dest);
+    ca_copy = NULL;
+    if (append_file(&b, bundle_dest) == 0) {
+      sbuf_append(&b, "\n", 1);
+      sbuf_append(&b, ca.data, ca.len);
+      if (write_file_atomic(bundle, b.data, b.len, 0644) == 0) {
+        g_bundle_file = bundle;
+        g_bundle_dest = xstrdup(bundle_dest);
+        bundle = NULL;
+      }
+    }
+  }
+  if (!g_ca_file) log_msg("cannot give sandboxes e2b-local's CA: their HTTPS to hosts with network.rules fails");
+  free(ca_copy);
+  free(bundle);
+  sbuf_free(&ca);
+  sbuf_free(&b);
+}
+
+/* e2b-local's CA where the sandbox's TLS clients look (certificates only). */
+static void add_trust(argvec *a) {
+  if (!g_ca_file) return;
+  av_add(a, "--ro-bind");
+  av_add(a, g_ca_file);
+  av_add(a, g_ca_dest);
+  if (!g_bundle_file) return;
+  av_add(a, "--ro-bind");
+  av_add(a, g_bundle_file);
+  av_add(a, g_bundle_dest);
+}
+
 /* The agent binary, `sudo` beside it, and the agent's own command line. */
 static void add_agent(argvec *a) {
   add_parents(a, "/run/e2b/bin/sudo"); /* traversable, before bwrap makes them 0700 */
+  add_trust(a);
   av_add(a, "--ro-bind");
   av_add(a, g_self);
   av_add(a, AGENT_PATH);

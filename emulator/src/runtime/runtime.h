@@ -31,6 +31,11 @@ typedef struct runtime_config {
 void runtime_init(int force_no_isolation, int force_no_freezer);
 int runtime_isolated(void);
 mode_t runtime_state_dir_mode(void);
+/* Sandboxes trust e2b-local's CA (ca_file, its certificate only: never the
+ * key): bound read-only at ca_dest, and appended to a copy of the host's
+ * bundle_dest bound over that path, when the host has one. Before any
+ * sandbox boots. */
+void runtime_set_trust(const char *ca_file, const char *ca_dest, const char *bundle_dest);
 /* Stops the spawner thread (after every sandbox is gone). */
 void runtime_shutdown(void);
 
