@@ -17,18 +17,7 @@ local function buffer()
   return b
 end
 
-local function read_file(path)
-  local f = assert(io.open(path, "rb"))
-  local s = f:read("a")
-  f:close()
-  return s
-end
-
-local function write_file(path, data)
-  local f = assert(io.open(path, "wb"))
-  f:write(data)
-  f:close()
-end
+local read_file, write_file = h.read_file, h.write_file
 
 -- The command line that runs the tool with these package paths (and, under
 -- a sanitizer build, its runtime preloaded as h.fresh_lua does).

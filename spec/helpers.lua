@@ -163,6 +163,28 @@ function M.e2b_local_bin()
   return os.getenv("E2B_LOCAL_BIN") or "e2b-local"
 end
 
+-- read_file(path) -> its bytes, "" when it cannot be opened (yet).
+function M.read_file(path)
+  local f = io.open(path, "rb")
+  local bytes = f and f:read("a") or ""
+  if f then f:close() end
+  return bytes
+end
+
+-- write_file(path, bytes): creates or replaces the file, or raises.
+function M.write_file(path, bytes)
+  local f = assert(io.open(path, "wb"))
+  assert(f:write(bytes))
+  f:close()
+end
+
+-- json_lines(text) -> the decoded value of each non-empty line.
+function M.json_lines(text)
+  local out = {}
+  for line in text:gmatch("[^\n]+") do out[#out + 1] = require("cjson").decode(line) end
+  return out
+end
+
 -- serve_local(args, env) -> vars, stop: a second e2b-local (`serve` on a
 -- free loopback port with extra args; env: "NAME=value ..." for its
 -- environment, shell-quoted by the caller) and the variables it printed;
@@ -171,12 +193,7 @@ function M.serve_local(args, env)
   local out, log = os.tmpname(), os.tmpname()
   local pid = M.host(("env %s %s serve --listen 127.0.0.1:0 %s >%s 2>%s & echo $!")
     :format(env or "", M.shell_quote(M.e2b_local_bin()), args or "", out, log)):match("%d+")
-  local function slurp(path)
-    local f = io.open(path)
-    local text = f and f:read("*a") or ""
-    if f then f:close() end
-    return text
-  end
+  local slurp = M.read_file
   local vars = {}
   for _ = 1, 200 do
     for k, v in slurp(out):gmatch("(E2B_[%u_]+)=(%S+)") do vars[k] = v end

@@ -69,18 +69,7 @@ for s in held:
 print("ended", ended, flush=True)
 ]]
 
-local function write(path, text)
-  local f = assert(io.open(path, "w"))
-  f:write(text)
-  f:close()
-end
-
-local function slurp(path)
-  local f = io.open(path)
-  local text = f and f:read("a") or ""
-  if f then f:close() end
-  return text
-end
+local write, slurp = h.write_file, h.read_file
 
 -- A CA, a leaf from it for api.localhost (and 127.0.0.1), and a self-signed
 -- "rogue" leaf for the same name that nobody trusts.
@@ -127,7 +116,7 @@ local function api(srv, method, path, body)
 end
 
 describe("network rules over HTTPS", function()
-  local dir, srv, stop_srv, client, port, rogue_port, up_log, rogue_log, pids
+  local dir, srv, stop_srv, client, port, rogue_port, rogue_log, pids
   setup(function()
     dir = os.tmpname()
     os.remove(dir)
@@ -135,7 +124,8 @@ describe("network rules over HTTPS", function()
     write(dir .. "/server.py", SERVER)
     make_certs(dir)
     pids = {}
-    port, up_log, pids[1] = start_upstream(dir, "up", "up.pem", "up.key")
+    local up = { start_upstream(dir, "up", "up.pem", "up.key") }
+    port, pids[1] = up[1], up[3]
     rogue_port, rogue_log, pids[2] = start_upstream(dir, "rogue", "rogue.pem", "rogue.key")
     srv, stop_srv = h.serve_local("", "E2B_LOCAL_EGRESS_CA_FILE=" .. h.shell_quote(dir .. "/ca.pem"))
     assert(srv.E2B_API_URL, "the second e2b-local did not start")
@@ -166,11 +156,7 @@ describe("network rules over HTTPS", function()
     return sbx
   end
 
-  local function lines(text)
-    local out = {}
-    for line in text:gmatch("[^\n]+") do out[#out + 1] = cjson.decode(line) end
-    return out
-  end
+  local lines = h.json_lines
 
   local function curl(sbx, extra, ...)
     local cmd = { "curl", "-s", "--max-time", "10", "-H", "X-Injected: sandbox-own" }

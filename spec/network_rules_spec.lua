@@ -93,11 +93,7 @@ local function put_network(sbx, net)
   return api("PUT", "/sandboxes/" .. sbx.sandbox_id .. "/network", cjson.encode(net))
 end
 
-local function lines(text)
-  local out = {}
-  for line in text:gmatch("[^\n]+") do out[#out + 1] = cjson.decode(line) end
-  return out
-end
+local lines = h.json_lines
 
 describe("network rules", function()
   local client, stop, port, dir

@@ -427,18 +427,6 @@ static int serve(const options *o, const sigset_t *sigs) {
   return 0;
 }
 
-/* Appends path's bytes (at most 16 MiB) to b; -1 when it cannot be read. */
-static int append_file(sbuf *b, const char *path) {
-  FILE *f = fopen(path, "r");
-  if (!f) return -1;
-  char chunk[16384];
-  size_t n;
-  while (b->len < ((size_t)16 << 20) && (n = fread(chunk, 1, sizeof chunk, f)) > 0) sbuf_append(b, chunk, n);
-  int bad = ferror(f);
-  fclose(f);
-  return bad ? -1 : 0;
-}
-
 /* Node trusts one extra CA file: when the caller already names one, CMD
  * gets a bundle of theirs and e2b-local's CA, kept beside the CA. */
 static void bundle_node_extra_ca(running *run) {
@@ -446,9 +434,9 @@ static void bundle_node_extra_ca(running *run) {
   if (!run->tls_srv || !theirs || !*theirs) return;
   sbuf b = {0};
   char *path = xasprintf("%s/tls/node-extra-ca.pem", run->state_dir);
-  int ok = append_file(&b, theirs) == 0;
+  int ok = sbuf_append_file(&b, theirs) == 0;
   if (ok) sbuf_append(&b, "\n", 1);
-  ok = ok && append_file(&b, tls_ca_cert_file(run->ca)) == 0 && write_file_atomic(path, b.data, b.len, 0600) == 0;
+  ok = ok && sbuf_append_file(&b, tls_ca_cert_file(run->ca)) == 0 && write_file_atomic(path, b.data, b.len, 0600) == 0;
   for (int i = 0; ok && i < run->nenv; i++) {
     if (strncmp(run->env[i], "NODE_EXTRA_CA_CERTS=", 20) != 0) continue;
     free(run->env[i]);

@@ -170,6 +170,17 @@ void set_cloexec(int fd, int on) {
   fcntl(fd, F_SETFD, on ? (fl | FD_CLOEXEC) : (fl & ~FD_CLOEXEC));
 }
 
+int sbuf_append_file(sbuf *b, const char *path) {
+  FILE *f = fopen(path, "re");
+  if (!f) return -1;
+  char chunk[16384];
+  size_t n;
+  while (b->len < ((size_t)16 << 20) && (n = fread(chunk, 1, sizeof chunk, f)) > 0) sbuf_append(b, chunk, n);
+  int bad = ferror(f);
+  fclose(f);
+  return bad ? -1 : 0;
+}
+
 char *proc_stat_fields(int pid, char *buf, size_t cap) {
   char path[64];
   snprintf(path, sizeof path, "/proc/%d/stat", pid);

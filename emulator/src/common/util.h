@@ -22,6 +22,8 @@ void sbuf_reserve(sbuf *b, size_t extra);
 void sbuf_append(sbuf *b, const void *data, size_t n);
 void sbuf_appendf(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void sbuf_free(sbuf *b);
+/* Appends up to 16 MiB of path's bytes to b; -1 when it cannot be read. */
+int sbuf_append_file(sbuf *b, const char *path);
 
 int64_t now_ms(void);  /* wall clock, ms since the epoch */
 int64_t mono_ms(void); /* monotonic clock, ms */

@@ -452,18 +452,6 @@ static void add_sandbox_files(argvec *a, const runtime_config *cfg) {
   }
 }
 
-/* Up to 16 MiB of path's bytes appended to b; -1 when it cannot be read. */
-static int append_file(sbuf *b, const char *path) {
-  FILE *f = fopen(path, "re");
-  if (!f) return -1;
-  char chunk[16384];
-  size_t n;
-  while (b->len < ((size_t)16 << 20) && (n = fread(chunk, 1, sizeof chunk, f)) > 0) sbuf_append(b, chunk, n);
-  int bad = ferror(f);
-  fclose(f);
-  return bad ? -1 : 0;
-}
-
 /* Copies, readable by the sandbox's users (the CA's own file is 0600), live
  * beside the CA in its private directory: certificates only, public. */
 void runtime_set_trust(const char *ca_file, const char *ca_dest, const char *bundle_dest) {
@@ -471,11 +459,11 @@ void runtime_set_trust(const char *ca_file, const char *ca_dest, const char *bun
   sbuf ca = {0}, b = {0};
   char *ca_copy = xasprintf("%.*s/sandbox-ca.pem", dirlen, ca_file);
   char *bundle = xasprintf("%.*s/sandbox-bundle.pem", dirlen, ca_file);
-  if (append_file(&ca, ca_file) == 0 && write_file_atomic(ca_copy, ca.data, ca.len, 0644) == 0) {
+  if (sbuf_append_file(&ca, ca_file) == 0 && write_file_atomic(ca_copy, ca.data, ca.len, 0644) == 0) {
     g_ca_file = ca_copy;
     g_ca_dest = xstrdup(ca_dest);
     ca_copy = NULL;
-    if (append_file(&b, bundle_dest) == 0) {
+    if (sbuf_append_file(&b, bundle_dest) == 0) {
       sbuf_append(&b, "\n", 1);
       sbuf_append(&b, ca.data, ca.len);
       if (write_file_atomic(bundle, b.data, b.len, 0644) == 0) {
