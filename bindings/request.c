@@ -97,35 +97,19 @@ static int push_next_token(lua_State *L, const e2b_req *req) {
   return 1;
 }
 
-static int push_entry(lua_State *L, const e2b_req *req) {
-  e2bL_push_entry(L, e2b_req_entry(req));
-  return 1;
-}
+/* A result that is one value: push(L, get(req)). */
+#define ONE_VALUE(name, push, get)                      \
+  static int name(lua_State *L, const e2b_req *req) { \
+    push(L, get(req));                                  \
+    return 1;                                           \
+  }
 
-static int push_written(lua_State *L, const e2b_req *req) {
-  lua_pushstring(L, e2b_req_written_path(req));
-  return 1;
-}
-
-static int push_boot_id(lua_State *L, const e2b_req *req) {
-  lua_pushstring(L, e2b_req_boot_id(req));
-  return 1;
-}
-
-static int push_run(lua_State *L, const e2b_req *req) {
-  e2bL_push_run(L, e2b_req_run_result(req));
-  return 1;
-}
-
-static int push_doctor(lua_State *L, const e2b_req *req) {
-  e2bL_push_doctor(L, e2b_req_doctor_report(req));
-  return 1;
-}
-
-static int push_egress(lua_State *L, const e2b_req *req) {
-  e2bL_push_egress(L, e2b_req_egress_report(req));
-  return 1;
-}
+ONE_VALUE(push_entry, e2bL_push_entry, e2b_req_entry)
+ONE_VALUE(push_written, lua_pushstring, e2b_req_written_path)
+ONE_VALUE(push_boot_id, lua_pushstring, e2b_req_boot_id)
+ONE_VALUE(push_run, e2bL_push_run, e2b_req_run_result)
+ONE_VALUE(push_doctor, e2bL_push_doctor, e2b_req_doctor_report)
+ONE_VALUE(push_egress, e2bL_push_egress, e2b_req_egress_report)
 
 /* How Lua sees each e2b_result_kind (the core says which a request holds):
  * a list (count, item i by at) and/or values pushed by push. A stream's

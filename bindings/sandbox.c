@@ -40,6 +40,18 @@ static void check_target(lua_State *L, int idx, uint32_t *pid, const char **tag)
     *pid = (uint32_t)luaL_checkinteger(L, idx);
 }
 
+/* A process named by pid or tag (argument 2 of a call on a sandbox). */
+typedef struct {
+  uint32_t pid;
+  const char *tag;
+} proc_target;
+
+static sbx_ud *check_proc(lua_State *L, proc_target *t) {
+  sbx_ud *u = check_sbx(L);
+  check_target(L, 2, &t->pid, &t->tag);
+  return u;
+}
+
 /* Reads {cmd, args, env, cwd, user, tag, stdin, pty_cols, pty_rows,
  * timeout_ms, keepalive_s, idle_timeout_ms} at t. */
 static void read_proc_opts(lua_State *L, int t, e2b_proc_opts *o) {
@@ -121,12 +133,10 @@ static int sbx_track(lua_State *L) {
 
 /* attach(pid_or_tag, stdout_offset?, stderr_offset?, idle_timeout_ms?) */
 static int sbx_attach(lua_State *L) {
-  sbx_ud *u = check_sbx(L);
-  uint32_t pid;
-  const char *tag;
-  check_target(L, 2, &pid, &tag);
+  proc_target t;
+  sbx_ud *u = check_proc(L, &t);
   e2b_error err;
-  e2b_req *req = e2b_proc_attach(u->s, pid, tag, (int64_t)luaL_optinteger(L, 3, 0),
+  e2b_req *req = e2b_proc_attach(u->s, t.pid, t.tag, (int64_t)luaL_optinteger(L, 3, 0),
                                  (int64_t)luaL_optinteger(L, 4, 0),
                                  (long)luaL_optinteger(L, 5, 0), &err);
   return e2bL_push_req(L, u->l, req, &err);
@@ -196,69 +206,35 @@ static int sbx_flush_forgets(lua_State *L) {
 
 /* connect(pid_or_tag, keepalive_s?) */
 static int sbx_connect(lua_State *L) {
-  sbx_ud *u = check_sbx(L);
-  uint32_t pid;
-  const char *tag;
-  check_target(L, 2, &pid, &tag);
+  proc_target t;
+  sbx_ud *u = check_proc(L, &t);
   e2b_error err;
-  e2b_req *req = e2b_proc_connect(u->s, pid, tag, (long)luaL_optinteger(L, 3, 0), &err);
-  return e2bL_push_req(L, u->l, req, &err);
-}
-
-/* send_input(pid_or_tag, bytes, pty?) */
-static int sbx_send_input(lua_State *L) {
-  sbx_ud *u = check_sbx(L);
-  uint32_t pid;
-  const char *tag;
-  size_t len;
-  check_target(L, 2, &pid, &tag);
-  const char *data = luaL_checklstring(L, 3, &len);
-  e2b_error err;
-  e2b_req *req = e2b_proc_send_input(u->s, pid, tag, data, len, lua_toboolean(L, 4), &err);
-  return e2bL_push_req(L, u->l, req, &err);
-}
-
-/* feed(pid_or_tag, bytes, pty?): writes bytes in pieces, then closes stdin */
-static int sbx_feed(lua_State *L) {
-  sbx_ud *u = check_sbx(L);
-  uint32_t pid;
-  const char *tag;
-  size_t len;
-  check_target(L, 2, &pid, &tag);
-  const char *data = luaL_checklstring(L, 3, &len);
-  e2b_error err;
-  e2b_req *req = e2b_proc_feed(u->s, pid, tag, data, len, lua_toboolean(L, 4), &err);
+  e2b_req *req = e2b_proc_connect(u->s, t.pid, t.tag, (long)luaL_optinteger(L, 3, 0), &err);
   return e2bL_push_req(L, u->l, req, &err);
 }
 
 static int sbx_close_stdin(lua_State *L) {
-  sbx_ud *u = check_sbx(L);
-  uint32_t pid;
-  const char *tag;
-  check_target(L, 2, &pid, &tag);
+  proc_target t;
+  sbx_ud *u = check_proc(L, &t);
   e2b_error err;
-  return e2bL_push_req(L, u->l, e2b_proc_close_stdin(u->s, pid, tag, &err), &err);
+  return e2bL_push_req(L, u->l, e2b_proc_close_stdin(u->s, t.pid, t.tag, &err), &err);
 }
 
 /* signal(pid_or_tag, signo) */
 static int sbx_signal(lua_State *L) {
-  sbx_ud *u = check_sbx(L);
-  uint32_t pid;
-  const char *tag;
-  check_target(L, 2, &pid, &tag);
+  proc_target t;
+  sbx_ud *u = check_proc(L, &t);
   e2b_error err;
-  e2b_req *req = e2b_proc_signal(u->s, pid, tag, (int)luaL_checkinteger(L, 3), &err);
+  e2b_req *req = e2b_proc_signal(u->s, t.pid, t.tag, (int)luaL_checkinteger(L, 3), &err);
   return e2bL_push_req(L, u->l, req, &err);
 }
 
 /* resize(pid_or_tag, cols, rows) */
 static int sbx_resize(lua_State *L) {
-  sbx_ud *u = check_sbx(L);
-  uint32_t pid;
-  const char *tag;
-  check_target(L, 2, &pid, &tag);
+  proc_target t;
+  sbx_ud *u = check_proc(L, &t);
   e2b_error err;
-  e2b_req *req = e2b_proc_resize(u->s, pid, tag, (unsigned)luaL_checkinteger(L, 3),
+  e2b_req *req = e2b_proc_resize(u->s, t.pid, t.tag, (unsigned)luaL_checkinteger(L, 3),
                                  (unsigned)luaL_checkinteger(L, 4), &err);
   return e2bL_push_req(L, u->l, req, &err);
 }
@@ -266,6 +242,8 @@ static int sbx_resize(lua_State *L) {
 /* Calls of one shape each, picked by row (E2BL_ROW). */
 typedef e2b_req *(*by_path_fn)(e2b_sbx *sbx, const char *path, const char *user, e2b_error *err);
 typedef e2b_req *(*plain_fn)(e2b_sbx *sbx, e2b_error *err);
+typedef e2b_req *(*bytes_fn)(e2b_sbx *sbx, uint32_t pid, const char *tag, const void *data, size_t len,
+                             int pty, e2b_error *err);
 
 /* name(path, user?); write's request is an upload: feed it with send/finish */
 static const struct { const char *name; by_path_fn call; } by_path[] = {
@@ -274,6 +252,20 @@ static const struct { const char *name; by_path_fn call; } by_path[] = {
 /* name() */
 static const struct { const char *name; plain_fn call; } plain[] = {
     {"processes", e2b_proc_list}};
+
+/* name(pid_or_tag, bytes, pty?): feed writes in pieces, then closes stdin */
+static const struct { const char *name; bytes_fn call; } by_bytes[] = {
+    {"send_input", e2b_proc_send_input}, {"feed", e2b_proc_feed}};
+
+static int sbx_by_bytes(lua_State *L) {
+  proc_target t;
+  sbx_ud *u = check_proc(L, &t);
+  size_t len;
+  const char *data = luaL_checklstring(L, 3, &len);
+  e2b_error err;
+  e2b_req *req = by_bytes[E2BL_ROW(L)].call(u->s, t.pid, t.tag, data, len, lua_toboolean(L, 4), &err);
+  return e2bL_push_req(L, u->l, req, &err);
+}
 
 static int sbx_by_path(lua_State *L) {
   sbx_ud *u = check_sbx(L);
@@ -329,17 +321,18 @@ static int sbx_url(lua_State *L) {
 }
 
 static const luaL_Reg sbx_methods[] = {
-    {"start", sbx_start},           {"connect", sbx_connect},         {"send_input", sbx_send_input},
+    {"start", sbx_start},           {"connect", sbx_connect},
     {"close_stdin", sbx_close_stdin}, {"signal", sbx_signal},         {"resize", sbx_resize},
     {"list", sbx_list},             {"move", sbx_move},               {"read", sbx_read},
     {"url", sbx_url},               {"run", sbx_run},                 {"track", sbx_track},
     {"attach", sbx_attach},         {"signal_async", sbx_signal_async},
     {"forget_async", sbx_forget_async}, {"flush_forgets", sbx_flush_forgets},
-    {"explain", sbx_explain},       {"boot_id", sbx_boot_id},         {"feed", sbx_feed},
+    {"explain", sbx_explain},       {"boot_id", sbx_boot_id},
     {"close", sbx_gc},              {NULL, NULL}};
 
 void e2bL_open_sbx(lua_State *L) {
   e2bL_new_class(L, SBX_MT, sbx_methods, sbx_gc);
   e2bL_add_rows(L, SBX_MT, sbx_by_path, E2BL_ROWS(by_path));
   e2bL_add_rows(L, SBX_MT, sbx_plain, E2BL_ROWS(plain));
+  e2bL_add_rows(L, SBX_MT, sbx_by_bytes, E2BL_ROWS(by_bytes));
 }
