@@ -169,6 +169,11 @@ local bridged = false     -- this pump run reads the readiness bridge
 local bridge_failed       -- why the bridge could not be used (then never tried again)
 
 local SWEEP_MS = 1000
+-- With the bridge, how long a pump with nothing to do stays for the next
+-- waiter: opening the bridge and connecting to it again for every request
+-- would cost more CPU than the request (bench/README.md); idle, it wakes
+-- once a SWEEP_MS.
+local LINGER_MS = 5000
 
 -- How long the pump may wait after a step: never past the core's next
 -- deadline (curl's timers, retry backoffs, idle budgets: loop:timeout()).
@@ -184,8 +189,16 @@ local function pump_wait_ms(running, poll_ms)
   return math.max(wait, 1) -- nginx's timer resolution; a 0 wait would not yield
 end
 
+-- Whether the pump has nothing left to do and may end now.
+local function pump_done(running, now, idle_since)
+  local exiting = ngx.worker.exiting()
+  if nwaiting > 0 or (running > 0 and not exiting) then return false end
+  return exiting or not (bridged and tuning.bridge) or now - idle_since >= LINGER_MS
+end
+
 local function pump()
   local idle_ms, busy_until, next_sweep = tuning.min_idle_ms, 0, now_ms() + SWEEP_MS
+  local idle_since
   while true do
     local ids, running = loop:step(0)
     if ids then S.deliver(ids) end
@@ -194,7 +207,12 @@ local function pump()
       sweep()
       next_sweep = now + SWEEP_MS
     end
-    if nwaiting == 0 and (running == 0 or ngx.worker.exiting()) then break end
+    if nwaiting == 0 and running == 0 then
+      idle_since = idle_since or now
+    else
+      idle_since = nil
+    end
+    if pump_done(running, now, idle_since or now) then break end
     if ids or pump_kicked then busy_until = now + tuning.busy_ms end
     pump_kicked = false
     if nwaiting == 0 then
