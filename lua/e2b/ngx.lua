@@ -13,11 +13,12 @@
 --     the core's readiness bridge does (loop:bridge(): a thread that writes
 --     one byte to a unix socket when one of them is ready): a light thread
 --     of the pump reads that socket through a cosocket and posts the
---     semaphore, so an idle wait costs no CPU. Without the bridge (not
---     Linux, or tune{ bridge = false }) it polls while transfers run: 1 ms
---     (nginx's timer resolution) while things happen, backing off to 16 ms
---     when they stop; with none running, only the deadline or a new waiter
---     wakes it;
+--     semaphore, so an idle wait costs no CPU (and, with nothing to do,
+--     the pump stays 5 s for the next waiter rather than connect again for
+--     each request). Without the bridge (not Linux, or tune{ bridge =
+--     false }) it polls while transfers run: 1 ms (nginx's timer
+--     resolution) while things happen, backing off to 16 ms when they
+--     stop; with none running, only the deadline or a new waiter wakes it;
 --   * each step keeps performing while curl's sockets are ready (bounded,
 --     in the core), so an upload moves as fast as the socket takes it;
 --   * tasks are ngx.thread light threads: they live as long as the request
