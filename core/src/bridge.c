@@ -91,7 +91,14 @@ static void take_pending(e2b_bridge *b) {
  * Once connected, the path is removed: nothing of the bridge stays visible. */
 static void accept_host(e2b_bridge *b) {
   int fd = accept4(b->listener, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-  if (fd < 0) return;
+  if (fd < 0) {
+    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR || errno == ECONNABORTED) return;
+    /* Out of descriptors or memory: the listener would stay ready and the
+     * thread spin on it. Drop it; the host sees its connection closed. */
+    close_fd(&b->listener);
+    remove_dir(b->dir);
+    return;
+  }
   struct ucred cred;
   socklen_t len = sizeof cred;
   if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 || cred.pid != b->pid) {
@@ -139,7 +146,10 @@ static void *watch(void *arg) {
       p[ic = n++] = (struct pollfd){.fd = b->conn, .events = POLLIN};
       if (atomic_load(&b->armed)) p[ie = n++] = (struct pollfd){.fd = b->ep, .events = POLLIN};
     }
-    if (poll(p, (nfds_t)n, -1) < 0) continue; /* EINTR (signals are blocked anyway) */
+    if (poll(p, (nfds_t)n, -1) < 0) {
+      if (errno != EINTR) usleep(10000); /* ENOMEM: try again, without spinning */
+      continue;
+    }
     if (p[0].revents) {
       uint64_t count;
       ssize_t r = read(b->ctl, &count, sizeof count);
