@@ -127,9 +127,9 @@ E2B_EXPORT int e2b_loop_step(e2b_loop *loop, long timeout_ms);
  * 0 when something is due now, -1 when only socket activity (or a new
  * request) can make progress. It covers curl's own timers, retry backoffs,
  * composites' waits and stream idle budgets. A host that can watch sockets
- * also steps on their activity; one that cannot (nginx from Lua) must also
- * step every few ms while e2b_loop_active() > 0, since data may arrive at any
- * time. Starting a request or feeding an upload changes the answer: ask
+ * also steps on their activity; one that cannot (nginx from Lua) uses the
+ * readiness bridge below, or else must step every few ms while
+ * e2b_loop_active() > 0, since data may arrive at any time. Starting a request or feeding an upload changes the answer: ask
  * again after each step and after queuing work. */
 E2B_EXPORT long e2b_loop_timeout(e2b_loop *loop);
 /* Transfers currently running. */
