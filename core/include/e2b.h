@@ -129,8 +129,9 @@ E2B_EXPORT int e2b_loop_step(e2b_loop *loop, long timeout_ms);
  * composites' waits and stream idle budgets. A host that can watch sockets
  * also steps on their activity; one that cannot (nginx from Lua) uses the
  * readiness bridge below, or else must step every few ms while
- * e2b_loop_active() > 0, since data may arrive at any time. Starting a request or feeding an upload changes the answer: ask
- * again after each step and after queuing work. */
+ * e2b_loop_active() > 0, since data may arrive at any time. Starting a
+ * request or feeding an upload changes the answer: ask again after each
+ * step and after queuing work. */
 E2B_EXPORT long e2b_loop_timeout(e2b_loop *loop);
 /* Transfers currently running. */
 E2B_EXPORT int e2b_loop_active(const e2b_loop *loop);
