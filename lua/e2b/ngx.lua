@@ -173,7 +173,9 @@ local SWEEP_MS = 1000
 -- With the bridge, how long a pump with nothing to do stays for the next
 -- waiter: opening the bridge and connecting to it again for every request
 -- would cost more CPU than the request (bench/README.md); idle, it wakes
--- once a SWEEP_MS.
+-- once a SWEEP_MS, which is also how soon it sees a graceful shutdown (a
+-- pending timer cannot cut the wait short: nginx fires those early only
+-- once nothing else holds the worker, and the pump's own wait does).
 local LINGER_MS = 5000
 
 -- How long the pump may wait after a step: never past the core's next
