@@ -1,5 +1,5 @@
 -- bench/ngx_wait_app.lua: runs bench/wait_workload.lua inside nginx with the
--- e2b.ngx wait mode of the query (?wait=semaphore&max_idle_ms=16&busy_ms=100).
+-- e2b.ngx wait mode of the query (?wait=semaphore&bridge=0&max_idle_ms=16&busy_ms=100).
 local e2b = require("e2b")
 local adapter = require("e2b.ngx")
 local workload = require("bench.wait_workload")
@@ -14,6 +14,7 @@ function M.handler()
   for _, k in ipairs({ "wait", "min_idle_ms", "max_idle_ms", "busy_ms" }) do
     if args[k] then t[k] = tonumber(args[k]) or args[k] end
   end
+  if args.bridge then t.bridge = args.bridge == "1" end
   local old = adapter.tune(t)
   client = client or assert(e2b.client{})
   sbx = sbx or assert(client:create{})

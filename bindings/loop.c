@@ -67,6 +67,25 @@ static int loop_timeout(lua_State *L) {
   return 1;
 }
 
+/* bridge() -> a unix socket path to connect to once (see
+ * e2b_loop_bridge_open: one byte arrives whenever one of curl's sockets is
+ * ready, again only after a step), or nil, error table. */
+static int loop_bridge(lua_State *L) {
+  loop_ud *u = e2bL_check_loop(L, 1);
+  char path[E2B_BRIDGE_PATH_SIZE];
+  e2b_error err;
+  if (!e2b_loop_bridge_open(u->l->loop, path, sizeof path, &err)) return e2bL_push_fail(L, &err);
+  lua_pushstring(L, path);
+  return 1;
+}
+
+/* bridge_close(): stops the bridge's thread (closing the loop does too). */
+static int loop_bridge_close(lua_State *L) {
+  loop_ud *u = e2bL_check_loop(L, 1);
+  e2b_loop_bridge_close(u->l->loop);
+  return 0;
+}
+
 /* How long closing a loop (at the latest, when the Lua state closes) may
  * spend sending what finalizers left unattended: a kill of a process
  * group, the removal of kept output. */
@@ -90,7 +109,9 @@ static int loop_gc(lua_State *L) {
 }
 
 static const luaL_Reg loop_methods[] = {
-    {"step", loop_step}, {"active", loop_active}, {"timeout", loop_timeout},
-    {"close", loop_gc}, {NULL, NULL}};
+    {"step", loop_step},     {"active", loop_active},
+    {"timeout", loop_timeout}, {"bridge", loop_bridge},
+    {"bridge_close", loop_bridge_close}, {"close", loop_gc},
+    {NULL, NULL}};
 
 void e2bL_open_loop(lua_State *L) { e2bL_new_class(L, LOOP_MT, loop_methods, loop_gc); }

@@ -127,10 +127,11 @@ E2B_EXPORT int e2b_loop_step(e2b_loop *loop, long timeout_ms);
  * 0 when something is due now, -1 when only socket activity (or a new
  * request) can make progress. It covers curl's own timers, retry backoffs,
  * composites' waits and stream idle budgets. A host that can watch sockets
- * also steps on their activity; one that cannot (nginx from Lua) must also
- * step every few ms while e2b_loop_active() > 0, since data may arrive at any
- * time. Starting a request or feeding an upload changes the answer: ask
- * again after each step and after queuing work. */
+ * also steps on their activity; one that cannot (nginx from Lua) uses the
+ * readiness bridge below, or else must step every few ms while
+ * e2b_loop_active() > 0, since data may arrive at any time. Starting a
+ * request or feeding an upload changes the answer: ask again after each
+ * step and after queuing work. */
 E2B_EXPORT long e2b_loop_timeout(e2b_loop *loop);
 /* Transfers currently running. */
 E2B_EXPORT int e2b_loop_active(const e2b_loop *loop);
@@ -140,6 +141,33 @@ E2B_EXPORT int e2b_loop_active(const e2b_loop *loop);
 E2B_EXPORT size_t e2b_loop_unattended(const e2b_loop *loop);
 /* Makes a waiting e2b_loop_step return early; callable from any thread. */
 E2B_EXPORT void e2b_loop_wakeup(e2b_loop *loop);
+
+/* The readiness bridge, for a host loop that cannot watch curl's sockets
+ * but can wait on a socket it connects to itself (nginx from Lua, through
+ * a cosocket). Without it such a host must poll while transfers run.
+ *
+ * e2b_loop_bridge_open() writes into path (path_size >= E2B_BRIDGE_PATH_SIZE)
+ * a unix stream socket path in a fresh private (0700) directory, and
+ * returns 1 (0 and err on failure; E2B_ERR_UNSUPPORTED off Linux). The host
+ * connects to it (from this process: other peers are refused); once
+ * connected the path is removed. From then on a watcher thread writes one
+ * byte to that connection whenever one of curl's sockets is ready, and then
+ * writes nothing more until the loop was stepped: every e2b_loop_step()
+ * re-arms it. So the host, between steps, reads from the connection with
+ * the timeout e2b_loop_timeout() gives (a wake may be spurious, never
+ * missed: a byte may be stale, the step after it is then just cheap). The
+ * bytes carry nothing else, and nothing the host writes is read.
+ *
+ * Opening again (say for each run of the host's pump) keeps the thread and
+ * hands it a new path; a new connection replaces the previous one. The
+ * thread never calls curl and blocks every signal. A bridge does not cross
+ * fork(): a child opens its own (so open it in the process that steps).
+ * e2b_loop_bridge_close() stops the thread and removes any path left;
+ * e2b_loop_release() does it too. The loop's one-thread rule still holds:
+ * open, close and step from the loop's thread. */
+#define E2B_BRIDGE_PATH_SIZE 108
+E2B_EXPORT int e2b_loop_bridge_open(e2b_loop *loop, char *path, size_t path_size, e2b_error *err);
+E2B_EXPORT void e2b_loop_bridge_close(e2b_loop *loop);
 
 /* ==== client (control plane) ================================================ */
 

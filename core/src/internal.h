@@ -20,6 +20,12 @@
 #define E2B_DEFAULT_SANDBOX_TIMEOUT_MS 300000L
 #define E2B_ENVD_PORT 49983
 
+typedef struct e2b_bridge e2b_bridge;
+typedef struct e2b_sock {
+  int fd;
+  int what; /* CURL_POLL_IN / _OUT / _INOUT */
+} e2b_sock;
+
 struct e2b_loop {
   int refs;
   CURLM *multi;
@@ -28,6 +34,10 @@ struct e2b_loop {
   e2b_req **timers; /* requests with an armed timer (retries, backoffs, deadlines) */
   size_t timer_count, timer_cap;
   size_t unattended; /* autofree requests not yet finished */
+  e2b_sock *socks;   /* curl's sockets and what it waits for on each (bridge.c) */
+  size_t sock_count, sock_cap;
+  e2b_bridge *bridge; /* the readiness bridge, once a host opened it */
+  int track_sockets;  /* a bridge was opened: curl reports its sockets on each perform */
 };
 
 struct e2b_client {
@@ -195,6 +205,13 @@ struct e2b_req {
   int dirty;
   e2b_req *dirty_next;
 };
+
+/* ---- bridge.c ---- */
+void e2b_bridge_init(e2b_loop *loop);    /* records curl's sockets from now on */
+void e2b_bridge_stepped(e2b_loop *loop); /* re-arms the watcher after a step */
+void e2b_bridge_perform(e2b_loop *loop); /* curl_multi_perform, reporting sockets if needed */
+void e2b_bridge_watch(e2b_loop *loop, int fd, int what); /* CURL_POLL_*: into the epoll set */
+unsigned long e2b_bridge_wakes(const e2b_loop *loop);     /* bytes written to the host (tests) */
 
 /* ---- error.c ---- */
 void e2b_err_set(e2b_error *err, e2b_code code, const char *op, const char *fmt, ...)

@@ -32,6 +32,7 @@ e2b_loop *e2b_loop_new(e2b_error *err) {
     return NULL;
   }
   loop->refs = 1;
+  e2b_bridge_init(loop);
   return loop;
 }
 
@@ -39,7 +40,9 @@ void e2b_loop_retain(e2b_loop *loop) { loop->refs++; }
 
 void e2b_loop_release(e2b_loop *loop) {
   if (!loop || --loop->refs > 0) return;
+  e2b_loop_bridge_close(loop); /* joins the watcher before curl's sockets go */
   curl_multi_cleanup(loop->multi);
+  free(loop->socks);
   free(loop->timers);
   free(loop);
 }
@@ -151,7 +154,7 @@ static void drain_completions(e2b_loop *loop) {
 
 static int perform(e2b_loop *loop) {
   fire_timers(loop);
-  curl_multi_perform(loop->multi, &loop->running);
+  e2b_bridge_perform(loop);
   drain_completions(loop);
   return flush_notifications(loop);
 }
@@ -201,6 +204,7 @@ int e2b_loop_step(e2b_loop *loop, long timeout_ms) {
     if (timeout_ms > 0) curl_multi_poll(loop->multi, NULL, 0, (int)timeout_ms, &numfds);
     perform_ready(loop);
   }
+  e2b_bridge_stepped(loop);
   return e2b_loop_active(loop);
 }
 

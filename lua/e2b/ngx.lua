@@ -9,10 +9,16 @@
 --     the wait's timeout, and posts the pump's semaphore so that what it just
 --     queued is sent on this event-loop iteration;
 --   * between steps the pump waits on its semaphore, never past the core's
---     next deadline (loop:timeout()); while transfers run, also 1 ms (nginx's
---     timer resolution) while things happen, backing off to 16 ms when they
---     stop (nginx cannot watch curl's sockets, so it polls them); with none
---     running, only the deadline or a new waiter wakes it;
+--     next deadline (loop:timeout()). nginx cannot watch curl's sockets, so
+--     the core's readiness bridge does (loop:bridge(): a thread that writes
+--     one byte to a unix socket when one of them is ready): a light thread
+--     of the pump reads that socket through a cosocket and posts the
+--     semaphore, so an idle wait costs no CPU (and, with nothing to do,
+--     the pump stays 5 s for the next waiter rather than connect again for
+--     each request). Without the bridge (not Linux, or tune{ bridge =
+--     false }) it polls while transfers run: 1 ms (nginx's timer
+--     resolution) while things happen, backing off to 16 ms when they
+--     stop; with none running, only the deadline or a new waiter wakes it;
 --   * each step keeps performing while curl's sockets are ready (bounded,
 --     in the core), so an upload moves as fast as the socket takes it;
 --   * tasks are ngx.thread light threads: they live as long as the request
@@ -51,15 +57,20 @@ M.now_ms = now_ms
 --   wait = "semaphore": on its ngx.semaphore, posted by each new waiter;
 --          "sleep": ngx.sleep, never cut short;
 --          "self": no pump, every waiter steps the loop and ngx.sleeps itself.
--- For busy_ms after anything happened (a notification, a new waiter) it
--- steps every min_idle_ms (nginx timers have 1 ms resolution), then backs
--- off doubling up to max_idle_ms; with no waiter at all, max_idle_ms.
-local tuning = { wait = "semaphore", min_idle_ms = 1, max_idle_ms = 16, busy_ms = 100 }
+--   bridge = true: with "semaphore", sleep until one of curl's sockets is
+--          ready (the core's readiness bridge) instead of polling them.
+-- Polling (no bridge): for busy_ms after anything happened (a notification,
+-- a new waiter) it steps every min_idle_ms (nginx timers have 1 ms
+-- resolution), then backs off doubling up to max_idle_ms; with no waiter at
+-- all, max_idle_ms.
+local tuning = { wait = "semaphore", min_idle_ms = 1, max_idle_ms = 16, busy_ms = 100,
+                 bridge = true }
 
 --- Changes how the pump waits (for measurements; the defaults are the
--- measured choice).
+-- measured choice). Turning the bridge off takes effect at once, turning
+-- it on at the pump's next run.
 -- @tparam table t { wait = "semaphore"|"sleep"|"self", min_idle_ms = 1, max_idle_ms = 16,
---   busy_ms = 100 }
+--   busy_ms = 100, bridge = true }
 -- @treturn table the previous settings
 -- @raise on an unknown setting
 function M.tune(t)
@@ -155,24 +166,42 @@ local pumping = false     -- the pump timer is alive
 local pump_sem            -- it idles on this (created in the worker, on first use)
 local pump_idle = false   -- it is waiting on pump_sem right now
 local pump_kicked = false -- pump_sem was posted since
+local bridged = false     -- this pump run reads the readiness bridge
+local bridge_failed       -- why the bridge could not be used (then never tried again)
 
 local SWEEP_MS = 1000
+-- With the bridge, how long a pump with nothing to do stays for the next
+-- waiter: opening the bridge and connecting to it again for every request
+-- would cost more CPU than the request (bench/README.md); idle, it wakes
+-- once a SWEEP_MS, which is also how soon it sees a graceful shutdown (a
+-- pending timer cannot cut the wait short: nginx fires those early only
+-- once nothing else holds the worker, and the pump's own wait does).
+local LINGER_MS = 5000
 
 -- How long the pump may wait after a step: never past the core's next
--- deadline (curl's timers, retry backoffs, idle budgets: loop:timeout());
--- while transfers run, also no longer than the poll interval, as nginx
--- cannot watch curl's sockets and data may arrive at any time. With no
--- transfer running only the deadline (or a new waiter's post) wakes it.
+-- deadline (curl's timers, retry backoffs, idle budgets: loop:timeout()).
+-- While transfers run without the bridge, also no longer than the poll
+-- interval, as data may arrive at any time. With the bridge, or no
+-- transfer running, only the deadline (or a post) wakes it.
 local function pump_wait_ms(running, poll_ms)
   local due = loop:timeout()
   local wait = SWEEP_MS
-  if running > 0 or tuning.wait == "sleep" then wait = poll_ms end
+  local watched = bridged and tuning.bridge
+  if (running > 0 and not watched) or tuning.wait == "sleep" then wait = poll_ms end
   if due >= 0 and due < wait then wait = due end
   return math.max(wait, 1) -- nginx's timer resolution; a 0 wait would not yield
 end
 
+-- Whether the pump has nothing left to do and may end now.
+local function pump_done(running, now, idle_since)
+  local exiting = ngx.worker.exiting()
+  if nwaiting > 0 or (running > 0 and not exiting) then return false end
+  return exiting or not (bridged and tuning.bridge) or now - idle_since >= LINGER_MS
+end
+
 local function pump()
   local idle_ms, busy_until, next_sweep = tuning.min_idle_ms, 0, now_ms() + SWEEP_MS
+  local idle_since
   while true do
     local ids, running = loop:step(0)
     if ids then S.deliver(ids) end
@@ -181,7 +210,12 @@ local function pump()
       sweep()
       next_sweep = now + SWEEP_MS
     end
-    if nwaiting == 0 and (running == 0 or ngx.worker.exiting()) then break end
+    if nwaiting == 0 and running == 0 then
+      idle_since = idle_since or now
+    else
+      idle_since = nil
+    end
+    if pump_done(running, now, idle_since or now) then break end
     if ids or pump_kicked then busy_until = now + tuning.busy_ms end
     pump_kicked = false
     if nwaiting == 0 then
@@ -205,8 +239,73 @@ local function pump()
   end
 end
 
+-- ---- the readiness bridge ----
+
+-- Connects a cosocket to the loop's bridge: once per pump run, as a
+-- cosocket belongs to the timer that made it. The bridge is opened here,
+-- in the worker (its thread does not cross fork). nil when unavailable;
+-- the first failure is logged and the worker polls from then on.
+local function bridge_connect()
+  if bridge_failed or not tuning.bridge or tuning.wait ~= "semaphore" then return nil end
+  if not loop.bridge then
+    bridge_failed = "the e2b.core in use has no bridge"
+    return nil
+  end
+  local path, err = loop:bridge()
+  local sock
+  if path then
+    sock = ngx.socket.tcp()
+    sock:settimeout(1000)
+    local ok
+    ok, err = sock:connect("unix:" .. path)
+    if not ok then sock = nil end
+  end
+  if not sock then
+    bridge_failed = type(err) == "table" and err.message or tostring(err)
+    ngx.log(ngx.WARN, "e2b: no readiness bridge (", bridge_failed, "); the pump polls curl's sockets")
+  end
+  return sock
+end
+
+-- The never-ending read: nothing in nginx may time out here (a read
+-- timeout is logged as an error), so the longest timeout nginx takes.
+local BRIDGE_READ_MS = 0x7fffffff
+
+-- A light thread of the pump: each byte from the bridge (one of curl's
+-- sockets is ready) cuts the pump's wait short, as a new waiter does.
+local function read_bridge(sock)
+  sock:settimeout(BRIDGE_READ_MS)
+  while true do
+    local data, err
+    if sock.receiveany then
+      data, err = sock:receiveany(64)
+    else
+      data, err = sock:receive(1)
+    end
+    if not data then
+      bridged = false -- the bridge is gone (closed): the pump polls again, from now
+      if err ~= "closed" then ngx.log(ngx.WARN, "e2b: the readiness bridge failed: ", err) end
+    end
+    if pump_idle then
+      pump_idle = false
+      pump_sem:post(1)
+    end
+    if not data then return end
+  end
+end
+
 local function run_pump()
+  local sock = bridge_connect()
+  local reader
+  if sock then
+    reader = ngx.thread.spawn(read_bridge, sock)
+    if not reader then sock:close() end
+  end
+  bridged = reader ~= nil
   local ok, err = pcall(pump)
+  bridged = false
+  if reader then ngx.thread.kill(reader) end
+  if sock and reader then sock:close() end
   pumping, pump_idle = false, false
   if not ok then ngx.log(ngx.ERR, "e2b: the pump failed: ", tostring(err)) end
 end
@@ -363,12 +462,15 @@ function M.sleep(ms)
 end
 
 --- The pump's state, after a sweep (a dead wait goes at its second sweep).
--- @treturn table { waiting = parked waits, pumping = boolean, requests = ids waited on }
+-- @treturn table { waiting = parked waits, pumping = boolean, requests = ids waited on,
+--   bridged = whether the running pump sleeps on the readiness bridge,
+--   bridge_failed = why the worker polls instead, or nil }
 function M.stats()
   sweep()
   local n = 0
   for _ in pairs(waiters) do n = n + 1 end
-  return { waiting = nwaiting, pumping = pumping, requests = n }
+  return { waiting = nwaiting, pumping = pumping, requests = n, bridged = bridged,
+           bridge_failed = bridge_failed }
 end
 
 --- Whether a wait here yields: inside any handler that can yield every

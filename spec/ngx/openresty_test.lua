@@ -46,11 +46,12 @@ describe("OpenResty (nginx + LuaJIT, e2b.ngx)", function()
     location = /go { %s }
     location = /phases { %s }
     location = /stats { %s }
+    location = /idle { %s }
     location = /cleanup { %s }
     location = /abortable { lua_check_client_abort on; %s }
 ]]):format(APP:format("scheduler"), APP:format("case"), APP:format("sandbox"),
         APP:format("stream"), APP:format("go"), APP:format("phases"), APP:format("stats"),
-        APP:format("cleanup"), APP:format("abortable")),
+        APP:format("idle"), APP:format("cleanup"), APP:format("abortable")),
     }
   end)
   teardown(function() if srv then srv:remove() end end)
@@ -105,6 +106,28 @@ describe("OpenResty (nginx + LuaJIT, e2b.ngx)", function()
     assert.are.equal("first\nsecond\n", r.body)
     assert.is_true(#r.chunks >= 2)
   end)
+
+  -- Polling curl's sockets every 16 ms cost ~20 ms of CPU over these 3 s;
+  -- sleeping until a socket is ready or the core's next deadline costs a
+  -- few wake-ups. The bound is wide: CPU time, never wall time.
+  it("waits for a command without burning the worker's CPU", function()
+    local r = srv:get("/idle", 30000)
+    assert.are.equal(200, r.status, r.body)
+    local t = cjson.decode(r.body)
+    assert.are.equal("idle\n", t.stdout)
+    assert.is_true(t.bridged, "the pump did not sleep on the readiness bridge")
+    assert.is_true(t.cpu_ms < 8, ("the worker used %.1f ms of CPU"):format(t.cpu_ms))
+  end)
+
+  -- Where the bridge is unavailable (or turned off) the pump polls.
+  for _, name in ipairs({ "a process's output streams through read() byte-exact",
+    "stdin is fed while output is read", "files move both ways through the loop" }) do
+    it("behaviour table, polling instead of the readiness bridge: " .. name, function()
+      local r = srv:get("/case?bridge=0&name=" .. urlencode(name), 120000)
+      assert.are.equal(200, r.status)
+      assert.are.equal("ok\n", r.body)
+    end)
+  end
 
   it("refuses to wait in init_by_lua and init_worker_by_lua, naming the phase", function()
     local t = cjson.decode(srv:get("/phases").body)
