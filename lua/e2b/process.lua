@@ -91,9 +91,9 @@ end
 
 -- The core start options for a command string (run by bash -l, as E2B's
 -- SDKs do) or an argv array (no shell).
-local function start_opts(sbx, cmd, o)
+local function start_opts(port, cmd, o)
   local start = {
-    env = o.env, cwd = o.cwd, user = o.user or sbx._client._user, tag = o.tag,
+    env = o.env, cwd = o.cwd, user = o.user or port.user, tag = o.tag,
     stdin = o.stdin ~= nil, timeout_ms = o.timeout_ms, idle_timeout_ms = o.idle_timeout_ms,
   }
   if type(cmd) == "string" then
@@ -116,18 +116,18 @@ end
 -- 5.1/LuaJIT run __gc only for userdata, hence the proxy.)
 local function on_collect(self)
   if self._closed or self._detached then return end
-  if not self._exit and not self._killed then self._sbx._h:signal_async(self.tag or self.pid, 9) end
-  if self.tracked and self.tag then self._sbx._h:forget_async(self.tag, self._user) end
+  if not self._exit and not self._killed then self._port.call("signal_async", self.tag or self.pid, 9) end
+  if self.tracked and self.tag then self._port.call("forget_async", self.tag, self._user) end
 end
 
 local newproxy = rawget(_G, "newproxy")
 
-local function new_process(sbx, req, info, offsets)
+local function new_process(port, req, info, offsets)
   local self = setmetatable({
     pid = info.pid,
     tag = info.tag,
     tracked = info.tracked,
-    _sbx = sbx,
+    _port = port,
     _req = req,
     _offsets = { stdout = offsets and offsets.stdout or 0, stderr = offsets and offsets.stderr or 0,
                  pty = 0 },
@@ -142,56 +142,57 @@ local function new_process(sbx, req, info, offsets)
 end
 
 -- Waits for the start event; returns the process info or nil, err.
-local function await_start(req, sbx)
+local function await_start(req, port)
   while true do
     local kind = req:read(READ_MAX)
     if kind == "start" then return req:process() end
     if kind ~= nil then
       local ok, err = req:result()
-      if not ok then return nil, sbx:_envd_err(err) end
+      if not ok then return nil, port.envd_err(err) end
       return nil, errors.new("protocol", "spawn", "stream did not begin with a start event",
-        { sandbox_id = sbx.sandbox_id })
+        { sandbox_id = port.sandbox_id })
     end
     adapter.await(req)
   end
 end
 
 -- The handle of a started or attached process, once its start event came.
-local function started(sbx, req, offsets)
-  local info, err = await_start(req, sbx)
+local function started(port, req, offsets)
+  local info, err = await_start(req, port)
   if not info then
     req:close()
     return nil, err
   end
-  return new_process(sbx, req, info, offsets)
+  return new_process(port, req, info, offsets)
 end
 
 -- Starts a checked command.
-local function spawn(sbx, cmd, o)
-  local start = start_opts(sbx, cmd, o)
-  local req, err = sbx._h:track(start, o.env_mode == "replace", o.keep_output ~= false)
-  if not req then return nil, sbx:_envd_err(err) end
+local function spawn(port, cmd, o)
+  local start = start_opts(port, cmd, o)
+  local req, err = port.call("track", start, o.env_mode == "replace", o.keep_output ~= false)
+  if not req then return nil, port.envd_err(err) end
   local proc
-  proc, err = started(sbx, req)
+  proc, err = started(port, req)
   if not proc then return nil, err end
   proc._user = start.user -- whose commands may remove its kept files
   proc._pty = o.pty ~= nil
   proc._on = { stdout = o.on_stdout, stderr = o.on_stderr }
   -- The core feeds the bytes (in pieces) and closes stdin; a process that
   -- exits without reading them is its own business.
-  if type(o.stdin) == "string" then proc._feeding = sbx._h:feed(proc:_target(), o.stdin, proc._pty) end
+  if type(o.stdin) == "string" then proc._feeding = port.call("feed", proc:_target(), o.stdin, proc._pty) end
   return proc
 end
 
--- spawn(sbx, cmd, opts) -> proc | nil, err
-function M.spawn(sbx, cmd, opts)
+-- spawn(port, cmd, opts) -> proc | nil, err; port: what a process may ask of
+-- its sandbox (e2b.sandbox's envd port: user, sandbox_id, call, envd, envd_err)
+function M.spawn(port, cmd, opts)
   local o, err = check_command("spawn", cmd, opts, SPAWN_SPEC)
   if not o then return nil, err end
-  return spawn(sbx, cmd, o)
+  return spawn(port, cmd, o)
 end
 
--- attach(sbx, pid_or_tag, { offsets = { stdout = n, stderr = m }, idle_timeout_ms }) -> proc
-function M.attach(sbx, target, opts)
+-- attach(port, pid_or_tag, { offsets = { stdout = n, stderr = m }, idle_timeout_ms }) -> proc
+function M.attach(port, target, opts)
   local op = "attach"
   if type(target) ~= "string" and (type(target) ~= "number" or target < 1 or target ~= math.floor(target)) then
     return nil, errors.invalid(op, "pid_or_tag", "must be a pid or a tag")
@@ -209,9 +210,9 @@ function M.attach(sbx, target, opts)
   if not o then return nil, err end
   local offsets = o.offsets or {}
   local req
-  req, err = sbx._h:attach(target, offsets.stdout or 0, offsets.stderr or 0, o.idle_timeout_ms)
-  if not req then return nil, sbx:_envd_err(err) end
-  return started(sbx, req, offsets)
+  req, err = port.call("attach", target, offsets.stdout or 0, offsets.stderr or 0, o.idle_timeout_ms)
+  if not req then return nil, port.envd_err(err) end
+  return started(port, req, offsets)
 end
 
 -- The stdin feed still in flight, if any (awaited beside the output).
@@ -246,7 +247,7 @@ function Process:_next(deadline)
       if ok then
         err = errors.new("protocol", "process", "stream ended without an end event")
       end
-      return nil, self._sbx:_envd_err(err)
+      return nil, self._port.envd_err(err)
     elseif kind == nil then
       local feeding = self:_feed_pending()
       local waits = feeding and { self._req, feeding } or self._req
@@ -357,20 +358,20 @@ function Process:wait(timeout_ms)
   return out:result(exit.exit_code, exit.status, exit.error, self._pty)
 end
 
--- run(sbx, cmd, opts) -> result | nil, err. The core's run does it all
+-- run(port, cmd, opts) -> result | nil, err. The core's run does it all
 -- (e2b_run_with): this hands it the options, calls the callbacks with the
 -- chunks it passes on while it runs, and returns its result or its error
 -- (with what the command wrote, past a failure after the start).
-function M.run(sbx, cmd, opts)
+function M.run(port, cmd, opts)
   local o, err = check_command("run", cmd, opts, RUN_SPEC)
   if not o then return nil, err end
   local req
-  req, err = sbx._h:run(start_opts(sbx, cmd, o), {
+  req, err = port.call("run", start_opts(port, cmd, o), {
     stdin = o.stdin, max_output = o.max_output, keep = o.keep,
     chunks_stdout = o.on_stdout ~= nil, chunks_stderr = o.on_stderr ~= nil,
     env_replace = o.env_mode == "replace", keep_output = o.keep_output ~= false,
   })
-  if not req then return nil, sbx:_envd_err(err) end
+  if not req then return nil, port.envd_err(err) end
   -- Only the streams with a callback are handed on (a pty's as stdout).
   local on = { stdout = o.on_stdout, pty = o.on_stdout, stderr = o.on_stderr }
   while true do
@@ -383,7 +384,7 @@ function M.run(sbx, cmd, opts)
   req:close()
   if result then return result end
   local stdout, stderr, pid = err.stdout, err.stderr, err.pid
-  err = sbx:_envd_err(err)
+  err = port.envd_err(err)
   err.stdout, err.stderr, err.pid = stdout, stderr, pid
   return nil, err
 end
@@ -391,7 +392,7 @@ end
 -- ---- control ----
 
 function Process:_unary(req, err)
-  return self._sbx:_envd(req, err)
+  return self._port.envd(req, err)
 end
 
 --- Writes to its stdin (spawned with stdin = true) or its pty.
@@ -401,14 +402,14 @@ end
 function Process:write(bytes)
   local ok, err = check.value("write", "bytes", bytes, "string")
   if not ok then return nil, err end
-  return self:_unary(self._sbx._h:send_input(self:_target(), bytes, self._pty))
+  return self:_unary(self._port.call("send_input", self:_target(), bytes, self._pty))
 end
 
 --- Ends its input.
 -- @treturn boolean true
 -- @return or nil, err
 function Process:close_stdin()
-  return self:_unary(self._sbx._h:close_stdin(self:_target()))
+  return self:_unary(self._port.call("close_stdin", self:_target()))
 end
 
 --- Sends a signal to its process group.
@@ -418,12 +419,12 @@ end
 function Process:signal(name)
   local signo = SIGNALS[name]
   if not signo then return nil, errors.invalid("signal", "name", 'must be "TERM", "KILL" or "INT"') end
-  return self:_unary(self._sbx._h:signal(self:_target(), signo))
+  return self:_unary(self._port.call("signal", self:_target(), signo))
 end
 
 -- Whether the process is still listed by envd.
 function Process:_alive()
-  local list, err = self._sbx:_envd(self._sbx._h:processes())
+  local list, err = self._port.envd(self._port.call("processes"))
   if not list then return nil, err end
   for _, p in ipairs(list) do
     if (self.tag and p.tag == self.tag) or (not self.tag and p.pid == self.pid) then return true end
@@ -451,7 +452,7 @@ function Process:kill()
     if adapter.now_ms() >= deadline then
       return nil, errors.new("sandbox", "kill",
         ("process %s survived SIGKILL for %d ms"):format(tostring(self:_target()), KILL_SETTLE_MS),
-        { sandbox_id = self._sbx.sandbox_id, pid = self.pid, retryable = true })
+        { sandbox_id = self._port.sandbox_id, pid = self.pid, retryable = true })
     end
     adapter.sleep(50)
   end
@@ -470,7 +471,7 @@ function Process:resize(size)
   local ok, err = check.value("resize", "cols", cols, "positive")
   if ok then ok, err = check.value("resize", "rows", rows, "positive") end
   if not ok then return nil, err end
-  return self:_unary(self._sbx._h:resize(self:_target(), cols, rows))
+  return self:_unary(self._port.call("resize", self:_target(), cols, rows))
 end
 
 --- The sandbox boot id this process started under (kept with its output;
@@ -481,7 +482,7 @@ function Process:boot_id()
   if not self.tracked or not self.tag then return nil end
   if self._boot_id then return self._boot_id end
   -- Where and when it is recorded is the core's business (e2b_proc_boot_id).
-  local id, err = self._sbx:_envd(self._sbx._h:boot_id(self.tag))
+  local id, err = self._port.envd(self._port.call("boot_id", self.tag))
   if not id then return nil, err end
   self._boot_id = id
   return id
@@ -508,7 +509,7 @@ function Process:close()
   if not self._detached then
     if not self._exit and not self._killed then self:kill() end
     -- Cleanup need not be waited for: the loop sends it unattended.
-    if self.tracked and self.tag then self._sbx._h:forget_async(self.tag, self._user) end
+    if self.tracked and self.tag then self._port.call("forget_async", self.tag, self._user) end
   end
   if self._feeding then self._feeding:close() end
   self._req:close()

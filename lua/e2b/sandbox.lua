@@ -41,10 +41,12 @@ function M.to_info(raw)
   }
 end
 
--- What e2b.files may ask of its sandbox (it reads nothing else of it).
-local function files_port(self)
+-- What e2b.files and e2b.process may ask of their sandbox (they read
+-- nothing else of it).
+local function envd_port(self)
   return {
     user = self._port.user,
+    sandbox_id = self.sandbox_id,
     -- The envd call `name` of the current handle (connect() may replace it).
     call = function(name, ...)
       local h = self._h
@@ -73,7 +75,8 @@ function M.new(port, raw, opts)
     _on_close = opts.on_close or "kill",
     _closed = false,
   }, Sandbox)
-  self.files = Files.new(self, files_port(self))
+  self._envd_port = envd_port(self)
+  self.files = Files.new(self, self._envd_port)
   return self
 end
 
@@ -115,7 +118,7 @@ end
 -- @treturn e2b.process.Process
 -- @return or nil, err
 function Sandbox:spawn(cmd, opts)
-  return Process.spawn(self, cmd, opts)
+  return Process.spawn(self._envd_port, cmd, opts)
 end
 
 --- Runs a command to its end. A non-zero exit is a result, not an error.
@@ -144,7 +147,7 @@ end
 --   pty (pty only), bytes_dropped (keep = "tail" only) }
 -- @return or nil, err
 function Sandbox:run(cmd, opts)
-  return Process.run(self, cmd, opts)
+  return Process.run(self._envd_port, cmd, opts)
 end
 
 --- Continues a process's output exactly where a reader stopped, from any
@@ -156,7 +159,7 @@ end
 -- @treturn e2b.process.Process
 -- @return or nil, err
 function Sandbox:attach(target, opts)
-  return Process.attach(self, target, opts)
+  return Process.attach(self._envd_port, target, opts)
 end
 
 --- The processes envd runs (a kept command shown as itself, not its wrapper).
