@@ -1,6 +1,6 @@
-/* loopback.h — a listening loopback socket for tests that need a peer that
- * never answers: it never accepts, so a request to it is connected (the
- * kernel's backlog) and never answered. */
+/* loopback.h — a listening loopback socket for tests that need a peer. A
+ * test that never accepts gets a peer that never answers (a request to it is
+ * connected by the kernel's backlog); one that accepts plays the server. */
 #ifndef E2B_TEST_LOOPBACK_H
 #define E2B_TEST_LOOPBACK_H
 #include <arpa/inet.h>

@@ -4,10 +4,9 @@
  * are kept apart, and closing removes every trace. Loopback and unix
  * sockets this test opens itself only. */
 #include "internal.h"
+#include "loopback.h"
 #include "testing.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -90,19 +89,6 @@ static void ready_socket_wakes_once_until_a_step(void) {
   close(sp[1]);
 }
 
-static int listen_loopback(int *port) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-  socklen_t len = sizeof a;
-  if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) != 0 || listen(fd, 8) != 0 ||
-      getsockname(fd, (struct sockaddr *)&a, &len) != 0) {
-    if (fd >= 0) close(fd);
-    return -1;
-  }
-  *port = ntohs(a.sin_port);
-  return fd;
-}
-
 /* Steps until the server side got the whole request head; returns the
  * accepted connection. */
 static int serve_until_request(e2b_loop *loop, int lfd) {
@@ -159,6 +145,26 @@ static void curls_sockets_wake_the_host(void) {
   close(lfd);
 }
 
+/* Whether the forked child pid exited with status 0. */
+static int child_succeeded(pid_t pid) {
+  int status = 0;
+  return pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+         WEXITSTATUS(status) == 0;
+}
+
+/* The end of the fork tests: the parent's bridge still works (a byte on the
+ * watched sp[0] wakes host once), then everything is released and closed. */
+static void host_wakes_then_release(e2b_loop *loop, int host, int sp[2], char byte) {
+  CHECK(write(sp[1], &byte, 1) == 1);
+  e2b_bridge_watch(loop, sp[0], CURL_POLL_IN);
+  CHECK(bytes_within(host, ARRIVE_MS) == 1);
+  e2b_bridge_watch(loop, sp[0], CURL_POLL_REMOVE);
+  e2b_loop_release(loop);
+  close(host);
+  close(sp[0]);
+  close(sp[1]);
+}
+
 /* Only this process may be the host: a child's connection is closed at
  * once, and the real host still connects after it. */
 static void a_stranger_is_refused(void) {
@@ -171,21 +177,12 @@ static void a_stranger_is_refused(void) {
     int fd = connect_unix(path);
     _exit(fd >= 0 && bytes_within(fd, ARRIVE_MS) == -1 ? 0 : 1);
   }
-  int status = 0;
-  CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
-  CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  CHECK(child_succeeded(pid));
   CHECK(path_exists(path)); /* still waiting for its host */
   int host = connect_unix(path), sp[2];
   CHECK(host >= 0);
   CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sp) == 0);
-  CHECK(write(sp[1], "x", 1) == 1);
-  e2b_bridge_watch(loop, sp[0], CURL_POLL_IN);
-  CHECK(bytes_within(host, ARRIVE_MS) == 1);
-  e2b_bridge_watch(loop, sp[0], CURL_POLL_REMOVE);
-  e2b_loop_release(loop);
-  close(host);
-  close(sp[0]);
-  close(sp[1]);
+  host_wakes_then_release(loop, host, sp, 'x');
 }
 
 /* A child inherits the loop but not the thread: it opens its own bridge,
@@ -209,18 +206,9 @@ static void a_forked_child_opens_its_own(void) {
     e2b_loop_release(loop);
     _exit(ok ? 0 : 1);
   }
-  int status = 0;
-  CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
-  CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  CHECK(child_succeeded(pid));
   CHECK(bytes_within(host, QUIET_MS) == 0); /* the child's work never reached the parent */
-  CHECK(write(sp[1], "p", 1) == 1);
-  e2b_bridge_watch(loop, sp[0], CURL_POLL_IN);
-  CHECK(bytes_within(host, ARRIVE_MS) == 1);
-  e2b_bridge_watch(loop, sp[0], CURL_POLL_REMOVE);
-  e2b_loop_release(loop);
-  close(host);
-  close(sp[0]);
-  close(sp[1]);
+  host_wakes_then_release(loop, host, sp, 'p');
 }
 
 /* Each open hands out a new path; the one nobody connected to is removed
