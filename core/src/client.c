@@ -149,10 +149,14 @@ nomem:
 
 void e2b_client_retain(e2b_client *c) { c->refs++; }
 
+void e2b_free_secret(char *secret) {
+  if (secret) memset(secret, 0, strlen(secret));
+  free(secret);
+}
+
 void e2b_client_release(e2b_client *c) {
   if (!c || --c->refs > 0) return;
-  if (c->api_key) memset(c->api_key, 0, strlen(c->api_key));
-  free(c->api_key);
+  e2b_free_secret(c->api_key);
   free(c->domain);
   free(c->api_url);
   free(c->sandbox_url);
@@ -236,8 +240,7 @@ void e2b_sbx_release(e2b_sbx *s) {
     free(s->forgets[i].user);
   }
   free(s->forgets);
-  if (s->access_token) memset(s->access_token, 0, strlen(s->access_token));
-  free(s->access_token);
+  e2b_free_secret(s->access_token);
   free(s->sandbox_id);
   free(s->envd_url);
   if (s->client) e2b_client_release(s->client);

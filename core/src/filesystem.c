@@ -27,27 +27,6 @@ static int check_text(const char *s, const char *field, const char *op, int requ
   return 0;
 }
 
-static int start_fs_rpc(e2b_sbx *sbx, const char *op, const char *method, const char *user,
-                        json_t *body, req_parse_fn parse, e2b_req **out, e2b_error *err) {
-  *out = NULL;
-  e2b_req *req = e2b_req_new(sbx->client->loop, op, err);
-  if (!req) {
-    json_decref(body);
-    return -1;
-  }
-  req->mode = BODY_BUFFER;
-  req->parse = parse;
-  int rc = e2b_sbx_prepare_rpc(sbx, req, method, user, body, 0, err);
-  json_decref(body);
-  if (rc != 0) {
-    e2b_req_free(req);
-    return -1;
-  }
-  if (e2b_req_start(req, err) != 0) return -1;
-  *out = req;
-  return 0;
-}
-
 static int parse_entry_field(e2b_req *req, json_t *body, e2b_error *err) {
   req->entries = calloc(1, sizeof *req->entries);
   if (!req->entries || e2b_parse_entry(json_object_get(body, "entry"), &req->entries[0]) != 0) {
@@ -78,17 +57,11 @@ static int parse_entries(e2b_req *req, json_t *body, e2b_error *err) {
   return 0;
 }
 
-static int parse_nothing(e2b_req *req, json_t *body, e2b_error *err) { return 0; }
-
 static e2b_req *path_rpc(e2b_sbx *sbx, const char *op, const char *method, const char *path,
                          const char *user, req_parse_fn parse, e2b_error *err) {
   if (e2b_need_sbx(sbx, op, err)) return NULL;
   if (check_text(path, "path", op, 1, err) || check_text(user, "user", op, 0, err)) return NULL;
-  json_t *body = json_object();
-  json_object_set_new(body, "path", json_string(path));
-  e2b_req *req;
-  start_fs_rpc(sbx, op, method, user, body, parse, &req, err);
-  return req;
+  return e2b_sbx_rpc(sbx, op, method, user, json_pack("{s:s}", "path", path), 0, parse, err);
 }
 
 e2b_req *e2b_fs_stat(e2b_sbx *sbx, const char *path, const char *user, e2b_error *err) {
@@ -104,7 +77,7 @@ e2b_req *e2b_fs_mkdir(e2b_sbx *sbx, const char *path, const char *user, e2b_erro
 }
 
 e2b_req *e2b_fs_remove(e2b_sbx *sbx, const char *path, const char *user, e2b_error *err) {
-  return path_rpc(sbx, "files.remove", "/filesystem.Filesystem/Remove", path, user, parse_nothing,
+  return path_rpc(sbx, "files.remove", "/filesystem.Filesystem/Remove", path, user, e2b_parse_nothing,
                   err);
 }
 
@@ -117,12 +90,10 @@ e2b_req *e2b_fs_list(e2b_sbx *sbx, const char *path, unsigned depth, const char 
     return NULL;
   }
   if (check_text(path, "path", op, 1, err) || check_text(user, "user", op, 0, err)) return NULL;
-  json_t *body = json_object();
-  json_object_set_new(body, "path", json_string(path));
-  json_object_set_new(body, "depth", json_integer(depth));
-  e2b_req *req;
-  start_fs_rpc(sbx, op, "/filesystem.Filesystem/ListDir", user, body, parse_entries, &req, err);
-  return e2b_req_typed(req, E2B_RESULT_ENTRIES);
+  json_t *body = json_pack("{s:s, s:I}", "path", path, "depth", (json_int_t)depth);
+  return e2b_req_typed(
+      e2b_sbx_rpc(sbx, op, "/filesystem.Filesystem/ListDir", user, body, 0, parse_entries, err),
+      E2B_RESULT_ENTRIES);
 }
 
 e2b_req *e2b_fs_move(e2b_sbx *sbx, const char *from, const char *to, const char *user,
@@ -132,12 +103,10 @@ e2b_req *e2b_fs_move(e2b_sbx *sbx, const char *from, const char *to, const char 
   if (check_text(from, "from", op, 1, err) || check_text(to, "to", op, 1, err) ||
       check_text(user, "user", op, 0, err))
     return NULL;
-  json_t *body = json_object();
-  json_object_set_new(body, "source", json_string(from));
-  json_object_set_new(body, "destination", json_string(to));
-  e2b_req *req;
-  start_fs_rpc(sbx, op, "/filesystem.Filesystem/Move", user, body, parse_entry_field, &req, err);
-  return e2b_req_typed(req, E2B_RESULT_ENTRY);
+  json_t *body = json_pack("{s:s, s:s}", "source", from, "destination", to);
+  return e2b_req_typed(
+      e2b_sbx_rpc(sbx, op, "/filesystem.Filesystem/Move", user, body, 0, parse_entry_field, err),
+      E2B_RESULT_ENTRY);
 }
 
 const e2b_entry *e2b_req_entry(const e2b_req *req) { return req->entry_count ? &req->entries[0] : NULL; }

@@ -274,9 +274,14 @@ e2b_req *e2b_op_child(e2b_req *op, e2b_req *child);
 void e2b_op_finish(e2b_req *op, const e2b_error *err);
 /* Runs op's advance once, soon (from the next notification round). */
 void e2b_op_kick(e2b_req *op);
+/* Frees the n requests of reqs (a composite's fan-out of children) and reqs. */
+void e2b_req_free_all(e2b_req **reqs, size_t n);
 
 /* ---- client.c ---- */
 char *e2b_strdup0(const char *s); /* NULL-safe strdup */
+/* Frees a secret (API key, access token) after wiping its bytes, so it does
+ * not linger in freed memory. NULL is fine. */
+void e2b_free_secret(char *secret);
 char *e2b_url_escape(const char *s);
 void e2b_client_retain(e2b_client *c);
 void e2b_sbx_retain(e2b_sbx *sbx);
@@ -302,7 +307,14 @@ e2b_req *e2b_api_pause(e2b_client *c, const char *sandbox_id, int memory, e2b_er
 e2b_req *e2b_api_refresh(e2b_client *c, const char *sandbox_id, long seconds, e2b_error *err);
 
 /* ---- process.c ---- */
+/* Starts an envd RPC (streamed or unary) whose body is `body` (consumed; NULL:
+ * out of memory): the request, or NULL with err set. */
+e2b_req *e2b_sbx_rpc(e2b_sbx *sbx, const char *op, const char *method_path, const char *user,
+                     json_t *body, int stream, req_parse_fn parse, e2b_error *err);
 int e2b_proc_opts_check(const e2b_proc_opts *o, e2b_error *err);
+/* Why a finished process stream stopped before its end event: its own error,
+ * or else (it ended cleanly but early) a protocol error for op in *scratch. */
+const e2b_error *e2b_proc_stream_cut(const e2b_req *stream, const char *op, e2b_error *scratch);
 /* A server-streaming envd RPC with the idle budget of add_stream_headers. */
 e2b_req *e2b_sbx_stream_rpc(e2b_sbx *sbx, const char *op, const char *method_path, const char *user,
                             json_t *body, long keepalive_s, long idle_ms, long timeout_ms,

@@ -525,8 +525,7 @@ typedef struct reap_state {
 static void reap_free(void *p) {
   reap_state *s = p;
   e2b_req_free(s->find);
-  for (size_t i = 0; i < s->kill_count; i++) e2b_req_free(s->kills[i]);
-  free(s->kills);
+  e2b_req_free_all(s->kills, s->kill_count);
   free(s->owner);
   e2b_client_release(s->client);
   free(s);

@@ -34,6 +34,11 @@ e2b_req *e2b_op_child(e2b_req *op, e2b_req *child) {
 
 void e2b_op_kick(e2b_req *op) { e2b_req_mark_dirty(op); }
 
+void e2b_req_free_all(e2b_req **reqs, size_t n) {
+  for (size_t i = 0; i < n; i++) e2b_req_free(reqs[i]);
+  free(reqs);
+}
+
 void e2b_op_finish(e2b_req *op, const e2b_error *err) {
   if (op->done) return;
   e2b_req_disarm_timer(op);

@@ -95,8 +95,7 @@ void e2b_sandbox_clear(e2b_sandbox *sb) {
   free(sb->alias);
   free(sb->client_id);
   free(sb->envd_version);
-  if (sb->envd_access_token) memset(sb->envd_access_token, 0, strlen(sb->envd_access_token));
-  free(sb->envd_access_token);
+  e2b_free_secret(sb->envd_access_token);
   free(sb->traffic_access_token);
   free(sb->domain);
   free(sb->on_timeout);

@@ -1,4 +1,5 @@
-/* process.c — envd's process.Process service over Connect with the JSON codec. */
+/* process.c — envd's process.Process service over Connect with the JSON codec,
+ * and the one starter of envd RPCs (filesystem.c's calls start here too). */
 #include "internal.h"
 
 #include <stdio.h>
@@ -6,8 +7,8 @@
 #include <string.h>
 
 /* Starts an RPC whose body is `body` (consumed). */
-static e2b_req *rpc(e2b_sbx *sbx, const char *op, const char *method_path, const char *user,
-                    json_t *body, int stream, req_parse_fn parse, e2b_error *err) {
+e2b_req *e2b_sbx_rpc(e2b_sbx *sbx, const char *op, const char *method_path, const char *user,
+                     json_t *body, int stream, req_parse_fn parse, e2b_error *err) {
   if (!body) {
     e2b_err_set(err, E2B_ERR_UNAVAILABLE, op, "out of memory");
     return NULL;
@@ -26,6 +27,13 @@ static e2b_req *rpc(e2b_sbx *sbx, const char *op, const char *method_path, const
     return NULL;
   }
   return e2b_req_start(req, err) == 0 ? req : NULL;
+}
+
+const e2b_error *e2b_proc_stream_cut(const e2b_req *stream, const char *op, e2b_error *scratch) {
+  const e2b_error *err = e2b_req_error(stream);
+  if (err) return err;
+  e2b_err_set(scratch, E2B_ERR_PROTOCOL, op, "process stream ended without an end event");
+  return scratch;
 }
 
 /* The idle budget: a stream that delivers nothing (not even a keepalive,
@@ -172,7 +180,6 @@ e2b_req *e2b_proc_connect(e2b_sbx *sbx, uint32_t pid, const char *tag, long idle
                             idle_timeout_ms, 0, 0, err);
 }
 
-static int parse_nothing(e2b_req *req, json_t *body, e2b_error *err) { return 0; }
 
 static int need_pid(uint32_t pid, const char *tag, const char *op, e2b_error *err) {
   if (pid == 0 && !tag) {
@@ -207,7 +214,7 @@ e2b_req *e2b_proc_send_input(e2b_sbx *sbx, uint32_t pid, const char *tag, const 
   free(b64);
   json_object_set_new(body, "process", selector(pid, tag));
   json_object_set_new(body, "input", input);
-  return rpc(sbx, op, "/process.Process/SendInput", NULL, body, 0, parse_nothing, err);
+  return e2b_sbx_rpc(sbx, op, "/process.Process/SendInput", NULL, body, 0, e2b_parse_nothing, err);
 }
 
 static json_t *pid_body(uint32_t pid, const char *tag) {
@@ -219,8 +226,8 @@ static json_t *pid_body(uint32_t pid, const char *tag) {
 e2b_req *e2b_proc_close_stdin(e2b_sbx *sbx, uint32_t pid, const char *tag, e2b_error *err) {
   const char *op = "process.close_stdin";
   if (e2b_need_sbx(sbx, op, err) || need_pid(pid, tag, op, err)) return NULL;
-  e2b_req *req = rpc(sbx, op, "/process.Process/CloseStdin", NULL, pid_body(pid, tag), 0,
-                     parse_nothing, err);
+  e2b_req *req = e2b_sbx_rpc(sbx, op, "/process.Process/CloseStdin", NULL, pid_body(pid, tag), 0,
+                             e2b_parse_nothing, err);
   if (req) req->idempotent = 1;
   return req;
 }
@@ -242,7 +249,8 @@ e2b_req *e2b_proc_signal(e2b_sbx *sbx, uint32_t pid, const char *tag, int signo,
     else
       json_object_set_new(body, "signal", json_integer(signo));
   }
-  e2b_req *req = rpc(sbx, op, "/process.Process/SendSignal", NULL, body, 0, parse_nothing, err);
+  e2b_req *req =
+      e2b_sbx_rpc(sbx, op, "/process.Process/SendSignal", NULL, body, 0, e2b_parse_nothing, err);
   if (req) req->idempotent = 1;
   return req;
 }
@@ -261,7 +269,7 @@ e2b_req *e2b_proc_resize(e2b_sbx *sbx, uint32_t pid, const char *tag, unsigned c
   json_object_set_new(pty, "size", size);
   if (body) json_object_set_new(body, "pty", pty);
   else json_decref(pty);
-  return rpc(sbx, op, "/process.Process/Update", NULL, body, 0, parse_nothing, err);
+  return e2b_sbx_rpc(sbx, op, "/process.Process/Update", NULL, body, 0, e2b_parse_nothing, err);
 }
 
 static int parse_proc_list(e2b_req *req, json_t *body, e2b_error *err) {
@@ -289,7 +297,8 @@ static int parse_proc_list(e2b_req *req, json_t *body, e2b_error *err) {
 e2b_req *e2b_proc_list(e2b_sbx *sbx, e2b_error *err) {
   const char *op = "process.list";
   if (e2b_need_sbx(sbx, op, err)) return NULL;
-  e2b_req *req = rpc(sbx, op, "/process.Process/List", NULL, json_object(), 0, parse_proc_list, err);
+  e2b_req *req =
+      e2b_sbx_rpc(sbx, op, "/process.Process/List", NULL, json_object(), 0, parse_proc_list, err);
   if (req) req->idempotent = 1;
   return e2b_req_typed(req, E2B_RESULT_PROCS);
 }

@@ -20,8 +20,7 @@ static void snapshot_clear(e2b_snapshot *s) {
 static void volume_clear(e2b_volume *v) {
   free(v->volume_id);
   free(v->name);
-  if (v->token) memset(v->token, 0, strlen(v->token));
-  free(v->token);
+  e2b_free_secret(v->token);
 }
 
 static void items_free(void *p) {
@@ -201,8 +200,7 @@ typedef struct by_name_state {
 static void by_name_free(void *p) {
   by_name_state *s = p;
   e2b_req_free(s->child);
-  for (size_t i = 0; i < s->delete_count; i++) e2b_req_free(s->deletes[i]);
-  free(s->deletes);
+  e2b_req_free_all(s->deletes, s->delete_count);
   free(s->name);
   free(s->token);
   e2b_client_release(s->client);

@@ -225,13 +225,8 @@ static int pump(e2b_req *op, run_state *s) {
     if (take_event(op, s, n)) return 1;
   }
   if (!e2b_req_done(s->stream)) return 0;
-  const e2b_error *serr = e2b_req_error(s->stream);
   e2b_error protocol;
-  if (!serr) {
-    e2b_err_set(&protocol, E2B_ERR_PROTOCOL, op->op, "process stream ended without an end event");
-    serr = &protocol;
-  }
-  fail_with(s, serr);
+  fail_with(s, e2b_proc_stream_cut(s->stream, op->op, &protocol));
   return 1;
 }
 

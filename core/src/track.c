@@ -270,13 +270,8 @@ static void live_step(e2b_req *op, track_state *s) {
     }
   }
   if (s->live->queue_head || !e2b_req_done(s->live)) return;
-  const e2b_error *err = e2b_req_error(s->live);
   e2b_error protocol;
-  if (!err) {
-    e2b_err_set(&protocol, E2B_ERR_PROTOCOL, op->op, "process stream ended without an end event");
-    err = &protocol;
-  }
-  fail(op, err);
+  fail(op, e2b_proc_stream_cut(s->live, op->op, &protocol));
 }
 
 /* ---- kept: the stream says start and end, the files hold the output ---- */
