@@ -173,7 +173,7 @@ static void set_strings(lua_State *L, const char *k, char *const *s, size_t n) {
   lua_setfield(L, -2, k);
 }
 
-void e2bL_push_sandbox(lua_State *L, const e2b_sandbox *s) {
+void e2bL_push_sandbox(lua_State *L, const e2b_sandbox_info *s) {
   lua_createtable(L, 0, 16);
   e2bL_set_str(L, "sandbox_id", s->sandbox_id);
   e2bL_set_str(L, "template_id", s->template_id);

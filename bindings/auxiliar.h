@@ -45,7 +45,7 @@ const e2b_kv *e2bL_opt_kvs(lua_State *L, int t, const char *field, size_t *count
 const char *const *e2bL_opt_strings(lua_State *L, int t, const char *field, size_t *count);
 void e2bL_set_str(lua_State *L, const char *k, const char *v);
 void e2bL_set_int(lua_State *L, const char *k, lua_Integer v);
-void e2bL_push_sandbox(lua_State *L, const e2b_sandbox *s);
+void e2bL_push_sandbox(lua_State *L, const e2b_sandbox_info *s);
 void e2bL_push_entry(lua_State *L, const e2b_entry *e);
 void e2bL_push_proc_info(lua_State *L, const e2b_proc_info *p);
 void e2bL_push_snapshot(lua_State *L, const e2b_snapshot *sn);

@@ -59,8 +59,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
   json_t *j = json_loadb(json, len, 0, NULL);
   if (which == 0) {
-    e2b_sandbox sb;
-    if (e2b_parse_sandbox(j, &sb) == 0) e2b_sandbox_clear(&sb);
+    e2b_sandbox_info sb;
+    if (e2b_parse_sandbox(j, &sb) == 0) e2b_sandbox_info_clear(&sb);
   } else if (which == 1) {
     e2b_entry e;
     if (e2b_parse_entry(j, &e) == 0) e2b_entry_clear(&e);

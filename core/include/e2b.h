@@ -10,6 +10,11 @@
  *   e2b_client   one context per E2B account/endpoint: configuration, auth
  *                headers and the control-plane operations.
  *   e2b_sbx      the envd side of one sandbox: process and filesystem calls.
+ *
+ * Names: e2b_sandbox_*() are control-plane calls on a client, naming the
+ * sandbox by id; e2b_sandbox_info is what they answer (a record, no
+ * handle); e2b_sbx is a handle for one sandbox's envd (e2b_proc_*, e2b_fs_*,
+ * e2b_file_* take it).
  *   e2b_req      one operation in flight. It is started by an e2b_* call,
  *                progressed by the loop and finishes with a status. An
  *                optional notify callback fires whenever it makes progress
@@ -239,7 +244,7 @@ typedef enum e2b_state {
 } e2b_state;
 
 /* A sandbox as the control plane describes it (create, connect, get, list). */
-typedef struct e2b_sandbox {
+typedef struct e2b_sandbox_info {
   char *sandbox_id;
   char *template_id;
   char *alias;                /* NULL when absent */
@@ -255,7 +260,7 @@ typedef struct e2b_sandbox {
   char *on_timeout;           /* lifecycle: "kill" | "pause" | NULL */
   int auto_resume;            /* lifecycle: -1 unknown, 0, 1 */
   e2b_map metadata;
-} e2b_sandbox;
+} e2b_sandbox_info;
 
 /* Tri-state for optional booleans in option structs. */
 #define E2B_UNSET (-1)
@@ -314,9 +319,9 @@ E2B_EXPORT e2b_req *e2b_sandbox_set_timeout(e2b_client *c, const char *sandbox_i
 E2B_EXPORT e2b_req *e2b_sandbox_pause(e2b_client *c, const char *sandbox_id, int memory, e2b_error *err);
 
 /* Results. Valid until the request is freed. */
-E2B_EXPORT const e2b_sandbox *e2b_req_sandbox(const e2b_req *req);           /* create, connect, get */
+E2B_EXPORT const e2b_sandbox_info *e2b_req_sandbox(const e2b_req *req);           /* create, connect, get */
 E2B_EXPORT size_t e2b_req_sandbox_count(const e2b_req *req);                  /* list */
-E2B_EXPORT const e2b_sandbox *e2b_req_sandbox_at(const e2b_req *req, size_t i);
+E2B_EXPORT const e2b_sandbox_info *e2b_req_sandbox_at(const e2b_req *req, size_t i);
 E2B_EXPORT const char *e2b_req_next_token(const e2b_req *req);                /* list; NULL on the last page */
 /* connect: 1 when the sandbox was resumed from pause (HTTP 201). */
 E2B_EXPORT int e2b_req_resumed(const e2b_req *req);

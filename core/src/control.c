@@ -425,11 +425,11 @@ e2b_req *e2b_sandbox_list(e2b_client *c, const e2b_list_opts *o, e2b_error *err)
   return e2b_req_typed(req, E2B_RESULT_SANDBOXES);
 }
 
-const e2b_sandbox *e2b_req_sandbox(const e2b_req *req) {
+const e2b_sandbox_info *e2b_req_sandbox(const e2b_req *req) {
   return req->sandbox_count ? &req->sandboxes[0] : NULL;
 }
 size_t e2b_req_sandbox_count(const e2b_req *req) { return req->sandbox_count; }
-const e2b_sandbox *e2b_req_sandbox_at(const e2b_req *req, size_t i) {
+const e2b_sandbox_info *e2b_req_sandbox_at(const e2b_req *req, size_t i) {
   return i < req->sandbox_count ? &req->sandboxes[i] : NULL;
 }
 const char *e2b_req_next_token(const e2b_req *req) { return req->next_token; }

@@ -11,7 +11,7 @@
 /* A throwaway sandbox: created, used by a sequence of steps, killed. */
 typedef struct probe_box {
   e2b_client *client;
-  e2b_sandbox sb;
+  e2b_sandbox_info sb;
   int allocated;
   e2b_sbx *sbx;
 } probe_box;
@@ -23,7 +23,7 @@ static void box_release(probe_box *b) {
     e2b_req *kill = e2b_sandbox_kill(b->client, b->sb.sandbox_id, &err);
     if (kill) e2b_req_autofree(kill);
   }
-  e2b_sandbox_clear(&b->sb);
+  e2b_sandbox_info_clear(&b->sb);
   if (b->sbx) e2b_sbx_release(b->sbx);
 }
 

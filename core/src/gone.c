@@ -31,7 +31,7 @@ static void gone_advance(e2b_req *op) {
   gone_state *s = op->state;
   if (!e2b_req_done(s->get)) return;
   const e2b_error *look = e2b_req_error(s->get);
-  const e2b_sandbox *sb = look ? NULL : e2b_req_sandbox(s->get);
+  const e2b_sandbox_info *sb = look ? NULL : e2b_req_sandbox(s->get);
   e2b_error out = s->orig;
   if (look && look->code == E2B_ERR_NOT_FOUND) {
     e2b_err_set(&out, E2B_ERR_NOT_FOUND, s->orig.op, "sandbox %s is gone (killed or timed out): %.300s",

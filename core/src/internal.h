@@ -185,7 +185,7 @@ struct e2b_req {
   int send_paused;
 
   /* results */
-  e2b_sandbox *sandboxes;
+  e2b_sandbox_info *sandboxes;
   size_t sandbox_count;
   char *next_token;
   int resumed;
@@ -347,11 +347,11 @@ int e2b_outwatch_live(const e2b_sbx *sbx);
 void e2b_outwatch_free(e2b_sbx *sbx);
 
 /* ---- parse.c: JSON -> result structs ---- */
-int e2b_parse_sandbox(json_t *obj, e2b_sandbox *out);
+int e2b_parse_sandbox(json_t *obj, e2b_sandbox_info *out);
 /* POST /sandboxes/{id}/fork: started forks in sandboxes[], failures counted. */
 e2b_req *e2b_api_fork(e2b_client *c, const char *sandbox_id, long timeout_ms, int count,
                       e2b_error *err);
-void e2b_sandbox_clear(e2b_sandbox *sb);
+void e2b_sandbox_info_clear(e2b_sandbox_info *sb);
 int e2b_parse_entry(json_t *obj, e2b_entry *out);
 void e2b_entry_clear(e2b_entry *e);
 int e2b_parse_proc_info(json_t *obj, e2b_proc_info *out);

@@ -45,7 +45,7 @@ void e2b_kv_free(e2b_kv *kv, size_t n) {
 /* Moves src's sandbox results to the end of dst's. */
 int e2b_take_sandboxes(e2b_req *dst, e2b_req *src) {
   if (!src->sandbox_count) return 0;
-  e2b_sandbox *p = realloc(dst->sandboxes, (dst->sandbox_count + src->sandbox_count) * sizeof *p);
+  e2b_sandbox_info *p = realloc(dst->sandboxes, (dst->sandbox_count + src->sandbox_count) * sizeof *p);
   if (!p) return -1;
   dst->sandboxes = p;
   memcpy(p + dst->sandbox_count, src->sandboxes, src->sandbox_count * sizeof *p);
@@ -165,7 +165,7 @@ typedef struct id_state {
   int stage;
   e2b_req *child;
   int64_t end_at_ms; /* attach: the deadline seen before connecting */
-  e2b_sandbox info;  /* attach: metadata kept across the connect */
+  e2b_sandbox_info info;  /* attach: metadata kept across the connect */
   int have_info;
   int memory;        /* pause */
   int polls;
@@ -174,7 +174,7 @@ typedef struct id_state {
 static void id_free(void *p) {
   id_state *s = p;
   e2b_req_free(s->child);
-  if (s->have_info) e2b_sandbox_clear(&s->info);
+  if (s->have_info) e2b_sandbox_info_clear(&s->info);
   free(s->id);
   free(s->sandbox_id);
   e2b_client_release(s->client);
@@ -330,7 +330,7 @@ static void attach_advance(e2b_req *op) {
   }
   if (!e2b_req_done(s->child)) return;
   if (child_failed(op, &s->child)) return;
-  e2b_sandbox *got = s->child->sandbox_count ? &s->child->sandboxes[0] : NULL;
+  e2b_sandbox_info *got = s->child->sandbox_count ? &s->child->sandboxes[0] : NULL;
   if (!got) return nomem(op);
   switch (s->stage) {
   case ATTACH_INFO:
@@ -348,7 +348,7 @@ static void attach_advance(e2b_req *op) {
     break;
   default: {
     /* Refresh state and deadline; keep the connect answer's token and domain. */
-    e2b_sandbox *res = &op->sandboxes[0];
+    e2b_sandbox_info *res = &op->sandboxes[0];
     res->state = got->state;
     res->started_at_ms = got->started_at_ms;
     res->end_at_ms = got->end_at_ms;
@@ -547,12 +547,12 @@ static void reap_advance(e2b_req *op) {
     /* Keep only the old enough; kill them all at once (the client's cap
      * bounds how many requests are really in flight). */
     size_t n = s->find->sandbox_count, keep = 0;
-    e2b_sandbox *sb = s->find->sandboxes;
+    e2b_sandbox_info *sb = s->find->sandboxes;
     for (size_t i = 0; i < n; i++) {
       if (sb[i].started_at_ms && sb[i].started_at_ms <= s->cutoff)
         sb[keep++] = sb[i];
       else
-        e2b_sandbox_clear(&sb[i]);
+        e2b_sandbox_info_clear(&sb[i]);
     }
     s->find->sandbox_count = keep;
     if (e2b_take_sandboxes(op, s->find) != 0) return nomem(op);

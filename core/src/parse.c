@@ -89,7 +89,7 @@ static int parse_map(json_t *obj, e2b_map *out) {
   return 0;
 }
 
-void e2b_sandbox_clear(e2b_sandbox *sb) {
+void e2b_sandbox_info_clear(e2b_sandbox_info *sb) {
   free(sb->sandbox_id);
   free(sb->template_id);
   free(sb->alias);
@@ -103,7 +103,7 @@ void e2b_sandbox_clear(e2b_sandbox *sb) {
   memset(sb, 0, sizeof *sb);
 }
 
-int e2b_parse_sandbox(json_t *obj, e2b_sandbox *out) {
+int e2b_parse_sandbox(json_t *obj, e2b_sandbox_info *out) {
   memset(out, 0, sizeof *out);
   out->auto_resume = -1;
   if (!json_is_object(obj) || !e2b_json_str(obj, "sandboxID", NULL)) return -1;
@@ -140,7 +140,7 @@ int e2b_parse_sandbox(json_t *obj, e2b_sandbox *out) {
   if (parse_map(json_object_get(obj, "metadata"), &out->metadata) != 0) goto fail;
   return 0;
 fail:
-  e2b_sandbox_clear(out);
+  e2b_sandbox_info_clear(out);
   return -1;
 }
 

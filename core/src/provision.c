@@ -57,7 +57,7 @@ typedef struct prov_state {
   long setup_timeout_ms;
   char *user;
   /* the allocation */
-  e2b_sandbox sandbox;
+  e2b_sandbox_info sandbox;
   int allocated;
   e2b_sbx *sbx;
   e2b_error fail; /* the error to report once the allocation is discarded */
@@ -133,7 +133,7 @@ static void prov_free(void *p) {
   if (s->self) release_create_slot(s->self, s);
   e2b_req_free(s->child);
   if (s->allocated && !s->succeeded) discard_detached(s->client, s->sandbox.sandbox_id);
-  e2b_sandbox_clear(&s->sandbox);
+  e2b_sandbox_info_clear(&s->sandbox);
   if (s->sbx) e2b_sbx_release(s->sbx);
   e2b_kv_free(s->metadata, s->metadata_n);
   e2b_kv_free(s->env, s->env_n);

@@ -163,7 +163,7 @@ static void free_queue(e2b_req *req) {
 }
 
 static void free_results(e2b_req *req) {
-  for (size_t i = 0; i < req->sandbox_count; i++) e2b_sandbox_clear(&req->sandboxes[i]);
+  for (size_t i = 0; i < req->sandbox_count; i++) e2b_sandbox_info_clear(&req->sandboxes[i]);
   free(req->sandboxes);
   for (size_t i = 0; i < req->entry_count; i++) e2b_entry_clear(&req->entries[i]);
   free(req->entries);

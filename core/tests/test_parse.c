@@ -21,7 +21,7 @@ static void sandbox_detail_maps_every_field(void) {
                     "\"cpuCount\":2,\"memoryMB\":512,\"diskSizeMB\":1024,"
                     "\"lifecycle\":{\"onTimeout\":\"pause\",\"autoResume\":true},"
                     "\"metadata\":{\"k\":\"v\",\"lua_e2b_id\":\"x\"}}");
-  e2b_sandbox s;
+  e2b_sandbox_info s;
   CHECK(e2b_parse_sandbox(j, &s) == 0);
   CHECK_STR(s.sandbox_id, "iabc");
   CHECK_STR(s.template_id, "base");
@@ -35,13 +35,13 @@ static void sandbox_detail_maps_every_field(void) {
   CHECK_STR(s.on_timeout, "pause");
   CHECK(s.auto_resume == 1);
   CHECK(s.metadata.count == 2);
-  e2b_sandbox_clear(&s);
+  e2b_sandbox_info_clear(&s);
   json_decref(j);
 }
 
 static void sandbox_without_id_is_refused(void) {
   json_t *j = parse("{\"templateID\":\"base\"}");
-  e2b_sandbox s;
+  e2b_sandbox_info s;
   CHECK(e2b_parse_sandbox(j, &s) == -1);
   json_decref(j);
   CHECK(e2b_parse_sandbox(NULL, &s) == -1);
@@ -189,7 +189,7 @@ static void out_of_range_numbers_are_refused(void) {
   };
   for (size_t i = 0; i < sizeof sandboxes / sizeof sandboxes[0]; i++) {
     json_t *j = parse(sandboxes[i]);
-    e2b_sandbox s;
+    e2b_sandbox_info s;
     CHECK(e2b_parse_sandbox(j, &s) != 0);
     json_decref(j);
   }
@@ -211,9 +211,9 @@ static void out_of_range_numbers_are_refused(void) {
   CHECK(err.code == E2B_ERR_PROTOCOL);
   /* in range, as a real with no fraction, or as a string: accepted */
   j = parse("{\"sandboxID\":\"i\",\"cpuCount\":2.0,\"memoryMB\":\"512\"}");
-  e2b_sandbox s;
+  e2b_sandbox_info s;
   CHECK(e2b_parse_sandbox(j, &s) == 0 && s.cpu_count == 2 && s.memory_mb == 512);
-  e2b_sandbox_clear(&s);
+  e2b_sandbox_info_clear(&s);
   json_decref(j);
 }
 

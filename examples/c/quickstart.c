@@ -113,7 +113,7 @@ static int session(e2b_loop *loop, e2b_client *client) {
     e2b_req_free(create);
     return -1;
   }
-  const e2b_sandbox *sb = e2b_req_sandbox(create);
+  const e2b_sandbox_info *sb = e2b_req_sandbox(create);
   printf("sandbox %s (template %s)\n", sb->sandbox_id, sb->template_id);
   e2b_sbx *sbx = e2b_sbx_new(client, sb->sandbox_id, sb->envd_access_token, sb->domain, &err);
   int rc = sbx ? 0 : fail("sandbox handle", &err);
