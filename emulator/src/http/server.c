@@ -299,6 +299,8 @@ static struct MHD_Daemon *start_daemon(const struct sockaddr_in *sa, const tls_l
       {tls ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, 0, tls ? tls->cert_pem : NULL},
       {MHD_OPTION_END, 0, NULL},
   };
+  /* Thread per connection: tls_tunnel.c relays an upgraded HTTPS connection
+   * from its access handler, on the connection's own thread. */
   unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG |
                    MHD_ALLOW_UPGRADE | (tls ? MHD_USE_TLS : 0);
   return MHD_start_daemon(flags, 0, NULL, NULL, on_request, NULL, MHD_OPTION_ARRAY, opts, MHD_OPTION_END);

@@ -269,9 +269,9 @@ static void on_upgrade(void *cls, struct MHD_Connection *connection, void *req_c
   b->pending = u->pending;
   b->npending = u->npending;
   free(u);
-  /* The bridge blocks on its writes: over HTTPS, `sock` is libmicrohttpd's
-   * socketpair end, non-blocking, and a write that met a full buffer
-   * (EAGAIN) ended the tunnel mid-stream. */
+  /* The bridge blocks on its writes: `sock` may be non-blocking, and a
+   * write that met a full buffer (EAGAIN) would end the tunnel mid-stream.
+   * (Only the plain listener comes here: HTTPS upgrades go to tls_tunnel.c.) */
   int fl = fcntl(sock, F_GETFL);
   if (fl >= 0 && (fl & O_NONBLOCK)) fcntl(sock, F_SETFL, fl & ~O_NONBLOCK);
   if (extra_in_size) write_all(b->upstream, extra_in, extra_in_size);
