@@ -298,7 +298,11 @@ static enum MHD_Result tunnel_over_tls(http_req *r, pconn *c, json_t *headers) {
   sbuf_appendf(&head, "HTTP/1.1 101 %s\r\n", MHD_get_reason_phrase_for(101));
   for (size_t i = 0; i < json_array_size(headers); i++) {
     json_t *kv = json_array_get(headers, i);
-    sbuf_appendf(&head, "%s: %s\r\n", json_string_value(json_array_get(kv, 0)), json_string_value(json_array_get(kv, 1)));
+    const char *k = json_string_value(json_array_get(kv, 0)), *v = json_string_value(json_array_get(kv, 1));
+    /* what MHD_add_response_header refuses is dropped here too: a line break
+     * from the service never splits the head it answers with */
+    if (!*k || strpbrk(k, " \t\r\n:") || strpbrk(v, "\r\n")) continue;
+    sbuf_appendf(&head, "%s: %s\r\n", k, v);
   }
   json_decref(headers);
   char date[64];
