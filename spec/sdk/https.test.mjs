@@ -146,7 +146,7 @@ http.createServer((req, res) => res.end('ready')).on('upgrade', (req, sock, head
 }).listen(8080, '127.0.0.1')
 `
 
-test('ports over HTTPS: a WebSocket upgrade is tunnelled both ways through the TLS listener', async () => {
+test('ports over HTTPS: a WebSocket upgrade carries 8 MB both ways through the TLS listener', async () => {
   const sbx = await Sandbox.create({ ...S.opts, timeoutMs: 60_000 })
   await sbx.files.write('/home/user/ws.js', WS_ECHO_JS)
   await sbx.commands.run('node /home/user/ws.js', { background: true })
@@ -158,9 +158,9 @@ test('ports over HTTPS: a WebSocket upgrade is tunnelled both ways through the T
     req.end()
   })
   for (let i = 0; i < 100 && (await get()) !== 200; i++) await new Promise((ok) => setTimeout(ok, 100))
-  // Several TLS records each way. (Far larger echoes stall past ~1 MB inside
-  // libmicrohttpd 0.9.75's TLS upgrade forwarding: docs/e2b-local.md.)
-  const echoed = await wsEcho(httpsRequest, { ...tls, path: '/ws', headers: { Host: host } }, randomBytes(32_000))
+  // 8 MB each way, written at once: far more than any buffer between the
+  // client and the sandbox, so the tunnel must keep both directions moving.
+  const echoed = await wsEcho(httpsRequest, { ...tls, path: '/ws', headers: { Host: host } }, randomBytes(8 << 20))
   assert.equal(echoed, true)
   await sbx.kill()
 })

@@ -31,6 +31,19 @@ unsigned http_take_status(void) {
   return s;
 }
 
+static __thread int t_raw;
+
+void http_answered_raw(unsigned status) {
+  t_status = status;
+  t_raw = 1;
+}
+
+int http_take_raw(void) {
+  int r = t_raw;
+  t_raw = 0;
+  return r;
+}
+
 static enum MHD_Result queue(struct MHD_Connection *c, unsigned status, struct MHD_Response *r) {
   if (!r) return MHD_NO;
   t_status = status;

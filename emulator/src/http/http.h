@@ -50,6 +50,12 @@ extern server_info g_server;
 /* The status this thread last queued (MHD serves a connection on one
  * thread), then 0: how the request log learns a response's status. */
 unsigned http_take_status(void);
+/* A handler answered on the connection itself (an upgraded tunnel over
+ * TLS, tls_tunnel.h) with this status and now drops it (MHD_NO): the log
+ * shows the status, and MHD's words for a dropped request are not said.
+ * http_take_raw: whether this thread did so, then 0. */
+void http_answered_raw(unsigned status);
+int http_take_raw(void);
 
 const char *http_header(struct MHD_Connection *c, const char *name);
 const char *http_query(struct MHD_Connection *c, const char *name);

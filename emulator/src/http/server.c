@@ -214,13 +214,14 @@ static void log_request(const http_req *r, enum MHD_RequestTerminationCode toe) 
   if (r->status) snprintf(status, sizeof status, "%u", r->status);
   log_msg("%s %.*s %s %lld ms%s", r->method, path_len > 300 ? 300 : path_len, r->url, status,
           (long long)(mono_ms() - r->started_ms),
-          toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " (connection closed early)");
+          toe == MHD_REQUEST_TERMINATED_COMPLETED_OK || r->status == 101 ? "" : " (connection closed early)");
 }
 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                          enum MHD_RequestTerminationCode toe) {
   (void)cls;
   (void)conn;
+  http_take_raw();
   if (*con_cls && g_server.log_requests) log_request(*con_cls, toe);
   if (*con_cls) free_req(*con_cls);
   *con_cls = NULL;
@@ -250,6 +251,7 @@ static void mhd_log(void *cls, const char *fmt, va_list ap) {
   char line[512];
   vsnprintf(line, sizeof line, fmt, ap);
   line[strcspn(line, "\n")] = '\0';
+  if (strncmp(line, "Application reported internal error", 35) == 0 && http_take_raw()) return; /* a tunnel's end */
   for (size_t i = 0; i < sizeof mhd_rewrites / sizeof mhd_rewrites[0]; i++) {
     if (strncmp(line, mhd_rewrites[i].mhd, strlen(mhd_rewrites[i].mhd)) != 0) continue;
     if (mhd_rewrites[i].ours) log_msg("http: %s", mhd_rewrites[i].ours);
@@ -297,6 +299,8 @@ static struct MHD_Daemon *start_daemon(const struct sockaddr_in *sa, const tls_l
       {tls ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, 0, tls ? tls->cert_pem : NULL},
       {MHD_OPTION_END, 0, NULL},
   };
+  /* Thread per connection: tls_tunnel.c relays an upgraded HTTPS connection
+   * from its access handler, on the connection's own thread. */
   unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG |
                    MHD_ALLOW_UPGRADE | (tls ? MHD_USE_TLS : 0);
   return MHD_start_daemon(flags, 0, NULL, NULL, on_request, NULL, MHD_OPTION_ARRAY, opts, MHD_OPTION_END);

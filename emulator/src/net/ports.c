@@ -15,6 +15,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "codec.h"
@@ -22,6 +23,7 @@
 #include "log.h"
 #include "ports.h"
 #include "sandbox.h"
+#include "tls_tunnel.h"
 #include "util.h"
 
 #define HEAD_MAX (64 * 1024)
@@ -267,9 +269,9 @@ static void on_upgrade(void *cls, struct MHD_Connection *connection, void *req_c
   b->pending = u->pending;
   b->npending = u->npending;
   free(u);
-  /* The bridge blocks on its writes: over HTTPS, `sock` is libmicrohttpd's
-   * socketpair end, non-blocking, and a write that met a full buffer
-   * (EAGAIN) ended the tunnel mid-stream. */
+  /* The bridge blocks on its writes: `sock` may be non-blocking, and a
+   * write that met a full buffer (EAGAIN) would end the tunnel mid-stream.
+   * (Only the plain listener comes here: HTTPS upgrades go to tls_tunnel.c.) */
   int fl = fcntl(sock, F_GETFL);
   if (fl >= 0 && (fl & O_NONBLOCK)) fcntl(sock, F_SETFL, fl & ~O_NONBLOCK);
   if (extra_in_size) write_all(b->upstream, extra_in, extra_in_size);
@@ -285,6 +287,36 @@ static void on_upgrade(void *cls, struct MHD_Connection *connection, void *req_c
     free(b);
   }
   pthread_attr_destroy(&attr);
+}
+
+/* On the HTTPS listener the upgraded connection is relayed here, on the
+ * connection's own thread and TLS session: libmicrohttpd 0.9.75's own
+ * forwarding of upgraded TLS connections moves 4 bytes at a time
+ * (tls_tunnel.h). The 101 is written as MHD would write it. */
+static enum MHD_Result tunnel_over_tls(http_req *r, pconn *c, json_t *headers) {
+  sbuf head = {0};
+  sbuf_appendf(&head, "HTTP/1.1 101 %s\r\n", MHD_get_reason_phrase_for(101));
+  for (size_t i = 0; i < json_array_size(headers); i++) {
+    json_t *kv = json_array_get(headers, i);
+    const char *k = json_string_value(json_array_get(kv, 0)), *v = json_string_value(json_array_get(kv, 1));
+    /* what MHD_add_response_header refuses is dropped here too: a line break
+     * from the service never splits the head it answers with */
+    if (!*k || strpbrk(k, " \t\r\n:") || strpbrk(v, "\r\n")) continue;
+    sbuf_appendf(&head, "%s: %s\r\n", k, v);
+  }
+  json_decref(headers);
+  char date[64];
+  time_t now = time(NULL);
+  struct tm tm;
+  strftime(date, sizeof date, "%a, %d %b %Y %H:%M:%S GMT", gmtime_r(&now, &tm));
+  sbuf_appendf(&head, "Connection: Upgrade\r\nDate: %s\r\n\r\n", date);
+  int up = c->fd;
+  c->fd = -1; /* the tunnel closes it */
+  http_answered_raw(101);
+  tls_tunnel_run(r->conn, head.data, head.len, up, c->buf + c->off, c->len - c->off);
+  c->off = c->len;
+  sbuf_free(&head);
+  return MHD_NO; /* the connection is done: drop it */
 }
 
 static enum MHD_Result on_complete(http_req *r) {
@@ -322,6 +354,7 @@ static enum MHD_Result on_complete(http_req *r) {
     }
     free(line);
   }
+  if (status == 101 && c->upgrade && tls_tunnel_session(r->conn)) return tunnel_over_tls(r, c, headers);
   if (status == 101 && c->upgrade) {
     upgrade_ctx *u = xcalloc(1, sizeof *u);
     u->upstream = c->fd;
