@@ -69,6 +69,39 @@ for s in held:
 print("ended", ended, flush=True)
 ]]
 
+-- Starts n intercepted TLS handshakes at once through the proxy and counts
+-- those that completed and those the proxy refused (closed).
+local FLOOD = [[
+import select, socket, ssl, sys, time
+host, n = sys.argv[1], int(sys.argv[2])
+ctx = ssl.create_default_context()
+ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE
+pending = []
+for _ in range(n):
+    s = socket.create_connection(("127.0.0.1", 3128), timeout=10)
+    s.sendall(b"CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n" % (host.encode(), host.encode()))
+    s.recv(4096)
+    s.setblocking(False)
+    pending.append(ctx.wrap_socket(s, server_hostname=host.split(":")[0], do_handshake_on_connect=False))
+done = refused = 0
+deadline = time.time() + 30
+while pending and time.time() < deadline:
+    waiting = []
+    for t in pending:
+        try:
+            t.do_handshake()
+            done += 1
+            t.close()
+        except (ssl.SSLWantReadError, ssl.SSLWantWriteError):
+            waiting.append(t)
+        except OSError:
+            refused += 1
+    pending = waiting
+    if pending:
+        select.select(pending, [], [], 0.05)
+print("done", done, "refused", refused, "left", len(pending), flush=True)
+]]
+
 local write, slurp = h.write_file, h.read_file
 
 -- A CA, a leaf from it for api.localhost (and 127.0.0.1), and a self-signed
@@ -223,6 +256,22 @@ describe("network rules over HTTPS", function()
     assert.are.equal("", r.stdout)
     assert.are.equal(before, select(2, slurp(rogue_log):gsub("request /", "")))
     h.assert_healthy({ sbx }, client)
+  end)
+
+  it("limits how fast one sandbox starts intercepted handshakes, and others still get theirs", function()
+    local bystander = sandbox_with_rules("api.localhost")
+    local sbx = sandbox_with_rules("api.localhost")
+    local target = ("api.localhost:%d"):format(port)
+    local r = assert(sbx:run({ "python3", "-c", FLOOD, target, "200" }))
+    local done, refused = r.stdout:match("^done (%d+) refused (%d+) left 0\n$")
+    assert(done, r.stdout .. r.stderr)
+    -- 200 at once are more than a burst of 64 and 32 a second can cover
+    assert.is_true(tonumber(refused) > 0, r.stdout)
+    assert.is_true(tonumber(done) > 0, r.stdout)
+    r = curl(bystander, {}, ("https://%s/other"):format(target))
+    assert.are.equal(0, r.exit_code, r.stderr)
+    assert.are.same({ "from-rules" }, lines(r.stdout)[1].h["X-Injected"])
+    h.assert_healthy({ bystander, sbx }, client)
   end)
 
   it("survives a hostile client's handshake: junk, a huge record, stalled ClientHellos", function()

@@ -38,6 +38,11 @@
 /* Caps and timeouts (emulator/README.md, egress). A connection holds up to
  * two descriptors and 144 KiB of buffers. */
 #define PER_SANDBOX_CONNS 256          /* one sandbox's open connections */
+/* Interception costs the loop thread two TLS handshakes (~7 ms of CPU): one
+ * sandbox may start this many a second (this many at once), so a handshake
+ * loop cannot take the thread every sandbox's egress runs on. */
+#define TLS_PER_S 32
+#define TLS_BURST 64
 #define MAX_CONNS_CEIL 16384           /* all sandboxes' (else RLIMIT_NOFILE / 4) */
 #define MAX_CONNS_FLOOR 64
 #define HEADER_TIMEOUT_MS 10000        /* accept -> complete request head */
@@ -80,6 +85,8 @@ typedef struct quota {
   struct quota *next;
   char sb[24];
   int n, warned;
+  double tls_tokens;    /* interceptions it may start now (TLS_PER_S, TLS_BURST) */
+  int64_t tls_refill;   /* when tls_tokens was last topped up (mono ms) */
 } quota;
 
 typedef struct econn {
@@ -176,19 +183,51 @@ static void set_interest(endp *e, uint32_t want) {
 
 /* ---- per-sandbox counts ---- */
 
+/* Tops up a sandbox's interception tokens; 1 when the bucket is full. */
+static int tls_refill(quota *q, int64_t now) {
+  q->tls_tokens += (double)(now - q->tls_refill) * TLS_PER_S / 1000.0;
+  if (q->tls_tokens > TLS_BURST) q->tls_tokens = TLS_BURST;
+  q->tls_refill = now;
+  return q->tls_tokens >= TLS_BURST;
+}
+
+/* Takes one interception token; 0 when the sandbox has used them all. */
+static int tls_take(quota *q) {
+  tls_refill(q, mono_ms());
+  if (q->tls_tokens < 1) return 0;
+  q->tls_tokens -= 1;
+  return 1;
+}
+
+/* A sandbox's entry can go once it holds no connection and its bucket is
+ * full again (earlier, a close-and-reconnect loop would reset it). */
+static int quota_idle(quota *q, int64_t now) { return q->n <= 0 && tls_refill(q, now); }
+
 static quota *quota_get(const char *sb) {
-  for (quota *q = g_quotas; q; q = q->next)
+  int64_t now = mono_ms();
+  for (quota **pp = &g_quotas; *pp;) {
+    quota *q = *pp;
     if (strcmp(q->sb, sb) == 0) return q;
+    if (quota_idle(q, now)) {
+      *pp = q->next;
+      free(q);
+    } else {
+      pp = &q->next;
+    }
+  }
   quota *q = xcalloc(1, sizeof *q);
   snprintf(q->sb, sizeof q->sb, "%s", sb);
+  q->tls_tokens = TLS_BURST;
+  q->tls_refill = now;
   q->next = g_quotas;
   g_quotas = q;
   return q;
 }
 
-/* Forgets a sandbox that holds no connection any more. */
+/* Forgets a sandbox that holds no connection any more (and may start as
+ * many interceptions as a new one). */
 static void quota_drop_empty(quota *q) {
-  if (q->n > 0) return;
+  if (!quota_idle(q, mono_ms())) return;
   for (quota **pp = &g_quotas; *pp; pp = &(*pp)->next) {
     if (*pp != q) continue;
     *pp = q->next;
@@ -720,6 +759,12 @@ static int sniff(econn *c) {
   }
   char err[256];
   c->sniff = 0;
+  if (!tls_take(c->quota)) {
+    snprintf(err, sizeof err, "more than %d intercepted TLS handshakes a second: refused", TLS_PER_S);
+    log_tls(c, err);
+    conn_close(c);
+    return 1;
+  }
   c->tls = etls_new(c->host, c->cl.fd, c->up.fd, c->head, c->hlen, err, sizeof err);
   if (!c->tls) {
     log_tls(c, err);
