@@ -13,6 +13,7 @@
 #define E2B_MAX_ENVELOPE (16u << 20)      /* one Connect stream message */
 #define E2B_STREAM_QUEUE_CAP (4u << 20)   /* queued stream bytes before the transfer pauses */
 #define E2B_FILE_IO_BUFFER (256L << 10)   /* curl's socket buffers for /files transfers */
+#define E2B_EVENT_STREAM_BUFFER 1024L /* curl's receive buffer for streams of events, not output */
 #define E2B_UPLOAD_LOW_WATER (1u << 20)   /* upload backlog at which the producer is told to send more */
 #define E2B_UPLOAD_QUEUE_CAP (1u << 20)   /* queued upload bytes a producer should not exceed */
 #define E2B_DEFAULT_REQUEST_TIMEOUT_MS 60000L
@@ -142,7 +143,7 @@ struct e2b_req {
   CURL *easy;
   struct curl_slist *headers;
   curl_mime *mime;
-  char curl_error[CURL_ERROR_SIZE];
+  char *curl_error;    /* transfers: CURL_ERROR_SIZE bytes after the struct (composites: NULL) */
   char op[32];
 
   req_body_mode mode;
@@ -183,7 +184,7 @@ struct e2b_req {
   char *next_token;
   int resumed;
   int forks_failed;   /* fork: how many of the requested forks did not start */
-  e2b_error fork_err; /* fork: why the first of them did not */
+  e2b_error *fork_err; /* fork: why the first of them did not (NULL: none, or no memory) */
   e2b_entry *entries;
   size_t entry_count;
   e2b_proc_info *procs;
@@ -281,10 +282,20 @@ e2b_req *e2b_api_refresh(e2b_client *c, const char *sandbox_id, long seconds, e2
 
 /* ---- process.c ---- */
 int e2b_proc_opts_check(const e2b_proc_opts *o, e2b_error *err);
+/* What a stream carries, for e2b_sbx_stream_rpc. */
+#define E2B_STREAM_WATCH 1u  /* WatchDir events (else process events) */
+#define E2B_STREAM_EVENTS 2u /* events only, never a command's output: curl gets a small
+                              * receive buffer (E2B_EVENT_STREAM_BUFFER), since thousands
+                              * of such streams may be open at once */
 /* A server-streaming envd RPC with the idle budget of add_stream_headers. */
 e2b_req *e2b_sbx_stream_rpc(e2b_sbx *sbx, const char *op, const char *method_path, const char *user,
                             json_t *body, long keepalive_s, long idle_ms, long timeout_ms,
-                            int watch, e2b_error *err);
+                            unsigned flags, e2b_error *err);
+/* e2b_proc_start and e2b_proc_connect with e2b_sbx_stream_rpc's flags. */
+e2b_req *e2b_proc_start_stream(e2b_sbx *sbx, const e2b_proc_opts *opts, unsigned flags,
+                               e2b_error *err);
+e2b_req *e2b_proc_connect_stream(e2b_sbx *sbx, uint32_t pid, const char *tag, long idle_timeout_ms,
+                                 unsigned flags, e2b_error *err);
 
 /* ---- forget.c: kept files, removed at once or by the next command ---- */
 #define E2B_KEPT_ROOT "/tmp/.e2b-proc"

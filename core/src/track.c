@@ -153,7 +153,6 @@ typedef struct track_state {
   int64_t last_contact_ms;
   long idle_ms;
   int64_t reconnect_at;
-  e2b_error last_err;
   char *forgets;     /* names handed to this command's wrapper: theirs once it started */
   char *user;
 } track_state;
@@ -367,7 +366,8 @@ static void stream_step(e2b_req *op, track_state *s) {
   if (!s->live) {
     if (s->exit_known || s->gone || e2b_now_ms() < s->reconnect_at) return;
     e2b_error err;
-    s->live = e2b_op_child(op, e2b_proc_connect(s->sbx, 0, s->tag, s->idle_ms, &err));
+    s->live = e2b_op_child(op, e2b_proc_connect_stream(s->sbx, 0, s->tag, s->idle_ms,
+                                                       E2B_STREAM_EVENTS, &err));
     if (!s->live) s->reconnect_at = e2b_now_ms() + POLL_MAX_MS;
     return;
   }
@@ -384,7 +384,6 @@ static void stream_step(e2b_req *op, track_state *s) {
     return fail(op, err ? err : &protocol);
   }
   if (err && err->code == E2B_ERR_NOT_FOUND) s->gone = 1;
-  else if (err) s->last_err = *err;
   e2b_req_free(s->live);
   s->live = NULL;
   s->reconnect_at = e2b_now_ms() + s->poll_ms;
@@ -402,7 +401,6 @@ static void start_read(e2b_req *op, track_state *s, int which) {
   s->read = e2b_op_child(
       op, e2b_file_read(s->sbx, path, "root", which < R_EXIT ? s->off[which] : 0, &err));
   if (!s->read) {
-    s->last_err = err;
     s->due = 0;
     arm(op, s, s->poll_ms);
   }
@@ -440,7 +438,6 @@ static int read_ended(e2b_req *op, track_state *s) {
   s->read = NULL;
   int absent = err && status == 404;
   if (err && status != 416 && !absent) {
-    s->last_err = *err;
     s->due = 0;
     if (e2b_now_ms() - s->last_contact_ms > s->idle_ms) {
       e2b_error idle = *err;
@@ -731,7 +728,8 @@ static e2b_req *start_tracked(track_state *s, const e2b_proc_opts *opts, const c
   wrapped.env = env;
   wrapped.env_count = wrap_env(env, opts, s, names);
   wrapped.tag = tag;
-  s->live = e2b_proc_start(s->sbx, &wrapped, err);
+  /* A kept command's stream carries its events; its output goes to files. */
+  s->live = e2b_proc_start_stream(s->sbx, &wrapped, s->tracked ? E2B_STREAM_EVENTS : 0, err);
   free(args);
   free(env);
   free(names);
