@@ -175,7 +175,7 @@ local function spawn(sbx, cmd, o, at_end)
   if not proc then return nil, err end
   proc._user = start.user -- whose commands may remove its kept files
   proc._pty = o.pty ~= nil
-  proc._on = { stdout = o.on_stdout, stderr = o.on_stderr }
+  if o.on_stdout or o.on_stderr then proc._on = { stdout = o.on_stdout, stderr = o.on_stderr } end
   if type(o.stdin) == "string" then proc._stdin, proc._close_stdin = o.stdin, true end
   return proc
 end
@@ -372,23 +372,28 @@ local function sink_add(s, data)
   return true
 end
 
+-- (A stream that never had data has no sink.)
 local function sink_text(s)
-  return table.concat(s.parts, "", s.first)
+  return s and table.concat(s.parts, "", s.first) or ""
 end
+
+local function sink_dropped(s)
+  return s and s.dropped or 0
+end
+
+local NO_CALLBACKS = {}
 
 -- keep: "all" (default), "tail" or "none"; a stream with a callback is
 -- the caller's unless keep was given.
 function Process:_collect(deadline, max_output, keep)
   local tail = keep == "tail"
-  local on = self._on or {}
+  local on = self._on or NO_CALLBACKS
+  -- A second call (after a kill) continues the same collection. A stream's
+  -- sink is made when it first has data, so thousands of waiting handles
+  -- hold none.
   local sinks = self._sinks
-  if not sinks then -- a second call (after a kill) continues the same collection
-    sinks = { stdout = new_sink(max_output, tail), stderr = new_sink(max_output, tail),
-              pty = new_sink(max_output, tail) }
-    for stream, sink in pairs(sinks) do
-      local cb = on[stream == "pty" and "stdout" or stream]
-      sink.discard = keep == "none" or (keep == nil and cb ~= nil)
-    end
+  if not sinks then
+    sinks = {}
     self._sinks = sinks
   end
   while true do
@@ -397,13 +402,18 @@ function Process:_collect(deadline, max_output, keep)
     if data == nil then
       return nil, stream, sinks, stream == nil and "deadline" or "error"
     end
+    local cb = on[stream == "pty" and "stdout" or stream]
     local sink = sinks[stream]
+    if not sink then
+      sink = new_sink(max_output, tail)
+      sink.discard = keep == "none" or (keep == nil and cb ~= nil)
+      sinks[stream] = sink
+    end
     if not sink.discard and not sink_add(sink, data) then
       return nil, errors.new("sandbox", "run",
         ("%s exceeded max_output (%d bytes); use keep = \"tail\" or spawn() and read()")
           :format(stream, max_output), { retryable = false }), sinks, "overflow"
     end
-    local cb = on[stream == "pty" and "stdout" or stream]
     if cb then cb(data) end
   end
   self._sinks = nil
@@ -418,7 +428,7 @@ function Process:_collect(deadline, max_output, keep)
   }
   if self._pty then result.pty = sink_text(sinks.pty) end
   if tail then
-    result.bytes_dropped = sinks.stdout.dropped + sinks.stderr.dropped + sinks.pty.dropped
+    result.bytes_dropped = sink_dropped(sinks.stdout) + sink_dropped(sinks.stderr) + sink_dropped(sinks.pty)
   end
   return result
 end
