@@ -307,6 +307,18 @@ void e2b_return_forgets(e2b_sbx *sbx, const char *names, const char *user);
 /* Shows a process e2b_proc_track wrapped as the command it runs. */
 void e2b_track_unwrap(e2b_proc_info *p);
 
+/* ---- nameset.c: the names a watch saw change ---- */
+#define E2B_NAMESET_MAX 4096 /* slots; past 3/4 of them the set turns lossy */
+typedef struct e2b_nameset {
+  char **slots; /* open addressing, cap of them; NULL while empty */
+  size_t count, cap;
+  int lossy;    /* full, or an insert failed: every name may be in it */
+} e2b_nameset;
+void e2b_nameset_add(e2b_nameset *set, const char *name, size_t len);
+/* 1 when name was added (or the set is lossy), else 0. */
+int e2b_nameset_maybe(const e2b_nameset *set, const char *name, size_t len);
+void e2b_nameset_clear(e2b_nameset *set); /* empty again, nothing allocated */
+
 /* ---- outwatch.c: one WatchDir stream per sandbox wakes kept-output readers ---- */
 typedef void (*e2b_wake_fn)(e2b_req *op, char file, int64_t size);
 /* op is woken (wake(op, c, size)) when an entry named `<prefix>.<c>...` of
