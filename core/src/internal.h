@@ -16,6 +16,7 @@
 #define E2B_EVENT_STREAM_BUFFER 1024L /* curl's receive buffer for streams of events, not output */
 #define E2B_UPLOAD_LOW_WATER (1u << 20)   /* upload backlog at which the producer is told to send more */
 #define E2B_UPLOAD_QUEUE_CAP (1u << 20)   /* queued upload bytes a producer should not exceed */
+#define E2B_IDLE_CONNECTIONS 64L        /* finished connections curl keeps for reuse */
 #define E2B_DEFAULT_REQUEST_TIMEOUT_MS 60000L
 #define E2B_DEFAULT_BUDGET_MS 60000L
 #define E2B_DEFAULT_SANDBOX_TIMEOUT_MS 300000L
@@ -29,6 +30,7 @@ struct e2b_loop {
   e2b_req **timers; /* requests with an armed timer (retries, backoffs, deadlines) */
   size_t timer_count, timer_cap;
   size_t unattended; /* autofree requests not yet finished */
+  size_t transfers;  /* easy handles in the multi (see e2b_loop_count_transfer) */
 };
 
 struct e2b_client {
@@ -220,6 +222,9 @@ void e2b_loop_retain(e2b_loop *loop);
 void e2b_req_arm_timer(e2b_req *req, int64_t delay_ms);
 void e2b_req_disarm_timer(e2b_req *req);
 void e2b_req_mark_dirty(e2b_req *req);
+/* A transfer entered (+1) or left (-1) the multi: keeps curl's connection
+ * cache at the transfers running plus E2B_IDLE_CONNECTIONS idle ones. */
+void e2b_loop_count_transfer(e2b_loop *loop, int delta);
 
 /* ---- transfer.c: HTTP transfers ---- */
 /* The fields every request starts with (a transfer or a composite op). */

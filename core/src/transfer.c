@@ -207,6 +207,7 @@ static void unqueue(e2b_req *req) {
 static void detach(e2b_req *req) {
   if (req->added) {
     curl_multi_remove_handle(req->loop->multi, req->easy);
+    e2b_loop_count_transfer(req->loop, -1);
     req->added = 0;
   }
   if (req->client) {
@@ -649,6 +650,7 @@ static void start_transfer(e2b_req *req) {
     return;
   }
   req->added = 1;
+  e2b_loop_count_transfer(req->loop, +1);
 }
 
 static void start_queued(e2b_client *c) {
