@@ -407,11 +407,16 @@ static size_t on_body(char *data, size_t size, size_t n, void *ud) {
   }
   /* Once bytes reach the consumer, repeating the request could repeat them. */
   req->idempotent = 0;
-  /* A stream's answer is coming, so its request was sent, and streams are
-   * never sent twice (neither retried nor redirected): its body, which for
-   * a kept command holds the whole wrapper script, is no longer needed
-   * while the stream may stay open for hours. */
-  if (req->request_body.data && req->mode != BODY_CHUNKS) e2b_growbuf_free(&req->request_body);
+  /* A stream's answer is coming, so its request was sent (curl has read its
+   * headers too), and streams are never sent twice (neither retried nor
+   * redirected): its body, which for a kept command holds the whole wrapper
+   * script, and its header list are no longer needed while the stream may
+   * stay open for hours. */
+  if (req->mode != BODY_CHUNKS && (req->request_body.data || req->headers)) {
+    e2b_growbuf_free(&req->request_body);
+    curl_slist_free_all(req->headers);
+    req->headers = NULL;
+  }
   /* Backpressure: refuse (and so pause) while the consumer is behind; curl
    * hands the same bytes again after unpausing. */
   if (req->queued_bytes >= E2B_STREAM_QUEUE_CAP) {
