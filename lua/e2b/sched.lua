@@ -78,12 +78,15 @@ local function expire_timers(now)
 end
 
 -- What a resume returned: results are packed only once the task ended (a
--- task that yielded leaves nothing to keep).
+-- task that yielded leaves nothing to keep); an ended task lets go of its
+-- coroutine, since a caller may hold thousands of finished tasks.
 local function resumed(t, ok, ...)
-  if coroutine.status(t.co) == "dead" then
+  local co = t.co
+  if coroutine.status(co) == "dead" then
     local results = pack(...)
-    live[t.co] = nil
-    S.finish(t, ok, results, not ok and debug.traceback(t.co, tostring(results[1])) or nil)
+    live[co] = nil
+    t.co = nil -- a finished task keeps its results, not its coroutine and stack
+    S.finish(t, ok, results, not ok and debug.traceback(co, tostring(results[1])) or nil)
   elseif not t.parked then
     push_ready(t, nil)
   end
