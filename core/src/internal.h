@@ -31,6 +31,8 @@ struct e2b_loop {
   size_t timer_count, timer_cap;
   size_t unattended; /* autofree requests not yet finished */
   size_t transfers;  /* easy handles in the multi (see e2b_loop_count_transfer) */
+  size_t starts;     /* process starts waiting for their answer (startq.c) */
+  struct e2b_start_wait *start_head, *start_tail; /* starts waiting for a slot */
 };
 
 struct e2b_client {
@@ -311,6 +313,25 @@ void e2b_return_forgets(e2b_sbx *sbx, const char *names, const char *user);
 /* ---- track.c ---- */
 /* Shows a process e2b_proc_track wrapped as the command it runs. */
 void e2b_track_unwrap(e2b_proc_info *p);
+
+/* ---- startq.c: process starts waiting for their answer ---- */
+#ifndef E2B_STARTS_IN_FLIGHT /* a test build may lower it to exercise the queue */
+#define E2B_STARTS_IN_FLIGHT 1024
+#endif
+typedef struct e2b_start_wait {
+  struct e2b_start_wait *prev, *next; /* in the loop's queue while queued */
+  e2b_req *op;  /* kicked when a slot comes to it */
+  int slot;     /* holds one of the E2B_STARTS_IN_FLIGHT slots */
+  int queued;
+} e2b_start_wait;
+/* 1 when w holds a slot (taken now, or handed to it); else 0 and w waits in
+ * the loop's queue, and w->op is kicked once a slot is handed to it. */
+int e2b_startq_take(e2b_loop *loop, e2b_start_wait *w);
+/* Gives up w's slot (passing it to the first waiter) or its place in the queue. */
+void e2b_startq_release(e2b_loop *loop, e2b_start_wait *w);
+/* An owned deep copy of o (strings, args, env), or NULL without memory. */
+e2b_proc_opts *e2b_proc_opts_dup(const e2b_proc_opts *o);
+void e2b_proc_opts_free(e2b_proc_opts *o);
 
 /* ---- nameset.c: the names a watch saw change ---- */
 #define E2B_NAMESET_MAX 4096 /* slots; past 3/4 of them the set turns lossy */
