@@ -290,10 +290,11 @@ static int parse_forks(e2b_req *req, json_t *body, e2b_error *err) {
     json_t *e = json_object_get(item, "error");
     int status = (int)json_integer_value(json_object_get(e, "code"));
     const char *msg = json_string_value(json_object_get(e, "message"));
+    if (!(req->fork_err = calloc(1, sizeof *req->fork_err))) continue; /* said without detail */
     char *text = json_dumps(e ? e : item, JSON_COMPACT);
-    e2b_err_from_http(&req->fork_err, status >= 400 ? status : 500, ERR_CONTROL, req->op, text,
+    e2b_err_from_http(req->fork_err, status >= 400 ? status : 500, ERR_CONTROL, req->op, text,
                       text ? strlen(text) : 0, -1);
-    if (!msg) snprintf(req->fork_err.message, sizeof req->fork_err.message, "a fork did not start");
+    if (!msg) snprintf(req->fork_err->message, sizeof req->fork_err->message, "a fork did not start");
     free(text);
   }
   return 0;

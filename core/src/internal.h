@@ -13,8 +13,10 @@
 #define E2B_MAX_ENVELOPE (16u << 20)      /* one Connect stream message */
 #define E2B_STREAM_QUEUE_CAP (4u << 20)   /* queued stream bytes before the transfer pauses */
 #define E2B_FILE_IO_BUFFER (256L << 10)   /* curl's socket buffers for /files transfers */
+#define E2B_EVENT_STREAM_BUFFER 1024L /* curl's receive buffer for streams of events, not output */
 #define E2B_UPLOAD_LOW_WATER (1u << 20)   /* upload backlog at which the producer is told to send more */
 #define E2B_UPLOAD_QUEUE_CAP (1u << 20)   /* queued upload bytes a producer should not exceed */
+#define E2B_IDLE_CONNECTIONS 64L        /* finished connections curl keeps for reuse */
 #define E2B_DEFAULT_REQUEST_TIMEOUT_MS 60000L
 #define E2B_DEFAULT_BUDGET_MS 60000L
 #define E2B_DEFAULT_SANDBOX_TIMEOUT_MS 300000L
@@ -38,6 +40,9 @@ struct e2b_loop {
   size_t sock_count, sock_cap;
   e2b_bridge *bridge; /* the readiness bridge, once a host opened it */
   int track_sockets;  /* a bridge was opened: curl reports its sockets on each perform */
+  size_t transfers;  /* easy handles in the multi (see e2b_loop_count_transfer) */
+  size_t starts;     /* process starts waiting for their answer (startq.c) */
+  struct e2b_start_wait *start_head, *start_tail; /* starts waiting for a slot */
 };
 
 struct e2b_client {
@@ -149,7 +154,7 @@ struct e2b_req {
   CURL *easy;
   struct curl_slist *headers;
   curl_mime *mime;
-  char curl_error[CURL_ERROR_SIZE];
+  char *curl_error;    /* transfers: CURL_ERROR_SIZE bytes after the struct (composites: NULL) */
   char op[32];
 
   req_body_mode mode;
@@ -190,7 +195,7 @@ struct e2b_req {
   char *next_token;
   int resumed;
   int forks_failed;   /* fork: how many of the requested forks did not start */
-  e2b_error fork_err; /* fork: why the first of them did not */
+  e2b_error *fork_err; /* fork: why the first of them did not (NULL: none, or no memory) */
   e2b_entry *entries;
   size_t entry_count;
   e2b_proc_info *procs;
@@ -233,6 +238,9 @@ void e2b_loop_retain(e2b_loop *loop);
 void e2b_req_arm_timer(e2b_req *req, int64_t delay_ms);
 void e2b_req_disarm_timer(e2b_req *req);
 void e2b_req_mark_dirty(e2b_req *req);
+/* A transfer entered (+1) or left (-1) the multi: keeps curl's connection
+ * cache at the transfers running plus E2B_IDLE_CONNECTIONS idle ones. */
+void e2b_loop_count_transfer(e2b_loop *loop, int delta);
 
 /* ---- transfer.c: HTTP transfers ---- */
 /* The fields every request starts with (a transfer or a composite op). */
@@ -315,10 +323,20 @@ int e2b_proc_opts_check(const e2b_proc_opts *o, e2b_error *err);
 /* Why a finished process stream stopped before its end event: its own error,
  * or else (it ended cleanly but early) a protocol error for op in *scratch. */
 const e2b_error *e2b_proc_stream_cut(const e2b_req *stream, const char *op, e2b_error *scratch);
+/* What a stream carries, for e2b_sbx_stream_rpc. */
+#define E2B_STREAM_WATCH 1u  /* WatchDir events (else process events) */
+#define E2B_STREAM_EVENTS 2u /* events only, never a command's output: curl gets a small
+                              * receive buffer (E2B_EVENT_STREAM_BUFFER), since thousands
+                              * of such streams may be open at once */
 /* A server-streaming envd RPC with the idle budget of add_stream_headers. */
 e2b_req *e2b_sbx_stream_rpc(e2b_sbx *sbx, const char *op, const char *method_path, const char *user,
                             json_t *body, long keepalive_s, long idle_ms, long timeout_ms,
-                            int watch, e2b_error *err);
+                            unsigned flags, e2b_error *err);
+/* e2b_proc_start and e2b_proc_connect with e2b_sbx_stream_rpc's flags. */
+e2b_req *e2b_proc_start_stream(e2b_sbx *sbx, const e2b_proc_opts *opts, unsigned flags,
+                               e2b_error *err);
+e2b_req *e2b_proc_connect_stream(e2b_sbx *sbx, uint32_t pid, const char *tag, long idle_timeout_ms,
+                                 unsigned flags, e2b_error *err);
 
 /* ---- forget.c: kept files, removed at once or by the next command ---- */
 #define E2B_KEPT_ROOT "/tmp/.e2b-proc"
@@ -329,6 +347,37 @@ void e2b_return_forgets(e2b_sbx *sbx, const char *names, const char *user);
 /* ---- track.c ---- */
 /* Shows a process e2b_proc_track wrapped as the command it runs. */
 void e2b_track_unwrap(e2b_proc_info *p);
+
+/* ---- startq.c: process starts waiting for their answer ---- */
+#ifndef E2B_STARTS_IN_FLIGHT /* a test build may lower it to exercise the queue */
+#define E2B_STARTS_IN_FLIGHT 1024
+#endif
+typedef struct e2b_start_wait {
+  struct e2b_start_wait *prev, *next; /* in the loop's queue while queued */
+  e2b_req *op;  /* kicked when a slot comes to it */
+  int slot;     /* holds one of the E2B_STARTS_IN_FLIGHT slots */
+  int queued;
+} e2b_start_wait;
+/* 1 when w holds a slot (taken now, or handed to it); else 0 and w waits in
+ * the loop's queue, and w->op is kicked once a slot is handed to it. */
+int e2b_startq_take(e2b_loop *loop, e2b_start_wait *w);
+/* Gives up w's slot (passing it to the first waiter) or its place in the queue. */
+void e2b_startq_release(e2b_loop *loop, e2b_start_wait *w);
+/* An owned deep copy of o (strings, args, env), or NULL without memory. */
+e2b_proc_opts *e2b_proc_opts_dup(const e2b_proc_opts *o);
+void e2b_proc_opts_free(e2b_proc_opts *o);
+
+/* ---- nameset.c: the names a watch saw change ---- */
+#define E2B_NAMESET_MAX 4096 /* slots; past 3/4 of them the set turns lossy */
+typedef struct e2b_nameset {
+  char **slots; /* open addressing, cap of them; NULL while empty */
+  size_t count, cap;
+  int lossy;    /* full, or an insert failed: every name may be in it */
+} e2b_nameset;
+void e2b_nameset_add(e2b_nameset *set, const char *name, size_t len);
+/* 1 when name was added (or the set is lossy), else 0. */
+int e2b_nameset_maybe(const e2b_nameset *set, const char *name, size_t len);
+void e2b_nameset_clear(e2b_nameset *set); /* empty again, nothing allocated */
 
 /* ---- outwatch.c: one WatchDir stream per sandbox wakes kept-output readers ---- */
 typedef void (*e2b_wake_fn)(e2b_req *op, char file, int64_t size);

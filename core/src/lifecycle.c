@@ -647,7 +647,10 @@ static void fork_advance(e2b_req *op) {
   if (!e2b_req_done(s->child)) return;
   if (child_failed(op, &s->child)) return;
   int failed = s->child->forks_failed;
-  s->failure = s->child->fork_err;
+  if (s->child->fork_err)
+    s->failure = *s->child->fork_err;
+  else if (failed)
+    e2b_err_set(&s->failure, E2B_ERR_UNAVAILABLE, op->op, "a fork did not start");
   if (e2b_take_sandboxes(op, s->child) != 0) return nomem(op);
   e2b_req_free(s->child);
   s->child = NULL;

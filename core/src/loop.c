@@ -47,6 +47,19 @@ void e2b_loop_release(e2b_loop *loop) {
   free(loop);
 }
 
+/* curl keeps every finished connection up to 4x the transfers it has: with
+ * thousands of streams open, thousands of idle sockets, each a thread and a
+ * buffer in a server like e2b-local. The cache counts connections in use
+ * too, so its size follows the transfers running, plus a few idle ones to
+ * reuse. */
+void e2b_loop_count_transfer(e2b_loop *loop, int delta) {
+  if (delta > 0)
+    loop->transfers++;
+  else if (loop->transfers > 0)
+    loop->transfers--;
+  curl_multi_setopt(loop->multi, CURLMOPT_MAXCONNECTS, (long)loop->transfers + E2B_IDLE_CONNECTIONS);
+}
+
 int e2b_loop_active(const e2b_loop *loop) { return loop->running + (int)loop->timer_count; }
 
 size_t e2b_loop_unattended(const e2b_loop *loop) { return loop->unattended; }
@@ -147,6 +160,7 @@ static void drain_completions(e2b_loop *loop) {
     curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&req);
     CURLcode rc = msg->data.result;
     curl_multi_remove_handle(loop->multi, msg->easy_handle);
+    e2b_loop_count_transfer(loop, -1);
     req->added = 0;
     req->hooks->completed(req, rc);
   }

@@ -17,9 +17,6 @@
 
 #define RETRY_MIN_MS 50
 #define RETRY_MAX_MS 2000
-/* Names that changed since the watch started, so a reader that joins later
- * knows whether it missed anything; past 3/4 of this the set stops. */
-#define SEEN_SLOTS 4096
 
 typedef struct subscriber {
   e2b_req *op;
@@ -34,9 +31,8 @@ struct e2b_outwatch {
   e2b_req *stream;
   e2b_req *list;  /* what grew before the watch started */
   int live;      /* the stream said it watches */
-  char **seen;   /* open addressing, SEEN_SLOTS; NULL until the first event */
-  size_t seen_count;
-  int seen_lossy; /* the set is full or an insert failed: assume anything */
+  e2b_nameset seen; /* processes whose files changed since the watch started, so a
+                     * reader that joins later knows whether it missed anything */
   long retry_ms;
   subscriber *subs;
   size_t n, cap;
@@ -46,51 +42,13 @@ static void wake_all(struct e2b_outwatch *w) {
   for (size_t i = 0; i < w->n; i++) w->subs[i].wake(w->subs[i].op, 0, -1);
 }
 
-static size_t slot_of(const char *s, size_t len) {
-  uint32_t h = 2166136261u;
-  for (size_t i = 0; i < len; i++) h = (h ^ (uint8_t)s[i]) * 16777619u;
-  return h % SEEN_SLOTS;
-}
-
-/* The slot holding the process name (up to the first '.'), or the free one. */
-static size_t seen_find(const struct e2b_outwatch *w, const char *name, size_t len) {
-  size_t i = slot_of(name, len);
-  while (w->seen[i] && (strlen(w->seen[i]) != len || memcmp(w->seen[i], name, len) != 0))
-    i = (i + 1) % SEEN_SLOTS;
-  return i;
-}
-
-static void seen_add(struct e2b_outwatch *w, const char *name, size_t len) {
-  if (w->seen_lossy) return;
-  if (!w->seen && !(w->seen = calloc(SEEN_SLOTS, sizeof *w->seen))) {
-    w->seen_lossy = 1;
-    return;
-  }
-  size_t i = seen_find(w, name, len);
-  if (w->seen[i]) return;
-  if (w->seen_count >= SEEN_SLOTS * 3 / 4 || !(w->seen[i] = strndup(name, len))) {
-    w->seen_lossy = 1;
-    return;
-  }
-  w->seen_count++;
-}
-
-static void seen_clear(struct e2b_outwatch *w) {
-  if (w->seen)
-    for (size_t i = 0; i < SEEN_SLOTS; i++) free(w->seen[i]);
-  free(w->seen);
-  w->seen = NULL;
-  w->seen_count = 0;
-  w->seen_lossy = 0;
-}
-
 static void dispatch(struct e2b_outwatch *w, const uint8_t *name, size_t len, int64_t size) {
   const uint8_t *base = name;
   for (size_t i = 0; i < len; i++)
     if (name[i] == '/') base = name + i + 1;
   size_t blen = len - (size_t)(base - name);
   const char *dot = memchr(base, '.', blen);
-  if (dot) seen_add(w, (const char *)base, (size_t)(dot - (const char *)base));
+  if (dot) e2b_nameset_add(&w->seen, (const char *)base, (size_t)(dot - (const char *)base));
   if (!dot) return;
   /* the file: out, err or exit (.boot and others wake nobody) */
   size_t el = blen - (size_t)(dot + 1 - (const char *)base);
@@ -112,7 +70,8 @@ static void start_stream(struct e2b_outwatch *w) {
   if (body) json_object_set_new(body, "includeEntry", json_true()); /* sizes: skip what we have */
   w->stream = e2b_op_child(w->op, e2b_sbx_stream_rpc(w->sbx, "process.watch",
                                                      "/filesystem.Filesystem/WatchDir", "root",
-                                                     body, 30, 90000, 0, 1, &err));
+                                                     body, 30, 90000, 0,
+                                                     E2B_STREAM_WATCH | E2B_STREAM_EVENTS, &err));
   if (!w->stream) e2b_req_arm_timer(w->op, w->retry_ms);
 }
 
@@ -159,7 +118,7 @@ static void watch_advance(e2b_req *op) {
   while ((q = e2b_req_pop_node(w->stream))) {
     if (q->ev.type == E2B_EVENT_START) {
       w->live = 1;
-      seen_clear(w);
+      e2b_nameset_clear(&w->seen);
       w->retry_ms = RETRY_MIN_MS;
       list_before(w);
     } else {
@@ -172,7 +131,7 @@ static void watch_advance(e2b_req *op) {
 
 static void watch_free(void *p) {
   struct e2b_outwatch *w = p;
-  seen_clear(w);
+  e2b_nameset_clear(&w->seen);
   e2b_req_free(w->list);
   e2b_req_free(w->stream);
   for (size_t i = 0; i < w->n; i++) free(w->subs[i].prefix);
@@ -211,8 +170,8 @@ int e2b_outwatch_subscribe(e2b_sbx *sbx, const char *dir, const char *prefix, e2
   /* Not live yet: the listing made when it starts covers what came before.
    * Live: the listing (once done) and the events since saw every write. */
   if (!w->live) return 0;
-  if (w->list || w->seen_lossy) return 1;
-  return w->seen && w->seen[seen_find(w, prefix, strlen(prefix))] ? 1 : 0;
+  if (w->list) return 1;
+  return e2b_nameset_maybe(&w->seen, prefix, strlen(prefix));
 }
 
 void e2b_outwatch_unsubscribe(e2b_sbx *sbx, e2b_req *op) {

@@ -128,25 +128,30 @@ int e2b_sbx_prepare_rpc(e2b_sbx *s, e2b_req *req, const char *method_path, const
     return -1;
   }
   size_t len = strlen(text);
-  int rc = 0;
   if (stream) {
-    /* Server-streaming calls send their one request message enveloped. */
-    uint8_t header[E2B_ENV_HEADER_SIZE];
-    e2b_envelope_header(0, (uint32_t)len, header);
-    rc = e2b_growbuf_append(&req->request_body, header, sizeof header) ||
-         e2b_growbuf_append(&req->request_body, text, len);
+    /* Server-streaming calls send their one request message enveloped. The
+     * body is sized to fit: a kept command's holds its wrapper script, and
+     * thousands of them may wait for an answer at once. */
+    char *env = malloc(E2B_ENV_HEADER_SIZE + len + 1);
+    if (env) {
+      e2b_envelope_header(0, (uint32_t)len, (uint8_t *)env);
+      memcpy(env + E2B_ENV_HEADER_SIZE, text, len + 1);
+    }
+    free(text);
+    text = env;
+    len += E2B_ENV_HEADER_SIZE;
     req->mode = BODY_EVENTS;
     /* A repeated Start would start a second process (see e2b_control). */
     curl_easy_setopt(req->easy, CURLOPT_FRESH_CONNECT, 1L);
   } else {
-    rc = e2b_growbuf_append(&req->request_body, text, len);
     e2b_req_set_unary(req, s->client);
   }
-  free(text);
-  if (rc != 0) {
+  if (!text) {
     e2b_err_set(err, E2B_ERR_UNAVAILABLE, req->op, "out of memory");
     return -1;
   }
+  e2b_growbuf_free(&req->request_body);
+  req->request_body = (growbuf){text, len, len + 1}; /* taken as it is, not copied */
   curl_easy_setopt(req->easy, CURLOPT_POSTFIELDS, req->request_body.data);
   curl_easy_setopt(req->easy, CURLOPT_POSTFIELDSIZE, (long)req->request_body.len);
   return e2b_req_add_header(req, "Content-Type",

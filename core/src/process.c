@@ -66,7 +66,7 @@ static json_t *selector(uint32_t pid, const char *tag) {
 
 e2b_req *e2b_sbx_stream_rpc(e2b_sbx *sbx, const char *op, const char *method_path, const char *user,
                             json_t *body, long keepalive_s, long idle_ms, long timeout_ms,
-                            int watch, e2b_error *err) {
+                            unsigned flags, e2b_error *err) {
   /* Stream headers must be added before the transfer starts, so build by hand. */
   e2b_req *req = e2b_req_new(sbx->client->loop, op, err);
   if (!req) {
@@ -76,7 +76,10 @@ e2b_req *e2b_sbx_stream_rpc(e2b_sbx *sbx, const char *op, const char *method_pat
   int rc = !body ? -1 : e2b_sbx_prepare_rpc(sbx, req, method_path, user, body, 1, err);
   json_decref(body);
   if (rc == 0) rc = add_stream_headers(req, keepalive_s, idle_ms, timeout_ms, err);
-  if (watch) req->mode = BODY_WATCH;
+  if (flags & E2B_STREAM_WATCH) req->mode = BODY_WATCH;
+  /* curl's default 16 KiB receive buffer per transfer is most of what an
+   * idle stream costs; events are small and rare, output is not. */
+  if (flags & E2B_STREAM_EVENTS) curl_easy_setopt(req->easy, CURLOPT_BUFFERSIZE, E2B_EVENT_STREAM_BUFFER);
   if (rc != 0) {
     if (err->code == E2B_OK) e2b_err_set(err, E2B_ERR_UNAVAILABLE, op, "out of memory");
     e2b_req_free(req);
@@ -134,6 +137,11 @@ int e2b_proc_opts_check(const e2b_proc_opts *o, e2b_error *err) {
 }
 
 e2b_req *e2b_proc_start(e2b_sbx *sbx, const e2b_proc_opts *o, e2b_error *err) {
+  return e2b_proc_start_stream(sbx, o, 0, err);
+}
+
+e2b_req *e2b_proc_start_stream(e2b_sbx *sbx, const e2b_proc_opts *o, unsigned flags,
+                               e2b_error *err) {
   if (e2b_need_sbx(sbx, "process.start", err) || e2b_proc_opts_check(o, err)) return NULL;
   json_t *process = json_object(), *args = json_array(), *body = json_object();
   if (!process || !args || !body) {
@@ -164,11 +172,16 @@ e2b_req *e2b_proc_start(e2b_sbx *sbx, const e2b_proc_opts *o, e2b_error *err) {
   }
   if (o->tag) json_object_set_new(body, "tag", json_string(o->tag));
   return e2b_sbx_stream_rpc(sbx, "process.start", "/process.Process/Start", o->user, body, o->keepalive_s,
-                            o->idle_timeout_ms, o->timeout_ms, 0, err);
+                            o->idle_timeout_ms, o->timeout_ms, flags, err);
 }
 
 e2b_req *e2b_proc_connect(e2b_sbx *sbx, uint32_t pid, const char *tag, long idle_timeout_ms,
                           e2b_error *err) {
+  return e2b_proc_connect_stream(sbx, pid, tag, idle_timeout_ms, 0, err);
+}
+
+e2b_req *e2b_proc_connect_stream(e2b_sbx *sbx, uint32_t pid, const char *tag, long idle_timeout_ms,
+                                 unsigned flags, e2b_error *err) {
   if (e2b_need_sbx(sbx, "process.connect", err)) return NULL;
   if (!tag && pid == 0) {
     e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, "process.connect", "pid or tag is required");
@@ -177,7 +190,7 @@ e2b_req *e2b_proc_connect(e2b_sbx *sbx, uint32_t pid, const char *tag, long idle
   json_t *body = json_object();
   if (body) json_object_set_new(body, "process", selector(pid, tag));
   return e2b_sbx_stream_rpc(sbx, "process.connect", "/process.Process/Connect", NULL, body, 0,
-                            idle_timeout_ms, 0, 0, err);
+                            idle_timeout_ms, 0, flags, err);
 }
 
 

@@ -153,13 +153,17 @@ typedef struct track_state {
   int64_t last_contact_ms;
   long idle_ms;
   int64_t reconnect_at;
-  e2b_error last_err;
   char *forgets;     /* names handed to this command's wrapper: theirs once it started */
   char *user;
+  e2b_start_wait start;    /* its slot among the starts in flight (startq.c) */
+  e2b_proc_opts *deferred; /* waiting for a slot: the caller's options, copied */
+  int env_replace;
 } track_state;
 
 static void track_free(void *p) {
   track_state *s = p;
+  e2b_startq_release(s->sbx->client->loop, &s->start);
+  e2b_proc_opts_free(s->deferred);
   if (s->subscribed) e2b_outwatch_unsubscribe(s->sbx, s->self);
   if (s->forgets && !s->started) e2b_return_forgets(s->sbx, s->forgets, s->user);
   free(s->forgets);
@@ -213,7 +217,9 @@ static void unsubscribe(e2b_req *op, track_state *s) {
 }
 
 static void fail(e2b_req *op, const e2b_error *err) {
-  unsubscribe(op, op->state);
+  track_state *s = op->state;
+  e2b_startq_release(s->sbx->client->loop, &s->start);
+  unsubscribe(op, s);
   e2b_op_finish(op, err);
 }
 
@@ -226,6 +232,7 @@ static void nomem(e2b_req *op) {
 static void emit_start(e2b_req *op, track_state *s) {
   if (s->started) return;
   s->started = 1;
+  e2b_startq_release(s->sbx->client->loop, &s->start); /* answered: the next start may go */
   if (emit(op, E2B_EVENT_START, NULL, 0, 0, NULL) != 0) nomem(op);
 }
 
@@ -362,7 +369,8 @@ static void stream_step(e2b_req *op, track_state *s) {
   if (!s->live) {
     if (s->exit_known || s->gone || e2b_now_ms() < s->reconnect_at) return;
     e2b_error err;
-    s->live = e2b_op_child(op, e2b_proc_connect(s->sbx, 0, s->tag, s->idle_ms, &err));
+    s->live = e2b_op_child(op, e2b_proc_connect_stream(s->sbx, 0, s->tag, s->idle_ms,
+                                                       E2B_STREAM_EVENTS, &err));
     if (!s->live) s->reconnect_at = e2b_now_ms() + POLL_MAX_MS;
     return;
   }
@@ -379,7 +387,6 @@ static void stream_step(e2b_req *op, track_state *s) {
     return fail(op, err ? err : &protocol);
   }
   if (err && err->code == E2B_ERR_NOT_FOUND) s->gone = 1;
-  else if (err) s->last_err = *err;
   e2b_req_free(s->live);
   s->live = NULL;
   s->reconnect_at = e2b_now_ms() + s->poll_ms;
@@ -397,7 +404,6 @@ static void start_read(e2b_req *op, track_state *s, int which) {
   s->read = e2b_op_child(
       op, e2b_file_read(s->sbx, path, "root", which < R_EXIT ? s->off[which] : 0, &err));
   if (!s->read) {
-    s->last_err = err;
     s->due = 0;
     arm(op, s, s->poll_ms);
   }
@@ -435,7 +441,6 @@ static int read_ended(e2b_req *op, track_state *s) {
   s->read = NULL;
   int absent = err && status == 404;
   if (err && status != 416 && !absent) {
-    s->last_err = *err;
     s->due = 0;
     if (e2b_now_ms() - s->last_contact_ms > s->idle_ms) {
       e2b_error idle = *err;
@@ -610,8 +615,11 @@ static void list_step(e2b_req *op, track_state *s) {
   }
 }
 
+static void start_deferred(e2b_req *op, track_state *s);
+
 static void track_advance(e2b_req *op) {
   track_state *s = op->state;
+  if (s->deferred) return start_deferred(op, s);
   if (s->list) return list_step(op, s);
   if (s->tracked) kept_step(op, s);
   else if (s->live) live_step(op, s);
@@ -704,8 +712,8 @@ static void take_forgets(track_state *s, const char *user) {
   }
 }
 
-static e2b_req *start_tracked(track_state *s, const e2b_proc_opts *opts, const char *tag,
-                              int env_replace, e2b_error *err) {
+/* Starts the wrapped command's stream (s->live); 0, or -1 with err. */
+static int launch(track_state *s, const e2b_proc_opts *opts, int env_replace, e2b_error *err) {
   const char *op = "process.start";
   char *names = env_replace ? env_names(opts->env, opts->env_count) : NULL;
   const char **args = calloc(opts->arg_count + 6, sizeof *args);
@@ -714,9 +722,8 @@ static e2b_req *start_tracked(track_state *s, const e2b_proc_opts *opts, const c
     free(names);
     free(args);
     free(env);
-    track_free(s);
     e2b_err_set(err, E2B_ERR_UNAVAILABLE, op, "out of memory");
-    return NULL;
+    return -1;
   }
   take_forgets(s, opts->user);
   e2b_proc_opts wrapped = *opts;
@@ -725,19 +732,44 @@ static e2b_req *start_tracked(track_state *s, const e2b_proc_opts *opts, const c
   wrapped.arg_count = wrap_args(args, opts, s, env_replace);
   wrapped.env = env;
   wrapped.env_count = wrap_env(env, opts, s, names);
-  wrapped.tag = tag;
-  s->live = e2b_proc_start(s->sbx, &wrapped, err);
+  wrapped.tag = s->tag;
+  /* A kept command's stream carries its events; its output goes to files. */
+  s->live = e2b_proc_start_stream(s->sbx, &wrapped, s->tracked ? E2B_STREAM_EVENTS : 0, err);
   free(args);
   free(env);
   free(names);
-  if (!s->live) {
-    track_free(s);
+  if (s->live) e2b_op_child(s->self, s->live);
+  return s->live ? 0 : -1;
+}
+
+/* A start that waited for a slot goes once it has one. */
+static void start_deferred(e2b_req *op, track_state *s) {
+  if (!e2b_startq_take(s->sbx->client->loop, &s->start)) return;
+  e2b_proc_opts *o = s->deferred;
+  s->deferred = NULL;
+  e2b_error err;
+  int rc = launch(s, o, s->env_replace, &err);
+  e2b_proc_opts_free(o);
+  if (rc != 0) fail(op, &err);
+}
+
+/* The op first, so a start past E2B_STARTS_IN_FLIGHT can wait as it. */
+static e2b_req *start_tracked(track_state *s, const e2b_proc_opts *opts, int env_replace,
+                              e2b_error *err) {
+  e2b_loop *loop = s->sbx->client->loop;
+  e2b_req *op = e2b_op_new(loop, "process.start", track_advance, s, track_free, err);
+  if (!op) return NULL;
+  s->self = s->start.op = op;
+  s->env_replace = env_replace;
+  if (!e2b_startq_take(loop, &s->start)) {
+    if ((s->deferred = e2b_proc_opts_dup(opts))) return op;
+    e2b_err_set(err, E2B_ERR_UNAVAILABLE, "process.start", "out of memory");
+    e2b_req_free(op);
     return NULL;
   }
-  e2b_req *op_req = e2b_op_new(s->sbx->client->loop, op, track_advance, s, track_free, err);
-  if (op_req) e2b_op_child(op_req, s->live);
-  if (op_req) s->self = op_req;
-  return op_req;
+  if (launch(s, opts, env_replace, err) == 0) return op;
+  e2b_req_free(op);
+  return NULL;
 }
 
 e2b_req *e2b_proc_track(e2b_sbx *sbx, const e2b_proc_opts *opts, unsigned flags, e2b_error *err) {
@@ -758,7 +790,7 @@ e2b_req *e2b_proc_track(e2b_sbx *sbx, const e2b_proc_opts *opts, unsigned flags,
   }
   s->tracked = !(flags & E2B_TRACK_NO_KEEP) && opts->pty_cols == 0;
   s->at_end = (flags & E2B_TRACK_AT_END) != 0;
-  return e2b_req_typed(start_tracked(s, opts, tag, (flags & E2B_TRACK_ENV_REPLACE) != 0, err),
+  return e2b_req_typed(start_tracked(s, opts, (flags & E2B_TRACK_ENV_REPLACE) != 0, err),
                        E2B_RESULT_STREAM);
 }
 

@@ -120,12 +120,15 @@ void e2b_req_init(e2b_req *req, e2b_loop *loop, const char *op) {
 }
 
 e2b_req *e2b_req_new(e2b_loop *loop, const char *op, e2b_error *err) {
-  e2b_req *req = calloc(1, sizeof *req);
+  /* curl's error buffer lives after the struct: composites, which share the
+   * struct, have no transfer and so no need of it. */
+  e2b_req *req = calloc(1, sizeof *req + CURL_ERROR_SIZE);
   if (!req || !(req->easy = curl_easy_init())) {
     free(req);
     e2b_err_set(err, E2B_ERR_UNAVAILABLE, op, "out of memory");
     return NULL;
   }
+  req->curl_error = (char *)(req + 1);
   e2b_req_init(req, loop, op);
   req->ok_status_min = 200;
   req->ok_status_max = 299;
@@ -171,6 +174,7 @@ static void free_results(e2b_req *req) {
   free(req->procs);
   free(req->next_token);
   free(req->written_path);
+  free(req->fork_err);
   if (req->result_free) req->result_free(req->result);
 }
 
@@ -206,6 +210,7 @@ static void unqueue(e2b_req *req) {
 static void detach(e2b_req *req) {
   if (req->added) {
     curl_multi_remove_handle(req->loop->multi, req->easy);
+    e2b_loop_count_transfer(req->loop, -1);
     req->added = 0;
   }
   if (req->client) {
@@ -412,6 +417,16 @@ static size_t on_body(char *data, size_t size, size_t n, void *ud) {
   }
   /* Once bytes reach the consumer, repeating the request could repeat them. */
   req->idempotent = 0;
+  /* A stream's answer is coming, so its request was sent (curl has read its
+   * headers too), and streams are never sent twice (neither retried nor
+   * redirected): its body, which for a kept command holds the whole wrapper
+   * script, and its header list are no longer needed while the stream may
+   * stay open for hours. */
+  if (req->mode != BODY_CHUNKS && (req->request_body.data || req->headers)) {
+    e2b_growbuf_free(&req->request_body);
+    curl_slist_free_all(req->headers);
+    req->headers = NULL;
+  }
   /* Backpressure: refuse (and so pause) while the consumer is behind; curl
    * hands the same bytes again after unpausing. */
   if (req->queued_bytes >= E2B_STREAM_QUEUE_CAP) {
@@ -650,6 +665,7 @@ static void start_transfer(e2b_req *req) {
     return;
   }
   req->added = 1;
+  e2b_loop_count_transfer(req->loop, +1);
 }
 
 static void start_queued(e2b_client *c) {

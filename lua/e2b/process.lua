@@ -32,6 +32,7 @@ local DEFAULT_MAX_OUTPUT = 64 * 1024 * 1024
 local KILL_SETTLE_MS = 2000
 
 local SIGNALS = { TERM = 15, KILL = 9, INT = 2 }
+local NO_CALLBACKS = {} -- a handle without callbacks holds no table of them
 
 local function cmd_checker(v)
   if type(v) == "string" then
@@ -176,7 +177,7 @@ local function spawn(port, cmd, o)
   if not proc then return nil, err end
   proc._user = start.user -- whose commands may remove its kept files
   proc._pty = o.pty ~= nil
-  proc._on = { stdout = o.on_stdout, stderr = o.on_stderr }
+  if o.on_stdout or o.on_stderr then proc._on = { stdout = o.on_stdout, stderr = o.on_stderr } end
   -- The core feeds the bytes (in pieces) and closes stdin; a process that
   -- exits without reading them is its own business.
   if type(o.stdin) == "string" then proc._feeding = port.call("feed", proc:_target(), o.stdin, proc._pty) end
@@ -340,7 +341,7 @@ function Process:wait(timeout_ms)
   -- timed out leaves it for the next one.
   local out = self._output or core.output(DEFAULT_MAX_OUTPUT, "all")
   self._output = out
-  local on = self._on or {}
+  local on = self._on or NO_CALLBACKS
   while true do
     local data, stream = self:_next(deadline)
     if data == "end" then break end

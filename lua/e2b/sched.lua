@@ -29,7 +29,10 @@ local loop = assert(core.loop())
 M.loop = loop
 
 local live = {}         -- coroutine -> task, for tasks not yet finished
-local ready = {}        -- { task, value } entries to resume
+-- Tasks to resume and the value each gets, in two arrays (a value may be
+-- nil) counted by nready: no table per wake-up, and the arrays are reused.
+local ready_t, ready_v, nready = {}, {}, 0
+local spare_t, spare_v = nil, nil
 local timers = {}       -- wait entries with a deadline
 -- Every task belongs to this one group: e2b.run waits for all of them and
 -- reports the first error nobody joined.
@@ -39,11 +42,16 @@ local S -- the shared task logic (e2b.tasks), over the primitives below
 
 -- A woken entry resumes its task on the next round; a blocking caller's
 -- drive loop sees entry.woken itself.
+local function push_ready(t, value)
+  nready = nready + 1
+  ready_t[nready], ready_v[nready] = t, value
+end
+
 local function signal(entry)
   local t = entry.task
   if t and t.parked == entry then
     t.parked = nil
-    ready[#ready + 1] = { t, entry.value }
+    push_ready(t, entry.value)
   end
 end
 
@@ -69,42 +77,49 @@ local function expire_timers(now)
   return nearest
 end
 
-local function resume(t, value)
-  local results = pack(coroutine.resume(t.co, value))
-  if coroutine.status(t.co) == "dead" then
-    local ok = table.remove(results, 1)
-    results.n = results.n - 1
-    live[t.co] = nil
-    S.finish(t, ok, results, not ok and debug.traceback(t.co, tostring(results[1])) or nil)
+-- What a resume returned: results are packed only once the task ended (a
+-- task that yielded leaves nothing to keep); an ended task lets go of its
+-- coroutine, since a caller may hold thousands of finished tasks.
+local function resumed(t, ok, ...)
+  local co = t.co
+  if coroutine.status(co) == "dead" then
+    local results = pack(...)
+    live[co] = nil
+    t.co = nil -- a finished task keeps its results, not its coroutine and stack
+    S.finish(t, ok, results, not ok and debug.traceback(co, tostring(results[1])) or nil)
   elseif not t.parked then
-    -- The task yielded on its own (not through us): treat it as a
-    -- cooperative yield and run it again on the next round.
-    ready[#ready + 1] = { t, nil }
+    push_ready(t, nil)
   end
+end
+
+local function resume(t, value)
+  return resumed(t, coroutine.resume(t.co, value))
 end
 
 local function run_ready()
-  while #ready > 0 do
-    local batch = ready
-    ready = {}
-    for i = 1, #batch do
-      local t, value = batch[i][1], batch[i][2]
+  while nready > 0 do
+    local ts, vs, n = ready_t, ready_v, nready
+    ready_t, ready_v, nready = spare_t or {}, spare_v or {}, 0
+    spare_t, spare_v = nil, nil -- a nested drive() must not take the same arrays
+    for i = 1, n do
+      local t, value = ts[i], vs[i]
+      ts[i], vs[i] = nil, nil
       if not t.finished then resume(t, value) end
     end
+    spare_t, spare_v = ts, vs
   end
 end
 
--- drive(cond): runs tasks and the loop until cond() is true.
 local function drive(cond)
   while true do
     run_ready()
     if cond() then return end
     local nearest = expire_timers(now_ms())
-    if #ready == 0 then
+    if nready == 0 then
       local timeout = 1000
       if nearest then timeout = math.max(0, math.min(timeout, nearest - now_ms())) end
       local ids, running = loop:step(timeout)
-      if not ids and running == 0 and #timers == 0 and #ready == 0 and not cond() then
+      if not ids and running == 0 and #timers == 0 and nready == 0 and not cond() then
         -- Every waiter waits on something that can no longer happen.
         error("e2b: deadlock: every task is waiting and nothing is in flight", 2)
       end
@@ -161,7 +176,7 @@ S = tasks.new({
   launch = function(t, body)
     t.co = coroutine.create(body)
     live[t.co] = t
-    ready[#ready + 1] = { t, nil }
+    push_ready(t, nil)
     return true
   end,
 })

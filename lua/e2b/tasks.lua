@@ -133,7 +133,7 @@ function M.new(prim)
       t.error, t.traceback = results[1], traceback
     end
     local joiners = t.joiners
-    t.joiners = {}
+    t.joiners = nil -- wait() on a finished task returns at once
     if not ok and #joiners == 0 then
       if t.group then
         t.group.orphans[#t.group.orphans + 1] = t
