@@ -229,6 +229,15 @@ static int sbx_signal(lua_State *L) {
   return e2bL_push_req(L, u->l, req, &err);
 }
 
+/* kill(pid_or_tag, settle_ms): SIGKILL, done once the group is gone (kill.c) */
+static int sbx_kill(lua_State *L) {
+  proc_target t;
+  sbx_ud *u = check_proc(L, &t);
+  e2b_error err;
+  e2b_req *req = e2b_proc_kill(u->s, t.pid, t.tag, (long)luaL_checkinteger(L, 3), &err);
+  return e2bL_push_req(L, u->l, req, &err);
+}
+
 /* resize(pid_or_tag, cols, rows) */
 static int sbx_resize(lua_State *L) {
   proc_target t;
@@ -322,7 +331,7 @@ static int sbx_url(lua_State *L) {
 
 static const luaL_Reg sbx_methods[] = {
     {"start", sbx_start},           {"connect", sbx_connect},
-    {"close_stdin", sbx_close_stdin}, {"signal", sbx_signal},         {"resize", sbx_resize},
+    {"close_stdin", sbx_close_stdin}, {"signal", sbx_signal},         {"kill", sbx_kill},         {"resize", sbx_resize},
     {"list", sbx_list},             {"move", sbx_move},               {"read", sbx_read},
     {"url", sbx_url},               {"run", sbx_run},                 {"track", sbx_track},
     {"attach", sbx_attach},         {"signal_async", sbx_signal_async},

@@ -199,6 +199,21 @@ describe("commands", function()
       proc:close()
     end)
 
+    it("kill() succeeds only once the group is gone, and could-not-look is an error, not gone", function()
+      local proc = assert(sbx:spawn("sleep 30"))
+      if not h.live then
+        -- envd cannot list processes: the kill cannot know, so it says so
+        h.faults({ { match = "POST envd:/process.Process/List", action = "status", status = 503, count = 1000 } })
+        local ok, err = proc:kill()
+        h.faults()
+        assert.is_nil(ok)
+        assert.are_not.equal("not_found", err.kind)
+      end
+      assert(proc:kill())
+      assert.are.equal("0\n", assert(sbx:run("ps -eo args | grep -c '[s]leep 30' || true")).stdout)
+      proc:close()
+    end)
+
     it("counts consumed bytes in offsets()", function()
       local proc = assert(sbx:spawn("printf 12345; printf ab >&2"))
       local res = assert(proc:wait(5000))

@@ -410,6 +410,11 @@ E2B_EXPORT e2b_req *e2b_proc_send_input(e2b_sbx *sbx, uint32_t pid, const char *
 E2B_EXPORT e2b_req *e2b_proc_close_stdin(e2b_sbx *sbx, uint32_t pid, const char *tag, e2b_error *err);
 /* signo: 9 (KILL), 15 (TERM), 2 (INT) or another number envd accepts. */
 E2B_EXPORT e2b_req *e2b_proc_signal(e2b_sbx *sbx, uint32_t pid, const char *tag, int signo, e2b_error *err);
+/* SIGKILL to the process group, then envd's process list every 50 ms until
+ * the process (by tag when given, else by pid) is gone: success only then.
+ * E2B_ERR_SANDBOX (retryable) when it is still listed after settle_ms; the
+ * list's own error when envd could not be asked (never reported as gone). */
+E2B_EXPORT e2b_req *e2b_proc_kill(e2b_sbx *sbx, uint32_t pid, const char *tag, long settle_ms, e2b_error *err);
 /* Writes data to the process's stdin (its pty with pty = 1) in pieces of
  * at most 1 MiB, one request at a time, then closes its stdin; the data is
  * copied. Fails at the first piece that fails (the process may have

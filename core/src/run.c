@@ -16,7 +16,6 @@
 
 #define DEFAULT_MAX_OUTPUT ((size_t)64 << 20)
 #define KILL_SETTLE_MS 2000
-#define LOOK_EVERY_MS 50
 /* envd enforces the same deadline (Connect-Timeout-Ms) and may end the
  * process a moment before our timer fires: a signal this close to it is
  * the timeout too. */
@@ -28,8 +27,7 @@ typedef struct run_state {
   e2b_sbx *sbx;
   e2b_req *stream;
   e2b_req *input;  /* its stdin being fed */
-  e2b_req *kill;   /* the SIGKILL in flight */
-  e2b_req *look;   /* a process list: is the group gone? */
+  e2b_req *kill;   /* e2b_proc_kill in flight */
   uint32_t pid;
   char *tag;       /* tracked: signals and input go by tag */
   char *user;      /* whose commands may remove the kept files */
@@ -46,7 +44,6 @@ typedef struct run_state {
   int phase;
   int drain;       /* after the kill, read to the end (the deadline passed) */
   int timer;       /* our timer is armed (op->timer_at_ms 0 again: it fired) */
-  int64_t settle_until_ms;
   e2b_error fail;  /* reported once the group is dealt with */
   int armed;
   int64_t deadline_ms;
@@ -76,7 +73,6 @@ static void run_free(void *p) {
   e2b_req_free(s->stream);
   e2b_req_free(s->input);
   e2b_req_free(s->kill);
-  e2b_req_free(s->look);
   e2b_output_free(s->out);
   free(s->stdin_data);
   free(s->tag);
@@ -230,7 +226,7 @@ static int pump(e2b_req *op, run_state *s) {
   return 1;
 }
 
-/* ---- the kill: SIGKILL, then look until the group is gone ---- */
+/* ---- the kill: kill.c's SIGKILL, then a look until the group is gone ---- */
 
 static void start_kill(e2b_req *op, run_state *s, int drain) {
   e2b_error err;
@@ -238,52 +234,20 @@ static void start_kill(e2b_req *op, run_state *s, int drain) {
   s->timer = 0;
   s->phase = P_KILL;
   s->drain = drain;
-  s->settle_until_ms = e2b_now_ms() + KILL_SETTLE_MS;
-  s->kill = e2b_op_child(op, e2b_proc_signal(s->sbx, s->tag ? 0 : s->pid, s->tag, 9, &err));
+  s->kill = e2b_op_child(op, e2b_proc_kill(s->sbx, s->tag ? 0 : s->pid, s->tag, KILL_SETTLE_MS, &err));
   if (!s->kill) finish_run(op, s);
 }
 
-static int listed(const run_state *s, const e2b_req *list) {
-  for (size_t i = 0; i < e2b_req_proc_count(list); i++) {
-    const e2b_proc_info *p = e2b_req_proc_at(list, i);
-    if (s->tag ? p->tag && strcmp(p->tag, s->tag) == 0 : p->pid == s->pid) return 1;
-  }
-  return 0;
-}
-
-/* The group is gone (or could not be looked at, or survived): drain or finish. */
-static void killed(e2b_req *op, run_state *s) {
+/* The group is gone (or could not be looked at, or survived: the run's own
+ * failure is what it reports): drain or finish. */
+static void kill_step(e2b_req *op, run_state *s) {
+  if (!e2b_req_done(s->kill)) return;
+  e2b_req_free(s->kill);
+  s->kill = NULL;
   if (!s->drain) return finish_run(op, s);
   s->phase = P_DRAIN;
   arm(op, s, KILL_SETTLE_MS);
   if (pump(op, s)) finish_run(op, s);
-}
-
-static void kill_step(e2b_req *op, run_state *s) {
-  e2b_error err;
-  if (s->kill) {
-    if (!e2b_req_done(s->kill)) return;
-    const e2b_error *kerr = e2b_req_error(s->kill);
-    int look = !kerr || kerr->code == E2B_ERR_NOT_FOUND;
-    e2b_req_free(s->kill);
-    s->kill = NULL;
-    if (!look) return killed(op, s);
-    s->look = e2b_op_child(op, e2b_proc_list(s->sbx, &err));
-    if (!s->look) return killed(op, s);
-    return;
-  }
-  if (s->look) {
-    if (!e2b_req_done(s->look)) return;
-    int alive = !e2b_req_error(s->look) && listed(s, s->look);
-    e2b_req_free(s->look);
-    s->look = NULL;
-    if (!alive || e2b_now_ms() >= s->settle_until_ms) return killed(op, s);
-    return arm(op, s, LOOK_EVERY_MS);
-  }
-  if (fired(op, s)) {
-    s->look = e2b_op_child(op, e2b_proc_list(s->sbx, &err));
-    if (!s->look) killed(op, s);
-  }
 }
 
 /* ---- running ---- */

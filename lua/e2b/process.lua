@@ -424,15 +424,6 @@ function Process:signal(name)
 end
 
 -- Whether the process is still listed by envd.
-function Process:_alive()
-  local list, err = self._port.envd(self._port.call("processes"))
-  if not list then return nil, err end
-  for _, p in ipairs(list) do
-    if (self.tag and p.tag == self.tag) or (not self.tag and p.pid == self.pid) then return true end
-  end
-  return false
-end
-
 --- SIGKILL to the process group; true once the group is gone (checked for
 -- 2 s), an error naming the survivor otherwise (never a success that did
 -- not happen).
@@ -440,23 +431,13 @@ end
 -- @return or nil, err (kind "sandbox" for a survivor)
 function Process:kill()
   if self._exit then return true end
-  local ok, err = self:signal("KILL")
-  if not ok and not errors.is(err, "not_found") then return nil, err end
-  local deadline = adapter.now_ms() + KILL_SETTLE_MS
-  while true do
-    local alive, aerr = self:_alive()
-    if alive == nil then return nil, aerr end
-    if not alive then
-      self._killed = true
-      return true
-    end
-    if adapter.now_ms() >= deadline then
-      return nil, errors.new("sandbox", "kill",
-        ("process %s survived SIGKILL for %d ms"):format(tostring(self:_target()), KILL_SETTLE_MS),
-        { sandbox_id = self._port.sandbox_id, pid = self.pid, retryable = true })
-    end
-    adapter.sleep(50)
+  local ok, err = self:_unary(self._port.call("kill", self:_target(), KILL_SETTLE_MS))
+  if not ok then
+    if errors.is(err, "sandbox") then err.pid = self.pid end
+    return nil, err
   end
+  self._killed = true
+  return true
 end
 
 --- Resizes its pty.
