@@ -512,6 +512,7 @@ static void prepare(http_req *r, vc_req *v, const char *id) {
   if (!dir) {
     if (status == 404) fail(v, 404, "volume '%.200s' not found", id);
     else fail(v, 401, "%.200s", tok ? "invalid volume token" : "missing volume token (Authorization: Bearer)");
+    return;
   }
   v->root = open(dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   free(dir);
