@@ -151,7 +151,11 @@ test('volume content: symlinks and FIFOs a sandbox planted never reach outside t
       () => vol.updateMetadata('/out/secret', { mode: 0o666 }, at()),
       () => vol.remove('/out/secret', at()),
     ]
+    const fds = () => readdirSync(`/proc/${S.srv.pid}/fd`).length
+    const before = fds()
     for (const [i, call] of refused.entries()) await assert.rejects(call, undefined, `call ${i} was refused`)
+    for (let i = 0; i < 3; i++) for (const call of refused) await call().catch(() => {})
+    assert.ok(fds() <= before + 8, `server descriptors: ${before} before, ${fds()} after`) // no leak per refusal
     await vol.remove('/out', at()) // removes the link itself, nothing it points at
     assert.equal(await vol.exists('/out', at()), false)
     // from the host: nothing outside changed
