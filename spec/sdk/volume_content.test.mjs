@@ -66,6 +66,7 @@ test('volume content: write, read, list, stat, mkdir, updateMetadata and remove'
   await assert.rejects(vol.remove('/x', at()), VolumePathNotFoundError)
   await assert.rejects(vol.readFile('/nope', at()), VolumePathNotFoundError)
   await assert.rejects(vol.readFile('/../etc/passwd', at()), /400|inside/)
+  await assert.rejects(vol.readFile('/notes/a.txt\0.png', at()), /400|NUL/)
   await assert.rejects(vol.readFile('/notes', at()), /400|directory/)
   await assert.rejects(vol.remove('/', at()), /400|root/)
   await Volume.destroy(vol.volumeId, S.opts)
@@ -102,6 +103,9 @@ test('volume content: files written by a mounting sandbox are read through the A
     await sbx.commands.run('mkdir -p /mnt/v/d && printf sbx > /mnt/v/d/from-sbx.txt')
     assert.equal(await vol.readFile('/d/from-sbx.txt', at()), 'sbx')
     assert.deepEqual((await vol.list('/d', at())).map((e) => e.name), ['from-sbx.txt'])
+    await sbx.commands.run("touch /mnt/v/d/$(printf 'bad\\377name')")
+    const names = (await vol.list('/d', at())).map((e) => e.name).sort()
+    assert.equal(names.length, 2, 'a name that is not UTF-8 is listed too')
   } finally {
     await sbx.kill()
   }

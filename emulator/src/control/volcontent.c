@@ -147,8 +147,9 @@ static json_t *entry_json(int dirfd, const char *name, const char *rel) {
   const char *type = S_ISREG(st.st_mode) ? "file" : S_ISDIR(st.st_mode) ? "directory"
                      : S_ISLNK(st.st_mode) ? "symlink" : "unknown";
   char *path = xasprintf("/%s", rel);
-  json_t *o = json_pack("{s:o, s:s, s:s, s:I, s:I, s:I, s:I}", "name", pj_text(*name ? name : "/"), "type", type,
-                        "path", path, "size", (json_int_t)st.st_size, "mode", (json_int_t)(st.st_mode & 07777),
+  /* names a sandbox chose need not be UTF-8: pj_text keeps them printable */
+  json_t *o = json_pack("{s:o, s:s, s:o, s:I, s:I, s:I, s:I}", "name", pj_text(*name ? name : "/"), "type", type,
+                        "path", pj_text(path), "size", (json_int_t)st.st_size, "mode", (json_int_t)(st.st_mode & 07777),
                         "uid", (json_int_t)st.st_uid, "gid", (json_int_t)st.st_gid);
   free(path);
   if (S_ISLNK(st.st_mode)) {
@@ -520,7 +521,13 @@ static void prepare(http_req *r, vc_req *v, const char *id) {
     fail(v, 404, "volume '%.200s' has no data directory", id);
     return;
   }
-  const char *q = http_query(r->conn, "path");
+  const char *q = NULL;
+  size_t qlen = 0;
+  if (MHD_lookup_connection_value_n(r->conn, MHD_GET_ARGUMENT_KIND, "path", 4, &q, &qlen) != MHD_YES) q = NULL;
+  if (q && strlen(q) != qlen) { /* a %00 would silently shorten the path */
+    fail(v, 400, "path may not contain NUL bytes%.200s", "");
+    return;
+  }
   if (normalize(q ? q : "", v->rel, sizeof v->rel) != 0)
     fail(v, 400, "path must stay inside the volume (no '..', names up to 255 bytes, %.200s)", "4096 bytes in all");
 }
