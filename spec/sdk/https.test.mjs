@@ -49,7 +49,7 @@ async function client(mode, vars, t) {
   return JSON.parse(out.trim().split('\n').pop())
 }
 
-test('the SDK with only E2B_DOMAIN, E2B_API_KEY and NODE_EXTRA_CA_CERTS: create, run, files, a port over HTTPS, kill', async (t) => {
+test('the SDK with only E2B_DOMAIN, E2B_API_KEY and NODE_EXTRA_CA_CERTS: create, run, files, a port over HTTPS, kill, volume content', async (t) => {
   const { E2B_DOMAIN: domain, E2B_API_KEY, NODE_EXTRA_CA_CERTS } = S.env
   assert.match(domain, /^e2b\.localhost:\d+$/)
   const r = await client('full', { E2B_DOMAIN: domain, E2B_API_KEY, NODE_EXTRA_CA_CERTS }, t)
@@ -62,6 +62,8 @@ test('the SDK with only E2B_DOMAIN, E2B_API_KEY and NODE_EXTRA_CA_CERTS: create,
   assert.equal(r.portStatus, 200)
   assert.deepEqual(r.portBody, { url: '/hello?x=1', host: `8000-${r.id}.${domain}` })
   assert.equal(r.listedAfterKill, false)
+  assert.equal(r.volumeWritten, '/v.txt')
+  assert.equal(r.volumeRead, 'volume over https')
 })
 
 test('without the CA the SDK refuses the certificate (verification is real)', async (t) => {

@@ -4,7 +4,7 @@
 // listener. Prints one JSON line of what it saw; the test judges it.
 // argv[2]: "full" (the walk-through) or "list" (one control-plane call).
 import { createHash, randomBytes } from 'node:crypto'
-import { Sandbox } from './sdk.mjs'
+import { Sandbox, Volume } from './sdk.mjs'
 
 const SERVER_JS = `
 require('http').createServer((req, res) => {
@@ -45,6 +45,11 @@ async function full() {
   out.portBody = await res.json()
   await sbx.kill()
   out.listedAfterKill = (await Sandbox.list().nextItems()).some((s) => s.sandboxId === out.id)
+  // a volume's content API at the SDK's default https://api.<domain>, with the volume token
+  const vol = await Volume.create(`https-${randomBytes(4).toString('hex')}`)
+  out.volumeWritten = (await vol.writeFile('/v.txt', 'volume over https')).path
+  out.volumeRead = await vol.readFile('/v.txt')
+  await Volume.destroy(vol.volumeId)
   return out
 }
 

@@ -17,6 +17,7 @@
 #include "server.h"
 #include "store.h"
 #include "util.h"
+#include "volcontent.h"
 
 #define ENVD_VERSION "0.6.4"
 #define MAX_TIMEOUT_S 86400
@@ -922,10 +923,6 @@ static enum MHD_Result h_fork(http_req *r) {
   return res;
 }
 
-static enum MHD_Result h_unimplemented(http_req *r) {
-  return http_error(r->conn, 501, "%s %s is not supported by e2b-local", r->method, r->url);
-}
-
 static enum MHD_Result h_method(http_req *r) {
   return http_error(r->conn, 405, "method %s not allowed on %s", r->method, r->url);
 }
@@ -966,10 +963,6 @@ static const route_def ROUTES[] = {
     {"/volumes/*", "GET", h_volume_get},
     {"/volumes/*", "DELETE", h_volume_delete},
     {"/sandboxes/*/fork", "POST", h_fork},
-    /* out of scope for e2b-local (clear 501s) */
-    {"/volumecontent/*/path", "*", h_unimplemented},
-    {"/volumecontent/*/dir", "*", h_unimplemented},
-    {"/volumecontent/*/file", "*", h_unimplemented},
 };
 
 /* Matches url against pattern, capturing the '*' segment into id. */
@@ -1000,6 +993,10 @@ static int match(const char *pattern, const char *url, char *id, size_t idcap) {
 static void free_ctx(void *p) { free(p); }
 
 void control_route(http_req *r) {
+  if (strncmp(r->url, "/volumecontent/", 15) == 0) { /* the volume's own token, no API key */
+    volcontent_route(r);
+    return;
+  }
   const char *key = http_header(r->conn, "X-API-Key");
   int path_known = 0;
   id_ctx *ctx = xcalloc(1, sizeof *ctx);
@@ -1018,7 +1015,6 @@ void control_route(http_req *r) {
     if (path_known) r->on_complete = h_method;
     return; /* unknown route: 404 */
   }
-  if (r->on_complete == h_unimplemented) return; /* out of scope, whatever the credentials */
   if (!key || !e2b_secure_streq(key, g_server.api_key)) {
     r->early_status = 401;
     snprintf(r->early_msg, sizeof r->early_msg, "%s", key ? "Invalid API key" : "Missing API key (X-API-Key header)");

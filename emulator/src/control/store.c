@@ -621,6 +621,20 @@ char *store_volume_name_by_id(const char *id) {
   return n;
 }
 
+char *store_volume_dir_by_token(const char *id, const char *token, int *status) {
+  pthread_mutex_lock(&g_mu);
+  const vol *v = vol_find_locked(id, 0);
+  char *d = NULL;
+  if (!v)
+    *status = 404;
+  else if (!token || !e2b_secure_streq(token, v->token))
+    *status = 401;
+  else
+    d = xstrdup(v->dir);
+  pthread_mutex_unlock(&g_mu);
+  return d;
+}
+
 int store_volume_delete(const char *id) {
   pthread_mutex_lock(&g_mu);
   int rc = -ENOENT;

@@ -63,6 +63,9 @@ json_t *store_volume_list(void);
 json_t *store_volume_get(const char *id);        /* VolumeAndToken or NULL */
 char *store_volume_dir_by_name(const char *name); /* host directory or NULL */
 char *store_volume_name_by_id(const char *id);   /* NULL when unknown */
+/* The data directory of volume id when token is its token (compared in
+ * constant time); else NULL with *status 404 (no such volume) or 401. */
+char *store_volume_dir_by_token(const char *id, const char *token, int *status);
 int store_volume_delete(const char *id);         /* 0, -ENOENT */
 
 #endif
