@@ -423,7 +423,6 @@ function Process:signal(name)
   return self:_unary(self._port.call("signal", self:_target(), signo))
 end
 
--- Whether the process is still listed by envd.
 --- SIGKILL to the process group; true once the group is gone (checked for
 -- 2 s), an error naming the survivor otherwise (never a success that did
 -- not happen).
