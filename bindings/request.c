@@ -164,6 +164,24 @@ static const char *event_stream_name(e2b_event_type t) {
   return t == E2B_EVENT_STDOUT ? "stdout" : t == E2B_EVENT_STDERR ? "stderr" : "pty";
 }
 
+/* Pushes one string of up to max bytes taken from the queued events,
+ * starting with ev (already peeked), consuming what it takes; with
+ * same_type it stops at an event of another type. */
+static void push_joined(lua_State *L, e2b_req *req, e2b_proc_event ev, size_t max, int same_type) {
+  e2b_event_type type = ev.type;
+  luaL_Buffer b;
+  luaL_buffinit(L, &b);
+  int rc = 1;
+  while (rc == 1 && (!same_type || ev.type == type) && max > 0) {
+    size_t take = ev.len < max ? ev.len : max;
+    luaL_addlstring(&b, (const char *)ev.data, take);
+    max -= take;
+    e2b_req_consume(req, take);
+    rc = e2b_req_peek_event(req, &ev);
+  }
+  luaL_pushresult(&b);
+}
+
 /* read(max) on a process stream (and on a run: the chunks it hands on):
  *   "start", pid | "stdout"|"stderr"|"pty", bytes (<= max, consecutive chunks
  *   of one stream joined) | "end", exit_code, exited, status, error |
@@ -199,22 +217,10 @@ static int req_read(lua_State *L) {
       lua_pushnil(L);
     e2b_req_consume(r->req, 0);
     return 5;
-  default: {
-    e2b_event_type type = ev.type;
-    luaL_Buffer b;
-    size_t left = (size_t)max;
-    lua_pushstring(L, event_stream_name(type));
-    luaL_buffinit(L, &b);
-    while (rc == 1 && ev.type == type && left > 0) {
-      size_t take = ev.len < left ? ev.len : left;
-      luaL_addlstring(&b, (const char *)ev.data, take);
-      left -= take;
-      e2b_req_consume(r->req, take);
-      rc = e2b_req_peek_event(r->req, &ev);
-    }
-    luaL_pushresult(&b);
+  default:
+    lua_pushstring(L, event_stream_name(ev.type));
+    push_joined(L, r->req, ev, (size_t)max, 1);
     return 2;
-  }
   }
 }
 
@@ -232,17 +238,7 @@ static int req_read_bytes(lua_State *L) {
       lua_pushboolean(L, 0);
     return 1;
   }
-  luaL_Buffer b;
-  size_t left = (size_t)max;
-  luaL_buffinit(L, &b);
-  while (rc == 1 && left > 0) {
-    size_t take = ev.len < left ? ev.len : left;
-    luaL_addlstring(&b, (const char *)ev.data, take);
-    left -= take;
-    e2b_req_consume(r->req, take);
-    rc = e2b_req_peek_event(r->req, &ev);
-  }
-  luaL_pushresult(&b);
+  push_joined(L, r->req, ev, (size_t)max, 0);
   return 1;
 }
 
