@@ -94,21 +94,22 @@ describe("probe", function()
     assert.are.equal(#before, #assert(c:list()))
   end)
 
-  it("reports a bad key as auth, not retryable", function()
-    local c = h.client({ api_key = "e2b_0000000000000000000000000000000000000000" })
-    local ok, err = c:probe()
+  -- A probe through a client made with opts fails with kind and retryable.
+  local function failed_probe(opts, kind, retryable)
+    local ok, err = h.client(opts):probe()
     assert.is_nil(ok)
-    assert.are.equal("auth", err.kind)
-    assert.is_false(err.retryable)
+    assert.are.equal(kind, err.kind)
+    assert.are.equal(retryable, err.retryable)
+    return err
+  end
+
+  it("reports a bad key as auth, not retryable", function()
+    local err = failed_probe({ api_key = "e2b_0000000000000000000000000000000000000000" }, "auth", false)
     assert.are.equal(401, err.status)
   end)
 
   it("reports an unreachable backend as unavailable and retryable, never not_found", function()
-    local c = h.client({ api_url = "http://127.0.0.1:1" })
-    local ok, err = c:probe()
-    assert.is_nil(ok)
-    assert.are.equal("unavailable", err.kind)
-    assert.is_true(err.retryable)
+    failed_probe({ api_url = "http://127.0.0.1:1" }, "unavailable", true)
   end)
 
   it("gives errors one readable line", function()
