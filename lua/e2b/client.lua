@@ -374,16 +374,22 @@ function Client:reap(opts)
   return infos(raws)
 end
 
+-- The calls that take a snapshot's or a volume's name: the name checked
+-- (nil passes when optional), then the core's call of the same op.
+function Client:_by_name(op, name, optional)
+  if name ~= nil or not optional then
+    local ok, err = check.value(op, "name", name, "nonempty")
+    if not ok then return nil, err end
+  end
+  return rt.finish(self._h[op](self._h, name))
+end
+
 --- Lists snapshots, every page.
 -- @tparam[opt] string name only those matching it
 -- @treturn {table,...} array of { id, snapshot_id, names }
 -- @return or nil, err
 function Client:snapshots(name)
-  if name ~= nil then
-    local ok, err = check.value("snapshots", "name", name, "nonempty")
-    if not ok then return nil, err end
-  end
-  local list, err = rt.finish(self._h:snapshots(name))
+  local list, err = self:_by_name("snapshots", name, true)
   if not list then return nil, err end
   local out = {}
   for i, s in ipairs(list) do out[i] = { id = s.snapshot_id, snapshot_id = s.snapshot_id, names = s.names } end
@@ -395,9 +401,7 @@ end
 -- @treturn boolean true
 -- @return or nil, err
 function Client:delete_snapshot(name)
-  local ok, err = check.value("delete_snapshot", "name", name, "nonempty")
-  if not ok then return nil, err end
-  return rt.finish(self._h:delete_snapshot(name))
+  return self:_by_name("delete_snapshot", name)
 end
 
 --- Creates a persistent volume (mount it with create{ volumes = ... }).
@@ -405,10 +409,7 @@ end
 -- @treturn table { id, name }
 -- @return or nil, err
 function Client:create_volume(name)
-  local ok, err = check.value("create_volume", "name", name, "nonempty")
-  if not ok then return nil, err end
-  local list
-  list, err = rt.finish(self._h:create_volume(name))
+  local list, err = self:_by_name("create_volume", name)
   if not list then return nil, err end
   return { id = list[1].volume_id, name = list[1].name }
 end
@@ -429,9 +430,7 @@ end
 -- @treturn boolean true
 -- @return or nil, err
 function Client:delete_volume(name)
-  local ok, err = check.value("delete_volume", "name", name, "nonempty")
-  if not ok then return nil, err end
-  return rt.finish(self._h:delete_volume(name))
+  return self:_by_name("delete_volume", name)
 end
 
 --- What this backend supports, found by trying it: one list, then a
