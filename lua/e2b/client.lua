@@ -28,7 +28,24 @@ local function network_checker(v)
   end
 end
 
-local CLIENT_SPEC = {
+-- The options a client gives every sandbox it creates and create() may
+-- override: checked the same way in both places.
+local SANDBOX_DEFAULTS = {
+  template = "nonempty",
+  timeout_ms = "positive_ms",
+  network = network_checker,
+  lifecycle = "table",
+  on_close = ON_CLOSE,
+  ready_timeout_ms = "ms",
+}
+
+-- spec with the SANDBOX_DEFAULTS keys added.
+local function with_sandbox_defaults(spec)
+  for k, v in pairs(SANDBOX_DEFAULTS) do spec[k] = v end
+  return spec
+end
+
+local CLIENT_SPEC = with_sandbox_defaults({
   api_key = "string",
   domain = "nonempty",
   api_url = "nonempty",
@@ -36,14 +53,8 @@ local CLIENT_SPEC = {
   ca_file = "nonempty",
   request_timeout_ms = "positive_ms",
   budget_ms = "positive_ms",
-  template = "nonempty",
-  timeout_ms = "positive_ms",
-  network = network_checker,
-  lifecycle = "table",
   user = "nonempty",
   owner = "nonempty",
-  on_close = ON_CLOSE,
-  ready_timeout_ms = "ms",
   max_retries = "count",
   max_concurrent = "positive",
   page_size = function(v)
@@ -51,7 +62,7 @@ local CLIENT_SPEC = {
       return "must be an integer between 1 and 100"
     end
   end,
-}
+})
 
 -- What a Sandbox may ask of its client (e2b.sandbox reads nothing else of
 -- it): the calls on its sandbox id and the defaults it inherits.
@@ -181,24 +192,18 @@ local function volumes_checker(v)
   end
 end
 
-local CREATE_SPEC = {
+local CREATE_SPEC = with_sandbox_defaults({
   id = "nonempty",
-  template = "nonempty",
-  timeout_ms = "positive_ms",
   env = "string_map",
   metadata = "string_map",
-  network = network_checker,
-  lifecycle = "table",
   secure = "boolean",
   setup = function(v)
     if type(v) ~= "string" and type(v) ~= "table" then
       return "must be a script string or a table { script, name, timeout_ms }"
     end
   end,
-  ready_timeout_ms = "ms",
-  on_close = ON_CLOSE,
   volumes = volumes_checker,
-}
+})
 
 --- Creates a sandbox, waits for its envd, runs the setup script, then
 -- applies the network policy. Any failure after allocation destroys the
