@@ -182,24 +182,32 @@ static void push_joined(lua_State *L, e2b_req *req, e2b_proc_event ev, size_t ma
   luaL_pushresult(&b);
 }
 
+/* What read() and read_bytes() start with: max (argument 2) and the next
+ * queued event of the request. 1 with *ev set; 0 having pushed nil (nothing
+ * queued yet) or false (the stream is over), the one value to return. */
+static int next_event(lua_State *L, req_ud **r, size_t *max, e2b_proc_event *ev) {
+  *r = check_req(L);
+  lua_Integer m = luaL_optinteger(L, 2, 1 << 20);
+  luaL_argcheck(L, m > 0, 2, "max must be positive");
+  *max = (size_t)m;
+  int rc = e2b_req_peek_event((*r)->req, ev);
+  if (rc > 0) return 1;
+  if (rc == 0)
+    lua_pushnil(L);
+  else
+    lua_pushboolean(L, 0);
+  return 0;
+}
+
 /* read(max) on a process stream (and on a run: the chunks it hands on):
  *   "start", pid | "stdout"|"stderr"|"pty", bytes (<= max, consecutive chunks
  *   of one stream joined) | "end", exit_code, exited, status, error |
  *   nil (nothing queued yet) | false (stream over; see result()). */
 static int req_read(lua_State *L) {
-  req_ud *r = check_req(L);
-  lua_Integer max = luaL_optinteger(L, 2, 1 << 20);
-  luaL_argcheck(L, max > 0, 2, "max must be positive");
+  req_ud *r;
+  size_t max;
   e2b_proc_event ev;
-  int rc = e2b_req_peek_event(r->req, &ev);
-  if (rc == 0) {
-    lua_pushnil(L);
-    return 1;
-  }
-  if (rc < 0) {
-    lua_pushboolean(L, 0);
-    return 1;
-  }
+  if (!next_event(L, &r, &max, &ev)) return 1;
   switch (ev.type) {
   case E2B_EVENT_START:
     lua_pushliteral(L, "start");
@@ -219,26 +227,18 @@ static int req_read(lua_State *L) {
     return 5;
   default:
     lua_pushstring(L, event_stream_name(ev.type));
-    push_joined(L, r->req, ev, (size_t)max, 1);
+    push_joined(L, r->req, ev, max, 1);
     return 2;
   }
 }
 
 /* read_bytes(max) on a download: bytes (<= max) | nil (nothing yet) | false (end). */
 static int req_read_bytes(lua_State *L) {
-  req_ud *r = check_req(L);
-  lua_Integer max = luaL_optinteger(L, 2, 1 << 20);
-  luaL_argcheck(L, max > 0, 2, "max must be positive");
+  req_ud *r;
+  size_t max;
   e2b_proc_event ev;
-  int rc = e2b_req_peek_event(r->req, &ev);
-  if (rc <= 0) {
-    if (rc == 0)
-      lua_pushnil(L);
-    else
-      lua_pushboolean(L, 0);
-    return 1;
-  }
-  push_joined(L, r->req, ev, (size_t)max, 0);
+  if (!next_event(L, &r, &max, &ev)) return 1;
+  push_joined(L, r->req, ev, max, 0);
   return 1;
 }
 

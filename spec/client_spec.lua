@@ -77,12 +77,15 @@ describe("client configuration", function()
 
   it("refuses network policies E2B cannot enforce as unsupported, before allocation", function()
     local c = h.client({ api_url = "http://127.0.0.1:1" })
-    local _, err = c:create({ network = { allow = { "example.com" }, deny = { "10.0.0.0/8" } } })
-    assert.are.equal("unsupported", err.kind)
-    _, err = c:create({ network = { allow = { "example.com" }, transform = {} } })
-    assert.are.equal("unsupported", err.kind)
-    _, err = c:create({ network = { deny = { "example.com" } } })
-    assert.are.equal("invalid_argument", err.kind)
+    local cases = {
+      { { allow = { "example.com" }, deny = { "10.0.0.0/8" } }, "unsupported" },
+      { { allow = { "example.com" }, transform = {} }, "unsupported" },
+      { { deny = { "example.com" } }, "invalid_argument" },
+    }
+    for _, case in ipairs(cases) do
+      local _, err = c:create({ network = case[1] })
+      assert.are.equal(case[2], err.kind)
+    end
   end)
 end)
 
@@ -94,21 +97,22 @@ describe("probe", function()
     assert.are.equal(#before, #assert(c:list()))
   end)
 
-  it("reports a bad key as auth, not retryable", function()
-    local c = h.client({ api_key = "e2b_0000000000000000000000000000000000000000" })
-    local ok, err = c:probe()
+  -- A probe through a client made with opts fails with kind and retryable.
+  local function failed_probe(opts, kind, retryable)
+    local ok, err = h.client(opts):probe()
     assert.is_nil(ok)
-    assert.are.equal("auth", err.kind)
-    assert.is_false(err.retryable)
+    assert.are.equal(kind, err.kind)
+    assert.are.equal(retryable, err.retryable)
+    return err
+  end
+
+  it("reports a bad key as auth, not retryable", function()
+    local err = failed_probe({ api_key = "e2b_0000000000000000000000000000000000000000" }, "auth", false)
     assert.are.equal(401, err.status)
   end)
 
   it("reports an unreachable backend as unavailable and retryable, never not_found", function()
-    local c = h.client({ api_url = "http://127.0.0.1:1" })
-    local ok, err = c:probe()
-    assert.is_nil(ok)
-    assert.are.equal("unavailable", err.kind)
-    assert.is_true(err.retryable)
+    failed_probe({ api_url = "http://127.0.0.1:1" }, "unavailable", true)
   end)
 
   it("gives errors one readable line", function()

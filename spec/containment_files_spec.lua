@@ -109,11 +109,19 @@ describe("file operations (containment)", function()
     h.assert_healthy({ bystander })
   end)
 
-  it("a symlink planted by user does not turn a download into a root read", function()
+  -- A sandbox of pair() where root ran root_cmd and then user ran links
+  -- (the symlinks user plants).
+  local function planted(root_cmd, links)
     local sbx = pair()
-    as_root(sbx, "printf s3cret > /root/secret && printf s3cret > /tmp/rootonly && chmod 600 /tmp/rootonly")
-    local r = assert(sbx:run("ln -s /root/secret /home/user/x && ln -s /tmp/rootonly /home/user/y && ln -s /root /home/user/r"))
+    as_root(sbx, root_cmd)
+    local r = assert(sbx:run(links))
     assert.are.equal(0, r.exit_code, r.stderr)
+    return sbx
+  end
+
+  it("a symlink planted by user does not turn a download into a root read", function()
+    local sbx = planted("printf s3cret > /root/secret && printf s3cret > /tmp/rootonly && chmod 600 /tmp/rootonly",
+      "ln -s /root/secret /home/user/x && ln -s /tmp/rootonly /home/user/y && ln -s /root /home/user/r")
     denied(sbx.files:read("/home/user/x"))
     denied(sbx.files:read("/home/user/y"))
     denied(sbx.files:read("/home/user/r/secret"))
@@ -122,10 +130,8 @@ describe("file operations (containment)", function()
   end)
 
   it("a symlink planted by user does not turn an upload into a root write", function()
-    local sbx = pair()
-    as_root(sbx, "printf original > /tmp/rootfile && chmod 644 /tmp/rootfile")
-    local r = assert(sbx:run("ln -s /tmp/rootfile /home/user/w && ln -s /root /home/user/r"))
-    assert.are.equal(0, r.exit_code, r.stderr)
+    local sbx = planted("printf original > /tmp/rootfile && chmod 644 /tmp/rootfile",
+      "ln -s /tmp/rootfile /home/user/w && ln -s /root /home/user/r")
     denied(sbx.files:write("/home/user/w", "overwritten"))
     denied(sbx.files:write("/home/user/r/planted", "planted"))
     denied(sbx.files:write("/home/user/r/sub/planted", "planted"))

@@ -18,9 +18,14 @@ describe("files", function()
     assert.are.equal(tostring(#bytes) .. "\n", assert(sbx:run("stat -c %s /home/user/bytes.bin")).stdout)
   end)
 
+  -- Writes data at path and reads it back from read_path (default: path).
+  local function round_trip(path, data, read_path)
+    assert(files:write(path, data))
+    assert.are.equal(data, assert(files:read(read_path or path)))
+  end
+
   it("writes and reads an empty file", function()
-    assert(files:write("/tmp/empty", ""))
-    assert.are.equal("", assert(files:read("/tmp/empty")))
+    round_trip("/tmp/empty", "")
   end)
 
   it("round-trips a multi-MiB file through the bounded streams", function()
@@ -98,8 +103,7 @@ describe("files", function()
   end)
 
   it("resolves relative paths against the user's home", function()
-    assert(files:write("relative.txt", "rel"))
-    assert.are.equal("rel", assert(files:read("/home/user/relative.txt")))
+    round_trip("relative.txt", "rel", "/home/user/relative.txt")
   end)
 
   it("creates missing parent directories on write", function()

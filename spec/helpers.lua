@@ -126,6 +126,13 @@ end
 
 M.now_ms = core.now_ms
 
+-- How many of sbx's processes have a command line matching the grep pattern,
+-- as grep -c prints it ("0\n" when none). Write the pattern so that it does
+-- not match itself ('[s]leep 30').
+function M.count_procs(sbx, pattern)
+  return assert(sbx:run("ps -eo args | grep -c '" .. pattern .. "' || true")).stdout
+end
+
 function M.shell_quote(s)
   return "'" .. s:gsub("'", "'\\''") .. "'"
 end

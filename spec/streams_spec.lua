@@ -115,8 +115,7 @@ describe("command output", function()
     assert.are.equal("timeout", err.kind)
     assert.truthy(err.message:find("timeout_ms", 1, true))
     assert.are.equal("begun\n", err.stdout)
-    local ps = assert(sbx:run("ps -eo args | grep -c '[s]leep 3[12]' || true")).stdout
-    assert.are.equal("0\n", ps)
+    assert.are.equal("0\n", h.count_procs(sbx, "[s]leep 3[12]"))
   end)
 
   it("feeds stdin of several 1 MiB pieces, byte-exact, to run and to spawn, then EOF", function()
@@ -140,8 +139,7 @@ describe("command output", function()
     assert.are.equal("started\n", err.stdout) -- kept: keep was given
     assert.are.equal("e\n", err.stderr)
     assert.is_number(err.pid)
-    local ps = assert(sbx:run("ps -eo args | grep -c '[s]leep 33' || true")).stdout
-    assert.are.equal("0\n", ps)
+    assert.are.equal("0\n", h.count_procs(sbx, "[s]leep 33"))
   end)
 
   it("fails a run past max_output with the output kept so far and the group killed", function()
@@ -153,8 +151,7 @@ describe("command output", function()
     assert.truthy(err.message:find("stdout exceeded max_output", 1, true), err.message)
     assert.are.equal("12345678", err.stdout)
     assert.is_number(err.pid)
-    local ps = assert(sbx:run("ps -eo args | grep -c '[s]leep 34' || true")).stdout
-    assert.are.equal("0\n", ps)
+    assert.are.equal("0\n", h.count_procs(sbx, "[s]leep 34"))
   end)
 
   it("names the idle budget when a stream goes silent", function()

@@ -354,11 +354,10 @@ static int on_socket(CURL *easy, curl_socket_t fd, int what, void *userp, void *
     loop->socks[i].what = what;
   } else {
     if (loop->sock_count == loop->sock_cap) {
-      size_t cap = loop->sock_cap ? loop->sock_cap * 2 : 16;
-      e2b_sock *s = realloc(loop->socks, cap * sizeof *s);
+      e2b_sock *s = e2b_grow(loop->socks, &loop->sock_cap, sizeof *s, 16);
       /* Out of memory: a bridge opened later misses this socket until curl
        * changes it; the host's deadline still bounds every wait. */
-      if (s) loop->socks = s, loop->sock_cap = cap;
+      if (s) loop->socks = s;
     }
     if (loop->sock_count < loop->sock_cap)
       loop->socks[loop->sock_count++] = (e2b_sock){.fd = (int)fd, .what = what};

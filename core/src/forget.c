@@ -100,11 +100,9 @@ static void forget_now(e2b_sbx *sbx, const char *hex) {
 static int queue_hex(e2b_sbx *sbx, char *hex, const char *user) {
   if (sbx->forget_count == FORGET_QUEUE_MAX) return -1;
   if (sbx->forget_count == sbx->forget_cap) {
-    size_t cap = sbx->forget_cap ? sbx->forget_cap * 2 : 16;
-    e2b_forget *f = realloc(sbx->forgets, cap * sizeof *f);
+    e2b_forget *f = e2b_grow(sbx->forgets, &sbx->forget_cap, sizeof *f, 16);
     if (!f) return -1;
     sbx->forgets = f;
-    sbx->forget_cap = cap;
   }
   char *u = strdup(user && *user ? user : "user");
   if (!u) return -1;

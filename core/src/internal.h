@@ -234,6 +234,10 @@ e2b_code e2b_code_from_connect(const char *connect_code);
 
 /* ---- loop.c: the loop, timers, notifications ---- */
 int64_t e2b_now_ms(void);
+/* Room for more of the *cap items of size bytes at items, which are full:
+ * the array at twice the size (first items the first time), *cap updated;
+ * NULL when out of memory, items and *cap untouched. */
+void *e2b_grow(void *items, size_t *cap, size_t size, size_t first);
 void e2b_loop_retain(e2b_loop *loop);
 void e2b_req_arm_timer(e2b_req *req, int64_t delay_ms);
 void e2b_req_disarm_timer(e2b_req *req);

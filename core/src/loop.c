@@ -4,6 +4,7 @@
  * caller's request, and never past the next timer. */
 #include "internal.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -66,17 +67,23 @@ size_t e2b_loop_unattended(const e2b_loop *loop) { return loop->unattended; }
 
 void e2b_loop_wakeup(e2b_loop *loop) { curl_multi_wakeup(loop->multi); }
 
+void *e2b_grow(void *items, size_t *cap, size_t size, size_t first) {
+  size_t n = *cap ? *cap * 2 : first;
+  if (n < *cap || n > SIZE_MAX / size) return NULL;
+  void *p = realloc(items, n * size);
+  if (p) *cap = n;
+  return p;
+}
+
 /* ---- timers ---- */
 
 void e2b_req_arm_timer(e2b_req *req, int64_t delay_ms) {
   e2b_loop *loop = req->loop;
   if (!req->timer_at_ms) {
     if (loop->timer_count == loop->timer_cap) {
-      size_t cap = loop->timer_cap ? loop->timer_cap * 2 : 16;
-      e2b_req **t = realloc(loop->timers, cap * sizeof *t);
+      e2b_req **t = e2b_grow(loop->timers, &loop->timer_cap, sizeof *t, 16);
       if (!t) return; /* the request then completes on its own schedule only */
       loop->timers = t;
-      loop->timer_cap = cap;
     }
     loop->timers[loop->timer_count++] = req;
   }

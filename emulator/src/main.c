@@ -112,6 +112,41 @@ static int parse_listen(const char *s, char host[64], int *port_out) {
   return 0;
 }
 
+/* The options that only set a flag or keep one string, a row each: how many
+ * arguments a took (1, or 2 with its value val), 0 when it is none of them
+ * (or lacks its value: val NULL). */
+static int simple_option(options *o, const char *a, const char *val) {
+  const struct {
+    const char *name;
+    int *flag;
+  } flags[] = {{"--no-tls", &o->no_tls},
+               {"--log-requests", &o->log_requests},
+               {"--no-isolation", &o->no_isolation},
+               {"--no-freezer", &o->no_freezer}};
+  const struct {
+    const char *name;
+    const char **to;
+  } strings[] = {{"--state", &o->state},
+                 {"--api-key", &o->api_key},
+                 {"--api-key-file", &o->api_key_file},
+                 {"--admin-token", &o->admin_token},
+                 {"--domain", &o->domain},
+                 {"--egress-ca-file", &o->egress_ca_file}};
+  for (size_t k = 0; k < sizeof flags / sizeof *flags; k++) {
+    if (strcmp(a, flags[k].name) == 0) {
+      *flags[k].flag = 1;
+      return 1;
+    }
+  }
+  for (size_t k = 0; val && k < sizeof strings / sizeof *strings; k++) {
+    if (strcmp(a, strings[k].name) == 0) {
+      *strings[k].to = val;
+      return 2;
+    }
+  }
+  return 0;
+}
+
 static int parse_args(int argc, char **argv, int exec_mode, options *o) {
   snprintf(o->host, sizeof o->host, "127.0.0.1");
   o->port = exec_mode ? 0 : 3000;
@@ -119,7 +154,10 @@ static int parse_args(int argc, char **argv, int exec_mode, options *o) {
   for (int i = 2; i < argc; i++) {
     const char *a = argv[i];
     int has_val = i + 1 < argc;
-    if (strcmp(a, "--") == 0 && exec_mode) {
+    int took = simple_option(o, a, has_val ? argv[i + 1] : NULL);
+    if (took) {
+      i += took - 1;
+    } else if (strcmp(a, "--") == 0 && exec_mode) {
       o->cmd = &argv[i + 1];
       break;
     } else if (strcmp(a, "--listen") == 0 && has_val) {
@@ -133,16 +171,6 @@ static int parse_args(int argc, char **argv, int exec_mode, options *o) {
         return -1;
       }
       o->tls_given = 1;
-    } else if (strcmp(a, "--no-tls") == 0) {
-      o->no_tls = 1;
-    } else if (strcmp(a, "--state") == 0 && has_val) {
-      o->state = argv[++i];
-    } else if (strcmp(a, "--api-key") == 0 && has_val) {
-      o->api_key = argv[++i];
-    } else if (strcmp(a, "--api-key-file") == 0 && has_val) {
-      o->api_key_file = argv[++i];
-    } else if (strcmp(a, "--log-requests") == 0) {
-      o->log_requests = 1;
     } else if (strcmp(a, "--version") == 0) {
       version();
       exit(0);
@@ -152,16 +180,6 @@ static int parse_args(int argc, char **argv, int exec_mode, options *o) {
         return -1;
       }
       o->templates[o->ntemplates++] = argv[++i];
-    } else if (strcmp(a, "--admin-token") == 0 && has_val) {
-      o->admin_token = argv[++i];
-    } else if (strcmp(a, "--domain") == 0 && has_val) {
-      o->domain = argv[++i];
-    } else if (strcmp(a, "--egress-ca-file") == 0 && has_val) {
-      o->egress_ca_file = argv[++i];
-    } else if (strcmp(a, "--no-isolation") == 0) {
-      o->no_isolation = 1;
-    } else if (strcmp(a, "--no-freezer") == 0) {
-      o->no_freezer = 1;
     } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
       usage(stdout);
       exit(0);

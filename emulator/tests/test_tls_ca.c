@@ -43,12 +43,19 @@ static int verify(const char *ca_file, const char *leaf_pem, const char *name) {
 }
 
 static char root[] = "/tmp/test_tls_ca.XXXXXX";
+static char dir[sizeof root + 4]; /* root/tls: the CA's directory */
+
+/* Opens the CA of dir (made on the first call). */
+static tls_ca *open_ca(void) {
+  char err[256] = "";
+  tls_ca *ca = tls_ca_open(dir, err, sizeof err);
+  CHECK(ca != NULL);
+  return ca;
+}
 
 static void test_create_load_issue(void) {
   char err[256] = "";
-  char *dir = xasprintf("%s/tls", root);
-  tls_ca *ca = tls_ca_open(dir, err, sizeof err);
-  CHECK(ca != NULL);
+  tls_ca *ca = open_ca();
   if (!ca) return;
   char *key = xasprintf("%s/ca.key", dir);
   CHECK(mode_of(dir) == 0700);
@@ -69,8 +76,7 @@ static void test_create_load_issue(void) {
 
   /* a second start loads the same CA, and tightens a key someone loosened */
   chmod(key, 0644);
-  ca = tls_ca_open(dir, err, sizeof err);
-  CHECK(ca != NULL);
+  ca = open_ca();
   char *second = ca ? slurp(tls_ca_cert_file(ca)) : NULL;
   CHECK(first && second && strcmp(first, second) == 0);
   CHECK(mode_of(key) == 0600);
@@ -78,14 +84,11 @@ static void test_create_load_issue(void) {
   free(first);
   free(second);
   free(key);
-  free(dir);
 }
 
 static void test_refusals(void) {
   char err[256] = "";
-  char *dir = xasprintf("%s/tls", root);
-  tls_ca *ca = tls_ca_open(dir, err, sizeof err);
-  CHECK(ca != NULL);
+  tls_ca *ca = open_ca();
   if (!ca) return;
   tls_leaf leaf;
   const char *bad[] = {"evil name"};
@@ -102,11 +105,11 @@ static void test_refusals(void) {
   CHECK(symlink(dir, link) == 0);
   CHECK(tls_ca_open(link, err, sizeof err) == NULL && strstr(err, "not a directory"));
   free(link);
-  free(dir);
 }
 
 int main(void) {
   if (!mkdtemp(root)) return 1;
+  snprintf(dir, sizeof dir, "%s/tls", root);
   RUN(test_create_load_issue);
   RUN(test_refusals);
   char *cmd = xasprintf("rm -rf '%s'", root);

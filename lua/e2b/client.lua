@@ -28,7 +28,24 @@ local function network_checker(v)
   end
 end
 
-local CLIENT_SPEC = {
+-- The options a client gives every sandbox it creates and create() may
+-- override: checked the same way in both places.
+local SANDBOX_DEFAULTS = {
+  template = "nonempty",
+  timeout_ms = "positive_ms",
+  network = network_checker,
+  lifecycle = "table",
+  on_close = ON_CLOSE,
+  ready_timeout_ms = "ms",
+}
+
+-- spec with the SANDBOX_DEFAULTS keys added.
+local function with_sandbox_defaults(spec)
+  for k, v in pairs(SANDBOX_DEFAULTS) do spec[k] = v end
+  return spec
+end
+
+local CLIENT_SPEC = with_sandbox_defaults({
   api_key = "string",
   domain = "nonempty",
   api_url = "nonempty",
@@ -36,14 +53,8 @@ local CLIENT_SPEC = {
   ca_file = "nonempty",
   request_timeout_ms = "positive_ms",
   budget_ms = "positive_ms",
-  template = "nonempty",
-  timeout_ms = "positive_ms",
-  network = network_checker,
-  lifecycle = "table",
   user = "nonempty",
   owner = "nonempty",
-  on_close = ON_CLOSE,
-  ready_timeout_ms = "ms",
   max_retries = "count",
   max_concurrent = "positive",
   page_size = function(v)
@@ -51,7 +62,7 @@ local CLIENT_SPEC = {
       return "must be an integer between 1 and 100"
     end
   end,
-}
+})
 
 -- What a Sandbox may ask of its client (e2b.sandbox reads nothing else of
 -- it): the calls on its sandbox id and the defaults it inherits.
@@ -181,24 +192,18 @@ local function volumes_checker(v)
   end
 end
 
-local CREATE_SPEC = {
+local CREATE_SPEC = with_sandbox_defaults({
   id = "nonempty",
-  template = "nonempty",
-  timeout_ms = "positive_ms",
   env = "string_map",
   metadata = "string_map",
-  network = network_checker,
-  lifecycle = "table",
   secure = "boolean",
   setup = function(v)
     if type(v) ~= "string" and type(v) ~= "table" then
       return "must be a script string or a table { script, name, timeout_ms }"
     end
   end,
-  ready_timeout_ms = "ms",
-  on_close = ON_CLOSE,
   volumes = volumes_checker,
-}
+})
 
 --- Creates a sandbox, waits for its envd, runs the setup script, then
 -- applies the network policy. Any failure after allocation destroys the
@@ -374,16 +379,22 @@ function Client:reap(opts)
   return infos(raws)
 end
 
+-- The calls that take a snapshot's or a volume's name: the name checked
+-- (nil passes when optional), then the core's call of the same op.
+function Client:_by_name(op, name, optional)
+  if name ~= nil or not optional then
+    local ok, err = check.value(op, "name", name, "nonempty")
+    if not ok then return nil, err end
+  end
+  return rt.finish(self._h[op](self._h, name))
+end
+
 --- Lists snapshots, every page.
 -- @tparam[opt] string name only those matching it
 -- @treturn {table,...} array of { id, snapshot_id, names }
 -- @return or nil, err
 function Client:snapshots(name)
-  if name ~= nil then
-    local ok, err = check.value("snapshots", "name", name, "nonempty")
-    if not ok then return nil, err end
-  end
-  local list, err = rt.finish(self._h:snapshots(name))
+  local list, err = self:_by_name("snapshots", name, true)
   if not list then return nil, err end
   local out = {}
   for i, s in ipairs(list) do out[i] = { id = s.snapshot_id, snapshot_id = s.snapshot_id, names = s.names } end
@@ -395,9 +406,7 @@ end
 -- @treturn boolean true
 -- @return or nil, err
 function Client:delete_snapshot(name)
-  local ok, err = check.value("delete_snapshot", "name", name, "nonempty")
-  if not ok then return nil, err end
-  return rt.finish(self._h:delete_snapshot(name))
+  return self:_by_name("delete_snapshot", name)
 end
 
 --- Creates a persistent volume (mount it with create{ volumes = ... }).
@@ -405,10 +414,7 @@ end
 -- @treturn table { id, name }
 -- @return or nil, err
 function Client:create_volume(name)
-  local ok, err = check.value("create_volume", "name", name, "nonempty")
-  if not ok then return nil, err end
-  local list
-  list, err = rt.finish(self._h:create_volume(name))
+  local list, err = self:_by_name("create_volume", name)
   if not list then return nil, err end
   return { id = list[1].volume_id, name = list[1].name }
 end
@@ -429,9 +435,7 @@ end
 -- @treturn boolean true
 -- @return or nil, err
 function Client:delete_volume(name)
-  local ok, err = check.value("delete_volume", "name", name, "nonempty")
-  if not ok then return nil, err end
-  return rt.finish(self._h:delete_volume(name))
+  return self:_by_name("delete_volume", name)
 end
 
 --- What this backend supports, found by trying it: one list, then a

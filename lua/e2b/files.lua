@@ -43,13 +43,29 @@ local function check_path(op, path, field)
   return check.value(op, field or "path", path, "nonempty")
 end
 
--- Streams a download into emit(chunk); returns the byte count.
-function Files:_download(op, path, emit, user)
+-- Starts the download of path as user (default: the client's user):
+-- the request | nil, err.
+function Files:_start_read(op, path, user)
   local ok, err = check_path(op, path)
   if not ok then return nil, err end
   local req
   req, err = self._port.call("read", path, user or self:_user(), 0)
   if not req then return nil, self._port.envd_err(err) end
+  return req
+end
+
+-- Ends a download that moved total bytes: total | nil, err (its failure).
+function Files:_end_read(op, req, total)
+  local done, err = req:result()
+  req:close()
+  if not done then return nil, rt.relabel(self._port.envd_err(err), op) end
+  return total
+end
+
+-- Streams a download into emit(chunk); returns the byte count.
+function Files:_download(op, path, emit, user)
+  local req, err = self:_start_read(op, path, user)
+  if not req then return nil, err end
   local total = 0
   while true do
     local chunk = req:read_bytes(CHUNK)
@@ -61,11 +77,7 @@ function Files:_download(op, path, emit, user)
         return nil, errors.new("canceled", op, "sink failed: " .. tostring(sink_err))
       end
     elseif chunk == false then
-      local done
-      done, err = req:result()
-      req:close()
-      if not done then return nil, rt.relabel(self._port.envd_err(err), op) end
-      return total
+      return self:_end_read(op, req, total)
     else
       adapter.await(req)
     end
@@ -75,11 +87,8 @@ end
 -- Streams a download into target (a core.buffer or an open file) in C,
 -- without a Lua string per chunk; returns the byte count.
 function Files:_drain(op, path, target, progress)
-  local ok, err = check_path(op, path)
-  if not ok then return nil, err end
-  local req
-  req, err = self._port.call("read", path, self:_user(), 0)
-  if not req then return nil, self._port.envd_err(err) end
+  local req, err = self:_start_read(op, path)
+  if not req then return nil, err end
   local total = 0
   while true do
     local ended, n = req:drain(target)
@@ -94,11 +103,7 @@ function Files:_drain(op, path, target, progress)
     if ended then break end
     adapter.await(req)
   end
-  local done
-  done, err = req:result()
-  req:close()
-  if not done then return nil, rt.relabel(self._port.envd_err(err), op) end
-  return total
+  return self:_end_read(op, req, total)
 end
 
 --- Reads a whole file. The bytes gather in one buffer that becomes the
@@ -131,6 +136,13 @@ end
 -- Progress reporting for long transfers: opts.progress(done, total) after
 -- each chunk (total when known, else nil).
 local PROGRESS_SPEC = { progress = "function" }
+
+-- import and export: the directory checked, then opts -> opts | nil, err.
+local function tree_args(op, dir, opts)
+  local ok, err = check_path(op, dir, "dir")
+  if not ok then return nil, err end
+  return check.options(op, opts, PROGRESS_SPEC)
+end
 
 local function counting_sink(emit, progress, total)
   if not progress then return emit end
@@ -301,16 +313,21 @@ function Files:_finish(req, err)
   return self._port.envd(req, err)
 end
 
+-- stat, mkdir and remove: path checked, then envd's call of that name on
+-- it, as the client's user.
+function Files:_on_path(call, path)
+  local ok, err = check_path("files." .. call, path)
+  if not ok then return nil, err end
+  return self:_finish(self._port.call(call, path, self:_user()))
+end
+
 --- Describes a path.
 -- @tparam string path
 -- @treturn table entry { name, path, type ("file", "dir", "symlink", "unknown"), size,
 --   mode, permissions, owner, group, modified_at (epoch ms), symlink_target }
 -- @return or nil, err (kind "not_found" when absent)
 function Files:stat(path)
-  local ok, err = check_path("files.stat", path)
-  if not ok then return nil, err end
-  local e
-  e, err = self:_finish(self._port.call("stat", path, self:_user()))
+  local e, err = self:_on_path("stat", path)
   if not e then return nil, err end
   return entry(e)
 end
@@ -351,10 +368,7 @@ end
 -- @treturn boolean true
 -- @return or nil, err
 function Files:mkdir(path)
-  local ok, err = check_path("files.mkdir", path)
-  if not ok then return nil, err end
-  local e
-  e, err = self:_finish(self._port.call("mkdir", path, self:_user()))
+  local e, err = self:_on_path("mkdir", path)
   if e then return true end
   if errors.is(err, "conflict") then
     local st = self:stat(path)
@@ -368,9 +382,7 @@ end
 -- @treturn boolean true
 -- @return or nil, err
 function Files:remove(path)
-  local ok, err = check_path("files.remove", path)
-  if not ok then return nil, err end
-  return self:_finish(self._port.call("remove", path, self:_user()))
+  return self:_on_path("remove", path)
 end
 
 --- Moves a path.
@@ -413,10 +425,7 @@ local ZERO_BLOCKS = ("\0"):rep(1024)
 -- @return or nil, err
 function Files:import(dir, tar_source, opts)
   local op = "files.import"
-  local ok, err = check_path(op, dir, "dir")
-  if not ok then return nil, err end
-  local o
-  o, err = check.options(op, opts, PROGRESS_SPEC)
+  local o, err = tree_args(op, dir, opts)
   if not o then return nil, err end
   local source
   source, err = chunk_source(op, tar_source, "tar_source")
@@ -477,10 +486,7 @@ end
 -- @return or nil, err
 function Files:export(dir, sink, opts)
   local op = "files.export"
-  local ok, err = check_path(op, dir, "dir")
-  if not ok then return nil, err end
-  local o
-  o, err = check.options(op, opts, PROGRESS_SPEC)
+  local o, err = tree_args(op, dir, opts)
   if not o then return nil, err end
   local emit
   emit, err = sink_fn(op, sink)

@@ -262,6 +262,17 @@ local function timeout_error(op, ms, what)
   return errors.new("timeout", op, ("%s after %d ms"):format(what, ms), { retryable = false })
 end
 
+-- read and wait: timeout_ms checked and the handle open; the deadline it
+-- sets (nil: none, with no error) | nil, err.
+function Process:_deadline(op, timeout_ms)
+  if timeout_ms ~= nil then
+    local ok, err = check.value(op, "timeout_ms", timeout_ms, "ms")
+    if not ok then return nil, err end
+  end
+  if self._closed then return nil, errors.new("canceled", op, "process handle is closed") end
+  return timeout_ms and adapter.now_ms() + timeout_ms
+end
+
 --- Takes the next chunk of output (at most 1 MiB, of one stream).
 -- Pending stdin is fed while reading.
 -- @tparam[opt] int timeout_ms how long to wait for a chunk (not a size); none: no limit
@@ -271,12 +282,8 @@ end
 -- @return or nil, err: kind "timeout" when nothing came in time (the process
 --   keeps running), "canceled" after close()
 function Process:read(timeout_ms)
-  if timeout_ms ~= nil then
-    local ok, err = check.value("read", "timeout_ms", timeout_ms, "ms")
-    if not ok then return nil, err end
-  end
-  if self._closed then return nil, errors.new("canceled", "read", "process handle is closed") end
-  local deadline = timeout_ms and adapter.now_ms() + timeout_ms
+  local deadline, err = self:_deadline("read", timeout_ms)
+  if err then return nil, err end
   local data, stream = self:_next(deadline)
   if data == "end" then return nil end
   if data == nil and stream == nil then
@@ -331,12 +338,8 @@ end
 -- @treturn table result (see `e2b.sandbox.Sandbox:run`)
 -- @return or nil, err
 function Process:wait(timeout_ms)
-  if timeout_ms ~= nil then
-    local ok, err = check.value("wait", "timeout_ms", timeout_ms, "ms")
-    if not ok then return nil, err end
-  end
-  if self._closed then return nil, errors.new("canceled", "wait", "process handle is closed") end
-  local deadline = timeout_ms and adapter.now_ms() + timeout_ms
+  local deadline, err = self:_deadline("wait", timeout_ms)
+  if err then return nil, err end
   -- What is kept is the core's call (core.output, as run's); a wait that
   -- timed out leaves it for the next one.
   local out = self._output or core.output(DEFAULT_MAX_OUTPUT, "all")
@@ -349,8 +352,8 @@ function Process:wait(timeout_ms)
       if stream == nil then return nil, timeout_error("wait", timeout_ms, "process still running") end
       return nil, stream
     end
-    local ok, err = out:add(stream, data)
-    if not ok then return nil, err end
+    local ok, add_err = out:add(stream, data)
+    if not ok then return nil, add_err end
     local cb = on[stream == "pty" and "stdout" or stream]
     if cb then cb(data) end
   end

@@ -224,14 +224,19 @@ function Sandbox:info()
   return M.to_info(raw)
 end
 
+-- set_timeout and keep_alive: ms checked, then the core's call of the same op.
+function Sandbox:_deadline(op, ms)
+  local ok, err = check.value(op, "ms", ms, "positive_ms")
+  if not ok then return nil, err end
+  return self:_finish(self._port.call(op, self.sandbox_id, ms))
+end
+
 --- Sets the deadline to exactly now + ms (it may shorten it).
 -- @tparam int ms positive
 -- @treturn boolean true
 -- @return or nil, err
 function Sandbox:set_timeout(ms)
-  local ok, err = check.value("set_timeout", "ms", ms, "positive_ms")
-  if not ok then return nil, err end
-  return self:_finish(self._port.call("set_timeout", self.sandbox_id, ms))
+  return self:_deadline("set_timeout", ms)
 end
 
 --- Pauses the sandbox; true only once it is paused. Pausing a paused
@@ -252,9 +257,7 @@ end
 -- @treturn boolean true
 -- @return or nil, err
 function Sandbox:keep_alive(ms)
-  local ok, err = check.value("keep_alive", "ms", ms, "positive_ms")
-  if not ok then return nil, err end
-  return self:_finish(self._port.call("keep_alive", self.sandbox_id, ms))
+  return self:_deadline("keep_alive", ms)
 end
 
 --- Replaces the egress policy of the running sandbox.

@@ -72,8 +72,7 @@ test('background command receives stdin and ends after closeStdin', async () => 
   await sbx.commands.sendStdin(h.pid, 'hello ')
   await sbx.commands.sendStdin(h.pid, 'world\n')
   await sbx.commands.closeStdin(h.pid)
-  const r = await h.wait()
-  assert.equal(r.stdout, 'hello world\ndone\n')
+  assert.equal((await h.wait()).stdout, 'hello world\ndone\n')
   await sbx.kill()
 })
 
@@ -97,8 +96,7 @@ test('commands.connect follows a running command from now on', async () => {
   await h.disconnect()
   const again = await sbx.commands.connect(h.pid)
   await sbx.commands.sendStdin(h.pid, 'it\n')
-  const r = await again.wait()
-  assert.equal(r.stdout, 'got it\n')
+  assert.equal((await again.wait()).stdout, 'got it\n')
   await sbx.kill()
 })
 

@@ -46,8 +46,10 @@ async function asRoot(sbx, cmd) {
   return sbx.commands.run(cmd, { user: 'root' })
 }
 
-// The server survived: a new sandbox works end to end, the bystander still runs.
-async function assertHealthy() {
+// The server survived: a new sandbox works end to end, the bystander still
+// runs. attacker (optional): the attack's sandbox, killed first.
+async function assertHealthy(attacker) {
+  if (attacker) await attacker.kill()
   const sbx = await sandbox()
   assert.equal((await sbx.commands.run('echo alive')).stdout, 'alive\n')
   await sbx.files.write('/home/user/health', 'ok')
@@ -63,8 +65,7 @@ test('a download as the default user cannot read root-only files, even through i
   for (const p of ['/tmp/rootonly', '/root/secret', '/home/user/x', '/home/user/y', '/home/user/r/secret'])
     await assert.rejects(sbx.files.read(p), DENIED, p)
   assert.equal(await sbx.files.read('/root/secret', { user: 'root' }), 's3cret')
-  await sbx.kill()
-  await assertHealthy()
+  await assertHealthy(sbx)
 })
 
 test('an upload through a symlink the user planted is not a root write', async () => {
@@ -75,8 +76,7 @@ test('an upload through a symlink the user planted is not a root write', async (
   await assert.rejects(sbx.files.write('/home/user/r/planted', 'planted'), DENIED)
   await assert.rejects(sbx.files.write('/home/user/r/sub/planted', 'x', { useOctetStream: true }), DENIED)
   assert.equal((await asRoot(sbx, 'cat /tmp/rootfile; ls /root')).stdout, 'original')
-  await sbx.kill()
-  await assertHealthy()
+  await assertHealthy(sbx)
 })
 
 test('Filesystem RPCs run as the requested user', async () => {
@@ -93,8 +93,7 @@ test('Filesystem RPCs run as the requested user', async () => {
   assert.equal((await sbx.files.getInfo('/root/secret', { user: 'root' })).owner, 'root')
   const w = await sbx.files.watchDir('/root', () => {}, { user: 'root' })
   await w.stop()
-  await sbx.kill()
-  await assertHealthy()
+  await assertHealthy(sbx)
 })
 
 test('a recursive watch as user reports nothing from inside a directory user may not read', async () => {
@@ -108,8 +107,7 @@ test('a recursive watch as user reports nothing from inside a directory user may
   await w.stop()
   assert.ok(seen.includes('open/visible'), JSON.stringify(seen))
   assert.ok(!seen.some((n) => n.includes('secret-name')), JSON.stringify(seen))
-  await sbx.kill()
-  await assertHealthy()
+  await assertHealthy(sbx)
 })
 
 test("remove('/') as the default user is refused and root's entries stay", async () => {
@@ -118,8 +116,7 @@ test("remove('/') as the default user is refused and root's entries stay", async
   await assert.rejects(sbx.files.remove('/'), DENIED)
   const r = await asRoot(sbx, 'test -f /tmp/rootdir/f && test -f /root/keep && test -d /run && test -d /var/tmp && echo kept')
   assert.equal(r.stdout, 'kept\n')
-  await sbx.kill()
-  await assertHealthy()
+  await assertHealthy(sbx)
 })
 
 test("an upload as root to /proc/sys never changes the host's kernel settings", async () => {
@@ -140,8 +137,7 @@ test('listing a huge tree is a clear error, not an unbounded answer', async () =
   const sbx = await sandbox()
   await asRoot(sbx, 'mkdir -p /dev/shm/wide && cd /dev/shm/wide && seq 1 20001 | xargs touch')
   await assert.rejects(sbx.files.list('/dev/shm/wide', { depth: 1000, user: 'root' }), /more than \d+ entries/)
-  await sbx.kill()
-  await assertHealthy()
+  await assertHealthy(sbx)
 })
 
 test('kill removes a 2,000-deep tree a user built, and the server stays up', async () => {

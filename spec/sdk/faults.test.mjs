@@ -131,21 +131,30 @@ test('drop closes the connection without a response and the request is not proce
   await admin('DELETE')
 })
 
-test('drop_mid_stream: K Connect messages pass, then the stream is cut (no end-stream); the command ran', async () => {
-  const sbx = await Sandbox.create({ ...S.opts })
-  await addRules([{ match: 'POST envd:/process.Process/Start', action: 'drop_mid_stream', after_events: 2, count: 1 }])
-  const res = await openStream(S.env, sbx, 'echo one; sleep 0.3; echo two; sleep 0.3; touch /tmp/ran; echo three')
+// Starts cmd on a Connect stream that a drop_mid_stream rule cuts (cut:
+// { after_events } or { after_bytes }), hands each chunk to onChunk and
+// asserts that the read fails at the cut.
+async function readUntilCut(sbx, cut, cmd, onChunk) {
+  await addRules([{ match: 'POST envd:/process.Process/Start', action: 'drop_mid_stream', ...cut, count: 1 }])
+  const res = await openStream(S.env, sbx, cmd)
   assert.equal(res.status, 200)
   const reader = res.body.getReader()
-  const chunks = []
   await assert.rejects(
     (async () => {
       for (;;) {
         const { value, done } = await reader.read()
         if (done) break
-        chunks.push(value)
+        onChunk(value)
       }
     })(),
+  )
+}
+
+test('drop_mid_stream: K Connect messages pass, then the stream is cut (no end-stream); the command ran', async () => {
+  const sbx = await Sandbox.create({ ...S.opts })
+  const chunks = []
+  await readUntilCut(sbx, { after_events: 2 }, 'echo one; sleep 0.3; echo two; sleep 0.3; touch /tmp/ran; echo three', (value) =>
+    chunks.push(value),
   )
   const frames = parseEnvelopes(Buffer.concat(chunks))
   assert.equal(frames.length, 2)
@@ -164,20 +173,10 @@ test('drop_mid_stream: K Connect messages pass, then the stream is cut (no end-s
 
 test('drop_mid_stream on a Connect stream honours after_bytes: that many bytes, then the cut', async () => {
   const sbx = await Sandbox.create({ ...S.opts })
-  await addRules([{ match: 'POST envd:/process.Process/Start', action: 'drop_mid_stream', after_bytes: 7, count: 1 }])
-  const res = await openStream(S.env, sbx, 'echo one; sleep 0.2; echo two')
-  assert.equal(res.status, 200)
-  const reader = res.body.getReader()
   let got = 0
-  await assert.rejects(
-    (async () => {
-      for (;;) {
-        const { value, done } = await reader.read()
-        if (done) break
-        got += value.length
-      }
-    })(),
-  )
+  await readUntilCut(sbx, { after_bytes: 7 }, 'echo one; sleep 0.2; echo two', (value) => {
+    got += value.length
+  })
   assert.equal(got, 7, 'exactly after_bytes bytes of the stream arrive, then it is cut')
   await sbx.kill()
   await admin('DELETE')

@@ -605,21 +605,19 @@ json_t *store_volume_get(const char *id) {
   return o;
 }
 
-char *store_volume_dir_by_name(const char *name) {
+/* A copy of the directory (want_dir) or the name of the volume found by
+ * name (by_name) or id, taken under the lock; NULL when there is none. */
+static char *volume_field(const char *key, int by_name, int want_dir) {
   pthread_mutex_lock(&g_mu);
-  const vol *v = vol_find_locked(name, 1);
-  char *d = v ? xstrdup(v->dir) : NULL;
+  const vol *v = vol_find_locked(key, by_name);
+  char *copy = v ? xstrdup(want_dir ? v->dir : v->name) : NULL;
   pthread_mutex_unlock(&g_mu);
-  return d;
+  return copy;
 }
 
-char *store_volume_name_by_id(const char *id) {
-  pthread_mutex_lock(&g_mu);
-  const vol *v = vol_find_locked(id, 0);
-  char *n = v ? xstrdup(v->name) : NULL;
-  pthread_mutex_unlock(&g_mu);
-  return n;
-}
+char *store_volume_dir_by_name(const char *name) { return volume_field(name, 1, 1); }
+
+char *store_volume_name_by_id(const char *id) { return volume_field(id, 0, 0); }
 
 char *store_volume_dir_by_token(const char *id, const char *token, int *status) {
   pthread_mutex_lock(&g_mu);

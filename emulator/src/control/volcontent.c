@@ -391,29 +391,6 @@ static enum MHD_Result h_mkdir(http_req *r) {
 
 /* ---- files ---- */
 
-typedef struct vc_src {
-  int fd;
-  uint64_t left;
-} vc_src;
-
-static int src_fill(void *ctx, sbuf *out) {
-  vc_src *s = ctx;
-  if (s->left == 0) return 1;
-  size_t want = s->left < 65536 ? (size_t)s->left : 65536;
-  sbuf_reserve(out, want);
-  ssize_t n = read(s->fd, out->data + out->len, want);
-  if (n <= 0) return -1; /* the file shrank: the promised length cannot be met */
-  out->len += (size_t)n;
-  s->left -= (uint64_t)n;
-  return s->left == 0;
-}
-
-static void src_free(void *ctx) {
-  vc_src *s = ctx;
-  close(s->fd);
-  free(s);
-}
-
 static enum MHD_Result h_read(http_req *r) {
   vc_req *v = r->ctx;
   /* O_NONBLOCK: a FIFO planted in the volume must not hang this thread */
@@ -428,10 +405,7 @@ static enum MHD_Result h_read(http_req *r) {
     close(fd);
     return vc_error(r, 400, S_ISDIR(st.st_mode) ? "path is a directory" : "path is not a regular file");
   }
-  vc_src *s = xcalloc(1, sizeof *s);
-  s->fd = fd;
-  s->left = (uint64_t)st.st_size;
-  return http_stream(r, 200, "application/octet-stream", s->left, 0, (stream_src){src_fill, src_free, s});
+  return http_stream_file(r, 200, fd, 0, (uint64_t)st.st_size);
 }
 
 /* Opens the upload target: created (or, with force, truncated) regular file,

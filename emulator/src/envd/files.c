@@ -129,39 +129,6 @@ static int parse_range(const char *h, uint64_t size, uint64_t *from, uint64_t *t
   return 1;
 }
 
-/* The same body through the stream adapter (where an injected cut applies). */
-typedef struct fd_src {
-  int fd;
-  uint64_t off, left;
-} fd_src;
-
-static int fd_fill(void *ctx, sbuf *out) {
-  fd_src *s = ctx;
-  if (s->left == 0) return 1;
-  size_t want = s->left < 65536 ? (size_t)s->left : 65536;
-  sbuf_reserve(out, want);
-  ssize_t n = pread(s->fd, out->data + out->len, want, (off_t)s->off);
-  if (n <= 0) return -1; /* the file shrank: the promised length cannot be met */
-  out->len += (size_t)n;
-  s->off += (uint64_t)n;
-  s->left -= (uint64_t)n;
-  return s->left == 0;
-}
-
-static void fd_free(void *ctx) {
-  fd_src *s = ctx;
-  close(s->fd);
-  free(s);
-}
-
-static enum MHD_Result download_stream(http_req *r, int fd, uint64_t from, uint64_t len, unsigned status) {
-  fd_src *s = xcalloc(1, sizeof *s);
-  s->fd = fd;
-  s->off = from;
-  s->left = len;
-  return http_stream(r, status, "application/octet-stream", len, 0, (stream_src){fd_fill, fd_free, s});
-}
-
 /* gzip on the fly, 64 KiB at a time: memory stays bounded. */
 typedef struct gz_src {
   int fd;
@@ -283,7 +250,8 @@ static enum MHD_Result download(http_req *r) {
     return res;
   }
   uint64_t len = range > 0 ? to - from + 1 : size;
-  if (r->fault.action == FA_DROP_MID) return download_stream(r, fd, from, len, range > 0 ? 206 : 200);
+  /* the same body through the stream adapter, where an injected cut applies */
+  if (r->fault.action == FA_DROP_MID) return http_stream_file(r, range > 0 ? 206 : 200, fd, from, len);
   /* MHD owns and closes fd; it streams (or sendfile()s) from the offset. */
   struct MHD_Response *resp = MHD_create_response_from_fd_at_offset64(len, fd, from);
   if (!resp) {

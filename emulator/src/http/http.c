@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 server_info g_server;
 
@@ -196,6 +197,38 @@ enum MHD_Result http_stream_h(http_req *req, unsigned status, json_t *headers, u
     MHD_add_response_header(r, json_string_value(json_array_get(kv, 0)), json_string_value(json_array_get(kv, 1)));
   }
   return queue(req->conn, status, r);
+}
+
+typedef struct file_src {
+  int fd;
+  uint64_t off, left;
+} file_src;
+
+static int file_fill(void *ctx, sbuf *out) {
+  file_src *s = ctx;
+  if (s->left == 0) return 1;
+  size_t want = s->left < 65536 ? (size_t)s->left : 65536;
+  sbuf_reserve(out, want);
+  ssize_t n = pread(s->fd, out->data + out->len, want, (off_t)s->off);
+  if (n <= 0) return -1; /* the file shrank: the promised length cannot be met */
+  out->len += (size_t)n;
+  s->off += (uint64_t)n;
+  s->left -= (uint64_t)n;
+  return s->left == 0;
+}
+
+static void file_free(void *ctx) {
+  file_src *s = ctx;
+  close(s->fd);
+  free(s);
+}
+
+enum MHD_Result http_stream_file(http_req *r, unsigned status, int fd, uint64_t from, uint64_t len) {
+  file_src *s = xcalloc(1, sizeof *s);
+  s->fd = fd;
+  s->off = from;
+  s->left = len;
+  return http_stream(r, status, "application/octet-stream", len, 0, (stream_src){file_fill, file_free, s});
 }
 
 json_t *http_body_json(http_req *r, enum MHD_Result *res) {

@@ -87,6 +87,12 @@ enum MHD_Result http_stream(http_req *r, unsigned status, const char *content_ty
 enum MHD_Result http_stream_h(http_req *r, unsigned status, json_t *headers, uint64_t size, int connect_frames,
                               stream_src src);
 
+/* len bytes of the regular file fd from offset from, as an
+ * application/octet-stream body read 64 KiB at a time; fd is closed when the
+ * response is done with it. A file that shrank meanwhile aborts the
+ * connection (the promised length cannot be met). */
+enum MHD_Result http_stream_file(http_req *r, unsigned status, int fd, uint64_t from, uint64_t len);
+
 /* Parses r->body as JSON; on failure queues 400 and returns NULL with *res set. */
 json_t *http_body_json(http_req *r, enum MHD_Result *res);
 

@@ -659,19 +659,26 @@ static void compact(pipebuf *b) {
   b->off = 0;
 }
 
+/* Reads what fits after the len bytes buf holds (cap in all): *moved when
+ * bytes came, *eof at the end of the stream. -1 on a socket error. */
+static int read_some(int fd, char *buf, size_t *len, size_t cap, int *eof, int *moved) {
+  ssize_t n = read(fd, buf + *len, cap - *len);
+  if (n > 0) {
+    *len += (size_t)n;
+    *moved = 1;
+  } else if (n == 0)
+    *eof = 1;
+  else if (errno != EAGAIN && errno != EINTR)
+    return -1;
+  return 0;
+}
+
 /* Moves what it can from one socket to the other; *moved is set when a
  * byte went either way. -1 on a socket error. */
 static int flow(int from, int to, pipebuf *b, int *moved) {
   if (!b->eof && b->len < BUF_SIZE) {
     compact(b);
-    ssize_t n = read(from, b->data + b->len, BUF_SIZE - b->len);
-    if (n > 0) {
-      b->len += (size_t)n;
-      *moved = 1;
-    } else if (n == 0)
-      b->eof = 1;
-    else if (errno != EAGAIN && errno != EINTR)
-      return -1;
+    if (read_some(from, b->data, &b->len, BUF_SIZE, &b->eof, moved) < 0) return -1;
   }
   return flow_send(to, b, moved);
 }
@@ -682,16 +689,9 @@ static int flow(int from, int to, pipebuf *b, int *moved) {
  * connection end after the answers so far and retries elsewhere). */
 static int flow_requests(econn *c, int *moved) {
   pipebuf *b = &c->c2u;
-  if (!c->in_eof && !b->eof && c->hlen < HEAD_MAX) {
-    ssize_t n = read(c->cl.fd, c->head + c->hlen, HEAD_MAX - c->hlen);
-    if (n > 0) {
-      c->hlen += (size_t)n;
-      *moved = 1;
-    } else if (n == 0)
-      c->in_eof = 1;
-    else if (errno != EAGAIN && errno != EINTR)
-      return -1;
-  }
+  if (!c->in_eof && !b->eof && c->hlen < HEAD_MAX &&
+      read_some(c->cl.fd, c->head, &c->hlen, HEAD_MAX, &c->in_eof, moved) < 0)
+    return -1;
   /* feed and send until neither moves: room a send made may let a held head through */
   for (;;) {
     size_t before = c->hlen;

@@ -110,31 +110,28 @@ static int parse_entry(const char *s, int names_ok, rule *r) {
 
 static int is_all(const rule *r) { return r->kind == R_CIDR && r->prefix == 0; }
 
-int netpolicy_validate(json_t *allow_out, json_t *deny_out, char *err, size_t cap) {
-  for (size_t i = 0; i < json_array_size(allow_out); i++) {
-    const char *s = json_string_value(json_array_get(allow_out, i));
+/* Every entry of list (the field named field) parses, as a name too where
+ * names_ok; else -1 with err naming the entry and what it may be. */
+static int validate_list(json_t *list, const char *field, int names_ok, const char *may_be, char *err,
+                         size_t cap) {
+  for (size_t i = 0; i < json_array_size(list); i++) {
+    const char *s = json_string_value(json_array_get(list, i));
     rule r;
-    if (parse_entry(s, 1, &r) != 0) {
-      snprintf(err, cap,
-               "network.allowOut entry '%.80s' is not an IP address, a CIDR block or a domain name "
-               "(example.com, *.example.com)",
-               s ? s : "");
+    if (parse_entry(s, names_ok, &r) != 0) {
+      snprintf(err, cap, "network.%s entry '%.80s' is not %s", field, s ? s : "", may_be);
       return -1;
     }
     free(r.name);
   }
-  for (size_t i = 0; i < json_array_size(deny_out); i++) {
-    const char *s = json_string_value(json_array_get(deny_out, i));
-    rule r;
-    if (parse_entry(s, 0, &r) != 0) {
-      snprintf(err, cap,
-               "network.denyOut entry '%.80s' is not an IP address or a CIDR block "
-               "(domain names are not supported in deny rules)",
-               s ? s : "");
-      return -1;
-    }
-  }
   return 0;
+}
+
+int netpolicy_validate(json_t *allow_out, json_t *deny_out, char *err, size_t cap) {
+  if (validate_list(allow_out, "allowOut", 1,
+                    "an IP address, a CIDR block or a domain name (example.com, *.example.com)", err, cap))
+    return -1;
+  return validate_list(deny_out, "denyOut", 0,
+                       "an IP address or a CIDR block (domain names are not supported in deny rules)", err, cap);
 }
 
 static void add_rules(json_t *arr, int names_ok, rule **v, size_t *n) {
