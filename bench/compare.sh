@@ -6,6 +6,7 @@
 # tracked and the live-only (keep_output = false) rows alike. Each client's
 # whole run (commands, then files) is measured by GNU time: its CPU seconds
 # (user + sys, children included) and the peak RSS of its largest process.
+# Last, file transfers paired with curl's (bench/files_paired.lua).
 #   sh bench/compare.sh [N=10] [MB=200] [FILE_MB=1024]
 set -eu
 cd "$(dirname "$0")/.."
@@ -22,7 +23,8 @@ files="$FILE_MB $MB $out/src"
 e2b-local exec -- sh -c "
   /usr/bin/time -f '%U %S %M' -o $out/lua.time sh -c 'lua5.4 bench/client.lua $N $MB && lua5.4 bench/files.lua $files' > $out/lua &&
   /usr/bin/time -f '%U %S %M' -o $out/sdk.time sh -c 'node bench/client_sdk.mjs $N $MB && node bench/files_sdk.mjs $files' > $out/sdk &&
-  /usr/bin/time -f '%U %S %M' -o $out/curl.time sh -c 'sh bench/client_curl.sh $N $MB && sh bench/files_curl.sh $files' > $out/curl
+  /usr/bin/time -f '%U %S %M' -o $out/curl.time sh -c 'sh bench/client_curl.sh $N $MB && sh bench/files_curl.sh $files' > $out/curl &&
+  lua5.4 bench/files_paired.lua $FILE_MB $out/src 4 > $out/paired
 " 2>"$out/log" || { grep -v ' e2b-local: ' "$out/log" >&2; exit 1; }
 for c in lua sdk curl; do
   awk '{ printf "cpu_s %.2f\npeak_rss_mb %.1f\n", $1 + $2, $3 / 1024 }' "$out/$c.time" >>"$out/$c"
@@ -38,3 +40,7 @@ for m in create_run_kill_ms run_true_ms stdout_mbps_tracked stdout_mbps_live_onl
     "$( [ -n "$l" ] && [ -n "$s" ] && awk "BEGIN { printf \"%.2f\", $l / $s }" || echo -)" \
     "$( [ -n "$l" ] && [ -n "$c" ] && awk "BEGIN { printf \"%.2f\", $l / $c }" || echo -)"
 done
+# The same transfers with lua-e2b and curl back to back (bench/files_paired.lua):
+# the ratio the disk's swings between the rows above do not decide.
+echo
+cat "$out/paired"
