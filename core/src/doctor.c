@@ -137,8 +137,14 @@ static e2b_req *doctor_step(e2b_req *op, doctor_state *s, e2b_error *err) {
   }
   case D_GROUP_SIGNAL: return e2b_proc_signal(s->box.sbx, s->pid, NULL, 15, err);
   case D_GROUP_CHECK: {
-    char script[96];
-    snprintf(script, sizeof script, "kill -0 %ld 2>/dev/null && echo alive || echo gone", s->child_pid);
+    /* A signalled child is gone once it is a zombie too: its reaper may be
+     * slow on a loaded machine, so look for up to 2 s before saying alive. */
+    char script[320];
+    snprintf(script, sizeof script,
+             "i=0; while kill -0 %ld 2>/dev/null; do "
+             "case $(sed 's/.*) //' /proc/%ld/stat 2>/dev/null) in Z*) break;; esac; "
+             "i=$((i+1)); [ $i -ge 100 ] && { echo alive; exit 0; }; sleep 0.02; done; echo gone",
+             s->child_pid, s->child_pid);
     const char *args[] = {"-c", script};
     e2b_proc_opts po = {.cmd = "/bin/sh", .args = args, .arg_count = 2, .timeout_ms = 10000};
     return e2b_run(s->box.sbx, &po, NULL, 0, 64, err);
