@@ -14,6 +14,7 @@
 /* A sandbox's process list is small; past this a name is removed at once. */
 #define FORGET_QUEUE_MAX 256
 
+/* "boot": the boot id file an older wrapper made (one costs a create now). */
 static const char *const kept_files[] = {"out", "err", "exit", "boot"};
 #define KEPT_FILES 4
 
