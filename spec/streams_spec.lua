@@ -178,7 +178,7 @@ describe("command output", function()
     assert.are.equal("x:/home/user", r.stdout)
   end)
 
-  it("removes a process's kept output once its handle is closed (by the next command or the handle's close)", function()
+  it("removes a process's kept output once its handle is closed (by a later command or the handle's close)", function()
     local function hex(tag) return (tag:gsub(".", function(c) return ("%02x"):format(c:byte()) end)) end
     -- Whether any of this tag's files is still there (bounded wait for the
     -- background removal: not a timing assertion).
@@ -213,6 +213,30 @@ describe("command output", function()
     assert(again:run("echo queued", { tag = queued }))
     again:close()
     assert.is_false(kept(queued))
+  end)
+
+  it("removes a user's kept output in batches, not with a process per command", function()
+    local s2 = h.sandbox()
+    local function hex(tag) return (tag:gsub(".", function(c) return ("%02x"):format(c:byte()) end)) end
+    local function listing() return assert(s2:run("ls -A /tmp/.e2b-proc", { keep_output = false })).stdout end
+    local one = "one-" .. h.core.uuid4()
+    local p = assert(s2:spawn("echo one", { tag = one }))
+    assert(p:wait(5000))
+    p:close()
+    assert(s2:run("true"))
+    -- One closed handle and one run wait for more: nothing was removed yet.
+    assert.truthy(listing():find(hex(one) .. ".out", 1, true))
+    for _ = 1, 6 do assert(s2:run("true")) end
+    -- Eight names wait now: the next command's wrapper removes them all.
+    assert(s2:run("true"))
+    local names
+    for _ = 1, 50 do
+      names = listing()
+      if not names:find(hex(one), 1, true) then break end
+      e2b.sleep(100)
+    end
+    assert.is_nil(names:find(hex(one), 1, true), names)
+    assert(s2:kill())
   end)
 
   it("kills and cleans up after a handle left to the garbage collector, even when the script exits", function()

@@ -482,9 +482,10 @@ E2B_EXPORT int e2b_req_proc_tracked(const e2b_req *req);
 E2B_EXPORT e2b_req *e2b_sbx_explain(e2b_sbx *sbx, const e2b_error *err);
 /* Removes a tracked process's kept files (a file already gone is no error). */
 E2B_EXPORT e2b_req *e2b_proc_forget(e2b_sbx *sbx, const char *tag, e2b_error *err);
-/* The same, lazily: the next tracked command of user (NULL: "user") or of
- * root in this sandbox removes them in the background, so cleanup after a
- * short command costs no request. e2b_sbx_flush_forgets sends what is still
+/* The same, lazily: a later tracked command of user (NULL: "user") or of
+ * root in this sandbox removes them in the background once several wait
+ * (root's: the next root command), so cleanup after a short command costs
+ * no request and mostly no process. e2b_sbx_flush_forgets sends what is still
  * queued as removes (unattended); call it before releasing the handle. */
 E2B_EXPORT void e2b_proc_forget_later(e2b_sbx *sbx, const char *tag, const char *user);
 E2B_EXPORT void e2b_sbx_flush_forgets(e2b_sbx *sbx);
