@@ -345,6 +345,23 @@ describe("reattaching", function()
     p2:close()
   end)
 
+  it("keeps stderr byte-exact when a kept command dies of a signal (no shell job message added)", function()
+    for _, cmd in ipairs({ "echo e >&2; kill -KILL $BASHPID", { "sh", "-c", "echo e >&2; kill -TERM $$" } }) do
+      local r = assert(sbx:run(cmd))
+      assert.are_not.equal(0, r.exit_code)
+      assert.are.equal("e\n", r.stderr)
+      -- The kept file holds the same bytes.
+      local tag = "sig-" .. h.core.uuid4()
+      local proc = assert(sbx:spawn(cmd, { tag = tag }))
+      assert(proc:wait(10000))
+      proc:detach()
+      proc:close()
+      local p2 = assert(sbx:attach(tag))
+      assert.are.equal("e\n", assert(p2:wait(10000)).stderr)
+      p2:close()
+    end
+  end)
+
   it("still reads the files an older wrapper left: the status alone in .exit, the boot id in .boot", function()
     local tag = "older-" .. h.core.uuid4()
     local hex = tag:gsub(".", function(c) return ("%02x"):format(c:byte()) end)

@@ -101,14 +101,18 @@ static const char WRAPPER[] =
     "    case $1 in */*) [ -e \"$1\" ] && { printf '!EACCES' >&2; printf '126 %s\\n' \"$__b\" >\"$__p.exit\"; exit 126; };; esac\n"
     "    printf '!ENOENT' >&2; printf '127 %s\\n' \"$__b\" >\"$__p.exit\"; exit 127\n"
     "  fi\n"
-    "  \"$@\" >>\"$__p.out\" 2>>\"$__p.err\"\n"
+    "  { \"$@\" >>\"$__p.out\" 2>>\"$__p.err\"; } 2>/dev/null\n"
     "  __e2b_end $?\n"
     "fi\n";
 
 /* A command string runs on the first line of bash's -c script, as it
- * would unwrapped, so bash numbers its lines (in errors, in LINENO) alike. */
-static const char SH_LINE[] = "eval \"$E2B_PROC\"; ( __c=$1; set --; unset __p __b; BASH_ARGV0=/bin/bash; "
-                              "eval \"$__c\" ) >>\"$__p.out\" 2>>\"$__p.err\"; __e2b_end $?";
+ * would unwrapped, so bash numbers its lines (in errors, in LINENO) alike.
+ * The wrapper's own stderr is /dev/null around it (and around the command
+ * in WRAPPER): when the command dies of a signal, bash reports the job
+ * ("... Killed ( __c=$1; ...") there, which would otherwise lead the
+ * inlined stderr. */
+static const char SH_LINE[] = "eval \"$E2B_PROC\"; { ( __c=$1; set --; unset __p __b; BASH_ARGV0=/bin/bash; "
+                              "eval \"$__c\" ) >>\"$__p.out\" 2>>\"$__p.err\"; } 2>/dev/null; __e2b_end $?";
 
 /* The same environment pruning for untracked (PTY) commands. */
 static const char ENV_ONLY[] =
