@@ -175,7 +175,7 @@ describe("command output", function()
     assert.are.equal("x:/home/user", r.stdout)
   end)
 
-  it("removes a process's kept output once its handle is closed (by the next command or the handle's close)", function()
+  it("removes a process's kept output once its handle is closed (by a later command or the handle's close)", function()
     local function hex(tag) return (tag:gsub(".", function(c) return ("%02x"):format(c:byte()) end)) end
     -- Whether any of this tag's files is still there (bounded wait for the
     -- background removal: not a timing assertion).
@@ -210,6 +210,30 @@ describe("command output", function()
     assert(again:run("echo queued", { tag = queued }))
     again:close()
     assert.is_false(kept(queued))
+  end)
+
+  it("removes a user's kept output in batches, not with a process per command", function()
+    local s2 = h.sandbox()
+    local function hex(tag) return (tag:gsub(".", function(c) return ("%02x"):format(c:byte()) end)) end
+    local function listing() return assert(s2:run("ls -A /tmp/.e2b-proc", { keep_output = false })).stdout end
+    local one = "one-" .. h.core.uuid4()
+    local p = assert(s2:spawn("echo one", { tag = one }))
+    assert(p:wait(5000))
+    p:close()
+    assert(s2:run("true"))
+    -- One closed handle and one run wait for more: nothing was removed yet.
+    assert.truthy(listing():find(hex(one) .. ".out", 1, true))
+    for _ = 1, 6 do assert(s2:run("true")) end
+    -- Eight names wait now: the next command's wrapper removes them all.
+    assert(s2:run("true"))
+    local names
+    for _ = 1, 50 do
+      names = listing()
+      if not names:find(hex(one), 1, true) then break end
+      e2b.sleep(100)
+    end
+    assert.is_nil(names:find(hex(one), 1, true), names)
+    assert(s2:kill())
   end)
 
   it("kills and cleans up after a handle left to the garbage collector, even when the script exits", function()
@@ -280,6 +304,71 @@ describe("reattaching", function()
     local out = drain(again)
     again:close()
     assert.are.equal("\0the\255bytes", out)
+  end)
+
+  it("keeps the status and output of a command string that sets its own EXIT trap and exits, for a reattach too", function()
+    local cmd = "trap 'echo bye; echo gone >&2' EXIT; echo hi; exit 3"
+    local r = assert(sbx:run(cmd))
+    assert.are.same({ 3, "hi\nbye\n", "gone\n" }, { r.exit_code, r.stdout, r.stderr })
+    local tag = "trap-" .. h.core.uuid4()
+    local proc = assert(sbx:spawn(cmd, { tag = tag }))
+    r = assert(proc:wait(10000))
+    assert.are.same({ 3, "hi\nbye\n", "gone\n" }, { r.exit_code, r.stdout, r.stderr })
+    local boot = assert(proc:boot_id())
+    assert.are.equal(boot .. "\n", assert(sbx:run("cat /proc/sys/kernel/random/boot_id")).stdout)
+    proc:detach()
+    proc:close()
+    -- It has ended: a new handle reads its files alone, exit status and boot id included.
+    local again = assert(h.client():connect(sbx.sandbox_id))
+    local p2 = assert(again:attach(tag))
+    r = assert(p2:wait(10000))
+    assert.are.same({ 3, "hi\nbye\n", "gone\n" }, { r.exit_code, r.stdout, r.stderr })
+    assert.are.equal(boot, assert(p2:boot_id()))
+    p2:close()
+  end)
+
+  it("keeps the status and output of a command string that replaces its shell with exec", function()
+    local cmd = "echo a; exec sh -c 'echo b >&2; exit 4'"
+    local r = assert(sbx:run(cmd))
+    assert.are.same({ 4, "a\n", "b\n" }, { r.exit_code, r.stdout, r.stderr })
+    local tag = "exec-" .. h.core.uuid4()
+    local proc = assert(sbx:spawn(cmd, { tag = tag }))
+    assert(proc:wait(10000))
+    proc:detach()
+    proc:close()
+    local p2 = assert(sbx:attach(tag))
+    r = assert(p2:wait(10000))
+    assert.are.same({ 4, "a\n", "b\n" }, { r.exit_code, r.stdout, r.stderr })
+    p2:close()
+  end)
+
+  it("keeps stderr byte-exact when a kept command dies of a signal (no shell job message added)", function()
+    for _, cmd in ipairs({ "echo e >&2; kill -KILL $BASHPID", { "sh", "-c", "echo e >&2; kill -TERM $$" } }) do
+      local r = assert(sbx:run(cmd))
+      assert.are_not.equal(0, r.exit_code)
+      assert.are.equal("e\n", r.stderr)
+      -- The kept file holds the same bytes.
+      local tag = "sig-" .. h.core.uuid4()
+      local proc = assert(sbx:spawn(cmd, { tag = tag }))
+      assert(proc:wait(10000))
+      proc:detach()
+      proc:close()
+      local p2 = assert(sbx:attach(tag))
+      assert.are.equal("e\n", assert(p2:wait(10000)).stderr)
+      p2:close()
+    end
+  end)
+
+  it("still reads the files an older wrapper left: the status alone in .exit, the boot id in .boot", function()
+    local tag = "older-" .. h.core.uuid4()
+    local hex = tag:gsub(".", function(c) return ("%02x"):format(c:byte()) end)
+    assert(sbx:run(("cd /tmp/.e2b-proc && printf 'o\\n' >%s.out && printf 'e' >%s.err && printf '5\\n' >%s.exit"
+      .. " && printf 'an-old-boot\\n' >%s.boot"):format(hex, hex, hex, hex)))
+    local p = assert(sbx:attach(tag))
+    local r = assert(p:wait(10000))
+    assert.are.same({ 5, "o\n", "e" }, { r.exit_code, r.stdout, r.stderr })
+    assert.are.equal("an-old-boot", assert(p:boot_id()))
+    p:close()
   end)
 
   it("survives a connection dropped mid-stream without losing or repeating a byte", function()

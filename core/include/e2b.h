@@ -442,8 +442,8 @@ E2B_EXPORT const e2b_proc_info *e2b_req_proc_at(const e2b_req *req, size_t i);
 /* -- tracked processes: output kept in the sandbox, read by offset -- */
 
 /* Starts opts wrapped so that its stdout and stderr go to private files
- * (/tmp/.e2b-proc/<hex tag>.out and .err), with its exit status (.exit) and
- * the sandbox boot id it started under (.boot) beside them. The request is a
+ * (/tmp/.e2b-proc/<hex tag>.out and .err), with the sandbox boot id it
+ * started under and then its exit status (.exit) beside them. The request is a
  * stream of events like e2b_proc_start's, read from those files at the
  * offsets already handed out, so a dropped connection, an idle budget or a
  * paused sandbox loses or repeats no byte; one watch per sandbox says when
@@ -467,8 +467,9 @@ E2B_EXPORT e2b_req *e2b_proc_attach(e2b_sbx *sbx, uint32_t pid, const char *tag,
                          int64_t stderr_offset, long idle_timeout_ms, e2b_error *err);
 E2B_EXPORT uint32_t e2b_req_proc_pid(const e2b_req *req);
 E2B_EXPORT const char *e2b_req_proc_tag(const e2b_req *req);
-/* The path prefix of a tracked process's kept files: PREFIX.out, .err, .exit
- * and .boot (the sandbox boot id when it started). NULL when not tracked. */
+/* The path prefix of a tracked process's kept files: PREFIX.out, .err and
+ * .exit (the sandbox boot id when it started, then the exit status; an older
+ * wrapper kept the boot id in PREFIX.boot). NULL when not tracked. */
 E2B_EXPORT const char *e2b_req_proc_kept(const e2b_req *req);
 E2B_EXPORT int e2b_req_proc_tracked(const e2b_req *req);
 /* An envd call of sbx failed with err. When err may mean that the sandbox
@@ -481,9 +482,10 @@ E2B_EXPORT int e2b_req_proc_tracked(const e2b_req *req);
 E2B_EXPORT e2b_req *e2b_sbx_explain(e2b_sbx *sbx, const e2b_error *err);
 /* Removes a tracked process's kept files (a file already gone is no error). */
 E2B_EXPORT e2b_req *e2b_proc_forget(e2b_sbx *sbx, const char *tag, e2b_error *err);
-/* The same, lazily: the next tracked command of user (NULL: "user") or of
- * root in this sandbox removes them in the background, so cleanup after a
- * short command costs no request. e2b_sbx_flush_forgets sends what is still
+/* The same, lazily: a later tracked command of user (NULL: "user") or of
+ * root in this sandbox removes them in the background once several wait
+ * (root's: the next root command), so cleanup after a short command costs
+ * no request and mostly no process. e2b_sbx_flush_forgets sends what is still
  * queued as removes (unattended); call it before releasing the handle. */
 E2B_EXPORT void e2b_proc_forget_later(e2b_sbx *sbx, const char *tag, const char *user);
 E2B_EXPORT void e2b_sbx_flush_forgets(e2b_sbx *sbx);

@@ -1,8 +1,11 @@
 /* bootid.c — e2b_proc_boot_id: the boot id a tracked process started
  * under, read from its kept files (the layout stays track.c's and
- * forget.c's business, never the caller's). The wrapper writes the file as
- * its first step, which may still be running when the process is reported
- * started: a short wait covers that, nothing more. */
+ * forget.c's business, never the caller's): the exit file holds it (alone
+ * while the command runs, after the status once it ended); an older
+ * wrapper's exit file holds only the status and its .boot file the id. The
+ * wrapper writes the file as its first step, which may still be running
+ * when the process is reported started: a short wait covers that, nothing
+ * more. */
 #include "internal.h"
 
 #include <ctype.h>
@@ -12,11 +15,14 @@
 
 #define BOOT_WAIT_MS 5000
 #define BOOT_RETRY_MS 20
-#define BOOT_MAX 128 /* a boot id is a UUID and a newline; more is not one */
+#define BOOT_MAX 128 /* a status, a boot id and a newline; more is not one */
+
+enum { F_EXIT, F_BOOT };
 
 typedef struct boot_state {
   e2b_sbx *sbx;
-  char *path;
+  char *path[2];     /* PREFIX.exit, PREFIX.boot */
+  int which;         /* F_* being read */
   e2b_req *read;
   growbuf got;
   int64_t until_ms;
@@ -27,21 +33,30 @@ static void boot_free(void *p) {
   boot_state *s = p;
   e2b_req_free(s->read);
   e2b_growbuf_free(&s->got);
-  free(s->path);
+  free(s->path[F_EXIT]);
+  free(s->path[F_BOOT]);
   e2b_sbx_release(s->sbx);
   free(s);
 }
 
-static void start_read(e2b_req *op, boot_state *s) {
+static void start_read(e2b_req *op, boot_state *s, int which) {
   e2b_error err;
   s->got.len = 0;
-  s->read = e2b_op_child(op, e2b_file_read(s->sbx, s->path, "root", 0, &err));
+  s->which = which;
+  s->read = e2b_op_child(op, e2b_file_read(s->sbx, s->path[which], "root", 0, &err));
   if (!s->read) e2b_op_finish(op, &err);
 }
 
-/* The trimmed id, or NULL when the file held none (yet). */
-static char *trimmed(growbuf *b) {
+/* The trimmed id, or NULL when the file held none (yet). In an exit file
+ * it follows the status once the line is complete ("0 ID\n"); a complete
+ * line with no space is an older wrapper's status alone. */
+static char *trimmed(growbuf *b, int which) {
   size_t from = 0, to = b->len;
+  if (which == F_EXIT && to && b->data[to - 1] == '\n') {
+    const char *sp = memchr(b->data, ' ', to);
+    if (!sp) return NULL;
+    from = (size_t)(sp - b->data) + 1;
+  }
   while (from < to && isspace((unsigned char)b->data[from])) from++;
   while (to > from && isspace((unsigned char)b->data[to - 1])) to--;
   if (from == to) return NULL;
@@ -60,12 +75,13 @@ static void read_done(e2b_req *op, boot_state *s) {
   e2b_req_free(s->read);
   s->read = NULL;
   if (rerr && err.code != E2B_ERR_NOT_FOUND) return e2b_op_finish(op, &err);
-  char *id = rerr ? NULL : trimmed(&s->got);
+  char *id = rerr ? NULL : trimmed(&s->got, s->which);
   if (id) {
     op->result = id;
     op->result_free = free;
     return e2b_op_finish(op, NULL);
   }
+  if (s->which == F_EXIT) return start_read(op, s, F_BOOT); /* an older wrapper's file */
   if (e2b_now_ms() >= s->until_ms) {
     if (!rerr)
       e2b_err_set(&err, E2B_ERR_NOT_FOUND, op->op, "the process's boot id was not recorded");
@@ -80,9 +96,9 @@ static void boot_advance(e2b_req *op) {
   if (s->waiting) {
     if (op->timer_at_ms) return;
     s->waiting = 0;
-    return start_read(op, s);
+    return start_read(op, s, F_EXIT);
   }
-  if (!s->read) return start_read(op, s);
+  if (!s->read) return start_read(op, s, F_EXIT);
   const uint8_t *data;
   size_t len;
   int rc;
@@ -107,9 +123,12 @@ e2b_req *e2b_proc_boot_id(e2b_sbx *sbx, const char *tag, e2b_error *err) {
   char *prefix = e2b_kept_prefix(tag);
   size_t n = prefix ? strlen(prefix) + sizeof ".boot" : 0;
   boot_state *s = prefix ? calloc(1, sizeof *s) : NULL;
-  if (s && (s->path = malloc(n))) snprintf(s->path, n, "%s.boot", prefix);
+  if (s && (s->path[F_EXIT] = malloc(n))) snprintf(s->path[F_EXIT], n, "%s.exit", prefix);
+  if (s && (s->path[F_BOOT] = malloc(n))) snprintf(s->path[F_BOOT], n, "%s.boot", prefix);
   free(prefix);
-  if (!s || !s->path) {
+  if (!s || !s->path[F_EXIT] || !s->path[F_BOOT]) {
+    if (s) free(s->path[F_EXIT]);
+    if (s) free(s->path[F_BOOT]);
     free(s);
     e2b_err_set(err, E2B_ERR_UNAVAILABLE, op, "out of memory");
     return NULL;

@@ -3,8 +3,8 @@
  * E2B's Connect streams only from "now", so a reader that loses its stream
  * would lose output. A kept process therefore runs under a small bash
  * wrapper that sends its stdout and stderr straight into private files
- * (/tmp/.e2b-proc/<hex tag>.out and .err) and records its exit status
- * (.exit) and the sandbox boot id (.boot) beside them: no process per
+ * (/tmp/.e2b-proc/<hex tag>.out and .err) and records the sandbox boot id
+ * and then its exit status in a third (.exit) beside them: no process per
  * stream, so a short command costs what it costs unwrapped plus one fork.
  * Offsets are the truth: the reader counts the bytes it took of each file
  * and reads on from there (HTTP Range on /files). The process's own stream
@@ -45,9 +45,12 @@
  * shell string the wrapper itself runs (it is then started as `bash -l`,
  * as E2B runs a command string, so the string costs a fork, not a second
  * bash). The files are made private (umask 077, the caller's umask read
- * from /proc and restored for the command). The exit status is written
- * after the command ended, so an existing exit file means the output
- * files are complete. The wrapper traps catchable signals (a trap is reset
+ * from /proc and restored for the command). Three files, not four: on
+ * this disk creating a file is the wrapper's largest cost (bench/README.md),
+ * so the exit file first holds the boot id alone, with no newline, and
+ * once the command ended "STATUS BOOTID\n": an exit file that ends in a
+ * newline means the output files are complete (files an older wrapper made
+ * say "STATUS\n" there and keep the boot id in .boot). The wrapper traps catchable signals (a trap is reset
  * in the command), so a signal to the process group reaches the command
  * without losing its exit status; only SIGKILL ends both. A command that
  * cannot be started is reported on the wrapper's stderr as
@@ -69,7 +72,7 @@ static const char WRAPPER[] =
     "while read -r __k __m; do [ \"$__k\" = Umask: ] && break; done </proc/self/status\n"
     "umask 077\n"
     "read -r __b </proc/sys/kernel/random/boot_id 2>/dev/null\n"
-    "{ printf '%s\\n' \"$__b\" >\"$__p.boot\" && : >\"$__p.out\" && : >\"$__p.err\" && : >\"$__p.exit\"; } 2>/dev/null || exit 125\n"
+    "{ printf %s \"$__b\" >\"$__p.exit\" && : >\"$__p.out\" && : >\"$__p.err\"; } 2>/dev/null || exit 125\n"
     "umask \"${__m:-022}\"\n"
     "if [ -n \"${E2B_FORGET-}\" ]; then\n"
     "  __l=; for __n in $E2B_FORGET; do case $__n in *[!0-9a-f]*) ;; *) __l=\"$__l $__n.out $__n.err $__n.exit $__n.boot\";; esac; done\n"
@@ -77,7 +80,7 @@ static const char WRAPPER[] =
     "fi\n"
     "unset E2B_FORGET __n __l\n"
     PRUNE_ENV
-    "unset E2B_ENV_KEEP __k __m __v __b\n"
+    "unset E2B_ENV_KEEP __k __m __v\n"
     "__e2b_slurp() {\n"
     "  local LC_ALL=C c t=0 i=0; local -a v\n"
     "  while IFS= read -r -d '' c; do t=$((t+${#c}+1)); [ $t -gt 32768 ] && return 1; v[i++]=$c; done <\"$1\"\n"
@@ -86,7 +89,7 @@ static const char WRAPPER[] =
     "}\n"
     "__e2b_end() {\n"
     "  local f=0; [ -s \"$__p.out\" ] && f=1; [ -s \"$__p.err\" ] && f=$((f+2))\n"
-    "  printf '%s\\n' \"$1\" >\"$__p.exit\"\n"
+    "  printf '%s %s\\n' \"$1\" \"$__b\" >\"$__p.exit\"\n"
     "  [ $((f&2)) = 2 ] && __e2b_slurp \"$__p.err\" >&2 && f=$((f+8))\n"
     "  [ $((f&1)) = 1 ] && __e2b_slurp \"$__p.out\" && f=$((f+4))\n"
     "  printf %s \"${__e2b_l:f:1}\"; return \"$1\"\n"
@@ -95,17 +98,21 @@ static const char WRAPPER[] =
     "trap : TERM INT HUP QUIT\n"
     "if [ \"$0\" != e2b-sh ]; then\n"
     "  if ! command -v -- \"$1\" >/dev/null; then\n"
-    "    case $1 in */*) [ -e \"$1\" ] && { printf '!EACCES' >&2; printf '126\\n' >\"$__p.exit\"; exit 126; };; esac\n"
-    "    printf '!ENOENT' >&2; printf '127\\n' >\"$__p.exit\"; exit 127\n"
+    "    case $1 in */*) [ -e \"$1\" ] && { printf '!EACCES' >&2; printf '126 %s\\n' \"$__b\" >\"$__p.exit\"; exit 126; };; esac\n"
+    "    printf '!ENOENT' >&2; printf '127 %s\\n' \"$__b\" >\"$__p.exit\"; exit 127\n"
     "  fi\n"
-    "  \"$@\" >>\"$__p.out\" 2>>\"$__p.err\"\n"
+    "  { \"$@\" >>\"$__p.out\" 2>>\"$__p.err\"; } 2>/dev/null\n"
     "  __e2b_end $?\n"
     "fi\n";
 
 /* A command string runs on the first line of bash's -c script, as it
- * would unwrapped, so bash numbers its lines (in errors, in LINENO) alike. */
-static const char SH_LINE[] = "eval \"$E2B_PROC\"; ( __c=$1; set --; unset __p; BASH_ARGV0=/bin/bash; "
-                              "eval \"$__c\" ) >>\"$__p.out\" 2>>\"$__p.err\"; __e2b_end $?";
+ * would unwrapped, so bash numbers its lines (in errors, in LINENO) alike.
+ * The wrapper's own stderr is /dev/null around it (and around the command
+ * in WRAPPER): when the command dies of a signal, bash reports the job
+ * ("... Killed ( __c=$1; ...") there, which would otherwise lead the
+ * inlined stderr. */
+static const char SH_LINE[] = "eval \"$E2B_PROC\"; { ( __c=$1; set --; unset __p __b; BASH_ARGV0=/bin/bash; "
+                              "eval \"$__c\" ) >>\"$__p.out\" 2>>\"$__p.err\"; } 2>/dev/null; __e2b_end $?";
 
 /* The same environment pruning for untracked (PTY) commands. */
 static const char ENV_ONLY[] =
@@ -290,6 +297,9 @@ static void wake(e2b_req *op, char file, int64_t size) {
   /* A size we already have is nothing new (the file was created or closed). */
   if (which >= 0 && which < R_EXIT && size >= 0 && size <= s->off[which]) return;
   if (which == R_EXIT && size == 0) return;
+  /* The exit file is made holding the boot id; while the process's stream
+   * holds, its end comes from there and that file is not read. */
+  if (which == R_EXIT && s->live && !e2b_req_done(s->live)) return;
   s->due |= which >= 0 ? 1 << which : DUE_ALL;
   if (!s->read && !s->final_pass && !s->coalescing) {
     s->coalescing = 1;
@@ -425,6 +435,8 @@ static void take_read(e2b_req *op, track_state *s) {
   }
 }
 
+/* "STATUS BOOTID\n" (or an older wrapper's "STATUS\n"); without its
+ * newline the file holds only the boot id: the command has not ended. */
 static void read_exit_file(track_state *s) {
   if (s->exit_known || !s->small.len || s->small.data[s->small.len - 1] != '\n') return;
   s->exit_known = 1;
