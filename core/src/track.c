@@ -26,6 +26,9 @@
 /* A write is read this much later, so a command that writes its last line
  * and ends costs one read, not two. */
 #define COALESCE_MS 10
+/* A file whose last read gave this much is streaming: it is read again as
+ * soon as the watch says it grew, without COALESCE_MS. */
+#define STREAMING_READ (64 << 10)
 /* The most a wrapper copies into its own stream at the end (the wrapper's
  * __e2b_slurp says 32768 too). */
 #define INLINE_MAX 32768
@@ -130,6 +133,10 @@ typedef struct track_state {
   e2b_req *list;     /* attach: finding the pid/tag */
   e2b_req *read;     /* a file read in flight */
   int reading;       /* R_* of the read in flight */
+  int64_t read_got;  /* bytes the read in flight gave so far */
+  int64_t grown[2];  /* the largest stdout, stderr size the watch reported
+                      * (INT64_MAX: it grew, by how much not said) */
+  int streaming;     /* R_* bits of files whose last read gave STREAMING_READ */
   int due;           /* R_* bits still to read in this pass */
   int full_pass;     /* this pass read all three files */
   int absent;        /* R_* bits found missing in this pass */
@@ -290,11 +297,19 @@ static void wake(e2b_req *op, char file, int64_t size) {
   /* A size we already have is nothing new (the file was created or closed). */
   if (which >= 0 && which < R_EXIT && size >= 0 && size <= s->off[which]) return;
   if (which == R_EXIT && size == 0) return;
-  s->due |= which >= 0 ? 1 << which : DUE_ALL;
-  if (!s->read && !s->final_pass && !s->coalescing) {
-    s->coalescing = 1;
-    arm(op, s, COALESCE_MS);
+  for (int i = R_OUT; i <= R_ERR; i++) {
+    if (which >= 0 && which != i) continue;
+    int64_t now_at = which < 0 || size < 0 ? INT64_MAX : size;
+    if (now_at > s->grown[i]) s->grown[i] = now_at;
   }
+  s->due |= which >= 0 ? 1 << which : DUE_ALL;
+  if (s->read || s->final_pass || s->coalescing) return;
+  if (which >= 0 && (s->streaming & (1 << which))) {
+    e2b_op_kick(op); /* output streams: every millisecond of delay is lost rate */
+    return;
+  }
+  s->coalescing = 1;
+  arm(op, s, COALESCE_MS);
 }
 
 /* Returns whether a read must catch up with what the watch did not see. */
@@ -400,6 +415,7 @@ static void start_read(e2b_req *op, track_state *s, int which) {
   snprintf(path, sizeof path, "%s.%s", s->prefix, file_ext[which]);
   e2b_error err;
   s->reading = which;
+  s->read_got = 0;
   s->small.len = 0;
   s->read = e2b_op_child(
       op, e2b_file_read(s->sbx, path, "root", which < R_EXIT ? s->off[which] : 0, &err));
@@ -416,6 +432,7 @@ static void take_read(e2b_req *op, track_state *s) {
       n->ev.type = s->reading == R_OUT ? E2B_EVENT_STDOUT : E2B_EVENT_STDERR;
       n->ev.pid = s->pid;
       s->off[s->reading] += (int64_t)n->ev.len;
+      s->read_got += (int64_t)n->ev.len;
       if (n->ev.len) s->pass_new |= 1 << s->reading;
       e2b_req_push_node(op, n);
     } else {
@@ -457,6 +474,10 @@ static int read_ended(e2b_req *op, track_state *s) {
   }
   s->last_contact_ms = e2b_now_ms();
   if (absent) s->absent |= 1 << s->reading;
+  if (s->reading < R_EXIT) {
+    s->streaming &= ~(1 << s->reading);
+    if (s->read_got >= STREAMING_READ) s->streaming |= 1 << s->reading;
+  }
   if (s->reading == R_EXIT && !absent) read_exit_file(s);
   return 0;
 }
@@ -511,14 +532,15 @@ static void pass_over(e2b_req *op, track_state *s) {
   if (full && absent == DUE_ALL && !s->exit_known) return files_missing(op, s);
   s->missing_since_ms = 0;
   if (s->exit_known || s->gone) return;
-  /* A file that just gave bytes is read again at once (it is likely still
-   * growing: no waiting for an event while output streams); otherwise the
+  /* A file that just gave bytes is likely still growing. With a live watch
+   * it is read again if the watch reported it past what we have (else the
+   * watch's next event wakes us); without one, at once. Otherwise the
    * watch's events wake us, or, without a live watch, a backing-off poll. */
-  if (fresh) {
-    s->poll_ms = POLL_MIN_MS;
-    s->due |= fresh;
-  }
-  if (!s->due && !(s->subscribed && e2b_outwatch_live(s->sbx))) {
+  int watched = s->subscribed && e2b_outwatch_live(s->sbx);
+  if (fresh) s->poll_ms = POLL_MIN_MS;
+  for (int i = R_OUT; i <= R_ERR; i++)
+    if ((fresh & (1 << i)) && (!watched || s->grown[i] > s->off[i])) s->due |= 1 << i;
+  if (!s->due && !watched) {
     arm(op, s, s->poll_ms);
     if (s->poll_ms < POLL_MAX_MS) s->poll_ms *= 2;
   }
