@@ -29,6 +29,11 @@
 /* A file whose last read gave this much is streaming: it is read again as
  * soon as the watch says it grew, without COALESCE_MS. */
 #define STREAMING_READ (64 << 10)
+/* The wrapper writes the exit file before its own last steps (it copies a
+ * small output into its stream, it prints its flags): its stream normally
+ * ends right after. If it has not this long after the watch saw the exit
+ * file, the exit file ends the process: the output files are complete. */
+#define EXIT_GRACE_MS 50
 /* The most a wrapper copies into its own stream at the end (the wrapper's
  * __e2b_slurp says 32768 too). */
 #define INLINE_MAX 32768
@@ -137,6 +142,8 @@ typedef struct track_state {
   int64_t grown[2];  /* the largest stdout, stderr size the watch reported
                       * (INT64_MAX: it grew, by how much not said) */
   int streaming;     /* R_* bits of files whose last read gave STREAMING_READ */
+  int64_t exit_file_ms; /* when the watch saw the exit file written; -1: no longer timed */
+  int exit_late;     /* the stream is late: read the exit file although it holds */
   int due;           /* R_* bits still to read in this pass */
   int full_pass;     /* this pass read all three files */
   int absent;        /* R_* bits found missing in this pass */
@@ -302,6 +309,7 @@ static void wake(e2b_req *op, char file, int64_t size) {
     int64_t now_at = which < 0 || size < 0 ? INT64_MAX : size;
     if (now_at > s->grown[i]) s->grown[i] = now_at;
   }
+  if (which == R_EXIT && !s->exit_file_ms) s->exit_file_ms = e2b_now_ms();
   s->due |= which >= 0 ? 1 << which : DUE_ALL;
   if (s->read || s->final_pass || s->coalescing) return;
   if (which >= 0 && (s->streaming & (1 << which))) {
@@ -443,9 +451,20 @@ static void take_read(e2b_req *op, track_state *s) {
 }
 
 static void read_exit_file(track_state *s) {
-  if (s->exit_known || !s->small.len || s->small.data[s->small.len - 1] != '\n') return;
+  if (s->exit_known) return;
+  if (!s->small.len || s->small.data[s->small.len - 1] != '\n') {
+    s->exit_file_ms = s->exit_late = 0; /* not written yet: its next event times it again */
+    return;
+  }
+  int code = atoi(s->small.data);
+  /* 126 or 127 and no output may be a command that could not start, which
+   * only the wrapper's stream tells (fail_start): that waits for it. */
+  if ((code == 126 || code == 127) && !s->off[0] && !s->off[1] && s->live && !e2b_req_done(s->live)) {
+    s->exit_late = 0;
+    return;
+  }
   s->exit_known = 1;
-  s->exit_code = atoi(s->small.data);
+  s->exit_code = code;
   snprintf(s->status, sizeof s->status, "exit status %d", s->exit_code);
 }
 
@@ -546,6 +565,20 @@ static void pass_over(e2b_req *op, track_state *s) {
   }
 }
 
+/* Once the exit file was seen EXIT_GRACE_MS ago, it is read although the
+ * stream holds; until then, the timer is due by that time. */
+static void exit_overdue(e2b_req *op, track_state *s) {
+  if (s->exit_file_ms <= 0 || s->exit_known) return;
+  int64_t now = e2b_now_ms(), left = s->exit_file_ms + EXIT_GRACE_MS - now;
+  if (left <= 0) {
+    s->exit_file_ms = -1;
+    s->exit_late = 1;
+    s->due |= 1 << R_EXIT;
+  } else if (!s->timer_armed || op->timer_at_ms > now + left) {
+    arm(op, s, (long)left);
+  }
+}
+
 static void kept_step(e2b_req *op, track_state *s) {
   stream_step(op, s);
   if (op->done || !s->started) return;
@@ -562,7 +595,7 @@ static void kept_step(e2b_req *op, track_state *s) {
     if (s->coalescing) s->coalescing = 0; /* the wake set what is due */
     else if (s->final_pass) s->due |= final_due(s);
     else if (!s->subscribed) s->due |= subscribe(op, s) ? DUE_ALL : 0;
-    else s->due |= DUE_ALL; /* the fallback poll */
+    else if (s->exit_file_ms <= 0) s->due |= DUE_ALL; /* the fallback poll, not exit_overdue's */
     /* A watch not started yet wakes us when it starts (a listing says
      * whose files grew before) or, if it fails, when it is lost. */
   }
@@ -577,8 +610,10 @@ static void kept_step(e2b_req *op, track_state *s) {
     if (take_inline(op, s, R_ERR)) s->due &= ~(1 << R_ERR);
     if (!s->due) return finish_with_end(op, s);
   }
-  /* While its stream holds, the end comes from it: the exit file is not read. */
-  if (s->exit_known || (s->live && !e2b_req_done(s->live))) s->due &= ~(1 << R_EXIT);
+  /* While its stream holds, the end comes from it: the exit file is not read
+   * unless the stream is late (exit_overdue). */
+  exit_overdue(op, s);
+  if (s->exit_known || (s->live && !e2b_req_done(s->live) && !s->exit_late)) s->due &= ~(1 << R_EXIT);
   if (!s->due || s->coalescing || over_cap(op)) return;
   if (s->due == DUE_ALL) s->full_pass = 1;
   int which = s->due & 1 ? R_OUT : s->due & 2 ? R_ERR : R_EXIT;
