@@ -299,6 +299,22 @@ describe("reattaching", function()
     assert.are.equal("\0the\255bytes", out)
   end)
 
+  -- As above, the wrapper may still be busy when the reader has it all: an
+  -- attach then takes the end from the exit file or from the stream.
+  it("attaches right after a reader finished and gets every byte and the exit status", function()
+    local proc = assert(sbx:spawn("head -c 3000000 /dev/zero; exit 4"))
+    repeat until not proc:read(20000)
+    proc:detach()
+    proc:close()
+    local again = assert(sbx:attach(proc.tag, { offsets = { stdout = 1000 } }))
+    local out = drain(again)
+    local res = assert(again:wait(20000))
+    again:close()
+    assert.are.equal(("\0"):rep(2999000), out)
+    assert.are.equal(4, res.exit_code)
+    assert.are.equal("exit status 4", res.status)
+  end)
+
   it("survives a connection dropped mid-stream without losing or repeating a byte", function()
     if h.live then return end
     h.faults({ { match = "POST envd:/process.Process/Start", action = "drop_mid_stream", after_events = 5, count = 1 } })

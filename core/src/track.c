@@ -663,6 +663,9 @@ static void list_step(e2b_req *op, track_state *s) {
   if (s->tracked) {
     s->last_contact_ms = e2b_now_ms();
     s->due = DUE_ALL;
+    /* The command may have ended while its wrapper still runs (the stream
+     * then ends later): the first pass reads the exit file too. */
+    s->exit_late = 1;
     if (found) subscribe(op, s);
     kept_step(op, s);
   } else {
