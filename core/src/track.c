@@ -11,7 +11,8 @@
  * carries its start and end; while it runs, one WatchDir stream per
  * sandbox (outwatch.c) says which files grew, with a backing-off timer as
  * the fallback. A process that ends within FIRST_PASS_MS costs no read at
- * all when the wrapper reports both files empty.
+ * all when the wrapper reports both files empty. The exit file, written
+ * once the command ended, ends a reader whose stream is late (EXIT_GRACE_MS).
  */
 #include "internal.h"
 
