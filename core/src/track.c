@@ -140,8 +140,6 @@ typedef struct track_state {
   e2b_req *read;     /* a file read in flight */
   int reading;       /* R_* of the read in flight */
   int64_t read_got;  /* bytes the read in flight gave so far */
-  int64_t grown[2];  /* the largest stdout, stderr size the watch reported
-                      * (INT64_MAX: it grew, by how much not said) */
   int streaming;     /* R_* bits of files whose last read gave STREAMING_READ */
   int64_t exit_file_ms; /* when the watch saw the exit file written; -1: no longer timed */
   int exit_late;     /* the stream is late: read the exit file although it holds */
@@ -305,11 +303,6 @@ static void wake(e2b_req *op, char file, int64_t size) {
   /* A size we already have is nothing new (the file was created or closed). */
   if (which >= 0 && which < R_EXIT && size >= 0 && size <= s->off[which]) return;
   if (which == R_EXIT && size == 0) return;
-  for (int i = R_OUT; i <= R_ERR; i++) {
-    if (which >= 0 && which != i) continue;
-    int64_t now_at = which < 0 || size < 0 ? INT64_MAX : size;
-    if (now_at > s->grown[i]) s->grown[i] = now_at;
-  }
   if (which == R_EXIT && !s->exit_file_ms) s->exit_file_ms = e2b_now_ms();
   s->due |= which >= 0 ? 1 << which : DUE_ALL;
   if (s->read || s->final_pass || s->coalescing) return;
@@ -552,14 +545,15 @@ static void pass_over(e2b_req *op, track_state *s) {
   if (full && absent == DUE_ALL && !s->exit_known) return files_missing(op, s);
   s->missing_since_ms = 0;
   if (s->exit_known || s->gone) return;
-  /* A file that just gave bytes is likely still growing. With a live watch
-   * it is read again if the watch reported it past what we have (else the
-   * watch's next event wakes us); without one, at once. Otherwise the
-   * watch's events wake us, or, without a live watch, a backing-off poll. */
+  /* A file that just gave bytes is likely still growing. Without a live
+   * watch it is read again at once; with one, its next event says so (an
+   * event with a size past our offset, or none said, sets what is due
+   * itself, also during a read: every write is followed by an event whose
+   * stat comes after it). Otherwise, without a live watch, a backing-off
+   * poll. */
   int watched = s->subscribed && e2b_outwatch_live(s->sbx);
   if (fresh) s->poll_ms = POLL_MIN_MS;
-  for (int i = R_OUT; i <= R_ERR; i++)
-    if ((fresh & (1 << i)) && (!watched || s->grown[i] > s->off[i])) s->due |= 1 << i;
+  if (!watched) s->due |= fresh;
   if (!s->due && !watched) {
     arm(op, s, s->poll_ms);
     if (s->poll_ms < POLL_MAX_MS) s->poll_ms *= 2;
