@@ -80,6 +80,20 @@ describe("command output", function()
     assert.is_true(peak - before < 32 * 1024, ("RSS grew %d KiB"):format(peak - before))
   end)
 
+  -- More than 32 KiB of NUL bytes keeps the wrapper busy after the command
+  -- ended (its copy-inline step reads the file a NUL at a time), so the end
+  -- may come from the exit file before the stream's: either way it is exact.
+  it("streams a kept output to its last byte and ends with the command's own status", function()
+    local proc = assert(sbx:spawn("head -c 3000000 /dev/zero; echo last >&2; exit 3"))
+    local out, err = drain(proc)
+    local res = assert(proc:wait(20000))
+    proc:close()
+    assert.are.equal(("\0"):rep(3000000), out)
+    assert.are.equal("last\n", err)
+    assert.are.equal(3, res.exit_code)
+    assert.are.equal("exit status 3", res.status)
+  end)
+
   it("fails run() clearly past max_output, or keeps the tail with keep = \"tail\"", function()
     local r, err = sbx:run("head -c 100000 /dev/zero; echo end", { max_output = 1000 })
     assert.is_nil(r)
@@ -369,6 +383,22 @@ describe("reattaching", function()
     assert.are.same({ 5, "o\n", "e" }, { r.exit_code, r.stdout, r.stderr })
     assert.are.equal("an-old-boot", assert(p:boot_id()))
     p:close()
+  end)
+
+  -- As above, the wrapper may still be busy when the reader has it all: an
+  -- attach then takes the end from the exit file or from the stream.
+  it("attaches right after a reader finished and gets every byte and the exit status", function()
+    local proc = assert(sbx:spawn("head -c 3000000 /dev/zero; exit 4"))
+    repeat until not proc:read(20000)
+    proc:detach()
+    proc:close()
+    local again = assert(sbx:attach(proc.tag, { offsets = { stdout = 1000 } }))
+    local out = drain(again)
+    local res = assert(again:wait(20000))
+    again:close()
+    assert.are.equal(("\0"):rep(2999000), out)
+    assert.are.equal(4, res.exit_code)
+    assert.are.equal("exit status 4", res.status)
   end)
 
   it("survives a connection dropped mid-stream without losing or repeating a byte", function()

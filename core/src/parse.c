@@ -444,12 +444,11 @@ int e2b_parse_watch_event(const char *json, size_t len, queued **node, e2b_error
       q->ev.data = (const uint8_t *)(q + 1);
       if (nl) memcpy(q + 1, name, nl);
       q->ev.len = nl;
+      /* An entry says the size, absent meaning 0 (proto3 JSON omits zero
+       * values); no entry, or a size out of range, says nothing (-1). */
       int64_t size;
       json_t *entry = json_object_get(fs, "entry");
-      q->size = json_is_object(entry) && json_object_get(entry, "size") &&
-                        e2b_json_int(entry, "size", NULL, 0, INT64_MAX, &size) == 0
-                    ? size
-                    : -1;
+      q->size = json_is_object(entry) && e2b_json_int(entry, "size", NULL, 0, INT64_MAX, &size) == 0 ? size : -1;
       *node = q;
     }
   } else if (!json_object_get(root, "keepalive")) {

@@ -11,7 +11,8 @@
  * carries its start and end; while it runs, one WatchDir stream per
  * sandbox (outwatch.c) says which files grew, with a backing-off timer as
  * the fallback. A process that ends within FIRST_PASS_MS costs no read at
- * all when the wrapper reports both files empty.
+ * all when the wrapper reports both files empty. The exit file, written
+ * once the command ended, ends a reader whose stream is late (EXIT_GRACE_MS).
  */
 #include "internal.h"
 
@@ -26,9 +27,19 @@
 /* A write is read this much later, so a command that writes its last line
  * and ends costs one read, not two. */
 #define COALESCE_MS 10
+/* A file whose last read gave this much is streaming: it is read again as
+ * soon as the watch says it grew, without COALESCE_MS. */
+#define STREAMING_READ (64 << 10)
+/* The wrapper writes the exit file before its own last steps (it copies a
+ * small output into its stream, it prints its flags): its stream normally
+ * ends right after. If it has not this long after the watch saw the exit
+ * file, the exit file ends the process: the output files are complete. */
+#define EXIT_GRACE_MS 50
 /* The most a wrapper copies into its own stream at the end (the wrapper's
  * __e2b_slurp says 32768 too). */
 #define INLINE_MAX 32768
+/* /proc/sys/kernel/random/boot_id: a UUID */
+#define BOOT_ID_LEN 36
 /* A started process's wrapper may not have created its files yet: wait this
  * long for them before calling the process unknown. */
 #define KEPT_GRACE_MS 10000
@@ -137,6 +148,10 @@ typedef struct track_state {
   e2b_req *list;     /* attach: finding the pid/tag */
   e2b_req *read;     /* a file read in flight */
   int reading;       /* R_* of the read in flight */
+  int64_t read_got;  /* bytes the read in flight gave so far */
+  int streaming;     /* R_* bits of files whose last read gave STREAMING_READ */
+  int64_t exit_file_ms; /* when the watch saw the exit file written; -1: no longer timed */
+  int exit_late;     /* the stream is late: read the exit file although it holds */
   int due;           /* R_* bits still to read in this pass */
   int full_pass;     /* this pass read all three files */
   int absent;        /* R_* bits found missing in this pass */
@@ -297,14 +312,18 @@ static void wake(e2b_req *op, char file, int64_t size) {
   /* A size we already have is nothing new (the file was created or closed). */
   if (which >= 0 && which < R_EXIT && size >= 0 && size <= s->off[which]) return;
   if (which == R_EXIT && size == 0) return;
-  /* The exit file is made holding the boot id; while the process's stream
-   * holds, its end comes from there and that file is not read. */
-  if (which == R_EXIT && s->live && !e2b_req_done(s->live)) return;
+  /* The wrapper makes the exit file holding just the boot id (36 bytes);
+   * only a longer one holds the status. */
+  if (which == R_EXIT && size >= 0 && size <= BOOT_ID_LEN) return;
+  if (which == R_EXIT && !s->exit_file_ms) s->exit_file_ms = e2b_now_ms();
   s->due |= which >= 0 ? 1 << which : DUE_ALL;
-  if (!s->read && !s->final_pass && !s->coalescing) {
-    s->coalescing = 1;
-    arm(op, s, COALESCE_MS);
+  if (s->read || s->final_pass || s->coalescing) return;
+  if (which >= 0 && (s->streaming & (1 << which))) {
+    e2b_op_kick(op); /* output streams: every millisecond of delay is lost rate */
+    return;
   }
+  s->coalescing = 1;
+  arm(op, s, COALESCE_MS);
 }
 
 /* Returns whether a read must catch up with what the watch did not see. */
@@ -410,6 +429,7 @@ static void start_read(e2b_req *op, track_state *s, int which) {
   snprintf(path, sizeof path, "%s.%s", s->prefix, file_ext[which]);
   e2b_error err;
   s->reading = which;
+  s->read_got = 0;
   s->small.len = 0;
   s->read = e2b_op_child(
       op, e2b_file_read(s->sbx, path, "root", which < R_EXIT ? s->off[which] : 0, &err));
@@ -426,6 +446,7 @@ static void take_read(e2b_req *op, track_state *s) {
       n->ev.type = s->reading == R_OUT ? E2B_EVENT_STDOUT : E2B_EVENT_STDERR;
       n->ev.pid = s->pid;
       s->off[s->reading] += (int64_t)n->ev.len;
+      s->read_got += (int64_t)n->ev.len;
       if (n->ev.len) s->pass_new |= 1 << s->reading;
       e2b_req_push_node(op, n);
     } else {
@@ -438,9 +459,20 @@ static void take_read(e2b_req *op, track_state *s) {
 /* "STATUS BOOTID\n" (or an older wrapper's "STATUS\n"); without its
  * newline the file holds only the boot id: the command has not ended. */
 static void read_exit_file(track_state *s) {
-  if (s->exit_known || !s->small.len || s->small.data[s->small.len - 1] != '\n') return;
+  if (s->exit_known) return;
+  if (!s->small.len || s->small.data[s->small.len - 1] != '\n') {
+    s->exit_file_ms = s->exit_late = 0; /* not written yet: its next event times it again */
+    return;
+  }
+  int code = atoi(s->small.data);
+  /* 126 or 127 and no output may be a command that could not start, which
+   * only the wrapper's stream tells (fail_start): that waits for it. */
+  if ((code == 126 || code == 127) && !s->off[0] && !s->off[1] && s->live && !e2b_req_done(s->live)) {
+    s->exit_late = 0;
+    return;
+  }
   s->exit_known = 1;
-  s->exit_code = atoi(s->small.data);
+  s->exit_code = code;
   snprintf(s->status, sizeof s->status, "exit status %d", s->exit_code);
 }
 
@@ -469,6 +501,10 @@ static int read_ended(e2b_req *op, track_state *s) {
   }
   s->last_contact_ms = e2b_now_ms();
   if (absent) s->absent |= 1 << s->reading;
+  if (s->reading < R_EXIT) {
+    s->streaming &= ~(1 << s->reading);
+    if (s->read_got >= STREAMING_READ) s->streaming |= 1 << s->reading;
+  }
   if (s->reading == R_EXIT && !absent) read_exit_file(s);
   return 0;
 }
@@ -523,16 +559,32 @@ static void pass_over(e2b_req *op, track_state *s) {
   if (full && absent == DUE_ALL && !s->exit_known) return files_missing(op, s);
   s->missing_since_ms = 0;
   if (s->exit_known || s->gone) return;
-  /* A file that just gave bytes is read again at once (it is likely still
-   * growing: no waiting for an event while output streams); otherwise the
-   * watch's events wake us, or, without a live watch, a backing-off poll. */
-  if (fresh) {
-    s->poll_ms = POLL_MIN_MS;
-    s->due |= fresh;
-  }
-  if (!s->due && !(s->subscribed && e2b_outwatch_live(s->sbx))) {
+  /* A file that just gave bytes is likely still growing. Without a live
+   * watch it is read again at once; with one, its next event says so (an
+   * event with a size past our offset, or none said, sets what is due
+   * itself, also during a read: every write is followed by an event whose
+   * stat comes after it). Otherwise, without a live watch, a backing-off
+   * poll. */
+  int watched = s->subscribed && e2b_outwatch_live(s->sbx);
+  if (fresh) s->poll_ms = POLL_MIN_MS;
+  if (!watched) s->due |= fresh;
+  if (!s->due && !watched) {
     arm(op, s, s->poll_ms);
     if (s->poll_ms < POLL_MAX_MS) s->poll_ms *= 2;
+  }
+}
+
+/* Once the exit file was seen EXIT_GRACE_MS ago, it is read although the
+ * stream holds; until then, the timer is due by that time. */
+static void exit_overdue(e2b_req *op, track_state *s) {
+  if (s->exit_file_ms <= 0 || s->exit_known) return;
+  int64_t now = e2b_now_ms(), left = s->exit_file_ms + EXIT_GRACE_MS - now;
+  if (left <= 0) {
+    s->exit_file_ms = -1;
+    s->exit_late = 1;
+    s->due |= 1 << R_EXIT;
+  } else if (!s->timer_armed || op->timer_at_ms > now + left) {
+    arm(op, s, (long)left);
   }
 }
 
@@ -552,7 +604,7 @@ static void kept_step(e2b_req *op, track_state *s) {
     if (s->coalescing) s->coalescing = 0; /* the wake set what is due */
     else if (s->final_pass) s->due |= final_due(s);
     else if (!s->subscribed) s->due |= subscribe(op, s) ? DUE_ALL : 0;
-    else s->due |= DUE_ALL; /* the fallback poll */
+    else if (s->exit_file_ms <= 0) s->due |= DUE_ALL; /* the fallback poll, not exit_overdue's */
     /* A watch not started yet wakes us when it starts (a listing says
      * whose files grew before) or, if it fails, when it is lost. */
   }
@@ -567,8 +619,10 @@ static void kept_step(e2b_req *op, track_state *s) {
     if (take_inline(op, s, R_ERR)) s->due &= ~(1 << R_ERR);
     if (!s->due) return finish_with_end(op, s);
   }
-  /* While its stream holds, the end comes from it: the exit file is not read. */
-  if (s->exit_known || (s->live && !e2b_req_done(s->live))) s->due &= ~(1 << R_EXIT);
+  /* While its stream holds, the end comes from it: the exit file is not read
+   * unless the stream is late (exit_overdue). */
+  exit_overdue(op, s);
+  if (s->exit_known || (s->live && !e2b_req_done(s->live) && !s->exit_late)) s->due &= ~(1 << R_EXIT);
   if (!s->due || s->coalescing || over_cap(op)) return;
   if (s->due == DUE_ALL) s->full_pass = 1;
   int which = s->due & 1 ? R_OUT : s->due & 2 ? R_ERR : R_EXIT;
@@ -618,6 +672,9 @@ static void list_step(e2b_req *op, track_state *s) {
   if (s->tracked) {
     s->last_contact_ms = e2b_now_ms();
     s->due = DUE_ALL;
+    /* The command may have ended while its wrapper still runs (the stream
+     * then ends later): the first pass reads the exit file too. */
+    s->exit_late = 1;
     if (found) subscribe(op, s);
     kept_step(op, s);
   } else {

@@ -217,6 +217,27 @@ static void out_of_range_numbers_are_refused(void) {
   json_decref(j);
 }
 
+static int64_t watch_size(const char *json) {
+  queued *q = NULL;
+  e2b_error err;
+  if (e2b_parse_watch_event(json, strlen(json), &q, &err) != 0 || !q) return -2;
+  int64_t size = q->size;
+  free(q);
+  return size;
+}
+
+/* proto3 JSON omits zero values: an entry without "size" is an empty file,
+ * not one whose size is unknown (that is an event without an entry). */
+static void watch_event_sizes_follow_proto3_defaults(void) {
+  CHECK(watch_size("{\"filesystem\":{\"name\":\"a.out\",\"type\":\"EVENT_TYPE_WRITE\","
+                   "\"entry\":{\"name\":\"a.out\",\"size\":\"4096\"}}}") == 4096);
+  CHECK(watch_size("{\"filesystem\":{\"name\":\"a.err\",\"type\":\"EVENT_TYPE_WRITE\","
+                   "\"entry\":{\"name\":\"a.err\",\"type\":\"FILE_TYPE_FILE\"}}}") == 0);
+  CHECK(watch_size("{\"filesystem\":{\"name\":\"a.err\",\"type\":\"EVENT_TYPE_WRITE\"}}") == -1);
+  CHECK(watch_size("{\"filesystem\":{\"name\":\"a.err\",\"type\":\"EVENT_TYPE_WRITE\","
+                   "\"entry\":{\"size\":-1}}}") == -1);
+}
+
 int main(void) {
   RUN(out_of_range_numbers_are_refused);
   RUN(sandbox_detail_maps_every_field);
@@ -228,5 +249,6 @@ int main(void) {
   RUN(keepalives_are_skipped_and_garbage_refused);
   RUN(large_data_events_decode_exactly_whatever_the_spacing);
   RUN(large_data_events_refuse_what_is_not_base64);
+  RUN(watch_event_sizes_follow_proto3_defaults);
   return TESTING_DONE();
 }

@@ -498,9 +498,10 @@ int agent_main(int argc, char **argv) {
     struct pollfd p[4 + 64] = {{g_sock, POLLIN, 0}, {sfd, POLLIN, 0}, {lfd, POLLIN, 0}, {sudo_fd, POLLIN, 0}};
     int wfds[64];
     uint32_t wids[64];
-    int nw = aw_fds(wfds, wids, 64);
+    int timeout_ms;
+    int nw = aw_fds(wfds, wids, 64, &timeout_ms);
     for (int i = 0; i < nw; i++) p[4 + i] = (struct pollfd){wfds[i], POLLIN, 0};
-    if (poll(p, (nfds_t)(4 + nw), -1) < 0) {
+    if (poll(p, (nfds_t)(4 + nw), timeout_ms) < 0) {
       if (errno == EINTR) continue;
       break;
     }

@@ -49,8 +49,10 @@ void ident_leave(void);
 /* ---- agent_watch.c ---- */
 int aw_watch(json_t *req, json_t **out);
 int aw_unwatch(json_t *req, json_t **out);
-/* The inotify descriptors to poll (with their watch ids); returns how many. */
-int aw_fds(int *fds, uint32_t *ids, int max);
+/* The inotify descriptors to poll (with their watch ids); returns how many.
+ * *timeout_ms: -1, or how soon a watch resting after its last read (see
+ * AW_REST_MS) must be polled again. */
+int aw_fds(int *fds, uint32_t *ids, int max, int *timeout_ms);
 /* Reads the pending events of watch `id` and sends them up. */
 void aw_read(uint32_t id, int sock);
 

@@ -17,6 +17,15 @@
 
 #define WATCH_MASK (IN_CREATE | IN_DELETE | IN_MODIFY | IN_MOVED_FROM | IN_MOVED_TO | IN_ATTRIB | IN_CLOSE_WRITE)
 #define MAX_WATCHES 256
+/* A watch rests this long after its events were read: a file written in a
+ * tight loop then costs one event per rest, not one per write that the
+ * agent happened to catch (inotify merges a repeated event with the one
+ * still queued before it, as it does when its reader is slow), and requests
+ * on the channel (a read of that file) are not kept waiting behind events. */
+#define AW_REST_MS 2
+/* At most this many inotify reads per turn (each up to 16 KiB of events),
+ * so a writer racing the reads cannot hold the loop. */
+#define AW_READS_PER_TURN 64
 
 typedef struct wdir {
   int wd;
@@ -26,6 +35,7 @@ typedef struct wdir {
 typedef struct awatch {
   uint32_t id;
   int fd, recursive, entry;
+  int64_t rest_until; /* mono_ms: not polled before */
   int uid, gid; /* who asked: later subdirectories and entries are theirs to see */
   char *root; /* sandbox path */
   wdir *dirs;
@@ -111,13 +121,20 @@ int aw_unwatch(json_t *req, json_t **out) {
   return 0;
 }
 
-int aw_fds(int *fds, uint32_t *ids, int max) {
+int aw_fds(int *fds, uint32_t *ids, int max, int *timeout_ms) {
   int n = 0;
-  for (int i = 0; i < MAX_WATCHES && n < max; i++)
-    if (g_w[i]) {
-      fds[n] = g_w[i]->fd;
-      ids[n++] = g_w[i]->id;
+  int64_t now = mono_ms(), soonest = -1;
+  for (int i = 0; i < MAX_WATCHES && n < max; i++) {
+    if (!g_w[i]) continue;
+    if (g_w[i]->rest_until > now) {
+      int64_t left = g_w[i]->rest_until - now;
+      if (soonest < 0 || left < soonest) soonest = left;
+      continue;
     }
+    fds[n] = g_w[i]->fd;
+    ids[n++] = g_w[i]->id;
+  }
+  *timeout_ms = (int)soonest;
   return n;
 }
 
@@ -130,44 +147,53 @@ static const char *event_type(uint32_t mask) {
   return NULL;
 }
 
-/* Sends the pending events of w up; what it looks at (new subdirectories,
- * entries) it looks at as the watch's user. */
+/* Sends one event of w up; what it looks at (new subdirectories, entries)
+ * it looks at as the watch's user. */
+static void send_event(awatch *w, const struct inotify_event *ev, int sock) {
+  const char *type = event_type(ev->mask);
+  if (!type || !ev->len) return;
+  const char *rel = NULL;
+  for (size_t i = 0; i < w->n && !rel; i++)
+    if (w->dirs[i].wd == ev->wd) rel = w->dirs[i].rel;
+  if (!rel) return;
+  char *name = *rel ? xasprintf("%s/%s", rel, ev->name) : xstrdup(ev->name);
+  if (w->recursive && (ev->mask & IN_ISDIR) && (ev->mask & (IN_CREATE | IN_MOVED_TO)) &&
+      ident_enter(w->uid, w->gid) == 0) {
+    add_dir(w, name);
+    ident_leave();
+  }
+  json_t *body = json_pack("{s:i, s:s, s:s}", "id", (int)w->id, "name", name, "type", type);
+  if (w->entry && !(ev->mask & (IN_DELETE | IN_MOVED_FROM))) {
+    char *virt = xasprintf("%s/%s", strcmp(w->root, "/") == 0 ? "" : w->root, name);
+    json_t *req = json_pack("{s:s}", "path", virt), *st = NULL;
+    if (ident_enter(w->uid, w->gid) == 0) {
+      if (afs_stat(req, &st) == 0) json_object_set(body, "entry", json_object_get(st, "entry"));
+      ident_leave();
+    }
+    json_decref(st);
+    json_decref(req);
+    free(virt);
+  }
+  ipc_send(sock, IPC_WATCH_EVENT, 0, 0, body, NULL, 0);
+  json_decref(body);
+  free(name);
+}
+
+/* Sends the events queued now (not those a writer adds meanwhile: they wait
+ * for the next turn, after AW_REST_MS), then lets the watch rest. */
 static void read_events(awatch *w, int sock) {
   char buf[16384] __attribute__((aligned(__alignof__(struct inotify_event))));
-  for (;;) {
+  w->rest_until = mono_ms() + AW_REST_MS;
+  for (int turn = 0; turn < AW_READS_PER_TURN; turn++) {
     ssize_t n = read(w->fd, buf, sizeof buf);
     if (n <= 0) return;
     for (char *p = buf; p < buf + n;) {
-      struct inotify_event *ev = (struct inotify_event *)p;
+      const struct inotify_event *ev = (const struct inotify_event *)p;
       p += sizeof *ev + ev->len;
-      const char *type = event_type(ev->mask);
-      if (!type || !ev->len) continue;
-      const char *rel = NULL;
-      for (size_t i = 0; i < w->n && !rel; i++)
-        if (w->dirs[i].wd == ev->wd) rel = w->dirs[i].rel;
-      if (!rel) continue;
-      char *name = *rel ? xasprintf("%s/%s", rel, ev->name) : xstrdup(ev->name);
-      if (w->recursive && (ev->mask & IN_ISDIR) && (ev->mask & (IN_CREATE | IN_MOVED_TO)) &&
-          ident_enter(w->uid, w->gid) == 0) {
-        add_dir(w, name);
-        ident_leave();
-      }
-      json_t *body = json_pack("{s:i, s:s, s:s}", "id", (int)w->id, "name", name, "type", type);
-      if (w->entry && !(ev->mask & (IN_DELETE | IN_MOVED_FROM))) {
-        char *virt = xasprintf("%s/%s", strcmp(w->root, "/") == 0 ? "" : w->root, name);
-        json_t *req = json_pack("{s:s}", "path", virt), *st = NULL;
-        if (ident_enter(w->uid, w->gid) == 0) {
-          if (afs_stat(req, &st) == 0) json_object_set(body, "entry", json_object_get(st, "entry"));
-          ident_leave();
-        }
-        json_decref(st);
-        json_decref(req);
-        free(virt);
-      }
-      ipc_send(sock, IPC_WATCH_EVENT, 0, 0, body, NULL, 0);
-      json_decref(body);
-      free(name);
+      send_event(w, ev, sock);
     }
+    /* room left for another event: the queue was empty when read */
+    if ((size_t)n + sizeof(struct inotify_event) + NAME_MAX + 1 <= sizeof buf) return;
   }
 }
 
