@@ -401,6 +401,48 @@ describe("reattaching", function()
     assert.are.equal("exit status 4", res.status)
   end)
 
+  it("returns byte-exact output on both sides of the size and NUL limits of an inlined one", function()
+    local x = function(n) return ("head -c %d /dev/zero | tr '\\0' x"):format(n) end
+    local cases = {
+      { x(32767), ("x"):rep(32767) },
+      { x(32768), ("x"):rep(32768) },
+      { x(32769), ("x"):rep(32769) },
+      { x(32767) .. "; printf '\\0'", ("x"):rep(32767) .. "\0" },
+      { "head -c 255 /dev/zero", ("\0"):rep(255) },
+      { "head -c 300 /dev/zero", ("\0"):rep(300) },
+      { "printf 'a\\0\\0b'", "a\0\0b" },
+    }
+    for _, c in ipairs(cases) do
+      local r = assert(sbx:run(c[1] .. "; { " .. c[1] .. "; } >&2"))
+      assert.are.equal(c[2], r.stdout, c[1])
+      assert.are.equal(c[2], r.stderr, c[1])
+    end
+  end)
+
+  -- The wrapper copies a small output into its own stream when the command
+  -- ends; a large one it must leave alone, not read whole into its shell.
+  it("lets a kept command's wrapper end with its command, however large the output", function()
+    local proc = assert(sbx:spawn("head -c 200000000 /dev/zero | tr '\\0' x"))
+    local n = 0
+    repeat
+      local d = proc:read(60000)
+      n = n + (d and #d or 0)
+    until not d
+    assert.are.equal(0, assert(proc:wait(10000)).exit_code)
+    assert.are.equal(200000000, n)
+    local listed
+    for _ = 1, 10 do
+      listed = false
+      for _, p in ipairs(assert(sbx:processes())) do
+        if p.tag == proc.tag then listed = true end
+      end
+      if not listed then break end
+      e2b.sleep(100)
+    end
+    proc:close()
+    assert.is_false(listed, "the wrapper still runs a second after its command ended")
+  end)
+
   it("survives a connection dropped mid-stream without losing or repeating a byte", function()
     if h.live then return end
     h.faults({ { match = "POST envd:/process.Process/Start", action = "drop_mid_stream", after_events = 5, count = 1 } })

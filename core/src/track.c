@@ -66,8 +66,8 @@
  * without losing its exit status; only SIGKILL ends both. A command that
  * cannot be started is reported on the wrapper's stderr as
  * "!ENOENT"/"!EACCES", as envd would refuse it. At the end the wrapper
- * copies a small file (up to INLINE_MAX bytes, NULs included) to its own
- * stdout or stderr, so a short command's output needs no read, and ends its
+ * copies a small file (up to INLINE_MAX bytes and 256 NULs; it reads no
+ * more than that of a larger one) to its own stdout or stderr, so a short command's output needs no read, and ends its
  * stdout with one letter, 'a' + flags: 1 out non-empty, 2 err non-empty,
  * 4 out inline, 8 err inline. It ends without
  * the exit builtin, which would run a login shell's ~/.bash_logout. It
@@ -94,7 +94,7 @@ static const char WRAPPER[] =
     "unset E2B_ENV_KEEP __k __m __v\n"
     "__e2b_slurp() {\n"
     "  local LC_ALL=C c t=0 i=0; local -a v\n"
-    "  while IFS= read -r -d '' c; do t=$((t+${#c}+1)); [ $t -gt 32768 ] && return 1; v[i++]=$c; done <\"$1\"\n"
+    "  while IFS= read -r -d '' -n $((32769-t)) c; do t=$((t+${#c}+1)); { [ $t -gt 32768 ] || [ $i -ge 256 ]; } && return 1; v[i++]=$c; done <\"$1\"\n"
     "  [ $((t+${#c})) -gt 32768 ] && return 1\n"
     "  [ $i -gt 0 ] && printf '%s\\0' \"${v[@]}\"; printf %s \"$c\"\n"
     "}\n"
