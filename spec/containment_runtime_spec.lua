@@ -113,6 +113,24 @@ end
 
 local function server_bin() return select(2, server()) end
 
+-- Run by a fresh lua under its own e2b-local in a pids cgroup of 80 tasks:
+-- starts commands until the server cannot make the threads they need, then
+-- stops them and checks that the server still runs one.
+local TASK_EXHAUSTER = [[
+local e2b = require("e2b")
+local sbx = assert(assert(e2b.client{}):create{})
+local procs, failed = {}, 0
+for _ = 1, 80 do
+  local p = sbx:spawn("sleep 30", { keep_output = false })
+  if p then procs[#procs + 1] = p else failed = failed + 1 end
+end
+for _, p in ipairs(procs) do p:kill() p:close() end
+local r, err = sbx:run("echo alive")
+print("failed=" .. failed)
+print("after=" .. (r and r.stdout or tostring(err)))
+sbx:kill()
+]]
+
 describe("sandbox runtime containment", function()
   local client, bystander
   setup(function()
@@ -239,6 +257,25 @@ describe("sandbox runtime containment", function()
     end)
     stop()
     assert(ok, err)
+    h.assert_healthy({ bystander }, client)
+  end)
+
+  it("survives running out of tasks: starts that need a thread fail, the server goes on", function()
+    local cg = "/sys/fs/cgroup/pids/e2b-spec-" .. h.core.uuid4():sub(1, 8)
+    local words = { "mkdir", cg, "&& echo 80 >", cg .. "/pids.max", "&& sh -c", h.shell_quote(
+      "echo $$ >" .. cg .. "/cgroup.procs && exec env -u E2B_API_URL -u E2B_SANDBOX_URL -u E2B_DOMAIN -u E2B_API_KEY "
+      .. h.shell_quote(server_bin()) .. " exec -- env LUA_PATH=" .. h.shell_quote(package.path)
+      .. " LUA_CPATH=" .. h.shell_quote(package.cpath) .. " " .. h.lua_bin .. " -e " .. h.shell_quote(TASK_EXHAUSTER)),
+      "2>&1; echo status=$?" }
+    local preload = os.getenv("LD_PRELOAD") -- sanitizer runs: as h.fresh_lua does
+    if preload then
+      table.insert(words, 1, "export LD_PRELOAD=" .. h.shell_quote(preload) .. " ASAN_OPTIONS=detect_leaks=0;")
+    end
+    local out = h.host(table.concat(words, " "))
+    h.host("rmdir " .. cg .. "/e2b-local/* " .. cg .. "/e2b-local " .. cg .. " 2>/dev/null")
+    assert.truthy(out:find("after=alive\n", 1, true), out)
+    assert.truthy(out:find("status=0\n", 1, true), out)
+    assert.is_true(tonumber(out:match("failed=(%d+)")) > 0, out)
     h.assert_healthy({ bystander }, client)
   end)
 
