@@ -68,6 +68,22 @@ for k in kids:
 print("forked", len(kids))
 ]]
 
+-- Forks up to 250 children, says how many, and holds them until killed.
+local FORK_HOLD = [[
+import os, signal, sys
+n = 0
+try:
+    for _ in range(250):
+        if os.fork() == 0:
+            signal.pause()
+            os._exit(0)
+        n += 1
+except OSError as e:
+    pass
+print("held", n, flush=True)
+signal.pause()
+]]
+
 -- Run by a fresh lua under its own e2b-local with diskSizeMB 32: writes
 -- 48 MiB to /tmp and waits for the disk watch to end the sandbox.
 local DISK_FILLER = [[
@@ -96,6 +112,24 @@ local function server()
 end
 
 local function server_bin() return select(2, server()) end
+
+-- Run by a fresh lua under its own e2b-local in a pids cgroup of 80 tasks:
+-- starts commands until the server cannot make the threads they need, then
+-- stops them and checks that the server still runs one.
+local TASK_EXHAUSTER = [[
+local e2b = require("e2b")
+local sbx = assert(assert(e2b.client{}):create{})
+local procs, failed = {}, 0
+for _ = 1, 80 do
+  local p = sbx:spawn("sleep 30", { keep_output = false })
+  if p then procs[#procs + 1] = p else failed = failed + 1 end
+end
+for _, p in ipairs(procs) do p:kill() p:close() end
+local r, err = sbx:run("echo alive")
+print("failed=" .. failed)
+print("after=" .. (r and r.stdout or tostring(err)))
+sbx:kill()
+]]
 
 describe("sandbox runtime containment", function()
   local client, bystander
@@ -193,6 +227,55 @@ describe("sandbox runtime containment", function()
     assert.is_true(n < 1500, out)
     assert.truthy(out:find("fork failed 11", 1, true), out) -- EAGAIN
     assert.are.equal("ok\n", run(sbx, "echo ok", { user = "user" }).stdout)
+    h.assert_healthy({ bystander }, client)
+  end)
+
+  it("holds all sandboxes together to --sandbox-pids, so their fork bombs leave the host and the server tasks", function()
+    local vars, stop = h.serve_local("--sandbox-pids 400")
+    local ok, err = pcall(function()
+      assert(vars.E2B_API_URL, "the second server did not start")
+      local c2 = h.client({ api_url = vars.E2B_API_URL, sandbox_url = vars.E2B_SANDBOX_URL,
+                            api_key = vars.E2B_API_KEY, domain = vars.E2B_DOMAIN })
+      local a, b = assert(c2:create{}), assert(c2:create{})
+      local holder = assert(a:spawn({ "python3", "-c", FORK_HOLD }, { user = "root" }))
+      local held = tonumber((holder:read(60000) or ""):match("held (%d+)"))
+      assert.are.equal(250, held)
+      -- Each sandbox may hold 1024 on its own; together they get 400.
+      local out = py_root(b, FORK_BOMB, { user = "user", timeout_ms = 60000 })
+      local n = tonumber(out:match("forked (%d+)"))
+      assert.truthy(n, out)
+      assert.is_true(held + n < 400, out)
+      assert.truthy(out:find("fork failed 11", 1, true), out) -- EAGAIN
+      -- Once a's children are gone, b gets their share.
+      assert(holder:kill())
+      holder:close()
+      local again = tonumber(py_root(b, FORK_BOMB, { user = "user", timeout_ms = 60000 }):match("forked (%d+)"))
+      assert.is_true(again > n + 200, tostring(again))
+      h.assert_healthy({ a, b }, c2)
+      assert(a:kill())
+      assert(b:kill())
+    end)
+    stop()
+    assert(ok, err)
+    h.assert_healthy({ bystander }, client)
+  end)
+
+  it("survives running out of tasks: starts that need a thread fail, the server goes on", function()
+    local cg = "/sys/fs/cgroup/pids/e2b-spec-" .. h.core.uuid4():sub(1, 8)
+    local words = { "mkdir", cg, "&& echo 80 >", cg .. "/pids.max", "&& sh -c", h.shell_quote(
+      "echo $$ >" .. cg .. "/cgroup.procs && exec env -u E2B_API_URL -u E2B_SANDBOX_URL -u E2B_DOMAIN -u E2B_API_KEY "
+      .. h.shell_quote(server_bin()) .. " exec -- env LUA_PATH=" .. h.shell_quote(package.path)
+      .. " LUA_CPATH=" .. h.shell_quote(package.cpath) .. " " .. h.lua_bin .. " -e " .. h.shell_quote(TASK_EXHAUSTER)),
+      "2>&1; echo status=$?" }
+    local preload = os.getenv("LD_PRELOAD") -- sanitizer runs: as h.fresh_lua does
+    if preload then
+      table.insert(words, 1, "export LD_PRELOAD=" .. h.shell_quote(preload) .. " ASAN_OPTIONS=detect_leaks=0;")
+    end
+    local out = h.host(table.concat(words, " "))
+    h.host("rmdir " .. cg .. "/e2b-local/* " .. cg .. "/e2b-local " .. cg .. " 2>/dev/null")
+    assert.truthy(out:find("after=alive\n", 1, true), out)
+    assert.truthy(out:find("status=0\n", 1, true), out)
+    assert.is_true(tonumber(out:match("failed=(%d+)")) > 0, out)
     h.assert_healthy({ bystander }, client)
   end)
 

@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,7 @@
 #include "proc.h"
 #include "runtime.h"
 #include "sandbox.h"
+#include "sandbox_limits.h"
 #include "server.h"
 #include "store.h"
 #include "sudo.h"
@@ -41,6 +43,7 @@ typedef struct options {
   int ntemplates;
   const char *api_key_file;
   const char *egress_ca_file; /* trusted for upstreams of intercepted HTTPS (beside the system's) */
+  long sandbox_pids;          /* all sandboxes' processes and threads; 0: the default */
   int no_isolation, no_freezer, log_requests;
   char **cmd; /* exec */
 } options;
@@ -92,6 +95,10 @@ static void usage(FILE *f) {
           "                       a CA (PEM) the egress proxy trusts beside the system\n"
           "                       store when it opens HTTPS to a host with network.rules\n"
           "                       (default: E2B_LOCAL_EGRESS_CA_FILE)\n"
+          "  --sandbox-pids N     processes and threads all sandboxes together may hold\n"
+          "                       (each also has its own cap of 1024); default: three\n"
+          "                       quarters of the host's pid_max, so the host and the\n"
+          "                       server always keep the rest\n"
           "  --no-isolation       run sandboxes as plain child processes (no bubblewrap)\n"
           "  --no-freezer         pause with SIGSTOP/SIGCONT instead of the cgroup freezer\n"
           "  --version            print the version and exit\n"
@@ -171,6 +178,16 @@ static int parse_args(int argc, char **argv, int exec_mode, options *o) {
         return -1;
       }
       o->tls_given = 1;
+    } else if (strcmp(a, "--sandbox-pids") == 0 && has_val) {
+      char *end;
+      long n = strtol(argv[++i], &end, 10);
+      long host = limits_host_tasks();
+      if (*end || n < 64 || (host > 0 && n >= host)) {
+        fprintf(stderr, "e2b-local: invalid --sandbox-pids '%s' (expected 64 to %ld)\n", argv[i],
+                host > 0 ? host - 1 : LONG_MAX);
+        return -1;
+      }
+      o->sandbox_pids = n;
     } else if (strcmp(a, "--version") == 0) {
       version();
       exit(0);
@@ -350,7 +367,7 @@ static void publish(const options *o, running *run, unsigned port) {
 }
 
 static int start_all(const options *o, running *run) {
-  runtime_init(o->no_isolation, o->no_freezer);
+  runtime_init(o->no_isolation, o->no_freezer, o->sandbox_pids);
   /* Before any sandbox boots: template setup scripts may use the network. */
   sandbox_listen(&egress_sandbox_listener);
   sandbox_listen(&watch_sandbox_listener);

@@ -132,8 +132,16 @@ channel *channel_open(int sock, const channel_ops *ops, void *ctx) {
   pthread_attr_t attr;
   pthread_attr_init(&attr);
   pthread_attr_setstacksize(&attr, 128 * 1024);
-  if (pthread_create(&c->reader, &attr, reader_main, c) != 0) abort();
+  int rc = pthread_create(&c->reader, &attr, reader_main, c);
   pthread_attr_destroy(&attr);
+  if (rc != 0) { /* the host is out of tasks: this sandbox cannot start, the server goes on */
+    close(sock);
+    pthread_mutex_destroy(&c->mu);
+    pthread_cond_destroy(&c->cv);
+    free(c);
+    errno = rc;
+    return NULL;
+  }
   return c;
 }
 

@@ -18,7 +18,8 @@ typedef struct channel_ops {
   void (*on_violation)(void *ctx, const char *why);
 } channel_ops;
 
-/* Takes ownership of sock. */
+/* Takes ownership of sock. NULL (errno set, sock closed) when its reader
+ * thread cannot be made. */
 channel *channel_open(int sock, const channel_ops *ops, void *ctx);
 /* Sends a request and waits for its reply. Returns 0 (reply->err carries the
  * agent's errno) or -errno when the channel is broken (-EPIPE once closed). */

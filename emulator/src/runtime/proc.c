@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "log.h"
 #include "util.h"
 
 #define SUB_QUEUE_LIMIT (1u << 20) /* bytes queued per subscriber before backpressure */
@@ -47,6 +48,7 @@ struct proc {
   int64_t deadline_ms;
   int deadline_hit;
   int wake_fd; /* wakes the reader when the deadline moves */
+  int unserved; /* no reader thread: ended at once, to be killed by the caller */
 };
 
 typedef struct early_exit {
@@ -214,6 +216,8 @@ void proc_unref(proc *p) {
 
 int proc_pid(const proc *p) { return p->pid; }
 
+int proc_unserved(const proc *p) { return p->unserved; }
+
 static void maybe_kill_for_deadline(proc *p) {
   pthread_mutex_lock(&p->t->mu);
   int fire = p->deadline_ms > 0 && !p->deadline_hit && !p->exited && mono_ms() >= p->deadline_ms;
@@ -334,6 +338,30 @@ static proc_sub *sub_new_locked(proc *p) {
   return s;
 }
 
+/* No thread could be made to read the output (the host is out of tasks, or
+ * of memory): the process cannot be served, so it ends at once, as a kill
+ * would end it, and its caller kills it (proc_unserved) once it holds no
+ * lock; the server itself goes on. */
+static void end_without_reader(proc *p, int why) {
+  proc_table *t = p->t;
+  log_msg("process %d: no thread to read its output (%s): killing it", p->pid, strerror(why));
+  p->unserved = 1;
+  if (p->pty_fd < 0) {
+    close(p->out_fd);
+    close(p->err_fd);
+  }
+  proc_event *end = xcalloc(1, sizeof *end);
+  end->kind = PEV_END;
+  end->status = SIGKILL;
+  pthread_mutex_lock(&t->mu);
+  push_locked(p, end);
+  p->exited = p->ended = 1;
+  unlink_locked(p);
+  int last = --p->refs == 0; /* the table's reference */
+  pthread_mutex_unlock(&t->mu);
+  if (last) proc_free(p);
+}
+
 proc *proc_register(proc_table *t, const proc_spec *spec, proc_sub **first) {
   proc *p = xcalloc(1, sizeof *p);
   p->t = t;
@@ -370,8 +398,15 @@ proc *proc_register(proc_table *t, const proc_spec *spec, proc_sub **first) {
   pthread_attr_setstacksize(&attr, 64 * 1024);
   pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
   pthread_t th;
-  if (pthread_create(&th, &attr, reader_main, p) != 0) abort();
+  int rc = pthread_create(&th, &attr, reader_main, p);
   pthread_attr_destroy(&attr);
+  if (rc != 0) {
+    end_without_reader(p, rc);
+    pthread_mutex_lock(&g_readers_mu);
+    g_readers--;
+    pthread_cond_broadcast(&g_readers_cv);
+    pthread_mutex_unlock(&g_readers_mu);
+  }
   return p;
 }
 

@@ -132,6 +132,7 @@ void runtime_shutdown(void) {
   free(g_bundle_file);
   free(g_bundle_dest);
   g_ca_file = g_ca_dest = g_bundle_file = g_bundle_dest = NULL;
+  limits_shutdown();
 }
 
 static char *find_in_path(const char *name) {
@@ -166,7 +167,7 @@ static int run_quiet(char *const argv[]) {
   return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
-void runtime_init(int force_no_isolation, int force_no_freezer) {
+void runtime_init(int force_no_isolation, int force_no_freezer, long sandbox_pids) {
   g_self = realpath("/proc/self/exe", NULL);
   if (!g_self) g_self = xstrdup("/proc/self/exe");
   if (!force_no_isolation) g_bwrap = find_in_path("bwrap");
@@ -188,7 +189,7 @@ void runtime_init(int force_no_isolation, int force_no_freezer) {
   if (!g_freezer)
     log_msg("memory pause uses SIGSTOP/SIGCONT (%s)",
             force_no_freezer ? "--no-freezer" : "no writable cgroup v1 freezer");
-  limits_init();
+  limits_init(sandbox_pids);
   if (pthread_create(&g_spawner, NULL, spawner_main, NULL) != 0) abort();
   g_sp_started = 1;
 }

@@ -27,8 +27,9 @@ typedef struct runtime_config {
 } runtime_config;
 
 /* Probes bubblewrap and the freezer; prints one warning when isolation is off.
- * The flags come from --no-isolation and --no-freezer (SIGSTOP pause). */
-void runtime_init(int force_no_isolation, int force_no_freezer);
+ * The flags come from --no-isolation and --no-freezer (SIGSTOP pause);
+ * sandbox_pids from --sandbox-pids (0: the default, see limits_init). */
+void runtime_init(int force_no_isolation, int force_no_freezer, long sandbox_pids);
 int runtime_isolated(void);
 mode_t runtime_state_dir_mode(void);
 /* Sandboxes trust e2b-local's CA (ca_file, its certificate only: never the

@@ -429,6 +429,15 @@ static int boot_locked(sandbox *sb) {
   static const channel_ops ops = {on_exit_cb, on_broken_cb, on_watch_cb, on_egress_cb,
                                   on_violation_cb};
   sb->chan = channel_open(sb->rt.sock, &ops, sb->procs); /* the channel owns the socket */
+  if (!sb->chan) {
+    rc = -errno;
+    log_msg("sandbox %s: cannot start its agent channel: %s", sb->id, strerror(-rc));
+    sb->rt.sock = -1;
+    runtime_stop(&sb->rt);
+    proc_table_unref(sb->procs);
+    sb->procs = NULL;
+    return rc;
+  }
   return 0;
 }
 
@@ -914,6 +923,7 @@ int sandbox_spawn(sandbox *sb, json_t *req, json_t *config, const char *tag, int
                                  json_object_get(config, "cmd")),
                 "process %d started", (int)json_integer_value(json_object_get(reply->body, "pid")));
   pthread_rwlock_unlock(&sb->lock);
+  if (out->p && proc_unserved(out->p)) sandbox_signal(sb, proc_pid(out->p), SIGKILL);
   return rc == -EPIPE ? -ESRCH : rc;
 }
 

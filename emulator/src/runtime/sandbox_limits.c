@@ -1,7 +1,12 @@
 /* sandbox_limits.c — a sandbox's memory and process-count limits, enforced by the
  * kernel (cgroup v1). Each sandbox gets <mount>/<our cgroup>/e2b-local/<id>
- * in the memory and pids hierarchies: nested under the server's own cgroup,
- * so a limit an operator put on the server still covers its sandboxes. */
+ * in the memory hierarchy and .../e2b-local/server-<our pid>/<id> in the pids
+ * one: nested under the server's own cgroup, so a limit an operator put on
+ * the server still covers its sandboxes. The server-<pid> level holds all of
+ * this server's sandboxes to one process budget below the host's task limit,
+ * so that sandboxes together (each within its own cap) can never take the
+ * last tasks from the host and the server: a thread the server needs to
+ * serve a request can always be made. */
 #define _GNU_SOURCE
 #include "sandbox_limits.h"
 
@@ -15,7 +20,8 @@
 #include "log.h"
 #include "util.h"
 
-static char *g_mem_root, *g_pids_root; /* .../e2b-local, or NULL */
+static char *g_mem_root, *g_pids_root; /* .../e2b-local(/server-<pid>), or NULL */
+static long g_pids_total;              /* the budget written, 0 when none could be */
 
 /* Our own path in the hierarchy of one controller (from /proc/self/cgroup). */
 static char *own_path(const char *controller) {
@@ -57,9 +63,49 @@ static char *find_root(const char *controller, const char *probe) {
   return root;
 }
 
-void limits_init(void) {
+static int write_value(const char *dir, const char *name, const char *value) {
+  char *p = xasprintf("%s/%s", dir, name);
+  int rc = write_file(p, value, strlen(value), 0644);
+  free(p);
+  return rc;
+}
+
+static long read_long(const char *path) {
+  FILE *f = fopen(path, "re");
+  long v = 0;
+  if (f && fscanf(f, "%ld", &v) != 1) v = 0;
+  if (f) fclose(f);
+  return v;
+}
+
+long limits_host_tasks(void) {
+  long pid_max = read_long("/proc/sys/kernel/pid_max");
+  long threads = read_long("/proc/sys/kernel/threads-max");
+  return threads > 0 && (pid_max <= 0 || threads < pid_max) ? threads : pid_max;
+}
+
+/* This server's level in the pids hierarchy, holding the budget. */
+static char *budget_root(char *parent, long total) {
+  if (!parent) return NULL;
+  char *dir = xasprintf("%s/server-%ld", parent, (long)getpid());
+  free(parent);
+  char value[32];
+  snprintf(value, sizeof value, "%ld", total);
+  if ((mkdir(dir, 0755) != 0 && errno != EEXIST) || write_value(dir, "pids.max", value) != 0) {
+    log_msg("WARNING: cannot hold sandboxes to %ld processes in all (%s): they share this host's",
+            total, strerror(errno));
+    rmdir(dir);
+    free(dir);
+    return NULL;
+  }
+  g_pids_total = total;
+  return dir;
+}
+
+void limits_init(long pids_total) {
   g_mem_root = find_root("memory", "memory.limit_in_bytes");
-  g_pids_root = find_root("pids", "pids.max");
+  if (pids_total <= 0) pids_total = limits_host_tasks() / 4 * 3;
+  g_pids_root = budget_root(find_root("pids", "pids.max"), pids_total);
   if (!g_mem_root || !g_pids_root)
     log_msg("WARNING: sandbox limits NOT enforced for%s%s (no writable cgroup v1 controller): "
             "a sandbox can use all of this host's %s",
@@ -67,12 +113,6 @@ void limits_init(void) {
             g_mem_root ? "processes" : g_pids_root ? "memory" : "memory and processes");
 }
 
-static int write_value(const char *dir, const char *name, const char *value) {
-  char *p = xasprintf("%s/%s", dir, name);
-  int rc = write_file(p, value, strlen(value), 0644);
-  free(p);
-  return rc;
-}
 
 /* mkdir + limit values; NULL when any step fails (the cgroup is removed). */
 static char *make_one(const char *root, const char *id, const char *const kv[][2], int n) {
@@ -128,7 +168,16 @@ void limits_destroy(limits *l) {
   remove_dir(&l->pids);
 }
 
+void limits_shutdown(void) {
+  if (g_pids_root) rmdir(g_pids_root); /* every sandbox's own is gone by now */
+  free(g_pids_root);
+  free(g_mem_root);
+  g_pids_root = g_mem_root = NULL;
+  g_pids_total = 0;
+}
+
 json_t *limits_report(void) {
-  return json_pack("{s:s, s:s, s:s}", "memory", g_mem_root ? "cgroup-v1" : "unavailable", "pids",
-                   g_pids_root ? "cgroup-v1" : "unavailable", "disk", "watched");
+  return json_pack("{s:s, s:s, s:I, s:s}", "memory", g_mem_root ? "cgroup-v1" : "unavailable", "pids",
+                   g_pids_root ? "cgroup-v1" : "unavailable", "pids_total", (json_int_t)g_pids_total,
+                   "disk", "watched");
 }

@@ -11,8 +11,14 @@ typedef struct limits {
   char *pids; /* pids cgroup directory, or NULL */
 } limits;
 
-/* Finds the hierarchies; logs once what this host cannot enforce. */
-void limits_init(void);
+/* Finds the hierarchies and holds all sandboxes together to pids_total
+ * processes and threads (<= 0: three quarters of limits_host_tasks());
+ * logs once what this host cannot enforce. */
+void limits_init(long pids_total);
+/* The host's limit on tasks: kernel.pid_max, or threads-max when lower. */
+long limits_host_tasks(void);
+/* Removes this server's level of the hierarchy (after every sandbox's). */
+void limits_shutdown(void);
 /* Creates the sandbox's cgroups with their limits. What cannot be created is
  * left NULL (the sandbox starts anyway: limits_report says so). */
 void limits_create(limits *l, const char *id, uint64_t mem_bytes, int pids_max);
@@ -20,7 +26,8 @@ void limits_create(limits *l, const char *id, uint64_t mem_bytes, int pids_max);
 void limits_procs(const limits *l, char *out[3]);
 /* Removes the cgroups (every process must be gone). */
 void limits_destroy(limits *l);
-/* {"memory": "cgroup-v1"|"unavailable", "pids": ..., "disk": "watched"} */
+/* {"memory": "cgroup-v1"|"unavailable", "pids": ..., "pids_total": the
+ * budget of all sandboxes together (0: none), "disk": "watched"} */
 json_t *limits_report(void);
 
 #endif
