@@ -356,6 +356,34 @@ describe("reattaching", function()
     p2:close()
   end)
 
+  it("reports a kept command that a signal ended as envd reports an unkept one, on reattach too", function()
+    for _, cmd in ipairs({ "kill -TERM $$", "kill -INT $$", "kill -HUP $$", "exit 143" }) do
+      local plain = assert(sbx:run(cmd, { keep_output = false }))
+      local kept = assert(sbx:run(cmd))
+      assert.are.same({ plain.exit_code, plain.status }, { kept.exit_code, kept.status }, cmd)
+      local tag = "sigend-" .. h.core.uuid4()
+      local proc = assert(sbx:spawn(cmd, { tag = tag }))
+      assert(proc:wait(10000))
+      proc:detach()
+      proc:close()
+      local again = assert(sbx:attach(tag))
+      local r = assert(again:wait(10000))
+      again:close()
+      assert.are.same({ plain.exit_code, plain.status }, { r.exit_code, r.status }, cmd .. " (reattached)")
+    end
+    -- A TERM to the process group: the same for both.
+    local ends = {}
+    for _, keep in ipairs({ false, true }) do
+      local proc = assert(sbx:spawn({ "sleep", "30" }, { keep_output = keep }))
+      assert(sbx:run("sleep 0.2"))
+      assert(proc:signal("TERM"))
+      local r = assert(proc:wait(10000))
+      proc:close()
+      ends[#ends + 1] = { r.exit_code, r.status }
+    end
+    assert.are.same(ends[1], ends[2])
+  end)
+
   it("keeps stderr byte-exact when a kept command dies of a signal (no shell job message added)", function()
     for _, cmd in ipairs({ "echo e >&2; kill -KILL $BASHPID", { "sh", "-c", "echo e >&2; kill -TERM $$" } }) do
       local r = assert(sbx:run(cmd))

@@ -63,7 +63,10 @@
  * newline means the output files are complete (files an older wrapper made
  * say "STATUS\n" there and keep the boot id in .boot). The wrapper traps catchable signals (a trap is reset
  * in the command), so a signal to the process group reaches the command
- * without losing its exit status; only SIGKILL ends both. A command that
+ * without losing its exit status; only SIGKILL ends both. A wrapper that got
+ * TERM, INT, HUP or QUIT (a signal to the group, or `kill $$` in a command
+ * string) records minus its number as the status once the command ended
+ * and then ends by that signal itself, as the unwrapped shell would have. A command that
  * cannot be started is reported on the wrapper's stderr as
  * "!ENOENT"/"!EACCES", as envd would refuse it. At the end the wrapper
  * copies a small file (up to INLINE_MAX bytes and 256 NULs; it reads no
@@ -99,14 +102,16 @@ static const char WRAPPER[] =
     "  [ $i -gt 0 ] && printf '%s\\0' \"${v[@]}\"; printf %s \"$c\"\n"
     "}\n"
     "__e2b_end() {\n"
-    "  local f=0; [ -s \"$__p.out\" ] && f=1; [ -s \"$__p.err\" ] && f=$((f+2))\n"
-    "  printf '%s %s\\n' \"$1\" \"$__b\" >\"$__p.exit\"\n"
+    "  local f=0 st=$1; [ -n \"$__s\" ] && st=-$__n; [ -s \"$__p.out\" ] && f=1; [ -s \"$__p.err\" ] && f=$((f+2))\n"
+    "  printf '%s %s\\n' \"$st\" \"$__b\" >\"$__p.exit\"\n"
     "  [ $((f&2)) = 2 ] && __e2b_slurp \"$__p.err\" >&2 && f=$((f+8))\n"
     "  [ $((f&1)) = 1 ] && __e2b_slurp \"$__p.out\" && f=$((f+4))\n"
-    "  printf %s \"${__e2b_l:f:1}\"; return \"$1\"\n"
+    "  printf %s \"${__e2b_l:f:1}\"\n"
+    "  [ -n \"$__s\" ] && { trap - \"$__s\"; kill -s \"$__s\" $$; }\n"
+    "  return \"$1\"\n"
     "}\n"
-    "__e2b_l=abcdefghijklmnop\n"
-    "trap : TERM INT HUP QUIT\n"
+    "__e2b_l=abcdefghijklmnop __s= __n=\n"
+    "trap '__s=TERM __n=15' TERM; trap '__s=INT __n=2' INT; trap '__s=HUP __n=1' HUP; trap '__s=QUIT __n=3' QUIT\n"
     "if [ \"$0\" != e2b-sh ]; then\n"
     "  if ! command -v -- \"$1\" >/dev/null; then\n"
     "    case $1 in */*) [ -e \"$1\" ] && { printf '!EACCES' >&2; printf '126 %s\\n' \"$__b\" >\"$__p.exit\"; exit 126; };; esac\n"
@@ -122,7 +127,7 @@ static const char WRAPPER[] =
  * in WRAPPER): when the command dies of a signal, bash reports the job
  * ("... Killed ( __c=$1; ...") there, which would otherwise lead the
  * inlined stderr. */
-static const char SH_LINE[] = "eval \"$E2B_PROC\"; { ( __c=$1; set --; unset __p __b; BASH_ARGV0=/bin/bash; "
+static const char SH_LINE[] = "eval \"$E2B_PROC\"; { ( __c=$1; set --; unset __p __b __s __n; BASH_ARGV0=/bin/bash; "
                               "eval \"$__c\" ) >>\"$__p.out\" 2>>\"$__p.err\"; } 2>/dev/null; __e2b_end $?";
 
 /* The same environment pruning for untracked (PTY) commands. */
@@ -458,6 +463,18 @@ static void take_read(e2b_req *op, track_state *s) {
 
 /* "STATUS BOOTID\n" (or an older wrapper's "STATUS\n"); without its
  * newline the file holds only the boot id: the command has not ended. */
+/* A status envd would give a shell that this signal ended (the ones the
+ * wrapper records as a negative status). */
+static const char *signal_name(int sig) {
+  switch (sig) {
+  case 1: return "hangup";
+  case 2: return "interrupt";
+  case 3: return "quit";
+  case 15: return "terminated";
+  default: return "unknown";
+  }
+}
+
 static void read_exit_file(track_state *s) {
   if (s->exit_known) return;
   if (!s->small.len || s->small.data[s->small.len - 1] != '\n') {
@@ -472,8 +489,9 @@ static void read_exit_file(track_state *s) {
     return;
   }
   s->exit_known = 1;
-  s->exit_code = code;
-  snprintf(s->status, sizeof s->status, "exit status %d", s->exit_code);
+  s->exit_code = code < 0 ? -1 : code;
+  if (code < 0) snprintf(s->status, sizeof s->status, "signal: %s", signal_name(-code));
+  else snprintf(s->status, sizeof s->status, "exit status %d", code);
 }
 
 /* A read ended: 416 is "nothing past our offset", 404 "not there (yet)". */
