@@ -289,6 +289,21 @@ describe("reattaching", function()
     return table.concat(t, "\n") .. "\n"
   end
 
+  -- Runs cmd as a kept process to its end, leaves it, and reads it again by
+  -- tag through `from` (default: this sandbox handle). Returns the first
+  -- handle's result and boot id, then the attached handle's.
+  local function ended_then_attached(cmd, from)
+    local tag = "again-" .. h.core.uuid4()
+    local proc = assert(sbx:spawn(cmd, { tag = tag }))
+    local first, first_boot = assert(proc:wait(10000)), proc:boot_id()
+    proc:detach()
+    proc:close()
+    local p2 = assert((from or sbx):attach(tag))
+    local again, again_boot = assert(p2:wait(10000)), p2:boot_id()
+    p2:close()
+    return first, first_boot, again, again_boot
+  end
+
   it("continues on another client exactly where a reader stopped", function()
     local proc = assert(sbx:spawn(SCRIPT, { tag = "reattach-" .. h.core.uuid4() }))
     local got = { stdout = "", stderr = "" }
@@ -322,38 +337,23 @@ describe("reattaching", function()
 
   it("keeps the status and output of a command string that sets its own EXIT trap and exits, for a reattach too", function()
     local cmd = "trap 'echo bye; echo gone >&2' EXIT; echo hi; exit 3"
+    local want = { 3, "hi\nbye\n", "gone\n" }
     local r = assert(sbx:run(cmd))
-    assert.are.same({ 3, "hi\nbye\n", "gone\n" }, { r.exit_code, r.stdout, r.stderr })
-    local tag = "trap-" .. h.core.uuid4()
-    local proc = assert(sbx:spawn(cmd, { tag = tag }))
-    r = assert(proc:wait(10000))
-    assert.are.same({ 3, "hi\nbye\n", "gone\n" }, { r.exit_code, r.stdout, r.stderr })
-    local boot = assert(proc:boot_id())
-    assert.are.equal(boot .. "\n", assert(sbx:run("cat /proc/sys/kernel/random/boot_id")).stdout)
-    proc:detach()
-    proc:close()
-    -- It has ended: a new handle reads its files alone, exit status and boot id included.
-    local again = assert(h.client():connect(sbx.sandbox_id))
-    local p2 = assert(again:attach(tag))
-    r = assert(p2:wait(10000))
-    assert.are.same({ 3, "hi\nbye\n", "gone\n" }, { r.exit_code, r.stdout, r.stderr })
-    assert.are.equal(boot, assert(p2:boot_id()))
-    p2:close()
+    assert.are.same(want, { r.exit_code, r.stdout, r.stderr })
+    -- Once it ended, a new handle reads its files alone, exit status and boot id included.
+    local first, boot, again, again_boot = ended_then_attached(cmd, assert(h.client():connect(sbx.sandbox_id)))
+    assert.are.same(want, { first.exit_code, first.stdout, first.stderr })
+    assert.are.equal(assert(boot) .. "\n", assert(sbx:run("cat /proc/sys/kernel/random/boot_id")).stdout)
+    assert.are.same(want, { again.exit_code, again.stdout, again.stderr })
+    assert.are.equal(boot, again_boot)
   end)
 
   it("keeps the status and output of a command string that replaces its shell with exec", function()
     local cmd = "echo a; exec sh -c 'echo b >&2; exit 4'"
     local r = assert(sbx:run(cmd))
     assert.are.same({ 4, "a\n", "b\n" }, { r.exit_code, r.stdout, r.stderr })
-    local tag = "exec-" .. h.core.uuid4()
-    local proc = assert(sbx:spawn(cmd, { tag = tag }))
-    assert(proc:wait(10000))
-    proc:detach()
-    proc:close()
-    local p2 = assert(sbx:attach(tag))
-    r = assert(p2:wait(10000))
-    assert.are.same({ 4, "a\n", "b\n" }, { r.exit_code, r.stdout, r.stderr })
-    p2:close()
+    local _, _, again = ended_then_attached(cmd)
+    assert.are.same({ 4, "a\n", "b\n" }, { again.exit_code, again.stdout, again.stderr })
   end)
 
   it("reports a kept command that a signal ended as envd reports an unkept one, on reattach too", function()
@@ -361,14 +361,7 @@ describe("reattaching", function()
       local plain = assert(sbx:run(cmd, { keep_output = false }))
       local kept = assert(sbx:run(cmd))
       assert.are.same({ plain.exit_code, plain.status }, { kept.exit_code, kept.status }, cmd)
-      local tag = "sigend-" .. h.core.uuid4()
-      local proc = assert(sbx:spawn(cmd, { tag = tag }))
-      assert(proc:wait(10000))
-      proc:detach()
-      proc:close()
-      local again = assert(sbx:attach(tag))
-      local r = assert(again:wait(10000))
-      again:close()
+      local _, _, r = ended_then_attached(cmd)
       assert.are.same({ plain.exit_code, plain.status }, { r.exit_code, r.status }, cmd .. " (reattached)")
     end
     -- A TERM to the process group: the same for both.
@@ -390,14 +383,8 @@ describe("reattaching", function()
       assert.are_not.equal(0, r.exit_code)
       assert.are.equal("e\n", r.stderr)
       -- The kept file holds the same bytes.
-      local tag = "sig-" .. h.core.uuid4()
-      local proc = assert(sbx:spawn(cmd, { tag = tag }))
-      assert(proc:wait(10000))
-      proc:detach()
-      proc:close()
-      local p2 = assert(sbx:attach(tag))
-      assert.are.equal("e\n", assert(p2:wait(10000)).stderr)
-      p2:close()
+      local _, _, again = ended_then_attached(cmd)
+      assert.are.equal("e\n", again.stderr)
     end
   end)
 
