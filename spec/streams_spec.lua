@@ -357,12 +357,14 @@ describe("reattaching", function()
   end)
 
   it("reports a kept command that a signal ended as envd reports an unkept one, on reattach too", function()
-    for _, cmd in ipairs({ "kill -TERM $$", "kill -INT $$", "kill -HUP $$", "exit 143" }) do
+    for _, cmd in ipairs({ "kill -TERM $$", "kill -INT $$", "kill -HUP $$", "exit 143", "kill -KILL $BASHPID",
+      "kill -SEGV $BASHPID", "exit 139", { "sh", "-c", "kill -TERM $$" }, { "sh", "-c", "exit 137" } }) do
       local plain = assert(sbx:run(cmd, { keep_output = false }))
       local kept = assert(sbx:run(cmd))
-      assert.are.same({ plain.exit_code, plain.status }, { kept.exit_code, kept.status }, cmd)
+      local name = type(cmd) == "table" and table.concat(cmd, " ") or cmd
+      assert.are.same({ plain.exit_code, plain.status }, { kept.exit_code, kept.status }, name)
       local _, _, r = ended_then_attached(cmd)
-      assert.are.same({ plain.exit_code, plain.status }, { r.exit_code, r.status }, cmd .. " (reattached)")
+      assert.are.same({ plain.exit_code, plain.status }, { r.exit_code, r.status }, name .. " (reattached)")
     end
     -- A TERM to the process group: the same for both.
     local ends = {}
