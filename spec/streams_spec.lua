@@ -402,6 +402,19 @@ describe("reattaching", function()
     p:close()
   end)
 
+  it("reads a wrapper killed between bash's job report and its status as killed, its boot id intact", function()
+    local tag = "report-" .. h.core.uuid4()
+    local hex = tag:gsub(".", function(c) return ("%02x"):format(c:byte()) end)
+    local boot = "12345678-1234-1234-1234-123456789abc"
+    assert(sbx:run(("cd /tmp/.e2b-proc && printf 'o' >%s.out && : >%s.err"
+      .. " && printf '%%s%%s\\n' %s '1 bash: line 1: 12 Killed ( x )' >%s.exit"):format(hex, hex, boot, hex)))
+    local p = assert(sbx:attach(tag))
+    local r = assert(p:wait(10000))
+    assert.are.same({ -1, "killed (no exit status recorded)", "o" }, { r.exit_code, r.status, r.stdout })
+    assert.are.equal(boot, assert(p:boot_id()))
+    p:close()
+  end)
+
   -- As above, the wrapper may still be busy when the reader has it all: an
   -- attach then takes the end from the exit file or from the stream.
   it("attaches right after a reader finished and gets every byte and the exit status", function()

@@ -38,8 +38,6 @@
 /* The most a wrapper copies into its own stream at the end (the wrapper's
  * __e2b_slurp says 32768 too). */
 #define INLINE_MAX 32768
-/* /proc/sys/kernel/random/boot_id: a UUID */
-#define BOOT_ID_LEN 36
 /* A started process's wrapper may not have created its files yet: wait this
  * long for them before calling the process unknown. */
 #define KEPT_GRACE_MS 10000
@@ -323,7 +321,7 @@ static void wake(e2b_req *op, char file, int64_t size) {
   if (which == R_EXIT && size == 0) return;
   /* The wrapper makes the exit file holding just the boot id (36 bytes);
    * only a longer one holds the status. */
-  if (which == R_EXIT && size >= 0 && size <= BOOT_ID_LEN) return;
+  if (which == R_EXIT && size >= 0 && size <= E2B_BOOT_ID_LEN) return;
   if (which == R_EXIT && !s->exit_file_ms) s->exit_file_ms = e2b_now_ms();
   s->due |= which >= 0 ? 1 << which : DUE_ALL;
   if (s->read || s->final_pass || s->coalescing) return;
@@ -482,7 +480,15 @@ static void read_exit_file(track_state *s) {
     s->exit_file_ms = s->exit_late = 0; /* not written yet: its next event times it again */
     return;
   }
-  int code = atoi(s->small.data);
+  /* While the command runs the file holds the boot id and, after a signal,
+   * bash's job report: only "STATUS " or "STATUS\n" at its start is an end. */
+  char *end;
+  long parsed = strtol(s->small.data, &end, 10);
+  if (end == s->small.data || (*end != ' ' && *end != '\n') || parsed < -64 || parsed > 255) {
+    s->exit_file_ms = s->exit_late = 0;
+    return;
+  }
+  int code = (int)parsed;
   /* 126 or 127 and no output may be a command that could not start, which
    * only the wrapper's stream tells (fail_start): that waits for it. */
   if ((code == 126 || code == 127) && !s->off[0] && !s->off[1] && s->live && !e2b_req_done(s->live)) {
