@@ -357,12 +357,14 @@ describe("reattaching", function()
   end)
 
   it("reports a kept command that a signal ended as envd reports an unkept one, on reattach too", function()
-    for _, cmd in ipairs({ "kill -TERM $$", "kill -INT $$", "kill -HUP $$", "exit 143" }) do
+    for _, cmd in ipairs({ "kill -TERM $$", "kill -INT $$", "kill -HUP $$", "exit 143", "kill -KILL $BASHPID",
+      "kill -SEGV $BASHPID", "exit 139", { "sh", "-c", "kill -TERM $$" }, { "sh", "-c", "exit 137" } }) do
       local plain = assert(sbx:run(cmd, { keep_output = false }))
       local kept = assert(sbx:run(cmd))
-      assert.are.same({ plain.exit_code, plain.status }, { kept.exit_code, kept.status }, cmd)
+      local name = type(cmd) == "table" and table.concat(cmd, " ") or cmd
+      assert.are.same({ plain.exit_code, plain.status }, { kept.exit_code, kept.status }, name)
       local _, _, r = ended_then_attached(cmd)
-      assert.are.same({ plain.exit_code, plain.status }, { r.exit_code, r.status }, cmd .. " (reattached)")
+      assert.are.same({ plain.exit_code, plain.status }, { r.exit_code, r.status }, name .. " (reattached)")
     end
     -- A TERM to the process group: the same for both.
     local ends = {}
@@ -397,6 +399,19 @@ describe("reattaching", function()
     local r = assert(p:wait(10000))
     assert.are.same({ 5, "o\n", "e" }, { r.exit_code, r.stdout, r.stderr })
     assert.are.equal("an-old-boot", assert(p:boot_id()))
+    p:close()
+  end)
+
+  it("reads a wrapper killed between bash's job report and its status as killed, its boot id intact", function()
+    local tag = "report-" .. h.core.uuid4()
+    local hex = tag:gsub(".", function(c) return ("%02x"):format(c:byte()) end)
+    local boot = "12345678-1234-1234-1234-123456789abc"
+    assert(sbx:run(("cd /tmp/.e2b-proc && printf 'o' >%s.out && : >%s.err"
+      .. " && printf '%%s%%s\\n' %s '1 bash: line 1: 12 Killed ( x )' >%s.exit"):format(hex, hex, boot, hex)))
+    local p = assert(sbx:attach(tag))
+    local r = assert(p:wait(10000))
+    assert.are.same({ -1, "killed (no exit status recorded)", "o" }, { r.exit_code, r.status, r.stdout })
+    assert.are.equal(boot, assert(p:boot_id()))
     p:close()
   end)
 

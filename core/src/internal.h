@@ -344,6 +344,8 @@ e2b_req *e2b_proc_connect_stream(e2b_sbx *sbx, uint32_t pid, const char *tag, lo
 
 /* ---- forget.c: kept files, removed at once or by the next command ---- */
 #define E2B_KEPT_ROOT "/tmp/.e2b-proc"
+/* A boot id (/proc/sys/kernel/random/boot_id) is a UUID: 36 characters. */
+#define E2B_BOOT_ID_LEN 36
 char *e2b_kept_prefix(const char *tag); /* E2B_KEPT_ROOT/<hex tag> */
 char *e2b_take_forgets(e2b_sbx *sbx, const char *user);
 void e2b_return_forgets(e2b_sbx *sbx, const char *names, const char *user);

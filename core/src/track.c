@@ -38,8 +38,6 @@
 /* The most a wrapper copies into its own stream at the end (the wrapper's
  * __e2b_slurp says 32768 too). */
 #define INLINE_MAX 32768
-/* /proc/sys/kernel/random/boot_id: a UUID */
-#define BOOT_ID_LEN 36
 /* A started process's wrapper may not have created its files yet: wait this
  * long for them before calling the process unknown. */
 #define KEPT_GRACE_MS 10000
@@ -65,8 +63,9 @@
  * in the command), so a signal to the process group reaches the command
  * without losing its exit status; only SIGKILL ends both. A wrapper that got
  * TERM, INT, HUP or QUIT (a signal to the group, or `kill $$` in a command
- * string) records minus its number as the status once the command ended
- * and then ends by that signal itself, as the unwrapped shell would have. A command that
+ * string), or whose command a signal ended, records minus the signal's
+ * number as the status once the command ended and then ends by that signal
+ * itself, as the unwrapped shell would have (no core file). A command that
  * cannot be started is reported on the wrapper's stderr as
  * "!ENOENT"/"!EACCES", as envd would refuse it. At the end the wrapper
  * copies a small file (up to INLINE_MAX bytes and 256 NULs; it reads no
@@ -102,12 +101,14 @@ static const char WRAPPER[] =
     "  [ $i -gt 0 ] && printf '%s\\0' \"${v[@]}\"; printf %s \"$c\"\n"
     "}\n"
     "__e2b_end() {\n"
-    "  local f=0 st=$1; [ -n \"$__s\" ] && st=-$__n; [ -s \"$__p.out\" ] && f=1; [ -s \"$__p.err\" ] && f=$((f+2))\n"
+    "  local f=0 st=$1 j\n"
+    "  [ -z \"$__s\" ] && [ $1 -gt 128 ] && [ $1 -lt 160 ] && read -r -n 64 j <\"$__p.exit\" && [ ${#j} -gt ${#__b} ] && __s=$(($1-128)) __n=$(($1-128))\n"
+    "  [ -n \"$__s\" ] && st=-$__n; [ -s \"$__p.out\" ] && f=1; [ -s \"$__p.err\" ] && f=$((f+2))\n"
     "  printf '%s %s\\n' \"$st\" \"$__b\" >\"$__p.exit\"\n"
     "  [ $((f&2)) = 2 ] && __e2b_slurp \"$__p.err\" >&2 && f=$((f+8))\n"
     "  [ $((f&1)) = 1 ] && __e2b_slurp \"$__p.out\" && f=$((f+4))\n"
     "  printf %s \"${__e2b_l:f:1}\"\n"
-    "  [ -n \"$__s\" ] && { trap - \"$__s\"; kill -s \"$__s\" $$; }\n"
+    "  [ -n \"$__s\" ] && { ulimit -c 0; trap - \"$__s\"; kill -s \"$__s\" $$; }\n"
     "  return \"$1\"\n"
     "}\n"
     "__e2b_l=abcdefghijklmnop __s= __n=\n"
@@ -117,18 +118,19 @@ static const char WRAPPER[] =
     "    case $1 in */*) [ -e \"$1\" ] && { printf '!EACCES' >&2; printf '126 %s\\n' \"$__b\" >\"$__p.exit\"; exit 126; };; esac\n"
     "    printf '!ENOENT' >&2; printf '127 %s\\n' \"$__b\" >\"$__p.exit\"; exit 127\n"
     "  fi\n"
-    "  { \"$@\" >>\"$__p.out\" 2>>\"$__p.err\"; } 2>/dev/null\n"
+    "  { \"$@\" >>\"$__p.out\" 2>>\"$__p.err\"; } 2>>\"$__p.exit\"\n"
     "  __e2b_end $?\n"
     "fi\n";
 
 /* A command string runs on the first line of bash's -c script, as it
  * would unwrapped, so bash numbers its lines (in errors, in LINENO) alike.
- * The wrapper's own stderr is /dev/null around it (and around the command
- * in WRAPPER): when the command dies of a signal, bash reports the job
- * ("... Killed ( __c=$1; ...") there, which would otherwise lead the
- * inlined stderr. */
+ * The wrapper's own stderr goes to the exit file around it (and around the
+ * command in WRAPPER): when the command dies of a signal, bash reports the
+ * job ("... Killed ( __c=$1; ...") there, which would otherwise lead the
+ * inlined stderr, and that report is how the wrapper tells a signal's end
+ * (status 128 + N and a report) from `exit 128+N` (no report). */
 static const char SH_LINE[] = "eval \"$E2B_PROC\"; { ( __c=$1; set --; unset __p __b __s __n; BASH_ARGV0=/bin/bash; "
-                              "eval \"$__c\" ) >>\"$__p.out\" 2>>\"$__p.err\"; } 2>/dev/null; __e2b_end $?";
+                              "eval \"$__c\" ) >>\"$__p.out\" 2>>\"$__p.err\"; } 2>>\"$__p.exit\"; __e2b_end $?";
 
 /* The same environment pruning for untracked (PTY) commands. */
 static const char ENV_ONLY[] =
@@ -319,7 +321,7 @@ static void wake(e2b_req *op, char file, int64_t size) {
   if (which == R_EXIT && size == 0) return;
   /* The wrapper makes the exit file holding just the boot id (36 bytes);
    * only a longer one holds the status. */
-  if (which == R_EXIT && size >= 0 && size <= BOOT_ID_LEN) return;
+  if (which == R_EXIT && size >= 0 && size <= E2B_BOOT_ID_LEN) return;
   if (which == R_EXIT && !s->exit_file_ms) s->exit_file_ms = e2b_now_ms();
   s->due |= which >= 0 ? 1 << which : DUE_ALL;
   if (s->read || s->final_pass || s->coalescing) return;
@@ -463,16 +465,13 @@ static void take_read(e2b_req *op, track_state *s) {
 
 /* "STATUS BOOTID\n" (or an older wrapper's "STATUS\n"); without its
  * newline the file holds only the boot id: the command has not ended. */
-/* A status envd would give a shell that this signal ended (the ones the
- * wrapper records as a negative status). */
-static const char *signal_name(int sig) {
-  switch (sig) {
-  case 1: return "hangup";
-  case 2: return "interrupt";
-  case 3: return "quit";
-  case 15: return "terminated";
-  default: return "unknown";
-  }
+/* "signal: terminated": envd's words (Go's) for a shell this signal ended,
+ * which the wrapper records as a negative status. */
+static void signal_status(char *out, size_t n, int sig) {
+  const char *name = sig > 0 && sig < 32 ? strsignal(sig) : NULL;
+  snprintf(out, n, "signal: %s", name ? name : "unknown");
+  size_t at = strlen("signal: ");
+  if (out[at] >= 'A' && out[at] <= 'Z') out[at] = (char)(out[at] - 'A' + 'a');
 }
 
 static void read_exit_file(track_state *s) {
@@ -481,7 +480,15 @@ static void read_exit_file(track_state *s) {
     s->exit_file_ms = s->exit_late = 0; /* not written yet: its next event times it again */
     return;
   }
-  int code = atoi(s->small.data);
+  /* While the command runs the file holds the boot id and, after a signal,
+   * bash's job report: only "STATUS " or "STATUS\n" at its start is an end. */
+  char *end;
+  long parsed = strtol(s->small.data, &end, 10);
+  if (end == s->small.data || (*end != ' ' && *end != '\n') || parsed < -64 || parsed > 255) {
+    s->exit_file_ms = s->exit_late = 0;
+    return;
+  }
+  int code = (int)parsed;
   /* 126 or 127 and no output may be a command that could not start, which
    * only the wrapper's stream tells (fail_start): that waits for it. */
   if ((code == 126 || code == 127) && !s->off[0] && !s->off[1] && s->live && !e2b_req_done(s->live)) {
@@ -490,7 +497,7 @@ static void read_exit_file(track_state *s) {
   }
   s->exit_known = 1;
   s->exit_code = code < 0 ? -1 : code;
-  if (code < 0) snprintf(s->status, sizeof s->status, "signal: %s", signal_name(-code));
+  if (code < 0) signal_status(s->status, sizeof s->status, -code);
   else snprintf(s->status, sizeof s->status, "exit status %d", code);
 }
 
