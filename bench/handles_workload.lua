@@ -40,6 +40,14 @@ function M.run(e2b, opts)
         if started == handles then
           all_started_ms = core.now_ms() - t1
           rss_live = status_kb("VmRSS") / 1024
+          -- With a long sleep, once more after the last handle could park
+          -- (a kept command parks its stream after 2 s, see track.c).
+          if secs >= 10 then
+            e2b.spawn(function()
+              e2b.sleep(5000)
+              r.rss_settled_mb = status_kb("VmRSS") / 1024
+            end)
+          end
         end
         local res = assert(proc:wait())
         proc:close()
@@ -67,6 +75,6 @@ function M.run(e2b, opts)
 end
 
 M.KEYS = { "create_ms", "all_started_ms", "handles_ms", "kill_ms", "wall_ms", "cpu_ms",
-  "rss_start_mb", "rss_live_mb", "rss_peak_mb" }
+  "rss_start_mb", "rss_live_mb", "rss_settled_mb", "rss_peak_mb" }
 
 return M

@@ -472,6 +472,9 @@ E2B_EXPORT const char *e2b_req_proc_tag(const e2b_req *req);
  * wrapper kept the boot id in PREFIX.boot). NULL when not tracked. */
 E2B_EXPORT const char *e2b_req_proc_kept(const e2b_req *req);
 E2B_EXPORT int e2b_req_proc_tracked(const e2b_req *req);
+/* Whether a tracked process's own stream is parked (closed while it runs
+ * long: its end then comes from its kept files; see track.c). */
+E2B_EXPORT int e2b_req_proc_parked(const e2b_req *req);
 /* An envd call of sbx failed with err. When err may mean that the sandbox
  * is gone or paused (E2B's edge answers 502/503 for both, and for a brief
  * outage), returns a request that looks once at the control plane and
