@@ -51,8 +51,8 @@ end
 local OUT = "first\0" .. seq(40000)
 
 describe("a parked kept command", function()
-  local client, sbx
-  setup(function() sbx, client = h.sandbox() end)
+  local sbx
+  setup(function() sbx = h.sandbox() end)
   teardown(function()
     h.faults()
     h.cleanup()
