@@ -60,8 +60,10 @@
  * of a stream per command. Longer than a watch takes to go live (one
  * round trip), short against the seconds a parked end may take. */
 #define PARK_AFTER_MS 2000
-/* Parking waits for the watch to go live: look again this often. */
-#define PARK_RETRY_MS 500
+/* Parking waits for the watch to go live: look again this often (a
+ * sandbox whose watch never starts costs each handle one wake-up per
+ * PARK_RETRY_MS, besides its own polling). */
+#define PARK_RETRY_MS 2000
 
 /* Prunes the environment to E2B_ENV_KEEP's names (and PATH) when that is
  * set: the one piece the kept wrapper and the plain one share. */
@@ -630,8 +632,8 @@ static void exit_overdue(e2b_req *op, track_state *s) {
 /* A command still running PARK_AFTER_MS after its start parks once its
  * sandbox's watch is live (header comment). */
 static void park_check(e2b_req *op, track_state *s) {
-  if (s->parked || !s->live || e2b_req_done(s->live) || s->exit_known || s->gone || s->final_pass ||
-      s->start_err[0])
+  if (s->parked || !s->tag || !s->live || e2b_req_done(s->live) || s->exit_known || s->gone ||
+      s->final_pass || s->start_err[0])
     return;
   int64_t now = e2b_now_ms();
   if (!s->park_at) s->park_at = now + PARK_AFTER_MS;
