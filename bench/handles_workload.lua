@@ -13,7 +13,7 @@ local function status_kb(field)
   return tonumber(s:match(field .. ":%s*(%d+)"))
 end
 
--- run(e2b, { handles = 1000, sandboxes = 50, seconds = 2 }) -> results
+-- run(e2b, { handles = 1000, sandboxes = 50, seconds = 2, park = false }) -> results
 function M.run(e2b, opts)
   local handles, nsbx, secs = opts.handles or 1000, opts.sandboxes or 50, opts.seconds or 2
   local client = assert(e2b.client{})
@@ -35,11 +35,19 @@ function M.run(e2b, opts)
     for i = 1, handles do
       local sbx = sbxs[(i - 1) % nsbx + 1]
       tasks[i] = e2b.spawn(function()
-        local proc = assert(sbx:spawn({ "sh", "-c", ("sleep %d; echo %d"):format(secs, i) }))
+        local proc = assert(sbx:spawn({ "sh", "-c", ("sleep %d; echo %d"):format(secs, i) }, { park = opts.park }))
         started = started + 1
         if started == handles then
           all_started_ms = core.now_ms() - t1
           rss_live = status_kb("VmRSS") / 1024
+          -- With a long sleep, once more after the last handle could park
+          -- (with park = true a kept command parks its stream after 2 s, see track.c).
+          if secs >= 10 then
+            e2b.spawn(function()
+              e2b.sleep(5000)
+              r.rss_settled_mb = status_kb("VmRSS") / 1024
+            end)
+          end
         end
         local res = assert(proc:wait())
         proc:close()
@@ -67,6 +75,6 @@ function M.run(e2b, opts)
 end
 
 M.KEYS = { "create_ms", "all_started_ms", "handles_ms", "kill_ms", "wall_ms", "cpu_ms",
-  "rss_start_mb", "rss_live_mb", "rss_peak_mb" }
+  "rss_start_mb", "rss_live_mb", "rss_settled_mb", "rss_peak_mb" }
 
 return M

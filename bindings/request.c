@@ -280,15 +280,17 @@ static int req_drain(lua_State *L) {
   return 2;
 }
 
-/* process() -> { pid, tag, dir, tracked } of a tracked process stream */
+/* process() -> { pid, tag, kept, tracked, parked } of a tracked process stream */
 static int req_process(lua_State *L) {
   req_ud *r = check_req(L);
-  lua_createtable(L, 0, 4);
+  lua_createtable(L, 0, 5);
   e2bL_set_int(L, "pid", e2b_req_proc_pid(r->req));
   e2bL_set_str(L, "tag", e2b_req_proc_tag(r->req));
   e2bL_set_str(L, "kept", e2b_req_proc_kept(r->req));
   lua_pushboolean(L, e2b_req_proc_tracked(r->req));
   lua_setfield(L, -2, "tracked");
+  lua_pushboolean(L, e2b_req_proc_parked(r->req));
+  lua_setfield(L, -2, "parked");
   return 1;
 }
 

@@ -457,6 +457,13 @@ E2B_EXPORT const e2b_proc_info *e2b_req_proc_at(const e2b_req *req, size_t i);
  * run): nothing is read while its stream holds, so a short command costs
  * its start and at most one read per non-empty stream. */
 #define E2B_TRACK_AT_END 4u
+/* Park a kept process that runs on: 2 s after its start, once the sandbox's
+ * watch is live, its own stream is closed (a connection less on each side
+ * for the rest of its life) and its end comes from its exit file through
+ * the watch. Off by default: a parked command killed with SIGKILL ends as
+ * "killed (no exit status recorded)" after up to ~1.5 s (a shared process
+ * list notices it), not with envd's "signal: killed" at once. */
+#define E2B_TRACK_PARK 8u
 E2B_EXPORT e2b_req *e2b_proc_track(e2b_sbx *sbx, const e2b_proc_opts *opts, unsigned flags, e2b_error *err);
 /* Reattaches to a process by pid (tag NULL) or tag and continues its output
  * from the given offsets (bytes already consumed). A tracked process's
@@ -472,6 +479,9 @@ E2B_EXPORT const char *e2b_req_proc_tag(const e2b_req *req);
  * wrapper kept the boot id in PREFIX.boot). NULL when not tracked. */
 E2B_EXPORT const char *e2b_req_proc_kept(const e2b_req *req);
 E2B_EXPORT int e2b_req_proc_tracked(const e2b_req *req);
+/* Whether a tracked process's own stream is parked (closed while it runs
+ * long: its end then comes from its kept files; see track.c). */
+E2B_EXPORT int e2b_req_proc_parked(const e2b_req *req);
 /* An envd call of sbx failed with err. When err may mean that the sandbox
  * is gone or paused (E2B's edge answers 502/503 for both, and for a brief
  * outage), returns a request that looks once at the control plane and

@@ -399,6 +399,13 @@ int e2b_outwatch_subscribe(e2b_sbx *sbx, const char *dir, const char *prefix, e2
 void e2b_outwatch_unsubscribe(e2b_sbx *sbx, e2b_req *op);
 /* Whether events are flowing (else subscribers poll on their own timers). */
 int e2b_outwatch_live(const e2b_sbx *sbx);
+/* A subscriber parks (tag: its process's tag, kept by the caller until it
+ * unparks or unsubscribes) or unparks (tag NULL): while any is parked its
+ * process is looked for in a shared list, and one found gone is woken with
+ * file 'g'. */
+void e2b_outwatch_park(e2b_sbx *sbx, e2b_req *op, const char *tag);
+/* When the watch last heard from the sandbox (an event or a list), ms. */
+int64_t e2b_outwatch_contact(const e2b_sbx *sbx);
 void e2b_outwatch_free(e2b_sbx *sbx);
 
 /* ---- parse.c: JSON -> result structs ---- */

@@ -9,6 +9,14 @@
  * it (re)starts or is lost every reader is woken once, so nothing written
  * in between is missed; while it is down readers fall back to their own
  * backing-off timers.
+ *
+ * A parked reader (track.c: a long-running kept command whose own stream
+ * was closed to save a connection on both sides) learns its end from the
+ * exit file through this watch. A command killed with SIGKILL never writes
+ * that file, so while any reader is parked one process list per sandbox
+ * every LOOK_EVERY_MS, shared by all of them, says whose process is gone.
+ * Only a list that answered counts: a list that failed says nothing, and a
+ * list sent before a reader parked says nothing about it.
  */
 #include "internal.h"
 
@@ -17,11 +25,16 @@
 
 #define RETRY_MIN_MS 50
 #define RETRY_MAX_MS 2000
+/* How often parked readers' processes are looked for: a SIGKILLed parked
+ * command is reported ended within about this plus one list. */
+#define LOOK_EVERY_MS 1500
 
 typedef struct subscriber {
   e2b_req *op;
   e2b_wake_fn wake;
   char *prefix; /* entry names "<prefix>.<file>" */
+  const char *tag;   /* parked: its process's tag (the reader's own string) */
+  int64_t parked_ms; /* parked: since when */
 } subscriber;
 
 struct e2b_outwatch {
@@ -34,6 +47,11 @@ struct e2b_outwatch {
   e2b_nameset seen; /* processes whose files changed since the watch started, so a
                      * reader that joins later knows whether it missed anything */
   long retry_ms;
+  int64_t retry_at;  /* no stream: when to start one again */
+  e2b_req *look;     /* a process list for the parked readers */
+  int64_t look_sent_ms, next_look_ms;
+  size_t parked;     /* subscribers parked */
+  int64_t contact_ms; /* the last event or list that answered */
   subscriber *subs;
   size_t n, cap;
 };
@@ -72,7 +90,7 @@ static void start_stream(struct e2b_outwatch *w) {
                                                      "/filesystem.Filesystem/WatchDir", "root",
                                                      body, 30, 90000, 0,
                                                      E2B_STREAM_WATCH | E2B_STREAM_EVENTS, &err));
-  if (!w->stream) e2b_req_arm_timer(w->op, w->retry_ms);
+  if (!w->stream) w->retry_at = e2b_now_ms() + w->retry_ms;
 }
 
 static void lost(struct e2b_outwatch *w) {
@@ -80,7 +98,7 @@ static void lost(struct e2b_outwatch *w) {
   w->stream = NULL;
   w->live = 0;
   wake_all(w);
-  e2b_req_arm_timer(w->op, w->retry_ms);
+  w->retry_at = e2b_now_ms() + w->retry_ms;
   if (w->retry_ms < RETRY_MAX_MS) w->retry_ms *= 2;
 }
 
@@ -107,15 +125,53 @@ static void list_step(struct e2b_outwatch *w) {
   w->list = NULL;
 }
 
-static void watch_advance(e2b_req *op) {
-  struct e2b_outwatch *w = op->state;
-  list_step(w);
-  if (!w->stream) {
-    if (op->timer_at_ms) return;
-    return start_stream(w);
+/* ---- parked readers: is their process still there? ---- */
+
+static int listed(const e2b_req *list, const char *tag) {
+  for (size_t i = 0; i < e2b_req_proc_count(list); i++) {
+    const e2b_proc_info *p = e2b_req_proc_at(list, i);
+    if (p->tag && strcmp(p->tag, tag) == 0) return 1;
   }
+  return 0;
+}
+
+static void look_step(struct e2b_outwatch *w) {
+  if (!w->look || !e2b_req_done(w->look)) return;
+  e2b_req *list = w->look;
+  w->look = NULL;
+  w->next_look_ms = e2b_now_ms() + LOOK_EVERY_MS;
+  /* A failed list could not look: that is never "not there". */
+  if (!e2b_req_error(list)) {
+    w->contact_ms = e2b_now_ms();
+    /* a wake only marks its reader and kicks it (it never unsubscribes here) */
+    for (size_t i = 0; i < w->n; i++) {
+      subscriber *sub = &w->subs[i];
+      if (sub->tag && sub->parked_ms < w->look_sent_ms && !listed(list, sub->tag))
+        sub->wake(sub->op, 'g', -1);
+    }
+  }
+  e2b_req_free(list);
+}
+
+static void look(struct e2b_outwatch *w) {
+  e2b_error err;
+  w->look_sent_ms = e2b_now_ms();
+  w->look = e2b_op_child(w->op, e2b_proc_list(w->sbx, &err));
+  if (!w->look) w->next_look_ms = w->look_sent_ms + LOOK_EVERY_MS;
+}
+
+/* One timer for both: the stream's retry and the parked readers' look. */
+static void rearm(struct e2b_outwatch *w) {
+  int64_t at = w->stream ? 0 : w->retry_at;
+  if (w->parked && !w->look && (!at || w->next_look_ms < at)) at = w->next_look_ms;
+  if (at) e2b_req_arm_timer(w->op, at - e2b_now_ms());
+  else e2b_req_disarm_timer(w->op);
+}
+
+static void stream_events(struct e2b_outwatch *w) {
   queued *q;
   while ((q = e2b_req_pop_node(w->stream))) {
+    w->contact_ms = e2b_now_ms();
     if (q->ev.type == E2B_EVENT_START) {
       w->live = 1;
       e2b_nameset_clear(&w->seen);
@@ -129,9 +185,21 @@ static void watch_advance(e2b_req *op) {
   if (e2b_req_done(w->stream)) lost(w);
 }
 
+static void watch_advance(e2b_req *op) {
+  struct e2b_outwatch *w = op->state;
+  list_step(w);
+  look_step(w);
+  int64_t now = e2b_now_ms();
+  if (!w->stream && now >= w->retry_at) start_stream(w);
+  if (w->stream) stream_events(w);
+  if (w->parked && !w->look && now >= w->next_look_ms) look(w);
+  rearm(w);
+}
+
 static void watch_free(void *p) {
   struct e2b_outwatch *w = p;
   e2b_nameset_clear(&w->seen);
+  e2b_req_free(w->look);
   e2b_req_free(w->list);
   e2b_req_free(w->stream);
   for (size_t i = 0; i < w->n; i++) free(w->subs[i].prefix);
@@ -166,7 +234,7 @@ int e2b_outwatch_subscribe(e2b_sbx *sbx, const char *dir, const char *prefix, e2
   }
   char *p = strdup(prefix);
   if (!p) return -1;
-  w->subs[w->n++] = (subscriber){op, wake, p};
+  w->subs[w->n++] = (subscriber){op, wake, p, NULL, 0};
   /* Not live yet: the listing made when it starts covers what came before.
    * Live: the listing (once done) and the events since saw every write. */
   if (!w->live) return 0;
@@ -179,12 +247,31 @@ void e2b_outwatch_unsubscribe(e2b_sbx *sbx, e2b_req *op) {
   if (!w) return;
   for (size_t i = 0; i < w->n; i++) {
     if (w->subs[i].op != op) continue;
+    if (w->subs[i].tag) w->parked--;
     free(w->subs[i].prefix);
     w->subs[i] = w->subs[--w->n];
     break;
   }
   if (w->n == 0) e2b_outwatch_free(sbx);
 }
+
+void e2b_outwatch_park(e2b_sbx *sbx, e2b_req *op, const char *tag) {
+  struct e2b_outwatch *w = sbx ? sbx->outwatch : NULL;
+  if (!w) return;
+  for (size_t i = 0; i < w->n; i++) {
+    subscriber *sub = &w->subs[i];
+    if (sub->op != op || !sub->tag == !tag) continue;
+    w->parked += tag ? 1 : (size_t)-1;
+    sub->tag = tag;
+    sub->parked_ms = e2b_now_ms();
+    /* the first parked reader: the first look comes a period from now */
+    if (tag && w->parked == 1 && !w->look) w->next_look_ms = sub->parked_ms + LOOK_EVERY_MS;
+    e2b_op_kick(w->op);
+    return;
+  }
+}
+
+int64_t e2b_outwatch_contact(const e2b_sbx *sbx) { return sbx->outwatch ? sbx->outwatch->contact_ms : 0; }
 
 int e2b_outwatch_live(const e2b_sbx *sbx) { return sbx->outwatch && sbx->outwatch->live; }
 

@@ -13,6 +13,16 @@
  * the fallback. A process that ends within FIRST_PASS_MS costs no read at
  * all when the wrapper reports both files empty. The exit file, written
  * once the command ended, ends a reader whose stream is late (EXIT_GRACE_MS).
+ *
+ * Parking (E2B_TRACK_PARK, asked for): a kept command still running PARK_AFTER_MS after its start, with
+ * its sandbox's watch live, has its own stream closed (a curl handle and a
+ * connection here, a socket and a thread in e2b-local) and is not
+ * reconnected while parked: its end is the exit file, which the watch
+ * reports, and its output is read from the files as before. A command
+ * killed with SIGKILL writes no exit file; the watch's shared process list
+ * (outwatch.c) reports it gone, and the files are read to their end. If the
+ * watch is lost the reader unparks: it reconnects its stream, as an
+ * unparked reader whose stream broke does.
  */
 #include "internal.h"
 
@@ -41,6 +51,17 @@
 /* A started process's wrapper may not have created its files yet: wait this
  * long for them before calling the process unknown. */
 #define KEPT_GRACE_MS 10000
+/* A kept command still running this long after its start parks its stream.
+ * Most commands (and every run() of a quick one) end sooner and keep the
+ * stream's exact end and inline output; one that runs on saves a stream
+ * for all the rest of its life, so the threshold costs at most this long
+ * of a stream per command. Longer than a watch takes to go live (one
+ * round trip), short against the seconds a parked end may take. */
+#define PARK_AFTER_MS 2000
+/* Parking waits for the watch to go live: look again this often (a
+ * sandbox whose watch never starts costs each handle one wake-up per
+ * PARK_RETRY_MS, besides its own polling). */
+#define PARK_RETRY_MS 2000
 
 /* Prunes the environment to E2B_ENV_KEEP's names (and PATH) when that is
  * set: the one piece the kept wrapper and the plain one share. */
@@ -174,6 +195,10 @@ typedef struct track_state {
   int final_pass;    /* ended: reading the files to their end */
   int pass_new;      /* R_* bits of the files that gave bytes in this pass */
   int subscribed;    /* woken by the sandbox's watch */
+  int may_park;      /* E2B_TRACK_PARK */
+  int parked;        /* stream closed: the end comes from the exit file or the watch's list */
+  int64_t park_at;   /* when it may park (0: not timed yet) */
+  int park_timer;    /* the armed timer is parking's */
   int at_end;        /* read nothing while the process runs and its stream holds */
   int timer_armed;
   int coalescing;    /* the timer delays reads woken by the watch */
@@ -280,6 +305,7 @@ static int over_cap(e2b_req *op) {
 static void arm(e2b_req *op, track_state *s, long ms) {
   e2b_req_arm_timer(op, ms);
   s->timer_armed = 1;
+  s->park_timer = 0;
 }
 
 /* ---- untracked: the stream is the output ---- */
@@ -312,8 +338,22 @@ static void live_step(e2b_req *op, track_state *s) {
 
 /* ---- kept: the stream says start and end, the files hold the output ---- */
 
+static void unpark(e2b_req *op, track_state *s) {
+  s->parked = 0;
+  e2b_outwatch_park(s->sbx, op, NULL);
+  s->reconnect_at = 0;
+  s->park_at = 0; /* it may park again once the watch is back */
+}
+
 static void wake(e2b_req *op, char file, int64_t size) {
   track_state *s = op->state;
+  if (file == 'g') { /* the watch's list no longer shows our process */
+    if (s->parked && !s->exit_known) s->gone = 1;
+    e2b_op_kick(op);
+    return;
+  }
+  /* The watch is lost: a parked reader is followed by its stream again. */
+  if (!file && s->parked && !e2b_outwatch_live(s->sbx)) unpark(op, s);
   int which = file == 'o' ? R_OUT : file == 'e' ? R_ERR : file == 'x' ? R_EXIT : -1;
   if (file && which < 0) return;
   /* A size we already have is nothing new (the file was created or closed). */
@@ -403,7 +443,7 @@ static void fail_start(e2b_req *op, track_state *s) {
 /* Follows the process's own stream; reconnects by tag when it breaks. */
 static void stream_step(e2b_req *op, track_state *s) {
   if (!s->live) {
-    if (s->exit_known || s->gone || e2b_now_ms() < s->reconnect_at) return;
+    if (s->parked || s->exit_known || s->gone || e2b_now_ms() < s->reconnect_at) return;
     e2b_error err;
     s->live = e2b_op_child(op, e2b_proc_connect_stream(s->sbx, 0, s->tag, s->idle_ms,
                                                        E2B_STREAM_EVENTS, &err));
@@ -511,7 +551,9 @@ static int read_ended(e2b_req *op, track_state *s) {
   int absent = err && status == 404;
   if (err && status != 416 && !absent) {
     s->due = 0;
-    if (e2b_now_ms() - s->last_contact_ms > s->idle_ms) {
+    int64_t contact = s->last_contact_ms;
+    if (s->parked && e2b_outwatch_contact(s->sbx) > contact) contact = e2b_outwatch_contact(s->sbx);
+    if (e2b_now_ms() - contact > s->idle_ms) {
       e2b_error idle = *err;
       snprintf(idle.message, sizeof idle.message,
                "idle timeout: the sandbox could not be read for %ld ms (idle_timeout_ms); last: %.200s",
@@ -613,6 +655,28 @@ static void exit_overdue(e2b_req *op, track_state *s) {
   }
 }
 
+/* A command still running PARK_AFTER_MS after its start parks once its
+ * sandbox's watch is live (header comment). */
+static void park_check(e2b_req *op, track_state *s) {
+  if (!s->may_park || s->parked || !s->tag || !s->live || e2b_req_done(s->live) || s->exit_known || s->gone ||
+      s->final_pass || s->start_err[0])
+    return;
+  int64_t now = e2b_now_ms();
+  if (!s->park_at) s->park_at = now + PARK_AFTER_MS;
+  long wait_ms = (long)(s->park_at - now);
+  if (wait_ms <= 0 && !s->subscribed) s->due |= subscribe(op, s) ? DUE_ALL : 0;
+  if (wait_ms <= 0 && s->subscribed && e2b_outwatch_live(s->sbx)) {
+    e2b_req_free(s->live);
+    s->live = NULL;
+    s->parked = 1;
+    e2b_outwatch_park(s->sbx, op, s->tag);
+    return;
+  }
+  if (s->timer_armed) return; /* this step runs again when it fires */
+  arm(op, s, wait_ms > 0 ? wait_ms : PARK_RETRY_MS);
+  s->park_timer = 1;
+}
+
 static void kept_step(e2b_req *op, track_state *s) {
   stream_step(op, s);
   if (op->done || !s->started) return;
@@ -626,7 +690,8 @@ static void kept_step(e2b_req *op, track_state *s) {
   }
   if (s->timer_armed && !op->timer_at_ms) { /* it fired */
     s->timer_armed = 0;
-    if (s->coalescing) s->coalescing = 0; /* the wake set what is due */
+    if (s->park_timer) s->park_timer = 0; /* park_check below */
+    else if (s->coalescing) s->coalescing = 0; /* the wake set what is due */
     else if (s->final_pass) s->due |= final_due(s);
     else if (!s->subscribed) s->due |= subscribe(op, s) ? DUE_ALL : 0;
     else if (s->exit_file_ms <= 0) s->due |= DUE_ALL; /* the fallback poll, not exit_overdue's */
@@ -644,6 +709,7 @@ static void kept_step(e2b_req *op, track_state *s) {
     if (take_inline(op, s, R_ERR)) s->due &= ~(1 << R_ERR);
     if (!s->due) return finish_with_end(op, s);
   }
+  park_check(op, s);
   /* While its stream holds, the end comes from it: the exit file is not read
    * unless the stream is late (exit_overdue). */
   exit_overdue(op, s);
@@ -884,6 +950,7 @@ e2b_req *e2b_proc_track(e2b_sbx *sbx, const e2b_proc_opts *opts, unsigned flags,
   }
   s->tracked = !(flags & E2B_TRACK_NO_KEEP) && opts->pty_cols == 0;
   s->at_end = (flags & E2B_TRACK_AT_END) != 0;
+  s->may_park = (flags & E2B_TRACK_PARK) != 0;
   return e2b_req_typed(start_tracked(s, opts, (flags & E2B_TRACK_ENV_REPLACE) != 0, err),
                        E2B_RESULT_STREAM);
 }
@@ -971,4 +1038,9 @@ const char *e2b_req_proc_kept(const e2b_req *req) {
 int e2b_req_proc_tracked(const e2b_req *req) {
   const track_state *s = tstate(req);
   return s ? s->tracked : 0;
+}
+
+int e2b_req_proc_parked(const e2b_req *req) {
+  const track_state *s = tstate(req);
+  return s ? s->parked : 0;
 }

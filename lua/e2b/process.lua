@@ -81,6 +81,7 @@ local SPAWN_SPEC = setmetatable({
     if type(v) ~= "string" and v ~= true then return "must be bytes (a string) or true" end
   end,
   pty = pty_checker,
+  park = "boolean",
 }, { __index = COMMON })
 
 -- Checks a command and its options (spec's __index holds the shared keys).
@@ -170,7 +171,8 @@ end
 -- Starts a checked command.
 local function spawn(port, cmd, o)
   local start = start_opts(port, cmd, o)
-  local req, err = port.call("track", start, o.env_mode == "replace", o.keep_output ~= false)
+  local req, err = port.call("track", start, o.env_mode == "replace", o.keep_output ~= false, false,
+    o.park == true)
   if not req then return nil, port.envd_err(err) end
   local proc
   proc, err = started(port, req)

@@ -1,0 +1,205 @@
+-- Parking (issue 12; spawn's park = true): a kept command that runs on has its own stream closed
+-- (a connection on each side) and takes its end from its kept files through
+-- the sandbox's watch, with a shared process list for a command killed
+-- before it could record a status. What a parked command must still give:
+-- exact output and status through every way of reading it, a bounded end
+-- when it is SIGKILLed, a fallback when the watch breaks, and the same
+-- kill/wait/close/detach and paused/killed-sandbox behaviour as before.
+-- Fault injection needs e2b-local.
+local h = require("spec.helpers")
+local e2b = h.e2b
+
+if h.live then return end
+
+local function parked(proc) return proc._req:process().parked end
+
+-- Waits (bounded) until pred() holds; returns whether it did.
+local function eventually(pred, ms)
+  for _ = 1, (ms or 15000) / 50 do
+    if pred() then return true end
+    e2b.sleep(50)
+  end
+  return pred()
+end
+
+local function drain(proc)
+  local out, err = {}, {}
+  while true do
+    local data, stream = proc:read(30000)
+    if data == nil then
+      assert(stream == nil, tostring(stream))
+      break
+    end
+    if stream == "stderr" then err[#err + 1] = data else out[#out + 1] = data end
+  end
+  return table.concat(out), table.concat(err)
+end
+
+local function seq(n)
+  local t = {}
+  for i = 1, n do t[i] = tostring(i) end
+  return table.concat(t, "\n") .. "\n"
+end
+
+-- A command that writes a first piece, waits for its go file, then writes
+-- a large stdout, a binary stderr and ends with status 3.
+local function held(name)
+  local go = "/tmp/go-" .. name
+  return ("printf 'first\\0'; while [ ! -e %s ]; do sleep 0.05; done; seq 1 40000; printf 'e\\377rr' >&2; exit 3")
+    :format(go), go
+end
+local OUT = "first\0" .. seq(40000)
+
+describe("a parked kept command", function()
+  local sbx
+  setup(function() sbx = h.sandbox() end)
+  teardown(function()
+    h.faults()
+    h.cleanup()
+  end)
+
+  it("streams its output byte-exact through read() and ends with its exact status", function()
+    local cmd, go = held("read")
+    local proc = assert(sbx:spawn(cmd, { park = true }))
+    assert.is_true(eventually(function() return parked(proc) end), "never parked")
+    assert(sbx:run("touch " .. go))
+    local out, err = drain(proc)
+    assert.are.equal(OUT, out)
+    assert.are.equal("e\255rr", err)
+    local r = assert(proc:wait(10000))
+    assert.are.equal(3, r.exit_code)
+    assert.are.equal("exit status 3", r.status)
+    proc:close()
+  end)
+
+  it("gives wait() its exact output and status, and wait(timeout) times out while parked", function()
+    local cmd, go = held("wait")
+    local proc = assert(sbx:spawn(cmd, { park = true }))
+    assert.is_true(eventually(function() return parked(proc) end), "never parked")
+    local r, e = proc:wait(100)
+    assert.is_nil(r)
+    assert.are.equal("timeout", e.kind)
+    assert(sbx:run("touch " .. go))
+    r = assert(proc:wait(30000))
+    assert.are.same({ 3, OUT, "e\255rr" }, { r.exit_code, r.stdout, r.stderr })
+    proc:close()
+  end)
+
+  it("is read whole by another client that attaches by tag", function()
+    local cmd, go = held("attach")
+    local tag = "park-" .. h.core.uuid4()
+    local proc = assert(sbx:spawn(cmd, { tag = tag, park = true }))
+    assert.is_true(eventually(function() return parked(proc) end), "never parked")
+    proc:detach()
+    proc:close()
+    local other = assert(h.client():connect(sbx.sandbox_id))
+    local again = assert(other:attach(tag))
+    assert(sbx:run("touch " .. go))
+    local out, err = drain(again)
+    assert.are.same({ OUT, "e\255rr" }, { out, err })
+    assert.are.equal(3, assert(again:wait(10000)).exit_code)
+    again:close()
+  end)
+
+  it("is reported ended, killed with no status, when SIGKILL from another command ends it", function()
+    local proc = assert(sbx:spawn("printf a; while :; do sleep 0.05; done # park-sigkill", { park = true }))
+    assert.is_true(eventually(function() return parked(proc) end), "never parked")
+    assert(sbx:run("pkill -KILL -f park-sigkill; true", { user = "root" }))
+    local r = assert(proc:wait(30000))
+    assert.are.same({ -1, "a", "killed (no exit status recorded)" }, { r.exit_code, r.stdout, r.status })
+    proc:close()
+  end)
+
+  it("never takes a process list that failed for one that says the command is gone", function()
+    local cmd, go = held("nolist")
+    local proc = assert(sbx:spawn(cmd, { park = true }))
+    assert.is_true(eventually(function() return parked(proc) end), "never parked")
+    h.faults({ { match = "POST envd:/process.Process/List", action = "status", status = 503, count = 6 } })
+    -- Long enough for several of the shared lists to fail.
+    local r, e = proc:wait(5000)
+    h.faults()
+    assert.is_nil(r, "a failed list ended the command")
+    assert.are.equal("timeout", e.kind)
+    assert(sbx:run("touch " .. go))
+    r = assert(proc:wait(30000))
+    assert.are.same({ 3, OUT, "e\255rr" }, { r.exit_code, r.stdout, r.stderr })
+    proc:close()
+  end)
+
+  it("is killed by kill() and by close(), and outlives detach()", function()
+    local a = assert(sbx:spawn("printf k; sleep 60", { park = true }))
+    local b = assert(sbx:spawn("sleep 61", { park = true }))
+    local unasked = assert(sbx:spawn("sleep 63"))
+    assert.is_true(eventually(function() return parked(a) and parked(b) end), "never parked")
+    assert.is_false(parked(unasked), "parked without park = true")
+    assert(unasked:kill())
+    assert.are.equal("signal: killed", assert(unasked:wait(30000)).status)
+    unasked:close()
+    assert.is_true(assert(a:kill()))
+    local r = assert(a:wait(30000))
+    assert.are.same({ -1, "k" }, { r.exit_code, r.stdout })
+    a:close()
+    b:close()
+    assert.is_true(eventually(function() return h.count_procs(sbx, "[s]leep 61") == "0\n" end), "close left it running")
+    local c = assert(sbx:spawn("sleep 62", { park = true }))
+    assert.is_true(eventually(function() return parked(c) end), "never parked")
+    c:detach()
+    c:close()
+    assert.are_not.equal("0\n", h.count_procs(sbx, "[s]leep 62"))
+    assert(sbx:run("pkill -KILL -f 'sleep 62'; true", { user = "root" }))
+  end)
+end)
+
+describe("a parked kept command whose watch or sandbox goes", function()
+  teardown(function()
+    h.faults()
+    h.cleanup()
+  end)
+
+  it("falls back to its own stream when the watch breaks, and still ends exactly", function()
+    local sbx = h.sandbox()
+    -- The watch of this new sandbox is cut once, after the command parked:
+    -- another command's writes make the events that reach the cut.
+    h.faults({ { match = "POST envd:/filesystem.Filesystem/WatchDir", action = "drop_mid_stream",
+                 after_events = 40, count = 1 } })
+    local cmd, go = held("watch")
+    local proc = assert(sbx:spawn(cmd, { park = true }))
+    assert.is_true(eventually(function() return parked(proc) end), "never parked")
+    local noisy = assert(sbx:spawn("for i in $(seq 1 200); do echo $i; sleep 0.01; done"))
+    assert.is_true(eventually(function() return not parked(proc) end), "still parked after the watch broke")
+    assert(noisy:wait(30000))
+    noisy:close()
+    h.faults()
+    assert(sbx:run("touch " .. go))
+    local r = assert(proc:wait(30000))
+    assert.are.same({ 3, OUT, "e\255rr" }, { r.exit_code, r.stdout, r.stderr })
+    proc:close()
+  end)
+
+  it("ends as before when its sandbox is killed (the idle timeout names the gone sandbox)", function()
+    local sbx = h.sandbox()
+    local proc = assert(sbx:spawn("sleep 60", { idle_timeout_ms = 3000, park = true }))
+    assert.is_true(eventually(function() return parked(proc) end), "never parked")
+    assert(assert(h.client():connect(sbx.sandbox_id)):kill())
+    local r, e = proc:wait(60000)
+    assert.is_nil(r)
+    assert.are.equal("not_found", e.kind)
+    proc:close()
+  end)
+
+  it("finishes exactly across a memory pause and resume", function()
+    local sbx, client = h.sandbox()
+    local cmd, go = held("pause")
+    local proc = assert(sbx:spawn(cmd, { park = true }))
+    assert.is_true(eventually(function() return parked(proc) end), "never parked")
+    assert(sbx:pause({ mode = "memory" }))
+    local r, e = proc:wait(500)
+    assert.is_nil(r)
+    assert.are.equal("timeout", e.kind)
+    assert(client:connect(sbx.sandbox_id))
+    assert(sbx:run("touch " .. go))
+    r = assert(proc:wait(30000))
+    assert.are.same({ 3, OUT, "e\255rr" }, { r.exit_code, r.stdout, r.stderr })
+    proc:close()
+  end)
+end)
