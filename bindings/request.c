@@ -294,6 +294,12 @@ static int req_process(lua_State *L) {
   return 1;
 }
 
+/* killed() -> tells a tracked process stream its caller killed the process */
+static int req_killed(lua_State *L) {
+  e2b_req_proc_killed(check_req(L)->req);
+  return 0;
+}
+
 static int req_send(lua_State *L) {
   req_ud *r = check_req(L);
   size_t len;
@@ -363,6 +369,6 @@ static const luaL_Reg req_methods[] = {
     {"read", req_read},       {"read_bytes", req_read_bytes}, {"drain", req_drain},
     {"send", req_send},       {"send_from", req_send_from}, {"finish", req_finish},
     {"pending", req_pending}, {"cancel", req_cancel},   {"close", req_close},
-    {"process", req_process}, {NULL, NULL}};
+    {"process", req_process}, {"killed", req_killed}, {NULL, NULL}};
 
 void e2bL_open_req(lua_State *L) { e2bL_new_class(L, REQ_MT, req_methods, req_close); }

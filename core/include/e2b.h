@@ -460,9 +460,10 @@ E2B_EXPORT const e2b_proc_info *e2b_req_proc_at(const e2b_req *req, size_t i);
 /* Park a kept process that runs on: 2 s after its start, once the sandbox's
  * watch is live, its own stream is closed (a connection less on each side
  * for the rest of its life) and its end comes from its exit file through
- * the watch. Off by default: a parked command killed with SIGKILL ends as
- * "killed (no exit status recorded)" after up to ~1.5 s (a shared process
- * list notices it), not with envd's "signal: killed" at once. */
+ * the watch. Off by default: a parked command killed with SIGKILL by anyone
+ * but its caller (see e2b_req_proc_killed) ends as "killed (no exit status
+ * recorded)" after up to ~1.5 s (a shared process list notices it), not
+ * with envd's "signal: killed" at once. */
 #define E2B_TRACK_PARK 8u
 E2B_EXPORT e2b_req *e2b_proc_track(e2b_sbx *sbx, const e2b_proc_opts *opts, unsigned flags, e2b_error *err);
 /* Reattaches to a process by pid (tag NULL) or tag and continues its output
@@ -482,6 +483,11 @@ E2B_EXPORT int e2b_req_proc_tracked(const e2b_req *req);
 /* Whether a tracked process's own stream is parked (closed while it runs
  * long: its end then comes from its kept files; see track.c). */
 E2B_EXPORT int e2b_req_proc_parked(const e2b_req *req);
+/* Tells a tracked process stream that its caller killed the process group
+ * (e2b_proc_kill succeeded): a parked one then ends at once, as envd reports
+ * a SIGKILL ("signal: killed", exit code -1), not when the watch's process
+ * list misses it. A status its files already hold still wins. */
+E2B_EXPORT void e2b_req_proc_killed(e2b_req *req);
 /* An envd call of sbx failed with err. When err may mean that the sandbox
  * is gone or paused (E2B's edge answers 502/503 for both, and for a brief
  * outage), returns a request that looks once at the control plane and

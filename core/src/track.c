@@ -196,6 +196,7 @@ typedef struct track_state {
   int pass_new;      /* R_* bits of the files that gave bytes in this pass */
   int subscribed;    /* woken by the sandbox's watch */
   int may_park;      /* E2B_TRACK_PARK */
+  int killed;        /* e2b_req_proc_killed: our caller killed the group */
   int parked;        /* stream closed: the end comes from the exit file or the watch's list */
   int64_t park_at;   /* when it may park (0: not timed yet) */
   int park_timer;    /* the armed timer is parking's */
@@ -616,7 +617,8 @@ static void pass_over(e2b_req *op, track_state *s) {
     if (s->exit_known || !fresh) {
       if (!s->exit_known) {
         s->exit_code = -1;
-        snprintf(s->status, sizeof s->status, "killed (no exit status recorded)");
+        snprintf(s->status, sizeof s->status, "%s",
+                 s->killed ? "signal: killed" : "killed (no exit status recorded)");
       }
       return finish_with_end(op, s);
     }
@@ -1043,4 +1045,14 @@ int e2b_req_proc_tracked(const e2b_req *req) {
 int e2b_req_proc_parked(const e2b_req *req) {
   const track_state *s = tstate(req);
   return s ? s->parked : 0;
+}
+
+void e2b_req_proc_killed(e2b_req *req) {
+  track_state *s = req && req->advance == track_advance ? req->state : NULL;
+  if (!s || req->done) return;
+  s->killed = 1;
+  if (s->parked && !s->exit_known && !s->gone) {
+    s->gone = 1;
+    e2b_op_kick(req);
+  }
 }

@@ -441,6 +441,7 @@ function Process:kill()
     return nil, err
   end
   self._killed = true
+  if not self._closed then self._req:killed() end -- a parked stream ends now, as envd says
   return true
 end
 
