@@ -47,14 +47,6 @@ static void start_read(e2b_req *op, boot_state *s, int which) {
   if (!s->read) e2b_op_finish(op, &err);
 }
 
-/* Whether an exit file starts with a status: "-?DIGITS" then a space or
- * its newline. */
-static int has_status(const growbuf *b) {
-  size_t i = b->len && b->data[0] == '-' ? 1 : 0, digits = i;
-  while (i < b->len && isdigit((unsigned char)b->data[i])) i++;
-  return i > digits && i < b->len && (b->data[i] == ' ' || b->data[i] == '\n');
-}
-
 /* The trimmed id, or NULL when the file held none (yet). In an exit file
  * it follows the status once the command ended ("0 ID\n"; a status alone
  * is an older wrapper's); before that the file holds the id alone, and
@@ -62,10 +54,10 @@ static int has_status(const growbuf *b) {
  * UUID: its 36 characters). */
 static char *trimmed(growbuf *b, int which) {
   size_t from = 0, to = b->len;
-  if (which == F_EXIT && has_status(b)) {
-    const char *sp = memchr(b->data, ' ', to);
-    if (!sp || memchr(b->data, '\n', to) < (const void *)sp) return NULL;
-    from = (size_t)(sp - b->data) + 1;
+  long sep = which == F_EXIT ? e2b_kept_status(b->data, b->len, NULL) : -1;
+  if (sep >= 0) {
+    if (b->data[sep] == '\n') return NULL; /* an older wrapper's status alone */
+    from = (size_t)sep + 1;
   } else if (which == F_EXIT && to > E2B_BOOT_ID_LEN) {
     to = E2B_BOOT_ID_LEN;
   }

@@ -347,6 +347,11 @@ e2b_req *e2b_proc_connect_stream(e2b_sbx *sbx, uint32_t pid, const char *tag, lo
 /* A boot id (/proc/sys/kernel/random/boot_id) is a UUID: 36 characters. */
 #define E2B_BOOT_ID_LEN 36
 char *e2b_kept_prefix(const char *tag); /* E2B_KEPT_ROOT/<hex tag> */
+/* A kept exit file's status: "-?DIGITS" then a space (the boot id follows)
+ * or its newline (an older wrapper's). Returns the separator's index, or -1
+ * when the file does not start with one: the command has not ended (the
+ * file holds the boot id, perhaps bash's job report behind it). */
+long e2b_kept_status(const char *data, size_t len, long *status);
 char *e2b_take_forgets(e2b_sbx *sbx, const char *user);
 void e2b_return_forgets(e2b_sbx *sbx, const char *names, const char *user);
 

@@ -26,6 +26,7 @@
  */
 #include "internal.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -515,17 +516,24 @@ static void signal_status(char *out, size_t n, int sig) {
   if (out[at] >= 'A' && out[at] <= 'Z') out[at] = (char)(out[at] - 'A' + 'a');
 }
 
+long e2b_kept_status(const char *data, size_t len, long *status) {
+  size_t i = len && data[0] == '-' ? 1 : 0, first = i;
+  long v = 0;
+  for (; i < len && isdigit((unsigned char)data[i]); i++)
+    if (v < 1000000) v = v * 10 + (data[i] - '0');
+  if (i == first || i >= len || (data[i] != ' ' && data[i] != '\n')) return -1;
+  if (status) *status = first ? -v : v;
+  return (long)i;
+}
+
 static void read_exit_file(track_state *s) {
   if (s->exit_known) return;
   if (!s->small.len || s->small.data[s->small.len - 1] != '\n') {
     s->exit_file_ms = s->exit_late = 0; /* not written yet: its next event times it again */
     return;
   }
-  /* While the command runs the file holds the boot id and, after a signal,
-   * bash's job report: only "STATUS " or "STATUS\n" at its start is an end. */
-  char *end;
-  long parsed = strtol(s->small.data, &end, 10);
-  if (end == s->small.data || (*end != ' ' && *end != '\n') || parsed < -64 || parsed > 255) {
+  long parsed;
+  if (e2b_kept_status(s->small.data, s->small.len, &parsed) < 0 || parsed < -64 || parsed > 255) {
     s->exit_file_ms = s->exit_late = 0;
     return;
   }
@@ -1018,8 +1026,8 @@ void e2b_track_unwrap(e2b_proc_info *p) {
   p->kept = kept;
 }
 
-static const track_state *tstate(const e2b_req *req) {
-  return req->advance == track_advance ? req->state : NULL;
+static track_state *tstate(const e2b_req *req) {
+  return req && req->advance == track_advance ? req->state : NULL;
 }
 
 uint32_t e2b_req_proc_pid(const e2b_req *req) {
@@ -1048,7 +1056,7 @@ int e2b_req_proc_parked(const e2b_req *req) {
 }
 
 void e2b_req_proc_killed(e2b_req *req) {
-  track_state *s = req && req->advance == track_advance ? req->state : NULL;
+  track_state *s = tstate(req);
   if (!s || req->done) return;
   s->killed = 1;
   if (s->parked && !s->exit_known && !s->gone) {
