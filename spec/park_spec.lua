@@ -88,6 +88,19 @@ describe("a parked kept command", function()
     proc:close()
   end)
 
+  it("reads exactly what it writes in bursts, each read sized by what the watch last said", function()
+    -- Each burst wakes a read sized by the watch's word; the next burst often
+    -- lands before that read is served, so reads get more than they asked for.
+    local go = "/tmp/go-bursts"
+    local proc = spawn_parked(sbx, ("while [ ! -e %s ]; do sleep 0.05; done; for i in $(seq 1 60); do seq 1 2000; sleep 0.003; done")
+      :format(go))
+    assert(sbx:run("touch " .. go))
+    local out = drain(proc)
+    assert.are.equal(seq(2000):rep(60), out)
+    assert.are.equal(0, assert(proc:wait(10000)).exit_code)
+    proc:close()
+  end)
+
   it("gives wait() its exact output and status, and wait(timeout) times out while parked", function()
     local cmd, go = held("wait")
     local proc = spawn_parked(sbx, cmd)
