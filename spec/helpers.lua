@@ -66,9 +66,12 @@ end
 -- Fault injection on e2b-local (its admin API): faults{ rules } adds rules,
 -- faults() clears them. Rules: { match = "GET /sandboxes/*", action = "status",
 -- status = 503, count = 2, retry_after_s = 1 } and so on (emulator/README.md).
-function M.faults(rules, seed)
-  local token = assert(os.getenv("E2B_LOCAL_ADMIN_TOKEN"), "fault injection needs e2b-local")
-  local url = os.getenv("E2B_API_URL") .. "/_e2b_local/faults"
+-- server: the variables serve_local printed, for that e2b-local (default: the one
+-- the specs run under).
+function M.faults(rules, seed, server)
+  local token = assert(server and server.E2B_LOCAL_ADMIN_TOKEN or os.getenv("E2B_LOCAL_ADMIN_TOKEN"),
+    "fault injection needs e2b-local")
+  local url = (server and server.E2B_API_URL or os.getenv("E2B_API_URL")) .. "/_e2b_local/faults"
   -- The token goes to curl in a private file, never on its command line.
   local header = os.tmpname()
   local f = assert(io.open(header, "w"))

@@ -43,7 +43,8 @@ static void start_read(e2b_req *op, boot_state *s, int which) {
   e2b_error err;
   s->got.len = 0;
   s->which = which;
-  s->read = e2b_op_child(op, e2b_file_read(s->sbx, s->path[which], "root", 0, &err));
+  /* an exit or boot file: a line */
+  s->read = e2b_op_child(op, e2b_file_read_sized(s->sbx, s->path[which], "root", 0, E2B_SMALL_READ_BUFFER, &err));
   if (!s->read) e2b_op_finish(op, &err);
 }
 

@@ -152,6 +152,11 @@ static e2b_req *files_req(e2b_sbx *sbx, const char *op, const char *path, const 
 
 e2b_req *e2b_file_read(e2b_sbx *sbx, const char *path, const char *user, int64_t offset,
                        e2b_error *err) {
+  return e2b_file_read_sized(sbx, path, user, offset, E2B_FILE_IO_BUFFER, err);
+}
+
+e2b_req *e2b_file_read_sized(e2b_sbx *sbx, const char *path, const char *user, int64_t offset,
+                             long buffer, e2b_error *err) {
   if (offset < 0) {
     e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, "files.read", "offset must not be negative");
     return NULL;
@@ -159,8 +164,11 @@ e2b_req *e2b_file_read(e2b_sbx *sbx, const char *path, const char *user, int64_t
   e2b_req *req = files_req(sbx, "files.read", path, user, err);
   if (!req) return NULL;
   req->mode = BODY_CHUNKS;
-  /* Larger reads from the socket: fewer callbacks and queued nodes a MiB. */
-  curl_easy_setopt(req->easy, CURLOPT_BUFFERSIZE, E2B_FILE_IO_BUFFER);
+  /* Larger reads from the socket: fewer callbacks and queued nodes a MiB;
+   * a small read asks for little. */
+  if (buffer < E2B_SMALL_READ_BUFFER) buffer = E2B_SMALL_READ_BUFFER;
+  if (buffer > E2B_FILE_IO_BUFFER) buffer = E2B_FILE_IO_BUFFER;
+  curl_easy_setopt(req->easy, CURLOPT_BUFFERSIZE, buffer);
   /* Repeatable until its first byte reaches the caller (transfer.c clears it). */
   req->idempotent = 1;
   if (offset > 0) {

@@ -14,6 +14,7 @@
 #define E2B_STREAM_QUEUE_CAP (4u << 20)   /* queued stream bytes before the transfer pauses */
 #define E2B_FILE_IO_BUFFER (256L << 10)   /* curl's socket buffers for /files transfers */
 #define E2B_EVENT_STREAM_BUFFER 1024L /* curl's receive buffer for streams of events, not output */
+#define E2B_SMALL_READ_BUFFER 1024L   /* curl's least receive buffer: a /files read known to be small */
 #define E2B_UPLOAD_LOW_WATER (1u << 20)   /* upload backlog at which the producer is told to send more */
 #define E2B_UPLOAD_QUEUE_CAP (1u << 20)   /* queued upload bytes a producer should not exceed */
 #define E2B_IDLE_CONNECTIONS 64L        /* finished connections curl keeps for reuse */
@@ -352,6 +353,11 @@ char *e2b_kept_prefix(const char *tag); /* E2B_KEPT_ROOT/<hex tag> */
  * when the file does not start with one: the command has not ended (the
  * file holds the boot id, perhaps bash's job report behind it). */
 long e2b_kept_status(const char *data, size_t len, long *status);
+/* e2b_file_read with curl's receive buffer of `buffer` bytes (1 KiB to
+ * E2B_FILE_IO_BUFFER): curl holds it for the whole transfer, so a read
+ * known to be small asks for little (thousands may be in flight at once). */
+e2b_req *e2b_file_read_sized(e2b_sbx *sbx, const char *path, const char *user, int64_t offset,
+                             long buffer, e2b_error *err);
 char *e2b_take_forgets(e2b_sbx *sbx, const char *user);
 void e2b_return_forgets(e2b_sbx *sbx, const char *names, const char *user);
 

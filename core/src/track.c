@@ -173,6 +173,8 @@ typedef struct track_state {
   uint32_t pid;
   int started;       /* START emitted */
   int64_t off[2];    /* bytes received of stdout, stderr */
+  int64_t told[2];   /* the largest size the watch told of stdout, stderr */
+  int told_all;      /* R_* bits of files whose every growth since our last read the watch tells */
   e2b_req *live;     /* the Start stream, then a Connect by tag; untracked: the output too */
   e2b_req *list;     /* attach: finding the pid/tag */
   e2b_req *read;     /* a file read in flight */
@@ -355,9 +357,11 @@ static void wake(e2b_req *op, char file, int64_t size) {
     return;
   }
   /* The watch is lost: a parked reader is followed by its stream again. */
+  if (!file && !e2b_outwatch_live(s->sbx)) s->told_all = 0;
   if (!file && s->parked && !e2b_outwatch_live(s->sbx)) unpark(op, s);
   int which = file == 'o' ? R_OUT : file == 'e' ? R_ERR : file == 'x' ? R_EXIT : -1;
   if (file && which < 0) return;
+  if (which >= 0 && which < R_EXIT && size > s->told[which]) s->told[which] = size;
   /* A size we already have is nothing new (the file was created or closed). */
   if (which >= 0 && which < R_EXIT && size >= 0 && size <= s->off[which]) return;
   if (which == R_EXIT && size == 0) return;
@@ -380,6 +384,7 @@ static int subscribe(e2b_req *op, track_state *s) {
   if (s->subscribed || s->exit_known || s->gone) return 1;
   int rc = e2b_outwatch_subscribe(s->sbx, E2B_KEPT_ROOT, s->name, op, wake);
   s->subscribed = rc >= 0;
+  if (rc == 0) s->told_all = 1 << R_OUT | 1 << R_ERR; /* unchanged since the watch's start */
   return rc != 0;
 }
 
@@ -473,6 +478,23 @@ static void stream_step(e2b_req *op, track_state *s) {
 
 static const char *const file_ext[] = {"out", "err", "exit"};
 
+/* curl's receive buffer for a read of this file. curl holds it for the
+ * whole transfer, and the parked commands that end together all read at
+ * once: each asking for E2B_FILE_IO_BUFFER made 1,000 such ends peak at
+ * about 82 MB of heap (bench/README.md). The exit file is a status line.
+ * A parked reader learns every growth of a file from its watch once it
+ * read it (or the watch saw it unchanged), so what remains is known: unless
+ * the file streams, the buffer is that much (a late event only costs
+ * speed). Unparked readers keep the large buffer: their streams are the
+ * default, and they end one by one. */
+static long read_buffer(const track_state *s, int which) {
+  if (which == R_EXIT) return E2B_SMALL_READ_BUFFER;
+  if (!s->parked || !(s->told_all & (1 << which)) || (s->streaming & (1 << which)))
+    return E2B_FILE_IO_BUFFER;
+  int64_t left = s->told[which] > s->off[which] ? s->told[which] - s->off[which] : 0;
+  return left < E2B_FILE_IO_BUFFER ? (long)left + E2B_SMALL_READ_BUFFER : E2B_FILE_IO_BUFFER;
+}
+
 static void start_read(e2b_req *op, track_state *s, int which) {
   char path[512];
   snprintf(path, sizeof path, "%s.%s", s->prefix, file_ext[which]);
@@ -480,8 +502,8 @@ static void start_read(e2b_req *op, track_state *s, int which) {
   s->reading = which;
   s->read_got = 0;
   s->small.len = 0;
-  s->read = e2b_op_child(
-      op, e2b_file_read(s->sbx, path, "root", which < R_EXIT ? s->off[which] : 0, &err));
+  s->read = e2b_op_child(op, e2b_file_read_sized(s->sbx, path, "root", which < R_EXIT ? s->off[which] : 0,
+                                                 read_buffer(s, which), &err));
   if (!s->read) {
     s->due = 0;
     arm(op, s, s->poll_ms);
@@ -577,6 +599,8 @@ static int read_ended(e2b_req *op, track_state *s) {
   }
   s->last_contact_ms = e2b_now_ms();
   if (absent) s->absent |= 1 << s->reading;
+  /* read to its end: from here on the watch tells each growth */
+  if (s->reading < R_EXIT && s->subscribed && e2b_outwatch_live(s->sbx)) s->told_all |= 1 << s->reading;
   if (s->reading < R_EXIT) {
     s->streaming &= ~(1 << s->reading);
     if (s->read_got >= STREAMING_READ) s->streaming |= 1 << s->reading;

@@ -112,7 +112,7 @@ static int pstream_fill(void *ctx, sbuf *out) {
       rpc_env_msg(out, event("keepalive", json_object()), s->pb);
       return 0;
     case PSUB_HANGUP:
-      return -1; /* the client left; the process keeps running (E2B semantics) */
+      return STREAM_CLIENT_LEFT; /* the process keeps running (E2B semantics) */
     default:
       break;
     }

@@ -212,7 +212,8 @@ static int wstream_fill(void *ctx, sbuf *out) {
     if (s->deadline && s->deadline - now < wait) wait = s->deadline - now;
     struct pollfd pf[2] = {{s->w->efd, POLLIN, 0}, {s->client_fd, POLLRDHUP, 0}};
     poll(pf, s->client_fd >= 0 ? 2 : 1, (int)wait);
-    if (s->client_fd >= 0 && (pf[1].revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL))) return -1;
+    if (s->client_fd >= 0 && (pf[1].revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)))
+      return STREAM_CLIENT_LEFT;
     if (pf[0].revents) {
       uint64_t v;
       if (read(s->w->efd, &v, sizeof v) < 0) {

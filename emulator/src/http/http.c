@@ -45,6 +45,14 @@ int http_take_raw(void) {
   return r;
 }
 
+static __thread int t_client_left;
+
+int http_take_client_left(void) {
+  int r = t_client_left;
+  t_client_left = 0;
+  return r;
+}
+
 static enum MHD_Result queue(struct MHD_Connection *c, unsigned status, struct MHD_Response *r) {
   if (!r) return MHD_NO;
   t_status = status;
@@ -148,6 +156,8 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *out, size_t max) {
       continue;
     }
     int rc = s->src.fill(s->src.ctx, &s->buf);
+    /* MHD reports the abort on this thread right away: the flag tells it apart */
+    if (rc == STREAM_CLIENT_LEFT) t_client_left = 1;
     if (rc < 0) return MHD_CONTENT_READER_END_WITH_ERROR;
     if (rc > 0) s->done = 1;
     apply_cut(s);

@@ -56,6 +56,9 @@ unsigned http_take_status(void);
  * http_take_raw: whether this thread did so, then 0. */
 void http_answered_raw(unsigned status);
 int http_take_raw(void);
+/* Whether this thread just ended a stream because its client left
+ * (STREAM_CLIENT_LEFT), then 0: an ordinary close, not worth a log line. */
+int http_take_client_left(void);
 
 const char *http_header(struct MHD_Connection *c, const char *name);
 const char *http_query(struct MHD_Connection *c, const char *name);
@@ -72,8 +75,10 @@ enum MHD_Result http_bytes(struct MHD_Connection *c, unsigned status, const char
                            const void *data, size_t len);
 
 /* A streaming (chunked) body produced on demand. fill() may block; it appends
- * bytes to out and returns 0 to continue, 1 when the body is complete, or -1
- * to abort the connection. */
+ * bytes to out and returns 0 to continue, 1 when the body is complete, -1
+ * to abort the connection (logged: the stream failed), or STREAM_CLIENT_LEFT
+ * when the client closed its end (a stream it no longer needs: not logged). */
+#define STREAM_CLIENT_LEFT (-2)
 typedef struct stream_src {
   int (*fill)(void *ctx, sbuf *out);
   void (*free)(void *ctx);

@@ -222,6 +222,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
   (void)cls;
   (void)conn;
   http_take_raw();
+  http_take_client_left();
   if (*con_cls && g_server.log_requests) log_request(*con_cls, toe);
   if (*con_cls) free_req(*con_cls);
   *con_cls = NULL;
@@ -232,8 +233,8 @@ static const struct {
   const char *mhd, *ours; /* ours NULL: said better elsewhere, dropped */
 } mhd_rewrites[] = {
     {"Closing connection (application error generating response)",
-     "a streamed response ended early (the client disconnected, or the sandbox-side stream "
-     "closed)"},
+     "a streamed response ended early (the sandbox-side stream closed or failed, or the connection "
+     "broke)"},
     {"Application reported internal error, closing connection",
      "a request was closed without an answer (an injected drop, or its body was refused)"},
     {"Failed to bind to port", NULL}, /* server_start names the address asked for */
@@ -252,6 +253,8 @@ static void mhd_log(void *cls, const char *fmt, va_list ap) {
   vsnprintf(line, sizeof line, fmt, ap);
   line[strcspn(line, "\n")] = '\0';
   if (strncmp(line, "Application reported internal error", 35) == 0 && http_take_raw()) return; /* a tunnel's end */
+  /* a client that closed a stream it no longer needs: ordinary, not a failure */
+  if (strncmp(line, mhd_rewrites[0].mhd, strlen(mhd_rewrites[0].mhd)) == 0 && http_take_client_left()) return;
   for (size_t i = 0; i < sizeof mhd_rewrites / sizeof mhd_rewrites[0]; i++) {
     if (strncmp(line, mhd_rewrites[i].mhd, strlen(mhd_rewrites[i].mhd)) != 0) continue;
     if (mhd_rewrites[i].ours) log_msg("http: %s", mhd_rewrites[i].ours);
