@@ -16,9 +16,7 @@ local M = {}
 local ID_KEY, OWNER_KEY = core.META_ID, core.META_OWNER
 M.ID_KEY, M.OWNER_KEY = ID_KEY, OWNER_KEY
 
-local Client = {}
-Client.__index = Client
-M.Client = Client
+local Client = rt.class(M, "Client")
 
 local ON_CLOSE = check.oneof("kill", "pause", "leave")
 
