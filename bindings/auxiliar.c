@@ -163,6 +163,12 @@ void e2bL_set_int(lua_State *L, const char *k, lua_Integer v) {
   lua_setfield(L, -2, k);
 }
 
+void e2bL_set_bool(lua_State *L, const char *k, int v) {
+  if (v < 0) return;
+  lua_pushboolean(L, v);
+  lua_setfield(L, -2, k);
+}
+
 /* t[k] = an array of the n strings s, for the table on top. */
 static void set_strings(lua_State *L, const char *k, char *const *s, size_t n) {
   lua_createtable(L, (int)n, 0);
@@ -192,10 +198,7 @@ void e2bL_push_sandbox(lua_State *L, const e2b_sandbox_info *s) {
   if (s->memory_mb) e2bL_set_int(L, "memory_mb", s->memory_mb);
   if (s->disk_size_mb) e2bL_set_int(L, "disk_size_mb", s->disk_size_mb);
   e2bL_set_str(L, "on_timeout", s->on_timeout);
-  if (s->auto_resume >= 0) {
-    lua_pushboolean(L, s->auto_resume);
-    lua_setfield(L, -2, "auto_resume");
-  }
+  e2bL_set_bool(L, "auto_resume", s->auto_resume);
   /* The identity keys are the core's stored format: Lua gets their meaning
    * (id, owner) and the caller's own pairs, never the keys themselves. */
   const char *id = NULL, *owner = NULL;
@@ -235,8 +238,7 @@ void e2bL_push_proc_info(lua_State *L, const e2b_proc_info *p) {
   e2bL_set_str(L, "tag", p->tag);
   e2bL_set_str(L, "cmd", p->cmd);
   e2bL_set_str(L, "cwd", p->cwd);
-  lua_pushboolean(L, p->kept);
-  lua_setfield(L, -2, "kept");
+  e2bL_set_bool(L, "kept", p->kept != 0);
   set_strings(L, "args", p->args, p->arg_count);
 }
 
@@ -253,24 +255,18 @@ void e2bL_push_volume(lua_State *L, const e2b_volume *v) {
   e2bL_set_str(L, "token", v->token);
 }
 
-static void e2bL_push_tri(lua_State *L, const char *k, int v) {
-  if (v < 0) return; /* unknown stays nil */
-  lua_pushboolean(L, v);
-  lua_setfield(L, -2, k);
-}
-
 void e2bL_push_doctor(lua_State *L, const e2b_doctor_report *r) {
   lua_createtable(L, 0, 12);
-  e2bL_push_tri(L, "auth", r->auth);
+  e2bL_set_bool(L, "auth", r->auth);
   e2bL_set_str(L, "create_route", r->create_route);
   e2bL_set_str(L, "envd_version", r->envd_version);
-  e2bL_push_tri(L, "envd", r->envd);
-  e2bL_push_tri(L, "stdin_close", r->stdin_close);
-  e2bL_push_tri(L, "group_signals", r->group_signals);
-  e2bL_push_tri(L, "volumes", r->volumes);
-  e2bL_push_tri(L, "snapshots", r->snapshots);
-  e2bL_push_tri(L, "network_update", r->network_update);
-  e2bL_push_tri(L, "pagination", r->pagination);
+  e2bL_set_bool(L, "envd", r->envd);
+  e2bL_set_bool(L, "stdin_close", r->stdin_close);
+  e2bL_set_bool(L, "group_signals", r->group_signals);
+  e2bL_set_bool(L, "volumes", r->volumes);
+  e2bL_set_bool(L, "snapshots", r->snapshots);
+  e2bL_set_bool(L, "network_update", r->network_update);
+  e2bL_set_bool(L, "pagination", r->pagination);
   e2bL_set_str(L, "limits", r->limits);
   if (r->notes[0]) e2bL_set_str(L, "notes", r->notes);
 }
@@ -290,8 +286,7 @@ void e2bL_push_egress(lua_State *L, const e2b_egress_report *r) {
 void e2bL_push_run(lua_State *L, const e2b_run_result *r) {
   lua_createtable(L, 0, 9);
   e2bL_set_int(L, "exit_code", r->exit_code);
-  lua_pushboolean(L, r->exit_code == 0);
-  lua_setfield(L, -2, "ok");
+  e2bL_set_bool(L, "ok", r->exit_code == 0);
   lua_pushlstring(L, (const char *)r->out, r->out_len);
   lua_setfield(L, -2, "stdout");
   lua_pushlstring(L, (const char *)r->err, r->err_len);
@@ -327,26 +322,72 @@ e2b_keep e2bL_keep_of(lua_State *L, const char *k) {
   return E2B_KEEP_DEFAULT;
 }
 
-void e2bL_new_class(lua_State *L, const char *name, const luaL_Reg *methods, lua_CFunction gc) {
+/* Class `name` with its methods; the finalizer on top of the stack (popped)
+ * is its __gc and __close, and its close when add_close. */
+static void new_class(lua_State *L, const char *name, const luaL_Reg *methods, int add_close) {
+  int gc = lua_gettop(L);
   luaL_newmetatable(L, name);
   lua_newtable(L);
   luaL_setfuncs(L, methods, 0);
+  if (add_close) {
+    lua_pushvalue(L, gc);
+    lua_setfield(L, -2, "close");
+  }
   lua_setfield(L, -2, "__index");
-  lua_pushcfunction(L, gc);
+  lua_pushvalue(L, gc);
   lua_setfield(L, -2, "__gc");
 #if LUA_VERSION_NUM >= 504
-  lua_pushcfunction(L, gc);
+  lua_pushvalue(L, gc);
   lua_setfield(L, -2, "__close");
 #endif
-  lua_pop(L, 1);
+  lua_pop(L, 2);
 }
 
-void *e2bL_new_ud(lua_State *L, size_t size, const char *mt, lloop *l) {
+void e2bL_new_class(lua_State *L, const char *name, const luaL_Reg *methods, lua_CFunction gc) {
+  lua_pushcfunction(L, gc);
+  new_class(L, name, methods, 0);
+}
+
+/* The core handle of an object of class c (NULL once closed). */
+static void *handle_of(void *u, const e2bL_class *c) {
+  void *h;
+  memcpy(&h, (char *)u + c->handle, sizeof h);
+  return h;
+}
+
+void *e2bL_check(lua_State *L, const e2bL_class *c) {
+  void *u = luaL_checkudata(L, 1, c->name);
+  if (!handle_of(u, c)) luaL_error(L, "%s is closed", c->what);
+  return u;
+}
+
+/* close(), __gc and __close of every e2bL_class (upvalue 1: the class). */
+static int close_object(lua_State *L) {
+  const e2bL_class *c = lua_touserdata(L, lua_upvalueindex(1));
+  lloop **u = luaL_checkudata(L, 1, c->name); /* its first field: the loop reference */
+  if (handle_of(u, c)) {
+    c->release(u);
+    void *none = NULL;
+    memcpy((char *)u + c->handle, &none, sizeof none);
+    e2bL_lloop_release(*u);
+    *u = NULL;
+  }
+  return 0;
+}
+
+void e2bL_open_class(lua_State *L, const e2bL_class *c) {
+  lua_pushlightuserdata(L, (void *)(uintptr_t)c);
+  lua_pushcclosure(L, close_object, 1);
+  new_class(L, c->name, c->methods, 1);
+}
+
+void *e2bL_new_ud(lua_State *L, size_t size, const e2bL_class *c, lloop *l, void *h) {
   lloop **u = compat_newuserdata(L, size);
   memset(u, 0, size);
   *u = l;
+  memcpy((char *)u + c->handle, &h, sizeof h);
   l->refs++;
-  luaL_setmetatable(L, mt);
+  luaL_setmetatable(L, c->name);
   return u;
 }
 

@@ -26,7 +26,8 @@ typedef struct lloop {
 } lloop;
 
 
-/* Every object starts with its loop reference (e2bL_new_ud sets it). */
+/* Every object starts with its loop reference (e2bL_new_ud sets it); a
+ * client, sandbox handle and request then hold their core handle. */
 typedef struct { lloop *l; } loop_ud;
 typedef struct { lloop *l; e2b_client *c; } client_ud;
 typedef struct { lloop *l; e2b_sbx *s; } sbx_ud;
@@ -36,7 +37,25 @@ typedef struct {
   lua_Integer id;
 } req_ud;
 
+/* A class of object holding a loop reference and a core handle (LuaSocket's
+ * auxiliar_newclass/checkclass are the model): one row says where its
+ * handle is, what "is closed" calls it and how the handle is let go, so
+ * one check and one close serve every such object. */
+typedef struct {
+  const char *name;          /* its metatable */
+  const char *what;          /* "<what> is closed" */
+  size_t handle;             /* offsetof the core handle in the userdata */
+  void (*release)(void *ud); /* lets the handle go (the loop reference is e2bL_open_class's) */
+  const luaL_Reg *methods;   /* close, __gc and __close are added */
+} e2bL_class;
+
 void e2bL_lloop_release(lloop *l);
+extern const e2bL_class e2bL_sbx_class; /* client.c makes sandbox handles */
+/* Registers class c: its close, __gc and __close release the handle and
+ * the loop reference, once. */
+void e2bL_open_class(lua_State *L, const e2bL_class *c);
+/* The object of class c at argument 1; raises "<what> is closed" once closed. */
+void *e2bL_check(lua_State *L, const e2bL_class *c);
 int e2bL_push_fail(lua_State *L, const e2b_error *err);
 const char *e2bL_opt_string(lua_State *L, int t, const char *field);
 lua_Integer e2bL_opt_integer(lua_State *L, int t, const char *field, lua_Integer dflt);
@@ -45,6 +64,8 @@ const e2b_kv *e2bL_opt_kvs(lua_State *L, int t, const char *field, size_t *count
 const char *const *e2bL_opt_strings(lua_State *L, int t, const char *field, size_t *count);
 void e2bL_set_str(lua_State *L, const char *k, const char *v);
 void e2bL_set_int(lua_State *L, const char *k, lua_Integer v);
+/* t[k] = v ~= 0 for the table on top; nothing when v < 0 (unknown stays nil). */
+void e2bL_set_bool(lua_State *L, const char *k, int v);
 void e2bL_push_sandbox(lua_State *L, const e2b_sandbox_info *s);
 void e2bL_push_entry(lua_State *L, const e2b_entry *e);
 void e2bL_push_proc_info(lua_State *L, const e2b_proc_info *p);
@@ -56,9 +77,9 @@ void e2bL_push_run(lua_State *L, const e2b_run_result *r);
 /* Pushes a request userdata for req (its result kind comes from the core),
  * or nil, err when req is NULL. */
 int e2bL_push_req(lua_State *L, lloop *l, e2b_req *req, const e2b_error *err);
-/* A new userdata of size bytes with metatable mt, zeroed but for its first
- * field: l, which it now holds a reference on. */
-void *e2bL_new_ud(lua_State *L, size_t size, const char *mt, lloop *l);
+/* A new userdata of size bytes of class c, zeroed but for its loop
+ * reference l (which it now holds a reference on) and its handle h. */
+void *e2bL_new_ud(lua_State *L, size_t size, const e2bL_class *c, lloop *l, void *h);
 void e2bL_push_partial(lua_State *L, const e2b_run_result *r);
 e2b_keep e2bL_keep_of(lua_State *L, const char *keep);
 loop_ud *e2bL_check_loop(lua_State *L, int idx);

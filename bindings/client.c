@@ -10,6 +10,9 @@
 
 /* ---- client ---- */
 
+static const e2bL_class CLIENT; /* defined with its methods, below */
+#define check_client(L) ((client_ud *)e2bL_check((L), &CLIENT))
+
 int e2bL_core_client(lua_State *L) {
   loop_ud *lu = e2bL_check_loop(L, 1);
   luaL_checktype(L, 2, LUA_TTABLE);
@@ -32,26 +35,11 @@ int e2bL_core_client(lua_State *L) {
   e2b_error err;
   e2b_client *c = e2b_client_new(lu->l->loop, &cfg, &err);
   if (!c) return e2bL_push_fail(L, &err);
-  client_ud *u = e2bL_new_ud(L, sizeof *u, CLIENT_MT, lu->l);
-  u->c = c;
+  e2bL_new_ud(L, sizeof(client_ud), &CLIENT, lu->l, c);
   return 1;
 }
 
-static client_ud *check_client(lua_State *L) {
-  client_ud *u = luaL_checkudata(L, 1, CLIENT_MT);
-  if (!u->c) luaL_error(L, "client is closed");
-  return u;
-}
-
-static int client_gc(lua_State *L) {
-  client_ud *u = luaL_checkudata(L, 1, CLIENT_MT);
-  if (u->c) {
-    e2b_client_release(u->c);
-    e2bL_lloop_release(u->l);
-    u->c = NULL;
-  }
-  return 0;
-}
+static void client_release(void *ud) { e2b_client_release(((client_ud *)ud)->c); }
 
 static int client_config(lua_State *L) {
   client_ud *u = check_client(L);
@@ -66,8 +54,7 @@ static int client_config(lua_State *L) {
   lua_setfield(L, -2, "request_timeout_ms");
   lua_pushinteger(L, e2b_client_budget_ms(u->c));
   lua_setfield(L, -2, "budget_ms");
-  lua_pushboolean(L, e2b_client_has_api_key(u->c));
-  lua_setfield(L, -2, "has_api_key");
+  e2bL_set_bool(L, "has_api_key", e2b_client_has_api_key(u->c) != 0);
   return 1;
 }
 
@@ -284,8 +271,7 @@ static int client_sandbox(lua_State *L) {
   e2b_error err;
   e2b_sbx *s = e2b_sbx_new(u->c, id, token, domain, &err);
   if (!s) return e2bL_push_fail(L, &err);
-  sbx_ud *su = e2bL_new_ud(L, sizeof *su, SBX_MT, u->l);
-  su->s = s;
+  e2bL_new_ud(L, sizeof(sbx_ud), &e2bL_sbx_class, u->l, s);
   return 1;
 }
 
@@ -294,10 +280,13 @@ static const luaL_Reg client_methods[] = {
     {"sandbox", client_sandbox},     {"provision", client_provision}, {"fork", client_fork},
     {"set_network", client_set_network}, {"snapshot", client_snapshot},
     {"snapshots", client_snapshots}, {"verify_egress", client_verify_egress},
-    {"close", client_gc},            {NULL, NULL}};
+    {NULL, NULL}};
+
+static const e2bL_class CLIENT = {CLIENT_MT, "client", offsetof(client_ud, c), client_release,
+                                  client_methods};
 
 void e2bL_open_client(lua_State *L) {
-  e2bL_new_class(L, CLIENT_MT, client_methods, client_gc);
+  e2bL_open_class(L, &CLIENT);
   e2bL_add_rows(L, CLIENT_MT, client_by_id, E2BL_ROWS(by_id));
   e2bL_add_rows(L, CLIENT_MT, client_by_id_ms, E2BL_ROWS(by_id_ms));
   e2bL_add_rows(L, CLIENT_MT, client_by_list, E2BL_ROWS(by_list));

@@ -13,6 +13,9 @@
 
 /* ---- requests ---- */
 
+static const e2bL_class REQ; /* defined with its methods, below */
+#define check_req(L) ((req_ud *)e2bL_check((L), &REQ))
+
 static void on_notify(e2b_req *req, void *ud) {
   req_ud *r = ud;
   lloop *l = r->l;
@@ -30,17 +33,10 @@ static void on_notify(e2b_req *req, void *ud) {
 /* Wraps a started request (or the failure to start one). */
 int e2bL_push_req(lua_State *L, lloop *l, e2b_req *req, const e2b_error *err) {
   if (!req) return e2bL_push_fail(L, err);
-  req_ud *r = e2bL_new_ud(L, sizeof *r, REQ_MT, l);
-  r->req = req;
+  req_ud *r = e2bL_new_ud(L, sizeof *r, &REQ, l, req);
   r->id = ++l->next_id;
   e2b_req_set_notify(req, on_notify, r);
   return 1;
-}
-
-static req_ud *check_req(lua_State *L) {
-  req_ud *r = luaL_checkudata(L, 1, REQ_MT);
-  if (!r->req) luaL_error(L, "request is closed");
-  return r;
 }
 
 static int req_id(lua_State *L) {
@@ -182,37 +178,15 @@ static void push_joined(lua_State *L, e2b_req *req, e2b_proc_event ev, size_t ma
   luaL_pushresult(&b);
 }
 
-/* What read() and read_bytes() start with: max (argument 2) and the next
- * queued event of the request. 1 with *ev set; 0 having pushed nil (nothing
- * queued yet) or false (the stream is over), the one value to return. */
-static int next_event(lua_State *L, req_ud **r, size_t *max, e2b_proc_event *ev) {
-  *r = check_req(L);
-  lua_Integer m = luaL_optinteger(L, 2, 1 << 20);
-  luaL_argcheck(L, m > 0, 2, "max must be positive");
-  *max = (size_t)m;
-  int rc = e2b_req_peek_event((*r)->req, ev);
-  if (rc > 0) return 1;
-  if (rc == 0)
-    lua_pushnil(L);
-  else
-    lua_pushboolean(L, 0);
-  return 0;
-}
-
-/* read(max) on a process stream (and on a run: the chunks it hands on):
+/* One event of a process stream (and of a run: the chunks it hands on):
  *   "start", pid | "stdout"|"stderr"|"pty", bytes (<= max, consecutive chunks
- *   of one stream joined) | "end", exit_code, exited, status, error |
- *   nil (nothing queued yet) | false (stream over; see result()). */
-static int req_read(lua_State *L) {
-  req_ud *r;
-  size_t max;
-  e2b_proc_event ev;
-  if (!next_event(L, &r, &max, &ev)) return 1;
+ *   of one stream joined) | "end", exit_code, exited, status, error. */
+static int push_event(lua_State *L, e2b_req *req, e2b_proc_event ev, size_t max) {
   switch (ev.type) {
   case E2B_EVENT_START:
     lua_pushliteral(L, "start");
     lua_pushinteger(L, ev.pid);
-    e2b_req_consume(r->req, 0);
+    e2b_req_consume(req, 0);
     return 2;
   case E2B_EVENT_END:
     lua_pushliteral(L, "end");
@@ -223,22 +197,35 @@ static int req_read(lua_State *L) {
       lua_pushstring(L, ev.error);
     else
       lua_pushnil(L);
-    e2b_req_consume(r->req, 0);
+    e2b_req_consume(req, 0);
     return 5;
   default:
     lua_pushstring(L, event_stream_name(ev.type));
-    push_joined(L, r->req, ev, max, 1);
+    push_joined(L, req, ev, max, 1);
     return 2;
   }
 }
 
-/* read_bytes(max) on a download: bytes (<= max) | nil (nothing yet) | false (end). */
-static int req_read_bytes(lua_State *L) {
-  req_ud *r;
-  size_t max;
+/* read(max) on a process stream: one event (push_event); read_bytes(max) on
+ * a download: bytes (<= max). Either: nil (nothing queued yet) | false
+ * (the stream is over; see result()). */
+static const struct { const char *name; int events; } takes[] = {{"read", 1}, {"read_bytes", 0}};
+
+static int req_take(lua_State *L) {
+  req_ud *r = check_req(L);
+  lua_Integer max = luaL_optinteger(L, 2, 1 << 20);
+  luaL_argcheck(L, max > 0, 2, "max must be positive");
   e2b_proc_event ev;
-  if (!next_event(L, &r, &max, &ev)) return 1;
-  push_joined(L, r->req, ev, max, 0);
+  int rc = e2b_req_peek_event(r->req, &ev);
+  if (rc <= 0) {
+    if (rc == 0)
+      lua_pushnil(L);
+    else
+      lua_pushboolean(L, 0);
+    return 1;
+  }
+  if (takes[E2BL_ROW(L)].events) return push_event(L, r->req, ev, (size_t)max);
+  push_joined(L, r->req, ev, (size_t)max, 0);
   return 1;
 }
 
@@ -287,10 +274,8 @@ static int req_process(lua_State *L) {
   e2bL_set_int(L, "pid", e2b_req_proc_pid(r->req));
   e2bL_set_str(L, "tag", e2b_req_proc_tag(r->req));
   e2bL_set_str(L, "kept", e2b_req_proc_kept(r->req));
-  lua_pushboolean(L, e2b_req_proc_tracked(r->req));
-  lua_setfield(L, -2, "tracked");
-  lua_pushboolean(L, e2b_req_proc_parked(r->req));
-  lua_setfield(L, -2, "parked");
+  e2bL_set_bool(L, "tracked", e2b_req_proc_tracked(r->req) != 0);
+  e2bL_set_bool(L, "parked", e2b_req_proc_parked(r->req) != 0);
   return 1;
 }
 
@@ -353,22 +338,18 @@ static int req_cancel(lua_State *L) {
   return 0;
 }
 
-static int req_close(lua_State *L) {
-  req_ud *r = luaL_checkudata(L, 1, REQ_MT);
-  if (r->req) {
-    e2b_req_free(r->req);
-    r->req = NULL;
-    e2bL_lloop_release(r->l);
-    r->l = NULL;
-  }
-  return 0;
-}
+static void req_release(void *ud) { e2b_req_free(((req_ud *)ud)->req); }
 
 static const luaL_Reg req_methods[] = {
     {"id", req_id},           {"done", req_done},       {"result", req_result},
-    {"read", req_read},       {"read_bytes", req_read_bytes}, {"drain", req_drain},
+    {"drain", req_drain},
     {"send", req_send},       {"send_from", req_send_from}, {"finish", req_finish},
-    {"pending", req_pending}, {"cancel", req_cancel},   {"close", req_close},
+    {"pending", req_pending}, {"cancel", req_cancel},
     {"process", req_process}, {"killed", req_killed}, {NULL, NULL}};
 
-void e2bL_open_req(lua_State *L) { e2bL_new_class(L, REQ_MT, req_methods, req_close); }
+static const e2bL_class REQ = {REQ_MT, "request", offsetof(req_ud, req), req_release, req_methods};
+
+void e2bL_open_req(lua_State *L) {
+  e2bL_open_class(L, &REQ);
+  e2bL_add_rows(L, REQ_MT, req_take, E2BL_ROWS(takes));
+}

@@ -13,21 +13,13 @@
 
 /* ---- sandbox handle (envd) ---- */
 
-static sbx_ud *check_sbx(lua_State *L) {
-  sbx_ud *u = luaL_checkudata(L, 1, SBX_MT);
-  if (!u->s) luaL_error(L, "sandbox handle is closed");
-  return u;
-}
+#define check_sbx(L) ((sbx_ud *)e2bL_check((L), &e2bL_sbx_class))
 
-static int sbx_gc(lua_State *L) {
-  sbx_ud *u = luaL_checkudata(L, 1, SBX_MT);
-  if (u->s) {
-    e2b_sbx_flush_forgets(u->s);
-    e2b_sbx_release(u->s);
-    e2bL_lloop_release(u->l);
-    u->s = NULL;
-  }
-  return 0;
+/* What is still queued to be forgotten goes first (unattended). */
+static void sbx_release(void *ud) {
+  sbx_ud *u = ud;
+  e2b_sbx_flush_forgets(u->s);
+  e2b_sbx_release(u->s);
 }
 
 /* A process is named by pid (number) or tag (string). */
@@ -204,15 +196,6 @@ static int sbx_flush_forgets(lua_State *L) {
   return 0;
 }
 
-/* connect(pid_or_tag, keepalive_s?) */
-static int sbx_connect(lua_State *L) {
-  proc_target t;
-  sbx_ud *u = check_proc(L, &t);
-  e2b_error err;
-  e2b_req *req = e2b_proc_connect(u->s, t.pid, t.tag, (long)luaL_optinteger(L, 3, 0), &err);
-  return e2bL_push_req(L, u->l, req, &err);
-}
-
 static int sbx_close_stdin(lua_State *L) {
   proc_target t;
   sbx_ud *u = check_proc(L, &t);
@@ -229,15 +212,6 @@ static int sbx_signal(lua_State *L) {
   return e2bL_push_req(L, u->l, req, &err);
 }
 
-/* kill(pid_or_tag, settle_ms): SIGKILL, done once the group is gone (kill.c) */
-static int sbx_kill(lua_State *L) {
-  proc_target t;
-  sbx_ud *u = check_proc(L, &t);
-  e2b_error err;
-  e2b_req *req = e2b_proc_kill(u->s, t.pid, t.tag, (long)luaL_checkinteger(L, 3), &err);
-  return e2bL_push_req(L, u->l, req, &err);
-}
-
 /* resize(pid_or_tag, cols, rows) */
 static int sbx_resize(lua_State *L) {
   proc_target t;
@@ -251,6 +225,7 @@ static int sbx_resize(lua_State *L) {
 /* Calls of one shape each, picked by row (E2BL_ROW). */
 typedef e2b_req *(*by_path_fn)(e2b_sbx *sbx, const char *path, const char *user, e2b_error *err);
 typedef e2b_req *(*plain_fn)(e2b_sbx *sbx, e2b_error *err);
+typedef e2b_req *(*by_target_ms_fn)(e2b_sbx *sbx, uint32_t pid, const char *tag, long ms, e2b_error *err);
 typedef e2b_req *(*bytes_fn)(e2b_sbx *sbx, uint32_t pid, const char *tag, const void *data, size_t len,
                              int pty, e2b_error *err);
 
@@ -261,6 +236,12 @@ static const struct { const char *name; by_path_fn call; } by_path[] = {
 /* name() */
 static const struct { const char *name; plain_fn call; } plain[] = {
     {"processes", e2b_proc_list}};
+
+/* name(pid_or_tag, ms): ms optional (0) or required. connect's ms: the idle
+ * timeout; kill's: how long the group may take to go (SIGKILL, done once
+ * it is gone: kill.c) */
+static const struct { const char *name; by_target_ms_fn call; int required; } by_target_ms[] = {
+    {"connect", e2b_proc_connect, 0}, {"kill", e2b_proc_kill, 1}};
 
 /* name(pid_or_tag, bytes, pty?): feed writes in pieces, then closes stdin */
 static const struct { const char *name; bytes_fn call; } by_bytes[] = {
@@ -274,6 +255,15 @@ static int sbx_by_bytes(lua_State *L) {
   e2b_error err;
   e2b_req *req = by_bytes[E2BL_ROW(L)].call(u->s, t.pid, t.tag, data, len, lua_toboolean(L, 4), &err);
   return e2bL_push_req(L, u->l, req, &err);
+}
+
+static int sbx_by_target_ms(lua_State *L) {
+  proc_target t;
+  sbx_ud *u = check_proc(L, &t);
+  size_t row = E2BL_ROW(L);
+  lua_Integer ms = by_target_ms[row].required ? luaL_checkinteger(L, 3) : luaL_optinteger(L, 3, 0);
+  e2b_error err;
+  return e2bL_push_req(L, u->l, by_target_ms[row].call(u->s, t.pid, t.tag, (long)ms, &err), &err);
 }
 
 static int sbx_by_path(lua_State *L) {
@@ -330,18 +320,22 @@ static int sbx_url(lua_State *L) {
 }
 
 static const luaL_Reg sbx_methods[] = {
-    {"start", sbx_start},           {"connect", sbx_connect},
-    {"close_stdin", sbx_close_stdin}, {"signal", sbx_signal},         {"kill", sbx_kill},         {"resize", sbx_resize},
+    {"start", sbx_start},
+    {"close_stdin", sbx_close_stdin}, {"signal", sbx_signal},         {"resize", sbx_resize},
     {"list", sbx_list},             {"move", sbx_move},               {"read", sbx_read},
     {"url", sbx_url},               {"run", sbx_run},                 {"track", sbx_track},
     {"attach", sbx_attach},         {"signal_async", sbx_signal_async},
     {"forget_async", sbx_forget_async}, {"flush_forgets", sbx_flush_forgets},
     {"explain", sbx_explain},       {"boot_id", sbx_boot_id},
-    {"close", sbx_gc},              {NULL, NULL}};
+    {NULL, NULL}};
+
+const e2bL_class e2bL_sbx_class = {SBX_MT, "sandbox handle", offsetof(sbx_ud, s), sbx_release,
+                                   sbx_methods};
 
 void e2bL_open_sbx(lua_State *L) {
-  e2bL_new_class(L, SBX_MT, sbx_methods, sbx_gc);
+  e2bL_open_class(L, &e2bL_sbx_class);
   e2bL_add_rows(L, SBX_MT, sbx_by_path, E2BL_ROWS(by_path));
   e2bL_add_rows(L, SBX_MT, sbx_plain, E2BL_ROWS(plain));
   e2bL_add_rows(L, SBX_MT, sbx_by_bytes, E2BL_ROWS(by_bytes));
+  e2bL_add_rows(L, SBX_MT, sbx_by_target_ms, E2BL_ROWS(by_target_ms));
 }

@@ -16,9 +16,7 @@ local M = {}
 local ID_KEY, OWNER_KEY = core.META_ID, core.META_OWNER
 M.ID_KEY, M.OWNER_KEY = ID_KEY, OWNER_KEY
 
-local Client = {}
-Client.__index = Client
-M.Client = Client
+local Client = rt.class(M, "Client")
 
 local ON_CLOSE = check.oneof("kill", "pause", "leave")
 
@@ -280,8 +278,15 @@ function Client:create(opts)
   return Sandbox.new(self._port, raw, { owned = true, on_close = o.on_close or self._on_close })
 end
 
-local function id_arg(op, id)
-  return check.value(op, "id", id, "nonempty")
+-- The calls on one sandbox by id: the id checked (`field` names it), then
+-- the core's call `call` with it and the rest; a failure carries the id.
+function Client:_by_id(op, field, call, id, ...)
+  local ok, err = check.value(op, field, id, "nonempty")
+  if not ok then return nil, err end
+  local res
+  res, err = rt.finish(self._h[call](self._h, id, ...))
+  if not res then return nil, rt.tag(err, id) end
+  return res
 end
 
 --- Describes a sandbox by logical or provider id. Never resumes: it only reads.
@@ -291,11 +296,8 @@ end
 -- @return or nil, err (kind "not_found" only when it is known not to exist;
 --   "conflict" when two sandboxes carry the id)
 function Client:describe(id)
-  local ok, err = id_arg("describe", id)
-  if not ok then return nil, err end
-  local raw
-  raw, err = rt.finish(self._h:describe(id))
-  if not raw then return nil, rt.tag(err, id) end
+  local raw, err = self:_by_id("describe", "id", "describe", id)
+  if not raw then return nil, err end
   return to_info(raw)
 end
 
@@ -327,11 +329,7 @@ end
 -- @treturn boolean true
 -- @return or nil, err
 function Client:destroy(id)
-  local ok, err = id_arg("destroy", id)
-  if not ok then return nil, err end
-  ok, err = rt.finish(self._h:destroy(id))
-  if not ok then return nil, rt.tag(err, id) end
-  return true
+  return self:_by_id("destroy", "id", "destroy", id)
 end
 
 --- Connects to a sandbox by provider id: an externally owned handle (close
@@ -341,11 +339,8 @@ end
 -- @treturn e2b.sandbox.Sandbox
 -- @return or nil, err
 function Client:connect(sandbox_id)
-  local ok, err = check.value("connect", "sandbox_id", sandbox_id, "nonempty")
-  if not ok then return nil, err end
-  local raw
-  raw, err = self._port.attach(sandbox_id)
-  if not raw then return nil, rt.tag(err, sandbox_id) end
+  local raw, err = self:_by_id("connect", "sandbox_id", "attach", sandbox_id, self._timeout_ms)
+  if not raw then return nil, err end
   return Sandbox.new(self._port, raw, { owned = false })
 end
 
@@ -355,11 +350,8 @@ end
 -- @treturn e2b.sandbox.Sandbox
 -- @return or nil, err (kind "not_found": nothing allocated; "conflict": two carry the id)
 function Client:resume(id)
-  local ok, err = id_arg("resume", id)
-  if not ok then return nil, err end
-  local raw
-  raw, err = rt.finish(self._h:resume(id, self._timeout_ms))
-  if not raw then return nil, rt.tag(err, id) end
+  local raw, err = self:_by_id("resume", "id", "resume", id, self._timeout_ms)
+  if not raw then return nil, err end
   return Sandbox.new(self._port, raw, { owned = false })
 end
 

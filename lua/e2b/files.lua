@@ -13,9 +13,7 @@ local M = {}
 -- operation runs as the client's user. Every method returns nil, err on
 -- failure.
 -- @type Files
-local Files = {}
-Files.__index = Files
-M.Files = Files
+local Files = rt.class(M, "Files")
 
 local adapter = rt.adapter
 local CHUNK = 1024 * 1024

@@ -22,9 +22,7 @@ local M = {}
 -- @field pid the process id in the sandbox
 -- @field tag the tag naming it (signals and input go by tag)
 -- @field tracked true when its output is kept in the sandbox (attach() can continue it)
-local Process = {}
-Process.__index = Process
-M.Process = Process
+local Process = rt.class(M, "Process")
 
 local adapter = rt.adapter
 local READ_MAX = 1024 * 1024

@@ -22,6 +22,14 @@ function M.finish(req, err)
   return a, b
 end
 
+-- class(module, name) -> a class table: its own __index, and module[name].
+function M.class(module, name)
+  local class = {}
+  class.__index = class
+  module[name] = class
+  return class
+end
+
 -- Tags an error with the sandbox it concerns, for readable messages.
 function M.tag(err, sandbox_id)
   if type(err) == "table" and sandbox_id and not err.sandbox_id then

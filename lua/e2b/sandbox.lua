@@ -21,9 +21,7 @@ local M = {}
 -- @field traffic_token value for the e2b-traffic-access-token header, or nil
 -- @field domain the domain its ports are served under
 -- @field files the sandbox's filesystem (`e2b.files.Files`)
-local Sandbox = {}
-Sandbox.__index = Sandbox
-M.Sandbox = Sandbox
+local Sandbox = rt.class(M, "Sandbox")
 
 
 -- The info record (docs/manual.md, "Records"), from a control-plane sandbox table.

@@ -555,63 +555,110 @@ static enum MHD_Result h_get(http_req *r) {
   return res;
 }
 
-static enum MHD_Result h_delete(http_req *r) {
+/* What a call on one sandbox read from its JSON body (each reader fills
+ * its part); a reader returns -1 with e's message for a 400. */
+typedef struct {
+  int timeout_s, memory, count, duration;
+} call_args;
+typedef int (*args_reader)(json_t *b, call_args *a, opts_err *e);
+
+/* The sandbox a call's path names, once its body (empty is {} when
+ * empty_ok; none read without a reader) is read into a; NULL with *res the
+ * response when the body is refused (400) or no sandbox has the id (404). */
+static sandbox *call_target(http_req *r, int empty_ok, args_reader read, call_args *a, enum MHD_Result *res) {
+  if (read) {
+    json_t *b = body_object(r, res, empty_ok);
+    if (!b) return NULL;
+    opts_err e = {{0}};
+    int bad = read(b, a, &e);
+    json_decref(b);
+    if (bad) {
+      *res = http_error(r->conn, 400, "%s", e.msg);
+      return NULL;
+    }
+  }
   sandbox *sb = sandbox_get(ctx_id(r));
-  if (!sb) return not_found(r, ctx_id(r));
-  int rc = sandbox_kill(sb);
-  sandbox_unref(sb);
-  return rc ? not_found(r, ctx_id(r)) : http_empty(r->conn, 204);
+  if (!sb) *res = not_found(r, ctx_id(r));
+  return sb;
 }
 
-static enum MHD_Result h_timeout(http_req *r) {
-  enum MHD_Result res;
-  json_t *b = body_object(r, &res, 0);
-  if (!b) return res;
-  opts_err e = {{0}};
-  int t = 0;
-  if (!json_object_get(b, "timeout")) snprintf(e.msg, sizeof e.msg, "field 'timeout' is required");
-  int bad = e.msg[0] || get_timeout(b, 0, &t, &e);
-  json_decref(b);
-  if (bad) return http_error(r->conn, 400, "%s", e.msg);
-  sandbox *sb = sandbox_get(ctx_id(r));
-  if (!sb) return not_found(r, ctx_id(r));
-  int rc = sandbox_set_timeout(sb, t);
-  sandbox_unref(sb);
-  return rc ? not_found(r, ctx_id(r)) : http_empty(r->conn, 204);
+static int timeout_args(json_t *b, call_args *a, opts_err *e) {
+  if (!json_object_get(b, "timeout")) {
+    snprintf(e->msg, sizeof e->msg, "field 'timeout' is required");
+    return -1;
+  }
+  return get_timeout(b, 0, &a->timeout_s, e);
 }
 
-static enum MHD_Result h_pause(http_req *r) {
+static int pause_args(json_t *b, call_args *a, opts_err *e) { return get_bool(b, "memory", 1, &a->memory, e); }
+
+static int refresh_args(json_t *b, call_args *a, opts_err *e) {
+  json_t *d = json_object_get(b, "duration");
+  if (d && !json_is_null(d) && (!json_is_integer(d) || json_integer_value(d) < 0 || json_integer_value(d) > 3600)) {
+    snprintf(e->msg, sizeof e->msg, "duration must be an integer between 0 and 3600 (seconds)");
+    return -1;
+  }
+  a->duration = json_is_integer(d) ? (int)json_integer_value(d) : -1;
+  return 0;
+}
+
+static int act_kill(sandbox *sb, const call_args *a) {
+  (void)a;
+  return sandbox_kill(sb);
+}
+static int act_timeout(sandbox *sb, const call_args *a) { return sandbox_set_timeout(sb, a->timeout_s); }
+static int act_pause(sandbox *sb, const call_args *a) { return sandbox_pause(sb, a->memory); }
+static int act_refresh(sandbox *sb, const call_args *a) {
+  return sandbox_refresh(sb, a->duration >= 0 ? a->duration : sb->timeout_s);
+}
+
+/* Calls that change one sandbox and answer 204: how each reads its body,
+ * what it does, and what its failures mean: -EALREADY is a 409 (`conflict`
+ * says why), -ENOENT a 404, another a 500 (`failure`), or with no failure
+ * every error is a 404 (the sandbox went away). */
+enum { ACT_KILL, ACT_TIMEOUT, ACT_PAUSE, ACT_REFRESH };
+static const struct {
+  int empty_ok;
+  args_reader read;
+  int (*act)(sandbox *sb, const call_args *a);
+  const char *conflict, *failure;
+} ACTIONS[] = {
+    [ACT_KILL] = {0, NULL, act_kill, NULL, NULL},
+    [ACT_TIMEOUT] = {0, timeout_args, act_timeout, NULL, NULL},
+    [ACT_PAUSE] = {1, pause_args, act_pause, "is already paused", "cannot pause the sandbox"},
+    [ACT_REFRESH] = {1, refresh_args, act_refresh, NULL, NULL},
+};
+
+static enum MHD_Result act_on(http_req *r, int which) {
   enum MHD_Result res;
-  json_t *b = body_object(r, &res, 1);
-  if (!b) return res;
-  opts_err e = {{0}};
-  int memory = 1;
-  int bad = get_bool(b, "memory", 1, &memory, &e);
-  json_decref(b);
-  if (bad) return http_error(r->conn, 400, "%s", e.msg);
-  sandbox *sb = sandbox_get(ctx_id(r));
-  if (!sb) return not_found(r, ctx_id(r));
-  int rc = sandbox_pause(sb, memory);
+  call_args a = {0};
+  sandbox *sb = call_target(r, ACTIONS[which].empty_ok, ACTIONS[which].read, &a, &res);
+  if (!sb) return res;
+  int rc = ACTIONS[which].act(sb, &a);
   sandbox_unref(sb);
-  if (rc == -EALREADY) return http_error(r->conn, 409, "sandbox \"%s\" is already paused", ctx_id(r));
-  if (rc == -ENOENT) return not_found(r, ctx_id(r));
-  if (rc) return http_error(r->conn, 500, "cannot pause the sandbox: %s", strerror(-rc));
+  if (rc == -EALREADY && ACTIONS[which].conflict)
+    return http_error(r->conn, 409, "sandbox \"%s\" %s", ctx_id(r), ACTIONS[which].conflict);
+  if (rc && (rc == -ENOENT || !ACTIONS[which].failure)) return not_found(r, ctx_id(r));
+  if (rc) return http_error(r->conn, 500, "%s: %s", ACTIONS[which].failure, strerror(-rc));
   return http_empty(r->conn, 204);
+}
+
+static enum MHD_Result h_delete(http_req *r) { return act_on(r, ACT_KILL); }
+static enum MHD_Result h_timeout(http_req *r) { return act_on(r, ACT_TIMEOUT); }
+static enum MHD_Result h_pause(http_req *r) { return act_on(r, ACT_PAUSE); }
+static enum MHD_Result h_refresh(http_req *r) { return act_on(r, ACT_REFRESH); }
+
+static int connect_args(json_t *b, call_args *a, opts_err *e) {
+  return get_timeout(b, DEFAULT_TIMEOUT_S, &a->timeout_s, e) || get_bool(b, "memory", 1, &a->memory, e);
 }
 
 static enum MHD_Result do_connect(http_req *r, int only_paused) {
   enum MHD_Result res;
-  json_t *b = body_object(r, &res, 1);
-  if (!b) return res;
-  opts_err e = {{0}};
-  int t = 0, memory = 1;
-  int bad = get_timeout(b, DEFAULT_TIMEOUT_S, &t, &e) || get_bool(b, "memory", 1, &memory, &e);
-  json_decref(b);
-  if (bad) return http_error(r->conn, 400, "%s", e.msg);
-  sandbox *sb = sandbox_get(ctx_id(r));
-  if (!sb) return not_found(r, ctx_id(r));
+  call_args a = {0};
+  sandbox *sb = call_target(r, 1, connect_args, &a, &res);
+  if (!sb) return res;
   int resumed = 0;
-  int rc = sandbox_connect(sb, t, !memory, only_paused, &resumed);
+  int rc = sandbox_connect(sb, a.timeout_s, !a.memory, only_paused, &resumed);
   if (rc == -EALREADY) res = http_error(r->conn, 409, "sandbox \"%s\" is already running", ctx_id(r));
   else if (rc == -ENOENT) res = not_found(r, ctx_id(r));
   else if (rc) res = http_error(r->conn, 500, "cannot resume the sandbox: %s", strerror(-rc));
@@ -701,22 +748,6 @@ static enum MHD_Result h_network(http_req *r) {
   sandbox_unref(sb);
   if (rc == -ENOENT) return not_found(r, ctx_id(r));
   return http_empty(r->conn, 204);
-}
-
-static enum MHD_Result h_refresh(http_req *r) {
-  enum MHD_Result res;
-  json_t *b = body_object(r, &res, 1);
-  if (!b) return res;
-  json_t *d = json_object_get(b, "duration");
-  int bad = d && !json_is_null(d) && (!json_is_integer(d) || json_integer_value(d) < 0 || json_integer_value(d) > 3600);
-  int duration = json_is_integer(d) ? (int)json_integer_value(d) : -1;
-  json_decref(b);
-  if (bad) return http_error(r->conn, 400, "duration must be an integer between 0 and 3600 (seconds)");
-  sandbox *sb = sandbox_get(ctx_id(r));
-  if (!sb) return not_found(r, ctx_id(r));
-  int rc = sandbox_refresh(sb, duration >= 0 ? duration : sb->timeout_s);
-  sandbox_unref(sb);
-  return rc ? not_found(r, ctx_id(r)) : http_empty(r->conn, 204);
 }
 
 static enum MHD_Result h_snapshot_create(http_req *r) {
@@ -852,17 +883,17 @@ static enum MHD_Result h_template_alias(http_req *r) {
 
 /* ---- fork: snapshot in place, then count sandboxes from it ---- */
 
-static int fork_request(json_t *b, int *timeout_s, int *count, opts_err *e) {
+static int fork_args(json_t *b, call_args *a, opts_err *e) {
   json_t *c = json_object_get(b, "count");
-  *count = 1;
+  a->count = 1;
   if (c && !json_is_null(c)) {
     if (!json_is_integer(c) || json_integer_value(c) < 1 || json_integer_value(c) > 100) {
       snprintf(e->msg, sizeof e->msg, "field 'count' must be an integer between 1 and 100");
       return -1;
     }
-    *count = (int)json_integer_value(c);
+    a->count = (int)json_integer_value(c);
   }
-  return get_timeout(b, DEFAULT_TIMEOUT_S, timeout_s, e);
+  return get_timeout(b, DEFAULT_TIMEOUT_S, &a->timeout_s, e);
 }
 
 /* A fork starts from the parent's files with its settings (not its
@@ -886,15 +917,11 @@ static json_t *fork_one(sandbox *parent, const tpl_ref *tpl, json_t *vm, json_t 
 
 static enum MHD_Result h_fork(http_req *r) {
   enum MHD_Result res;
-  json_t *b = body_object(r, &res, 1);
-  if (!b) return res;
+  call_args a = {0};
+  sandbox *sb = call_target(r, 1, fork_args, &a, &res);
+  if (!sb) return res;
   opts_err e = {{0}};
-  int timeout_s, count;
-  int bad = fork_request(b, &timeout_s, &count, &e);
-  json_decref(b);
-  if (bad) return http_error(r->conn, 400, "%s", e.msg);
-  sandbox *sb = sandbox_get(ctx_id(r));
-  if (!sb) return not_found(r, ctx_id(r));
+  int timeout_s = a.timeout_s, count = a.count;
   char name[80];
   snprintf(name, sizeof name, "fork-of-%s-%lld", sb->id, (long long)now_ms());
   const char *err = "cannot snapshot the sandbox";

@@ -1220,6 +1220,16 @@ void egress_set_control_port(uint16_t port) {
   pthread_mutex_unlock(&g_mu);
 }
 
+/* Frees a list of resolver jobs, closing a connection one still holds. */
+static void free_jobs(rjob *j) {
+  while (j) {
+    rjob *next = j->next;
+    if (j->fd >= 0) close(j->fd);
+    free(j);
+    j = next;
+  }
+}
+
 void egress_shutdown(void) {
   pthread_mutex_lock(&g_mu);
   int started = g_started;
@@ -1243,17 +1253,9 @@ void egress_shutdown(void) {
     free(k);
   }
   g_cmds_tail = &g_cmds;
-  while (g_rq) {
-    rjob *j = g_rq;
-    g_rq = j->next;
-    free(j);
-  }
-  while (g_done) {
-    rjob *j = g_done;
-    g_done = j->next;
-    if (j->fd >= 0) close(j->fd);
-    free(j);
-  }
+  free_jobs(g_rq); /* not taken yet: no descriptor (fd -1) */
+  free_jobs(g_done);
+  g_rq = g_done = NULL;
   g_rq_tail = &g_rq;
   close(g_ep);
   close(g_wake);

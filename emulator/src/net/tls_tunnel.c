@@ -42,19 +42,25 @@ static void set_nonblock(int fd) {
 
 static int again(ssize_t n) { return n == GNUTLS_E_AGAIN || n == GNUTLS_E_INTERRUPTED; }
 
+/* A direction reads more only once its buffer is empty, until its source ends. */
+static int wants_input(const dir *d) { return !d->eof && !d->len; }
+
+/* What a read put in d's empty buffer: n bytes, or none: its source ended. */
+static void took(dir *d, size_t n) {
+  d->off = 0;
+  d->len = n;
+  if (!n) d->eof = 1;
+}
+
 /* Client plaintext in, while its buffer is empty: GnuTLS may hold decrypted
  * bytes the socket no longer shows, so this runs without waiting on poll. */
 static void client_in(tunnel *t) {
-  if (t->c2u.eof || t->c2u.len) return;
+  if (!wants_input(&t->c2u)) return;
   ssize_t n = gnutls_record_recv(t->s, t->c2u.buf, TUNNEL_BUF);
-  if (n > 0) {
-    t->c2u.off = 0;
-    t->c2u.len = (size_t)n;
-  } else if (n == 0) {
-    t->c2u.eof = 1; /* close_notify: the client sends no more (it may still read) */
-  } else if (!again(n)) {
+  if (n >= 0)
+    took(&t->c2u, (size_t)n); /* 0: close_notify, the client sends no more (it may still read) */
+  else if (!again(n))
     t->failed = 1; /* cut without close_notify (as at the daemon's stop), or a TLS error */
-  }
 }
 
 static void upstream_out(tunnel *t) {
@@ -76,14 +82,10 @@ static void upstream_out(tunnel *t) {
 }
 
 static void upstream_in(tunnel *t) {
-  if (t->u2c.eof || t->u2c.len) return;
+  if (!wants_input(&t->u2c)) return;
   ssize_t n = read(t->up, t->u2c.buf, TUNNEL_BUF);
-  if (n > 0) {
-    t->u2c.off = 0;
-    t->u2c.len = (size_t)n;
-  } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
-    t->u2c.eof = 1;
-  }
+  if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
+  took(&t->u2c, n > 0 ? (size_t)n : 0); /* none: the upstream ended, or failed */
 }
 
 /* After GNUTLS_E_AGAIN the same record is offered again: off and len only
@@ -123,13 +125,13 @@ static void relay(tunnel *t) {
     int blocked = client_out(t);
     if (t->failed || (t->u2c.eof && !t->u2c.len)) return; /* the service ended: so does the tunnel */
     struct pollfd pf[2] = {{t->fd, 0, 0}, {t->up, 0, 0}};
-    if (!t->c2u.eof && !t->c2u.len) pf[0].events |= POLLIN;
+    if (wants_input(&t->c2u)) pf[0].events |= POLLIN;
     if (blocked) pf[0].events |= POLLOUT;
-    if (!t->u2c.eof && !t->u2c.len) pf[1].events |= POLLIN;
+    if (wants_input(&t->u2c)) pf[1].events |= POLLIN;
     if (t->c2u.len) pf[1].events |= POLLOUT;
     for (int i = 0; i < 2; i++)
       if (!pf[i].events) pf[i].fd = -1; /* else a hang-up nobody waits for would spin the loop */
-    int ready_now = !t->c2u.eof && !t->c2u.len && gnutls_record_check_pending(t->s) > 0;
+    int ready_now = wants_input(&t->c2u) && gnutls_record_check_pending(t->s) > 0;
     if (poll(pf, 2, ready_now ? 0 : -1) < 0 && errno != EINTR) return;
   }
 }
