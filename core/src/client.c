@@ -10,6 +10,10 @@
 
 char *e2b_strdup0(const char *s) { return s ? strdup(s) : NULL; }
 
+void e2b_free_fields(void *obj, const size_t *offsets) {
+  for (const size_t *at = offsets; at && *at != E2B_OP_END; at++) free(*(void **)((char *)obj + *at));
+}
+
 static const char *env_or(const char *given, const char *var) {
   if (given && *given) return given;
   const char *v = getenv(var);
