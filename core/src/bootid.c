@@ -29,8 +29,6 @@ typedef struct boot_state {
   int waiting; /* the retry timer is armed */
 } boot_state;
 
-static void boot_release(void *p) { e2b_growbuf_free(&((boot_state *)p)->got); }
-
 static void start_read(e2b_req *op, boot_state *s, int which) {
   e2b_error err;
   s->got.len = 0;
@@ -110,9 +108,9 @@ static void boot_advance(e2b_req *op) {
 }
 
 #define BOOT_AT(f) offsetof(boot_state, f)
-static const e2b_op_kind boot_kind = {.size = sizeof(boot_state), .release = boot_release,
-                                      .children = E2B_OP_FIELDS(BOOT_AT(read)),
-                                      .allocs = E2B_OP_FIELDS(BOOT_AT(path[F_EXIT]), BOOT_AT(path[F_BOOT])),
+static const e2b_op_kind boot_kind = {.size = sizeof(boot_state), .children = E2B_FIELDS(BOOT_AT(read)),
+                                      .bufs = E2B_FIELDS(BOOT_AT(got)),
+                                      .allocs = E2B_FIELDS(BOOT_AT(path[F_EXIT]), BOOT_AT(path[F_BOOT])),
                                       .holds = E2B_OP_HOLDS_SBX, .ref = BOOT_AT(sbx)};
 
 e2b_req *e2b_proc_boot_id(e2b_sbx *sbx, const char *tag, e2b_error *err) {

@@ -16,7 +16,9 @@ typedef struct probe_box {
   e2b_sbx *sbx;
 } probe_box;
 
-static void box_release(probe_box *b) {
+/* The kinds' release: each state starts with its probe_box. */
+static void box_release(void *state) {
+  probe_box *b = state;
   if (b->allocated) {
     /* Still ours when the operation is abandoned: kill it detached. */
     e2b_error err;
@@ -59,7 +61,7 @@ enum {
 };
 
 typedef struct doctor_state {
-  probe_box box;
+  probe_box box; /* first: the kind releases it (box_release) */
   int stage;
   e2b_req *child;
   e2b_req *stream;
@@ -68,21 +70,6 @@ typedef struct doctor_state {
   long child_pid;
   int polls;
 } doctor_state;
-
-static void doctor_release(void *p) {
-  doctor_state *s = p;
-  e2b_growbuf_free(&s->out);
-  box_release(&s->box);
-}
-
-static void report_free(void *p) {
-  e2b_doctor_report *r = p;
-  if (!r) return;
-  free(r->create_route);
-  free(r->envd_version);
-  free(r->limits);
-  free(r);
-}
 
 /* e2b-local's /health names how each sandbox limit is enforced; E2B's
  * answers 204 (its VMs enforce them): the field stays NULL. */
@@ -196,6 +183,14 @@ static void record_create(doctor_state *s, e2b_doctor_report *r, e2b_req *done,
   s->stage = s->box.sbx ? D_READY : D_KILL;
 }
 
+/* An optional feature's step: supported, not, or unknown (tri); then the
+ * next one, the network update only with a sandbox to update. */
+static void record_feature(doctor_state *s, e2b_doctor_report *r, const e2b_error *err) {
+  *(s->stage == D_VOLUMES ? &r->volumes : s->stage == D_SNAPSHOTS ? &r->snapshots : &r->network_update) =
+      tri(err);
+  s->stage = s->stage == D_SNAPSHOTS && !s->box.allocated ? D_DONE : s->stage + 1;
+}
+
 /* Records what a finished step showed and picks the next stage. */
 static void doctor_record(e2b_req *op, doctor_state *s, e2b_req *done) {
   e2b_doctor_report *r = op->result;
@@ -246,17 +241,8 @@ static void doctor_record(e2b_req *op, doctor_state *s, e2b_req *done) {
     return;
   }
   case D_VOLUMES:
-    r->volumes = tri(err);
-    s->stage = D_SNAPSHOTS;
-    return;
   case D_SNAPSHOTS:
-    r->snapshots = tri(err);
-    s->stage = s->box.allocated ? D_NETWORK : D_DONE;
-    return;
-  case D_NETWORK:
-    r->network_update = tri(err);
-    s->stage = D_KILL;
-    return;
+  case D_NETWORK: return record_feature(s, r, err);
   case D_KILL:
     if (!err || err->code == E2B_ERR_NOT_FOUND) s->box.allocated = 0;
     else note(notes, sizeof r->notes, "kill", err);
@@ -332,9 +318,15 @@ static void doctor_advance(e2b_req *op) {
   }
 }
 
+static void report_free(void *r) {
+  e2b_free_owned(r, E2B_FIELDS(offsetof(e2b_doctor_report, create_route), offsetof(e2b_doctor_report, envd_version),
+                               offsetof(e2b_doctor_report, limits)));
+}
+
 static const e2b_op_kind doctor_kind = {
-    .size = sizeof(doctor_state), .release = doctor_release,
-    .children = E2B_OP_FIELDS(offsetof(doctor_state, child), offsetof(doctor_state, stream)),
+    .size = sizeof(doctor_state), .release = box_release,
+    .children = E2B_FIELDS(offsetof(doctor_state, child), offsetof(doctor_state, stream)),
+    .bufs = E2B_FIELDS(offsetof(doctor_state, out)),
     .holds = E2B_OP_HOLDS_CLIENT, .ref = offsetof(doctor_state, box.client)};
 
 e2b_req *e2b_doctor(e2b_client *c, e2b_error *err) {
@@ -362,14 +354,12 @@ const e2b_doctor_report *e2b_req_doctor_report(const e2b_req *req) {
 enum { V_CREATE, V_PROBE, V_KILL, V_DONE };
 
 typedef struct egress_state {
-  probe_box box;
+  probe_box box; /* first: the kind releases it (box_release) */
   int stage;
   e2b_req *child;
   char *allow_host, *allowed_url, *denied_url, *ip_url, *template_id;
   long timeout_ms;
 } egress_state;
-
-static void egress_release(void *p) { box_release(&((egress_state *)p)->box); }
 
 /* One curl per target; a line "<code>" each (000 when nothing answered). */
 static const char EGRESS_SCRIPT[] =
@@ -489,8 +479,8 @@ static char *dup_or_format(const char *given, const char *fmt, const char *arg) 
 
 #define EGRESS_AT(f) offsetof(egress_state, f)
 static const e2b_op_kind egress_kind = {
-    .size = sizeof(egress_state), .release = egress_release, .children = E2B_OP_FIELDS(EGRESS_AT(child)),
-    .allocs = E2B_OP_FIELDS(EGRESS_AT(allow_host), EGRESS_AT(allowed_url), EGRESS_AT(denied_url),
+    .size = sizeof(egress_state), .release = box_release, .children = E2B_FIELDS(EGRESS_AT(child)),
+    .allocs = E2B_FIELDS(EGRESS_AT(allow_host), EGRESS_AT(allowed_url), EGRESS_AT(denied_url),
                             EGRESS_AT(ip_url), EGRESS_AT(template_id)),
     .holds = E2B_OP_HOLDS_CLIENT, .ref = EGRESS_AT(box.client)};
 

@@ -48,8 +48,8 @@ static void feed_advance(e2b_req *op) {
 }
 
 #define FEED_AT(f) offsetof(feed_state, f)
-static const e2b_op_kind feed_kind = {.size = sizeof(feed_state), .children = E2B_OP_FIELDS(FEED_AT(step)),
-                                      .allocs = E2B_OP_FIELDS(FEED_AT(data), FEED_AT(tag)),
+static const e2b_op_kind feed_kind = {.size = sizeof(feed_state), .children = E2B_FIELDS(FEED_AT(step)),
+                                      .allocs = E2B_FIELDS(FEED_AT(data), FEED_AT(tag)),
                                       .holds = E2B_OP_HOLDS_SBX, .ref = FEED_AT(sbx), .key = FEED_AT(tag)};
 
 e2b_req *e2b_proc_feed(e2b_sbx *sbx, uint32_t pid, const char *tag, const void *data, size_t len, int pty,

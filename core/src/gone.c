@@ -38,7 +38,7 @@ static void gone_advance(e2b_req *op) {
 }
 
 static const e2b_op_kind gone_kind = {.size = sizeof(gone_state),
-                                      .children = E2B_OP_FIELDS(offsetof(gone_state, get)),
+                                      .children = E2B_FIELDS(offsetof(gone_state, get)),
                                       .holds = E2B_OP_HOLDS_SBX, .ref = offsetof(gone_state, sbx)};
 
 e2b_req *e2b_sbx_explain(e2b_sbx *sbx, const e2b_error *err) {

@@ -118,12 +118,14 @@ typedef int (*req_parse_fn)(e2b_req *req, json_t *body, e2b_error *err);
 /* A composite request: a state machine over child requests and a timer. */
 typedef void (*req_advance_fn)(e2b_req *req);
 
+/* A list of a struct's fields (offsetof()s), for code that frees what a
+ * struct owns from one list of it (e2b_free_fields, op kinds). */
+#define E2B_FIELDS_END ((size_t)-1)
+#define E2B_FIELDS(...) ((const size_t[]){__VA_ARGS__, E2B_FIELDS_END})
+
 /* What the state of one kind of composite owns, said once (a static const
  * per kind, beside its constructor): op.c frees all of it with the op, in
- * this order, so no composite frees its own. Field lists are offsetof()s,
- * E2B_OP_FIELDS(...) builds one. */
-#define E2B_OP_END ((size_t)-1)
-#define E2B_OP_FIELDS(...) ((const size_t[]){__VA_ARGS__, E2B_OP_END})
+ * this order, so no composite frees its own. */
 enum { E2B_OP_HOLDS_NOTHING, E2B_OP_HOLDS_CLIENT, E2B_OP_HOLDS_SBX };
 typedef struct e2b_op_kind {
   size_t size;                  /* of the state, zeroed at creation (op->state) */
@@ -131,6 +133,7 @@ typedef struct e2b_op_kind {
   const size_t *children;       /* then these e2b_req * (a child in flight is canceled) */
   const size_t *fanouts;        /* e2b_req ** arrays of children, each before its size_t count */
   const size_t *kvs;            /* e2b_kv_dup's arrays, each before its size_t count */
+  const size_t *bufs;           /* growbufs */
   const size_t *allocs;         /* then these pointers, with free() */
   int holds;                    /* E2B_OP_HOLDS_*: the client or sandbox the op is made for, */
   size_t ref;                   /* retained into this field at creation, released last */
@@ -316,8 +319,10 @@ void e2b_kv_free(e2b_kv *kv, size_t n);
 
 /* ---- client.c ---- */
 char *e2b_strdup0(const char *s); /* NULL-safe strdup */
-/* free()s the pointers of obj at offsets (E2B_OP_END last; NULL: none). */
+/* free()s the pointers of obj at offsets (an E2B_FIELDS list; NULL: none). */
 void e2b_free_fields(void *obj, const size_t *offsets);
+/* The same, then obj itself (NULL: nothing): a result struct's free. */
+void e2b_free_owned(void *obj, const size_t *offsets);
 /* Frees a secret (API key, access token) after wiping its bytes, so it does
  * not linger in freed memory. NULL is fine. */
 void e2b_free_secret(char *secret);
@@ -450,6 +455,14 @@ int e2b_parse_entry(json_t *obj, e2b_entry *out);
 void e2b_entry_clear(e2b_entry *e);
 int e2b_parse_proc_info(json_t *obj, e2b_proc_info *out);
 void e2b_proc_info_clear(e2b_proc_info *p);
+/* The one reader of a list answer: each item of the JSON array list is
+ * parsed by item into the next of size-byte slots (0: keep it, 1: it was
+ * cleared and is left out, -1: malformed), in an array made here (*items,
+ * NULL when empty), *count of them kept. A malformed item fails the answer,
+ * err saying bad (a format taking the item's index) for op: -1, as for no
+ * memory. What was kept stays the caller's to free either way. */
+int e2b_parse_items(json_t *list, size_t size, int (*item)(json_t *, void *), void **items,
+                    size_t *count, const char *op, const char *bad, e2b_error *err);
 /* Decodes one process event message into a queue node; *node NULL for keepalives. */
 int e2b_parse_proc_event(const char *json, size_t len, queued **node, e2b_error *err);
 /* A filesystem event of a watch stream (never handed to users). */

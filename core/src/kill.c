@@ -77,8 +77,8 @@ static void kill_advance(e2b_req *op) {
 
 #define KILL_AT(f) offsetof(kill_state, f)
 static const e2b_op_kind kill_kind = {.size = sizeof(kill_state),
-                                      .children = E2B_OP_FIELDS(KILL_AT(signal), KILL_AT(look)),
-                                      .allocs = E2B_OP_FIELDS(KILL_AT(tag)),
+                                      .children = E2B_FIELDS(KILL_AT(signal), KILL_AT(look)),
+                                      .allocs = E2B_FIELDS(KILL_AT(tag)),
                                       .holds = E2B_OP_HOLDS_SBX, .ref = KILL_AT(sbx), .key = KILL_AT(tag)};
 
 e2b_req *e2b_proc_kill(e2b_sbx *sbx, uint32_t pid, const char *tag, long settle_ms, e2b_error *err) {

@@ -89,9 +89,9 @@ static void find_advance(e2b_req *op) {
 }
 
 #define FIND_AT(f) offsetof(find_state, f)
-static const e2b_op_kind find_kind = {.size = sizeof(find_state), .children = E2B_OP_FIELDS(FIND_AT(child)),
-                                      .kvs = E2B_OP_FIELDS(FIND_AT(metadata), FIND_AT(metadata_n)),
-                                      .allocs = E2B_OP_FIELDS(FIND_AT(token)),
+static const e2b_op_kind find_kind = {.size = sizeof(find_state), .children = E2B_FIELDS(FIND_AT(child)),
+                                      .kvs = E2B_FIELDS(FIND_AT(metadata), FIND_AT(metadata_n)),
+                                      .allocs = E2B_FIELDS(FIND_AT(token)),
                                       .holds = E2B_OP_HOLDS_CLIENT, .ref = FIND_AT(client)};
 
 e2b_req *e2b_sandbox_find(e2b_client *c, const e2b_list_opts *o, e2b_error *err) {
@@ -146,8 +146,8 @@ static void id_release(void *p) {
 
 #define ID_AT(f) offsetof(id_state, f)
 static const e2b_op_kind id_kind = {.size = sizeof(id_state), .release = id_release,
-                                    .children = E2B_OP_FIELDS(ID_AT(child)),
-                                    .allocs = E2B_OP_FIELDS(ID_AT(id), ID_AT(sandbox_id)),
+                                    .children = E2B_FIELDS(ID_AT(child)),
+                                    .allocs = E2B_FIELDS(ID_AT(id), ID_AT(sandbox_id)),
                                     .holds = E2B_OP_HOLDS_CLIENT, .ref = ID_AT(client), .key = ID_AT(id)};
 
 static e2b_req *id_op(e2b_client *c, const char *opname, const char *id, long timeout_ms,
@@ -533,9 +533,9 @@ static void reap_advance(e2b_req *op) {
 }
 
 #define REAP_AT(f) offsetof(reap_state, f)
-static const e2b_op_kind reap_kind = {.size = sizeof(reap_state), .children = E2B_OP_FIELDS(REAP_AT(find)),
-                                      .fanouts = E2B_OP_FIELDS(REAP_AT(kills), REAP_AT(kill_count)),
-                                      .allocs = E2B_OP_FIELDS(REAP_AT(owner)),
+static const e2b_op_kind reap_kind = {.size = sizeof(reap_state), .children = E2B_FIELDS(REAP_AT(find)),
+                                      .fanouts = E2B_FIELDS(REAP_AT(kills), REAP_AT(kill_count)),
+                                      .allocs = E2B_FIELDS(REAP_AT(owner)),
                                       .holds = E2B_OP_HOLDS_CLIENT, .ref = REAP_AT(client), .key = REAP_AT(owner)};
 
 e2b_req *e2b_sandbox_reap(e2b_client *c, const char *owner, long older_than_ms, e2b_error *err) {
@@ -608,8 +608,8 @@ static void fork_advance(e2b_req *op) {
 }
 
 #define FORK_AT(f) offsetof(fork_state, f)
-static const e2b_op_kind fork_kind = {.size = sizeof(fork_state), .children = E2B_OP_FIELDS(FORK_AT(child)),
-                                      .allocs = E2B_OP_FIELDS(FORK_AT(sandbox_id)), .holds = E2B_OP_HOLDS_CLIENT,
+static const e2b_op_kind fork_kind = {.size = sizeof(fork_state), .children = E2B_FIELDS(FORK_AT(child)),
+                                      .allocs = E2B_FIELDS(FORK_AT(sandbox_id)), .holds = E2B_OP_HOLDS_CLIENT,
                                       .ref = FORK_AT(client), .key = FORK_AT(sandbox_id)};
 
 e2b_req *e2b_sandbox_fork(e2b_client *c, const char *sandbox_id, long timeout_ms, int count,

@@ -17,7 +17,7 @@ static void *at(void *state, size_t offset) { return (char *)state + offset; }
 
 /* Frees each array of children in a fanouts list, and the array. */
 static void free_fanouts(void *s, const size_t *list) {
-  for (const size_t *f = list; f && *f != E2B_OP_END; f += 2) {
+  for (const size_t *f = list; f && *f != E2B_FIELDS_END; f += 2) {
     e2b_req **reqs = *(e2b_req ***)at(s, f[0]);
     for (size_t i = 0, n = *(size_t *)at(s, f[1]); i < n; i++) e2b_req_free(reqs[i]);
     free(reqs);
@@ -29,10 +29,11 @@ static void op_state_free(e2b_req *op) {
   const e2b_op_kind *k = op->kind;
   void *s = op->state;
   if (k->release) k->release(s);
-  for (const size_t *f = k->children; f && *f != E2B_OP_END; f++) e2b_req_free(*(e2b_req **)at(s, *f));
+  for (const size_t *f = k->children; f && *f != E2B_FIELDS_END; f++) e2b_req_free(*(e2b_req **)at(s, *f));
   free_fanouts(s, k->fanouts);
-  for (const size_t *f = k->kvs; f && *f != E2B_OP_END; f += 2)
+  for (const size_t *f = k->kvs; f && *f != E2B_FIELDS_END; f += 2)
     e2b_kv_free(*(e2b_kv **)at(s, f[0]), *(size_t *)at(s, f[1]));
+  for (const size_t *f = k->bufs; f && *f != E2B_FIELDS_END; f++) e2b_growbuf_free(at(s, *f));
   e2b_free_fields(s, k->allocs);
   if (k->holds == E2B_OP_HOLDS_CLIENT) e2b_client_release(*(e2b_client **)at(s, k->ref));
   if (k->holds == E2B_OP_HOLDS_SBX) e2b_sbx_release(*(e2b_sbx **)at(s, k->ref));

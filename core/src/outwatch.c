@@ -204,8 +204,8 @@ static void watch_release(void *p) {
 
 #define WATCH_AT(f) offsetof(struct e2b_outwatch, f)
 static const e2b_op_kind watch_kind = {.size = sizeof(struct e2b_outwatch), .release = watch_release,
-                                       .children = E2B_OP_FIELDS(WATCH_AT(look), WATCH_AT(list), WATCH_AT(stream)),
-                                       .allocs = E2B_OP_FIELDS(WATCH_AT(subs), WATCH_AT(dir)),
+                                       .children = E2B_FIELDS(WATCH_AT(look), WATCH_AT(list), WATCH_AT(stream)),
+                                       .allocs = E2B_FIELDS(WATCH_AT(subs), WATCH_AT(dir)),
                                        .key = WATCH_AT(dir)};
 
 /* It holds no reference to its sandbox, which owns it. */

@@ -517,10 +517,10 @@ static int check_opts(const e2b_provision_opts *o, const char *op, e2b_error *er
 
 #define PROV_AT(f) offsetof(prov_state, f)
 static const e2b_op_kind prov_kind = {
-    .size = sizeof(prov_state), .release = prov_release, .children = E2B_OP_FIELDS(PROV_AT(child)),
-    .kvs = E2B_OP_FIELDS(PROV_AT(metadata), PROV_AT(metadata_n), PROV_AT(env), PROV_AT(env_n),
+    .size = sizeof(prov_state), .release = prov_release, .children = E2B_FIELDS(PROV_AT(child)),
+    .kvs = E2B_FIELDS(PROV_AT(metadata), PROV_AT(metadata_n), PROV_AT(env), PROV_AT(env_n),
                          PROV_AT(volumes), PROV_AT(volumes_n)),
-    .allocs = E2B_OP_FIELDS(PROV_AT(template_id), PROV_AT(setup), PROV_AT(setup_path), PROV_AT(user)),
+    .allocs = E2B_FIELDS(PROV_AT(template_id), PROV_AT(setup), PROV_AT(setup_path), PROV_AT(user)),
     .holds = E2B_OP_HOLDS_CLIENT, .ref = PROV_AT(client)};
 
 e2b_req *e2b_sandbox_provision(e2b_client *c, const e2b_provision_opts *o, e2b_error *err) {

@@ -288,9 +288,9 @@ static void delete_advance(e2b_req *op) {
 
 #define BY_NAME_AT(f) offsetof(by_name_state, f)
 static const e2b_op_kind by_name_kind = {
-    .size = sizeof(by_name_state), .children = E2B_OP_FIELDS(BY_NAME_AT(child)),
-    .fanouts = E2B_OP_FIELDS(BY_NAME_AT(deletes), BY_NAME_AT(delete_count)),
-    .allocs = E2B_OP_FIELDS(BY_NAME_AT(name), BY_NAME_AT(token)), .holds = E2B_OP_HOLDS_CLIENT,
+    .size = sizeof(by_name_state), .children = E2B_FIELDS(BY_NAME_AT(child)),
+    .fanouts = E2B_FIELDS(BY_NAME_AT(deletes), BY_NAME_AT(delete_count)),
+    .allocs = E2B_FIELDS(BY_NAME_AT(name), BY_NAME_AT(token)), .holds = E2B_OP_HOLDS_CLIENT,
     .ref = BY_NAME_AT(client), .key = BY_NAME_AT(name)};
 
 static e2b_req *by_name(e2b_client *c, const char *opname, const char *name, int volumes,

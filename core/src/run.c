@@ -50,15 +50,9 @@ typedef struct run_state {
   long timeout_ms;
 } run_state;
 
-static void run_result_free(void *p) {
-  e2b_run_result *r = p;
-  if (!r) return;
-  free(r->status);
-  free(r->error);
-  free(r->out);
-  free(r->err);
-  free(r->pty);
-  free(r);
+#define RESULT_AT(f) offsetof(e2b_run_result, f)
+static void run_result_free(void *r) {
+  e2b_free_owned(r, E2B_FIELDS(RESULT_AT(status), RESULT_AT(error), RESULT_AT(out), RESULT_AT(err), RESULT_AT(pty)));
 }
 
 static void run_release(void *p) {
@@ -299,8 +293,8 @@ static int fill_state(run_state *s, const e2b_proc_opts *opts, const e2b_run_opt
 #define RUN_AT(f) offsetof(run_state, f)
 static const e2b_op_kind run_kind = {
     .size = sizeof(run_state), .release = run_release,
-    .children = E2B_OP_FIELDS(RUN_AT(stream), RUN_AT(input), RUN_AT(kill)),
-    .allocs = E2B_OP_FIELDS(RUN_AT(stdin_data), RUN_AT(tag), RUN_AT(user), RUN_AT(status), RUN_AT(error)),
+    .children = E2B_FIELDS(RUN_AT(stream), RUN_AT(input), RUN_AT(kill)),
+    .allocs = E2B_FIELDS(RUN_AT(stdin_data), RUN_AT(tag), RUN_AT(user), RUN_AT(status), RUN_AT(error)),
     .holds = E2B_OP_HOLDS_SBX, .ref = RUN_AT(sbx)};
 
 e2b_req *e2b_run_with(e2b_sbx *sbx, const e2b_proc_opts *opts, const e2b_run_opts *ro, e2b_error *err) {

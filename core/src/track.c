@@ -222,9 +222,6 @@ static void track_release(void *p) {
   e2b_proc_opts_free(s->deferred);
   if (s->subscribed) e2b_outwatch_unsubscribe(s->sbx, s->self);
   if (s->forgets && !s->started) e2b_return_forgets(s->sbx, s->forgets, s->user);
-  e2b_growbuf_free(&s->small);
-  e2b_growbuf_free(&s->wout);
-  e2b_growbuf_free(&s->werr);
 }
 
 static int set_prefix(track_state *s) {
@@ -789,8 +786,9 @@ static void track_advance(e2b_req *op) {
 #define TRACK_AT(f) offsetof(track_state, f)
 static const e2b_op_kind track_kind = {
     .size = sizeof(track_state), .release = track_release,
-    .children = E2B_OP_FIELDS(TRACK_AT(live), TRACK_AT(list), TRACK_AT(read)),
-    .allocs = E2B_OP_FIELDS(TRACK_AT(forgets), TRACK_AT(user), TRACK_AT(tag), TRACK_AT(prefix)),
+    .children = E2B_FIELDS(TRACK_AT(live), TRACK_AT(list), TRACK_AT(read)),
+    .bufs = E2B_FIELDS(TRACK_AT(small), TRACK_AT(wout), TRACK_AT(werr)),
+    .allocs = E2B_FIELDS(TRACK_AT(forgets), TRACK_AT(user), TRACK_AT(tag), TRACK_AT(prefix)),
     .holds = E2B_OP_HOLDS_SBX, .ref = TRACK_AT(sbx), .key = TRACK_AT(tag)};
 
 /* ---- entry points ---- */
