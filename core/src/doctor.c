@@ -318,9 +318,9 @@ static void doctor_advance(e2b_req *op) {
   }
 }
 
+#define REPORT_AT(f) offsetof(e2b_doctor_report, f)
 static void report_free(void *r) {
-  e2b_free_owned(r, E2B_FIELDS(offsetof(e2b_doctor_report, create_route), offsetof(e2b_doctor_report, envd_version),
-                               offsetof(e2b_doctor_report, limits)));
+  e2b_free_owned(r, E2B_FIELDS(REPORT_AT(create_route), REPORT_AT(envd_version), REPORT_AT(limits)));
 }
 
 static const e2b_op_kind doctor_kind = {
@@ -481,7 +481,7 @@ static char *dup_or_format(const char *given, const char *fmt, const char *arg) 
 static const e2b_op_kind egress_kind = {
     .size = sizeof(egress_state), .release = box_release, .children = E2B_FIELDS(EGRESS_AT(child)),
     .allocs = E2B_FIELDS(EGRESS_AT(allow_host), EGRESS_AT(allowed_url), EGRESS_AT(denied_url),
-                            EGRESS_AT(ip_url), EGRESS_AT(template_id)),
+                         EGRESS_AT(ip_url), EGRESS_AT(template_id)),
     .holds = E2B_OP_HOLDS_CLIENT, .ref = EGRESS_AT(box.client)};
 
 e2b_req *e2b_verify_egress(e2b_client *c, const e2b_egress_opts *o, e2b_error *err) {

@@ -535,8 +535,8 @@ static void reap_advance(e2b_req *op) {
 #define REAP_AT(f) offsetof(reap_state, f)
 static const e2b_op_kind reap_kind = {.size = sizeof(reap_state), .children = E2B_FIELDS(REAP_AT(find)),
                                       .fanouts = E2B_FIELDS(REAP_AT(kills), REAP_AT(kill_count)),
-                                      .allocs = E2B_FIELDS(REAP_AT(owner)),
-                                      .holds = E2B_OP_HOLDS_CLIENT, .ref = REAP_AT(client), .key = REAP_AT(owner)};
+                                      .allocs = E2B_FIELDS(REAP_AT(owner)), .holds = E2B_OP_HOLDS_CLIENT,
+                                      .ref = REAP_AT(client), .key = REAP_AT(owner)};
 
 e2b_req *e2b_sandbox_reap(e2b_client *c, const char *owner, long older_than_ms, e2b_error *err) {
   e2b_error_clear(err);

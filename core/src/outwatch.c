@@ -202,13 +202,13 @@ static void watch_release(void *p) {
   for (size_t i = 0; i < w->n; i++) free(w->subs[i].prefix);
 }
 
-#define WATCH_AT(f) offsetof(struct e2b_outwatch, f)
-static const e2b_op_kind watch_kind = {.size = sizeof(struct e2b_outwatch), .release = watch_release,
-                                       .children = E2B_FIELDS(WATCH_AT(look), WATCH_AT(list), WATCH_AT(stream)),
-                                       .allocs = E2B_FIELDS(WATCH_AT(subs), WATCH_AT(dir)),
-                                       .key = WATCH_AT(dir)};
-
 /* It holds no reference to its sandbox, which owns it. */
+#define WATCH_AT(f) offsetof(struct e2b_outwatch, f)
+static const e2b_op_kind watch_kind = {
+    .size = sizeof(struct e2b_outwatch), .release = watch_release,
+    .children = E2B_FIELDS(WATCH_AT(look), WATCH_AT(list), WATCH_AT(stream)),
+    .allocs = E2B_FIELDS(WATCH_AT(subs), WATCH_AT(dir)), .key = WATCH_AT(dir)};
+
 static struct e2b_outwatch *watch_new(e2b_sbx *sbx, const char *dir) {
   e2b_error err;
   e2b_req *op = e2b_op_new(&watch_kind, NULL, sbx, "process.watch", watch_advance, dir, &err);

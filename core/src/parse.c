@@ -111,9 +111,12 @@ static int parse_map(json_t *obj, e2b_map *out) {
 /* The access token is not here: it is a secret, wiped when freed. */
 #define SANDBOX_AT(f) offsetof(e2b_sandbox_info, f)
 static const str_field sandbox_strings[] = {
-    {SANDBOX_AT(sandbox_id), "sandboxID", NULL},   {SANDBOX_AT(template_id), "templateID", NULL},
-    {SANDBOX_AT(alias), "alias", NULL},            {SANDBOX_AT(client_id), "clientID", NULL},
-    {SANDBOX_AT(envd_version), "envdVersion", NULL}, {SANDBOX_AT(traffic_access_token), "trafficAccessToken", NULL},
+    {SANDBOX_AT(sandbox_id), "sandboxID", NULL},
+    {SANDBOX_AT(template_id), "templateID", NULL},
+    {SANDBOX_AT(alias), "alias", NULL},
+    {SANDBOX_AT(client_id), "clientID", NULL},
+    {SANDBOX_AT(envd_version), "envdVersion", NULL},
+    {SANDBOX_AT(traffic_access_token), "trafficAccessToken", NULL},
     {SANDBOX_AT(domain), "domain", NULL}};
 #define SANDBOX_STRINGS (sizeof sandbox_strings / sizeof *sandbox_strings)
 
@@ -164,7 +167,8 @@ fail:
 
 #define ENTRY_AT(f) offsetof(e2b_entry, f)
 static const str_field entry_strings[] = {
-    {ENTRY_AT(name), "name", NULL},   {ENTRY_AT(path), "path", NULL},   {ENTRY_AT(permissions), "permissions", NULL},
+    {ENTRY_AT(name), "name", NULL},   {ENTRY_AT(path), "path", NULL},
+    {ENTRY_AT(permissions), "permissions", NULL},
     {ENTRY_AT(owner), "owner", NULL}, {ENTRY_AT(group), "group", NULL},
     {ENTRY_AT(symlink_target), "symlinkTarget", "symlink_target"}};
 #define ENTRY_STRINGS (sizeof entry_strings / sizeof *entry_strings)

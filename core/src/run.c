@@ -52,7 +52,8 @@ typedef struct run_state {
 
 #define RESULT_AT(f) offsetof(e2b_run_result, f)
 static void run_result_free(void *r) {
-  e2b_free_owned(r, E2B_FIELDS(RESULT_AT(status), RESULT_AT(error), RESULT_AT(out), RESULT_AT(err), RESULT_AT(pty)));
+  e2b_free_owned(r, E2B_FIELDS(RESULT_AT(status), RESULT_AT(error), RESULT_AT(out), RESULT_AT(err),
+                               RESULT_AT(pty)));
 }
 
 static void run_release(void *p) {
