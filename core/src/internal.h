@@ -137,7 +137,7 @@ typedef struct e2b_op_kind {
   const size_t *allocs;         /* then these pointers, with free() */
   int holds;                    /* E2B_OP_HOLDS_*: the client or sandbox the op is made for, */
   size_t ref;                   /* retained into this field at creation, released last */
-  size_t key;                   /* the char * field that gets e2b_op_new's copy of its key */
+  size_t key;                   /* the char * field that gets e2b_op_new's key copied (list it in allocs) */
 } e2b_op_kind;
 
 /* How the loop reaches a request's owner (transfer.c) without calling into
