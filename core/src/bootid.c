@@ -29,16 +29,6 @@ typedef struct boot_state {
   int waiting; /* the retry timer is armed */
 } boot_state;
 
-static void boot_free(void *p) {
-  boot_state *s = p;
-  e2b_req_free(s->read);
-  e2b_growbuf_free(&s->got);
-  free(s->path[F_EXIT]);
-  free(s->path[F_BOOT]);
-  e2b_sbx_release(s->sbx);
-  free(s);
-}
-
 static void start_read(e2b_req *op, boot_state *s, int which) {
   e2b_error err;
   s->got.len = 0;
@@ -118,6 +108,12 @@ static void boot_advance(e2b_req *op) {
   if (rc < 0) read_done(op, s);
 }
 
+#define BOOT_AT(f) offsetof(boot_state, f)
+static const e2b_op_kind boot_kind = {.size = sizeof(boot_state), .children = E2B_FIELDS(BOOT_AT(read)),
+                                      .bufs = E2B_FIELDS(BOOT_AT(got)),
+                                      .allocs = E2B_FIELDS(BOOT_AT(path[F_EXIT]), BOOT_AT(path[F_BOOT])),
+                                      .holds = E2B_OP_HOLDS_SBX, .ref = BOOT_AT(sbx)};
+
 e2b_req *e2b_proc_boot_id(e2b_sbx *sbx, const char *tag, e2b_error *err) {
   const char *op = "process.boot_id";
   e2b_error_clear(err);
@@ -125,23 +121,17 @@ e2b_req *e2b_proc_boot_id(e2b_sbx *sbx, const char *tag, e2b_error *err) {
     e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "sandbox and tag are required");
     return NULL;
   }
+  e2b_req *req = e2b_op_new(&boot_kind, NULL, sbx, op, boot_advance, NULL, err);
+  if (!req) return NULL;
+  boot_state *s = req->state;
   char *prefix = e2b_kept_prefix(tag);
   size_t n = prefix ? strlen(prefix) + sizeof ".boot" : 0;
-  boot_state *s = prefix ? calloc(1, sizeof *s) : NULL;
-  if (s && (s->path[F_EXIT] = malloc(n))) snprintf(s->path[F_EXIT], n, "%s.exit", prefix);
-  if (s && (s->path[F_BOOT] = malloc(n))) snprintf(s->path[F_BOOT], n, "%s.boot", prefix);
+  if (prefix && (s->path[F_EXIT] = malloc(n))) snprintf(s->path[F_EXIT], n, "%s.exit", prefix);
+  if (prefix && (s->path[F_BOOT] = malloc(n))) snprintf(s->path[F_BOOT], n, "%s.boot", prefix);
   free(prefix);
-  if (!s || !s->path[F_EXIT] || !s->path[F_BOOT]) {
-    if (s) free(s->path[F_EXIT]);
-    if (s) free(s->path[F_BOOT]);
-    free(s);
-    e2b_err_set(err, E2B_ERR_UNAVAILABLE, op, "out of memory");
-    return NULL;
-  }
-  s->sbx = sbx;
-  e2b_sbx_retain(sbx);
+  if (!s->path[F_EXIT] || !s->path[F_BOOT]) return e2b_op_nomem(req, err);
   s->until_ms = e2b_now_ms() + BOOT_WAIT_MS;
-  return e2b_req_typed(e2b_op_new(sbx->client->loop, op, boot_advance, s, boot_free, err), E2B_RESULT_BOOT_ID);
+  return e2b_req_typed(req, E2B_RESULT_BOOT_ID);
 }
 
 const char *e2b_req_boot_id(const e2b_req *req) {

@@ -10,6 +10,21 @@
 
 char *e2b_strdup0(const char *s) { return s ? strdup(s) : NULL; }
 
+void e2b_free_secret(char *secret) {
+  if (secret) memset(secret, 0, strlen(secret));
+  free(secret);
+}
+
+void e2b_free_fields(void *obj, const size_t *offsets) {
+  for (const size_t *at = offsets; at && *at != E2B_FIELDS_END; at++) free(*(void **)((char *)obj + *at));
+}
+
+void e2b_free_owned(void *obj, const size_t *offsets) {
+  if (!obj) return;
+  e2b_free_fields(obj, offsets);
+  free(obj);
+}
+
 static const char *env_or(const char *given, const char *var) {
   if (given && *given) return given;
   const char *v = getenv(var);
@@ -66,6 +81,15 @@ static int uses_https(const e2b_client *c) {
   if (c->sandbox_url) return strncmp(c->sandbox_url, "https:", 6) == 0;
   return !is_loopback_domain(c->domain);
 }
+
+void e2b_client_retain(e2b_client *c) { c->refs++; }
+
+/* What a client owns (e2b_client_new fills it in) but its API key (a
+ * secret, wiped) and its loop. */
+#define CLIENT_AT(f) offsetof(e2b_client, f)
+static const size_t *const client_strings =
+    E2B_FIELDS(CLIENT_AT(domain), CLIENT_AT(api_url), CLIENT_AT(sandbox_url), CLIENT_AT(ca_file),
+               CLIENT_AT(template_id), CLIENT_AT(user_agent), CLIENT_AT(owner));
 
 e2b_client *e2b_client_new(e2b_loop *loop, const e2b_config *cfg, e2b_error *err) {
   static const e2b_config defaults = {0};
@@ -147,23 +171,10 @@ nomem:
   return NULL;
 }
 
-void e2b_client_retain(e2b_client *c) { c->refs++; }
-
-void e2b_free_secret(char *secret) {
-  if (secret) memset(secret, 0, strlen(secret));
-  free(secret);
-}
-
 void e2b_client_release(e2b_client *c) {
   if (!c || --c->refs > 0) return;
   e2b_free_secret(c->api_key);
-  free(c->domain);
-  free(c->api_url);
-  free(c->sandbox_url);
-  free(c->ca_file);
-  free(c->template_id);
-  free(c->user_agent);
-  free(c->owner);
+  e2b_free_fields(c, client_strings);
   if (c->loop) e2b_loop_release(c->loop);
   free(c);
 }

@@ -113,26 +113,18 @@ int e2b_take_next_token(e2b_req *req, e2b_error *err) {
   return 0;
 }
 
+static int sandbox_item(json_t *obj, void *out) { return e2b_parse_sandbox(obj, out); }
+
 static int parse_sandbox_list(e2b_req *req, json_t *body, e2b_error *err) {
   if (!json_is_array(body)) {
     e2b_err_set(err, E2B_ERR_PROTOCOL, req->op, "response is not a list of sandboxes");
     return -1;
   }
-  size_t n = json_array_size(body);
-  if (n) {
-    req->sandboxes = calloc(n, sizeof *req->sandboxes);
-    if (!req->sandboxes) {
-      e2b_err_set(err, E2B_ERR_UNAVAILABLE, req->op, "out of memory");
-      return -1;
-    }
-  }
-  for (size_t i = 0; i < n; i++) {
-    if (e2b_parse_sandbox(json_array_get(body, i), &req->sandboxes[req->sandbox_count]) != 0) {
-      e2b_err_set(err, E2B_ERR_PROTOCOL, req->op, "list item %zu is not a sandbox", i);
-      return -1;
-    }
-    req->sandbox_count++;
-  }
+  void *items;
+  int rc = e2b_parse_items(body, sizeof *req->sandboxes, sandbox_item, &items, &req->sandbox_count, req->op,
+                           "list item %zu is not a sandbox", err);
+  req->sandboxes = items;
+  if (rc != 0) return -1;
     return e2b_take_next_token(req, err);
 }
 

@@ -16,7 +16,9 @@ typedef struct probe_box {
   e2b_sbx *sbx;
 } probe_box;
 
-static void box_release(probe_box *b) {
+/* The kinds' release: each state starts with its probe_box. */
+static void box_release(void *state) {
+  probe_box *b = state;
   if (b->allocated) {
     /* Still ours when the operation is abandoned: kill it detached. */
     e2b_error err;
@@ -59,7 +61,7 @@ enum {
 };
 
 typedef struct doctor_state {
-  probe_box box;
+  probe_box box; /* first: the kind releases it (box_release) */
   int stage;
   e2b_req *child;
   e2b_req *stream;
@@ -68,25 +70,6 @@ typedef struct doctor_state {
   long child_pid;
   int polls;
 } doctor_state;
-
-static void doctor_free(void *p) {
-  doctor_state *s = p;
-  e2b_req_free(s->child);
-  e2b_req_free(s->stream);
-  e2b_growbuf_free(&s->out);
-  box_release(&s->box);
-  e2b_client_release(s->box.client);
-  free(s);
-}
-
-static void report_free(void *p) {
-  e2b_doctor_report *r = p;
-  if (!r) return;
-  free(r->create_route);
-  free(r->envd_version);
-  free(r->limits);
-  free(r);
-}
 
 /* e2b-local's /health names how each sandbox limit is enforced; E2B's
  * answers 204 (its VMs enforce them): the field stays NULL. */
@@ -200,6 +183,14 @@ static void record_create(doctor_state *s, e2b_doctor_report *r, e2b_req *done,
   s->stage = s->box.sbx ? D_READY : D_KILL;
 }
 
+/* An optional feature's step: supported, not, or unknown (tri); then the
+ * next one, the network update only with a sandbox to update. */
+static void record_feature(doctor_state *s, e2b_doctor_report *r, const e2b_error *err) {
+  *(s->stage == D_VOLUMES ? &r->volumes : s->stage == D_SNAPSHOTS ? &r->snapshots : &r->network_update) =
+      tri(err);
+  s->stage = s->stage == D_SNAPSHOTS && !s->box.allocated ? D_DONE : s->stage + 1;
+}
+
 /* Records what a finished step showed and picks the next stage. */
 static void doctor_record(e2b_req *op, doctor_state *s, e2b_req *done) {
   e2b_doctor_report *r = op->result;
@@ -250,17 +241,8 @@ static void doctor_record(e2b_req *op, doctor_state *s, e2b_req *done) {
     return;
   }
   case D_VOLUMES:
-    r->volumes = tri(err);
-    s->stage = D_SNAPSHOTS;
-    return;
   case D_SNAPSHOTS:
-    r->snapshots = tri(err);
-    s->stage = s->box.allocated ? D_NETWORK : D_DONE;
-    return;
-  case D_NETWORK:
-    r->network_update = tri(err);
-    s->stage = D_KILL;
-    return;
+  case D_NETWORK: return record_feature(s, r, err);
   case D_KILL:
     if (!err || err->code == E2B_ERR_NOT_FOUND) s->box.allocated = 0;
     else note(notes, sizeof r->notes, "kill", err);
@@ -336,29 +318,28 @@ static void doctor_advance(e2b_req *op) {
   }
 }
 
+#define REPORT_AT(f) offsetof(e2b_doctor_report, f)
+static void report_free(void *r) {
+  e2b_free_owned(r, E2B_FIELDS(REPORT_AT(create_route), REPORT_AT(envd_version), REPORT_AT(limits)));
+}
+
+static const e2b_op_kind doctor_kind = {
+    .size = sizeof(doctor_state), .release = box_release,
+    .children = E2B_FIELDS(offsetof(doctor_state, child), offsetof(doctor_state, stream)),
+    .bufs = E2B_FIELDS(offsetof(doctor_state, out)),
+    .holds = E2B_OP_HOLDS_CLIENT, .ref = offsetof(doctor_state, box.client)};
+
 e2b_req *e2b_doctor(e2b_client *c, e2b_error *err) {
   e2b_error_clear(err);
   if (!c) {
     e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, "doctor", "client is required");
     return NULL;
   }
-  doctor_state *s = calloc(1, sizeof *s);
-  e2b_doctor_report *r = calloc(1, sizeof *r);
-  if (!s || !r) {
-    free(s);
-    free(r);
-    e2b_err_set(err, E2B_ERR_UNAVAILABLE, "doctor", "out of memory");
-    return NULL;
-  }
+  e2b_req *op = e2b_op_new(&doctor_kind, c, NULL, "doctor", doctor_advance, NULL, err);
+  e2b_doctor_report *r = op ? calloc(1, sizeof *r) : NULL;
+  if (!r) return op ? e2b_op_nomem(op, err) : NULL;
   r->auth = r->envd = r->stdin_close = r->group_signals = -1;
   r->volumes = r->snapshots = r->network_update = r->pagination = -1;
-  s->box.client = c;
-  e2b_client_retain(c);
-  e2b_req *op = e2b_op_new(c->loop, "doctor", doctor_advance, s, doctor_free, err);
-  if (!op) {
-    free(r);
-    return NULL;
-  }
   op->result = r;
   op->result_free = report_free;
   return e2b_req_typed(op, E2B_RESULT_DOCTOR);
@@ -373,25 +354,12 @@ const e2b_doctor_report *e2b_req_doctor_report(const e2b_req *req) {
 enum { V_CREATE, V_PROBE, V_KILL, V_DONE };
 
 typedef struct egress_state {
-  probe_box box;
+  probe_box box; /* first: the kind releases it (box_release) */
   int stage;
   e2b_req *child;
   char *allow_host, *allowed_url, *denied_url, *ip_url, *template_id;
   long timeout_ms;
 } egress_state;
-
-static void egress_free(void *p) {
-  egress_state *s = p;
-  e2b_req_free(s->child);
-  box_release(&s->box);
-  e2b_client_release(s->box.client);
-  free(s->allow_host);
-  free(s->allowed_url);
-  free(s->denied_url);
-  free(s->ip_url);
-  free(s->template_id);
-  free(s);
-}
 
 /* One curl per target; a line "<code>" each (000 when nothing answered). */
 static const char EGRESS_SCRIPT[] =
@@ -509,6 +477,13 @@ static char *dup_or_format(const char *given, const char *fmt, const char *arg) 
   return out;
 }
 
+#define EGRESS_AT(f) offsetof(egress_state, f)
+static const e2b_op_kind egress_kind = {
+    .size = sizeof(egress_state), .release = box_release, .children = E2B_FIELDS(EGRESS_AT(child)),
+    .allocs = E2B_FIELDS(EGRESS_AT(allow_host), EGRESS_AT(allowed_url), EGRESS_AT(denied_url),
+                         EGRESS_AT(ip_url), EGRESS_AT(template_id)),
+    .holds = E2B_OP_HOLDS_CLIENT, .ref = EGRESS_AT(box.client)};
+
 e2b_req *e2b_verify_egress(e2b_client *c, const e2b_egress_opts *o, e2b_error *err) {
   static const e2b_egress_opts defaults = {0};
   e2b_error_clear(err);
@@ -521,11 +496,13 @@ e2b_req *e2b_verify_egress(e2b_client *c, const e2b_egress_opts *o, e2b_error *e
     e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, "verify_egress", "timeout_ms must not be negative");
     return NULL;
   }
-  egress_state *s = calloc(1, sizeof *s);
+  e2b_req *op = e2b_op_new(&egress_kind, c, NULL, "verify_egress", egress_advance, NULL, err);
+  if (!op) return NULL;
+  egress_state *s = op->state;
   e2b_egress_report *r = calloc(1, sizeof *r);
-  if (!s || !r) goto nomem;
-  s->box.client = c;
-  e2b_client_retain(c);
+  if (!r) return e2b_op_nomem(op, err);
+  op->result = r;
+  op->result_free = free;
   s->allow_host = dup_or_format(o->allow_host, "example.com", NULL);
   s->allowed_url = dup_or_format(o->allowed_url, "https://%s", s->allow_host);
   s->denied_url = dup_or_format(o->denied_url, "https://example.org", NULL);
@@ -533,25 +510,10 @@ e2b_req *e2b_verify_egress(e2b_client *c, const e2b_egress_opts *o, e2b_error *e
   s->template_id = e2b_strdup0(o->template_id);
   s->timeout_ms = o->timeout_ms ? o->timeout_ms : 5000;
   if (!s->allow_host || !s->allowed_url || !s->denied_url || !s->ip_url ||
-      (o->template_id && !s->template_id)) {
-    egress_free(s);
-    s = NULL;
-    goto nomem;
-  }
-  e2b_req *op = e2b_op_new(c->loop, "verify_egress", egress_advance, s, egress_free, err);
-  if (!op) {
-    free(r);
-    return NULL;
-  }
+      (o->template_id && !s->template_id))
+    return e2b_op_nomem(op, err);
   snprintf(r->detail, sizeof r->detail, "not observed");
-  op->result = r;
-  op->result_free = free;
   return e2b_req_typed(op, E2B_RESULT_EGRESS);
-nomem:
-  free(s);
-  free(r);
-  e2b_err_set(err, E2B_ERR_UNAVAILABLE, "verify_egress", "out of memory");
-  return NULL;
 }
 
 const e2b_egress_report *e2b_req_egress_report(const e2b_req *req) {

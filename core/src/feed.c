@@ -22,15 +22,6 @@ typedef struct feed_state {
   e2b_req *step;
 } feed_state;
 
-static void feed_free(void *p) {
-  feed_state *s = p;
-  e2b_req_free(s->step);
-  free(s->data);
-  free(s->tag);
-  e2b_sbx_release(s->sbx);
-  free(s);
-}
-
 static void feed_advance(e2b_req *op) {
   feed_state *s = op->state;
   e2b_error err;
@@ -56,6 +47,11 @@ static void feed_advance(e2b_req *op) {
   e2b_op_child(op, s->step);
 }
 
+#define FEED_AT(f) offsetof(feed_state, f)
+static const e2b_op_kind feed_kind = {.size = sizeof(feed_state), .children = E2B_FIELDS(FEED_AT(step)),
+                                      .allocs = E2B_FIELDS(FEED_AT(data), FEED_AT(tag)),
+                                      .holds = E2B_OP_HOLDS_SBX, .ref = FEED_AT(sbx), .key = FEED_AT(tag)};
+
 e2b_req *e2b_proc_feed(e2b_sbx *sbx, uint32_t pid, const char *tag, const void *data, size_t len, int pty,
                        e2b_error *err) {
   const char *op = "process.feed";
@@ -64,18 +60,13 @@ e2b_req *e2b_proc_feed(e2b_sbx *sbx, uint32_t pid, const char *tag, const void *
     e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "sandbox, pid or tag, and data are required");
     return NULL;
   }
-  feed_state *s = calloc(1, sizeof *s);
-  if (!s || (len && !(s->data = malloc(len))) || (tag && !(s->tag = strdup(tag)))) {
-    if (s) free(s->data);
-    free(s);
-    e2b_err_set(err, E2B_ERR_UNAVAILABLE, op, "out of memory");
-    return NULL;
-  }
+  e2b_req *req = e2b_op_new(&feed_kind, NULL, sbx, op, feed_advance, tag, err);
+  feed_state *s = req ? req->state : NULL;
+  if (!s) return NULL;
+  if (len && !(s->data = malloc(len))) return e2b_op_nomem(req, err);
   if (len) memcpy(s->data, data, len);
   s->len = len;
   s->pid = tag ? 0 : pid;
   s->pty = pty;
-  s->sbx = sbx;
-  e2b_sbx_retain(sbx);
-  return e2b_op_new(sbx->client->loop, op, feed_advance, s, feed_free, err);
+  return req;
 }

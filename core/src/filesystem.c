@@ -37,24 +37,21 @@ static int parse_entry_field(e2b_req *req, json_t *body, e2b_error *err) {
   return 0;
 }
 
+static int entry_item(json_t *obj, void *out) {
+  e2b_entry *e = out;
+  if (e2b_parse_entry(obj, e) != 0) return -1;
+  /* Entries of unspecified type carry nothing a caller can use (the SDK skips them too). */
+  if (strcmp(e->type, "unknown") != 0) return 0;
+  e2b_entry_clear(e);
+  return 1;
+}
+
 static int parse_entries(e2b_req *req, json_t *body, e2b_error *err) {
-  json_t *list = json_object_get(body, "entries");
-  size_t n = json_array_size(list);
-  if (n && !(req->entries = calloc(n, sizeof *req->entries))) {
-    e2b_err_set(err, E2B_ERR_UNAVAILABLE, req->op, "out of memory");
-    return -1;
-  }
-  for (size_t i = 0; i < n; i++) {
-    e2b_entry *e = &req->entries[req->entry_count];
-    if (e2b_parse_entry(json_array_get(list, i), e) != 0) {
-      e2b_err_set(err, E2B_ERR_PROTOCOL, req->op, "entry %zu is malformed", i);
-      return -1;
-    }
-    req->entry_count++;
-    /* Entries of unspecified type carry nothing a caller can use (the SDK skips them too). */
-    if (strcmp(e->type, "unknown") == 0) e2b_entry_clear(&req->entries[--req->entry_count]);
-  }
-  return 0;
+  void *items;
+  int rc = e2b_parse_items(json_object_get(body, "entries"), sizeof *req->entries, entry_item, &items,
+                           &req->entry_count, req->op, "entry %zu is malformed", err);
+  req->entries = items;
+  return rc;
 }
 
 static e2b_req *path_rpc(e2b_sbx *sbx, const char *op, const char *method, const char *path,

@@ -48,12 +48,11 @@ typedef struct forget_state {
   e2b_req *rm[KEPT_FILES];
 } forget_state;
 
-static void forget_free(void *p) {
-  forget_state *f = p;
-  for (int i = 0; i < KEPT_FILES; i++) e2b_req_free(f->rm[i]);
-  free(f);
+static void forget_release(void *p) {
+  for (int i = 0; i < KEPT_FILES; i++) e2b_req_free(((forget_state *)p)->rm[i]);
 }
 
+/* The removes are the children; the sandbox is theirs to hold. */
 /* Done when every remove is; a file already gone is no failure. */
 static void forget_advance(e2b_req *op) {
   forget_state *f = op->state;
@@ -67,13 +66,11 @@ static void forget_advance(e2b_req *op) {
   e2b_op_finish(op, first);
 }
 
+static const e2b_op_kind forget_kind = {.size = sizeof(forget_state), .release = forget_release};
+
 static e2b_req *forget_hex(e2b_sbx *sbx, const char *hex, e2b_error *err) {
-  forget_state *f = calloc(1, sizeof *f);
-  if (!f) {
-    e2b_err_set(err, E2B_ERR_UNAVAILABLE, "process.forget", "out of memory");
-    return NULL;
-  }
-  e2b_req *op = e2b_op_new(sbx->client->loop, "process.forget", forget_advance, f, forget_free, err);
+  e2b_req *op = e2b_op_new(&forget_kind, NULL, sbx, "process.forget", forget_advance, NULL, err);
+  forget_state *f = op ? op->state : NULL;
   for (int i = 0; op && i < KEPT_FILES; i++) {
     char path[512];
     snprintf(path, sizeof path, "%s/%.400s.%s", E2B_KEPT_ROOT, hex, kept_files[i]);

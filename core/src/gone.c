@@ -15,13 +15,6 @@ typedef struct gone_state {
   e2b_error orig;
 } gone_state;
 
-static void gone_free(void *p) {
-  gone_state *s = p;
-  e2b_req_free(s->get);
-  e2b_sbx_release(s->sbx);
-  free(s);
-}
-
 static void append(e2b_error *err, const char *text) {
   size_t n = strlen(err->message);
   if (n < sizeof err->message - 1) snprintf(err->message + n, sizeof err->message - n, "%s", text);
@@ -44,22 +37,20 @@ static void gone_advance(e2b_req *op) {
   e2b_op_finish(op, &out);
 }
 
+static const e2b_op_kind gone_kind = {.size = sizeof(gone_state),
+                                      .children = E2B_FIELDS(offsetof(gone_state, get)),
+                                      .holds = E2B_OP_HOLDS_SBX, .ref = offsetof(gone_state, sbx)};
+
 e2b_req *e2b_sbx_explain(e2b_sbx *sbx, const e2b_error *err) {
   if (!sbx || !err || (err->status != 502 && err->status != 503)) return NULL;
-  gone_state *s = calloc(1, sizeof *s);
-  if (!s) return NULL;
-  s->sbx = sbx;
-  e2b_sbx_retain(sbx);
-  s->orig = *err;
   e2b_error e;
-  s->get = e2b_sandbox_get(sbx->client, sbx->sandbox_id, &e);
-  e2b_req *op = s->get ? e2b_op_new(sbx->client->loop, err->op[0] ? err->op : "envd", gone_advance, s,
-                                    gone_free, &e)
-                       : NULL;
-  if (!op) {
-    if (!s->get) gone_free(s);
+  e2b_req *op = e2b_op_new(&gone_kind, NULL, sbx, err->op[0] ? err->op : "envd", gone_advance, NULL, &e);
+  if (!op) return NULL;
+  gone_state *s = op->state;
+  s->orig = *err;
+  if (!(s->get = e2b_op_child(op, e2b_sandbox_get(sbx->client, sbx->sandbox_id, &e)))) {
+    e2b_req_free(op);
     return NULL;
   }
-  e2b_op_child(op, s->get);
   return op;
 }

@@ -6,6 +6,7 @@
 #include "codec.h"
 
 #include <curl/curl.h>
+#include <stddef.h>
 #include <jansson.h>
 
 /* Limits that keep memory bounded whatever the peer sends. */
@@ -117,7 +118,28 @@ typedef int (*req_parse_fn)(e2b_req *req, json_t *body, e2b_error *err);
 
 /* A composite request: a state machine over child requests and a timer. */
 typedef void (*req_advance_fn)(e2b_req *req);
-typedef void (*req_state_free_fn)(void *state);
+
+/* A list of a struct's fields (offsetof()s), for code that frees what a
+ * struct owns from one list of it (e2b_free_fields, op kinds). */
+#define E2B_FIELDS_END ((size_t)-1)
+#define E2B_FIELDS(...) ((const size_t[]){__VA_ARGS__, E2B_FIELDS_END})
+
+/* What the state of one kind of composite owns, said once (a static const
+ * per kind, beside its constructor): op.c frees all of it with the op, in
+ * this order, so no composite frees its own. */
+enum { E2B_OP_HOLDS_NOTHING, E2B_OP_HOLDS_CLIENT, E2B_OP_HOLDS_SBX };
+typedef struct e2b_op_kind {
+  size_t size;                  /* of the state, zeroed at creation (op->state) */
+  void (*release)(void *state); /* first, the whole state still there: the odd owned thing */
+  const size_t *children;       /* then these e2b_req * (a child in flight is canceled) */
+  const size_t *fanouts;        /* e2b_req ** arrays of children, each before its size_t count */
+  const size_t *kvs;            /* e2b_kv_dup's arrays, each before its size_t count */
+  const size_t *bufs;           /* growbufs */
+  const size_t *allocs;         /* then these pointers, with free() */
+  int holds;                    /* E2B_OP_HOLDS_*: the client or sandbox the op is made for, */
+  size_t ref;                   /* retained into this field at creation, released last */
+  size_t key;                   /* the char * field that gets e2b_op_new's key copied (list it in allocs) */
+} e2b_op_kind;
 
 /* How the loop reaches a request's owner (transfer.c) without calling into
  * it by name: loop.c knows requests, timers and this table only. */
@@ -133,7 +155,8 @@ struct e2b_req {
   /* composite requests only */
   req_advance_fn advance;
   void *state;
-  req_state_free_fn state_free;
+  const e2b_op_kind *kind; /* what the state owns */
+  void (*state_free)(e2b_req *req); /* op.c's, so e2b_req_free frees a composite's state */
   e2b_req *parent;     /* set on children of a composite */
   /* timers */
   int64_t timer_at_ms; /* 0: not armed */
@@ -270,28 +293,37 @@ queued *e2b_req_pop_node(e2b_req *req);
 void e2b_req_push_node(e2b_req *req, queued *node);
 
 /* ---- lifecycle.c: helpers shared by composites ---- */
-/* Owned copies of the caller's e2b_kv arrays, for composites that outlive
- * the call: the same type the raw calls take, so no conversion per call.
- * On failure *dst is NULL and nothing is left allocated. */
-int e2b_kv_dup(e2b_kv **dst, const e2b_kv *src, size_t n);
-void e2b_kv_free(e2b_kv *kv, size_t n);
 int64_t e2b_wall_ms(void);
 int e2b_take_sandboxes(e2b_req *dst, e2b_req *src);
 
 /* ---- op.c: composite requests ---- */
-e2b_req *e2b_op_new(e2b_loop *loop, const char *op, req_advance_fn advance, void *state,
-                    req_state_free_fn state_free, e2b_error *err);
+/* A composite of kind for client c or sandbox sbx (one of them: its loop is
+ * the op's; the kind says whether the op holds it), its state zeroed but for
+ * a copy of key, the string it is about (an id, an owner, a tag; NULL: none,
+ * and only for a kind with a key field), and its first step due from the
+ * loop: fill the rest of the state before returning to it. */
+e2b_req *e2b_op_new(const e2b_op_kind *kind, e2b_client *c, e2b_sbx *sbx, const char *op,
+                    req_advance_fn advance, const char *key, e2b_error *err);
+/* Frees op (a state not filled in) and says "out of memory" in err: NULL. */
+e2b_req *e2b_op_nomem(e2b_req *op, e2b_error *err);
 /* Makes child report to op: its progress runs op's advance. */
 e2b_req *e2b_op_child(e2b_req *op, e2b_req *child);
 /* Finishes op with err (NULL: success). */
 void e2b_op_finish(e2b_req *op, const e2b_error *err);
 /* Runs op's advance once, soon (from the next notification round). */
 void e2b_op_kick(e2b_req *op);
-/* Frees the n requests of reqs (a composite's fan-out of children) and reqs. */
-void e2b_req_free_all(e2b_req **reqs, size_t n);
+/* Owned copies of the caller's e2b_kv arrays, for composites that outlive
+ * the call: the same type the raw calls take, so no conversion per call.
+ * On failure *dst is NULL and nothing is left allocated. */
+int e2b_kv_dup(e2b_kv **dst, const e2b_kv *src, size_t n);
+void e2b_kv_free(e2b_kv *kv, size_t n);
 
 /* ---- client.c ---- */
 char *e2b_strdup0(const char *s); /* NULL-safe strdup */
+/* free()s the pointers of obj at offsets (an E2B_FIELDS list; NULL: none). */
+void e2b_free_fields(void *obj, const size_t *offsets);
+/* The same, then obj itself (NULL: nothing): a result struct's free. */
+void e2b_free_owned(void *obj, const size_t *offsets);
 /* Frees a secret (API key, access token) after wiping its bytes, so it does
  * not linger in freed memory. NULL is fine. */
 void e2b_free_secret(char *secret);
@@ -429,6 +461,14 @@ int e2b_parse_entry(json_t *obj, e2b_entry *out);
 void e2b_entry_clear(e2b_entry *e);
 int e2b_parse_proc_info(json_t *obj, e2b_proc_info *out);
 void e2b_proc_info_clear(e2b_proc_info *p);
+/* The one reader of a list answer: each item of the JSON array list is
+ * parsed by item into the next of size-byte slots (0: keep it, 1: it was
+ * cleared and is left out, -1: malformed), in an array made here (*items,
+ * NULL when empty), *count of them kept. A malformed item fails the answer,
+ * err saying bad (a format taking the item's index) for op: -1, as for no
+ * memory. What was kept stays the caller's to free either way. */
+int e2b_parse_items(json_t *list, size_t size, int (*item)(json_t *, void *), void **items,
+                    size_t *count, const char *op, const char *bad, e2b_error *err);
 /* Decodes one process event message into a queue node; *node NULL for keepalives. */
 int e2b_parse_proc_event(const char *json, size_t len, queued **node, e2b_error *err);
 /* A filesystem event of a watch stream (never handed to users). */

@@ -21,15 +21,6 @@ typedef struct kill_state {
   long settle_ms;
 } kill_state;
 
-static void kill_free(void *p) {
-  kill_state *s = p;
-  e2b_req_free(s->signal);
-  e2b_req_free(s->look);
-  free(s->tag);
-  e2b_sbx_release(s->sbx);
-  free(s);
-}
-
 static int listed(const kill_state *s, const e2b_req *list) {
   for (size_t i = 0; i < e2b_req_proc_count(list); i++) {
     const e2b_proc_info *p = e2b_req_proc_at(list, i);
@@ -84,6 +75,12 @@ static void kill_advance(e2b_req *op) {
   }
 }
 
+#define KILL_AT(f) offsetof(kill_state, f)
+static const e2b_op_kind kill_kind = {.size = sizeof(kill_state),
+                                      .children = E2B_FIELDS(KILL_AT(signal), KILL_AT(look)),
+                                      .allocs = E2B_FIELDS(KILL_AT(tag)),
+                                      .holds = E2B_OP_HOLDS_SBX, .ref = KILL_AT(sbx), .key = KILL_AT(tag)};
+
 e2b_req *e2b_proc_kill(e2b_sbx *sbx, uint32_t pid, const char *tag, long settle_ms, e2b_error *err) {
   const char *op = "process.kill";
   e2b_error_clear(err);
@@ -96,23 +93,15 @@ e2b_req *e2b_proc_kill(e2b_sbx *sbx, uint32_t pid, const char *tag, long settle_
     e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "settle_ms must be positive");
     return NULL;
   }
-  kill_state *s = calloc(1, sizeof *s);
-  if (!s || (tag && !(s->tag = strdup(tag)))) {
-    free(s);
-    e2b_err_set(err, E2B_ERR_UNAVAILABLE, op, "out of memory");
-    return NULL;
-  }
-  s->sbx = sbx;
-  e2b_sbx_retain(sbx);
+  e2b_req *req = e2b_op_new(&kill_kind, NULL, sbx, op, kill_advance, tag, err);
+  if (!req) return NULL;
+  kill_state *s = req->state;
   s->pid = tag ? 0 : pid;
   s->settle_ms = settle_ms;
   s->until_ms = e2b_now_ms() + settle_ms;
-  s->signal = e2b_proc_signal(sbx, s->pid, s->tag, 9, err);
-  if (!s->signal) {
-    kill_free(s);
+  if (!(s->signal = e2b_op_child(req, e2b_proc_signal(sbx, s->pid, s->tag, 9, err)))) {
+    e2b_req_free(req);
     return NULL;
   }
-  e2b_req *req = e2b_op_new(sbx->client->loop, op, kill_advance, s, kill_free, err);
-  if (req) e2b_op_child(req, s->signal);
   return e2b_req_typed(req, E2B_RESULT_NONE);
 }

@@ -17,31 +17,6 @@ int64_t e2b_wall_ms(void) {
   return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-int e2b_kv_dup(e2b_kv **dst, const e2b_kv *src, size_t n) {
-  *dst = NULL;
-  if (!n) return 0;
-  e2b_kv *kv = calloc(n, sizeof *kv);
-  if (!kv) return -1;
-  for (size_t i = 0; i < n; i++) {
-    kv[i].key = strdup(src[i].key);
-    kv[i].value = strdup(src[i].value);
-    if (!kv[i].key || !kv[i].value) {
-      e2b_kv_free(kv, i + 1);
-      return -1;
-    }
-  }
-  *dst = kv;
-  return 0;
-}
-
-void e2b_kv_free(e2b_kv *kv, size_t n) {
-  for (size_t i = 0; kv && i < n; i++) {
-    free((char *)kv[i].key);
-    free((char *)kv[i].value);
-  }
-  free(kv);
-}
-
 /* Moves src's sandbox results to the end of dst's. */
 int e2b_take_sandboxes(e2b_req *dst, e2b_req *src) {
   if (!src->sandbox_count) return 0;
@@ -85,15 +60,6 @@ typedef struct find_state {
   int pages;
 } find_state;
 
-static void find_free(void *p) {
-  find_state *s = p;
-  e2b_req_free(s->child);
-  e2b_kv_free(s->metadata, s->metadata_n);
-  free(s->token);
-  e2b_client_release(s->client);
-  free(s);
-}
-
 static void find_advance(e2b_req *op) {
   find_state *s = op->state;
   if (s->child) {
@@ -122,6 +88,12 @@ static void find_advance(e2b_req *op) {
   if (!s->child) e2b_op_finish(op, &err);
 }
 
+#define FIND_AT(f) offsetof(find_state, f)
+static const e2b_op_kind find_kind = {.size = sizeof(find_state), .children = E2B_FIELDS(FIND_AT(child)),
+                                      .kvs = E2B_FIELDS(FIND_AT(metadata), FIND_AT(metadata_n)),
+                                      .allocs = E2B_FIELDS(FIND_AT(token)),
+                                      .holds = E2B_OP_HOLDS_CLIENT, .ref = FIND_AT(client)};
+
 e2b_req *e2b_sandbox_find(e2b_client *c, const e2b_list_opts *o, e2b_error *err) {
   static const e2b_list_opts defaults = {0};
   e2b_error_clear(err);
@@ -135,17 +107,13 @@ e2b_req *e2b_sandbox_find(e2b_client *c, const e2b_list_opts *o, e2b_error *err)
     return NULL;
   }
   (void)probe;
-  find_state *s = calloc(1, sizeof *s);
-  if (!s || e2b_kv_dup(&s->metadata, o->metadata, o->metadata_count) != 0) {
-    free(s);
-    e2b_err_set(err, E2B_ERR_UNAVAILABLE, "list", "out of memory");
-    return NULL;
-  }
+  e2b_req *op = e2b_op_new(&find_kind, c, NULL, "list", find_advance, NULL, err);
+  if (!op) return NULL;
+  find_state *s = op->state;
+  if (e2b_kv_dup(&s->metadata, o->metadata, o->metadata_count) != 0) return e2b_op_nomem(op, err);
   s->metadata_n = o->metadata_count;
-  s->client = c;
-  e2b_client_retain(c);
   s->states = o->states;
-  return e2b_req_typed(e2b_op_new(c->loop, "list", find_advance, s, find_free, err), E2B_RESULT_SANDBOXES);
+  return e2b_req_typed(op, E2B_RESULT_SANDBOXES);
 }
 
 static e2b_req *find_by_meta(e2b_req *op, e2b_client *c, const char *key, const char *value,
@@ -171,15 +139,16 @@ typedef struct id_state {
   int polls;
 } id_state;
 
-static void id_free(void *p) {
+static void id_release(void *p) {
   id_state *s = p;
-  e2b_req_free(s->child);
   if (s->have_info) e2b_sandbox_info_clear(&s->info);
-  free(s->id);
-  free(s->sandbox_id);
-  e2b_client_release(s->client);
-  free(s);
 }
+
+#define ID_AT(f) offsetof(id_state, f)
+static const e2b_op_kind id_kind = {.size = sizeof(id_state), .release = id_release,
+                                    .children = E2B_FIELDS(ID_AT(child)),
+                                    .allocs = E2B_FIELDS(ID_AT(id), ID_AT(sandbox_id)),
+                                    .holds = E2B_OP_HOLDS_CLIENT, .ref = ID_AT(client), .key = ID_AT(id)};
 
 static e2b_req *id_op(e2b_client *c, const char *opname, const char *id, long timeout_ms,
                       req_advance_fn advance, e2b_error *err) {
@@ -196,16 +165,9 @@ static e2b_req *id_op(e2b_client *c, const char *opname, const char *id, long ti
     e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, opname, "id is not valid UTF-8");
     return NULL;
   }
-  id_state *s = calloc(1, sizeof *s);
-  if (!s || !(s->id = strdup(id))) {
-    free(s);
-    e2b_err_set(err, E2B_ERR_UNAVAILABLE, opname, "out of memory");
-    return NULL;
-  }
-  s->client = c;
-  e2b_client_retain(c);
-  s->timeout_ms = timeout_ms;
-  return e2b_op_new(c->loop, opname, advance, s, id_free, err);
+  e2b_req *op = e2b_op_new(&id_kind, c, NULL, opname, advance, id, err);
+  if (op) ((id_state *)op->state)->timeout_ms = timeout_ms;
+  return op;
 }
 
 static void conflict(e2b_req *op, size_t n, const char *id) {
@@ -522,15 +484,6 @@ typedef struct reap_state {
   int64_t cutoff;
 } reap_state;
 
-static void reap_free(void *p) {
-  reap_state *s = p;
-  e2b_req_free(s->find);
-  e2b_req_free_all(s->kills, s->kill_count);
-  free(s->owner);
-  e2b_client_release(s->client);
-  free(s);
-}
-
 static void reap_advance(e2b_req *op) {
   reap_state *s = op->state;
   e2b_error err;
@@ -579,6 +532,12 @@ static void reap_advance(e2b_req *op) {
   e2b_op_finish(op, NULL);
 }
 
+#define REAP_AT(f) offsetof(reap_state, f)
+static const e2b_op_kind reap_kind = {.size = sizeof(reap_state), .children = E2B_FIELDS(REAP_AT(find)),
+                                      .fanouts = E2B_FIELDS(REAP_AT(kills), REAP_AT(kill_count)),
+                                      .allocs = E2B_FIELDS(REAP_AT(owner)), .holds = E2B_OP_HOLDS_CLIENT,
+                                      .ref = REAP_AT(client), .key = REAP_AT(owner)};
+
 e2b_req *e2b_sandbox_reap(e2b_client *c, const char *owner, long older_than_ms, e2b_error *err) {
   e2b_error_clear(err);
   if (!c || !owner || !*owner || !e2b_utf8_valid(owner, strlen(owner))) {
@@ -589,16 +548,9 @@ e2b_req *e2b_sandbox_reap(e2b_client *c, const char *owner, long older_than_ms, 
     e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, "reap", "older_than_ms must not be negative");
     return NULL;
   }
-  reap_state *s = calloc(1, sizeof *s);
-  if (!s || !(s->owner = strdup(owner))) {
-    free(s);
-    e2b_err_set(err, E2B_ERR_UNAVAILABLE, "reap", "out of memory");
-    return NULL;
-  }
-  s->client = c;
-  e2b_client_retain(c);
-  s->older_than_ms = older_than_ms;
-  return e2b_req_typed(e2b_op_new(c->loop, "reap", reap_advance, s, reap_free, err), E2B_RESULT_SANDBOXES);
+  e2b_req *op = e2b_op_new(&reap_kind, c, NULL, "reap", reap_advance, owner, err);
+  if (op) ((reap_state *)op->state)->older_than_ms = older_than_ms;
+  return e2b_req_typed(op, E2B_RESULT_SANDBOXES);
 }
 
 /* ---- fork: all or nothing ---- */
@@ -612,14 +564,6 @@ typedef struct fork_state {
   size_t killed;     /* undo: started forks killed so far */
   e2b_error failure; /* undo: why, reported once they are all killed */
 } fork_state;
-
-static void fork_free(void *p) {
-  fork_state *s = p;
-  e2b_req_free(s->child);
-  free(s->sandbox_id);
-  e2b_client_release(s->client);
-  free(s);
-}
 
 /* A fork did not start: kill the ones that did, one by one, then fail. */
 static void fork_undo(e2b_req *op, fork_state *s) {
@@ -663,6 +607,11 @@ static void fork_advance(e2b_req *op) {
   fork_undo(op, s);
 }
 
+#define FORK_AT(f) offsetof(fork_state, f)
+static const e2b_op_kind fork_kind = {.size = sizeof(fork_state), .children = E2B_FIELDS(FORK_AT(child)),
+                                      .allocs = E2B_FIELDS(FORK_AT(sandbox_id)), .holds = E2B_OP_HOLDS_CLIENT,
+                                      .ref = FORK_AT(client), .key = FORK_AT(sandbox_id)};
+
 e2b_req *e2b_sandbox_fork(e2b_client *c, const char *sandbox_id, long timeout_ms, int count,
                           e2b_error *err) {
   e2b_error_clear(err);
@@ -675,16 +624,11 @@ e2b_req *e2b_sandbox_fork(e2b_client *c, const char *sandbox_id, long timeout_ms
                     ? "count must be between 1 and 100" : "timeout_ms must not be negative");
     return NULL;
   }
-  fork_state *s = calloc(1, sizeof *s);
-  if (!s || !(s->sandbox_id = strdup(sandbox_id))) {
-    free(s);
-    e2b_err_set(err, E2B_ERR_UNAVAILABLE, "fork", "out of memory");
-    return NULL;
-  }
-  s->client = c;
-  e2b_client_retain(c);
+  e2b_req *op = e2b_op_new(&fork_kind, c, NULL, "fork", fork_advance, sandbox_id, err);
+  if (!op) return NULL;
+  fork_state *s = op->state;
   s->timeout_ms = timeout_ms;
   s->count = count;
   e2b_error_clear(&s->failure);
-  return e2b_req_typed(e2b_op_new(c->loop, "fork", fork_advance, s, fork_free, err), E2B_RESULT_SANDBOXES);
+  return e2b_req_typed(op, E2B_RESULT_SANDBOXES);
 }

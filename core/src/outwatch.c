@@ -196,29 +196,28 @@ static void watch_advance(e2b_req *op) {
   rearm(w);
 }
 
-static void watch_free(void *p) {
+static void watch_release(void *p) {
   struct e2b_outwatch *w = p;
   e2b_nameset_clear(&w->seen);
-  e2b_req_free(w->look);
-  e2b_req_free(w->list);
-  e2b_req_free(w->stream);
   for (size_t i = 0; i < w->n; i++) free(w->subs[i].prefix);
-  free(w->subs);
-  free(w->dir);
-  free(w);
 }
 
+/* It holds no reference to its sandbox, which owns it. */
+#define WATCH_AT(f) offsetof(struct e2b_outwatch, f)
+static const e2b_op_kind watch_kind = {
+    .size = sizeof(struct e2b_outwatch), .release = watch_release,
+    .children = E2B_FIELDS(WATCH_AT(look), WATCH_AT(list), WATCH_AT(stream)),
+    .allocs = E2B_FIELDS(WATCH_AT(subs), WATCH_AT(dir)), .key = WATCH_AT(dir)};
+
 static struct e2b_outwatch *watch_new(e2b_sbx *sbx, const char *dir) {
-  struct e2b_outwatch *w = calloc(1, sizeof *w);
-  if (!w || !(w->dir = strdup(dir))) {
-    free(w);
-    return NULL;
-  }
+  e2b_error err;
+  e2b_req *op = e2b_op_new(&watch_kind, NULL, sbx, "process.watch", watch_advance, dir, &err);
+  struct e2b_outwatch *w = op ? op->state : NULL;
+  if (!w) return NULL;
+  w->op = op;
   w->sbx = sbx;
   w->retry_ms = RETRY_MIN_MS;
-  e2b_error err;
-  w->op = e2b_op_new(sbx->client->loop, "process.watch", watch_advance, w, watch_free, &err);
-  return w->op ? w : NULL;
+  return w;
 }
 
 int e2b_outwatch_subscribe(e2b_sbx *sbx, const char *dir, const char *prefix, e2b_req *op,
@@ -279,5 +278,5 @@ void e2b_outwatch_free(e2b_sbx *sbx) {
   struct e2b_outwatch *w = sbx->outwatch;
   if (!w) return;
   sbx->outwatch = NULL;
-  e2b_req_free(w->op); /* frees w through watch_free */
+  e2b_req_free(w->op); /* frees w, its state */
 }

@@ -53,6 +53,25 @@ static int dup_field(char **out, json_t *obj, const char *camel, const char *sna
   return *out ? 0 : -1;
 }
 
+/* A string field of a result struct and the JSON names it comes under:
+ * one table per struct both parses and frees them, so they cannot disagree. */
+typedef struct str_field {
+  size_t at;
+  const char *camel, *snake;
+} str_field;
+
+static char **string_at(void *out, const str_field *f) { return (char **)((char *)out + f->at); }
+
+static int dup_strings(void *out, json_t *obj, const str_field *t, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (dup_field(string_at(out, &t[i]), obj, t[i].camel, t[i].snake)) return -1;
+  return 0;
+}
+
+static void free_strings(void *out, const str_field *t, size_t n) {
+  for (size_t i = 0; i < n; i++) free(*string_at(out, &t[i]));
+}
+
 static int64_t time_field(json_t *obj, const char *camel, const char *snake) {
   int64_t ms = 0;
   const char *s = e2b_json_str(obj, camel, snake);
@@ -89,15 +108,21 @@ static int parse_map(json_t *obj, e2b_map *out) {
   return 0;
 }
 
+/* The access token is not here: it is a secret, wiped when freed. */
+#define SANDBOX_AT(f) offsetof(e2b_sandbox_info, f)
+static const str_field sandbox_strings[] = {
+    {SANDBOX_AT(sandbox_id), "sandboxID", NULL},
+    {SANDBOX_AT(template_id), "templateID", NULL},
+    {SANDBOX_AT(alias), "alias", NULL},
+    {SANDBOX_AT(client_id), "clientID", NULL},
+    {SANDBOX_AT(envd_version), "envdVersion", NULL},
+    {SANDBOX_AT(traffic_access_token), "trafficAccessToken", NULL},
+    {SANDBOX_AT(domain), "domain", NULL}};
+#define SANDBOX_STRINGS (sizeof sandbox_strings / sizeof *sandbox_strings)
+
 void e2b_sandbox_info_clear(e2b_sandbox_info *sb) {
-  free(sb->sandbox_id);
-  free(sb->template_id);
-  free(sb->alias);
-  free(sb->client_id);
-  free(sb->envd_version);
+  free_strings(sb, sandbox_strings, SANDBOX_STRINGS);
   e2b_free_secret(sb->envd_access_token);
-  free(sb->traffic_access_token);
-  free(sb->domain);
   free(sb->on_timeout);
   map_clear(&sb->metadata);
   memset(sb, 0, sizeof *sb);
@@ -107,14 +132,8 @@ int e2b_parse_sandbox(json_t *obj, e2b_sandbox_info *out) {
   memset(out, 0, sizeof *out);
   out->auto_resume = -1;
   if (!json_is_object(obj) || !e2b_json_str(obj, "sandboxID", NULL)) return -1;
-  if (dup_field(&out->sandbox_id, obj, "sandboxID", NULL) ||
-      dup_field(&out->template_id, obj, "templateID", NULL) ||
-      dup_field(&out->alias, obj, "alias", NULL) ||
-      dup_field(&out->client_id, obj, "clientID", NULL) ||
-      dup_field(&out->envd_version, obj, "envdVersion", NULL) ||
-      dup_field(&out->envd_access_token, obj, "envdAccessToken", NULL) ||
-      dup_field(&out->traffic_access_token, obj, "trafficAccessToken", NULL) ||
-      dup_field(&out->domain, obj, "domain", NULL))
+  if (dup_strings(out, obj, sandbox_strings, SANDBOX_STRINGS) ||
+      dup_field(&out->envd_access_token, obj, "envdAccessToken", NULL))
     goto fail;
   const char *state = e2b_json_str(obj, "state", NULL);
   out->state = !state                       ? E2B_STATE_UNKNOWN
@@ -146,13 +165,16 @@ fail:
 
 /* ---- filesystem entries ---- */
 
+#define ENTRY_AT(f) offsetof(e2b_entry, f)
+static const str_field entry_strings[] = {
+    {ENTRY_AT(name), "name", NULL},   {ENTRY_AT(path), "path", NULL},
+    {ENTRY_AT(permissions), "permissions", NULL},
+    {ENTRY_AT(owner), "owner", NULL}, {ENTRY_AT(group), "group", NULL},
+    {ENTRY_AT(symlink_target), "symlinkTarget", "symlink_target"}};
+#define ENTRY_STRINGS (sizeof entry_strings / sizeof *entry_strings)
+
 void e2b_entry_clear(e2b_entry *e) {
-  free(e->name);
-  free(e->path);
-  free(e->permissions);
-  free(e->owner);
-  free(e->group);
-  free(e->symlink_target);
+  free_strings(e, entry_strings, ENTRY_STRINGS);
   memset(e, 0, sizeof *e);
 }
 
@@ -176,11 +198,7 @@ static const char *entry_type(json_t *v) {
 int e2b_parse_entry(json_t *obj, e2b_entry *out) {
   memset(out, 0, sizeof *out);
   if (!json_is_object(obj)) return -1;
-  if (dup_field(&out->name, obj, "name", NULL) || dup_field(&out->path, obj, "path", NULL) ||
-      dup_field(&out->permissions, obj, "permissions", NULL) ||
-      dup_field(&out->owner, obj, "owner", NULL) || dup_field(&out->group, obj, "group", NULL) ||
-      dup_field(&out->symlink_target, obj, "symlinkTarget", "symlink_target"))
-    goto fail;
+  if (dup_strings(out, obj, entry_strings, ENTRY_STRINGS)) goto fail;
   out->type = entry_type(json_object_get(obj, "type"));
   int64_t mode;
   if (e2b_json_int(obj, "size", NULL, 0, INT64_MAX, &out->size) ||
@@ -231,6 +249,25 @@ int e2b_parse_proc_info(json_t *obj, e2b_proc_info *out) {
 fail:
   e2b_proc_info_clear(out);
   return -1;
+}
+
+int e2b_parse_items(json_t *list, size_t size, int (*item)(json_t *, void *), void **items,
+                    size_t *count, const char *op, const char *bad, e2b_error *err) {
+  size_t n = json_array_size(list);
+  *items = NULL;
+  if (n && !(*items = calloc(n, size))) {
+    e2b_err_set(err, E2B_ERR_UNAVAILABLE, op, "out of memory");
+    return -1;
+  }
+  for (size_t i = 0; i < n; i++) {
+    int rc = item(json_array_get(list, i), (char *)*items + *count * size);
+    if (rc < 0) {
+      e2b_err_set(err, E2B_ERR_PROTOCOL, op, bad, i);
+      return -1;
+    }
+    if (rc == 0) ++*count;
+  }
+  return 0;
 }
 
 /* One allocation holds the node, the decoded bytes and the strings, so a

@@ -285,26 +285,23 @@ e2b_req *e2b_proc_resize(e2b_sbx *sbx, uint32_t pid, const char *tag, unsigned c
   return e2b_sbx_rpc(sbx, op, "/process.Process/Update", NULL, body, 0, e2b_parse_nothing, err);
 }
 
+/* A listed process, shown as the command it runs when the wrapper runs it. */
+static int proc_item(json_t *obj, void *out) {
+  if (e2b_parse_proc_info(obj, out) != 0) return -1;
+  e2b_track_unwrap(out);
+  return 0;
+}
+
 static int parse_proc_list(e2b_req *req, json_t *body, e2b_error *err) {
-  json_t *list = json_object_get(body, "processes");
   if (body && !json_is_object(body)) {
     e2b_err_set(err, E2B_ERR_PROTOCOL, req->op, "response is not an object");
     return -1;
   }
-  size_t n = json_array_size(list);
-  if (n && !(req->procs = calloc(n, sizeof *req->procs))) {
-    e2b_err_set(err, E2B_ERR_UNAVAILABLE, req->op, "out of memory");
-    return -1;
-  }
-  for (size_t i = 0; i < n; i++) {
-    if (e2b_parse_proc_info(json_array_get(list, i), &req->procs[req->proc_count]) != 0) {
-      e2b_err_set(err, E2B_ERR_PROTOCOL, req->op, "process %zu is malformed", i);
-      return -1;
-    }
-    e2b_track_unwrap(&req->procs[req->proc_count]);
-    req->proc_count++;
-  }
-  return 0;
+  void *items;
+  int rc = e2b_parse_items(json_object_get(body, "processes"), sizeof *req->procs, proc_item, &items,
+                           &req->proc_count, req->op, "process %zu is malformed", err);
+  req->procs = items;
+  return rc;
 }
 
 e2b_req *e2b_proc_list(e2b_sbx *sbx, e2b_error *err) {

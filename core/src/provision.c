@@ -128,24 +128,14 @@ static void discard_detached(e2b_client *c, const char *sandbox_id) {
   if (kill) e2b_req_autofree(kill);
 }
 
-static void prov_free(void *p) {
+static void prov_release(void *p) {
   prov_state *s = p;
-  if (s->self) release_create_slot(s->self, s);
-  e2b_req_free(s->child);
+  release_create_slot(s->self, s);
   if (s->allocated && !s->succeeded) discard_detached(s->client, s->sandbox.sandbox_id);
   e2b_sandbox_info_clear(&s->sandbox);
   if (s->sbx) e2b_sbx_release(s->sbx);
-  e2b_kv_free(s->metadata, s->metadata_n);
-  e2b_kv_free(s->env, s->env_n);
-  e2b_kv_free(s->volumes, s->volumes_n);
   free_strings(s->allow, s->allow_n);
   free_strings(s->deny, s->deny_n);
-  free(s->template_id);
-  free(s->setup);
-  free(s->setup_path);
-  free(s->user);
-  e2b_client_release(s->client);
-  free(s);
 }
 
 /* ---- steps ---- */
@@ -525,6 +515,14 @@ static int check_opts(const e2b_provision_opts *o, const char *op, e2b_error *er
   return 0;
 }
 
+#define PROV_AT(f) offsetof(prov_state, f)
+static const e2b_op_kind prov_kind = {
+    .size = sizeof(prov_state), .release = prov_release, .children = E2B_FIELDS(PROV_AT(child)),
+    .kvs = E2B_FIELDS(PROV_AT(metadata), PROV_AT(metadata_n), PROV_AT(env), PROV_AT(env_n),
+                         PROV_AT(volumes), PROV_AT(volumes_n)),
+    .allocs = E2B_FIELDS(PROV_AT(template_id), PROV_AT(setup), PROV_AT(setup_path), PROV_AT(user)),
+    .holds = E2B_OP_HOLDS_CLIENT, .ref = PROV_AT(client)};
+
 e2b_req *e2b_sandbox_provision(e2b_client *c, const e2b_provision_opts *o, e2b_error *err) {
   const char *op = "create";
   e2b_error_clear(err);
@@ -533,26 +531,18 @@ e2b_req *e2b_sandbox_provision(e2b_client *c, const e2b_provision_opts *o, e2b_e
     return NULL;
   }
   if (check_opts(o, op, err) != 0) return NULL;
-  prov_state *s = calloc(1, sizeof *s);
-  if (!s) goto nomem;
-  s->client = c;
-  e2b_client_retain(c);
+  e2b_req *req = e2b_op_new(&prov_kind, c, NULL, op, prov_advance, NULL, err);
+  if (!req) return NULL;
+  prov_state *s = req->state;
+  s->self = req;
   if (o->id) {
     snprintf(s->id, sizeof s->id, "%s", o->id);
     s->explicit_id = 1;
   } else if (e2b_uuid4(s->id) != 0) {
-    prov_free(s);
+    e2b_req_free(req);
     e2b_err_set(err, E2B_ERR_UNAVAILABLE, op, "random generator unavailable");
     return NULL;
   }
-  if (copy_opts(s, o, err) != 0) {
-    prov_free(s);
-    goto nomem;
-  }
-  e2b_req *req = e2b_op_new(c->loop, op, prov_advance, s, prov_free, err);
-  if (req) s->self = req;
+  if (copy_opts(s, o, err) != 0) return e2b_op_nomem(req, err);
   return e2b_req_typed(req, E2B_RESULT_SANDBOX);
-nomem:
-  e2b_err_set(err, E2B_ERR_UNAVAILABLE, op, "out of memory");
-  return NULL;
 }

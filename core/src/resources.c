@@ -197,16 +197,6 @@ typedef struct by_name_state {
   size_t delete_count;
 } by_name_state;
 
-static void by_name_free(void *p) {
-  by_name_state *s = p;
-  e2b_req_free(s->child);
-  e2b_req_free_all(s->deletes, s->delete_count);
-  free(s->name);
-  free(s->token);
-  e2b_client_release(s->client);
-  free(s);
-}
-
 static int take_items(e2b_req *dst, e2b_req *src, int volumes) {
   item_list *from = src->result, *to = items_of(dst);
   if (!from || !from->n) return 0;
@@ -296,18 +286,18 @@ static void delete_advance(e2b_req *op) {
   e2b_op_finish(op, NULL);
 }
 
+#define BY_NAME_AT(f) offsetof(by_name_state, f)
+static const e2b_op_kind by_name_kind = {
+    .size = sizeof(by_name_state), .children = E2B_FIELDS(BY_NAME_AT(child)),
+    .fanouts = E2B_FIELDS(BY_NAME_AT(deletes), BY_NAME_AT(delete_count)),
+    .allocs = E2B_FIELDS(BY_NAME_AT(name), BY_NAME_AT(token)), .holds = E2B_OP_HOLDS_CLIENT,
+    .ref = BY_NAME_AT(client), .key = BY_NAME_AT(name)};
+
 static e2b_req *by_name(e2b_client *c, const char *opname, const char *name, int volumes,
                         req_advance_fn advance, e2b_error *err) {
-  by_name_state *s = calloc(1, sizeof *s);
-  if (!s || (name && !(s->name = strdup(name)))) {
-    free(s);
-    e2b_err_set(err, E2B_ERR_UNAVAILABLE, opname, "out of memory");
-    return NULL;
-  }
-  s->client = c;
-  e2b_client_retain(c);
-  s->volumes = volumes;
-  return e2b_op_new(c->loop, opname, advance, s, by_name_free, err);
+  e2b_req *op = e2b_op_new(&by_name_kind, c, NULL, opname, advance, name, err);
+  if (op) ((by_name_state *)op->state)->volumes = volumes;
+  return op;
 }
 
 e2b_req *e2b_snapshot_list(e2b_client *c, const char *name, e2b_error *err) {

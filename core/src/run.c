@@ -50,18 +50,13 @@ typedef struct run_state {
   long timeout_ms;
 } run_state;
 
-static void run_result_free(void *p) {
-  e2b_run_result *r = p;
-  if (!r) return;
-  free(r->status);
-  free(r->error);
-  free(r->out);
-  free(r->err);
-  free(r->pty);
-  free(r);
+#define RESULT_AT(f) offsetof(e2b_run_result, f)
+static void run_result_free(void *r) {
+  e2b_free_owned(r, E2B_FIELDS(RESULT_AT(status), RESULT_AT(error), RESULT_AT(out), RESULT_AT(err),
+                               RESULT_AT(pty)));
 }
 
-static void run_free(void *p) {
+static void run_release(void *p) {
   run_state *s = p;
   if (s->started && !s->finished && !s->ended) {
     /* Dropped mid-run (canceled): the group is not left behind. */
@@ -70,17 +65,7 @@ static void run_free(void *p) {
     if (k) e2b_req_autofree(k);
     if (s->tracked) e2b_proc_forget_later(s->sbx, s->tag, s->user);
   }
-  e2b_req_free(s->stream);
-  e2b_req_free(s->input);
-  e2b_req_free(s->kill);
   e2b_output_free(s->out);
-  free(s->stdin_data);
-  free(s->tag);
-  free(s->user);
-  free(s->status);
-  free(s->error);
-  e2b_sbx_release(s->sbx);
-  free(s);
 }
 
 static int copy_stream(e2b_output *o, e2b_event_type t, uint8_t **data, size_t *len) {
@@ -291,26 +276,27 @@ static void run_advance(e2b_req *op) {
 
 /* ---- entry points ---- */
 
-static run_state *new_state(e2b_sbx *sbx, const e2b_proc_opts *opts, const e2b_run_opts *ro) {
-  run_state *s = calloc(1, sizeof *s);
-  if (!s) return NULL;
-  s->sbx = sbx;
-  e2b_sbx_retain(sbx);
+/* Fills op's state from the options: 0, or -1 without memory. */
+static int fill_state(run_state *s, const e2b_proc_opts *opts, const e2b_run_opts *ro) {
   s->out = e2b_output_new(ro->max_output ? ro->max_output : DEFAULT_MAX_OUTPUT, ro->keep, ro->chunks);
   int bad = !s->out || (ro->stdin_len && !(s->stdin_data = malloc(ro->stdin_len)));
   bad = bad || (ro->track && opts->user && !(s->user = strdup(opts->user)));
-  if (bad) {
-    run_free(s);
-    return NULL;
-  }
+  if (bad) return -1;
   if (ro->stdin_len) memcpy(s->stdin_data, ro->stdin_data, ro->stdin_len);
   s->stdin_len = ro->stdin_len;
   s->stdin_closed = !opts->stdin_open; /* nothing to feed, nothing to close */
   s->chunks = ro->chunks;
   s->timeout_ms = opts->timeout_ms;
   s->pty = opts->pty_cols > 0 && opts->pty_rows > 0;
-  return s;
+  return 0;
 }
+
+#define RUN_AT(f) offsetof(run_state, f)
+static const e2b_op_kind run_kind = {
+    .size = sizeof(run_state), .release = run_release,
+    .children = E2B_FIELDS(RUN_AT(stream), RUN_AT(input), RUN_AT(kill)),
+    .allocs = E2B_FIELDS(RUN_AT(stdin_data), RUN_AT(tag), RUN_AT(user), RUN_AT(status), RUN_AT(error)),
+    .holds = E2B_OP_HOLDS_SBX, .ref = RUN_AT(sbx)};
 
 e2b_req *e2b_run_with(e2b_sbx *sbx, const e2b_proc_opts *opts, const e2b_run_opts *ro, e2b_error *err) {
   e2b_error_clear(err);
@@ -326,11 +312,10 @@ e2b_req *e2b_run_with(e2b_sbx *sbx, const e2b_proc_opts *opts, const e2b_run_opt
     e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, "run", "stdin_data is required with stdin_len");
     return NULL;
   }
-  run_state *s = new_state(sbx, opts, ro);
-  if (!s) {
-    e2b_err_set(err, E2B_ERR_UNAVAILABLE, "run", "out of memory");
-    return NULL;
-  }
+  e2b_req *op = e2b_op_new(&run_kind, NULL, sbx, "run", run_advance, NULL, err);
+  if (!op) return NULL;
+  run_state *s = op->state;
+  if (fill_state(s, opts, ro) != 0) return e2b_op_nomem(op, err);
   if (ro->track) {
     unsigned flags = ro->track_flags | (ro->chunks ? 0 : E2B_TRACK_AT_END);
     s->stream = e2b_proc_track(sbx, opts, flags, err);
@@ -338,12 +323,10 @@ e2b_req *e2b_run_with(e2b_sbx *sbx, const e2b_proc_opts *opts, const e2b_run_opt
   } else {
     s->stream = e2b_proc_start(sbx, opts, err);
   }
-  if (!s->stream) {
-    run_free(s);
+  if (!e2b_op_child(op, s->stream)) {
+    e2b_req_free(op);
     return NULL;
   }
-  e2b_req *op = e2b_op_new(sbx->client->loop, "run", run_advance, s, run_free, err);
-  if (op) e2b_op_child(op, s->stream);
   return e2b_req_typed(op, E2B_RESULT_RUN);
 }
 

@@ -218,24 +218,12 @@ typedef struct track_state {
   int env_replace;
 } track_state;
 
-static void track_free(void *p) {
+static void track_release(void *p) {
   track_state *s = p;
   e2b_startq_release(s->sbx->client->loop, &s->start);
   e2b_proc_opts_free(s->deferred);
   if (s->subscribed) e2b_outwatch_unsubscribe(s->sbx, s->self);
   if (s->forgets && !s->started) e2b_return_forgets(s->sbx, s->forgets, s->user);
-  free(s->forgets);
-  free(s->user);
-  e2b_req_free(s->live);
-  e2b_req_free(s->list);
-  e2b_req_free(s->read);
-  e2b_growbuf_free(&s->small);
-  e2b_growbuf_free(&s->wout);
-  e2b_growbuf_free(&s->werr);
-  free(s->tag);
-  free(s->prefix);
-  e2b_sbx_release(s->sbx);
-  free(s);
 }
 
 static int set_prefix(track_state *s) {
@@ -819,22 +807,27 @@ static void track_advance(e2b_req *op) {
   else if (s->live) live_step(op, s);
 }
 
+#define TRACK_AT(f) offsetof(track_state, f)
+static const e2b_op_kind track_kind = {
+    .size = sizeof(track_state), .release = track_release,
+    .children = E2B_FIELDS(TRACK_AT(live), TRACK_AT(list), TRACK_AT(read)),
+    .bufs = E2B_FIELDS(TRACK_AT(small), TRACK_AT(wout), TRACK_AT(werr)),
+    .allocs = E2B_FIELDS(TRACK_AT(forgets), TRACK_AT(user), TRACK_AT(tag), TRACK_AT(prefix)),
+    .holds = E2B_OP_HOLDS_SBX, .ref = TRACK_AT(sbx), .key = TRACK_AT(tag)};
+
 /* ---- entry points ---- */
 
-static track_state *new_state(e2b_sbx *sbx, const char *tag, long idle_ms) {
-  track_state *s = calloc(1, sizeof *s);
-  if (!s) return NULL;
-  s->sbx = sbx;
-  e2b_sbx_retain(sbx);
+/* The op first, its state's defaults set: the op, or NULL with err. */
+static e2b_req *new_op(e2b_sbx *sbx, const char *op, const char *tag, long idle_ms, e2b_error *err) {
+  e2b_req *req = e2b_op_new(&track_kind, NULL, sbx, op, track_advance, tag, err);
+  if (!req) return NULL;
+  track_state *s = req->state;
+  s->self = s->start.op = req;
   s->idle_ms = idle_ms > 0 ? idle_ms : 90000;
   s->tracked = 1;
   s->nonempty = -1;
   s->poll_ms = POLL_MIN_MS;
-  if (tag && !(s->tag = strdup(tag))) {
-    track_free(s);
-    return NULL;
-  }
-  return s;
+  return req;
 }
 
 /* The names (never the values) of env, space separated, for E2B_ENV_KEEP. */
@@ -947,19 +940,14 @@ static void start_deferred(e2b_req *op, track_state *s) {
   if (rc != 0) fail(op, &err);
 }
 
-/* The op first, so a start past E2B_STARTS_IN_FLIGHT can wait as it. */
-static e2b_req *start_tracked(track_state *s, const e2b_proc_opts *opts, int env_replace,
+/* The op exists first, so a start past E2B_STARTS_IN_FLIGHT can wait as it. */
+static e2b_req *start_tracked(e2b_req *op, const e2b_proc_opts *opts, int env_replace,
                               e2b_error *err) {
-  e2b_loop *loop = s->sbx->client->loop;
-  e2b_req *op = e2b_op_new(loop, "process.start", track_advance, s, track_free, err);
-  if (!op) return NULL;
-  s->self = s->start.op = op;
+  track_state *s = op->state;
   s->env_replace = env_replace;
-  if (!e2b_startq_take(loop, &s->start)) {
+  if (!e2b_startq_take(op->loop, &s->start)) {
     if ((s->deferred = e2b_proc_opts_dup(opts))) return op;
-    e2b_err_set(err, E2B_ERR_UNAVAILABLE, "process.start", "out of memory");
-    e2b_req_free(op);
-    return NULL;
+    return e2b_op_nomem(op, err);
   }
   if (launch(s, opts, env_replace, err) == 0) return op;
   e2b_req_free(op);
@@ -976,16 +964,14 @@ e2b_req *e2b_proc_track(e2b_sbx *sbx, const e2b_proc_opts *opts, unsigned flags,
     e2b_err_set(err, E2B_ERR_UNAVAILABLE, op, "random generator unavailable");
     return NULL;
   }
-  track_state *s = new_state(sbx, tag, opts->idle_timeout_ms);
-  if (!s || set_prefix(s) != 0) {
-    if (s) track_free(s);
-    e2b_err_set(err, E2B_ERR_UNAVAILABLE, op, "out of memory");
-    return NULL;
-  }
+  e2b_req *req = new_op(sbx, op, tag, opts->idle_timeout_ms, err);
+  if (!req) return NULL;
+  track_state *s = req->state;
+  if (set_prefix(s) != 0) return e2b_op_nomem(req, err);
   s->tracked = !(flags & E2B_TRACK_NO_KEEP) && opts->pty_cols == 0;
   s->at_end = (flags & E2B_TRACK_AT_END) != 0;
   s->may_park = (flags & E2B_TRACK_PARK) != 0;
-  return e2b_req_typed(start_tracked(s, opts, (flags & E2B_TRACK_ENV_REPLACE) != 0, err),
+  return e2b_req_typed(start_tracked(req, opts, (flags & E2B_TRACK_ENV_REPLACE) != 0, err),
                        E2B_RESULT_STREAM);
 }
 
@@ -1005,23 +991,17 @@ e2b_req *e2b_proc_attach(e2b_sbx *sbx, uint32_t pid, const char *tag, int64_t st
     e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "tag is not valid UTF-8");
     return NULL;
   }
-  track_state *s = new_state(sbx, tag, idle_timeout_ms);
-  if (!s) {
-    e2b_err_set(err, E2B_ERR_UNAVAILABLE, op, "out of memory");
-    return NULL;
-  }
+  e2b_req *req = new_op(sbx, op, tag, idle_timeout_ms, err);
+  if (!req) return NULL;
+  track_state *s = req->state;
   s->pid = pid;
   s->off[0] = stdout_offset;
   s->off[1] = stderr_offset;
-  s->list = e2b_proc_list(sbx, err);
-  if (!s->list) {
-    track_free(s);
+  if (!(s->list = e2b_op_child(req, e2b_proc_list(sbx, err)))) {
+    e2b_req_free(req);
     return NULL;
   }
-  e2b_req *op_req = e2b_op_new(sbx->client->loop, op, track_advance, s, track_free, err);
-  if (op_req) e2b_op_child(op_req, s->list);
-  if (op_req) s->self = op_req;
-  return e2b_req_typed(op_req, E2B_RESULT_STREAM);
+  return e2b_req_typed(req, E2B_RESULT_STREAM);
 }
 
 /* bash -c SCRIPT e2b-proc PREFIX cmd args... (kept), bash -l -c SCRIPT

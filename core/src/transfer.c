@@ -231,7 +231,7 @@ void e2b_req_free(e2b_req *req) {
       break;
     }
   }
-  if (req->state_free) req->state_free(req->state);
+  if (req->state_free) req->state_free(req); /* a composite's (op.c) */
   if (req->easy) curl_easy_cleanup(req->easy);
   curl_slist_free_all(req->headers);
   curl_mime_free(req->mime);

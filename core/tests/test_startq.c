@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 static void no_advance(e2b_req *op) { (void)op; }
+static const e2b_op_kind no_state = {.size = sizeof(int)};
 
 #define EXTRA 5
 
@@ -16,13 +17,16 @@ static void test_slots_queue_and_hand_over(void) {
   e2b_error err;
   e2b_loop *loop = e2b_loop_new(&err);
   CHECK(loop != NULL);
-  if (!loop) return;
+  e2b_config cfg = {.api_key = "test-key", .api_url = "http://127.0.0.1:1"};
+  e2b_client *c = loop ? e2b_client_new(loop, &cfg, &err) : NULL; /* its loop is the ops' */
+  CHECK(c != NULL);
+  if (!c) return;
   size_t n = E2B_STARTS_IN_FLIGHT + EXTRA;
   e2b_start_wait *w = calloc(n, sizeof *w);
   e2b_req **ops = calloc(n, sizeof *ops);
   int took = 0;
   for (size_t i = 0; i < n; i++) {
-    ops[i] = e2b_op_new(loop, "test", no_advance, NULL, NULL, &err);
+    ops[i] = e2b_op_new(&no_state, c, NULL, "test", no_advance, NULL, &err);
     w[i].op = ops[i];
     took += e2b_startq_take(loop, &w[i]);
   }
@@ -47,6 +51,7 @@ static void test_slots_queue_and_hand_over(void) {
   for (size_t i = 0; i < n; i++) e2b_req_free(ops[i]);
   free(ops);
   free(w);
+  e2b_client_release(c);
   e2b_loop_release(loop);
 }
 
