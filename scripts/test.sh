@@ -18,7 +18,8 @@
 #   7. libe2b for C: installed into a temp prefix, examples/c/quickstart.c
 #      built with pkg-config and with find_package(e2b), run against e2b-local
 #   8. luacheck over lua/, spec/, examples/, bench/, scripts/ (.luacheckrc),
-#      and the HTML reference built by ldoc from lua/ without a warning
+#      the shape rules of docs/architecture.md (scripts/structure.lua), and
+#      the HTML reference built by ldoc from lua/ without a warning
 #   9. the libFuzzer targets of fuzz/ (clang, ASan + UBSan), each replaying
 #      its seed corpus and then fuzzing for FUZZ_SECONDS (default 4)
 # Suites 1-3 use what scripts/setup.sh installed (the rock and e2b-local).
@@ -143,6 +144,14 @@ if command -v luacheck >/dev/null 2>&1; then
 else
   echo "luacheck is missing (scripts/setup.sh installs lua-check)"
   record "luacheck (missing)" 0 1
+fi
+
+echo "== structure: short functions, small binding files, no include or call circles"
+if lua5.4 scripts/structure.lua >"$LOGS/structure.log" 2>&1; then
+  record "structure (scripts/structure.lua)" 1 0
+else
+  cat "$LOGS/structure.log"
+  record "structure (scripts/structure.lua)" 0 1
 fi
 
 echo "== the HTML reference builds from lua/ without a warning (ldoc)"

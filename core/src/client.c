@@ -8,23 +8,6 @@
 #include <string.h>
 #include <unistd.h>
 
-char *e2b_strdup0(const char *s) { return s ? strdup(s) : NULL; }
-
-void e2b_free_secret(char *secret) {
-  if (secret) memset(secret, 0, strlen(secret));
-  free(secret);
-}
-
-void e2b_free_fields(void *obj, const size_t *offsets) {
-  for (const size_t *at = offsets; at && *at != E2B_FIELDS_END; at++) free(*(void **)((char *)obj + *at));
-}
-
-void e2b_free_owned(void *obj, const size_t *offsets) {
-  if (!obj) return;
-  e2b_free_fields(obj, offsets);
-  free(obj);
-}
-
 static const char *env_or(const char *given, const char *var) {
   if (given && *given) return given;
   const char *v = getenv(var);
@@ -245,7 +228,7 @@ int e2b_need_sbx(const e2b_sbx *sbx, const char *op, e2b_error *err) {
 
 void e2b_sbx_release(e2b_sbx *s) {
   if (!s || --s->refs > 0) return;
-  e2b_outwatch_free(s);
+  if (s->outwatch_end) s->outwatch_end(s);
   for (size_t i = 0; i < s->forget_count; i++) {
     free(s->forgets[i].hex);
     free(s->forgets[i].user);

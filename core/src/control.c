@@ -128,8 +128,6 @@ static int parse_sandbox_list(e2b_req *req, json_t *body, e2b_error *err) {
     return e2b_take_next_token(req, err);
 }
 
-int e2b_parse_nothing(e2b_req *req, json_t *body, e2b_error *err) { return 0; }
-
 static int validate_create(const e2b_create_opts *o, e2b_error *err) {
   const char *op = "create";
   if (o->timeout_ms < 0) {

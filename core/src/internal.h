@@ -76,6 +76,9 @@ struct e2b_sbx {
   char *access_token;
   char *envd_url;
   struct e2b_outwatch *outwatch; /* while kept-output readers wait on it */
+  /* Ends the outwatch when the handle goes: set by outwatch.c, so the
+   * handle's owner (client.c) need not call up into it by name. */
+  void (*outwatch_end)(e2b_sbx *sbx);
   struct e2b_forget *forgets;    /* kept files the next command may remove */
   size_t forget_count, forget_cap;
 };
@@ -256,12 +259,22 @@ e2b_code e2b_code_from_connect(const char *connect_code);
 /* The files of the transport depend one way: prepare.c -> transfer.c ->
  * client.c -> loop.c; loop.c reaches requests through req->hooks only. */
 
-/* ---- loop.c: the loop, timers, notifications ---- */
-int64_t e2b_now_ms(void);
+/* ---- mem.c: owned-memory helpers (they call nothing else) ---- */
+char *e2b_strdup0(const char *s); /* NULL-safe strdup */
+/* free()s the pointers of obj at offsets (an E2B_FIELDS list; NULL: none). */
+void e2b_free_fields(void *obj, const size_t *offsets);
+/* The same, then obj itself (NULL: nothing): a result struct's free. */
+void e2b_free_owned(void *obj, const size_t *offsets);
+/* Frees a secret (API key, access token) after wiping its bytes, so it does
+ * not linger in freed memory. NULL is fine. */
+void e2b_free_secret(char *secret);
 /* Room for more of the *cap items of size bytes at items, which are full:
  * the array at twice the size (first items the first time), *cap updated;
  * NULL when out of memory, items and *cap untouched. */
 void *e2b_grow(void *items, size_t *cap, size_t size, size_t first);
+
+/* ---- loop.c: the loop, timers, notifications ---- */
+int64_t e2b_now_ms(void);
 void e2b_loop_retain(e2b_loop *loop);
 void e2b_req_arm_timer(e2b_req *req, int64_t delay_ms);
 void e2b_req_disarm_timer(e2b_req *req);
@@ -283,6 +296,8 @@ void e2b_req_fail(e2b_req *req, const e2b_error *err);
 /* Marks req as a unary call of c: each attempt is capped by request_timeout_ms
  * and all of them together (with backoff) by budget_ms. */
 void e2b_req_set_unary(e2b_req *req, const e2b_client *c);
+/* The req_parse_fn of calls whose 2xx body carries nothing to keep. */
+int e2b_parse_nothing(e2b_req *req, json_t *body, e2b_error *err);
 int e2b_growbuf_append(growbuf *b, const void *data, size_t len);
 void e2b_growbuf_free(growbuf *b);
 
@@ -319,14 +334,6 @@ int e2b_kv_dup(e2b_kv **dst, const e2b_kv *src, size_t n);
 void e2b_kv_free(e2b_kv *kv, size_t n);
 
 /* ---- client.c ---- */
-char *e2b_strdup0(const char *s); /* NULL-safe strdup */
-/* free()s the pointers of obj at offsets (an E2B_FIELDS list; NULL: none). */
-void e2b_free_fields(void *obj, const size_t *offsets);
-/* The same, then obj itself (NULL: nothing): a result struct's free. */
-void e2b_free_owned(void *obj, const size_t *offsets);
-/* Frees a secret (API key, access token) after wiping its bytes, so it does
- * not linger in freed memory. NULL is fine. */
-void e2b_free_secret(char *secret);
 char *e2b_url_escape(const char *s);
 void e2b_client_retain(e2b_client *c);
 void e2b_sbx_retain(e2b_sbx *sbx);
@@ -346,7 +353,6 @@ e2b_req *e2b_on_sandbox(e2b_client *c, const char *op, const char *method, const
                         const char *suffix, json_t *body, req_parse_fn parse, int idempotent,
                         e2b_error *err);
 char *e2b_id_path(const char *prefix, const char *id, const char *suffix);
-int e2b_parse_nothing(e2b_req *req, json_t *body, e2b_error *err);
 int e2b_take_next_token(e2b_req *req, e2b_error *err);
 e2b_req *e2b_api_pause(e2b_client *c, const char *sandbox_id, int memory, e2b_error *err);
 e2b_req *e2b_api_refresh(e2b_client *c, const char *sandbox_id, long seconds, e2b_error *err);
@@ -380,11 +386,6 @@ e2b_req *e2b_proc_connect_stream(e2b_sbx *sbx, uint32_t pid, const char *tag, lo
 /* A boot id (/proc/sys/kernel/random/boot_id) is a UUID: 36 characters. */
 #define E2B_BOOT_ID_LEN 36
 char *e2b_kept_prefix(const char *tag); /* E2B_KEPT_ROOT/<hex tag> */
-/* A kept exit file's status: "-?DIGITS" then a space (the boot id follows)
- * or its newline (an older wrapper's). Returns the separator's index, or -1
- * when the file does not start with one: the command has not ended (the
- * file holds the boot id, perhaps bash's job report behind it). */
-long e2b_kept_status(const char *data, size_t len, long *status);
 /* e2b_file_read with curl's receive buffer of `buffer` bytes (1 KiB to
  * E2B_FILE_IO_BUFFER): curl holds it for the whole transfer, so a read
  * known to be small asks for little (thousands may be in flight at once). */
@@ -393,9 +394,28 @@ e2b_req *e2b_file_read_sized(e2b_sbx *sbx, const char *path, const char *user, i
 char *e2b_take_forgets(e2b_sbx *sbx, const char *user);
 void e2b_return_forgets(e2b_sbx *sbx, const char *names, const char *user);
 
-/* ---- track.c ---- */
+/* ---- wrapper.c: the on-sandbox wrapper of kept commands ---- */
+/* What starts a command wrapped: opts (borrowed, not copied) with argv and
+ * environment rebuilt, in arrays the struct owns. */
+typedef struct e2b_wrapped {
+  e2b_proc_opts opts;
+  const char **args;
+  e2b_kv *env;
+  char *names;
+} e2b_wrapped;
+/* Kept when prefix is set (its output goes to files at prefix, and the
+ * forgets' files are removed); the environment pruned to opts's when
+ * env_replace. 0, or -1 out of memory (nothing left allocated). */
+int e2b_wrap(e2b_wrapped *w, const e2b_proc_opts *opts, const char *prefix, int env_replace,
+             const char *forgets);
+void e2b_wrapped_free(e2b_wrapped *w);
 /* Shows a process e2b_proc_track wrapped as the command it runs. */
-void e2b_track_unwrap(e2b_proc_info *p);
+void e2b_wrapper_unwrap(e2b_proc_info *p);
+/* A kept exit file's status: "-?DIGITS" then a space (the boot id follows)
+ * or its newline (an older wrapper's). Returns the separator's index, or -1
+ * when the file does not start with one: the command has not ended (the
+ * file holds the boot id, perhaps bash's job report behind it). */
+long e2b_kept_status(const char *data, size_t len, long *status);
 
 /* ---- startq.c: process starts waiting for their answer ---- */
 #ifndef E2B_STARTS_IN_FLIGHT /* a test build may lower it to exercise the queue */

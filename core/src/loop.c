@@ -67,14 +67,6 @@ size_t e2b_loop_unattended(const e2b_loop *loop) { return loop->unattended; }
 
 void e2b_loop_wakeup(e2b_loop *loop) { curl_multi_wakeup(loop->multi); }
 
-void *e2b_grow(void *items, size_t *cap, size_t size, size_t first) {
-  size_t n = *cap ? *cap * 2 : first;
-  if (n < *cap || n > SIZE_MAX / size) return NULL;
-  void *p = realloc(items, n * size);
-  if (p) *cap = n;
-  return p;
-}
-
 /* ---- timers ---- */
 
 void e2b_req_arm_timer(e2b_req *req, int64_t delay_ms) {

@@ -222,7 +222,10 @@ static struct e2b_outwatch *watch_new(e2b_sbx *sbx, const char *dir) {
 
 int e2b_outwatch_subscribe(e2b_sbx *sbx, const char *dir, const char *prefix, e2b_req *op,
                            e2b_wake_fn wake) {
-  if (!sbx->outwatch && !(sbx->outwatch = watch_new(sbx, dir))) return -1;
+  if (!sbx->outwatch) {
+    if (!(sbx->outwatch = watch_new(sbx, dir))) return -1;
+    sbx->outwatch_end = e2b_outwatch_free; /* the handle calls it as it goes */
+  }
   struct e2b_outwatch *w = sbx->outwatch;
   if (w->n == w->cap) {
     size_t cap = w->cap ? w->cap * 2 : 8;

@@ -288,7 +288,7 @@ e2b_req *e2b_proc_resize(e2b_sbx *sbx, uint32_t pid, const char *tag, unsigned c
 /* A listed process, shown as the command it runs when the wrapper runs it. */
 static int proc_item(json_t *obj, void *out) {
   if (e2b_parse_proc_info(obj, out) != 0) return -1;
-  e2b_track_unwrap(out);
+  e2b_wrapper_unwrap(out);
   return 0;
 }
 

@@ -64,102 +64,6 @@
  * PARK_RETRY_MS, besides its own polling). */
 #define PARK_RETRY_MS 2000
 
-/* Prunes the environment to E2B_ENV_KEEP's names (and PATH) when that is
- * set: the one piece the kept wrapper and the plain one share. */
-#define PRUNE_ENV                                                                              \
-  "if [ -n \"${E2B_ENV_KEEP+x}\" ]; then\n"                                                      \
-  "  __k=\" $E2B_ENV_KEEP PATH \"\n"                                                            \
-  "  for __v in $(compgen -e); do case \"$__k\" in *\" $__v \"*) ;; *) unset \"$__v\" 2>/dev/null;; esac; done\n" \
-  "fi\n"
-
-/* $1: the files' path prefix; the rest: the command, or with $0 e2b-sh a
- * shell string the wrapper itself runs (it is then started as `bash -l`,
- * as E2B runs a command string, so the string costs a fork, not a second
- * bash). The files are made private (umask 077, the caller's umask read
- * from /proc and restored for the command). Three files, not four: on
- * this disk creating a file is the wrapper's largest cost (bench/README.md),
- * so the exit file first holds the boot id alone, with no newline, and
- * once the command ended "STATUS BOOTID\n": an exit file that ends in a
- * newline means the output files are complete (files an older wrapper made
- * say "STATUS\n" there and keep the boot id in .boot). The wrapper traps catchable signals (a trap is reset
- * in the command), so a signal to the process group reaches the command
- * without losing its exit status; only SIGKILL ends both. A wrapper that got
- * TERM, INT, HUP or QUIT (a signal to the group, or `kill $$` in a command
- * string), or whose command a signal ended, records minus the signal's
- * number as the status once the command ended and then ends by that signal
- * itself, as the unwrapped shell would have (no core file). A command that
- * cannot be started is reported on the wrapper's stderr as
- * "!ENOENT"/"!EACCES", as envd would refuse it. At the end the wrapper
- * copies a small file (up to INLINE_MAX bytes and 256 NULs; it reads no
- * more than that of a larger one) to its own stdout or stderr, so a short command's output needs no read, and ends its
- * stdout with one letter, 'a' + flags: 1 out non-empty, 2 err non-empty,
- * 4 out inline, 8 err inline. It ends without
- * the exit builtin, which would run a login shell's ~/.bash_logout. It
- * removes, in the background and in a process group of its own (a kill
- * of this command's group must not stop it), the files of earlier commands
- * named in E2B_FORGET (see forget.c). The
- * command's environment is pruned to E2B_ENV_KEEP's names when that is
- * set. The script travels in E2B_PROC, so a process list shows
- * `bash -c eval "$E2B_PROC" e2b-proc PREFIX cmd args`, not the script. */
-static const char WRAPPER[] =
-    "unset E2B_PROC; __p=$1; shift\n"
-    "[ -d \"${__p%/*}\" ] || mkdir -m 1777 \"${__p%/*}\" 2>/dev/null\n"
-    "while read -r __k __m; do [ \"$__k\" = Umask: ] && break; done </proc/self/status\n"
-    "umask 077\n"
-    "read -r __b </proc/sys/kernel/random/boot_id 2>/dev/null\n"
-    "{ printf %s \"$__b\" >\"$__p.exit\" && : >\"$__p.out\" && : >\"$__p.err\"; } 2>/dev/null || exit 125\n"
-    "umask \"${__m:-022}\"\n"
-    "if [ -n \"${E2B_FORGET-}\" ]; then\n"
-    "  __l=; for __n in $E2B_FORGET; do case $__n in *[!0-9a-f]*) ;; *) __l=\"$__l $__n.out $__n.err $__n.exit $__n.boot\";; esac; done\n"
-    "  if [ -n \"$__l\" ]; then set -m; (cd \"${__p%/*}\" && exec rm -f -- $__l) </dev/null >/dev/null 2>&1 & set +m; fi\n"
-    "fi\n"
-    "unset E2B_FORGET __n __l\n"
-    PRUNE_ENV
-    "unset E2B_ENV_KEEP __k __m __v\n"
-    "__e2b_slurp() {\n"
-    "  local LC_ALL=C c t=0 i=0; local -a v\n"
-    "  while IFS= read -r -d '' -n $((32769-t)) c; do t=$((t+${#c}+1)); { [ $t -gt 32768 ] || [ $i -ge 256 ]; } && return 1; v[i++]=$c; done <\"$1\"\n"
-    "  [ $((t+${#c})) -gt 32768 ] && return 1\n"
-    "  [ $i -gt 0 ] && printf '%s\\0' \"${v[@]}\"; printf %s \"$c\"\n"
-    "}\n"
-    "__e2b_end() {\n"
-    "  local f=0 st=$1 j\n"
-    "  [ -z \"$__s\" ] && [ $1 -gt 128 ] && [ $1 -lt 160 ] && read -r -n 64 j <\"$__p.exit\" && [ ${#j} -gt ${#__b} ] && __s=$(($1-128)) __n=$(($1-128))\n"
-    "  [ -n \"$__s\" ] && st=-$__n; [ -s \"$__p.out\" ] && f=1; [ -s \"$__p.err\" ] && f=$((f+2))\n"
-    "  printf '%s %s\\n' \"$st\" \"$__b\" >\"$__p.exit\"\n"
-    "  [ $((f&2)) = 2 ] && __e2b_slurp \"$__p.err\" >&2 && f=$((f+8))\n"
-    "  [ $((f&1)) = 1 ] && __e2b_slurp \"$__p.out\" && f=$((f+4))\n"
-    "  printf %s \"${__e2b_l:f:1}\"\n"
-    "  [ -n \"$__s\" ] && { ulimit -c 0; trap - \"$__s\"; kill -s \"$__s\" $$; }\n"
-    "  return \"$1\"\n"
-    "}\n"
-    "__e2b_l=abcdefghijklmnop __s= __n=\n"
-    "trap '__s=TERM __n=15' TERM; trap '__s=INT __n=2' INT; trap '__s=HUP __n=1' HUP; trap '__s=QUIT __n=3' QUIT\n"
-    "if [ \"$0\" != e2b-sh ]; then\n"
-    "  if ! command -v -- \"$1\" >/dev/null; then\n"
-    "    case $1 in */*) [ -e \"$1\" ] && { printf '!EACCES' >&2; printf '126 %s\\n' \"$__b\" >\"$__p.exit\"; exit 126; };; esac\n"
-    "    printf '!ENOENT' >&2; printf '127 %s\\n' \"$__b\" >\"$__p.exit\"; exit 127\n"
-    "  fi\n"
-    "  { \"$@\" >>\"$__p.out\" 2>>\"$__p.err\"; } 2>>\"$__p.exit\"\n"
-    "  __e2b_end $?\n"
-    "fi\n";
-
-/* A command string runs on the first line of bash's -c script, as it
- * would unwrapped, so bash numbers its lines (in errors, in LINENO) alike.
- * The wrapper's own stderr goes to the exit file around it (and around the
- * command in WRAPPER): when the command dies of a signal, bash reports the
- * job ("... Killed ( __c=$1; ...") there, which would otherwise lead the
- * inlined stderr, and that report is how the wrapper tells a signal's end
- * (status 128 + N and a report) from `exit 128+N` (no report). */
-static const char SH_LINE[] = "eval \"$E2B_PROC\"; { ( __c=$1; set --; unset __p __b __s __n; BASH_ARGV0=/bin/bash; "
-                              "eval \"$__c\" ) >>\"$__p.out\" 2>>\"$__p.err\"; } 2>>\"$__p.exit\"; __e2b_end $?";
-
-/* The same environment pruning for untracked (PTY) commands. */
-static const char ENV_ONLY[] =
-    PRUNE_ENV
-    "unset E2B_ENV_KEEP\n"
-    "exec \"$@\"\n";
-
 enum { R_OUT, R_ERR, R_EXIT };
 #define DUE_ALL 7
 
@@ -526,16 +430,6 @@ static void signal_status(char *out, size_t n, int sig) {
   if (out[at] >= 'A' && out[at] <= 'Z') out[at] = (char)(out[at] - 'A' + 'a');
 }
 
-long e2b_kept_status(const char *data, size_t len, long *status) {
-  size_t i = len && data[0] == '-' ? 1 : 0, first = i;
-  long v = 0;
-  for (; i < len && isdigit((unsigned char)data[i]); i++)
-    if (v < 1000000) v = v * 10 + (data[i] - '0');
-  if (i == first || i >= len || (data[i] != ' ' && data[i] != '\n')) return -1;
-  if (status) *status = first ? -v : v;
-  return (long)i;
-}
-
 static void read_exit_file(track_state *s) {
   if (s->exit_known) return;
   if (!s->small.len || s->small.data[s->small.len - 1] != '\n') {
@@ -830,20 +724,6 @@ static e2b_req *new_op(e2b_sbx *sbx, const char *op, const char *tag, long idle_
   return req;
 }
 
-/* The names (never the values) of env, space separated, for E2B_ENV_KEEP. */
-static char *env_names(const e2b_kv *env, size_t n) {
-  size_t len = 1;
-  for (size_t i = 0; i < n; i++) len += strlen(env[i].key) + 1;
-  char *names = malloc(len);
-  if (!names) return NULL;
-  names[0] = 0;
-  for (size_t i = 0; i < n; i++) {
-    if (i) strcat(names, " ");
-    strcat(names, env[i].key);
-  }
-  return names;
-}
-
 /* opts->tag, or a generated "e2b-<uuid>" in gen. */
 static const char *tag_of(const e2b_proc_opts *opts, char *gen, size_t n) {
   if (opts->tag) return opts->tag;
@@ -851,42 +731,6 @@ static const char *tag_of(const e2b_proc_opts *opts, char *gen, size_t n) {
   if (e2b_uuid4(id) != 0) return NULL;
   snprintf(gen, n, "e2b-%s", id);
   return gen;
-}
-
-/* Kept: bash -c 'eval "$E2B_PROC"' e2b-proc PREFIX cmd args..., or for a
- * command string (bash -l -c S) bash -l -c SH_LINE e2b-sh PREFIX S, run by
- * the wrapper itself; not kept: the command, under ENV_ONLY to prune its
- * environment. Returns the argument count. */
-static size_t wrap_args(const char **args, const e2b_proc_opts *opts, const track_state *s,
-                        int env_replace) {
-  size_t a = 0;
-  int keep = s->tracked;
-  int sh = keep && strcmp(opts->cmd, "/bin/bash") == 0 && opts->arg_count == 3 &&
-           strcmp(opts->args[0], "-l") == 0 && strcmp(opts->args[1], "-c") == 0;
-  if (sh) {
-    const char *line[] = {"-l", "-c", SH_LINE, "e2b-sh", s->prefix, opts->args[2]};
-    for (size_t i = 0; i < 6; i++) args[a++] = line[i];
-    return a;
-  }
-  if (keep || env_replace) {
-    args[a++] = "-c";
-    args[a++] = keep ? "eval \"$E2B_PROC\"" : ENV_ONLY;
-    args[a++] = keep ? "e2b-proc" : "e2b-env";
-    if (keep) args[a++] = s->prefix;
-    args[a++] = opts->cmd;
-  }
-  for (size_t i = 0; i < opts->arg_count; i++) args[a++] = opts->args[i];
-  return a;
-}
-
-/* The caller's env, then what the wrapper reads (names, never values). */
-static size_t wrap_env(e2b_kv *env, const e2b_proc_opts *opts, const track_state *s, const char *names) {
-  size_t ne = 0;
-  for (size_t i = 0; i < opts->env_count; i++) env[ne++] = opts->env[i];
-  if (names) env[ne++] = (e2b_kv){"E2B_ENV_KEEP", names};
-  if (s->tracked) env[ne++] = (e2b_kv){"E2B_PROC", WRAPPER};
-  if (s->forgets) env[ne++] = (e2b_kv){"E2B_FORGET", s->forgets};
-  return ne;
 }
 
 /* Names the wrapper removes; they go back to the queue unless it starts. */
@@ -901,30 +745,16 @@ static void take_forgets(track_state *s, const char *user) {
 
 /* Starts the wrapped command's stream (s->live); 0, or -1 with err. */
 static int launch(track_state *s, const e2b_proc_opts *opts, int env_replace, e2b_error *err) {
-  const char *op = "process.start";
-  char *names = env_replace ? env_names(opts->env, opts->env_count) : NULL;
-  const char **args = calloc(opts->arg_count + 6, sizeof *args);
-  e2b_kv *env = calloc(opts->env_count + 3, sizeof *env);
-  if ((env_replace && !names) || !args || !env) {
-    free(names);
-    free(args);
-    free(env);
-    e2b_err_set(err, E2B_ERR_UNAVAILABLE, op, "out of memory");
+  take_forgets(s, opts->user);
+  e2b_wrapped w;
+  if (e2b_wrap(&w, opts, s->tracked ? s->prefix : NULL, env_replace, s->forgets) != 0) {
+    e2b_err_set(err, E2B_ERR_UNAVAILABLE, "process.start", "out of memory");
     return -1;
   }
-  take_forgets(s, opts->user);
-  e2b_proc_opts wrapped = *opts;
-  wrapped.cmd = s->tracked || env_replace ? "/bin/bash" : opts->cmd;
-  wrapped.args = args;
-  wrapped.arg_count = wrap_args(args, opts, s, env_replace);
-  wrapped.env = env;
-  wrapped.env_count = wrap_env(env, opts, s, names);
-  wrapped.tag = s->tag;
+  w.opts.tag = s->tag;
   /* A kept command's stream carries its events; its output goes to files. */
-  s->live = e2b_proc_start_stream(s->sbx, &wrapped, s->tracked ? E2B_STREAM_EVENTS : 0, err);
-  free(args);
-  free(env);
-  free(names);
+  s->live = e2b_proc_start_stream(s->sbx, &w.opts, s->tracked ? E2B_STREAM_EVENTS : 0, err);
+  e2b_wrapped_free(&w);
   if (s->live) e2b_op_child(s->self, s->live);
   return s->live ? 0 : -1;
 }
@@ -1002,32 +832,6 @@ e2b_req *e2b_proc_attach(e2b_sbx *sbx, uint32_t pid, const char *tag, int64_t st
     return NULL;
   }
   return e2b_req_typed(req, E2B_RESULT_STREAM);
-}
-
-/* bash -c SCRIPT e2b-proc PREFIX cmd args... (kept), bash -l -c SCRIPT
- * e2b-sh PREFIX string (a kept command string) or bash -c SCRIPT e2b-env
- * cmd args... (environment pruned only): the $0 names the shape. */
-void e2b_track_unwrap(e2b_proc_info *p) {
-  if (p->arg_count == 6 && strcmp(p->args[0], "-l") == 0 && strcmp(p->args[3], "e2b-sh") == 0) {
-    free(p->args[2]);
-    free(p->args[3]);
-    free(p->args[4]);
-    p->args[2] = p->args[5];
-    p->arg_count = 3;
-    p->kept = 1;
-    return;
-  }
-  if (p->arg_count < 4 || strcmp(p->args[0], "-c") != 0) return;
-  int kept = strcmp(p->args[2], "e2b-proc") == 0;
-  if (!kept && strcmp(p->args[2], "e2b-env") != 0) return;
-  size_t first = kept ? 4 : 3;
-  if (p->arg_count <= first) return;
-  free(p->cmd);
-  p->cmd = p->args[first];
-  for (size_t i = 0; i < first; i++) free(p->args[i]);
-  memmove(p->args, p->args + first + 1, (p->arg_count - first - 1) * sizeof *p->args);
-  p->arg_count -= first + 1;
-  p->kept = kept;
 }
 
 static track_state *tstate(const e2b_req *req) {

@@ -13,6 +13,27 @@
 
 int agent_main(int argc, char **argv);
 
+/* ---- agent_exec.c: starting commands ---- */
+/* A command's stdio: a pty, or pipes (stdin: a pipe kept open, or /dev/null). */
+typedef struct agent_stdio {
+  int in[2], out[2], er[2];
+  int master, slave;
+} agent_stdio;
+
+/* A JSON array of strings as a NULL-ended array of copies (a non-string: ""). */
+char **agent_str_array(json_t *arr);
+void agent_free_str_array(char **v);
+/* Chooses the OOM score commands get (once, at start: see agent_exec.c). */
+void agent_pick_child_oom(void);
+/* Without isolation: HOME and TMPDIR name the host directories behind them. */
+void agent_map_env(char ***envp);
+/* Pipes (stdin: a pipe when want_stdin, else /dev/null) or a pty of pty's
+ * size; 0 or an errno. Close with agent_close_stdio. */
+int agent_open_stdio(json_t *pty, int want_stdin, agent_stdio *s);
+void agent_close_stdio(agent_stdio *s);
+/* Forks and execs argv as the request says (uid, gid, cwd) on s: the pid,
+ * or -errno, the exec's own failure included. */
+pid_t agent_fork_exec(json_t *req, char **argv, char **envp, const agent_stdio *s, int is_pty);
 struct passwd;
 /* Runs argv as the request's uid/gid (in its cwd) with env plus pw's
  * identity variables, on fds as stdin/stdout/stderr: the pid, or -errno. */

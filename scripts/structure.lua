@@ -1,0 +1,280 @@
+-- structure.lua: checks the shape rules of docs/architecture.md on the C
+-- sources, so a change that breaks one is caught by the suite, not by a
+-- reviewer. Run from the top of a checkout: `lua5.4 scripts/structure.lua`.
+-- Prints one line per rule ("ok" or "FAIL" with the places) and exits 1
+-- when any rule fails. It reads the files as text: comments and string
+-- literals are blanked first, and a function is a top-level `{` whose
+-- header has a parameter list.
+
+local MAX_FUNCTION_LINES = 80
+local MAX_BINDING_FILE_LINES = 500
+local TREES = { "core", "codec", "bindings", "emulator" }
+
+local function tracked_sources()
+  local files = {}
+  local p = assert(io.popen("git ls-files -- " .. table.concat(TREES, " ") .. " 2>/dev/null"))
+  for path in p:lines() do
+    if path:match("%.[ch]$") and not path:match("/tests/") and not path:match("^emulator/fuzz/") then
+      files[#files + 1] = path
+    end
+  end
+  p:close()
+  assert(#files > 0, "structure.lua: no C sources (run it from the top of a git checkout)")
+  table.sort(files)
+  return files
+end
+
+local function read(path)
+  local f = assert(io.open(path, "rb"))
+  local text = f:read("a")
+  f:close()
+  return text
+end
+
+-- Blanks comments, string and character literals, keeping every newline so
+-- line numbers stay true.
+local function strip(text)
+  local out, i, n = {}, 1, #text
+  local function keep_lines(s) return (s:gsub("[^\n]", " ")) end
+  while i <= n do
+    local c, d = text:sub(i, i), text:sub(i, i + 1)
+    if d == "/*" then
+      local j = text:find("*/", i + 2, true) or n - 1
+      out[#out + 1] = keep_lines(text:sub(i, j + 1))
+      i = j + 2
+    elseif d == "//" then
+      local j = text:find("\n", i, true) or n + 1
+      i = j
+    elseif c == '"' or c == "'" then
+      local j = i + 1
+      while j <= n and text:sub(j, j) ~= c do
+        if text:sub(j, j) == "\\" then j = j + 1 end
+        j = j + 1
+      end
+      out[#out + 1] = c .. keep_lines(text:sub(i + 1, j - 1)) .. c
+      i = j + 1
+    elseif c == "#" and (i == 1 or text:sub(i - 1, i - 1) == "\n") then
+      -- preprocessor lines (and their continuations) hold no function bodies
+      local j = i
+      repeat
+        local e = text:find("\n", j, true) or n + 1
+        local cont = text:sub(e - 1, e - 1) == "\\"
+        j = e + 1
+      until not cont or j > n
+      out[#out + 1] = keep_lines(text:sub(i, j - 2)) .. (j - 1 <= n and "\n" or "")
+      i = j
+    else
+      out[#out + 1] = c
+      i = i + 1
+    end
+  end
+  return table.concat(out)
+end
+
+-- The functions a stripped file defines: name, first line of the body,
+-- length in lines (the `{` line to the `}` line), and whether it is static.
+local function functions(code)
+  local found, depth, header, line, open = {}, 0, {}, 1, nil
+  for i = 1, #code do
+    local c = code:sub(i, i)
+    if c == "\n" then line = line + 1 end
+    if c == "{" then
+      if depth == 0 then
+        local h = table.concat(header)
+        local name = h:match("([%a_][%w_]*)%s*%b()%s*$")
+        if name and not h:match("=") and not h:match("^%s*typedef") then
+          open = { name = name, first = line, static = h:match("^%s*static%f[%W]") ~= nil }
+        end
+      end
+      depth = depth + 1
+    elseif c == "}" then
+      depth = depth - 1
+      if depth == 0 then
+        if open then
+          open.lines = line - open.first + 1
+          found[#found + 1] = open
+          open = nil
+        end
+        header = {}
+      end
+    elseif depth == 0 then
+      if c == ";" then header = {} else header[#header + 1] = c end
+    end
+  end
+  return found
+end
+
+local function lines_of(text)
+  local _, n = text:gsub("\n", "")
+  return n
+end
+
+-- Strongly connected components of more than one node (Tarjan).
+local function circles(nodes, edges)
+  local index, low, stack, on, out, counter = {}, {}, {}, {}, {}, 0
+  local function visit(v)
+    counter = counter + 1
+    index[v], low[v] = counter, counter
+    stack[#stack + 1], on[v] = v, true
+    for w in pairs(edges[v] or {}) do
+      if not index[w] then
+        visit(w)
+        low[v] = math.min(low[v], low[w])
+      elseif on[w] then
+        low[v] = math.min(low[v], index[w])
+      end
+    end
+    if low[v] == index[v] then
+      local comp = {}
+      repeat
+        local w = table.remove(stack)
+        on[w] = nil
+        comp[#comp + 1] = w
+      until w == v
+      if #comp > 1 then
+        table.sort(comp)
+        out[#out + 1] = comp
+      end
+    end
+  end
+  for _, v in ipairs(nodes) do
+    if not index[v] then visit(v) end
+  end
+  return out
+end
+
+local function component(path) return path:match("^([^/]+)/") end
+
+local function public_header(path) return path:match("/include/") ~= nil end
+
+-- Resolves `#include "name"` from path: beside it, then anywhere in the
+-- tree by suffix (the include directories CMake sets).
+local function resolve(path, name, by_path)
+  local dir = path:match("^(.*)/") or "."
+  local beside = (dir .. "/" .. name):gsub("/[^/]+/%.%./", "/")
+  if by_path[beside] then return beside end
+  local hit
+  for p in pairs(by_path) do
+    if p:sub(-#name - 1) == "/" .. name and (not hit or #p < #hit) then hit = p end
+  end
+  return hit
+end
+
+local files = tracked_sources()
+local by_path, code, raw = {}, {}, {}
+for _, path in ipairs(files) do
+  by_path[path] = true
+  raw[path] = read(path)
+  code[path] = strip(raw[path])
+end
+
+local results = {}
+local function rule(name, problems)
+  results[#results + 1] = { name = name, problems = problems }
+end
+
+do -- 1. short functions
+  local long = {}
+  for _, path in ipairs(files) do
+    for _, f in ipairs(functions(code[path])) do
+      if f.lines > MAX_FUNCTION_LINES then
+        long[#long + 1] = string.format("%s:%d %s is %d lines", path, f.first, f.name, f.lines)
+      end
+    end
+  end
+  rule("no function in core/, codec/, bindings/ or emulator/ is over " .. MAX_FUNCTION_LINES .. " lines", long)
+end
+
+do -- 2. small binding files
+  local big = {}
+  for _, path in ipairs(files) do
+    if component(path) == "bindings" and path:match("%.c$") then
+      local n = lines_of(raw[path])
+      if n > MAX_BINDING_FILE_LINES then big[#big + 1] = string.format("%s is %d lines", path, n) end
+    end
+  end
+  rule("each binding file is at most " .. MAX_BINDING_FILE_LINES .. " lines", big)
+end
+
+local includes = {}
+for _, path in ipairs(files) do
+  includes[path] = {}
+  for name in raw[path]:gmatch('#%s*include%s*"([^"]+)"') do
+    local target = resolve(path, name, by_path)
+    if target then includes[path][target] = true end
+  end
+end
+
+do -- 3. no include circles
+  local found = {}
+  for _, c in ipairs(circles(files, includes)) do found[#found + 1] = table.concat(c, " <-> ") end
+  rule("no header includes itself through others", found)
+end
+
+do -- 4. components meet only at their public headers
+  local reach = {}
+  for _, path in ipairs(files) do
+    for target in pairs(includes[path]) do
+      if component(target) ~= component(path) and not public_header(target) then
+        reach[#reach + 1] = path .. " includes " .. target
+      end
+    end
+  end
+  rule("no file includes another component's private header", reach)
+end
+
+do -- 5. no call circles between files
+  local owner = {}
+  for _, path in ipairs(files) do
+    if path:match("%.c$") then
+      for _, f in ipairs(functions(code[path])) do
+        if not f.static then owner[f.name] = owner[f.name] or path end
+      end
+    end
+  end
+  local calls, sources = {}, {}
+  for _, path in ipairs(files) do
+    if path:match("%.c$") then
+      sources[#sources + 1] = path
+      calls[path] = {}
+      for word in code[path]:gmatch("[%a_][%w_]*") do
+        local target = owner[word]
+        if target and target ~= path then
+          calls[path][target] = calls[path][target] or {}
+          calls[path][target][word] = true
+        end
+      end
+    end
+  end
+  -- each circle with the calls that close it, so the fix is plain to see
+  local found = {}
+  for _, c in ipairs(circles(sources, calls)) do
+    found[#found + 1] = table.concat(c, ", ")
+    local inside = {}
+    for _, f in ipairs(c) do inside[f] = true end
+    for _, f in ipairs(c) do
+      for target, names in pairs(calls[f]) do
+        if inside[target] then
+          local list = {}
+          for name in pairs(names) do list[#list + 1] = name end
+          table.sort(list)
+          found[#found + 1] = string.format("  %s -> %s: %s", f, target, table.concat(list, " "))
+        end
+      end
+    end
+  end
+  rule("no two files call each other, directly or through others", found)
+end
+
+local failed = 0
+for _, r in ipairs(results) do
+  if #r.problems == 0 then
+    print("ok     " .. r.name)
+  else
+    failed = failed + 1
+    print("FAIL   " .. r.name)
+    for _, p in ipairs(r.problems) do print("         " .. p) end
+  end
+end
+print(string.format("%d rules passed, %d failed", #results - failed, failed))
+os.exit(failed == 0 and 0 or 1)
