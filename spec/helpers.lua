@@ -220,4 +220,19 @@ function M.serve_local(args, env)
   return vars, stop
 end
 
+-- with_local_server(args, fn) -> log: runs fn(client, vars) against a
+-- second e2b-local started with args, stops it whatever fn did, then
+-- raises fn's error if it failed; returns the server's log.
+function M.with_local_server(args, fn)
+  local vars, stop = M.serve_local(args)
+  local ok, err = pcall(function()
+    assert(vars.E2B_API_URL, "the second server did not start")
+    fn(M.client({ api_url = vars.E2B_API_URL, sandbox_url = vars.E2B_SANDBOX_URL,
+                  api_key = vars.E2B_API_KEY, domain = vars.E2B_DOMAIN }), vars)
+  end)
+  local log = stop()
+  assert(ok, err)
+  return log
+end
+
 return M

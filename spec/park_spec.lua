@@ -216,11 +216,7 @@ end)
 
 describe("e2b-local's log while commands park", function()
   it("says nothing when a client closes a stream it no longer needs, and still reports one cut short", function()
-    local vars, stop = h.serve_local("--log-requests")
-    local ok, err = pcall(function()
-      assert(vars.E2B_API_URL, "the second server did not start")
-      local client = h.client({ api_url = vars.E2B_API_URL, sandbox_url = vars.E2B_SANDBOX_URL,
-                                api_key = vars.E2B_API_KEY, domain = vars.E2B_DOMAIN })
+    local log = h.with_local_server("--log-requests", function(client, vars)
       local sbx = assert(client:create({}))
       -- A real failure first: a Start stream cut after its first message.
       h.faults({ { match = "POST envd:/process.Process/Start", action = "drop_mid_stream",
@@ -237,8 +233,6 @@ describe("e2b-local's log while commands park", function()
       proc:close()
       assert(sbx:kill())
     end)
-    local log = stop()
-    assert(ok, err)
     local at = assert(log:find("GET /sandboxes/park-log-marker", 1, true), log)
     assert.truthy(log:sub(1, at):find("ended early", 1, true), log)
     assert.is_nil(log:sub(at):find("ended early", 1, true), log)
