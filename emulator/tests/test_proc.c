@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "proc.h"
@@ -335,20 +336,22 @@ static void test_cost_per_process(void) {
   fprintf(stderr, "%d processes: %d more threads, %d more descriptors\n", N, th1 - th0, fds1 - fds0);
   CHECK(th1 - th0 <= 2);  /* one reader for the table */
   CHECK(fds1 - fds0 <= 4); /* its epoll set and wake-up: none per process */
+  static proc_sub *subs[N];
+  for (int i = 0; i < N; i++) subs[i] = proc_subscribe(ps[i]);
+  int fds2 = open_fds();
+  fprintf(stderr, "%d subscribers: %d more descriptors\n", N, fds2 - fds1);
+  CHECK(fds2 == fds1); /* a stream's subscriber waits on no descriptor of its own */
   for (int i = 0; i < N; i++) {
     close(pp[i].out[1]);
     close(pp[i].err[1]);
     proc_table_exited(t, 1000 + i, 0);
   }
   for (int i = 0; i < N; i++) {
-    proc_sub *s = proc_subscribe(ps[i]);
-    if (s) {
-      got g = {0};
-      collect(s, &g);
-      CHECK(g.ended);
-      got_free(&g);
-      proc_unsubscribe(s);
-    }
+    got g = {0};
+    collect(subs[i], &g);
+    CHECK(g.ended);
+    got_free(&g);
+    proc_unsubscribe(subs[i]);
     proc_unref(ps[i]);
   }
   proc_table_abort(t);
@@ -433,6 +436,33 @@ static void test_pty(void) {
   proc_table_unref(t);
 }
 
+/* A waiting stream notices its client left, and times out when asked to. */
+static void test_hangup_and_timeout(void) {
+  proc_table *t = proc_table_new(record_signal, "hangup");
+  pipes pp;
+  make_pipes(&pp);
+  proc_sub *s = NULL;
+  proc *p = reg(t, 701, &pp, 0, &s);
+  int sv[2];
+  CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
+  proc_event *ev;
+  CHECK(proc_sub_next(s, 50, sv[0], &ev) == PSUB_TIMEOUT);
+  close(sv[1]);
+  CHECK(proc_sub_next(s, WAIT_MS, sv[0], &ev) == PSUB_HANGUP);
+  close(sv[0]);
+  close(pp.out[1]);
+  close(pp.err[1]);
+  proc_table_exited(t, 701, 0);
+  got g = {0};
+  collect(s, &g);
+  CHECK(g.ended);
+  got_free(&g);
+  proc_unsubscribe(s);
+  proc_unref(p);
+  proc_table_abort(t);
+  proc_table_unref(t);
+}
+
 /* Out of descriptors: the process fails cleanly (unserved, or served
  * without a subscriber), nothing aborts, and the next one works. */
 static void test_no_descriptors(void) {
@@ -487,6 +517,7 @@ int main(void) {
   RUN(test_deadline);
   RUN(test_register_after_abort);
   RUN(test_pty);
+  RUN(test_hangup_and_timeout);
   RUN(test_no_descriptors);
   proc_wait_all_readers();
   return TESTING_DONE();

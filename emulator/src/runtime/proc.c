@@ -32,6 +32,7 @@
 #define MAX_READY 64     /* descriptors served per wake-up, one read each */
 #define LINGER_MS 5000   /* an idle reader waits this long for the next process */
 #define MAX_KILLS 64     /* deadline kills sent per pass (the rest on the next) */
+#define HANGUP_CHECK_MS 1000 /* how often a waiting stream looks at its client's socket */
 
 typedef struct qnode {
   struct qnode *next;
@@ -43,7 +44,7 @@ struct proc_sub {
   proc *p;
   qnode *head, *tail;
   size_t bytes;
-  int efd; /* wakes the consumer */
+  pthread_cond_t cv; /* signalled, under the table's mutex, when an event is queued */
 };
 
 /* One descriptor the reader reads; epoll's data points here. */
@@ -217,7 +218,7 @@ static void push_locked(proc *p, proc_event *ev) {
       s->head = q;
     s->tail = q;
     s->bytes += ev->len;
-    wake(s->efd);
+    pthread_cond_signal(&s->cv);
   }
   if (ev->refs == 0) free(ev);
 }
@@ -472,14 +473,16 @@ static int reader_ensure_locked(proc_table *t) {
   return 0;
 }
 
+/* A subscriber waits on a condition variable, not a descriptor: a stream
+ * being served costs its connection's socket and nothing more. */
 static proc_sub *sub_new_locked(proc *p) {
   proc_sub *s = xcalloc(1, sizeof *s);
   s->p = p;
-  s->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (s->efd < 0) {
-    free(s);
-    return NULL;
-  }
+  pthread_condattr_t ca;
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  pthread_cond_init(&s->cv, &ca);
+  pthread_condattr_destroy(&ca);
   s->next = p->subs;
   p->subs = s;
   p->refs++;
@@ -589,16 +592,36 @@ void proc_unsubscribe(proc_sub *s) {
     free(q);
   }
   pthread_mutex_unlock(&p->t->mu);
-  close(s->efd);
+  pthread_cond_destroy(&s->cv);
   free(s);
   proc_unref(p);
+}
+
+/* Whether the client behind watch_fd closed its side. */
+static int client_gone(int watch_fd) {
+  struct pollfd pf = {watch_fd, POLLRDHUP, 0};
+  return poll(&pf, 1, 0) > 0 && (pf.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL));
+}
+
+static void wait_until_locked(proc_sub *s, int64_t at) {
+  if (at < 0) {
+    pthread_cond_wait(&s->cv, &s->p->t->mu);
+    return;
+  }
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  int64_t ns = (int64_t)ts.tv_nsec + (at - mono_ms()) * 1000000;
+  if (ns < 0) ns = 0;
+  ts.tv_sec += (time_t)(ns / 1000000000);
+  ts.tv_nsec = (long)(ns % 1000000000);
+  pthread_cond_timedwait(&s->cv, &s->p->t->mu, &ts);
 }
 
 int proc_sub_next(proc_sub *s, int timeout_ms, int watch_fd, proc_event **ev) {
   proc_table *t = s->p->t;
   int64_t until = timeout_ms >= 0 ? mono_ms() + timeout_ms : -1;
+  pthread_mutex_lock(&t->mu);
   for (;;) {
-    pthread_mutex_lock(&t->mu);
     qnode *q = s->head;
     if (q) {
       s->head = q->next;
@@ -611,25 +634,20 @@ int proc_sub_next(proc_sub *s, int timeout_ms, int watch_fd, proc_event **ev) {
       free(q);
       return PSUB_EVENT;
     }
-    pthread_mutex_unlock(&t->mu);
-    int wait = -1;
-    if (until >= 0) {
-      int64_t left = until - mono_ms();
-      if (left <= 0) return PSUB_TIMEOUT;
-      wait = (int)left;
+    int64_t now = mono_ms();
+    if (until >= 0 && now >= until) break;
+    if (watch_fd >= 0) {
+      pthread_mutex_unlock(&t->mu);
+      if (client_gone(watch_fd)) return PSUB_HANGUP;
+      pthread_mutex_lock(&t->mu);
+      if (s->head) continue;
     }
-    struct pollfd pf[2] = {{s->efd, POLLIN, 0}, {watch_fd, POLLRDHUP, 0}};
-    int rc = poll(pf, watch_fd >= 0 ? 2 : 1, wait);
-    if (rc < 0 && errno != EINTR) return PSUB_HANGUP;
-    if (watch_fd >= 0 && (pf[1].revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)))
-      return PSUB_HANGUP;
-    if (pf[0].revents) {
-      uint64_t v;
-      if (read(s->efd, &v, sizeof v) < 0) {
-        /* raced with another wake: fine */
-      }
-    }
+    int64_t at = watch_fd >= 0 ? now + HANGUP_CHECK_MS : -1;
+    if (until >= 0 && (at < 0 || until < at)) at = until;
+    wait_until_locked(s, at);
   }
+  pthread_mutex_unlock(&t->mu);
+  return PSUB_TIMEOUT;
 }
 
 void proc_event_free(proc_sub *s, proc_event *ev) {
