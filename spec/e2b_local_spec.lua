@@ -49,6 +49,26 @@ describe("e2b-local", function()
     assert.are_not.equal("1", a)
   end)
 
+  it("serves a sandbox's processes in turn: one flooding its output never holds up another's", function()
+    local sbx, other = h.sandbox({}, client), h.sandbox({}, client)
+    -- Nobody reads its stream: e2b-local reads and drops its output as fast as it comes,
+    -- on the same reader as every other process of this sandbox.
+    local flood = assert(sbx:spawn({ "cat", "/dev/zero" }, { keep_output = false }))
+    flood:detach()
+    flood:close()
+    local function written() -- bytes the flood has written so far
+      local r = assert(sbx:run("grep ^wchar: /proc/" .. flood.pid .. "/io", { keep_output = false }))
+      return assert(tonumber(r.stdout:match("wchar: (%d+)")))
+    end
+    local before = written()
+    for i = 1, 10 do
+      assert.are.equal(i .. "\n", assert(sbx:run("echo " .. i, { keep_output = false })).stdout)
+      assert.are.equal(i .. "\n", assert(other:run("echo " .. i, { keep_output = false })).stdout)
+    end
+    -- it was being read all along (a pipe left unread holds 64 KiB)
+    assert.is_true(written() - before > 4 * 1024 * 1024)
+  end)
+
   it("leaves no process behind on the host after kill", function()
     local marker = "e2bspecmarker" .. h.core.uuid4():gsub("-", ""):sub(1, 12)
     local sbx = h.sandbox({}, client)

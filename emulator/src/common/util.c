@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -179,6 +181,38 @@ int sbuf_append_file(sbuf *b, const char *path) {
   int bad = ferror(f);
   fclose(f);
   return bad ? -1 : 0;
+}
+
+/* Open descriptors, counted at most every 250 ms (a count walks them all). */
+static int open_fd_count(void) {
+  static int64_t at;
+  static int count;
+  int64_t now = mono_ms(), then = __atomic_load_n(&at, __ATOMIC_ACQUIRE);
+  if (then && now - then < 250) return __atomic_load_n(&count, __ATOMIC_RELAXED);
+  DIR *d = opendir("/proc/self/fd");
+  if (!d) return -1; /* not even one descriptor to spare */
+  int n = 0;
+  while (readdir(d)) n++;
+  closedir(d);
+  __atomic_store_n(&count, n, __ATOMIC_RELAXED);
+  __atomic_store_n(&at, now, __ATOMIC_RELEASE);
+  return n;
+}
+
+/* Descriptors are handed out lowest first, so while the slot at
+ * limit - reserve is free there are (nearly always) reserve free ones; only
+ * once it is taken (a burst went that high) are the open ones counted. */
+int fds_available(int reserve) {
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > (rlim_t)1 << 30 ||
+      rl.rlim_cur < (rlim_t)reserve * 4)
+    return 1;
+  int mark = (int)rl.rlim_cur - reserve;
+  int fd = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, mark);
+  if (fd >= 0) close(fd);
+  if (fd == mark || (fd < 0 && errno != EMFILE)) return 1;
+  int n = open_fd_count();
+  return n >= 0 && (int)rl.rlim_cur - n >= reserve;
 }
 
 char *proc_stat_fields(int pid, char *buf, size_t cap) {

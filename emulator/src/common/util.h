@@ -41,6 +41,10 @@ int write_all(int fd, const void *data, size_t n);
 
 void set_cloexec(int fd, int on);
 
+/* Whether at least `reserve` descriptors are still free under the soft
+ * RLIMIT_NOFILE (always true when the limit is under 4 * reserve). */
+int fds_available(int reserve);
+
 /* Reads /proc/<pid>/stat into buf and returns the fields after the command
  * name (from the state on), or NULL when the process is gone. The name may
  * hold spaces and parentheses, so the last ')' ends it. */

@@ -40,6 +40,7 @@ void rpc_fail_errno(rpc_err *e, int err, const char *what) {
   case EPERM:
   case EROFS: code = "permission_denied"; break;
   case E2BIG:
+  case EMFILE:
   case ENOSPC: code = "resource_exhausted"; break;
   default: break;
   }

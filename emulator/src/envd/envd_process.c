@@ -281,12 +281,6 @@ static int start(rpc_call *c, stream_src *src, rpc_err *e) {
     return -1;
   }
   ipc_msg_clear(&reply);
-  if (!sp.sub) {
-    /* out of descriptors: the process runs on, unobserved (Connect may follow it) */
-    rpc_fail(e, "resource_exhausted", "process %d started but its output cannot be streamed", proc_pid(sp.p));
-    proc_unref(sp.p);
-    return -1;
-  }
   pstream_start(c, sp.p, sp.sub, src);
   return 0;
 }

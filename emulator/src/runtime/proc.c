@@ -1,14 +1,24 @@
-/* proc.c — process table, output fan-out with backpressure, end events. */
+/* proc.c — process table, output fan-out with backpressure, end events.
+ *
+ * One reader thread per table (a sandbox's processes) reads every process's
+ * stdout/stderr or pty through one epoll set, level-triggered, one read of at
+ * most READ_CHUNK per ready descriptor per wake-up: a process that floods
+ * gets its turn like the others, never all of them. A process then costs the
+ * server its pipes only: no thread, no eventfd of its own. The reader starts
+ * with the table's first process and leaves LINGER_MS after its last, or at
+ * once when the table is aborted (the sandbox is gone). */
 #define _GNU_SOURCE
 #include "proc.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <time.h>
@@ -19,6 +29,10 @@
 
 #define SUB_QUEUE_LIMIT (1u << 20) /* bytes queued per subscriber before backpressure */
 #define READ_CHUNK 65536
+#define MAX_READY 64     /* descriptors served per wake-up, one read each */
+#define LINGER_MS 5000   /* an idle reader waits this long for the next process */
+#define MAX_KILLS 64     /* deadline kills sent per pass (the rest on the next) */
+#define HANGUP_CHECK_MS 1000 /* how often a waiting stream looks at its client's socket */
 
 typedef struct qnode {
   struct qnode *next;
@@ -30,8 +44,15 @@ struct proc_sub {
   proc *p;
   qnode *head, *tail;
   size_t bytes;
-  int efd; /* wakes the consumer */
+  pthread_cond_t cv; /* signalled, under the table's mutex, when an event is queued */
 };
+
+/* One descriptor the reader reads; epoll's data points here. */
+typedef struct src {
+  proc *p;
+  int fd; /* -1 once at EOF (only the reader changes it) */
+  int kind;
+} src;
 
 struct proc {
   proc *next; /* in the table */
@@ -40,15 +61,16 @@ struct proc {
   int pid;
   char *tag;
   json_t *config;
-  int out_fd, err_fd, pty_fd;
+  src out[2]; /* stdout and stderr, or the pty in out[0] */
+  int pty_fd;
   int in_fd;
   pthread_mutex_t in_mu; /* serialises stdin writes and close */
   proc_sub *subs;
   int exited, status, ended;
+  int armed; /* its open sources are in the epoll set (else held: a full queue) */
   int64_t deadline_ms;
   int deadline_hit;
-  int wake_fd; /* wakes the reader when the deadline moves */
-  int unserved; /* no reader thread: ended at once, to be killed by the caller */
+  int unserved; /* no reader: ended at once, to be killed by the caller */
 };
 
 typedef struct early_exit {
@@ -56,14 +78,22 @@ typedef struct early_exit {
   int pid, status;
 } early_exit;
 
+/* The table's reader thread and what it waits on; NULL while none runs. */
+typedef struct reader {
+  proc_table *t;
+  int epfd, wake_fd;
+} reader;
+
 struct proc_table {
   pthread_mutex_t mu;
-  pthread_cond_t cv; /* exit status arrival, queue space */
   int refs;
   proc *procs;
   early_exit *early;
   proc_signal_fn sig;
   char key[32];
+  reader *rd;
+  int aborted; /* the agent is gone: no exit notice will come */
+  int dirty;   /* the reader must look at the table again (exit, space, deadline) */
 };
 
 static pthread_mutex_t g_readers_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -73,7 +103,6 @@ static int g_readers;
 proc_table *proc_table_new(proc_signal_fn sig, const char *key) {
   proc_table *t = xcalloc(1, sizeof *t);
   pthread_mutex_init(&t->mu, NULL);
-  pthread_cond_init(&t->cv, NULL);
   t->refs = 1;
   t->sig = sig;
   snprintf(t->key, sizeof t->key, "%s", key);
@@ -94,7 +123,6 @@ static void table_free(proc_table *t) {
     free(e);
   }
   pthread_mutex_destroy(&t->mu);
-  pthread_cond_destroy(&t->cv);
   free(t);
 }
 
@@ -112,11 +140,24 @@ static void wake(int fd) {
   }
 }
 
+static void drain_wake(int fd) {
+  uint64_t v;
+  if (read(fd, &v, sizeof v) < 0) {
+    /* nothing pending */
+  }
+}
+
+/* Asks the reader to look at the table again. */
+static void poke_locked(proc_table *t) {
+  t->dirty = 1;
+  if (t->rd) wake(t->rd->wake_fd);
+}
+
 static void set_exited_locked(proc *p, int status) {
   if (p->exited) return;
   p->exited = 1;
   p->status = status;
-  wake(p->wake_fd);
+  poke_locked(p->t);
 }
 
 void proc_table_exited(proc_table *t, int pid, int status) {
@@ -137,12 +178,14 @@ void proc_table_exited(proc_table *t, int pid, int status) {
 
 void proc_table_abort(proc_table *t) {
   pthread_mutex_lock(&t->mu);
+  t->aborted = 1;
   for (proc *p = t->procs; p; p = p->next) set_exited_locked(p, SIGKILL);
   for (early_exit *e = t->early, *n; e; e = n) {
     n = e->next;
     free(e);
   }
   t->early = NULL;
+  poke_locked(t);
   pthread_mutex_unlock(&t->mu);
 }
 
@@ -175,7 +218,7 @@ static void push_locked(proc *p, proc_event *ev) {
       s->head = q;
     s->tail = q;
     s->bytes += ev->len;
-    wake(s->efd);
+    pthread_cond_signal(&s->cv);
   }
   if (ev->refs == 0) free(ev);
 }
@@ -198,7 +241,6 @@ static void proc_free(proc *p) {
   proc_table *t = p->t;
   if (p->in_fd >= 0) close(p->in_fd);
   if (p->pty_fd >= 0) close(p->pty_fd);
-  if (p->wake_fd >= 0) close(p->wake_fd);
   pthread_mutex_destroy(&p->in_mu);
   json_decref(p->config);
   free(p->tag);
@@ -218,105 +260,179 @@ int proc_pid(const proc *p) { return p->pid; }
 
 int proc_unserved(const proc *p) { return p->unserved; }
 
-static void maybe_kill_for_deadline(proc *p) {
-  pthread_mutex_lock(&p->t->mu);
-  int fire = p->deadline_ms > 0 && !p->deadline_hit && !p->exited && mono_ms() >= p->deadline_ms;
-  if (fire) p->deadline_hit = 1;
-  pthread_mutex_unlock(&p->t->mu);
-  if (fire) p->t->sig(p->t->key, p->pid, SIGKILL);
-}
+/* ---- the reader's descriptors ---- */
 
-static int poll_timeout(proc *p) {
-  pthread_mutex_lock(&p->t->mu);
-  int64_t d = p->deadline_hit || p->exited ? 0 : p->deadline_ms;
-  pthread_mutex_unlock(&p->t->mu);
-  if (d <= 0) return -1;
-  int64_t left = d - mono_ms();
-  return left <= 0 ? 0 : (left > 60000 ? 60000 : (int)left);
-}
-
-/* Reads one chunk from fd into the subscribers; returns 0 at EOF. */
-static int pump(proc *p, int fd, int kind, unsigned char *buf) {
-  ssize_t n = read(fd, buf, READ_CHUNK);
-  if (n < 0 && (errno == EINTR || errno == EAGAIN)) return 1;
-  if (n <= 0) return 0; /* EOF, or EIO once a pty's last slave closes */
-  proc_event *ev = xmalloc(sizeof *ev + (size_t)n);
-  ev->refs = 0;
-  ev->kind = kind;
-  ev->status = 0;
-  ev->len = (size_t)n;
-  memcpy(ev->data, buf, (size_t)n);
-  pthread_mutex_lock(&p->t->mu);
-  push_locked(p, ev);
-  pthread_mutex_unlock(&p->t->mu);
-  return 1;
-}
-
-static void drain_wake(int fd) {
-  uint64_t v;
-  if (read(fd, &v, sizeof v) < 0) {
-    /* nothing pending */
+static int arm_locked(proc *p) {
+  p->armed = 1; /* before the first event can come */
+  for (int i = 0; i < 2; i++) {
+    if (p->out[i].fd < 0) continue;
+    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &p->out[i]};
+    if (epoll_ctl(p->t->rd->epfd, EPOLL_CTL_ADD, p->out[i].fd, &ev) != 0) {
+      int err = errno;
+      if (i == 1 && p->out[0].fd >= 0) epoll_ctl(p->t->rd->epfd, EPOLL_CTL_DEL, p->out[0].fd, NULL);
+      p->armed = 0;
+      return err;
+    }
   }
+  return 0;
 }
 
-/* Waits while a subscriber's queue is full, still enforcing the deadline. */
-static void wait_for_space(proc *p) {
-  proc_table *t = p->t;
+/* Holds the process's output in its pipes (a subscriber's queue is full). */
+static void disarm_locked(proc *p) {
+  for (int i = 0; i < 2; i++)
+    if (p->out[i].fd >= 0) epoll_ctl(p->t->rd->epfd, EPOLL_CTL_DEL, p->out[i].fd, NULL);
+  p->armed = 0;
+}
+
+/* A source hit EOF (or EIO once a pty's last slave closed). The pty master
+ * itself stays open for input; pipes are closed. */
+static void close_src_locked(src *s) {
+  if (s->p->armed) epoll_ctl(s->p->t->rd->epfd, EPOLL_CTL_DEL, s->fd, NULL);
+  if (s->kind != PEV_PTY) close(s->fd);
+  s->fd = -1;
+  s->p->t->dirty = 1; /* the process may be ready to end */
+}
+
+static int srcs_open(const proc *p) { return p->out[0].fd >= 0 || p->out[1].fd >= 0; }
+
+/* Reads one chunk from a ready source into the subscribers. */
+static void serve(proc_table *t, src *s, unsigned char *buf) {
+  if (s->fd < 0 || !s->p->armed) return; /* closed or held earlier in this batch */
+  ssize_t n = read(s->fd, buf, READ_CHUNK);
+  if (n < 0 && (errno == EINTR || errno == EAGAIN)) return;
   pthread_mutex_lock(&t->mu);
-  while (any_sub_full_locked(p)) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_sec += 1;
-    pthread_cond_timedwait(&t->cv, &t->mu, &ts);
-    pthread_mutex_unlock(&t->mu);
-    maybe_kill_for_deadline(p);
-    pthread_mutex_lock(&t->mu);
+  if (n <= 0) {
+    close_src_locked(s);
+  } else if (s->p->subs) { /* with no subscriber the output is dropped */
+    proc_event *ev = xmalloc(sizeof *ev + (size_t)n);
+    ev->refs = 0;
+    ev->kind = s->kind;
+    ev->status = 0;
+    ev->len = (size_t)n;
+    memcpy(ev->data, buf, (size_t)n);
+    push_locked(s->p, ev);
+    if (any_sub_full_locked(s->p)) disarm_locked(s->p);
   }
   pthread_mutex_unlock(&t->mu);
 }
 
-static void *reader_main(void *arg) {
-  proc *p = arg;
-  proc_table *t = p->t;
-  unsigned char *buf = xmalloc(READ_CHUNK);
-  int is_pty = p->pty_fd >= 0;
-  /* Only this thread reads these; the pty master itself stays open for input. */
-  int rfd[2] = {is_pty ? p->pty_fd : p->out_fd, is_pty ? -1 : p->err_fd};
-  while (rfd[0] >= 0 || rfd[1] >= 0) {
-    wait_for_space(p);
-    struct pollfd pf[3] = {{rfd[0], POLLIN, 0}, {rfd[1], POLLIN, 0}, {p->wake_fd, POLLIN, 0}};
-    int rc = poll(pf, 3, poll_timeout(p));
-    if (rc < 0 && errno != EINTR) break;
-    maybe_kill_for_deadline(p);
-    if (pf[2].revents) drain_wake(p->wake_fd);
-    for (int i = 0; i < 2; i++) {
-      if (rfd[i] < 0 || !(pf[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-      int kind = is_pty ? PEV_PTY : (i == 0 ? PEV_STDOUT : PEV_STDERR);
-      if (pump(p, rfd[i], kind, buf)) continue;
-      if (!is_pty) close(rfd[i]);
-      rfd[i] = -1;
-    }
-  }
-  free(buf);
-  /* Pipes are drained: the end event waits only for the exit status. */
-  pthread_mutex_lock(&t->mu);
-  while (!p->exited) {
-    pthread_mutex_unlock(&t->mu);
-    struct pollfd pf = {p->wake_fd, POLLIN, 0};
-    poll(&pf, 1, poll_timeout(p));
-    maybe_kill_for_deadline(p);
-    if (pf.revents) drain_wake(p->wake_fd);
-    pthread_mutex_lock(&t->mu);
-  }
+/* ---- the reader's pass over its table ---- */
+
+typedef struct pass {
+  int kills[MAX_KILLS], nkills;
+  proc *freed;   /* ended processes whose last reference was the table's */
+  int64_t due;   /* the next deadline (0: none); kept between passes */
+  int64_t idle_since;
+  int timeout_ms;
+  int quit;
+} pass;
+
+static void end_locked(proc *p, pass *ps) {
   proc_event *end = xcalloc(1, sizeof *end);
   end->kind = PEV_END;
   end->status = p->status;
   push_locked(p, end);
   p->ended = 1;
   unlink_locked(p);
-  int last = --p->refs == 0; /* the table's reference */
+  if (--p->refs == 0) { /* the table's reference */
+    p->next = ps->freed;
+    ps->freed = p;
+  }
+}
+
+static void due_at(pass *ps, int64_t at) {
+  if (!ps->due || at < ps->due) ps->due = at;
+}
+
+/* One process: resume it, end it, or kill it at its deadline. */
+static void look_at_locked(proc *p, int64_t now, pass *ps) {
+  if (!p->armed && srcs_open(p) && !any_sub_full_locked(p) && arm_locked(p) != 0) {
+    /* cannot watch it again (out of memory): it cannot be served */
+    for (int i = 0; i < 2; i++)
+      if (p->out[i].fd >= 0) close_src_locked(&p->out[i]);
+    if (!p->exited && ps->nkills < MAX_KILLS) ps->kills[ps->nkills++] = p->pid;
+  }
+  if (!srcs_open(p) && p->exited) {
+    end_locked(p, ps); /* every byte was read: the end follows it */
+    return;
+  }
+  if (p->deadline_ms <= 0 || p->deadline_hit || p->exited) return;
+  if (now < p->deadline_ms) {
+    due_at(ps, p->deadline_ms);
+  } else if (ps->nkills < MAX_KILLS) {
+    p->deadline_hit = 1;
+    ps->kills[ps->nkills++] = p->pid;
+  } else {
+    due_at(ps, now); /* the rest on the next pass */
+  }
+}
+
+static int ms_until(int64_t at, int64_t now) {
+  return at <= now ? 0 : at - now > 60000 ? 60000 : (int)(at - now);
+}
+
+/* Looks at every process when something changed or a deadline is due, and
+ * decides how long the reader may wait, or that it leaves. */
+static void scan(proc_table *t, pass *ps) {
+  int64_t now = mono_ms();
+  pthread_mutex_lock(&t->mu);
+  if (t->dirty || (ps->due && now >= ps->due)) {
+    t->dirty = 0;
+    ps->due = 0;
+    for (proc *p = t->procs, *n; p; p = n) {
+      n = p->next;
+      look_at_locked(p, now, ps);
+    }
+  }
+  ps->timeout_ms = ps->nkills ? 0 : ps->due ? ms_until(ps->due, now) : -1;
+  if (t->procs) {
+    ps->idle_since = 0;
+  } else if (!ps->idle_since) {
+    ps->idle_since = now;
+  }
+  if (!t->procs && (t->aborted || now - ps->idle_since >= LINGER_MS)) {
+    t->rd = NULL; /* a later register starts a new reader */
+    ps->quit = 1;
+  } else if (!t->procs) {
+    int linger = ms_until(ps->idle_since + LINGER_MS, now);
+    if (ps->timeout_ms < 0 || linger < ps->timeout_ms) ps->timeout_ms = linger;
+  }
   pthread_mutex_unlock(&t->mu);
-  if (last) proc_free(p);
+}
+
+static void *reader_main(void *arg) {
+  reader *rd = arg;
+  proc_table *t = rd->t;
+  unsigned char *buf = xmalloc(READ_CHUNK);
+  struct epoll_event evs[MAX_READY];
+  pass ps = {0};
+  for (;;) {
+    ps.nkills = 0;
+    ps.freed = NULL;
+    scan(t, &ps);
+    for (proc *p = ps.freed, *n; p; p = n) {
+      n = p->next;
+      proc_free(p);
+    }
+    for (int i = 0; i < ps.nkills; i++) t->sig(t->key, ps.kills[i], SIGKILL);
+    if (ps.quit) break;
+    int n = epoll_wait(rd->epfd, evs, MAX_READY, ps.timeout_ms);
+    if (n < 0 && errno != EINTR) {
+      log_msg("sandbox %s: epoll_wait: %s", t->key, strerror(errno));
+      usleep(10000);
+    }
+    for (int i = 0; i < n; i++) {
+      if (evs[i].data.ptr)
+        serve(t, evs[i].data.ptr, buf);
+      else
+        drain_wake(rd->wake_fd);
+    }
+  }
+  free(buf);
+  close(rd->epfd);
+  close(rd->wake_fd);
+  free(rd);
+  proc_table_unref(t);
   pthread_mutex_lock(&g_readers_mu);
   g_readers--;
   pthread_cond_broadcast(&g_readers_cv);
@@ -324,42 +440,78 @@ static void *reader_main(void *arg) {
   return NULL;
 }
 
+/* Starts the table's reader when none runs; 0 or an errno (no descriptor,
+ * no thread: the process being registered then cannot be served). */
+static int reader_ensure_locked(proc_table *t) {
+  if (t->rd) return 0;
+  reader *rd = xcalloc(1, sizeof *rd);
+  rd->t = t;
+  rd->epfd = epoll_create1(EPOLL_CLOEXEC);
+  rd->wake_fd = rd->epfd < 0 ? -1 : eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
+  int err = rd->wake_fd < 0 ? errno : epoll_ctl(rd->epfd, EPOLL_CTL_ADD, rd->wake_fd, &ev) != 0 ? errno : 0;
+  if (!err) {
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, 128 * 1024);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_t th;
+    pthread_mutex_lock(&g_readers_mu);
+    err = pthread_create(&th, &attr, reader_main, rd);
+    if (!err) g_readers++;
+    pthread_mutex_unlock(&g_readers_mu);
+    pthread_attr_destroy(&attr);
+  }
+  if (err) {
+    if (rd->wake_fd >= 0) close(rd->wake_fd);
+    if (rd->epfd >= 0) close(rd->epfd);
+    free(rd);
+    return err;
+  }
+  t->refs++; /* the reader's */
+  t->rd = rd;
+  return 0;
+}
+
+/* A subscriber waits on a condition variable, not a descriptor: a stream
+ * being served costs its connection's socket and nothing more. */
 static proc_sub *sub_new_locked(proc *p) {
   proc_sub *s = xcalloc(1, sizeof *s);
   s->p = p;
-  s->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (s->efd < 0) {
-    free(s);
-    return NULL;
-  }
+  pthread_condattr_t ca;
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  pthread_cond_init(&s->cv, &ca);
+  pthread_condattr_destroy(&ca);
   s->next = p->subs;
   p->subs = s;
   p->refs++;
   return s;
 }
 
-/* No thread could be made to read the output (the host is out of tasks, or
- * of memory): the process cannot be served, so it ends at once, as a kill
- * would end it, and its caller kills it (proc_unserved) once it holds no
- * lock; the server itself goes on. */
-static void end_without_reader(proc *p, int why) {
-  proc_table *t = p->t;
-  log_msg("process %d: no thread to read its output (%s): killing it", p->pid, strerror(why));
+/* No reader could take the process (the host is out of tasks, descriptors
+ * or memory): it cannot be served, so it ends at once, as a kill would end
+ * it, and its caller kills it (proc_unserved) once it holds no lock; the
+ * server itself goes on. */
+static void end_without_reader_locked(proc *p, int why) {
+  log_msg("process %d: no reader for its output (%s): killing it", p->pid, strerror(why));
   p->unserved = 1;
-  if (p->pty_fd < 0) {
-    close(p->out_fd);
-    close(p->err_fd);
+  for (int i = 0; i < 2; i++) {
+    if (p->out[i].fd >= 0 && p->out[i].kind != PEV_PTY) close(p->out[i].fd);
+    p->out[i].fd = -1;
   }
   proc_event *end = xcalloc(1, sizeof *end);
   end->kind = PEV_END;
   end->status = SIGKILL;
-  pthread_mutex_lock(&t->mu);
   push_locked(p, end);
   p->exited = p->ended = 1;
   unlink_locked(p);
-  int last = --p->refs == 0; /* the table's reference */
-  pthread_mutex_unlock(&t->mu);
-  if (last) proc_free(p);
+  p->refs--; /* the table's; the caller still holds one */
+}
+
+static void set_nonblock(int fd) {
+  int fl = fcntl(fd, F_GETFL);
+  if (fl >= 0) fcntl(fd, F_SETFL, fl | O_NONBLOCK);
 }
 
 proc *proc_register(proc_table *t, const proc_spec *spec, proc_sub **first) {
@@ -368,12 +520,16 @@ proc *proc_register(proc_table *t, const proc_spec *spec, proc_sub **first) {
   p->pid = spec->pid;
   p->tag = spec->tag ? xstrdup(spec->tag) : NULL;
   p->config = json_incref(spec->config);
-  p->out_fd = spec->out_fd;
-  p->err_fd = spec->err_fd;
+  int is_pty = spec->pty_fd >= 0;
+  p->out[0] = (src){p, is_pty ? spec->pty_fd : spec->out_fd, is_pty ? PEV_PTY : PEV_STDOUT};
+  p->out[1] = (src){p, is_pty ? -1 : spec->err_fd, PEV_STDERR};
+  /* The reader serves a whole sandbox: a read must never block it. (The pty
+   * master stays blocking: stdin writes go through it.) */
+  for (int i = 0; i < 2 && !is_pty; i++)
+    if (p->out[i].fd >= 0) set_nonblock(p->out[i].fd);
   p->in_fd = spec->in_fd;
   p->pty_fd = spec->pty_fd;
   p->deadline_ms = spec->deadline_ms;
-  p->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   pthread_mutex_init(&p->in_mu, NULL);
   pthread_mutex_lock(&t->mu);
   t->refs++;
@@ -388,25 +544,16 @@ proc *proc_register(proc_table *t, const proc_spec *spec, proc_sub **first) {
     free(e);
     break;
   }
+  /* spawned before the agent went away: no exit notice will come */
+  if (t->aborted) set_exited_locked(p, SIGKILL);
   if (first) *first = sub_new_locked(p);
+  int err = reader_ensure_locked(t);
+  if (!err) err = arm_locked(p);
+  if (err)
+    end_without_reader_locked(p, err);
+  else
+    poke_locked(t); /* it may have ended already, or have a deadline */
   pthread_mutex_unlock(&t->mu);
-  pthread_mutex_lock(&g_readers_mu);
-  g_readers++;
-  pthread_mutex_unlock(&g_readers_mu);
-  pthread_attr_t attr;
-  pthread_attr_init(&attr);
-  pthread_attr_setstacksize(&attr, 64 * 1024);
-  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-  pthread_t th;
-  int rc = pthread_create(&th, &attr, reader_main, p);
-  pthread_attr_destroy(&attr);
-  if (rc != 0) {
-    end_without_reader(p, rc);
-    pthread_mutex_lock(&g_readers_mu);
-    g_readers--;
-    pthread_cond_broadcast(&g_readers_cv);
-    pthread_mutex_unlock(&g_readers_mu);
-  }
   return p;
 }
 
@@ -438,56 +585,69 @@ void proc_unsubscribe(proc_sub *s) {
       *pp = s->next;
       break;
     }
-  pthread_cond_broadcast(&p->t->cv); /* a full queue may have held the reader */
-  pthread_mutex_unlock(&p->t->mu);
-  pthread_mutex_lock(&p->t->mu);
+  if (!p->armed && !p->ended) poke_locked(p->t); /* a full queue may have held the reader */
   for (qnode *q = s->head, *n; q; q = n) {
     n = q->next;
     event_unref_locked(q->ev);
     free(q);
   }
   pthread_mutex_unlock(&p->t->mu);
-  close(s->efd);
+  pthread_cond_destroy(&s->cv);
   free(s);
   proc_unref(p);
+}
+
+/* Whether the client behind watch_fd closed its side. */
+static int client_gone(int watch_fd) {
+  struct pollfd pf = {watch_fd, POLLRDHUP, 0};
+  return poll(&pf, 1, 0) > 0 && (pf.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL));
+}
+
+static void wait_until_locked(proc_sub *s, int64_t at) {
+  if (at < 0) {
+    pthread_cond_wait(&s->cv, &s->p->t->mu);
+    return;
+  }
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  int64_t ns = (int64_t)ts.tv_nsec + (at - mono_ms()) * 1000000;
+  if (ns < 0) ns = 0;
+  ts.tv_sec += (time_t)(ns / 1000000000);
+  ts.tv_nsec = (long)(ns % 1000000000);
+  pthread_cond_timedwait(&s->cv, &s->p->t->mu, &ts);
 }
 
 int proc_sub_next(proc_sub *s, int timeout_ms, int watch_fd, proc_event **ev) {
   proc_table *t = s->p->t;
   int64_t until = timeout_ms >= 0 ? mono_ms() + timeout_ms : -1;
+  pthread_mutex_lock(&t->mu);
   for (;;) {
-    pthread_mutex_lock(&t->mu);
     qnode *q = s->head;
     if (q) {
       s->head = q->next;
       if (!s->head) s->tail = NULL;
       int was_full = s->bytes >= SUB_QUEUE_LIMIT;
       s->bytes -= q->ev->len;
-      if (was_full && s->bytes < SUB_QUEUE_LIMIT) pthread_cond_broadcast(&t->cv);
+      if (was_full && s->bytes < SUB_QUEUE_LIMIT && !s->p->armed && !s->p->ended) poke_locked(t);
       pthread_mutex_unlock(&t->mu);
       *ev = q->ev; /* the queue's reference passes to the caller */
       free(q);
       return PSUB_EVENT;
     }
-    pthread_mutex_unlock(&t->mu);
-    int wait = -1;
-    if (until >= 0) {
-      int64_t left = until - mono_ms();
-      if (left <= 0) return PSUB_TIMEOUT;
-      wait = (int)left;
+    int64_t now = mono_ms();
+    if (until >= 0 && now >= until) break;
+    if (watch_fd >= 0) {
+      pthread_mutex_unlock(&t->mu);
+      if (client_gone(watch_fd)) return PSUB_HANGUP;
+      pthread_mutex_lock(&t->mu);
+      if (s->head) continue;
     }
-    struct pollfd pf[2] = {{s->efd, POLLIN, 0}, {watch_fd, POLLRDHUP, 0}};
-    int rc = poll(pf, watch_fd >= 0 ? 2 : 1, wait);
-    if (rc < 0 && errno != EINTR) return PSUB_HANGUP;
-    if (watch_fd >= 0 && (pf[1].revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)))
-      return PSUB_HANGUP;
-    if (pf[0].revents) {
-      uint64_t v;
-      if (read(s->efd, &v, sizeof v) < 0) {
-        /* raced with another wake: fine */
-      }
-    }
+    int64_t at = watch_fd >= 0 ? now + HANGUP_CHECK_MS : -1;
+    if (until >= 0 && (at < 0 || until < at)) at = until;
+    wait_until_locked(s, at);
   }
+  pthread_mutex_unlock(&t->mu);
+  return PSUB_TIMEOUT;
 }
 
 void proc_event_free(proc_sub *s, proc_event *ev) {
@@ -526,8 +686,8 @@ int proc_resize(proc *p, unsigned cols, unsigned rows) {
 void proc_set_deadline(proc *p, int64_t deadline_ms) {
   pthread_mutex_lock(&p->t->mu);
   p->deadline_ms = deadline_ms;
+  poke_locked(p->t);
   pthread_mutex_unlock(&p->t->mu);
-  wake(p->wake_fd);
 }
 
 int proc_deadline_hit(proc *p) {

@@ -1,8 +1,9 @@
 /* proc.h — the server's view of a sandbox's spawned processes.
  *
- * One reader thread per process reads stdout/stderr (or the pty) straight
- * from the pipes the agent passed up and appends each chunk to every
- * subscriber's bounded queue. A full queue stops the reading (the process
+ * One reader thread per table (per sandbox) reads every process's
+ * stdout/stderr (or pty) straight from the pipes the agent passed up, through
+ * one epoll set, and appends each chunk to every subscriber of that process's
+ * bounded queue. A full queue stops the reading of that process only (it
  * blocks on write: backpressure); with no subscriber, output is dropped. The
  * end event follows once the exit status is known and every pipe hit EOF. */
 #ifndef EMU_PROC_H

@@ -890,9 +890,27 @@ static int spawn_reply_ok(json_t *req, const ipc_msg *reply) {
          reply->nfds == want;
 }
 
+/* Descriptors a spawn must leave free. A spawn's reply brings two or three
+ * (its pipes), and a reply whose descriptors cannot be installed arrives
+ * truncated, which reads as a broken protocol and costs the whole sandbox;
+ * connections, file transfers and other sandboxes' replies need some too. So
+ * a spawn is refused (EMFILE) while fewer are free. */
+#define SPAWN_FD_RESERVE 1024
+
+static int spawn_fds_ok(void) {
+  if (fds_available(SPAWN_FD_RESERVE)) return 1;
+  static int64_t logged;
+  int64_t now = mono_ms(), then = __atomic_load_n(&logged, __ATOMIC_RELAXED);
+  if (now - then >= 1000 && __atomic_compare_exchange_n(&logged, &then, now, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+    log_msg("fewer than %d descriptors left: refusing new processes", SPAWN_FD_RESERVE);
+  return 0;
+}
+
 int sandbox_spawn(sandbox *sb, json_t *req, json_t *config, const char *tag, int64_t deadline_ms,
                   spawn_result *out, ipc_msg *reply) {
   memset(out, 0, sizeof *out);
+  memset(reply, 0, sizeof *reply);
+  if (!spawn_fds_ok()) return -EMFILE;
   pthread_rwlock_rdlock(&sb->lock);
   int rc = sb->state == SB_RUNNING && sb->chan ? channel_call(sb->chan, IPC_SPAWN, req, reply)
                                                : -ESRCH;
