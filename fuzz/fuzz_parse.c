@@ -67,7 +67,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   } else {
     e2b_proc_info p;
     if (e2b_parse_proc_info(j, &p) == 0) {
-      e2b_track_unwrap(&p);
+      e2b_wrapper_unwrap(&p);
       e2b_proc_info_clear(&p);
     }
   }
