@@ -91,6 +91,48 @@ static void got_free(got *g) {
   sbuf_free(&g->pty);
 }
 
+/* A table of one process on fresh pipes, registered with its first subscriber. */
+static proc *start_case(proc_table **t, const char *key, int pid, pipes *pp, proc_sub **s) {
+  *t = proc_table_new(record_signal, key);
+  make_pipes(pp);
+  *s = NULL;
+  return reg(*t, pid, pp, 0, s);
+}
+
+/* Every case's end: the subscriber, the process and the table go. */
+static void finish(proc_table *t, proc *p, proc_sub *s) {
+  proc_unsubscribe(s);
+  proc_unref(p);
+  proc_table_abort(t);
+  proc_table_unref(t);
+}
+
+/* The process ends: its writers close, then its exit status arrives. */
+static void exit_with(proc_table *t, int pid, pipes *pp, int status) {
+  close(pp->out[1]);
+  close(pp->err[1]);
+  proc_table_exited(t, pid, status);
+}
+
+/* Writes 64 KiB blocks to fd (non-blocking) until 20 tries in a row find
+ * it full, or cap bytes went in: how many did. */
+static size_t fill_until_stalled(int fd, size_t cap) {
+  static char block[65536];
+  size_t written = 0;
+  fcntl(fd, F_SETFL, O_NONBLOCK);
+  for (int stalled = 0; stalled < 20 && written < cap;) {
+    ssize_t n = write(fd, block, sizeof block);
+    if (n > 0) {
+      written += (size_t)n;
+      stalled = 0;
+    } else {
+      stalled++;
+      usleep(10000);
+    }
+  }
+  return written;
+}
+
 /* Writes o and e alternately in pieces of 100 bytes, then closes both. */
 typedef struct wargs {
   pipes *pp;
@@ -114,11 +156,10 @@ static void *writer(void *arg) {
 /* NUL, invalid UTF-8, no final newline, more than one read's worth, and the
  * exit notice before the output: the end still comes after every byte. */
 static void test_bytes_exact_and_end_last(void) {
-  proc_table *t = proc_table_new(record_signal, "bytes");
+  proc_table *t;
   pipes pp;
-  make_pipes(&pp);
-  proc_sub *s = NULL;
-  proc *p = reg(t, 101, &pp, 0, &s);
+  proc_sub *s;
+  proc *p = start_case(&t, "bytes", 101, &pp, &s);
   CHECK(s != NULL && !proc_unserved(p));
   proc_table_exited(t, 101, 3 << 8);
   sbuf want_out = {0}, want_err = {0};
@@ -148,87 +189,49 @@ static void test_bytes_exact_and_end_last(void) {
   got_free(&g);
   sbuf_free(&want_out);
   sbuf_free(&want_err);
-  proc_unsubscribe(s);
-  proc_unref(p);
-  proc_table_abort(t);
-  proc_table_unref(t);
+  finish(t, p, s);
 }
 
 /* A subscriber that does not read stops the reading once it holds 1 MiB:
  * the writer blocks (the pipe stays full) instead of the server buffering. */
 static void test_backpressure(void) {
-  proc_table *t = proc_table_new(record_signal, "bp");
+  proc_table *t;
   pipes pp;
-  make_pipes(&pp);
-  proc_sub *s = NULL;
-  proc *p = reg(t, 102, &pp, 0, &s);
-  fcntl(pp.out[1], F_SETFL, O_NONBLOCK);
-  static char block[65536];
-  size_t written = 0;
-  int stalled_rounds = 0;
-  while (stalled_rounds < 20 && written < (64u << 20)) {
-    ssize_t n = write(pp.out[1], block, sizeof block);
-    if (n > 0) {
-      written += (size_t)n;
-      stalled_rounds = 0;
-    } else {
-      stalled_rounds++;
-      usleep(10000);
-    }
-  }
+  proc_sub *s;
+  proc *p = start_case(&t, "bp", 102, &pp, &s);
+  size_t written = fill_until_stalled(pp.out[1], 64u << 20);
   /* 1 MiB queued + one read in flight + what the pipe itself holds */
   CHECK(written <= (1u << 20) + 2 * 65536 + 1048576);
   CHECK(written >= (1u << 20));
   /* draining resumes the reading: every byte arrives */
   fcntl(pp.out[1], F_SETFL, 0);
-  close(pp.out[1]);
-  close(pp.err[1]);
-  proc_table_exited(t, 102, 0);
+  exit_with(t, 102, &pp, 0);
   got g = {0};
   collect(s, &g);
   CHECK(g.ended && g.out.len == written);
   got_free(&g);
-  proc_unsubscribe(s);
-  proc_unref(p);
-  proc_table_abort(t);
-  proc_table_unref(t);
+  finish(t, p, s);
 }
 
 /* A held reader resumes when its full subscriber leaves (output is then
  * read and dropped), and a later subscriber still sees the end. */
 static void test_unsubscribe_resumes(void) {
-  proc_table *t = proc_table_new(record_signal, "unsub");
+  proc_table *t;
   pipes pp;
-  make_pipes(&pp);
-  proc_sub *s = NULL;
-  proc *p = reg(t, 103, &pp, 0, &s);
-  fcntl(pp.out[1], F_SETFL, O_NONBLOCK);
+  proc_sub *s;
+  proc *p = start_case(&t, "unsub", 103, &pp, &s);
   static char block[65536];
-  size_t written = 0;
-  for (int stalled = 0; stalled < 20;) {
-    if (write(pp.out[1], block, sizeof block) > 0) {
-      written += sizeof block;
-      stalled = 0;
-    } else {
-      stalled++;
-      usleep(10000);
-    }
-  }
+  fill_until_stalled(pp.out[1], (size_t)-1); /* the subscriber holds 1 MiB: the reader stops */
   proc_sub *s2 = proc_subscribe(p);
   proc_unsubscribe(s); /* s2 is empty: the reader goes on */
   fcntl(pp.out[1], F_SETFL, 0);
   CHECK(write_all(pp.out[1], block, sizeof block) == 0); /* would block forever if still held */
-  close(pp.out[1]);
-  close(pp.err[1]);
-  proc_table_exited(t, 103, 0);
+  exit_with(t, 103, &pp, 0);
   got g = {0};
   collect(s2, &g);
   CHECK(g.ended && g.out.len >= sizeof block);
   got_free(&g);
-  proc_unsubscribe(s2);
-  proc_unref(p);
-  proc_table_abort(t);
-  proc_table_unref(t);
+  finish(t, p, s2);
 }
 
 typedef struct flood {
@@ -375,17 +378,12 @@ static void test_deadline(void) {
   CHECK(g_sig_calls == 1 && g_sig_pid == 301 && g_sig_num == SIGKILL);
   pthread_mutex_unlock(&g_sig_mu);
   CHECK(proc_deadline_hit(p));
-  close(pp.out[1]);
-  close(pp.err[1]);
-  proc_table_exited(t, 301, SIGKILL);
+  exit_with(t, 301, &pp, SIGKILL);
   got g = {0};
   collect(s, &g);
   CHECK(g.ended && g.status == SIGKILL);
   got_free(&g);
-  proc_unsubscribe(s);
-  proc_unref(p);
-  proc_table_abort(t);
-  proc_table_unref(t);
+  finish(t, p, s);
 }
 
 /* A process registered after its agent went away (the spawn's reply came
@@ -430,19 +428,15 @@ static void test_pty(void) {
   CHECK(g.ended);
   CHECK(g.pty.len >= 3 && memcmp(g.pty.data, "x\001y", 3) == 0);
   got_free(&g);
-  proc_unsubscribe(s);
-  proc_unref(p);
-  proc_table_abort(t);
-  proc_table_unref(t);
+  finish(t, p, s);
 }
 
 /* A waiting stream notices its client left, and times out when asked to. */
 static void test_hangup_and_timeout(void) {
-  proc_table *t = proc_table_new(record_signal, "hangup");
+  proc_table *t;
   pipes pp;
-  make_pipes(&pp);
-  proc_sub *s = NULL;
-  proc *p = reg(t, 701, &pp, 0, &s);
+  proc_sub *s;
+  proc *p = start_case(&t, "hangup", 701, &pp, &s);
   int sv[2];
   CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
   proc_event *ev;
@@ -450,17 +444,12 @@ static void test_hangup_and_timeout(void) {
   close(sv[1]);
   CHECK(proc_sub_next(s, WAIT_MS, sv[0], &ev) == PSUB_HANGUP);
   close(sv[0]);
-  close(pp.out[1]);
-  close(pp.err[1]);
-  proc_table_exited(t, 701, 0);
+  exit_with(t, 701, &pp, 0);
   got g = {0};
   collect(s, &g);
   CHECK(g.ended);
   got_free(&g);
-  proc_unsubscribe(s);
-  proc_unref(p);
-  proc_table_abort(t);
-  proc_table_unref(t);
+  finish(t, p, s);
 }
 
 /* Out of descriptors: the process fails cleanly (unserved, or served
@@ -484,9 +473,7 @@ static void test_no_descriptors(void) {
   CHECK(p != NULL && (proc_unserved(p) || s == NULL));
   if (s) proc_unsubscribe(s);
   proc_unref(p);
-  close(pp.out[1]);
-  close(pp.err[1]);
-  proc_table_exited(t, 601, SIGKILL);
+  exit_with(t, 601, &pp, SIGKILL);
   proc_sub *s2 = NULL;
   proc *p2 = reg(t, 602, &pp2, 0, &s2);
   CHECK(s2 != NULL && !proc_unserved(p2));
