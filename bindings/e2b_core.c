@@ -24,27 +24,21 @@
 
 /* ---- module functions ---- */
 
-static int core_now_ms(lua_State *L) {
+/* A clock in ms: whole (what deadlines count in) or with its fraction
+ * (benchmarks time what takes a few ms). */
+static int push_clock_ms(lua_State *L, clockid_t clock, int fraction) {
   struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  lua_pushinteger(L, (lua_Integer)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
+  clock_gettime(clock, &ts);
+  if (fraction)
+    lua_pushnumber(L, (lua_Number)ts.tv_sec * 1000 + (lua_Number)ts.tv_nsec / 1e6);
+  else
+    lua_pushinteger(L, (lua_Integer)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
   return 1;
 }
 
-/* The same clock with its fraction: benchmarks time what takes a few ms. */
-static int core_clock_ms(lua_State *L) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  lua_pushnumber(L, (lua_Number)ts.tv_sec * 1000 + (lua_Number)ts.tv_nsec / 1e6);
-  return 1;
-}
-
-static int core_time_ms(lua_State *L) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  lua_pushinteger(L, (lua_Integer)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
-  return 1;
-}
+static int core_now_ms(lua_State *L) { return push_clock_ms(L, CLOCK_MONOTONIC, 0); }
+static int core_clock_ms(lua_State *L) { return push_clock_ms(L, CLOCK_MONOTONIC, 1); }
+static int core_time_ms(lua_State *L) { return push_clock_ms(L, CLOCK_REALTIME, 0); }
 
 static int core_uuid4(lua_State *L) {
   char id[E2B_UUID_SIZE];
