@@ -128,6 +128,10 @@ test('pty: create, input, resize and output as raw bytes', async () => {
   let out = ''
   const dec = new TextDecoder()
   const term = await sbx.pty.create({ cols: 80, rows: 24, onData: (d) => (out += dec.decode(d)) })
+  // Readline reads the size and sets it again while it readies a prompt: a
+  // resize sent before the first prompt is out can be undone by bash.
+  for (const until = Date.now() + 10_000; !/[$#] $/.test(out); await sleep(20))
+    assert.ok(Date.now() < until, `no prompt after 10 s: ${JSON.stringify(out)}`)
   await sbx.pty.resize(term.pid, { cols: 100, rows: 30 })
   await sbx.pty.sendInput(term.pid, new TextEncoder().encode('stty size; tty; exit\n'))
   const r = await term.wait()
