@@ -9,20 +9,15 @@ local e2b = require("e2b")
 local runs = tonumber(arg[1]) or 300
 local mode = arg[2] == "trace" and "trace" or ""
 
-local function slurp(path)
-  local f = assert(io.open(path, "rb"))
-  local s = f:read("a")
-  f:close()
-  return s
-end
-
 local client = assert(e2b.client())
 local sbx = assert(client:create())
 local dir = "/tmp/wrapper-bench"
 -- $$ is the wrapper (a command string runs in its subshell).
 assert(sbx:run(("mkdir -p %s && cat /proc/$$/cmdline >%s/argv && cat /proc/$$/environ >%s/environ")
   :format(dir, dir, dir)))
-assert(sbx.files:write(dir .. "/cost.sh", slurp(ROOT .. "/bench/wrapper_cost.sh")))
+local script = assert(io.open(ROOT .. "/bench/wrapper_cost.sh", "rb"))
+assert(sbx.files:write(dir .. "/cost.sh", script))
+script:close()
 local res, err = sbx:run(("bash %s/cost.sh %s %d %s"):format(dir, dir, runs, mode), { timeout_ms = 900000 })
 sbx:kill()
 if not res then
