@@ -501,7 +501,8 @@ E2B_EXPORT e2b_req *e2b_proc_forget(e2b_sbx *sbx, const char *tag, e2b_error *er
 /* The same, lazily: a later tracked command of user (NULL: "user") or of
  * root in this sandbox removes them in the background once several wait
  * (root's: the next root command), so cleanup after a short command costs
- * no request and mostly no process. e2b_sbx_flush_forgets sends what is still
+ * no request and mostly no process; output a reader saw reach a MiB is
+ * removed at once (removes, unattended). e2b_sbx_flush_forgets sends what is still
  * queued as removes (unattended); call it before releasing the handle. */
 E2B_EXPORT void e2b_proc_forget_later(e2b_sbx *sbx, const char *tag, const char *user);
 E2B_EXPORT void e2b_sbx_flush_forgets(e2b_sbx *sbx);

@@ -234,6 +234,7 @@ void e2b_sbx_release(e2b_sbx *s) {
     free(s->forgets[i].user);
   }
   free(s->forgets);
+  for (size_t i = 0; i < s->large_count; i++) free(s->large[i]);
   e2b_free_secret(s->access_token);
   free(s->sandbox_id);
   free(s->envd_url);

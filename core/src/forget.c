@@ -19,6 +19,12 @@
  * command run one after another), so a user's names wait until this many
  * can go at once. */
 #define FORGET_BATCH 8
+/* Kept output this large is removed as soon as its handle lets it go:
+ * left for a batch, a few of them would hold the sandbox's disk and, as
+ * page cache charged to the sandbox, its memory, slowing every later
+ * command's writes (bench/README.md). Four removes cost little beside
+ * moving a MiB. */
+#define FORGET_NOW_BYTES (1 << 20)
 
 /* "boot": the boot id file an older wrapper made (one costs a create now). */
 static const char *const kept_files[] = {"out", "err", "exit", "boot"};
@@ -114,11 +120,36 @@ static int queue_hex(e2b_sbx *sbx, char *hex, const char *user) {
   return 0;
 }
 
+int e2b_kept_large(e2b_sbx *sbx, const char *tag, int64_t bytes) {
+  if (bytes < FORGET_NOW_BYTES || !tag) return 0;
+  char *copy = strdup(tag);
+  if (!copy) return 0;
+  if (sbx->large_count == E2B_LARGE_MAX) { /* the oldest waits for a batch instead */
+    free(sbx->large[0]);
+    memmove(sbx->large, sbx->large + 1, (E2B_LARGE_MAX - 1) * sizeof *sbx->large);
+    sbx->large_count--;
+  }
+  sbx->large[sbx->large_count++] = copy;
+  return 1;
+}
+
+/* Takes tag off the large list; returns whether it was on it. */
+static int take_large(e2b_sbx *sbx, const char *tag) {
+  for (size_t i = 0; i < sbx->large_count; i++) {
+    if (strcmp(sbx->large[i], tag) != 0) continue;
+    free(sbx->large[i]);
+    memmove(sbx->large + i, sbx->large + i + 1, (sbx->large_count - i - 1) * sizeof *sbx->large);
+    sbx->large_count--;
+    return 1;
+  }
+  return 0;
+}
+
 void e2b_proc_forget_later(e2b_sbx *sbx, const char *tag, const char *user) {
   if (!sbx || !tag || !*tag) return;
   char *hex = hex_name(tag);
   if (!hex) return;
-  if (queue_hex(sbx, hex, user) != 0) {
+  if (take_large(sbx, tag) || queue_hex(sbx, hex, user) != 0) {
     forget_now(sbx, hex);
     free(hex);
   }

@@ -69,6 +69,9 @@ struct e2b_client {
   int page_size;
 };
 
+/* How many tags of large kept output a sandbox handle remembers (forget.c). */
+#define E2B_LARGE_MAX 16
+
 struct e2b_sbx {
   int refs;
   e2b_client *client;
@@ -81,6 +84,8 @@ struct e2b_sbx {
   void (*outwatch_end)(e2b_sbx *sbx);
   struct e2b_forget *forgets;    /* kept files the next command may remove */
   size_t forget_count, forget_cap;
+  char *large[E2B_LARGE_MAX];    /* tags whose kept files are large: removed at once */
+  size_t large_count;
 };
 
 typedef struct e2b_forget {
@@ -392,6 +397,9 @@ char *e2b_kept_prefix(const char *tag); /* E2B_KEPT_ROOT/<hex tag> */
 e2b_req *e2b_file_read_sized(e2b_sbx *sbx, const char *path, const char *user, int64_t offset,
                              long buffer, e2b_error *err);
 char *e2b_take_forgets(e2b_sbx *sbx, const char *user);
+/* Whether `bytes` of tag's kept output make it large; a large one is
+ * remembered, so e2b_proc_forget_later removes it at once. */
+int e2b_kept_large(e2b_sbx *sbx, const char *tag, int64_t bytes);
 void e2b_return_forgets(e2b_sbx *sbx, const char *names, const char *user);
 
 /* ---- wrapper.c: the on-sandbox wrapper of kept commands ---- */

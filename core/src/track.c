@@ -78,6 +78,7 @@ typedef struct track_state {
   int started;       /* START emitted */
   int64_t off[2];    /* bytes received of stdout, stderr */
   int64_t told[2];   /* the largest size the watch told of stdout, stderr */
+  int large;         /* its kept files are large (forget.c removes them at once) */
   int told_all;      /* R_* bits of files whose every growth since our last read the watch tells */
   e2b_req *live;     /* the Start stream, then a Connect by tag; untracked: the output too */
   e2b_req *list;     /* attach: finding the pid/tag */
@@ -241,6 +242,15 @@ static void unpark(e2b_req *op, track_state *s) {
   s->park_at = 0; /* it may park again once the watch is back */
 }
 
+static int64_t larger(int64_t a, int64_t b) { return a > b ? a : b; }
+
+/* Tells forget.c once the kept files are large, so that closing the
+ * handle removes them at once. */
+static void note_size(track_state *s) {
+  if (s->large || !s->tracked || !s->tag) return;
+  s->large = e2b_kept_large(s->sbx, s->tag, larger(s->off[0], s->told[0]) + larger(s->off[1], s->told[1]));
+}
+
 static void wake(e2b_req *op, char file, int64_t size) {
   track_state *s = op->state;
   if (file == 'g') { /* the watch's list no longer shows our process */
@@ -253,7 +263,10 @@ static void wake(e2b_req *op, char file, int64_t size) {
   if (!file && s->parked && !e2b_outwatch_live(s->sbx)) unpark(op, s);
   int which = file == 'o' ? R_OUT : file == 'e' ? R_ERR : file == 'x' ? R_EXIT : -1;
   if (file && which < 0) return;
-  if (which >= 0 && which < R_EXIT && size > s->told[which]) s->told[which] = size;
+  if (which >= 0 && which < R_EXIT && size > s->told[which]) {
+    s->told[which] = size;
+    note_size(s);
+  }
   /* A size we already have is nothing new (the file was created or closed). */
   if (which >= 0 && which < R_EXIT && size >= 0 && size <= s->off[which]) return;
   if (which == R_EXIT && size == 0) return;
@@ -417,6 +430,7 @@ static void take_read(e2b_req *op, track_state *s) {
       free(n);
     }
   }
+  note_size(s);
 }
 
 /* "STATUS BOOTID\n" (or an older wrapper's "STATUS\n"); without its

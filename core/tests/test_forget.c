@@ -1,0 +1,93 @@
+/* test_forget.c — when kept files are removed: a small output's tag waits
+ * for a batch of eight of its user's, a large one (a MiB or more seen by a
+ * reader) is removed at once and never queued, and the list of large tags
+ * stays bounded, its oldest falling back to the batch. */
+#include "internal.h"
+#include "loopback.h"
+#include "testing.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static size_t waiting(const e2b_sbx *s) { return s->forget_count; }
+
+static void small_outputs_wait_for_a_batch(e2b_sbx *s) {
+  for (int i = 0; i < 7; i++) {
+    char tag[16];
+    snprintf(tag, sizeof tag, "small%d", i);
+    CHECK(e2b_kept_large(s, tag, (1 << 20) - 1) == 0);
+    e2b_proc_forget_later(s, tag, "user");
+  }
+  CHECK(waiting(s) == 7);
+  CHECK(e2b_take_forgets(s, "user") == NULL); /* seven wait for an eighth */
+}
+
+static void large_output_is_removed_at_once(e2b_sbx *s, e2b_loop *loop) {
+  size_t before = waiting(s), sent = e2b_loop_unattended(loop);
+  CHECK(e2b_kept_large(s, "big", 1 << 20) == 1);
+  CHECK(s->large_count == 1);
+  e2b_proc_forget_later(s, "big", "user");
+  CHECK(waiting(s) == before); /* sent as removes, not queued */
+  CHECK(e2b_loop_unattended(loop) > sent);
+  CHECK(s->large_count == 0);
+}
+
+/* The removes went to a peer that is gone by now: they fail and are freed. */
+static void settle(e2b_loop *loop) {
+  for (int i = 0; i < 400 && e2b_loop_unattended(loop) > 0; i++) e2b_loop_step(loop, 50);
+  CHECK(e2b_loop_unattended(loop) == 0);
+}
+
+static void large_list_is_bounded(e2b_sbx *s) {
+  for (int i = 0; i < E2B_LARGE_MAX + 4; i++) {
+    char tag[16];
+    snprintf(tag, sizeof tag, "large%d", i);
+    CHECK(e2b_kept_large(s, tag, (int64_t)1 << 30) == 1);
+  }
+  CHECK(s->large_count == E2B_LARGE_MAX);
+  size_t before = waiting(s);
+  e2b_proc_forget_later(s, "large0", "user"); /* evicted: waits for the batch */
+  CHECK(waiting(s) == before + 1);
+  e2b_proc_forget_later(s, "large19", "user"); /* still listed: removed at once */
+  CHECK(waiting(s) == before + 1);
+  CHECK(s->large_count == E2B_LARGE_MAX - 1);
+  char *names = e2b_take_forgets(s, "user"); /* eight wait now */
+  CHECK(names != NULL && strstr(names, "6c6172676530") != NULL); /* hex of "large0" */
+  free(names);
+  CHECK(waiting(s) == 0);
+}
+
+static void forgetting(void) {
+  int port = 0, fd = listen_loopback(&port);
+  CHECK(fd >= 0);
+  if (fd < 0) return;
+  char url[64];
+  snprintf(url, sizeof url, "http://127.0.0.1:%d", port);
+  e2b_config cfg = {0};
+  cfg.api_key = "test-key";
+  cfg.api_url = url;
+  cfg.sandbox_url = url;
+  cfg.max_retries = 0;
+  e2b_error err;
+  e2b_loop *loop = e2b_loop_new(&err);
+  e2b_client *c = loop ? e2b_client_new(loop, &cfg, &err) : NULL;
+  e2b_sbx *s = c ? e2b_sbx_new(c, "sbx", "token", NULL, &err) : NULL;
+  CHECK(s != NULL);
+  if (s) {
+    small_outputs_wait_for_a_batch(s);
+    large_output_is_removed_at_once(s, loop);
+    large_list_is_bounded(s);
+    e2b_sbx_drop_forgets(s);
+    e2b_sbx_release(s);
+  }
+  close(fd);
+  if (loop) settle(loop);
+  if (c) e2b_client_release(c);
+  if (loop) e2b_loop_release(loop);
+}
+
+int main(void) {
+  RUN(forgetting);
+  return TESTING_DONE();
+}
