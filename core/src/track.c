@@ -41,6 +41,9 @@
 /* A file whose last read gave this much is streaming: it is read again as
  * soon as the watch says it grew, without COALESCE_MS. */
 #define STREAMING_READ (64 << 10)
+/* curl's receive buffer beyond what the watch told, for a read of a file
+ * the watch may not have told all of (curl's own default). */
+#define UNKNOWN_READ_BUFFER (16L << 10)
 /* The wrapper writes the exit file before its own last steps (it copies a
  * small output into its stream, it prints its flags): its stream normally
  * ends right after. If it has not this long after the watch saw the exit
@@ -383,21 +386,23 @@ static void stream_step(e2b_req *op, track_state *s) {
 
 static const char *const file_ext[] = {"out", "err", "exit"};
 
-/* curl's receive buffer for a read of this file. curl holds it for the
- * whole transfer, and the parked commands that end together all read at
- * once: each asking for E2B_FILE_IO_BUFFER made 1,000 such ends peak at
- * about 82 MB of heap (bench/README.md). The exit file is a status line.
- * A parked reader learns every growth of a file from its watch once it
- * read it (or the watch saw it unchanged), so what remains is known: unless
- * the file streams, the buffer is that much (a late event only costs
- * speed). Unparked readers keep the large buffer: their streams are the
- * default, and they end one by one. */
+/* curl's receive buffer for a read of this file. curl allocates it for
+ * the whole transfer, and readers that start or end together (a burst of
+ * spawns, parked commands ending at once) read at the same time: each
+ * asking for E2B_FILE_IO_BUFFER made 1,000 parked ends peak at about 82 MB
+ * of heap, and a burst of 4,000 spawns first-pass reads of empty files
+ * hundreds of MB (bench/README.md). So a read asks for what the watch says
+ * is there: that plus a little when it told every growth since our last
+ * read, that plus UNKNOWN_READ_BUFFER when it may not have (a file bigger
+ * than told only costs this read speed). A file whose last read gave
+ * STREAMING_READ streams, and gets the large buffer. The exit file is a
+ * status line. */
 static long read_buffer(const track_state *s, int which) {
   if (which == R_EXIT) return E2B_SMALL_READ_BUFFER;
-  if (!s->parked || !(s->told_all & (1 << which)) || (s->streaming & (1 << which)))
-    return E2B_FILE_IO_BUFFER;
+  if (s->streaming & (1 << which)) return E2B_FILE_IO_BUFFER;
   int64_t left = s->told[which] > s->off[which] ? s->told[which] - s->off[which] : 0;
-  return left < E2B_FILE_IO_BUFFER ? (long)left + E2B_SMALL_READ_BUFFER : E2B_FILE_IO_BUFFER;
+  left += (s->told_all & (1 << which)) ? E2B_SMALL_READ_BUFFER : UNKNOWN_READ_BUFFER;
+  return left < E2B_FILE_IO_BUFFER ? (long)left : E2B_FILE_IO_BUFFER;
 }
 
 static void start_read(e2b_req *op, track_state *s, int which) {
