@@ -426,8 +426,13 @@ void e2b_wrapper_unwrap(e2b_proc_info *p);
 long e2b_kept_status(const char *data, size_t len, long *status);
 
 /* ---- startq.c: process starts waiting for their answer ---- */
-#ifndef E2B_STARTS_IN_FLIGHT /* a test build may lower it to exercise the queue */
-#define E2B_STARTS_IN_FLIGHT 1024
+/* 256: a start that waits for its answer holds its transfer (about 14 KB),
+ * and 4,000 spawns at once peaked at 101-120 MB with 1,024 in flight against
+ * 76-80 MB with 256, started as fast (bench/README.md, 2026-12-05). 256
+ * outruns what one server answers, and on a 100 ms link still allows about
+ * 2,500 starts a second. A test build may lower it to exercise the queue. */
+#ifndef E2B_STARTS_IN_FLIGHT
+#define E2B_STARTS_IN_FLIGHT 256
 #endif
 typedef struct e2b_start_wait {
   struct e2b_start_wait *prev, *next; /* in the loop's queue while queued */
