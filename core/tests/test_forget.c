@@ -33,12 +33,6 @@ static void large_output_is_removed_at_once(e2b_sbx *s, e2b_loop *loop) {
   CHECK(s->large_count == 0);
 }
 
-/* The removes went to a peer that is gone by now: they fail and are freed. */
-static void settle(e2b_loop *loop) {
-  for (int i = 0; i < 400 && e2b_loop_unattended(loop) > 0; i++) e2b_loop_step(loop, 50);
-  CHECK(e2b_loop_unattended(loop) == 0);
-}
-
 static void large_list_is_bounded(e2b_sbx *s) {
   for (int i = 0; i < E2B_LARGE_MAX + 4; i++) {
     char tag[16];
@@ -59,32 +53,17 @@ static void large_list_is_bounded(e2b_sbx *s) {
 }
 
 static void forgetting(void) {
-  int port = 0, fd = listen_loopback(&port);
-  CHECK(fd >= 0);
-  if (fd < 0) return;
-  char url[64];
-  snprintf(url, sizeof url, "http://127.0.0.1:%d", port);
-  e2b_config cfg = {0};
-  cfg.api_key = "test-key";
-  cfg.api_url = url;
-  cfg.sandbox_url = url;
-  cfg.max_retries = 0;
-  e2b_error err;
-  e2b_loop *loop = e2b_loop_new(&err);
-  e2b_client *c = loop ? e2b_client_new(loop, &cfg, &err) : NULL;
-  e2b_sbx *s = c ? e2b_sbx_new(c, "sbx", "token", NULL, &err) : NULL;
-  CHECK(s != NULL);
-  if (s) {
-    small_outputs_wait_for_a_batch(s);
-    large_output_is_removed_at_once(s, loop);
-    large_list_is_bounded(s);
-    e2b_sbx_drop_forgets(s);
-    e2b_sbx_release(s);
+  loopback_env env;
+  int rc = loopback_env_open(&env);
+  CHECK(rc == 0);
+  if (rc == 0) {
+    small_outputs_wait_for_a_batch(env.sbx);
+    large_output_is_removed_at_once(env.sbx, env.loop);
+    large_list_is_bounded(env.sbx);
+    e2b_sbx_drop_forgets(env.sbx);
   }
-  close(fd);
-  if (loop) settle(loop);
-  if (c) e2b_client_release(c);
-  if (loop) e2b_loop_release(loop);
+  /* The removes went to a peer that is gone by then: they fail and are freed. */
+  CHECK(loopback_env_close(&env) == 0);
 }
 
 int main(void) {

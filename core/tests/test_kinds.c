@@ -80,28 +80,14 @@ static void envd_kinds(e2b_sbx *s) {
 }
 
 static void every_request_says_its_kind(void) {
-  int port = 0, fd = listen_loopback(&port);
-  CHECK(fd >= 0);
-  if (fd < 0) return;
-  char url[64];
-  snprintf(url, sizeof url, "http://127.0.0.1:%d", port);
-  e2b_config cfg = {0};
-  cfg.api_key = "test-key";
-  cfg.api_url = url;
-  cfg.sandbox_url = url;
-  e2b_error err;
-  e2b_loop *loop = e2b_loop_new(&err);
-  e2b_client *c = loop ? e2b_client_new(loop, &cfg, &err) : NULL;
-  e2b_sbx *s = c ? e2b_sbx_new(c, "sbx", "token", NULL, &err) : NULL;
-  CHECK(s != NULL);
-  if (s) {
-    control_plane_kinds(c);
-    envd_kinds(s);
-    e2b_sbx_release(s);
+  loopback_env env;
+  int rc = loopback_env_open(&env);
+  CHECK(rc == 0);
+  if (rc == 0) {
+    control_plane_kinds(env.client);
+    envd_kinds(env.sbx);
   }
-  if (c) e2b_client_release(c);
-  if (loop) e2b_loop_release(loop);
-  close(fd);
+  loopback_env_close(&env);
 }
 
 int main(void) {
