@@ -120,15 +120,18 @@ static int queue_hex(e2b_sbx *sbx, char *hex, const char *user) {
   return 0;
 }
 
+/* Removes entry i of the large list, keeping the rest in order. */
+static void drop_large(e2b_sbx *sbx, size_t i) {
+  free(sbx->large[i]);
+  memmove(sbx->large + i, sbx->large + i + 1, (sbx->large_count - i - 1) * sizeof *sbx->large);
+  sbx->large_count--;
+}
+
 int e2b_kept_large(e2b_sbx *sbx, const char *tag, int64_t bytes) {
   if (bytes < FORGET_NOW_BYTES || !tag) return 0;
   char *copy = strdup(tag);
   if (!copy) return 0;
-  if (sbx->large_count == E2B_LARGE_MAX) { /* the oldest waits for a batch instead */
-    free(sbx->large[0]);
-    memmove(sbx->large, sbx->large + 1, (E2B_LARGE_MAX - 1) * sizeof *sbx->large);
-    sbx->large_count--;
-  }
+  if (sbx->large_count == E2B_LARGE_MAX) drop_large(sbx, 0); /* the oldest waits for a batch */
   sbx->large[sbx->large_count++] = copy;
   return 1;
 }
@@ -137,9 +140,7 @@ int e2b_kept_large(e2b_sbx *sbx, const char *tag, int64_t bytes) {
 static int take_large(e2b_sbx *sbx, const char *tag) {
   for (size_t i = 0; i < sbx->large_count; i++) {
     if (strcmp(sbx->large[i], tag) != 0) continue;
-    free(sbx->large[i]);
-    memmove(sbx->large + i, sbx->large + i + 1, (sbx->large_count - i - 1) * sizeof *sbx->large);
-    sbx->large_count--;
+    drop_large(sbx, i);
     return 1;
   }
   return 0;
