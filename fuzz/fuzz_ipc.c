@@ -3,7 +3,8 @@
  * its end of the socket), received with ipc_recv. Input: the raw datagram;
  * when its header asks for a body in a memfd, the datagram's own bytes after
  * the header are passed as that memfd (and a bit of the first byte decides
- * whether to attach an extra descriptor). */
+ * whether to attach an extra descriptor). The same bytes are also read as
+ * one packet of a command's output relay (ipc_out_stream_of). */
 #define _GNU_SOURCE
 #include <stdint.h>
 #include <stdlib.h>
@@ -44,6 +45,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       ipc_msg_clear(&m);
     }
   }
+  int stream = ipc_out_stream_of(data, size);
+  if (stream != -1 && stream != IPC_OUT_STDOUT && stream != IPC_OUT_STDERR) abort();
+  if (stream != -1 && (size < 1 || size > 1 + IPC_OUT_CHUNK)) abort();
   for (int i = 0; i < nfds; i++) close(fds[i]);
   close(sv[0]);
   close(sv[1]);

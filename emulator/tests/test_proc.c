@@ -1,9 +1,10 @@
 /* test_proc.c — the server's reading of its processes' output (proc.c), fed
- * by pipes this test writes: bytes exact and in order per stream, the end
- * only after every byte, a subscriber that does not read holds the writer
- * (bounded queue), a flooding process or table never starves another, a
- * deadline kills, and what one running process costs (no thread, no
- * descriptor of its own beyond its pipes). */
+ * by pipes this test writes and relayed to it as the agent relays them
+ * (agent_relay.c, pumped by a thread of this test): bytes exact and in order
+ * per stream, the end only after every byte, a subscriber that does not read
+ * holds the writer (bounded queue), a flooding process or table never
+ * starves another, a deadline kills, and what one running process costs (no
+ * thread, no descriptor of its own beyond its relay socket). */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
@@ -13,10 +14,13 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "agent.h"
+#include "ipc.h"
 #include "proc.h"
 #include "util.h"
 #include "testing.h"
@@ -47,17 +51,32 @@ static int count_dir(const char *path) {
 static int open_fds(void) { return count_dir("/proc/self/fd"); }
 static int threads(void) { return count_dir("/proc/self/task"); }
 
+/* A command's pipes as the test writes them (out[1], err[1]), and the
+ * server's end of the relay that reads them. */
 typedef struct pipes {
   int out[2], err[2];
+  int relay;
 } pipes;
 
 static void make_pipes(pipes *pp) {
   CHECK(pipe2(pp->out, O_CLOEXEC) == 0);
   CHECK(pipe2(pp->err, O_CLOEXEC) == 0);
+  CHECK(relay_start(pp->out[0], pp->err[0], &pp->relay) == 0);
+}
+
+/* The agent's side of every relay in this test. */
+static volatile int g_pump_stop;
+
+static void *pump_main(void *arg) {
+  (void)arg;
+  struct pollfd pf = {relay_fd(), POLLIN, 0};
+  while (!g_pump_stop)
+    if (poll(&pf, 1, 50) > 0) relay_run();
+  return NULL;
 }
 
 static proc *reg(proc_table *t, int pid, pipes *pp, int64_t deadline, proc_sub **first) {
-  proc_spec spec = {.pid = pid, .config = NULL, .tag = NULL, .out_fd = pp->out[0], .err_fd = pp->err[0],
+  proc_spec spec = {.pid = pid, .config = NULL, .tag = NULL, .out_fd = pp->relay,
                     .in_fd = -1, .pty_fd = -1, .deadline_ms = deadline};
   return proc_register(t, &spec, first);
 }
@@ -193,14 +212,16 @@ static void test_bytes_exact_and_end_last(void) {
 }
 
 /* A subscriber that does not read stops the reading once it holds 1 MiB:
- * the writer blocks (the pipe stays full) instead of the server buffering. */
+ * the writer blocks (the pipe stays full) instead of the server or the
+ * relay buffering. */
 static void test_backpressure(void) {
   proc_table *t;
   pipes pp;
   proc_sub *s;
   proc *p = start_case(&t, "bp", 102, &pp, &s);
   size_t written = fill_until_stalled(pp.out[1], 64u << 20);
-  /* 1 MiB queued + one read in flight + what the pipe itself holds */
+  /* 1 MiB queued + one read in flight + the relay's socket and held
+   * packet + what the pipe itself holds */
   CHECK(written <= (1u << 20) + 2 * 65536 + 1048576);
   CHECK(written >= (1u << 20));
   /* draining resumes the reading: every byte arrives */
@@ -326,7 +347,7 @@ static void test_fairness(void) {
   proc_table_unref(b);
 }
 
-/* What running processes cost the server: their pipes, nothing more. */
+/* What running processes cost the server: their relay sockets, nothing more. */
 static void test_cost_per_process(void) {
   enum { N = 200 };
   proc_table *t = proc_table_new(record_signal, "cost");
@@ -413,7 +434,7 @@ static void test_pty(void) {
   proc_table *t = proc_table_new(record_signal, "pty");
   int master, slave;
   CHECK(openpty(&master, &slave, NULL, NULL, NULL) == 0);
-  proc_spec spec = {.pid = 501, .out_fd = -1, .err_fd = -1, .in_fd = -1, .pty_fd = master};
+  proc_spec spec = {.pid = 501, .out_fd = -1, .in_fd = -1, .pty_fd = master};
   proc_sub *s = NULL;
   proc *p = proc_register(t, &spec, &s);
   CHECK(write_all(slave, "x\001y", 3) == 0);
@@ -492,10 +513,48 @@ static void test_no_descriptors(void) {
   proc_table_unref(t);
 }
 
+/* The agent is untrusted: a relay packet with an unknown stream byte, or
+ * one larger than a packet may be, ends that process's output (what came
+ * before it is kept), and nothing else; an empty packet is no output. */
+static void malformed_case(const unsigned char *bad, size_t bad_len, int pid) {
+  proc_table *t = proc_table_new(record_signal, "malformed");
+  int sv[2];
+  CHECK(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == 0);
+  int sndbuf = 1 << 20;
+  setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf);
+  proc_spec spec = {.pid = pid, .out_fd = sv[1], .in_fd = -1, .pty_fd = -1};
+  proc_sub *s = NULL;
+  proc *p = proc_register(t, &spec, &s);
+  static const unsigned char ok[] = {IPC_OUT_STDOUT, 'o', 'k'}, empty[] = {IPC_OUT_STDERR};
+  CHECK(send(sv[0], ok, sizeof ok, 0) == (ssize_t)sizeof ok);
+  CHECK(send(sv[0], empty, sizeof empty, 0) == (ssize_t)sizeof empty);
+  CHECK(send(sv[0], bad, bad_len, 0) == (ssize_t)bad_len);
+  CHECK(send(sv[0], ok, sizeof ok, 0) == (ssize_t)sizeof ok); /* after the end: never read */
+  proc_table_exited(t, pid, 0);
+  got g = {0};
+  collect(s, &g);
+  CHECK(g.ended && g.status == 0 && g.err.len == 0);
+  CHECK_MEM(g.out.data, g.out.len, "ok", 2);
+  got_free(&g);
+  close(sv[0]);
+  finish(t, p, s);
+}
+
+static void test_malformed_packets(void) {
+  static const unsigned char unknown[] = {9, 'x'};
+  malformed_case(unknown, sizeof unknown, 801);
+  static unsigned char oversize[1 + IPC_OUT_CHUNK + 1];
+  oversize[0] = IPC_OUT_STDOUT;
+  malformed_case(oversize, sizeof oversize, 802);
+}
+
 int main(void) {
   setvbuf(stdout, NULL, _IONBF, 0);
   signal(SIGPIPE, SIG_IGN);
   alarm(120); /* a lost wake-up fails the test instead of hanging ctest */
+  CHECK(relay_fd() >= 0);
+  pthread_t pump;
+  CHECK(pthread_create(&pump, NULL, pump_main, NULL) == 0);
   RUN(test_bytes_exact_and_end_last);
   RUN(test_backpressure);
   RUN(test_unsubscribe_resumes);
@@ -506,6 +565,9 @@ int main(void) {
   RUN(test_pty);
   RUN(test_hangup_and_timeout);
   RUN(test_no_descriptors);
+  RUN(test_malformed_packets);
   proc_wait_all_readers();
+  g_pump_stop = 1;
+  pthread_join(pump, NULL);
   return TESTING_DONE();
 }

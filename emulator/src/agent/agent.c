@@ -78,17 +78,14 @@ static void handle_spawn(const ipc_msg *m) {
   int want_stdin = json_is_true(json_object_get(req, "stdin"));
   agent_stdio s = {{-1, -1}, {-1, -1}, {-1, -1}, -1, -1};
   int err = !argv[0] || !*argv[0] ? EINVAL : agent_open_stdio(pty, want_stdin, &s);
+  int up = -1; /* the server's end of the output relay */
+  if (!err && !pty && (err = relay_start(s.out[0], s.er[0], &up)) == 0) s.out[0] = s.er[0] = -1;
   pid_t pid = err ? -err : agent_fork_exec(req, argv, envp, &s, pty != NULL);
   if (pid > 0) {
     track(pid);
-    int fds[3], nfds = 0;
-    if (pty) {
-      fds[nfds++] = s.master;
-    } else {
-      fds[nfds++] = s.out[0];
-      fds[nfds++] = s.er[0];
-      if (want_stdin) fds[nfds++] = s.in[1];
-    }
+    int fds[2], nfds = 0;
+    fds[nfds++] = pty ? s.master : up;
+    if (!pty && want_stdin) fds[nfds++] = s.in[1];
     json_t *body = json_pack("{s:i}", "pid", (int)pid);
     ipc_send(g_sock, IPC_REPLY, m->id, 0, body, fds, nfds);
     json_decref(body);
@@ -97,6 +94,7 @@ static void handle_spawn(const ipc_msg *m) {
     ipc_send(g_sock, IPC_REPLY, m->id, (int32_t)-pid, msg, NULL, 0);
     json_decref(msg);
   }
+  if (up >= 0) close(up); /* unsent, it ends the relay */
   agent_close_stdio(&s);
   agent_free_str_array(argv);
   agent_free_str_array(envp);
@@ -322,18 +320,20 @@ int agent_main(int argc, char **argv) {
   /* Without a network namespace an abstract socket would reach the host. */
   int sudo_fd = g_isolated ? sudo_listen() : -1;
   for (;;) {
-    struct pollfd p[4 + 64] = {{g_sock, POLLIN, 0}, {sfd, POLLIN, 0}, {lfd, POLLIN, 0}, {sudo_fd, POLLIN, 0}};
+    struct pollfd p[5 + 64] = {{g_sock, POLLIN, 0}, {sfd, POLLIN, 0}, {lfd, POLLIN, 0}, {sudo_fd, POLLIN, 0},
+                               {relay_fd(), POLLIN, 0}};
     int wfds[64];
     uint32_t wids[64];
     int timeout_ms;
     int nw = aw_fds(wfds, wids, 64, &timeout_ms);
-    for (int i = 0; i < nw; i++) p[4 + i] = (struct pollfd){wfds[i], POLLIN, 0};
-    if (poll(p, (nfds_t)(4 + nw), timeout_ms) < 0) {
+    for (int i = 0; i < nw; i++) p[5 + i] = (struct pollfd){wfds[i], POLLIN, 0};
+    if (poll(p, (nfds_t)(5 + nw), timeout_ms) < 0) {
       if (errno == EINTR) continue;
       break;
     }
+    if (p[4].revents) relay_run();
     for (int i = 0; i < nw; i++)
-      if (p[4 + i].revents) aw_read(wids[i], g_sock);
+      if (p[5 + i].revents) aw_read(wids[i], g_sock);
     if (p[2].revents) egress_accept_all(lfd);
     if (p[3].revents) sudo_accept_all(sudo_fd);
     if (p[1].revents) {

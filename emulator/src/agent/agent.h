@@ -1,7 +1,7 @@
 /* agent.h — the in-sandbox agent (`e2b-local agent --fd N`).
  *
- * It is pid 1 of the sandbox: it spawns commands on request, passes their
- * pipe ends up to the server, reaps every zombie and reports the exit status
+ * It is pid 1 of the sandbox: it spawns commands on request, relays their
+ * output up to the server (agent_relay.c), reaps every zombie and reports the exit status
  * of the processes it spawned. File operations run here so that paths resolve
  * exactly as the sandbox's own processes see them. */
 #ifndef EMU_AGENT_H
@@ -38,6 +38,17 @@ struct passwd;
 /* Runs argv as the request's uid/gid (in its cwd) with env plus pw's
  * identity variables, on fds as stdin/stdout/stderr: the pid, or -errno. */
 pid_t agent_run(json_t *req, json_t *argv, json_t *env, const struct passwd *pw, const int fds[3]);
+
+/* ---- agent_relay.c: commands' output up to the server ---- */
+/* Relays the read ends of a command's stdout and stderr pipes (owned by
+ * the relay from then on) to a new socket whose other end, *server_end, goes
+ * to the server (ipc.h); 0 or an errno (the pipes are then still the
+ * caller's). */
+int relay_start(int out_fd, int err_fd, int *server_end);
+/* The descriptor to poll for relaying (-1 when none could be made). */
+int relay_fd(void);
+/* Moves what is ready, without waiting. */
+void relay_run(void);
 
 /* ---- agent_fs.c: file operations, all on sandbox-visible paths ---- */
 

@@ -214,3 +214,8 @@ void ipc_msg_clear(ipc_msg *m) {
     if (m->fds[i] >= 0) close(m->fds[i]);
   m->nfds = 0;
 }
+
+int ipc_out_stream_of(const unsigned char *pkt, size_t n) {
+  if (n < 1 || n > 1 + IPC_OUT_CHUNK) return -1;
+  return pkt[0] == IPC_OUT_STDOUT || pkt[0] == IPC_OUT_STDERR ? pkt[0] : -1;
+}

@@ -18,7 +18,7 @@
 
 enum ipc_type {
   /* server -> agent requests */
-  IPC_SPAWN = 1,     /* {argv,env,cwd,uid,gid,stdin,pty?} -> {pid} + fds */
+  IPC_SPAWN = 1,     /* {argv,env,cwd,uid,gid,stdin,pty?} -> {pid} + output, stdin? */
   IPC_SIGNAL = 2,    /* {pid,sig} -> {} (to the process group) */
   IPC_STAT = 3,      /* {path} -> {entry} */
   IPC_LISTDIR = 4,   /* {path,depth} -> {entries} */
@@ -37,6 +37,15 @@ enum ipc_type {
   IPC_WATCH_EVENT = 102, /* {id,name,type,entry?}: a change under a watched directory */
   IPC_EGRESS = 103       /* {} + fd: a connection accepted by the in-sandbox forwarder */
 };
+
+/* A command's output: the spawn reply's first descriptor, when the command
+ * has no pty, is a SOCK_SEQPACKET socket of its own on which the agent sends
+ * each read of the command's stdout or stderr as one packet, a stream byte
+ * then up to IPC_OUT_CHUNK bytes, and which it closes once both ended. It
+ * costs the server one descriptor per running command where the pipes
+ * themselves cost two. */
+enum ipc_out_stream { IPC_OUT_STDOUT = 1, IPC_OUT_STDERR = 2 };
+#define IPC_OUT_CHUNK 65536
 
 typedef struct ipc_msg {
   uint32_t type;
@@ -62,5 +71,9 @@ int ipc_recv(int sock, ipc_msg *m);
 void ipc_msg_clear(ipc_msg *m);
 /* Takes descriptor i out of the message (the caller owns it now). */
 int ipc_take_fd(ipc_msg *m, int i);
+/* One output packet as received, n its whole length (larger than
+ * 1 + IPC_OUT_CHUNK when it was cut): its stream (ipc_out_stream), or -1
+ * when it breaks the format. Its bytes follow the stream byte. */
+int ipc_out_stream_of(const unsigned char *pkt, size_t n);
 
 #endif

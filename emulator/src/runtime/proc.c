@@ -1,10 +1,11 @@
 /* proc.c — process table, output fan-out with backpressure, end events.
  *
  * One reader thread per table (a sandbox's processes) reads every process's
- * stdout/stderr or pty through one epoll set, level-triggered, one read of at
- * most READ_CHUNK per ready descriptor per wake-up: a process that floods
- * gets its turn like the others, never all of them. A process then costs the
- * server its pipes only: no thread, no eventfd of its own. The reader starts
+ * output (the agent's relay socket, ipc.h, or its pty) through one epoll
+ * set, level-triggered, one read of at most READ_CHUNK per ready descriptor
+ * per wake-up: a process that floods gets its turn like the others, never
+ * all of them. A process then costs the server one descriptor: no thread,
+ * no eventfd of its own. The reader starts
  * with the table's first process and leaves LINGER_MS after its last, or at
  * once when the table is aborted (the sandbox is gone). */
 #define _GNU_SOURCE
@@ -21,14 +22,16 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "ipc.h"
 #include "log.h"
 #include "util.h"
 
 #define SUB_QUEUE_LIMIT (1u << 20) /* bytes queued per subscriber before backpressure */
-#define READ_CHUNK 65536
+#define READ_CHUNK IPC_OUT_CHUNK
 #define MAX_READY 64     /* descriptors served per wake-up, one read each */
 #define LINGER_MS 5000   /* an idle reader waits this long for the next process */
 #define MAX_KILLS 64     /* deadline kills sent per pass (the rest on the next) */
@@ -47,11 +50,11 @@ struct proc_sub {
   pthread_cond_t cv; /* signalled, under the table's mutex, when an event is queued */
 };
 
-/* One descriptor the reader reads; epoll's data points here. */
+/* The descriptor the reader reads; epoll's data points here. */
 typedef struct src {
   proc *p;
   int fd; /* -1 once at EOF (only the reader changes it) */
-  int kind;
+  int pty;
 } src;
 
 struct proc {
@@ -61,7 +64,7 @@ struct proc {
   int pid;
   char *tag;
   json_t *config;
-  src out[2]; /* stdout and stderr, or the pty in out[0] */
+  src out; /* the relay socket, or the pty */
   int pty_fd;
   int in_fd;
   pthread_mutex_t in_mu; /* serialises stdin writes and close */
@@ -264,52 +267,69 @@ int proc_unserved(const proc *p) { return p->unserved; }
 
 static int arm_locked(proc *p) {
   p->armed = 1; /* before the first event can come */
-  for (int i = 0; i < 2; i++) {
-    if (p->out[i].fd < 0) continue;
-    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &p->out[i]};
-    if (epoll_ctl(p->t->rd->epfd, EPOLL_CTL_ADD, p->out[i].fd, &ev) != 0) {
-      int err = errno;
-      if (i == 1 && p->out[0].fd >= 0) epoll_ctl(p->t->rd->epfd, EPOLL_CTL_DEL, p->out[0].fd, NULL);
-      p->armed = 0;
-      return err;
-    }
-  }
-  return 0;
+  if (p->out.fd < 0) return 0;
+  struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &p->out};
+  if (epoll_ctl(p->t->rd->epfd, EPOLL_CTL_ADD, p->out.fd, &ev) == 0) return 0;
+  p->armed = 0;
+  return errno;
 }
 
-/* Holds the process's output in its pipes (a subscriber's queue is full). */
+/* Holds the process's output in the agent (a subscriber's queue is full). */
 static void disarm_locked(proc *p) {
-  for (int i = 0; i < 2; i++)
-    if (p->out[i].fd >= 0) epoll_ctl(p->t->rd->epfd, EPOLL_CTL_DEL, p->out[i].fd, NULL);
+  if (p->out.fd >= 0) epoll_ctl(p->t->rd->epfd, EPOLL_CTL_DEL, p->out.fd, NULL);
   p->armed = 0;
 }
 
-/* A source hit EOF (or EIO once a pty's last slave closed). The pty master
- * itself stays open for input; pipes are closed. */
+/* The output ended (or EIO once a pty's last slave closed). The pty master
+ * itself stays open for input; the relay socket is closed. */
 static void close_src_locked(src *s) {
   if (s->p->armed) epoll_ctl(s->p->t->rd->epfd, EPOLL_CTL_DEL, s->fd, NULL);
-  if (s->kind != PEV_PTY) close(s->fd);
+  if (!s->pty) close(s->fd);
   s->fd = -1;
   s->p->t->dirty = 1; /* the process may be ready to end */
 }
 
-static int srcs_open(const proc *p) { return p->out[0].fd >= 0 || p->out[1].fd >= 0; }
+static int srcs_open(const proc *p) { return p->out.fd >= 0; }
+
+/* One read of a source into buf + 1 (a relay packet lands with its stream
+ * byte in buf[0]): its length and *kind, 0 at the end, -1 when there is
+ * nothing to pass on. The agent is untrusted: a packet that breaks the
+ * format ends the process's output. */
+static ssize_t read_src(const src *s, unsigned char *buf, int *kind) {
+  if (s->pty) {
+    *kind = PEV_PTY;
+    ssize_t n = read(s->fd, buf + 1, READ_CHUNK);
+    return n < 0 && (errno == EINTR || errno == EAGAIN) ? -1 : n < 0 ? 0 : n;
+  }
+  ssize_t n = recv(s->fd, buf, READ_CHUNK + 1, MSG_DONTWAIT | MSG_TRUNC);
+  if (n < 0) return errno == EINTR || errno == EAGAIN ? -1 : 0;
+  if (n == 0) return 0;
+  int stream = ipc_out_stream_of(buf, (size_t)n);
+  if (stream < 0) {
+    log_msg("sandbox %s: process %d: malformed output packet (%zd bytes): its output ends", s->p->t->key,
+            s->p->pid, n);
+    return 0;
+  }
+  *kind = stream == IPC_OUT_STDERR ? PEV_STDERR : PEV_STDOUT;
+  return n > 1 ? n - 1 : -1;
+}
 
 /* Reads one chunk from a ready source into the subscribers. */
 static void serve(proc_table *t, src *s, unsigned char *buf) {
   if (s->fd < 0 || !s->p->armed) return; /* closed or held earlier in this batch */
-  ssize_t n = read(s->fd, buf, READ_CHUNK);
-  if (n < 0 && (errno == EINTR || errno == EAGAIN)) return;
+  int kind = 0;
+  ssize_t n = read_src(s, buf, &kind);
+  if (n < 0) return;
   pthread_mutex_lock(&t->mu);
-  if (n <= 0) {
+  if (n == 0) {
     close_src_locked(s);
   } else if (s->p->subs) { /* with no subscriber the output is dropped */
     proc_event *ev = xmalloc(sizeof *ev + (size_t)n);
     ev->refs = 0;
-    ev->kind = s->kind;
+    ev->kind = kind;
     ev->status = 0;
     ev->len = (size_t)n;
-    memcpy(ev->data, buf, (size_t)n);
+    memcpy(ev->data, buf + 1, (size_t)n);
     push_locked(s->p, ev);
     if (any_sub_full_locked(s->p)) disarm_locked(s->p);
   }
@@ -348,8 +368,7 @@ static void due_at(pass *ps, int64_t at) {
 static void look_at_locked(proc *p, int64_t now, pass *ps) {
   if (!p->armed && srcs_open(p) && !any_sub_full_locked(p) && arm_locked(p) != 0) {
     /* cannot watch it again (out of memory): it cannot be served */
-    for (int i = 0; i < 2; i++)
-      if (p->out[i].fd >= 0) close_src_locked(&p->out[i]);
+    close_src_locked(&p->out);
     if (!p->exited && ps->nkills < MAX_KILLS) ps->kills[ps->nkills++] = p->pid;
   }
   if (!srcs_open(p) && p->exited) {
@@ -403,7 +422,7 @@ static void scan(proc_table *t, pass *ps) {
 static void *reader_main(void *arg) {
   reader *rd = arg;
   proc_table *t = rd->t;
-  unsigned char *buf = xmalloc(READ_CHUNK);
+  unsigned char *buf = xmalloc(READ_CHUNK + 1);
   struct epoll_event evs[MAX_READY];
   pass ps = {0};
   for (;;) {
@@ -496,10 +515,8 @@ static proc_sub *sub_new_locked(proc *p) {
 static void end_without_reader_locked(proc *p, int why) {
   log_msg("process %d: no reader for its output (%s): killing it", p->pid, strerror(why));
   p->unserved = 1;
-  for (int i = 0; i < 2; i++) {
-    if (p->out[i].fd >= 0 && p->out[i].kind != PEV_PTY) close(p->out[i].fd);
-    p->out[i].fd = -1;
-  }
+  if (p->out.fd >= 0 && !p->out.pty) close(p->out.fd);
+  p->out.fd = -1;
   proc_event *end = xcalloc(1, sizeof *end);
   end->kind = PEV_END;
   end->status = SIGKILL;
@@ -509,11 +526,6 @@ static void end_without_reader_locked(proc *p, int why) {
   p->refs--; /* the table's; the caller still holds one */
 }
 
-static void set_nonblock(int fd) {
-  int fl = fcntl(fd, F_GETFL);
-  if (fl >= 0) fcntl(fd, F_SETFL, fl | O_NONBLOCK);
-}
-
 proc *proc_register(proc_table *t, const proc_spec *spec, proc_sub **first) {
   proc *p = xcalloc(1, sizeof *p);
   p->t = t;
@@ -521,12 +533,10 @@ proc *proc_register(proc_table *t, const proc_spec *spec, proc_sub **first) {
   p->tag = spec->tag ? xstrdup(spec->tag) : NULL;
   p->config = json_incref(spec->config);
   int is_pty = spec->pty_fd >= 0;
-  p->out[0] = (src){p, is_pty ? spec->pty_fd : spec->out_fd, is_pty ? PEV_PTY : PEV_STDOUT};
-  p->out[1] = (src){p, is_pty ? -1 : spec->err_fd, PEV_STDERR};
-  /* The reader serves a whole sandbox: a read must never block it. (The pty
-   * master stays blocking: stdin writes go through it.) */
-  for (int i = 0; i < 2 && !is_pty; i++)
-    if (p->out[i].fd >= 0) set_nonblock(p->out[i].fd);
+  /* The reader serves a whole sandbox: a read must never block it (relay
+   * reads ask not to; the pty master stays blocking for stdin writes and
+   * is read only once ready). */
+  p->out = (src){p, is_pty ? spec->pty_fd : spec->out_fd, is_pty};
   p->in_fd = spec->in_fd;
   p->pty_fd = spec->pty_fd;
   p->deadline_ms = spec->deadline_ms;

@@ -1,10 +1,11 @@
 /* proc.h — the server's view of a sandbox's spawned processes.
  *
  * One reader thread per table (per sandbox) reads every process's
- * stdout/stderr (or pty) straight from the pipes the agent passed up, through
- * one epoll set, and appends each chunk to every subscriber of that process's
- * bounded queue. A full queue stops the reading of that process only (it
- * blocks on write: backpressure); with no subscriber, output is dropped. The
+ * stdout/stderr (or pty) from the socket the agent relays them on (ipc.h),
+ * through one epoll set, and appends each chunk to every subscriber of that
+ * process's bounded queue. A full queue stops the reading of that process
+ * only (the agent then stops reading its pipes and its writes block:
+ * backpressure); with no subscriber, output is dropped. The
  * end event follows once the exit status is known and every pipe hit EOF. */
 #ifndef EMU_PROC_H
 #define EMU_PROC_H
@@ -46,7 +47,8 @@ typedef struct proc_spec {
   int pid;
   json_t *config; /* ProcessConfig JSON as reported by List (reference taken) */
   const char *tag;
-  int out_fd, err_fd, in_fd, pty_fd; /* -1 when absent; ownership passes */
+  int out_fd;                /* the output relay (ipc.h); ownership passes */
+  int in_fd, pty_fd;         /* -1 when absent; ownership passes */
   int64_t deadline_ms;               /* monotonic; 0 = none */
 } proc_spec;
 

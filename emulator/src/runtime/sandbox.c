@@ -882,17 +882,18 @@ int sandbox_call(sandbox *sb, uint32_t type, json_t *req, ipc_msg *reply) {
   return rc == -EPIPE ? -ESRCH : rc;
 }
 
-/* A spawn reply carries a positive pid and one descriptor per stream. */
+/* A spawn reply carries a positive pid, the output (relay socket or pty)
+ * and, when asked for, stdin's pipe. */
 static int spawn_reply_ok(json_t *req, const ipc_msg *reply) {
   json_t *pid = json_object_get(reply->body, "pid");
-  int want = json_object_get(req, "pty") ? 1 : json_is_true(json_object_get(req, "stdin")) ? 3 : 2;
+  int want = !json_object_get(req, "pty") && json_is_true(json_object_get(req, "stdin")) ? 2 : 1;
   return json_is_integer(pid) && json_integer_value(pid) > 0 && json_integer_value(pid) <= INT32_MAX &&
          reply->nfds == want;
 }
 
-/* Descriptors a spawn must leave free. A spawn's reply brings two or three
- * (its pipes), and a reply whose descriptors cannot be installed arrives
- * truncated, which reads as a broken protocol and costs the whole sandbox;
+/* Descriptors a spawn must leave free. A spawn's reply brings one or two
+ * (its output, its stdin), and a reply whose descriptors cannot be
+ * installed arrives truncated, which reads as a broken protocol and costs the whole sandbox;
  * connections, file transfers and other sandboxes' replies need some too. So
  * a spawn is refused (EMFILE) while fewer are free. */
 #define SPAWN_FD_RESERVE 1024
@@ -925,7 +926,6 @@ int sandbox_spawn(sandbox *sb, json_t *req, json_t *config, const char *tag, int
                       .config = config,
                       .tag = tag,
                       .out_fd = -1,
-                      .err_fd = -1,
                       .in_fd = -1,
                       .pty_fd = -1,
                       .deadline_ms = deadline_ms};
@@ -933,8 +933,7 @@ int sandbox_spawn(sandbox *sb, json_t *req, json_t *config, const char *tag, int
       spec.pty_fd = ipc_take_fd(reply, 0);
     } else {
       spec.out_fd = ipc_take_fd(reply, 0);
-      spec.err_fd = ipc_take_fd(reply, 1);
-      if (with_stdin) spec.in_fd = ipc_take_fd(reply, 2);
+      if (with_stdin) spec.in_fd = ipc_take_fd(reply, 1);
     }
     /* Registered under the read lock: a kill cannot slip in between. */
     out->p = proc_register(sb->procs, &spec, &out->sub);
