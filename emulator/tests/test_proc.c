@@ -234,6 +234,40 @@ static void test_backpressure(void) {
   finish(t, p, s);
 }
 
+/* The command ends while the relay holds a packet the full socket had no
+ * room for (its pipes then report a hangup even while not read): every byte
+ * still arrives, once and in order. */
+static void test_end_while_held(void) {
+  proc_table *t;
+  pipes pp;
+  proc_sub *s;
+  proc *p = start_case(&t, "held", 104, &pp, &s);
+  sbuf sent = {0};
+  unsigned char block[4096];
+  fcntl(pp.out[1], F_SETFL, O_NONBLOCK);
+  for (int stalled = 0, k = 0; stalled < 20;) {
+    for (size_t i = 0; i < sizeof block; i++) block[i] = (unsigned char)(k * 131 + i * 7);
+    ssize_t n = write(pp.out[1], block, sizeof block);
+    if (n > 0) {
+      sbuf_append(&sent, block, (size_t)n);
+      stalled = 0;
+      k++;
+    } else {
+      stalled++;
+      usleep(10000);
+    }
+  }
+  exit_with(t, 104, &pp, 0);
+  usleep(300000); /* the relay sees the hangup while the socket is still full */
+  got g = {0};
+  collect(s, &g);
+  CHECK(g.ended);
+  CHECK_MEM(g.out.data, g.out.len, sent.data, sent.len);
+  got_free(&g);
+  sbuf_free(&sent);
+  finish(t, p, s);
+}
+
 /* A held reader resumes when its full subscriber leaves (output is then
  * read and dropped), and a later subscriber still sees the end. */
 static void test_unsubscribe_resumes(void) {
@@ -557,6 +591,7 @@ int main(void) {
   CHECK(pthread_create(&pump, NULL, pump_main, NULL) == 0);
   RUN(test_bytes_exact_and_end_last);
   RUN(test_backpressure);
+  RUN(test_end_while_held);
   RUN(test_unsubscribe_resumes);
   RUN(test_fairness);
   RUN(test_cost_per_process);

@@ -37,6 +37,7 @@ typedef struct relay_end {
 struct relay {
   int fd[3];     /* stdout pipe, stderr pipe, socket; -1 once closed */
   relay_end end[3];
+  size_t chunk;        /* the most one read takes: a packet must fit the socket */
   unsigned char *held; /* a packet the socket had no room for */
   size_t held_len;
   int dead;      /* freed at the end of the pass that ended it */
@@ -79,10 +80,17 @@ static void end_if_done(relay *r, relay **dead) {
   if (r->fd[END_OUT] < 0 && r->fd[END_ERR] < 0 && !r->held) end_relay(r, dead);
 }
 
-/* Reading the pipes waits while a packet is held (0), or goes on (EPOLLIN). */
-static void pipes_wait(relay *r, uint32_t events) {
-  for (int i = END_OUT; i <= END_ERR; i++)
-    if (r->fd[i] >= 0) watch(r, i, events, EPOLL_CTL_MOD);
+/* While a packet is held the pipes leave the epoll set (added back after):
+ * a pipe whose writer closed reports a hangup even when asked for no event,
+ * and a read then would send bytes before the held ones. */
+static void pipes_wait(relay *r, int wait) {
+  for (int i = END_OUT; i <= END_ERR; i++) {
+    if (r->fd[i] < 0) continue;
+    if (wait)
+      epoll_ctl(g_ep, EPOLL_CTL_DEL, r->fd[i], NULL);
+    else
+      watch(r, i, EPOLLIN, EPOLL_CTL_ADD);
+  }
 }
 
 static void send_packet(relay *r, const unsigned char *pkt, size_t len, relay **dead) {
@@ -93,7 +101,7 @@ static void send_packet(relay *r, const unsigned char *pkt, size_t len, relay **
     if (r->held) {
       memcpy(r->held, pkt, len);
       r->held_len = len;
-      pipes_wait(r, 0);
+      pipes_wait(r, 1);
       watch(r, END_SOCK, EPOLLOUT, EPOLL_CTL_MOD);
       return;
     }
@@ -102,7 +110,8 @@ static void send_packet(relay *r, const unsigned char *pkt, size_t len, relay **
 }
 
 static void on_pipe(relay *r, int which, relay **dead) {
-  ssize_t n = read(r->fd[which], g_packet + 1, IPC_OUT_CHUNK);
+  if (r->held) return; /* an event from before this pass held a packet */
+  ssize_t n = read(r->fd[which], g_packet + 1, r->chunk);
   if (n < 0 && (errno == EINTR || errno == EAGAIN)) return;
   if (n <= 0) {
     close_end(r, which);
@@ -128,7 +137,7 @@ static void on_socket(relay *r, uint32_t events, relay **dead) {
   free(r->held);
   r->held = NULL;
   watch(r, END_SOCK, 0, EPOLL_CTL_MOD);
-  pipes_wait(r, EPOLLIN);
+  pipes_wait(r, 0);
   end_if_done(r, dead);
 }
 
@@ -150,10 +159,22 @@ void relay_run(void) {
   }
 }
 
+/* A packet larger than the socket's send buffer is refused outright
+ * (EMSGSIZE), so reads are sized to a quarter of the buffer the host
+ * grants, after asking for room for four whole packets. */
+static size_t chunk_for(int sock) {
+  int want = 4 * (1 + IPC_OUT_CHUNK), got = 0;
+  socklen_t len = sizeof got;
+  setsockopt(sock, SOL_SOCKET, SO_SNDBUF, &want, sizeof want);
+  if (getsockopt(sock, SOL_SOCKET, SO_SNDBUF, &got, &len) != 0 || got / 4 < 512) return 256;
+  return (size_t)got / 4 < IPC_OUT_CHUNK ? (size_t)got / 4 : IPC_OUT_CHUNK;
+}
+
 int relay_start(int out_fd, int err_fd, int *server_end) {
   int sv[2];
   if (relay_fd() < 0 || socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) return errno;
   relay *r = xcalloc(1, sizeof *r);
+  r->chunk = chunk_for(sv[0]);
   r->fd[END_OUT] = out_fd;
   r->fd[END_ERR] = err_fd;
   r->fd[END_SOCK] = sv[0];
