@@ -2,6 +2,7 @@
 // CloseStdin/SendSignal as e2b-local serves them.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
+import { readdirSync } from 'node:fs'
 import { CommandExitError, Sandbox } from './sdk.mjs'
 import { sleep, useServer } from './helpers.mjs'
 
@@ -110,6 +111,29 @@ test('a disconnected background command keeps running and never blocks on output
   }
   assert.equal(await sbx.files.read('/tmp/flag'), 'finished\n')
   await sbx.kill()
+})
+
+// e2b-local's own cost per running command: the agent relays a command's
+// stdout and stderr up one socket (emulator/src/agent/agent_relay.c), so with
+// its stream closed a command holds one server descriptor, not its two pipes.
+test('a running command costs the server at most one descriptor, and none once it is gone', async () => {
+  const sbx = await sandbox()
+  const fds = () => readdirSync(`/proc/${S.srv.pid}/fd`).length
+  const settle = async (ok) => {
+    for (let i = 0; i < 50 && !ok(fds()); i++) await sleep(100)
+    return fds()
+  }
+  await sbx.commands.run('true')
+  const before = fds()
+  const hs = []
+  for (let i = 0; i < 100; i++) hs.push(await sbx.commands.run('sleep 120', { background: true }))
+  for (const h of hs) await h.disconnect()
+  assert.ok((await sbx.commands.list()).length >= 100)
+  const running = await settle((n) => n - before <= 110) // a closed stream is noticed within 1 s
+  assert.ok(running - before <= 110, `server descriptors: ${running - before} more for 100 running commands`)
+  await sbx.kill()
+  const after = await settle((n) => n <= before + 8)
+  assert.ok(after <= before + 8, `server descriptors: ${before} before, ${after} after the kill`)
 })
 
 test('the command timeout kills the process group', async () => {
