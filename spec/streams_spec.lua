@@ -392,6 +392,24 @@ describe("reattaching", function()
     assert.are.same({ 4, "a\n", "b\n" }, { again.exit_code, again.stdout, again.stderr })
   end)
 
+  it("runs a lone builtin without the subshell as bash -l -c runs it, and a profile's function of its name in the subshell, status kept on reattach", function()
+    for _, cmd in ipairs({ "true", "false", "echo a   b", "pwd", "test a -eq b", "[ -d / ]", "echo *", ": x" }) do
+      local plain = assert(sbx:run(cmd, { keep_output = false }))
+      local kept = assert(sbx:run(cmd))
+      assert.are.same({ plain.exit_code, plain.stdout, plain.stderr }, { kept.exit_code, kept.stdout, kept.stderr })
+    end
+    -- A login profile's function named like the builtin could exit (or exec, or trap):
+    -- the wrapper runs it in the subshell, so its status survives for a reattach.
+    assert(sbx.files:write("/home/user/.bash_profile", 'echo() { builtin echo "fn:$*"; exit 7; }\n'))
+    local ok, err = pcall(function()
+      local first, _, again = ended_then_attached("echo hi")
+      assert.are.same({ 7, "fn:hi\n" }, { first.exit_code, first.stdout })
+      assert.are.same({ 7, "fn:hi\n" }, { again.exit_code, again.stdout })
+    end)
+    assert(sbx.files:remove("/home/user/.bash_profile"))
+    assert(ok, err)
+  end)
+
   it("reports a kept command that a signal ended as envd reports an unkept one, on reattach too", function()
     for _, cmd in ipairs({ "kill -TERM $$", "kill -INT $$", "kill -HUP $$", "exit 143", "kill -KILL $BASHPID",
       "kill -SEGV $BASHPID", "exit 139", { "sh", "-c", "kill -TERM $$" }, { "sh", "-c", "exit 137" } }) do

@@ -95,8 +95,33 @@ static const char WRAPPER[] =
  * job ("... Killed ( __c=$1; ...") there, which would otherwise lead the
  * inlined stderr, and that report is how the wrapper tells a signal's end
  * (status 128 + N and a report) from `exit 128+N` (no report). */
-static const char SH_LINE[] = "eval \"$E2B_PROC\"; { ( __c=$1; set --; unset __p __b __s __n; BASH_ARGV0=/bin/bash; "
-                              "eval \"$__c\" ) >>\"$__p.out\" 2>>\"$__p.err\"; } 2>>\"$__p.exit\"; __e2b_end $?";
+#define SH_SUBSHELL                                                                              \
+  "{ ( __c=$1; set --; unset __p __b __s __n; BASH_ARGV0=/bin/bash; "                            \
+  "eval \"$__c\" ) >>\"$__p.out\" 2>>\"$__p.err\"; } 2>>\"$__p.exit\"; __e2b_end $?"
+static const char SH_LINE[] = "eval \"$E2B_PROC\"; " SH_SUBSHELL;
+
+/* A command string that is one call of a builtin that can neither end,
+ * replace nor trap the shell, and that reads no variable (sh_builtin_only
+ * decides), runs in the wrapper's own shell: the subshell above, which keeps
+ * `exit`, `exec`, traps and the wrapper's variables away from the command, is
+ * a fork of a login shell, a third of the wrapper's cost (bench/README.md).
+ * A function of that name (a login profile's) or aliases turned on could
+ * do anything: then the subshell runs it, as any other string. */
+static const char SH_LINE_OWN[] =
+    "eval \"$E2B_PROC\"; if shopt -q expand_aliases || declare -F -- \"${1%% *}\" >/dev/null; then " SH_SUBSHELL
+    "; else { __c=$1; set --; BASH_ARGV0=/bin/bash; eval \"$__c\"; } >>\"$__p.out\" 2>>\"$__p.err\"; __e2b_end $?; fi";
+
+/* Whether s is one call of a builtin that cannot end, replace or trap the
+ * shell or set a variable, with no expansion of a variable, no command
+ * substitution, redirection, pipe, list or continued line. */
+static int sh_builtin_only(const char *s) {
+  static const char *const names[] = {"true", "false", ":", "echo", "pwd", "test", "["};
+  size_t w = strcspn(s, " ");
+  int known = 0;
+  for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+    known |= strlen(names[i]) == w && strncmp(s, names[i], w) == 0;
+  return known && s[strcspn(s, "$`;&|<>()\\\n\r\t")] == '\0';
+}
 
 /* The same environment pruning for untracked (PTY) commands. */
 static const char ENV_ONLY[] =
@@ -129,7 +154,8 @@ static size_t wrap_args(const char **args, const e2b_proc_opts *opts, const char
   int sh = keep && strcmp(opts->cmd, "/bin/bash") == 0 && opts->arg_count == 3 &&
            strcmp(opts->args[0], "-l") == 0 && strcmp(opts->args[1], "-c") == 0;
   if (sh) {
-    const char *line[] = {"-l", "-c", SH_LINE, "e2b-sh", prefix, opts->args[2]};
+    const char *script = sh_builtin_only(opts->args[2]) ? SH_LINE_OWN : SH_LINE;
+    const char *line[] = {"-l", "-c", script, "e2b-sh", prefix, opts->args[2]};
     for (size_t i = 0; i < 6; i++) args[a++] = line[i];
     return a;
   }
