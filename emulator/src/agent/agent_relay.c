@@ -86,10 +86,13 @@ static void end_if_done(relay *r, relay **dead) {
 static void pipes_wait(relay *r, int wait) {
   for (int i = END_OUT; i <= END_ERR; i++) {
     if (r->fd[i] < 0) continue;
-    if (wait)
+    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &r->end[i]};
+    if (wait) {
       epoll_ctl(g_ep, EPOLL_CTL_DEL, r->fd[i], NULL);
-    else
-      watch(r, i, EPOLLIN, EPOLL_CTL_ADD);
+    } else if (epoll_ctl(g_ep, EPOLL_CTL_ADD, r->fd[i], &ev) != 0) {
+      close(r->fd[i]); /* never read again, it would hold the command forever */
+      r->fd[i] = -1;
+    }
   }
 }
 
