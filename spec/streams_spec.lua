@@ -433,6 +433,18 @@ describe("reattaching", function()
     assert.are.same(ends[1], ends[2])
   end)
 
+  it("reports a lone external command string that a signal ended as bash -l -c runs it unkept, stderr and reattach too", function()
+    -- bash -c execs a lone command, so its signal is the shell's own end; kept, it must be too.
+    for _, cmd in ipairs({ "sh -c 'kill -SEGV $$'", "sh -c 'kill -TERM $$'", "ls /no-such-dir-xyz" }) do
+      local plain = assert(sbx:run(cmd, { keep_output = false }))
+      local kept = assert(sbx:run(cmd))
+      assert.are.same({ plain.exit_code, plain.status, plain.stderr }, { kept.exit_code, kept.status, kept.stderr }, cmd)
+      local _, _, r = ended_then_attached(cmd)
+      assert.are.same({ plain.exit_code, plain.status, plain.stderr }, { r.exit_code, r.status, r.stderr },
+        cmd .. " (reattached)")
+    end
+  end)
+
   it("keeps stderr byte-exact when a kept command dies of a signal (no shell job message added)", function()
     for _, cmd in ipairs({ "echo e >&2; kill -KILL $BASHPID", { "sh", "-c", "echo e >&2; kill -TERM $$" } }) do
       local r = assert(sbx:run(cmd))

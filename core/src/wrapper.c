@@ -95,10 +95,24 @@ static const char WRAPPER[] =
  * job ("... Killed ( __c=$1; ...") there, which would otherwise lead the
  * inlined stderr, and that report is how the wrapper tells a signal's end
  * (status 128 + N and a report) from `exit 128+N` (no report). */
-#define SH_SUBSHELL                                                                              \
-  "{ ( __c=$1; set --; unset __p __b __s __n; BASH_ARGV0=/bin/bash; "                            \
-  "eval \"$__c\" ) >>\"$__p.out\" 2>>\"$__p.err\"; } 2>>\"$__p.exit\"; __e2b_end $?"
+#define SH_SUBSHELL_RUNNING(run)                                                                 \
+  "{ ( __c=$1; set --; unset __p __b __s __n; BASH_ARGV0=/bin/bash; " run                        \
+  " ) >>\"$__p.out\" 2>>\"$__p.err\"; } 2>>\"$__p.exit\"; __e2b_end $?"
+#define SH_SUBSHELL SH_SUBSHELL_RUNNING("eval \"$__c\"")
 static const char SH_LINE[] = "eval \"$E2B_PROC\"; " SH_SUBSHELL;
+
+/* bash -c execs a lone simple command instead of forking it, so a signal
+ * that ends the command ends the shell, and envd reports the signal. A
+ * string that is one simple command of an external program
+ * (sh_external_only decides) is exec'd by the subshell too: a signal's end
+ * then reaches the wrapper as the subshell's, reported in the exit file, not
+ * as status 128+N with bash's job message in the command's stderr, and the
+ * command costs one fork, not two. A function of that name, aliases turned
+ * on, or a name not found in PATH take the plain eval, as any string. */
+static const char SH_LINE_EXEC[] =
+    "eval \"$E2B_PROC\"; " SH_SUBSHELL_RUNNING(
+        "if shopt -q expand_aliases || declare -F -- \"${__c%% *}\" >/dev/null || ! hash -- \"${__c%% *}\" "
+        "2>/dev/null; then eval \"$__c\"; else eval \"exec $__c\"; fi");
 
 /* A command string that is one call of a builtin that can neither end,
  * replace nor trap the shell, and that reads no variable (sh_builtin_only
@@ -110,6 +124,34 @@ static const char SH_LINE[] = "eval \"$E2B_PROC\"; " SH_SUBSHELL;
 static const char SH_LINE_OWN[] =
     "eval \"$E2B_PROC\"; if shopt -q expand_aliases || declare -F -- \"${1%% *}\" >/dev/null; then " SH_SUBSHELL
     "; else { __c=$1; set --; BASH_ARGV0=/bin/bash; eval \"$__c\"; } >>\"$__p.out\" 2>>\"$__p.err\"; __e2b_end $?; fi";
+
+/* bash 5's builtins and reserved words: a first word that is one of these
+ * is never exec'd (a loadable builtin a profile enabled is not known here,
+ * and would run as the program of its name). */
+static int bash_word(const char *w, size_t n) {
+  static const char *const words[] = {
+      ".", ":", "[", "alias", "bg", "bind", "break", "builtin", "caller", "cd", "command", "compgen",
+      "complete", "compopt", "continue", "declare", "dirs", "disown", "echo", "enable", "eval", "exec",
+      "exit", "export", "false", "fc", "fg", "getopts", "hash", "help", "history", "jobs", "kill", "let",
+      "local", "logout", "mapfile", "popd", "printf", "pushd", "pwd", "read", "readarray", "readonly",
+      "return", "set", "shift", "shopt", "source", "suspend", "test", "times", "trap", "true", "type",
+      "typeset", "ulimit", "umask", "unalias", "unset", "wait", "if", "then", "else", "elif", "fi",
+      "case", "esac", "for", "select", "while", "until", "do", "done", "in", "function", "time", "{",
+      "}", "!", "[[", "]]", "coproc"};
+  for (size_t i = 0; i < sizeof words / sizeof *words; i++)
+    if (strlen(words[i]) == n && strncmp(w, words[i], n) == 0) return 1;
+  return 0;
+}
+
+/* Whether s is one simple command of a program named by a plain first word
+ * (no assignment, path, quote or expansion in it, not a bash word), with no
+ * list, pipe, redirection, subshell, substitution or continued line. */
+static int sh_external_only(const char *s) {
+  size_t w = strcspn(s, " ");
+  if (w == 0 || s[strcspn(s, ";&|()<>`\n\r\t")] != '\0') return 0;
+  if (strcspn(s, "=/'\"\\$*?[~#") < w) return 0;
+  return !bash_word(s, w);
+}
 
 /* Whether s is one call of a builtin that cannot end, replace or trap the
  * shell or set a variable, with no expansion of a variable, no command
@@ -154,7 +196,8 @@ static size_t wrap_args(const char **args, const e2b_proc_opts *opts, const char
   int sh = keep && strcmp(opts->cmd, "/bin/bash") == 0 && opts->arg_count == 3 &&
            strcmp(opts->args[0], "-l") == 0 && strcmp(opts->args[1], "-c") == 0;
   if (sh) {
-    const char *script = sh_builtin_only(opts->args[2]) ? SH_LINE_OWN : SH_LINE;
+    const char *cmd = opts->args[2];
+    const char *script = sh_builtin_only(cmd) ? SH_LINE_OWN : sh_external_only(cmd) ? SH_LINE_EXEC : SH_LINE;
     const char *line[] = {"-l", "-c", script, "e2b-sh", prefix, opts->args[2]};
     for (size_t i = 0; i < 6; i++) args[a++] = line[i];
     return a;

@@ -1,25 +1,29 @@
 /* test_wrapper.c — how a kept command string is started: in the wrapper's
  * own shell only when it is one call of a harmless builtin with nothing
  * that expands, redirects or chains, else in the subshell that keeps
- * `exit`, `exec` and traps faithful; either way shown back as the string. */
+ * `exit`, `exec` and traps faithful, which execs a lone program as bash -c
+ * would; either way shown back as the string. */
 #include "internal.h"
 #include "testing.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-/* Whether the kept string s is started without the subshell. */
-static int own_shell(const char *s) {
+/* Which script starts the kept string s (a piece only it holds). */
+static int script_has(const char *s, const char *piece) {
   const char *args[] = {"-l", "-c", s};
   e2b_proc_opts opts = {.cmd = "/bin/bash", .args = args, .arg_count = 3};
   e2b_wrapped w;
   CHECK(e2b_wrap(&w, &opts, "/tmp/.e2b-proc/ab", 0, NULL) == 0);
   CHECK(w.opts.arg_count == 6 && strcmp(w.opts.args[3], "e2b-sh") == 0);
   CHECK_STR(w.opts.args[5], s);
-  int own = strstr(w.opts.args[2], "declare -F") != NULL;
+  int has = strstr(w.opts.args[2], piece) != NULL;
   e2b_wrapped_free(&w);
-  return own;
+  return has;
 }
+
+static int own_shell(const char *s) { return script_has(s, "; else { __c=$1"); }
+static int execd(const char *s) { return script_has(s, "exec $__c"); }
 
 static void harmless_builtins_run_in_the_wrappers_shell(void) {
   const char *yes[] = {"true", "false", ":", "echo", "echo hi there", "echo -n 'a b' \"c\"", "pwd",
@@ -35,6 +39,16 @@ static void everything_else_runs_in_the_subshell(void) {
   for (size_t i = 0; i < sizeof no / sizeof *no; i++) CHECK(!own_shell(no[i]));
 }
 
+static void a_lone_program_is_execd_by_the_subshell(void) {
+  const char *yes[] = {"ls", "ls /", "sh -c 'kill -SEGV $$'", "python3 x.py --n=3", "grep -r \"a b\" ."};
+  for (size_t i = 0; i < sizeof yes / sizeof *yes; i++) CHECK(execd(yes[i]) && !own_shell(yes[i]));
+  const char *no[] = {"", " ls", "ls; ls", "ls | cat", "ls > f", "ls && ls", "ls &", "(ls)", "ls $(pwd)",
+                      "ls `pwd`", "A=1 ls", "./run.sh", "/bin/ls", "\"ls\" /", "$X y", "l*s", "~/bin/x",
+                      "cd /", "exec ls", "exit 3", "kill 1", "if true", "time ls", "echo hi", "true",
+                      "ls\nexit 3", "ls\t/", "[[ -e x ]]", "{ ls; }"};
+  for (size_t i = 0; i < sizeof no / sizeof *no; i++) CHECK(!execd(no[i]));
+}
+
 static void argv_commands_are_not_strings(void) {
   const char *args[] = {"hi"};
   e2b_proc_opts opts = {.cmd = "echo", .args = args, .arg_count = 1};
@@ -48,6 +62,7 @@ static void argv_commands_are_not_strings(void) {
 int main(void) {
   RUN(harmless_builtins_run_in_the_wrappers_shell);
   RUN(everything_else_runs_in_the_subshell);
+  RUN(a_lone_program_is_execd_by_the_subshell);
   RUN(argv_commands_are_not_strings);
   return TESTING_DONE();
 }
