@@ -99,6 +99,9 @@ static const char WRAPPER[] =
   "{ ( __c=$1; set --; unset __p __b __s __n; BASH_ARGV0=/bin/bash; " run                        \
   " ) >>\"$__p.out\" 2>>\"$__p.err\"; } 2>>\"$__p.exit\"; __e2b_end $?"
 #define SH_SUBSHELL SH_SUBSHELL_RUNNING("eval \"$__c\"")
+/* True when the first word of the string in variable var may not mean what
+ * it means to bash alone: a function of that name, or aliases turned on. */
+#define SH_REDEFINED(var) "shopt -q expand_aliases || declare -F -- \"${" var "%% *}\" >/dev/null"
 static const char SH_LINE[] = "eval \"$E2B_PROC\"; " SH_SUBSHELL;
 
 /* bash -c execs a lone simple command instead of forking it, so a signal
@@ -110,9 +113,8 @@ static const char SH_LINE[] = "eval \"$E2B_PROC\"; " SH_SUBSHELL;
  * command costs one fork, not two. A function of that name, aliases turned
  * on, or a name not found in PATH take the plain eval, as any string. */
 static const char SH_LINE_EXEC[] =
-    "eval \"$E2B_PROC\"; " SH_SUBSHELL_RUNNING(
-        "if shopt -q expand_aliases || declare -F -- \"${__c%% *}\" >/dev/null || ! hash -- \"${__c%% *}\" "
-        "2>/dev/null; then eval \"$__c\"; else eval \"exec $__c\"; fi");
+    "eval \"$E2B_PROC\"; " SH_SUBSHELL_RUNNING("if " SH_REDEFINED("__c") " || ! hash -- \"${__c%% *}\" "
+                                                "2>/dev/null; then eval \"$__c\"; else eval \"exec $__c\"; fi");
 
 /* A command string that is one call of a builtin that can neither end,
  * replace nor trap the shell, and that reads no variable (sh_builtin_only
@@ -122,8 +124,15 @@ static const char SH_LINE_EXEC[] =
  * A function of that name (a login profile's) or aliases turned on could
  * do anything: then the subshell runs it, as any other string. */
 static const char SH_LINE_OWN[] =
-    "eval \"$E2B_PROC\"; if shopt -q expand_aliases || declare -F -- \"${1%% *}\" >/dev/null; then " SH_SUBSHELL
+    "eval \"$E2B_PROC\"; if " SH_REDEFINED("1") "; then " SH_SUBSHELL
     "; else { __c=$1; set --; BASH_ARGV0=/bin/bash; eval \"$__c\"; } >>\"$__p.out\" 2>>\"$__p.err\"; __e2b_end $?; fi";
+
+/* Whether the n bytes at w are one of the count words. */
+static int word_in(const char *w, size_t n, const char *const *words, size_t count) {
+  for (size_t i = 0; i < count; i++)
+    if (strlen(words[i]) == n && strncmp(w, words[i], n) == 0) return 1;
+  return 0;
+}
 
 /* bash 5's builtins and reserved words: a first word that is one of these
  * is never exec'd (a loadable builtin a profile enabled is not known here,
@@ -138,9 +147,7 @@ static int bash_word(const char *w, size_t n) {
       "typeset", "ulimit", "umask", "unalias", "unset", "wait", "if", "then", "else", "elif", "fi",
       "case", "esac", "for", "select", "while", "until", "do", "done", "in", "function", "time", "{",
       "}", "!", "[[", "]]", "coproc"};
-  for (size_t i = 0; i < sizeof words / sizeof *words; i++)
-    if (strlen(words[i]) == n && strncmp(w, words[i], n) == 0) return 1;
-  return 0;
+  return word_in(w, n, words, sizeof words / sizeof *words);
 }
 
 /* Whether s is one simple command of a program named by a plain first word
@@ -158,11 +165,8 @@ static int sh_external_only(const char *s) {
  * substitution, redirection, pipe, list or continued line. */
 static int sh_builtin_only(const char *s) {
   static const char *const names[] = {"true", "false", ":", "echo", "pwd", "test", "["};
-  size_t w = strcspn(s, " ");
-  int known = 0;
-  for (size_t i = 0; i < sizeof names / sizeof *names; i++)
-    known |= strlen(names[i]) == w && strncmp(s, names[i], w) == 0;
-  return known && s[strcspn(s, "$`;&|<>()\\\n\r\t")] == '\0';
+  return word_in(s, strcspn(s, " "), names, sizeof names / sizeof *names) &&
+         s[strcspn(s, "$`;&|<>()\\\n\r\t")] == '\0';
 }
 
 /* The same environment pruning for untracked (PTY) commands. */
@@ -198,7 +202,7 @@ static size_t wrap_args(const char **args, const e2b_proc_opts *opts, const char
   if (sh) {
     const char *cmd = opts->args[2];
     const char *script = sh_builtin_only(cmd) ? SH_LINE_OWN : sh_external_only(cmd) ? SH_LINE_EXEC : SH_LINE;
-    const char *line[] = {"-l", "-c", script, "e2b-sh", prefix, opts->args[2]};
+    const char *line[] = {"-l", "-c", script, "e2b-sh", prefix, cmd};
     for (size_t i = 0; i < 6; i++) args[a++] = line[i];
     return a;
   }

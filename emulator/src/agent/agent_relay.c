@@ -52,9 +52,9 @@ int relay_fd(void) {
   return g_ep;
 }
 
-static void watch(relay *r, int which, uint32_t events, int op) {
+static int watch(relay *r, int which, uint32_t events, int op) {
   struct epoll_event ev = {.events = events, .data.ptr = &r->end[which]};
-  epoll_ctl(g_ep, op, r->fd[which], &ev);
+  return epoll_ctl(g_ep, op, r->fd[which], &ev);
 }
 
 static void close_end(relay *r, int which) {
@@ -86,10 +86,9 @@ static void end_if_done(relay *r, relay **dead) {
 static void pipes_wait(relay *r, int wait) {
   for (int i = END_OUT; i <= END_ERR; i++) {
     if (r->fd[i] < 0) continue;
-    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &r->end[i]};
     if (wait) {
       epoll_ctl(g_ep, EPOLL_CTL_DEL, r->fd[i], NULL);
-    } else if (epoll_ctl(g_ep, EPOLL_CTL_ADD, r->fd[i], &ev) != 0) {
+    } else if (watch(r, i, EPOLLIN, EPOLL_CTL_ADD) != 0) {
       close(r->fd[i]); /* never read again, it would hold the command forever */
       r->fd[i] = -1;
     }
@@ -184,8 +183,7 @@ int relay_start(int out_fd, int err_fd, int *server_end) {
   for (int i = 0; i < 3; i++) {
     r->end[i] = (relay_end){r, i};
     if (i != END_SOCK) fcntl(r->fd[i], F_SETFL, O_NONBLOCK);
-    struct epoll_event ev = {.events = i == END_SOCK ? 0 : EPOLLIN, .data.ptr = &r->end[i]};
-    if (epoll_ctl(g_ep, EPOLL_CTL_ADD, r->fd[i], &ev) != 0) {
+    if (watch(r, i, i == END_SOCK ? 0 : EPOLLIN, EPOLL_CTL_ADD) != 0) {
       int err = errno;
       for (int j = 0; j < i; j++) epoll_ctl(g_ep, EPOLL_CTL_DEL, r->fd[j], NULL);
       close(sv[0]);

@@ -54,7 +54,6 @@ struct proc_sub {
 typedef struct src {
   proc *p;
   int fd; /* -1 once at EOF (only the reader changes it) */
-  int pty;
 } src;
 
 struct proc {
@@ -284,19 +283,19 @@ static void disarm_locked(proc *p) {
  * itself stays open for input; the relay socket is closed. */
 static void close_src_locked(src *s) {
   if (s->p->armed) epoll_ctl(s->p->t->rd->epfd, EPOLL_CTL_DEL, s->fd, NULL);
-  if (!s->pty) close(s->fd);
+  if (s->fd != s->p->pty_fd) close(s->fd);
   s->fd = -1;
   s->p->t->dirty = 1; /* the process may be ready to end */
 }
 
-static int srcs_open(const proc *p) { return p->out.fd >= 0; }
+static int output_open(const proc *p) { return p->out.fd >= 0; }
 
 /* One read of a source into buf + 1 (a relay packet lands with its stream
  * byte in buf[0]): its length and *kind, 0 at the end, -1 when there is
  * nothing to pass on. The agent is untrusted: a packet that breaks the
  * format ends the process's output. */
 static ssize_t read_src(const src *s, unsigned char *buf, int *kind) {
-  if (s->pty) {
+  if (s->fd == s->p->pty_fd) {
     *kind = PEV_PTY;
     ssize_t n = read(s->fd, buf + 1, READ_CHUNK);
     return n < 0 && (errno == EINTR || errno == EAGAIN) ? -1 : n < 0 ? 0 : n;
@@ -366,12 +365,12 @@ static void due_at(pass *ps, int64_t at) {
 
 /* One process: resume it, end it, or kill it at its deadline. */
 static void look_at_locked(proc *p, int64_t now, pass *ps) {
-  if (!p->armed && srcs_open(p) && !any_sub_full_locked(p) && arm_locked(p) != 0) {
+  if (!p->armed && output_open(p) && !any_sub_full_locked(p) && arm_locked(p) != 0) {
     /* cannot watch it again (out of memory): it cannot be served */
     close_src_locked(&p->out);
     if (!p->exited && ps->nkills < MAX_KILLS) ps->kills[ps->nkills++] = p->pid;
   }
-  if (!srcs_open(p) && p->exited) {
+  if (!output_open(p) && p->exited) {
     end_locked(p, ps); /* every byte was read: the end follows it */
     return;
   }
@@ -515,7 +514,7 @@ static proc_sub *sub_new_locked(proc *p) {
 static void end_without_reader_locked(proc *p, int why) {
   log_msg("process %d: no reader for its output (%s): killing it", p->pid, strerror(why));
   p->unserved = 1;
-  if (p->out.fd >= 0 && !p->out.pty) close(p->out.fd);
+  if (p->out.fd >= 0 && p->out.fd != p->pty_fd) close(p->out.fd);
   p->out.fd = -1;
   proc_event *end = xcalloc(1, sizeof *end);
   end->kind = PEV_END;
@@ -536,7 +535,7 @@ proc *proc_register(proc_table *t, const proc_spec *spec, proc_sub **first) {
   /* The reader serves a whole sandbox: a read must never block it (relay
    * reads ask not to; the pty master stays blocking for stdin writes and
    * is read only once ready). */
-  p->out = (src){p, is_pty ? spec->pty_fd : spec->out_fd, is_pty};
+  p->out = (src){p, is_pty ? spec->pty_fd : spec->out_fd};
   p->in_fd = spec->in_fd;
   p->pty_fd = spec->pty_fd;
   p->deadline_ms = spec->deadline_ms;
