@@ -45,10 +45,13 @@ void e2b_output_free(e2b_output *o) {
   free(o);
 }
 
-/* Room for want bytes while the ring has not wrapped (head 0). */
+/* Room for want bytes while the ring has not wrapped (head 0). It starts
+ * small: thousands of live handles each keep a line or two, and a 4 KiB
+ * start was a sixth of what such a handle cost; doubling keeps the copies
+ * of a long output amortized. */
 static int ring_grow(ring *r, size_t want, size_t max) {
   if (r->cap >= want) return 0;
-  size_t cap = r->cap ? r->cap : 4096;
+  size_t cap = r->cap ? r->cap : 64;
   while (cap < want) cap *= 2;
   if (cap > max) cap = max;
   uint8_t *p = realloc(r->data, cap);
