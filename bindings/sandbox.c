@@ -108,7 +108,8 @@ static int sbx_boot_id(lua_State *L) {
   return e2bL_push_req(L, u->l, e2b_proc_boot_id(u->s, luaL_checkstring(L, 2), &err), &err);
 }
 
-/* track(start_opts, env_replace?, keep_output?, at_end?, park?) -> a tracked process stream */
+/* track(start_opts, env_replace?, keep_output?, at_end?, park?) -> a tracked process stream;
+ * park: true always, false never, nil the core's default */
 static int sbx_track(lua_State *L) {
   sbx_ud *u = check_sbx(L);
   luaL_checktype(L, 2, LUA_TTABLE);
@@ -118,7 +119,7 @@ static int sbx_track(lua_State *L) {
   e2b_error err;
   unsigned flags = (lua_toboolean(L, 3) ? E2B_TRACK_ENV_REPLACE : 0) |
                    (lua_isnoneornil(L, 4) || lua_toboolean(L, 4) ? 0 : E2B_TRACK_NO_KEEP) |
-                   (lua_toboolean(L, 5) ? E2B_TRACK_AT_END : 0) | (lua_toboolean(L, 6) ? E2B_TRACK_PARK : 0);
+                   (lua_toboolean(L, 5) ? E2B_TRACK_AT_END : 0) | (lua_isnil(L, 6) ? 0 : lua_toboolean(L, 6) ? E2B_TRACK_PARK : E2B_TRACK_NO_PARK);
   e2b_req *req = e2b_proc_track(u->s, &o, flags, &err);
   return e2bL_push_req(L, u->l, req, &err);
 }

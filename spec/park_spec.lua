@@ -1,5 +1,6 @@
--- Parking (issue 12; spawn's park = true): a kept command that runs on has its own stream closed
--- (a connection on each side) and takes its end from its kept files through
+-- Parking (issue 12; spawn's park, and the default past 256 such commands):
+-- a kept command that runs on has its own stream closed (a connection on
+-- each side) and takes its end from its kept files through
 -- the sandbox's watch, with a shared process list for a command killed
 -- before it could record a status. What a parked command must still give:
 -- exact output and status through every way of reading it, a bounded end
@@ -150,7 +151,7 @@ describe("a parked kept command", function()
     local b = assert(sbx:spawn("sleep 61", { park = true }))
     local unasked = assert(sbx:spawn("sleep 63"))
     assert.is_true(eventually(function() return parked(a) and parked(b) end), "never parked")
-    assert.is_false(parked(unasked), "parked without park = true")
+    assert.is_false(parked(unasked), "parked by default with few commands running on")
     assert(unasked:kill())
     assert.are.equal("signal: killed", assert(unasked:wait(30000)).status)
     unasked:close()
@@ -236,5 +237,76 @@ describe("e2b-local's log while commands park", function()
     local at = assert(log:find("GET /sandboxes/park-log-marker", 1, true), log)
     assert.truthy(log:sub(1, at):find("ended early", 1, true), log)
     assert.is_nil(log:sub(at):find("ended early", 1, true), log)
+  end)
+end)
+
+-- By default (park not given) a loop's first 256 kept commands that run on
+-- keep their streams, and the rest park: thousands of long commands hold a
+-- bounded number of streams (track.c's E2B_STREAMS_HELD).
+describe("kept commands that run on, by default", function()
+  local HELD = 256
+  local sbx
+  setup(function() sbx = h.sandbox() end)
+  teardown(h.cleanup)
+
+  -- n commands that wait on a lock a holder keeps, spawned at once.
+  local function blocked(n, lock)
+    local holder = assert(sbx:spawn("exec flock " .. lock .. " cat", { stdin = true, park = false }))
+    assert.is_true(eventually(function() return sbx:run("flock -n " .. lock .. " true").exit_code ~= 0 end),
+      "the holder never took the lock")
+    local procs = e2b.run(function()
+      local tasks = {}
+      for i = 1, n do
+        tasks[i] = e2b.spawn(function() return assert(sbx:spawn(("flock -s %s echo %d"):format(lock, i))) end)
+      end
+      local out = {}
+      for i = 1, n do out[i] = tasks[i]:wait() end
+      return out
+    end)
+    return holder, procs
+  end
+
+  local function parked_count(procs)
+    local c = 0
+    for _, p in ipairs(procs) do if parked(p) then c = c + 1 end end
+    return c
+  end
+
+  -- Releases the lock and checks every command's exact end.
+  local function release(holder, procs)
+    assert(holder:close_stdin())
+    assert.are.equal(0, assert(holder:wait(30000)).exit_code)
+    holder:close()
+    for i, p in ipairs(procs) do
+      local r = assert(p:wait(30000))
+      assert.are.same({ 0, i .. "\n" }, { r.exit_code, r.stdout })
+      p:close()
+    end
+  end
+
+  it("keeps the streams of the first 256, parks the rest, and never parks park = false", function()
+    local n = HELD + 8
+    local holder, procs = blocked(n, "/tmp/held-a")
+    local unparked = assert(sbx:spawn("flock -s /tmp/held-a echo none", { park = false }))
+    assert.is_true(eventually(function() return parked_count(procs) == n - HELD end, 30000),
+      "parked: " .. parked_count(procs))
+    -- Every command is past its 2 s by now: no more park, whatever the watch says.
+    e2b.sleep(2500)
+    assert.are.equal(n - HELD, parked_count(procs))
+    assert.is_false(parked(unparked))
+    release(holder, procs)
+    assert.are.same({ 0, "none\n" }, (function(r) return { r.exit_code, r.stdout } end)(assert(unparked:wait(30000))))
+    unparked:close()
+  end)
+
+  it("gives a stream back when its command ends and its handle closes, so the next ones keep theirs", function()
+    -- As the test above: a stream held past its end would make more of these park.
+    local n = HELD + 4
+    local holder, procs = blocked(n, "/tmp/held-b")
+    assert.is_true(eventually(function() return parked_count(procs) == n - HELD end, 30000),
+      "parked: " .. parked_count(procs))
+    e2b.sleep(2500)
+    assert.are.equal(n - HELD, parked_count(procs))
+    release(holder, procs)
   end)
 end)

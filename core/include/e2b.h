@@ -457,14 +457,18 @@ E2B_EXPORT const e2b_proc_info *e2b_req_proc_at(const e2b_req *req, size_t i);
  * run): nothing is read while its stream holds, so a short command costs
  * its start and at most one read per non-empty stream. */
 #define E2B_TRACK_AT_END 4u
-/* Park a kept process that runs on: 2 s after its start, once the sandbox's
- * watch is live, its own stream is closed (a connection less on each side
- * for the rest of its life) and its end comes from its exit file through
- * the watch. Off by default: a parked command killed with SIGKILL by anyone
- * but its caller (see e2b_req_proc_killed) ends as "killed (no exit status
+/* Parking, for a kept process that runs on: 2 s after its start, once the
+ * sandbox's watch is live, its own stream is closed (a connection less on
+ * each side for the rest of its life) and its end comes from its exit file
+ * through the watch. A parked command killed with SIGKILL by anyone but its
+ * caller (see e2b_req_proc_killed) ends as "killed (no exit status
  * recorded)" after up to ~1.5 s (a shared process list notices it), not
- * with envd's "signal: killed" at once. */
+ * with envd's "signal: killed" at once. By default (neither flag) the first
+ * 256 such commands of a loop keep their streams and later ones park, so
+ * thousands of long commands hold a bounded number of streams;
+ * E2B_TRACK_PARK parks every one, E2B_TRACK_NO_PARK none. */
 #define E2B_TRACK_PARK 8u
+#define E2B_TRACK_NO_PARK 16u
 E2B_EXPORT e2b_req *e2b_proc_track(e2b_sbx *sbx, const e2b_proc_opts *opts, unsigned flags, e2b_error *err);
 /* Reattaches to a process by pid (tag NULL) or tag and continues its output
  * from the given offsets (bytes already consumed). A tracked process's

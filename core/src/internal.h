@@ -44,6 +44,7 @@ struct e2b_loop {
   int track_sockets;  /* a bridge was opened: curl reports its sockets on each perform */
   size_t transfers;  /* easy handles in the multi (see e2b_loop_count_transfer) */
   size_t starts;     /* process starts waiting for their answer (startq.c) */
+  size_t streams_held; /* kept commands running on with their own streams (track.c) */
   struct e2b_start_wait *start_head, *start_tail; /* starts waiting for a slot */
 };
 
@@ -433,6 +434,14 @@ long e2b_kept_status(const char *data, size_t len, long *status);
  * 2,500 starts a second. A test build may lower it to exercise the queue. */
 #ifndef E2B_STARTS_IN_FLIGHT
 #define E2B_STARTS_IN_FLIGHT 256
+#endif
+/* Kept commands of one loop that keep their own streams once they ran for
+ * 2 s, when not told to park or not (track.c): each such stream costs about
+ * 11 KB here and a connection and a thread in e2b-local, 10,000 of them
+ * about 110 MB more than parked (bench/README.md, 2026-12-05); 256 keep
+ * envd's immediate end for what most programs run at once. */
+#ifndef E2B_STREAMS_HELD
+#define E2B_STREAMS_HELD 256
 #endif
 typedef struct e2b_start_wait {
   struct e2b_start_wait *prev, *next; /* in the loop's queue while queued */

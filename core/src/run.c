@@ -317,7 +317,7 @@ e2b_req *e2b_run_with(e2b_sbx *sbx, const e2b_proc_opts *opts, const e2b_run_opt
   run_state *s = op->state;
   if (fill_state(s, opts, ro) != 0) return e2b_op_nomem(op, err);
   if (ro->track) {
-    unsigned flags = ro->track_flags | (ro->chunks ? 0 : E2B_TRACK_AT_END);
+    unsigned flags = ro->track_flags | E2B_TRACK_NO_PARK | (ro->chunks ? 0 : E2B_TRACK_AT_END);
     s->stream = e2b_proc_track(sbx, opts, flags, err);
     s->tracked = s->stream && e2b_req_proc_tracked(s->stream);
   } else {

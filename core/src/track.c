@@ -14,15 +14,19 @@
  * all when the wrapper reports both files empty. The exit file, written
  * once the command ended, ends a reader whose stream is late (EXIT_GRACE_MS).
  *
- * Parking (E2B_TRACK_PARK, asked for): a kept command still running PARK_AFTER_MS after its start, with
- * its sandbox's watch live, has its own stream closed (a curl handle and a
+ * Parking: a kept command still running PARK_AFTER_MS after its start, with
+ * its sandbox's watch live, may have its own stream closed (a curl handle and a
  * connection here, a socket and a thread in e2b-local) and is not
  * reconnected while parked: its end is the exit file, which the watch
  * reports, and its output is read from the files as before. A command
  * killed with SIGKILL writes no exit file; the watch's shared process list
  * (outwatch.c) reports it gone, and the files are read to their end. If the
  * watch is lost the reader unparks: it reconnects its stream, as an
- * unparked reader whose stream broke does.
+ * unparked reader whose stream broke does. E2B_TRACK_PARK parks every
+ * such command, E2B_TRACK_NO_PARK none (nor does run()); by default the
+ * first E2B_STREAMS_HELD of them in a loop keep their streams for good and
+ * the rest park, so thousands of long commands cost a loop (and the server)
+ * a bounded number of open streams while a few keep envd's immediate end.
  */
 #include "internal.h"
 
@@ -68,6 +72,7 @@
 #define PARK_RETRY_MS 2000
 
 enum { R_OUT, R_ERR, R_EXIT };
+enum { PARK_NEVER, PARK_ALWAYS, PARK_BEYOND_HELD };
 #define DUE_ALL 7
 
 typedef struct track_state {
@@ -106,7 +111,8 @@ typedef struct track_state {
   int final_pass;    /* ended: reading the files to their end */
   int pass_new;      /* R_* bits of the files that gave bytes in this pass */
   int subscribed;    /* woken by the sandbox's watch */
-  int may_park;      /* E2B_TRACK_PARK */
+  int park_mode;     /* PARK_NEVER (attach, run(), E2B_TRACK_NO_PARK), PARK_ALWAYS, PARK_BEYOND_HELD */
+  int holds;         /* running on with its stream kept: one of its loop's streams_held */
   int killed;        /* e2b_req_proc_killed: our caller killed the group */
   int parked;        /* stream closed: the end comes from the exit file or the watch's list */
   int64_t park_at;   /* when it may park (0: not timed yet) */
@@ -126,8 +132,25 @@ typedef struct track_state {
   int env_replace;
 } track_state;
 
+/* A command past PARK_AFTER_MS keeps its stream while its loop holds fewer
+ * than E2B_STREAMS_HELD such streams; 1 when it does (until it ends). */
+static int hold(track_state *s) {
+  e2b_loop *loop = s->sbx->client->loop;
+  if (loop->streams_held >= E2B_STREAMS_HELD) return 0;
+  loop->streams_held++;
+  s->holds = 1;
+  return 1;
+}
+
+static void release_hold(track_state *s) {
+  if (!s->holds) return;
+  s->holds = 0;
+  s->sbx->client->loop->streams_held--;
+}
+
 static void track_release(void *p) {
   track_state *s = p;
+  release_hold(s);
   e2b_startq_release(s->sbx->client->loop, &s->start);
   e2b_proc_opts_free(s->deferred);
   if (s->subscribed) e2b_outwatch_unsubscribe(s->sbx, s->self);
@@ -173,6 +196,7 @@ static void unsubscribe(e2b_req *op, track_state *s) {
 static void fail(e2b_req *op, const e2b_error *err) {
   track_state *s = op->state;
   e2b_startq_release(s->sbx->client->loop, &s->start);
+  release_hold(s);
   unsubscribe(op, s);
   e2b_op_finish(op, err);
 }
@@ -192,6 +216,7 @@ static void emit_start(e2b_req *op, track_state *s) {
 
 static void finish_with_end(e2b_req *op, track_state *s) {
   unsubscribe(op, s);
+  release_hold(s);
   if (emit(op, E2B_EVENT_END, NULL, 0, s->exit_code, s->status) != 0) return nomem(op);
   e2b_op_finish(op, NULL);
 }
@@ -591,14 +616,15 @@ static void exit_overdue(e2b_req *op, track_state *s) {
 }
 
 /* A command still running PARK_AFTER_MS after its start parks once its
- * sandbox's watch is live (header comment). */
+ * sandbox's watch is live, unless its mode keeps its stream (header comment). */
 static void park_check(e2b_req *op, track_state *s) {
-  if (!s->may_park || s->parked || !s->tag || !s->live || e2b_req_done(s->live) || s->exit_known || s->gone ||
+  if (s->park_mode == PARK_NEVER || s->holds || s->parked || !s->tag || !s->live || e2b_req_done(s->live) || s->exit_known || s->gone ||
       s->final_pass || s->start_err[0])
     return;
   int64_t now = e2b_now_ms();
   if (!s->park_at) s->park_at = now + PARK_AFTER_MS;
   long wait_ms = (long)(s->park_at - now);
+  if (wait_ms <= 0 && s->park_mode == PARK_BEYOND_HELD && hold(s)) return;
   if (wait_ms <= 0 && !s->subscribed) s->due |= subscribe(op, s) ? DUE_ALL : 0;
   if (wait_ms <= 0 && s->subscribed && e2b_outwatch_live(s->sbx)) {
     e2b_req_free(s->live);
@@ -819,7 +845,9 @@ e2b_req *e2b_proc_track(e2b_sbx *sbx, const e2b_proc_opts *opts, unsigned flags,
   if (set_prefix(s) != 0) return e2b_op_nomem(req, err);
   s->tracked = !(flags & E2B_TRACK_NO_KEEP) && opts->pty_cols == 0;
   s->at_end = (flags & E2B_TRACK_AT_END) != 0;
-  s->may_park = (flags & E2B_TRACK_PARK) != 0;
+  s->park_mode = flags & E2B_TRACK_PARK       ? PARK_ALWAYS
+                 : flags & E2B_TRACK_NO_PARK ? PARK_NEVER
+                                             : PARK_BEYOND_HELD;
   return e2b_req_typed(start_tracked(req, opts, (flags & E2B_TRACK_ENV_REPLACE) != 0, err),
                        E2B_RESULT_STREAM);
 }

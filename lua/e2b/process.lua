@@ -170,7 +170,7 @@ end
 local function spawn(port, cmd, o)
   local start = start_opts(port, cmd, o)
   local req, err = port.call("track", start, o.env_mode == "replace", o.keep_output ~= false, false,
-    o.park == true)
+    o.park)
   if not req then return nil, port.envd_err(err) end
   local proc
   proc, err = started(port, req)
