@@ -4,7 +4,8 @@
 -- and RSS of that Lua state's process; numbers, not assertions.
 --   e2b-local exec -- lua5.4 bench/handles.lua [handles] [sandboxes] [seconds]
 -- (`luajit bench/handles.lua --state ...` is the LuaJIT run, printing JSON.)
--- E2B_BENCH_PARK=1 spawns them with park = true (see Sandbox:spawn);
+-- E2B_BENCH_PARK=1 spawns them with park = true, E2B_BENCH_PARK=0 with
+-- park = false, unset with spawn's default (see Sandbox:spawn);
 -- E2B_BENCH_EXEC=1 runs `echo i; exec sleep N`, two processes a command
 -- in the sandbox instead of three.
 local ROOT = arg[0]:match("^(.*)/bench/[^/]*$") or "."
@@ -15,8 +16,9 @@ local cjson = require("cjson")
 
 local state_mode = arg[1] == "--state"
 local a = state_mode and 2 or 1
+local PARK = { ["1"] = true, ["0"] = false }
 local opts = { handles = tonumber(arg[a]) or 1000, sandboxes = tonumber(arg[a + 1]) or 50,
-               seconds = tonumber(arg[a + 2]) or 2, park = os.getenv("E2B_BENCH_PARK") == "1",
+               seconds = tonumber(arg[a + 2]) or 2, park = PARK[os.getenv("E2B_BENCH_PARK") or ""],
                exec = os.getenv("E2B_BENCH_EXEC") == "1" }
 
 if state_mode then

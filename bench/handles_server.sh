@@ -1,9 +1,10 @@
 #!/bin/sh
-# bench/handles_server.sh: bench/handles.lua (Lua 5.4, one Lua state, parked
-# handles) against an e2b-local this script starts, sampling that server's
-# threads, descriptors and RSS, the host's task count and available memory
-# about every 2 s (listing /proc takes a while with 20,000 tasks: time_s is
-# when each sample was taken).
+# bench/handles_server.sh: bench/handles.lua (Lua 5.4, one Lua state, spawn's
+# default parking; E2B_BENCH_PARK=1 or 0 parks all or none) against an
+# e2b-local this script starts, sampling that server's threads, descriptors
+# and RSS, the host's task count and available memory about every 2 s
+# (listing /proc takes a while with 20,000 tasks: time_s is when each sample
+# was taken).
 #   sh bench/handles_server.sh HANDLES SANDBOXES SECONDS [E2B_LOCAL_BIN]
 # Prints the bench's JSON line, then the server's samples (time_s threads fds
 # rss_mb tasks host_mem_avail_mb) and their peaks. Numbers, not assertions.
@@ -28,13 +29,13 @@ srv=$PPID
     echo "$t ${th:-0} $fds ${rss:-0} $tasks $avail" >>"$OUT/samples"
     sleep 2
   done ) &
-E2B_BENCH_PARK=1 lua5.4 "$ROOT/bench/handles.lua" --state "$N" "$S" "$SECS" >"$OUT/result" 2>&1
+lua5.4 "$ROOT/bench/handles.lua" --state "$N" "$S" "$SECS" >"$OUT/result" 2>&1
 rc=$?
 : >"$OUT/done"
 wait
 exit $rc
 EOF
-OUT=$OUT ROOT=$ROOT N=$N S=$S SECS=$SECS "$BIN" exec -- env OUT="$OUT" ROOT="$ROOT" N="$N" S="$S" SECS="$SECS" \
+OUT=$OUT ROOT=$ROOT N=$N S=$S SECS=$SECS "$BIN" exec -- env E2B_BENCH_PARK="${E2B_BENCH_PARK-}" OUT="$OUT" ROOT="$ROOT" N="$N" S="$S" SECS="$SECS" \
   LUA_PATH="$ROOT/lua/?.lua;$ROOT/?.lua;;" LUA_CPATH="$ROOT/build/lib/?.so;;" sh "$OUT/inner.sh" 2>"$OUT/server.log"
 rc=$?
 tail -c 2000 "$OUT/result"

@@ -21,7 +21,7 @@ local function command(i, secs, exec)
   return { "sh", "-c", script }
 end
 
--- run(e2b, { handles = 1000, sandboxes = 50, seconds = 2, park = false,
+-- run(e2b, { handles = 1000, sandboxes = 50, seconds = 2, park = nil (spawn's default),
 --            exec = false }) -> results
 function M.run(e2b, opts)
   local handles, nsbx, secs = opts.handles or 1000, opts.sandboxes or 50, opts.seconds or 2
@@ -50,7 +50,7 @@ function M.run(e2b, opts)
           all_started_ms = core.now_ms() - t1
           rss_live = status_kb("VmRSS") / 1024
           -- With a long sleep, once more after the last handle could park
-          -- (with park = true a kept command parks its stream after 2 s, see track.c).
+          -- (a kept command may park its stream after 2 s, see track.c).
           if secs >= 10 then
             e2b.spawn(function()
               e2b.sleep(5000)
