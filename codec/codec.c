@@ -476,3 +476,19 @@ const char *e2b_connect_code_from_http_status(int status) {
   default: return "unknown";
   }
 }
+
+/* Go's names (syscall, Linux), which envd's status strings use as they are. */
+static const char *const GO_SIGNAL_NAMES[32] = {
+    NULL, "hangup", "interrupt", "quit", "illegal instruction", "trace/breakpoint trap",
+    "aborted", "bus error", "floating point exception", "killed", "user defined signal 1",
+    "segmentation fault", "user defined signal 2", "broken pipe", "alarm clock", "terminated",
+    "stack fault", "child exited", "continued", "stopped (signal)", "stopped",
+    "stopped (tty input)", "stopped (tty output)", "urgent I/O condition",
+    "CPU time limit exceeded", "file size limit exceeded", "virtual timer expired",
+    "profiling timer expired", "window changed", "I/O possible", "power failure",
+    "bad system call"};
+
+void e2b_signal_status(int sig, char *out, size_t n) {
+  if (sig > 0 && sig < 32) snprintf(out, n, "signal: %s", GO_SIGNAL_NAMES[sig]);
+  else snprintf(out, n, "signal: signal %d", sig);
+}

@@ -126,6 +126,12 @@ int e2b_connect_code_http_status(const char *code); /* unknown code -> 500 */
  * unavailable, else unknown). */
 const char *e2b_connect_code_from_http_status(int status);
 
+/* ---- a process's end ---------------------------------------------------------
+ * How envd words the end of a process a signal ended (Go's os.ProcessState):
+ * "signal: terminated", "signal: CPU time limit exceeded", and "signal:
+ * signal 40" for a signal Go has no name for. */
+void e2b_signal_status(int sig, char *out, size_t n);
+
 #ifdef __cplusplus
 }
 #endif

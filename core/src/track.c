@@ -465,14 +465,6 @@ static void take_read(e2b_req *op, track_state *s) {
 
 /* "STATUS BOOTID\n" (or an older wrapper's "STATUS\n"); without its
  * newline the file holds only the boot id: the command has not ended. */
-/* "signal: terminated": envd's words (Go's) for a shell this signal ended,
- * which the wrapper records as a negative status. */
-static void signal_status(char *out, size_t n, int sig) {
-  const char *name = sig > 0 && sig < 32 ? strsignal(sig) : NULL;
-  snprintf(out, n, "signal: %s", name ? name : "unknown");
-  size_t at = strlen("signal: ");
-  if (out[at] >= 'A' && out[at] <= 'Z') out[at] = (char)(out[at] - 'A' + 'a');
-}
 
 static void read_exit_file(track_state *s) {
   if (s->exit_known) return;
@@ -494,7 +486,7 @@ static void read_exit_file(track_state *s) {
   }
   s->exit_known = 1;
   s->exit_code = code < 0 ? -1 : code;
-  if (code < 0) signal_status(s->status, sizeof s->status, -code);
+  if (code < 0) e2b_signal_status(-code, s->status, sizeof s->status);
   else snprintf(s->status, sizeof s->status, "exit status %d", code);
 }
 

@@ -256,6 +256,22 @@ static void utf8_validation_follows_rfc3629(void) {
   CHECK(!e2b_utf8_valid("\xf4\x90\x80\x80", 4)); /* above U+10FFFF */
 }
 
+static void signal_status_uses_envds_words(void) {
+  char s[64];
+  e2b_signal_status(15, s, sizeof s);
+  CHECK(strcmp(s, "signal: terminated") == 0);
+  e2b_signal_status(9, s, sizeof s);
+  CHECK(strcmp(s, "signal: killed") == 0);
+  e2b_signal_status(24, s, sizeof s); /* a name that starts upper case stays so */
+  CHECK(strcmp(s, "signal: CPU time limit exceeded") == 0);
+  e2b_signal_status(29, s, sizeof s);
+  CHECK(strcmp(s, "signal: I/O possible") == 0);
+  e2b_signal_status(40, s, sizeof s); /* real-time signals have no name in Go */
+  CHECK(strcmp(s, "signal: signal 40") == 0);
+  e2b_signal_status(0, s, sizeof s);
+  CHECK(strcmp(s, "signal: signal 0") == 0);
+}
+
 int main(void) {
   RUN(envelope_header_is_big_endian);
   RUN(envelope_decoder_handles_any_split);
@@ -275,5 +291,6 @@ int main(void) {
   RUN(uuid4_has_version_and_variant);
   RUN(random_alnum_uses_its_alphabet);
   RUN(utf8_validation_follows_rfc3629);
+  RUN(signal_status_uses_envds_words);
   return TESTING_DONE();
 }

@@ -72,11 +72,8 @@ static json_t *end_event(int status) {
     if (code) json_object_set_new(end, "error", json_string(text));
   } else {
     int sig = WIFSIGNALED(status) ? WTERMSIG(status) : SIGKILL;
-    const char *name = strsignal(sig);
-    snprintf(text, sizeof text, "signal: %s%s", name ? name : "unknown",
-             WIFSIGNALED(status) && WCOREDUMP(status) ? " (core dumped)" : "");
-    size_t off = strlen("signal: ");
-    if (text[off] >= 'A' && text[off] <= 'Z') text[off] = (char)(text[off] - 'A' + 'a');
+    e2b_signal_status(sig, text, sizeof text - sizeof " (core dumped)");
+    if (WIFSIGNALED(status) && WCOREDUMP(status)) strcat(text, " (core dumped)");
     json_object_set_new(end, "exitCode", json_integer(-1));
     json_object_set_new(end, "status", json_string(text));
     json_object_set_new(end, "error", json_string(text));
