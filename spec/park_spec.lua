@@ -126,12 +126,40 @@ describe("a parked kept command", function()
     again:close()
   end)
 
-  it("is reported ended, killed with no status, when SIGKILL from another command ends it", function()
+  it("is reported killed, as envd says it, when SIGKILL from another command ends it", function()
     local proc = spawn_parked(sbx, "printf a; while :; do sleep 0.05; done # park-sigkill")
     assert(sbx:run("pkill -KILL -f park-sigkill; true", { user = "root" }))
     local r = assert(proc:wait(30000))
-    assert.are.same({ -1, "a", "killed (no exit status recorded)" }, { r.exit_code, r.stdout, r.status })
+    assert.are.same({ -1, "a", "signal: killed" }, { r.exit_code, r.stdout, r.status })
     proc:close()
+  end)
+
+  -- Only SIGKILL may end a parkable wrapper without a status: any other
+  -- signal sent to it is recorded, so parked and unparked handles end alike
+  -- (the wrapper ends by that signal once its command ended).
+  it("ends as an unparked one does when another signal is sent to its wrapper", function()
+    local got = {}
+    for _, sig in ipairs({ "USR1", "ALRM", "40" }) do
+      for _, park in ipairs({ true, false }) do
+        local go = ("/tmp/go-sig-%s-%s"):format(sig, tostring(park))
+        local cmd = ("printf a; while [ ! -e %s ]; do sleep 0.05; done; printf b"):format(go)
+        -- Unparked: the default, which may park (few commands here: it does not).
+        local proc = park and spawn_parked(sbx, cmd) or assert(sbx:spawn(cmd))
+        assert.are.equal(0, sbx:run(("kill -s %s %d"):format(sig, proc.pid)).exit_code)
+        assert(sbx:run("touch " .. go))
+        local r = assert(proc:wait(30000))
+        got[#got + 1] = { sig, parked(proc), r.exit_code, r.stdout, r.status }
+        proc:close()
+      end
+    end
+    assert.are.same({
+      { "USR1", true, -1, "ab", "signal: user defined signal 1" },
+      { "USR1", false, -1, "ab", "signal: user defined signal 1" },
+      { "ALRM", true, -1, "ab", "signal: alarm clock" },
+      { "ALRM", false, -1, "ab", "signal: alarm clock" },
+      { "40", true, -1, "ab", "signal: signal 40" },
+      { "40", false, -1, "ab", "signal: signal 40" },
+    }, got)
   end)
 
   it("never takes a process list that failed for one that says the command is gone", function()

@@ -460,10 +460,11 @@ E2B_EXPORT const e2b_proc_info *e2b_req_proc_at(const e2b_req *req, size_t i);
 /* Parking, for a kept process that runs on: 2 s after its start, once the
  * sandbox's watch is live, its own stream is closed (a connection less on
  * each side for the rest of its life) and its end comes from its exit file
- * through the watch. A parked command killed with SIGKILL by anyone but its
- * caller (see e2b_req_proc_killed) ends as "killed (no exit status
- * recorded)" after up to ~1.5 s (a shared process list notices it), not
- * with envd's "signal: killed" at once. By default (neither flag) the first
+ * through the watch, with the same status an unparked one gets: the
+ * wrapper records every end but SIGKILL's, and a parked command SIGKILLed by
+ * anyone but its caller (see e2b_req_proc_killed) ends as envd says it,
+ * "signal: killed", once a shared process list misses it (up to ~1.5 s
+ * later, where an unparked one ends at once). By default (neither flag) the first
  * 256 such commands of a loop keep their streams and later ones park, so
  * thousands of long commands hold a bounded number of streams;
  * E2B_TRACK_PARK parks every one, E2B_TRACK_NO_PARK none. */

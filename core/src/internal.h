@@ -414,9 +414,11 @@ typedef struct e2b_wrapped {
 } e2b_wrapped;
 /* Kept when prefix is set (its output goes to files at prefix, and the
  * forgets' files are removed); the environment pruned to opts's when
- * env_replace. 0, or -1 out of memory (nothing left allocated). */
+ * env_replace; a kept wrapper that may park traps every signal it can, so
+ * only SIGKILL ends it without a status. 0, or -1 out of memory (nothing
+ * left allocated). */
 int e2b_wrap(e2b_wrapped *w, const e2b_proc_opts *opts, const char *prefix, int env_replace,
-             const char *forgets);
+             const char *forgets, int parkable);
 void e2b_wrapped_free(e2b_wrapped *w);
 /* Shows a process e2b_proc_track wrapped as the command it runs. */
 void e2b_wrapper_unwrap(e2b_proc_info *p);

@@ -565,10 +565,13 @@ static void pass_over(e2b_req *op, track_state *s) {
   s->pass_new = 0;
   if (s->final_pass) {
     if (s->exit_known || !fresh) {
+      /* The wrapper records every end but SIGKILL's, so one that was
+       * running when it parked, gone with no status, was SIGKILLed; one
+       * found already gone may have ended with an earlier boot. */
       if (!s->exit_known) {
         s->exit_code = -1;
         snprintf(s->status, sizeof s->status, "%s",
-                 s->killed ? "signal: killed" : "killed (no exit status recorded)");
+                 s->killed || s->parked ? "signal: killed" : "killed (no exit status recorded)");
       }
       return finish_with_end(op, s);
     }
@@ -784,7 +787,8 @@ static void take_forgets(track_state *s, const char *user) {
 static int launch(track_state *s, const e2b_proc_opts *opts, int env_replace, e2b_error *err) {
   take_forgets(s, opts->user);
   e2b_wrapped w;
-  if (e2b_wrap(&w, opts, s->tracked ? s->prefix : NULL, env_replace, s->forgets) != 0) {
+  if (e2b_wrap(&w, opts, s->tracked ? s->prefix : NULL, env_replace, s->forgets,
+               s->park_mode != PARK_NEVER) != 0) {
     e2b_err_set(err, E2B_ERR_UNAVAILABLE, "process.start", "out of memory");
     return -1;
   }

@@ -25,13 +25,17 @@
  * so the exit file first holds the boot id alone, with no newline, and
  * once the command ended "STATUS BOOTID\n": an exit file that ends in a
  * newline means the output files are complete (files an older wrapper made
- * say "STATUS\n" there and keep the boot id in .boot). The wrapper traps catchable signals (a trap is reset
- * in the command), so a signal to the process group reaches the command
- * without losing its exit status; only SIGKILL ends both. A wrapper that got
- * TERM, INT, HUP or QUIT (a signal to the group, or `kill $$` in a command
- * string), or whose command a signal ended, records minus the signal's
- * number as the status once the command ended and then ends by that signal
- * itself, as the unwrapped shell would have (no core file). A command that
+ * say "STATUS\n" there and keep the boot id in .boot). The wrapper traps
+ * HUP, INT, QUIT and TERM (a trap is reset in the command), so a signal to
+ * the process group reaches the command without losing its exit status; the
+ * wrapper of a command that may park traps every signal that would end it
+ * and can be caught, so one gone without a status was SIGKILLed (track.c
+ * tells a parked command's end by that). A wrapper that got such a signal
+ * (a signal to the group, `kill $$` in a command string, a kill of its
+ * pid), or whose command a signal ended,
+ * records minus the signal's number as the status once the command ended
+ * and then ends by that signal itself, as the unwrapped shell would have
+ * (no core file). A command that
  * cannot be started is reported on the wrapper's stderr as
  * "!ENOENT"/"!EACCES", as envd would refuse it. At the end the wrapper
  * copies a small file (up to track.c's INLINE_MAX bytes and 256 NULs; it reads no
@@ -45,48 +49,65 @@
  * command's environment is pruned to E2B_ENV_KEEP's names when that is
  * set. The script travels in E2B_PROC, so a process list shows
  * `bash -c eval "$E2B_PROC" e2b-proc PREFIX cmd args`, not the script. */
-static const char WRAPPER[] =
-    "unset E2B_PROC; __p=$1; shift\n"
-    "[ -d \"${__p%/*}\" ] || mkdir -m 1777 \"${__p%/*}\" 2>/dev/null\n"
-    "while read -r __k __m; do [ \"$__k\" = Umask: ] && break; done </proc/self/status\n"
-    "umask 077\n"
-    "read -r __b </proc/sys/kernel/random/boot_id 2>/dev/null\n"
-    "{ printf %s \"$__b\" >\"$__p.exit\" && : >\"$__p.out\" && : >\"$__p.err\"; } 2>/dev/null || exit 125\n"
-    "umask \"${__m:-022}\"\n"
-    "if [ -n \"${E2B_FORGET-}\" ]; then\n"
-    "  __l=; for __n in $E2B_FORGET; do case $__n in *[!0-9a-f]*) ;; *) __l=\"$__l $__n.out $__n.err $__n.exit $__n.boot\";; esac; done\n"
-    "  if [ -n \"$__l\" ]; then set -m; (cd \"${__p%/*}\" && exec rm -f -- $__l) </dev/null >/dev/null 2>&1 & set +m; fi\n"
+/* The signals a group kill or a terminal sends; and all of Linux's signals
+ * whose default ends a process, but SIGKILL: one literal trap each (a loop
+ * costs bash about 0.07 ms more per command). All of them cost a command
+ * about 0.2-0.5 ms here, so only a command that may park pays for them. */
+#define TRAP(n) "trap '__s=" #n "' " #n ";"
+#define TRAP_GROUP_SIGNALS TRAP(1) TRAP(2) TRAP(3) TRAP(15) "\n"
+#define TRAP_ENDING_SIGNALS                                                                     \
+  TRAP(1) TRAP(2) TRAP(3) TRAP(4) TRAP(5) TRAP(6) TRAP(7) TRAP(8) TRAP(10) TRAP(11) TRAP(12)  \
+  TRAP(13) TRAP(14) TRAP(15) TRAP(16) TRAP(24) TRAP(25) TRAP(26) TRAP(27) TRAP(29) TRAP(30)   \
+  TRAP(31) TRAP(34) TRAP(35) TRAP(36) TRAP(37) TRAP(38) TRAP(39) TRAP(40) TRAP(41) TRAP(42)   \
+  TRAP(43) TRAP(44) TRAP(45) TRAP(46) TRAP(47) TRAP(48) TRAP(49) TRAP(50) TRAP(51) TRAP(52)   \
+  TRAP(53) TRAP(54) TRAP(55) TRAP(56) TRAP(57) TRAP(58) TRAP(59) TRAP(60) TRAP(61) TRAP(62)   \
+  TRAP(63) TRAP(64) "\n"
+
+#define WRAPPER_SCRIPT(traps)                                                                     \
+    "unset E2B_PROC; __p=$1; shift\n" \
+    "[ -d \"${__p%/*}\" ] || mkdir -m 1777 \"${__p%/*}\" 2>/dev/null\n" \
+    "while read -r __k __m; do [ \"$__k\" = Umask: ] && break; done </proc/self/status\n" \
+    "umask 077\n" \
+    "read -r __b </proc/sys/kernel/random/boot_id 2>/dev/null\n" \
+    "{ printf %s \"$__b\" >\"$__p.exit\" && : >\"$__p.out\" && : >\"$__p.err\"; } 2>/dev/null || exit 125\n" \
+    "umask \"${__m:-022}\"\n" \
+    "if [ -n \"${E2B_FORGET-}\" ]; then\n" \
+    "  __l=; for __n in $E2B_FORGET; do case $__n in *[!0-9a-f]*) ;; *) __l=\"$__l $__n.out $__n.err $__n.exit $__n.boot\";; esac; done\n" \
+    "  if [ -n \"$__l\" ]; then set -m; (cd \"${__p%/*}\" && exec rm -f -- $__l) </dev/null >/dev/null 2>&1 & set +m; fi\n" \
+    "fi\n" \
+    "unset E2B_FORGET __n __l\n" \
+    PRUNE_ENV \
+    "unset E2B_ENV_KEEP __k __m __v\n" \
+    "__e2b_slurp() {\n" \
+    "  local LC_ALL=C c t=0 i=0; local -a v\n" \
+    "  while IFS= read -r -d '' -n $((32769-t)) c; do t=$((t+${#c}+1)); { [ $t -gt 32768 ] || [ $i -ge 256 ]; } && return 1; v[i++]=$c; done <\"$1\"\n" \
+    "  [ $((t+${#c})) -gt 32768 ] && return 1\n" \
+    "  [ $i -gt 0 ] && printf '%s\\0' \"${v[@]}\"; printf %s \"$c\"\n" \
+    "}\n" \
+    "__e2b_end() {\n" \
+    "  local f=0 st=$1 j\n" \
+    "  [ -z \"$__s\" ] && [ $1 -gt 128 ] && [ $1 -lt 160 ] && read -r -n 64 j <\"$__p.exit\" && [ ${#j} -gt ${#__b} ] && __s=$(($1-128))\n" \
+    "  [ -n \"$__s\" ] && st=-$__s; [ -s \"$__p.out\" ] && f=1; [ -s \"$__p.err\" ] && f=$((f+2))\n" \
+    "  printf '%s %s\\n' \"$st\" \"$__b\" >\"$__p.exit\"\n" \
+    "  [ $((f&2)) = 2 ] && __e2b_slurp \"$__p.err\" >&2 && f=$((f+8))\n" \
+    "  [ $((f&1)) = 1 ] && __e2b_slurp \"$__p.out\" && f=$((f+4))\n" \
+    "  printf %s \"${__e2b_l:f:1}\"\n" \
+    "  [ -n \"$__s\" ] && { ulimit -c 0; trap - \"$__s\"; kill -s \"$__s\" $$; }\n" \
+    "  return \"$1\"\n" \
+    "}\n" \
+    "__e2b_l=abcdefghijklmnop __s=\n" \
+    traps \
+    "if [ \"$0\" != e2b-sh ]; then\n" \
+    "  if ! command -v -- \"$1\" >/dev/null; then\n" \
+    "    case $1 in */*) [ -e \"$1\" ] && { printf '!EACCES' >&2; printf '126 %s\\n' \"$__b\" >\"$__p.exit\"; exit 126; };; esac\n" \
+    "    printf '!ENOENT' >&2; printf '127 %s\\n' \"$__b\" >\"$__p.exit\"; exit 127\n" \
+    "  fi\n" \
+    "  { \"$@\" >>\"$__p.out\" 2>>\"$__p.err\"; } 2>>\"$__p.exit\"\n" \
+    "  __e2b_end $?\n" \
     "fi\n"
-    "unset E2B_FORGET __n __l\n"
-    PRUNE_ENV
-    "unset E2B_ENV_KEEP __k __m __v\n"
-    "__e2b_slurp() {\n"
-    "  local LC_ALL=C c t=0 i=0; local -a v\n"
-    "  while IFS= read -r -d '' -n $((32769-t)) c; do t=$((t+${#c}+1)); { [ $t -gt 32768 ] || [ $i -ge 256 ]; } && return 1; v[i++]=$c; done <\"$1\"\n"
-    "  [ $((t+${#c})) -gt 32768 ] && return 1\n"
-    "  [ $i -gt 0 ] && printf '%s\\0' \"${v[@]}\"; printf %s \"$c\"\n"
-    "}\n"
-    "__e2b_end() {\n"
-    "  local f=0 st=$1 j\n"
-    "  [ -z \"$__s\" ] && [ $1 -gt 128 ] && [ $1 -lt 160 ] && read -r -n 64 j <\"$__p.exit\" && [ ${#j} -gt ${#__b} ] && __s=$(($1-128)) __n=$(($1-128))\n"
-    "  [ -n \"$__s\" ] && st=-$__n; [ -s \"$__p.out\" ] && f=1; [ -s \"$__p.err\" ] && f=$((f+2))\n"
-    "  printf '%s %s\\n' \"$st\" \"$__b\" >\"$__p.exit\"\n"
-    "  [ $((f&2)) = 2 ] && __e2b_slurp \"$__p.err\" >&2 && f=$((f+8))\n"
-    "  [ $((f&1)) = 1 ] && __e2b_slurp \"$__p.out\" && f=$((f+4))\n"
-    "  printf %s \"${__e2b_l:f:1}\"\n"
-    "  [ -n \"$__s\" ] && { ulimit -c 0; trap - \"$__s\"; kill -s \"$__s\" $$; }\n"
-    "  return \"$1\"\n"
-    "}\n"
-    "__e2b_l=abcdefghijklmnop __s= __n=\n"
-    "trap '__s=TERM __n=15' TERM; trap '__s=INT __n=2' INT; trap '__s=HUP __n=1' HUP; trap '__s=QUIT __n=3' QUIT\n"
-    "if [ \"$0\" != e2b-sh ]; then\n"
-    "  if ! command -v -- \"$1\" >/dev/null; then\n"
-    "    case $1 in */*) [ -e \"$1\" ] && { printf '!EACCES' >&2; printf '126 %s\\n' \"$__b\" >\"$__p.exit\"; exit 126; };; esac\n"
-    "    printf '!ENOENT' >&2; printf '127 %s\\n' \"$__b\" >\"$__p.exit\"; exit 127\n"
-    "  fi\n"
-    "  { \"$@\" >>\"$__p.out\" 2>>\"$__p.err\"; } 2>>\"$__p.exit\"\n"
-    "  __e2b_end $?\n"
-    "fi\n";
+
+static const char WRAPPER[] = WRAPPER_SCRIPT(TRAP_GROUP_SIGNALS);
+static const char WRAPPER_PARKABLE[] = WRAPPER_SCRIPT(TRAP_ENDING_SIGNALS);
 
 /* A command string runs on the first line of bash's -c script, as it
  * would unwrapped, so bash numbers its lines (in errors, in LINENO) alike.
@@ -96,7 +117,7 @@ static const char WRAPPER[] =
  * inlined stderr, and that report is how the wrapper tells a signal's end
  * (status 128 + N and a report) from `exit 128+N` (no report). */
 #define SH_SUBSHELL_RUNNING(run)                                                                 \
-  "{ ( __c=$1; set --; unset __p __b __s __n; BASH_ARGV0=/bin/bash; " run                        \
+  "{ ( __c=$1; set --; unset __p __b __s; BASH_ARGV0=/bin/bash; " run                        \
   " ) >>\"$__p.out\" 2>>\"$__p.err\"; } 2>>\"$__p.exit\"; __e2b_end $?"
 #define SH_SUBSHELL SH_SUBSHELL_RUNNING("eval \"$__c\"")
 /* True when the first word of the string in variable var may not mean what
@@ -218,18 +239,18 @@ static size_t wrap_args(const char **args, const e2b_proc_opts *opts, const char
 }
 
 /* The caller's env, then what the wrapper reads (names, never values). */
-static size_t wrap_env(e2b_kv *env, const e2b_proc_opts *opts, int keep, const char *names,
-                       const char *forgets) {
+static size_t wrap_env(e2b_kv *env, const e2b_proc_opts *opts, int keep, int parkable,
+                       const char *names, const char *forgets) {
   size_t ne = 0;
   for (size_t i = 0; i < opts->env_count; i++) env[ne++] = opts->env[i];
   if (names) env[ne++] = (e2b_kv){"E2B_ENV_KEEP", names};
-  if (keep) env[ne++] = (e2b_kv){"E2B_PROC", WRAPPER};
+  if (keep) env[ne++] = (e2b_kv){"E2B_PROC", parkable ? WRAPPER_PARKABLE : WRAPPER};
   if (forgets) env[ne++] = (e2b_kv){"E2B_FORGET", forgets};
   return ne;
 }
 
 int e2b_wrap(e2b_wrapped *w, const e2b_proc_opts *opts, const char *prefix, int env_replace,
-             const char *forgets) {
+             const char *forgets, int parkable) {
   memset(w, 0, sizeof *w);
   w->names = env_replace ? env_names(opts->env, opts->env_count) : NULL;
   w->args = calloc(opts->arg_count + 6, sizeof *w->args);
@@ -243,7 +264,7 @@ int e2b_wrap(e2b_wrapped *w, const e2b_proc_opts *opts, const char *prefix, int 
   w->opts.args = w->args;
   w->opts.arg_count = wrap_args(w->args, opts, prefix, env_replace);
   w->opts.env = w->env;
-  w->opts.env_count = wrap_env(w->env, opts, prefix != NULL, w->names, forgets);
+  w->opts.env_count = wrap_env(w->env, opts, prefix != NULL, parkable, w->names, forgets);
   return 0;
 }
 

@@ -14,7 +14,7 @@ static int script_has(const char *s, const char *piece) {
   const char *args[] = {"-l", "-c", s};
   e2b_proc_opts opts = {.cmd = "/bin/bash", .args = args, .arg_count = 3};
   e2b_wrapped w;
-  CHECK(e2b_wrap(&w, &opts, "/tmp/.e2b-proc/ab", 0, NULL) == 0);
+  CHECK(e2b_wrap(&w, &opts, "/tmp/.e2b-proc/ab", 0, NULL, 0) == 0);
   CHECK(w.opts.arg_count == 6 && strcmp(w.opts.args[3], "e2b-sh") == 0);
   CHECK_STR(w.opts.args[5], s);
   int has = strstr(w.opts.args[2], piece) != NULL;
@@ -53,10 +53,32 @@ static void argv_commands_are_not_strings(void) {
   const char *args[] = {"hi"};
   e2b_proc_opts opts = {.cmd = "echo", .args = args, .arg_count = 1};
   e2b_wrapped w;
-  CHECK(e2b_wrap(&w, &opts, "/tmp/.e2b-proc/ab", 0, NULL) == 0);
+  CHECK(e2b_wrap(&w, &opts, "/tmp/.e2b-proc/ab", 0, NULL, 0) == 0);
   CHECK_STR(w.opts.args[2], "e2b-proc");
   CHECK_STR(w.opts.args[4], "echo");
   e2b_wrapped_free(&w);
+}
+
+/* The script a kept command's wrapper runs (E2B_PROC), parkable or not. */
+static const char *wrapper_script(const e2b_wrapped *w) {
+  for (size_t i = 0; i < w->opts.env_count; i++)
+    if (strcmp(w->opts.env[i].key, "E2B_PROC") == 0) return w->opts.env[i].value;
+  return "";
+}
+
+static void only_a_parkable_wrapper_traps_every_signal(void) {
+  const char *args[] = {"-l", "-c", "sleep 9"};
+  e2b_proc_opts opts = {.cmd = "/bin/bash", .args = args, .arg_count = 3};
+  for (int parkable = 0; parkable < 2; parkable++) {
+    e2b_wrapped w;
+    CHECK(e2b_wrap(&w, &opts, "/tmp/.e2b-proc/ab", 0, NULL, parkable) == 0);
+    const char *script = wrapper_script(&w);
+    CHECK(strstr(script, "trap '__s=15' 15;") != NULL); /* a group's TERM, always */
+    CHECK((strstr(script, "trap '__s=10' 10;") != NULL) == parkable);
+    CHECK((strstr(script, "trap '__s=64' 64;") != NULL) == parkable);
+    CHECK(strstr(script, "trap '__s=9'") == NULL); /* SIGKILL cannot be */
+    e2b_wrapped_free(&w);
+  }
 }
 
 int main(void) {
@@ -64,5 +86,6 @@ int main(void) {
   RUN(everything_else_runs_in_the_subshell);
   RUN(a_lone_program_is_execd_by_the_subshell);
   RUN(argv_commands_are_not_strings);
+  RUN(only_a_parkable_wrapper_traps_every_signal);
   return TESTING_DONE();
 }

@@ -112,11 +112,11 @@ end
 --- Starts a command and returns once it has started.
 -- Takes run's options, plus: stdin = true (kept open for proc:write), pty = { cols, rows },
 -- park = true or false (a kept command that runs on for 2 s gives up its own stream
--- and ends through the sandbox's watch: a connection less each for thousands of long
--- commands; one killed with SIGKILL by anything but its own kill() then ends as
--- "killed (no exit status recorded)" within about 1.5 s, not as "signal: killed" at
--- once). true parks, false never; by default the first 256 such commands of a Lua
--- state keep their streams and later ones park.
+-- and ends through the sandbox's watch, with the same result: a connection less each
+-- for thousands of long commands; one SIGKILLed by anything but its own kill() then
+-- ends up to about 1.5 s later than an unparked one). true parks, false never; by
+-- default the first 256 such commands of a Lua state keep their streams and later
+-- ones park.
 -- @param cmd a string (run by bash -l -c) or an array { argv... } (no shell)
 -- @tparam[opt] table opts see `Sandbox:run`
 -- @treturn e2b.process.Process
