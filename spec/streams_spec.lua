@@ -445,6 +445,21 @@ describe("reattaching", function()
     end
   end)
 
+  it("reports a list's last command that a signal ended as bash -l -c runs it unkept, stderr and reattach too", function()
+    -- bash -c execs the last command of a `;` list too (no trap set), so
+    -- its signal is the shell's own end; kept, it must be too.
+    assert(sbx:run("printf 'kill -SEGV $$' >/tmp/die-segv.sh; printf 'kill -TERM $$' >/tmp/die-term.sh"))
+    for _, cmd in ipairs({ "cd /tmp; sh die-segv.sh", "cd /tmp && true; sh die-term.sh",
+                           "cd /; ls /no-such-dir-xyz", "A=1; ls /no-such-dir-xyz" }) do
+      local plain = assert(sbx:run(cmd, { keep_output = false }))
+      local kept = assert(sbx:run(cmd))
+      assert.are.same({ plain.exit_code, plain.status, plain.stderr }, { kept.exit_code, kept.status, kept.stderr }, cmd)
+      local _, _, r = ended_then_attached(cmd)
+      assert.are.same({ plain.exit_code, plain.status, plain.stderr }, { r.exit_code, r.status, r.stderr },
+        cmd .. " (reattached)")
+    end
+  end)
+
   it("keeps stderr byte-exact when a kept command dies of a signal (no shell job message added)", function()
     for _, cmd in ipairs({ "echo e >&2; kill -KILL $BASHPID", { "sh", "-c", "echo e >&2; kill -TERM $$" } }) do
       local r = assert(sbx:run(cmd))

@@ -133,9 +133,17 @@ static const char SH_LINE[] = "eval \"$E2B_PROC\"; " SH_SUBSHELL;
  * as status 128+N with bash's job message in the command's stderr, and the
  * command costs one fork, not two. A function of that name, aliases turned
  * on, or a name not found in PATH take the plain eval, as any string. */
-static const char SH_LINE_EXEC[] =
-    "eval \"$E2B_PROC\"; " SH_SUBSHELL_RUNNING("if " SH_REDEFINED("__c") " || ! hash -- \"${__c%% *}\" "
-                                                "2>/dev/null; then eval \"$__c\"; else eval \"exec $__c\"; fi");
+#define SH_EXEC(var)                                                                              \
+  "if " SH_REDEFINED(var) " || ! hash -- \"${" var "%% *}\" 2>/dev/null; then eval \"$" var "\"; "     \
+  "else eval \"exec $" var "\"; fi"
+static const char SH_LINE_EXEC[] = "eval \"$E2B_PROC\"; " SH_SUBSHELL_RUNNING(SH_EXEC("__c"));
+
+/* bash -c also execs the last command of a list (`cd /src; make`), after
+ * the rest ran, when no trap is set: a string whose last part, after its
+ * last `;` (sh_list_last_external decides), is such a program runs the rest
+ * and then execs it, looked up once the rest ran (which may change PATH). */
+static const char SH_LINE_LIST_EXEC[] =
+    "eval \"$E2B_PROC\"; " SH_SUBSHELL_RUNNING("__t=${__c##*;}; __t=${__t# }; eval \"${__c%;*}\"; " SH_EXEC("__t"));
 
 /* A command string that is one call of a builtin that can neither end,
  * replace nor trap the shell, and that reads no variable (sh_builtin_only
@@ -181,6 +189,35 @@ static int sh_external_only(const char *s) {
   return !bash_word(s, w);
 }
 
+/* Whether all of s up to end is blank. */
+static int blank_until(const char *s, const char *end) {
+  while (s < end && *s == ' ') s++;
+  return s == end;
+}
+
+/* Whether s is a list of parts split by `;` (a part may hold `&&`) whose
+ * last part, after at most one space, is what sh_external_only takes, with
+ * no empty part or operand of `&&`, no trap set, and nothing that could hide a `;` or make one
+ * not the list's (quote, escape, expansion, substitution, subshell, comment,
+ * redirection, pipe, background). A part that opens a compound command
+ * leaves a closing word (`fi`, `done`, `}`) as the last part, which is
+ * never a program. */
+static int sh_list_last_external(const char *s) {
+  if (s[strcspn(s, "'\"\\$`()<>|#\n\r\t")] != '\0' || strstr(s, "trap")) return 0;
+  const char *operand = s, *last = NULL; /* what follows the last `;` or `&&` */
+  for (const char *p = s; *p; p++) {
+    int and = *p == '&' && p[1] == '&' && p[2] != '&';
+    if (*p == '&' && !and) return 0;
+    if (*p != ';' && !and) continue;
+    if (blank_until(operand, p)) return 0;
+    p += and;
+    operand = p + 1;
+    if (!and) last = operand;
+  }
+  if (!last) return 0;
+  return sh_external_only(*last == ' ' ? last + 1 : last);
+}
+
 /* Whether s is one call of a builtin that cannot end, replace or trap the
  * shell or set a variable, with no expansion of a variable, no command
  * substitution, redirection, pipe, list or continued line. */
@@ -222,7 +259,10 @@ static size_t wrap_args(const char **args, const e2b_proc_opts *opts, const char
            strcmp(opts->args[0], "-l") == 0 && strcmp(opts->args[1], "-c") == 0;
   if (sh) {
     const char *cmd = opts->args[2];
-    const char *script = sh_builtin_only(cmd) ? SH_LINE_OWN : sh_external_only(cmd) ? SH_LINE_EXEC : SH_LINE;
+    const char *script = sh_builtin_only(cmd)         ? SH_LINE_OWN
+                         : sh_external_only(cmd)      ? SH_LINE_EXEC
+                         : sh_list_last_external(cmd) ? SH_LINE_LIST_EXEC
+                                                      : SH_LINE;
     const char *line[] = {"-l", "-c", script, "e2b-sh", prefix, cmd};
     for (size_t i = 0; i < 6; i++) args[a++] = line[i];
     return a;

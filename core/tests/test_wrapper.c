@@ -1,8 +1,8 @@
 /* test_wrapper.c — how a kept command string is started: in the wrapper's
  * own shell only when it is one call of a harmless builtin with nothing
  * that expands, redirects or chains, else in the subshell that keeps
- * `exit`, `exec` and traps faithful, which execs a lone program as bash -c
- * would; either way shown back as the string. */
+ * `exit`, `exec` and traps faithful, which execs a lone program, or a
+ * list's last, as bash -c would; either way shown back as the string. */
 #include "internal.h"
 #include "testing.h"
 
@@ -49,6 +49,19 @@ static void a_lone_program_is_execd_by_the_subshell(void) {
   for (size_t i = 0; i < sizeof no / sizeof *no; i++) CHECK(!execd(no[i]));
 }
 
+static int list_execd(const char *s) { return script_has(s, "exec $__t"); }
+
+static void a_lists_last_program_is_execd_after_the_rest(void) {
+  const char *yes[] = {"cd /; ls", "cd /tmp && make -j2; ls -l", "a=1; ls", "true; true;ls /",
+                       "if true; then echo x; fi; ls", "cd / ; python3 x.py"};
+  for (size_t i = 0; i < sizeof yes / sizeof *yes; i++) CHECK(list_execd(yes[i]) && !execd(yes[i]));
+  const char *no[] = {"ls", "ls; ", "ls;; ls", "; ls", "a &&; ls", "a && ls", "a; b && c", "a & ls",
+                      "a; ls &", "trap x EXIT; ls", "a; echo hi", "a; fi", "while true; do x; done",
+                      "a;  ls", "a; ls | cat", "a; ls > f", "a # c; ls", "a; $X", "a; ./x",
+                      "echo 'a;b'; ls", "a\\; ls", "(a); ls", "a; ls\nexit 3", "a &&& b; ls"};
+  for (size_t i = 0; i < sizeof no / sizeof *no; i++) CHECK(!list_execd(no[i]));
+}
+
 static void argv_commands_are_not_strings(void) {
   const char *args[] = {"hi"};
   e2b_proc_opts opts = {.cmd = "echo", .args = args, .arg_count = 1};
@@ -85,6 +98,7 @@ int main(void) {
   RUN(harmless_builtins_run_in_the_wrappers_shell);
   RUN(everything_else_runs_in_the_subshell);
   RUN(a_lone_program_is_execd_by_the_subshell);
+  RUN(a_lists_last_program_is_execd_after_the_rest);
   RUN(argv_commands_are_not_strings);
   RUN(only_a_parkable_wrapper_traps_every_signal);
   return TESTING_DONE();
