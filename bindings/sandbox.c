@@ -117,9 +117,10 @@ static int sbx_track(lua_State *L) {
   e2b_proc_opts o;
   read_proc_opts(L, 2, &o);
   e2b_error err;
+  unsigned park = lua_isnil(L, 6) ? 0 : lua_toboolean(L, 6) ? E2B_TRACK_PARK : E2B_TRACK_NO_PARK;
   unsigned flags = (lua_toboolean(L, 3) ? E2B_TRACK_ENV_REPLACE : 0) |
                    (lua_isnoneornil(L, 4) || lua_toboolean(L, 4) ? 0 : E2B_TRACK_NO_KEEP) |
-                   (lua_toboolean(L, 5) ? E2B_TRACK_AT_END : 0) | (lua_isnil(L, 6) ? 0 : lua_toboolean(L, 6) ? E2B_TRACK_PARK : E2B_TRACK_NO_PARK);
+                   (lua_toboolean(L, 5) ? E2B_TRACK_AT_END : 0) | park;
   e2b_req *req = e2b_proc_track(u->s, &o, flags, &err);
   return e2bL_push_req(L, u->l, req, &err);
 }
