@@ -145,6 +145,8 @@ describe("a parked kept command", function()
         local cmd = ("printf a; while [ ! -e %s ]; do sleep 0.05; done; printf b"):format(go)
         -- Unparked: the default, which may park (few commands here: it does not).
         local proc = park and spawn_parked(sbx, cmd) or assert(sbx:spawn(cmd))
+        -- Its first output: the wrapper set its traps and started the command.
+        assert.are.equal("a", proc:read(30000))
         assert.are.equal(0, sbx:run(("kill -s %s %d"):format(sig, proc.pid)).exit_code)
         assert(sbx:run("touch " .. go))
         local r = assert(proc:wait(30000))
@@ -153,12 +155,12 @@ describe("a parked kept command", function()
       end
     end
     assert.are.same({
-      { "USR1", true, -1, "ab", "signal: user defined signal 1" },
-      { "USR1", false, -1, "ab", "signal: user defined signal 1" },
-      { "ALRM", true, -1, "ab", "signal: alarm clock" },
-      { "ALRM", false, -1, "ab", "signal: alarm clock" },
-      { "40", true, -1, "ab", "signal: signal 40" },
-      { "40", false, -1, "ab", "signal: signal 40" },
+      { "USR1", true, -1, "b", "signal: user defined signal 1" },
+      { "USR1", false, -1, "b", "signal: user defined signal 1" },
+      { "ALRM", true, -1, "b", "signal: alarm clock" },
+      { "ALRM", false, -1, "b", "signal: alarm clock" },
+      { "40", true, -1, "b", "signal: signal 40" },
+      { "40", false, -1, "b", "signal: signal 40" },
     }, got)
   end)
 
