@@ -138,12 +138,14 @@ static const char SH_LINE[] = "eval \"$E2B_PROC\"; " SH_SUBSHELL;
   "else eval \"exec $" var "\"; fi"
 static const char SH_LINE_EXEC[] = "eval \"$E2B_PROC\"; " SH_SUBSHELL_RUNNING(SH_EXEC("__c"));
 
-/* bash -c also execs the last command of a list (`cd /src; make`), after
- * the rest ran, when no trap is set: a string whose last part, after its
- * last `;` (sh_list_last_external decides), is such a program runs the rest
- * and then execs it, looked up once the rest ran (which may change PATH). */
+/* bash -c also execs the last command of a `;` list (`cd /src; make`),
+ * after the rest ran, when no trap is set: when a string's last part is such
+ * a program (sh_list_tail finds it, and it comes in E2B_TAIL, read and
+ * removed first), the subshell runs the rest and then execs that part,
+ * looked up once the rest ran (which may change PATH). */
 static const char SH_LINE_LIST_EXEC[] =
-    "eval \"$E2B_PROC\"; " SH_SUBSHELL_RUNNING("__t=${__c##*;}; __t=${__t# }; eval \"${__c%;*}\"; " SH_EXEC("__t"));
+    "__x=$E2B_TAIL; unset E2B_TAIL; eval \"$E2B_PROC\"; "
+    SH_SUBSHELL_RUNNING("eval \"${__c%\"$__x\"}\"; " SH_EXEC("__x"));
 
 /* A command string that is one call of a builtin that can neither end,
  * replace nor trap the shell, and that reads no variable (sh_builtin_only
@@ -179,14 +181,16 @@ static int bash_word(const char *w, size_t n) {
   return word_in(w, n, words, sizeof words / sizeof *words);
 }
 
-/* Whether s is one simple command of a program named by a plain first word
- * (no assignment, path, quote or expansion in it, not a bash word), with no
- * list, pipe, redirection, subshell, substitution or continued line. */
+/* Whether the first word of s, w bytes, plainly names a program: no
+ * assignment, path, quote or expansion in it, not a bash word. */
+static int sh_plain_program(const char *s, size_t w) {
+  return w > 0 && strcspn(s, "=/'\"\\$*?[~#") >= w && !bash_word(s, w);
+}
+
+/* Whether s is one simple command of a program named by a plain first word,
+ * with no list, pipe, redirection, subshell, substitution or continued line. */
 static int sh_external_only(const char *s) {
-  size_t w = strcspn(s, " ");
-  if (w == 0 || s[strcspn(s, ";&|()<>`\n\r\t")] != '\0') return 0;
-  if (strcspn(s, "=/'\"\\$*?[~#") < w) return 0;
-  return !bash_word(s, w);
+  return s[strcspn(s, ";&|()<>`\n\r\t")] == '\0' && sh_plain_program(s, strcspn(s, " "));
 }
 
 /* Whether all of s up to end is blank. */
@@ -195,27 +199,52 @@ static int blank_until(const char *s, const char *end) {
   return s == end;
 }
 
-/* Whether s is a list of parts split by `;` (a part may hold `&&`) whose
- * last part, after at most one space, is what sh_external_only takes, with
- * no empty part or operand of `&&`, no trap set, and nothing that could hide a `;` or make one
- * not the list's (quote, escape, expansion, substitution, subshell, comment,
- * redirection, pipe, background). A part that opens a compound command
- * leaves a closing word (`fi`, `done`, `}`) as the last part, which is
- * never a program. */
-static int sh_list_last_external(const char *s) {
-  if (s[strcspn(s, "'\"\\$`()<>|#\n\r\t")] != '\0' || strstr(s, "trap")) return 0;
+/* Whether p starts what bash could read as more than a word's characters:
+ * an escape, a substitution, an expansion in braces. */
+static int sh_hidden(const char *p) {
+  return *p == '\\' || *p == '`' || (*p == '$' && (p[1] == '(' || p[1] == '{'));
+}
+
+/* The end of the quoted piece at p ('...' or "..." with nothing hidden in
+ * it), or NULL. */
+static const char *sh_quote_end(const char *p) {
+  const char *q = strchr(p + 1, *p);
+  if (!q) return NULL;
+  for (const char *r = p + 1; *p == '"' && r < q; r++)
+    if (sh_hidden(r)) return NULL;
+  return q;
+}
+
+/* Where the last part of s starts when s is a list of parts split by `;`
+ * (a part may hold `&&`) whose last part, after at most one space, is one
+ * simple command of a plainly named program; else NULL. Quotes are
+ * followed, so a `;` in them is no separator; nothing else that could hide
+ * a `;` or make one not the list's may appear (escape, substitution, braced
+ * expansion, subshell, comment, redirection, pipe, background, line break),
+ * nor an empty part or operand of `&&`, nor a trap (bash -c forks then). A
+ * part that opens a compound command leaves a closing word (`fi`, `done`,
+ * `}`) as the last part, which is never a program. */
+static const char *sh_list_tail(const char *s) {
+  if (strstr(s, "trap")) return NULL;
   const char *operand = s, *last = NULL; /* what follows the last `;` or `&&` */
+  int and_in_last = 0;
   for (const char *p = s; *p; p++) {
+    if (*p == '\'' || *p == '"') {
+      if (!(p = sh_quote_end(p))) return NULL;
+      continue;
+    }
     int and = *p == '&' && p[1] == '&' && p[2] != '&';
-    if (*p == '&' && !and) return 0;
+    if (sh_hidden(p) || strchr("()<>|#\n\r\t", *p) || (*p == '&' && !and)) return NULL;
     if (*p != ';' && !and) continue;
-    if (blank_until(operand, p)) return 0;
+    if (blank_until(operand, p)) return NULL;
     p += and;
     operand = p + 1;
-    if (!and) last = operand;
+    if (and) and_in_last = last != NULL;
+    else last = operand, and_in_last = 0;
   }
-  if (!last) return 0;
-  return sh_external_only(*last == ' ' ? last + 1 : last);
+  if (!last || and_in_last) return NULL;
+  if (*last == ' ') last++;
+  return sh_plain_program(last, strcspn(last, " ")) ? last : NULL;
 }
 
 /* Whether s is one call of a builtin that cannot end, replace or trap the
@@ -252,18 +281,11 @@ static char *env_names(const e2b_kv *env, size_t n) {
  * the wrapper itself; not kept: the command, under ENV_ONLY to prune its
  * environment. Returns the argument count. */
 static size_t wrap_args(const char **args, const e2b_proc_opts *opts, const char *prefix,
-                        int env_replace) {
+                        int env_replace, const char *sh_script) {
   size_t a = 0;
   int keep = prefix != NULL;
-  int sh = keep && strcmp(opts->cmd, "/bin/bash") == 0 && opts->arg_count == 3 &&
-           strcmp(opts->args[0], "-l") == 0 && strcmp(opts->args[1], "-c") == 0;
-  if (sh) {
-    const char *cmd = opts->args[2];
-    const char *script = sh_builtin_only(cmd)         ? SH_LINE_OWN
-                         : sh_external_only(cmd)      ? SH_LINE_EXEC
-                         : sh_list_last_external(cmd) ? SH_LINE_LIST_EXEC
-                                                      : SH_LINE;
-    const char *line[] = {"-l", "-c", script, "e2b-sh", prefix, cmd};
+  if (sh_script) {
+    const char *line[] = {"-l", "-c", sh_script, "e2b-sh", prefix, opts->args[2]};
     for (size_t i = 0; i < 6; i++) args[a++] = line[i];
     return a;
   }
@@ -278,14 +300,32 @@ static size_t wrap_args(const char **args, const e2b_proc_opts *opts, const char
   return a;
 }
 
-/* The caller's env, then what the wrapper reads (names, never values). */
+/* The kept command string of opts (bash -l -c S), or NULL. */
+static const char *kept_string(const e2b_proc_opts *opts, const char *prefix) {
+  int sh = prefix && strcmp(opts->cmd, "/bin/bash") == 0 && opts->arg_count == 3 &&
+           strcmp(opts->args[0], "-l") == 0 && strcmp(opts->args[1], "-c") == 0;
+  return sh ? opts->args[2] : NULL;
+}
+
+/* The script that starts the kept command string s; *tail: the last part
+ * of a list that it execs, or NULL. */
+static const char *sh_script(const char *s, const char **tail) {
+  *tail = NULL;
+  if (sh_builtin_only(s)) return SH_LINE_OWN;
+  if (sh_external_only(s)) return SH_LINE_EXEC;
+  return (*tail = sh_list_tail(s)) ? SH_LINE_LIST_EXEC : SH_LINE;
+}
+
+/* The caller's env, then what the wrapper reads (names, never values;
+ * a list's last part is the caller's own command text). */
 static size_t wrap_env(e2b_kv *env, const e2b_proc_opts *opts, int keep, int parkable,
-                       const char *names, const char *forgets) {
+                       const char *names, const char *forgets, const char *tail) {
   size_t ne = 0;
   for (size_t i = 0; i < opts->env_count; i++) env[ne++] = opts->env[i];
   if (names) env[ne++] = (e2b_kv){"E2B_ENV_KEEP", names};
   if (keep) env[ne++] = (e2b_kv){"E2B_PROC", parkable ? WRAPPER_PARKABLE : WRAPPER};
   if (forgets) env[ne++] = (e2b_kv){"E2B_FORGET", forgets};
+  if (tail) env[ne++] = (e2b_kv){"E2B_TAIL", tail};
   return ne;
 }
 
@@ -294,7 +334,7 @@ int e2b_wrap(e2b_wrapped *w, const e2b_proc_opts *opts, const char *prefix, int 
   memset(w, 0, sizeof *w);
   w->names = env_replace ? env_names(opts->env, opts->env_count) : NULL;
   w->args = calloc(opts->arg_count + 6, sizeof *w->args);
-  w->env = calloc(opts->env_count + 3, sizeof *w->env);
+  w->env = calloc(opts->env_count + 4, sizeof *w->env);
   if ((env_replace && !w->names) || !w->args || !w->env) {
     e2b_wrapped_free(w);
     return -1;
@@ -302,9 +342,11 @@ int e2b_wrap(e2b_wrapped *w, const e2b_proc_opts *opts, const char *prefix, int 
   w->opts = *opts;
   w->opts.cmd = prefix || env_replace ? "/bin/bash" : opts->cmd;
   w->opts.args = w->args;
-  w->opts.arg_count = wrap_args(w->args, opts, prefix, env_replace);
+  const char *str = kept_string(opts, prefix), *tail = NULL;
+  const char *script = str ? sh_script(str, &tail) : NULL;
+  w->opts.arg_count = wrap_args(w->args, opts, prefix, env_replace, script);
   w->opts.env = w->env;
-  w->opts.env_count = wrap_env(w->env, opts, prefix != NULL, parkable, w->names, forgets);
+  w->opts.env_count = wrap_env(w->env, opts, prefix != NULL, parkable, w->names, forgets, tail);
   return 0;
 }
 

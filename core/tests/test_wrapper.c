@@ -49,17 +49,46 @@ static void a_lone_program_is_execd_by_the_subshell(void) {
   for (size_t i = 0; i < sizeof no / sizeof *no; i++) CHECK(!execd(no[i]));
 }
 
-static int list_execd(const char *s) { return script_has(s, "exec $__t"); }
+/* The last part of the list s that its script execs (E2B_TAIL), or NULL. */
+static const char *list_tail(const char *s, char *out, size_t n) {
+  const char *args[] = {"-l", "-c", s};
+  e2b_proc_opts opts = {.cmd = "/bin/bash", .args = args, .arg_count = 3};
+  e2b_wrapped w;
+  CHECK(e2b_wrap(&w, &opts, "/tmp/.e2b-proc/ab", 0, NULL, 0) == 0);
+  const char *tail = NULL;
+  for (size_t i = 0; i < w.opts.env_count; i++)
+    if (strcmp(w.opts.env[i].key, "E2B_TAIL") == 0) tail = w.opts.env[i].value;
+  CHECK((tail != NULL) == (strstr(w.opts.args[2], "E2B_TAIL") != NULL));
+  if (tail) snprintf(out, n, "%s", tail);
+  e2b_wrapped_free(&w);
+  return tail ? out : NULL;
+}
 
 static void a_lists_last_program_is_execd_after_the_rest(void) {
-  const char *yes[] = {"cd /; ls", "cd /tmp && make -j2; ls -l", "a=1; ls", "true; true;ls /",
-                       "if true; then echo x; fi; ls", "cd / ; python3 x.py"};
-  for (size_t i = 0; i < sizeof yes / sizeof *yes; i++) CHECK(list_execd(yes[i]) && !execd(yes[i]));
+  const char *yes[][2] = {
+      {"cd /; ls", "ls"},
+      {"cd /tmp && make -j2; ls -l", "ls -l"},
+      {"a=1; ls", "ls"},
+      {"true; true;ls /", "ls /"},
+      {"if true; then echo x; fi; ls", "ls"},
+      {"cd / ; python3 x.py", "python3 x.py"},
+      {"cd \"/my dir\"; python3 -c 'import os; print(1)'", "python3 -c 'import os; print(1)'"},
+      {"echo 'a;b'; ls", "ls"},
+      {"echo \"a;b\" x; grep -r \"a b\" .", "grep -r \"a b\" ."},
+      {"X=$HOME; ls $X", "ls $X"},
+  };
+  char got[256];
+  for (size_t i = 0; i < sizeof yes / sizeof *yes; i++) {
+    const char *tail = list_tail(yes[i][0], got, sizeof got);
+    CHECK(tail && strcmp(tail, yes[i][1]) == 0 && !execd(yes[i][0]));
+  }
   const char *no[] = {"ls", "ls; ", "ls;; ls", "; ls", "a &&; ls", "a && ls", "a; b && c", "a & ls",
                       "a; ls &", "trap x EXIT; ls", "a; echo hi", "a; fi", "while true; do x; done",
-                      "a;  ls", "a; ls | cat", "a; ls > f", "a # c; ls", "a; $X", "a; ./x",
-                      "echo 'a;b'; ls", "a\\; ls", "(a); ls", "a; ls\nexit 3", "a &&& b; ls"};
-  for (size_t i = 0; i < sizeof no / sizeof *no; i++) CHECK(!list_execd(no[i]));
+                      "a;  ls", "a; ls | cat", "a; ls > f", "a # c; ls", "a; ./x", "a\\; ls",
+                      "(a); ls", "a; ls\nexit 3", "a &&& b; ls", "echo \"$(id)\"; ls",
+                      "echo \"${a}\"; ls", "echo \"a\\\"b\"; ls", "echo 'a; ls", "a; ls 'x;y' && b",
+                      "a; ls `id`", "a; ls \"x", "a; 'ls' x", "a; ls ${X}", "a; ls $(pwd)"};
+  for (size_t i = 0; i < sizeof no / sizeof *no; i++) CHECK(!list_tail(no[i], got, sizeof got));
 }
 
 static void argv_commands_are_not_strings(void) {
