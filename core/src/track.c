@@ -148,12 +148,25 @@ static void release_hold(track_state *s) {
   s->sbx->client->loop->streams_held--;
 }
 
+static void unsubscribe(e2b_req *op, track_state *s) {
+  if (!s->subscribed) return;
+  s->subscribed = 0;
+  e2b_outwatch_unsubscribe(s->sbx, op);
+}
+
+/* What the loop and the sandbox lend a tracked process while it may run
+ * on (a start slot, a held stream, the watch), given back once it ends or
+ * goes: each give-back is a no-op when nothing is held. */
+static void let_go(e2b_req *op, track_state *s) {
+  e2b_startq_release(s->sbx->client->loop, &s->start);
+  release_hold(s);
+  unsubscribe(op, s);
+}
+
 static void track_release(void *p) {
   track_state *s = p;
-  release_hold(s);
-  e2b_startq_release(s->sbx->client->loop, &s->start);
+  let_go(s->self, s);
   e2b_proc_opts_free(s->deferred);
-  if (s->subscribed) e2b_outwatch_unsubscribe(s->sbx, s->self);
   if (s->forgets && !s->started) e2b_return_forgets(s->sbx, s->forgets, s->user);
 }
 
@@ -187,17 +200,8 @@ static int emit(e2b_req *op, e2b_event_type type, const uint8_t *data, size_t le
   return 0;
 }
 
-static void unsubscribe(e2b_req *op, track_state *s) {
-  if (!s->subscribed) return;
-  s->subscribed = 0;
-  e2b_outwatch_unsubscribe(s->sbx, op);
-}
-
 static void fail(e2b_req *op, const e2b_error *err) {
-  track_state *s = op->state;
-  e2b_startq_release(s->sbx->client->loop, &s->start);
-  release_hold(s);
-  unsubscribe(op, s);
+  let_go(op, op->state);
   e2b_op_finish(op, err);
 }
 
@@ -215,8 +219,7 @@ static void emit_start(e2b_req *op, track_state *s) {
 }
 
 static void finish_with_end(e2b_req *op, track_state *s) {
-  unsubscribe(op, s);
-  release_hold(s);
+  let_go(op, s);
   if (emit(op, E2B_EVENT_END, NULL, 0, s->exit_code, s->status) != 0) return nomem(op);
   e2b_op_finish(op, NULL);
 }
@@ -613,8 +616,8 @@ static void exit_overdue(e2b_req *op, track_state *s) {
 /* A command still running PARK_AFTER_MS after its start parks once its
  * sandbox's watch is live, unless its mode keeps its stream (header comment). */
 static void park_check(e2b_req *op, track_state *s) {
-  if (s->park_mode == PARK_NEVER || s->holds || s->parked || !s->tag || !s->live || e2b_req_done(s->live) || s->exit_known || s->gone ||
-      s->final_pass || s->start_err[0])
+  if (s->park_mode == PARK_NEVER || s->holds || s->parked || !s->tag || !s->live || e2b_req_done(s->live) ||
+      s->exit_known || s->gone || s->final_pass || s->start_err[0])
     return;
   int64_t now = e2b_now_ms();
   if (!s->park_at) s->park_at = now + PARK_AFTER_MS;

@@ -32,10 +32,9 @@
  * and can be caught, so one gone without a status was SIGKILLed (track.c
  * tells a parked command's end by that). A wrapper that got such a signal
  * (a signal to the group, `kill $$` in a command string, a kill of its
- * pid), or whose command a signal ended,
- * records minus the signal's number as the status once the command ended
- * and then ends by that signal itself, as the unwrapped shell would have
- * (no core file). A command that
+ * pid), or whose command a signal ended, records minus the signal's number
+ * as the status once the command ended and then ends by that signal
+ * itself, as the unwrapped shell would have (no core file). A command that
  * cannot be started is reported on the wrapper's stderr as
  * "!ENOENT"/"!EACCES", as envd would refuse it. At the end the wrapper
  * copies a small file (up to track.c's INLINE_MAX bytes and 256 NULs; it reads no
@@ -51,8 +50,9 @@
  * `bash -c eval "$E2B_PROC" e2b-proc PREFIX cmd args`, not the script. */
 /* The signals a group kill or a terminal sends; and all of Linux's signals
  * whose default ends a process, but SIGKILL: one literal trap each (a loop
- * costs bash about 0.07 ms more per command). All of them cost a command
- * about 0.2-0.5 ms here, so only a command that may park pays for them. */
+ * costs bash about 0.07 ms more per command). All of them cost a spawn
+ * about 0.2 ms here (bench/README.md), so only a command that may park pays
+ * for them. */
 #define TRAP(n) "trap '__s=" #n "' " #n ";"
 #define TRAP_GROUP_SIGNALS TRAP(1) TRAP(2) TRAP(3) TRAP(15) "\n"
 #define TRAP_ENDING_SIGNALS                                                                     \
