@@ -433,15 +433,20 @@ describe("reattaching", function()
     assert.are.same(ends[1], ends[2])
   end)
 
+  -- Runs cmd unkept, kept and kept-then-reattached: all three end alike.
+  local function ends_as_unkept(cmd)
+    local plain = assert(sbx:run(cmd, { keep_output = false }))
+    local kept = assert(sbx:run(cmd))
+    assert.are.same({ plain.exit_code, plain.status, plain.stderr }, { kept.exit_code, kept.status, kept.stderr }, cmd)
+    local _, _, r = ended_then_attached(cmd)
+    assert.are.same({ plain.exit_code, plain.status, plain.stderr }, { r.exit_code, r.status, r.stderr },
+      cmd .. " (reattached)")
+  end
+
   it("reports a lone external command string that a signal ended as bash -l -c runs it unkept, stderr and reattach too", function()
     -- bash -c execs a lone command, so its signal is the shell's own end; kept, it must be too.
     for _, cmd in ipairs({ "sh -c 'kill -SEGV $$'", "sh -c 'kill -TERM $$'", "ls /no-such-dir-xyz" }) do
-      local plain = assert(sbx:run(cmd, { keep_output = false }))
-      local kept = assert(sbx:run(cmd))
-      assert.are.same({ plain.exit_code, plain.status, plain.stderr }, { kept.exit_code, kept.status, kept.stderr }, cmd)
-      local _, _, r = ended_then_attached(cmd)
-      assert.are.same({ plain.exit_code, plain.status, plain.stderr }, { r.exit_code, r.status, r.stderr },
-        cmd .. " (reattached)")
+      ends_as_unkept(cmd)
     end
   end)
 
@@ -452,12 +457,7 @@ describe("reattaching", function()
     for _, cmd in ipairs({ "cd /tmp; sh die-segv.sh", "cd \"/tmp\" && true; sh -c 'kill -TERM $$; :'",
                            "echo 'a;b'; sh -c 'kill -SEGV $$'", "cd /; ls /no-such-dir-xyz",
                            "A=1; ls /no-such-dir-xyz $A" }) do
-      local plain = assert(sbx:run(cmd, { keep_output = false }))
-      local kept = assert(sbx:run(cmd))
-      assert.are.same({ plain.exit_code, plain.status, plain.stderr }, { kept.exit_code, kept.status, kept.stderr }, cmd)
-      local _, _, r = ended_then_attached(cmd)
-      assert.are.same({ plain.exit_code, plain.status, plain.stderr }, { r.exit_code, r.status, r.stderr },
-        cmd .. " (reattached)")
+      ends_as_unkept(cmd)
     end
   end)
 
