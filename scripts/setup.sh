@@ -6,13 +6,15 @@
 set -eu
 cd "$(dirname "$0")/.."
 
+# clang + libclang-rt-14-dev build the libFuzzer targets: the runtime is only
+# a recommendation of clang, and recommendations are not installed here.
 # luajit2/libluajit2-5.1-dev are OpenResty's LuaJIT branch: the one Debian's
 # libnginx-mod-http-lua is built against (plain luajit conflicts with it).
 PACKAGES="build-essential cmake pkg-config git ca-certificates curl procps python3
   lua5.4 liblua5.4-dev lua-cjson lua-busted luarocks lua-ldoc
   libcurl4-openssl-dev libmbedtls-dev libjansson-dev libmicrohttpd-dev zlib1g-dev bubblewrap
   luajit2 libluajit2-5.1-dev nginx-light libnginx-mod-http-lua lua-socket lua-check
-  libnss-myhostname"
+  libnss-myhostname clang libclang-rt-14-dev"
 
 missing=""
 for p in $PACKAGES; do
@@ -24,7 +26,7 @@ command -v npm >/dev/null 2>&1 || missing="$missing npm"
 LOG=$(mktemp /tmp/lua-e2b-setup.XXXXXX)
 fail() {
   echo "setup: $1 failed; its log ($LOG):"
-  tail -50 "$LOG"
+  tail -n 50 "$LOG"
   exit 1
 }
 
@@ -38,6 +40,25 @@ if [ -n "$missing" ]; then
   rc=$(cat "$status")
   rm -f "$status"
   [ "$rc" = 0 ] || fail "apt-get install"
+fi
+
+# The official SDKs the tests run declare node ">=20.18.1 <21 || >=22";
+# Debian 12's nodejs is 18. When the node on PATH is older, npm installs a
+# Node.js 22 from the npm registry (the `node` package) into /usr/local,
+# ahead of /usr/bin on PATH.
+NODE_PIN=22.12.0
+node_fits() {
+  node -e 'const [a, b, c] = process.versions.node.split(".").map(Number);
+    process.exit(a >= 22 || (a === 20 && (b > 18 || (b === 18 && c >= 1))) ? 0 : 1)' 2>/dev/null
+}
+if ! node_fits; then
+  echo "setup: node $(node --version 2>/dev/null) is older than the SDKs need (>=20.18.1 <21 or >=22):" \
+    "installing Node.js $NODE_PIN from the npm registry (npm install -g node@$NODE_PIN)"
+  npm install -g --no-audit --no-fund --loglevel=error "node@$NODE_PIN" >>"$LOG" 2>&1 ||
+    fail "npm install -g node@$NODE_PIN"
+  hash -r 2>/dev/null || true
+  node_fits || fail "Node.js $NODE_PIN (node on PATH is still $(node --version 2>/dev/null))"
+  echo "setup: node $(node --version) at $(command -v node)"
 fi
 
 # e2b-local's HTTPS names (api.e2b.localhost, <port>-<id>.e2b.localhost) are
