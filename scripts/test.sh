@@ -94,7 +94,7 @@ echo "== build (warnings are errors)"
 if build "$ROOT/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo; then
   run_ctest "C unit tests (ctest)" "$ROOT/build"
 else
-  tail -40 "$LOGS/build-configure.log" "$LOGS/build-build.log" 2>/dev/null
+  tail -n 40 "$LOGS/build-configure.log" "$LOGS/build-build.log" 2>/dev/null
   record "build" 0 1
 fi
 
@@ -116,7 +116,7 @@ if [ -x "$ROOT/build/emulator/e2b-local" ]; then
     c_pass=$((c_pass + 1))
   else
     c_fail=$((c_fail + 1))
-    tail -30 "$clog"
+    tail -n 30 "$clog"
   fi
   if cmake -S "$ROOT/examples/c" -B "$cdir/cmake" -DCMAKE_PREFIX_PATH="$cdir/prefix" >>"$clog" 2>&1 &&
     cmake --build "$cdir/cmake" >>"$clog" 2>&1 &&
@@ -125,7 +125,7 @@ if [ -x "$ROOT/build/emulator/e2b-local" ]; then
     c_pass=$((c_pass + 1))
   else
     c_fail=$((c_fail + 1))
-    tail -30 "$clog" "$cdir/cmake.out"
+    tail -n 30 "$clog" "$cdir/cmake.out"
   fi
   rm -rf "$cdir"
   record "libe2b for C (pkg-config, find_package)" $c_pass $c_fail
@@ -162,7 +162,7 @@ if command -v ldoc >/dev/null 2>&1; then
   if ldoc -d "$api" . >"$LOGS/ldoc.log" 2>&1 && [ -s "$api/index.html" ]; then
     record "API reference builds (ldoc)" 1 0
   else
-    tail -20 "$LOGS/ldoc.log"
+    tail -n 20 "$LOGS/ldoc.log"
     record "API reference builds (ldoc)" 0 1
   fi
   rm -rf "$api"
@@ -198,7 +198,7 @@ if build "$ROOT/build-luajit" -DLUA_VERSION=5.1 -DE2B_BUILD_TESTS=OFF -DE2B_BUIL
   done
   record "binding for LuaJIT (builds, loads in luajit+lua5.1)" $((2 - load)) $load
 else
-  tail -40 "$LOGS/build-luajit-configure.log" "$LOGS/build-luajit-build.log" 2>/dev/null
+  tail -n 40 "$LOGS/build-luajit-configure.log" "$LOGS/build-luajit-build.log" 2>/dev/null
   record "binding for LuaJIT (build)" 0 1
 fi
 
@@ -230,7 +230,7 @@ rock_check() { # what command...: one check of the rock suite
   else
     rock_fail=$((rock_fail + 1))
     echo "rock check failed: $what"
-    tail -30 "$LOGS/rock.log"
+    tail -n 30 "$LOGS/rock.log"
   fi
 }
 rock_make() { # lua-version
@@ -301,7 +301,7 @@ if build "$ROOT/build-fuzz" -DCMAKE_C_COMPILER=clang -DE2B_BUILD_FUZZERS=ON -DE2
     run_fuzz "${t#fuzz_}"
   done
 else
-  tail -40 "$LOGS/build-fuzz-configure.log" "$LOGS/build-fuzz-build.log" 2>/dev/null
+  tail -n 40 "$LOGS/build-fuzz-configure.log" "$LOGS/build-fuzz-build.log" 2>/dev/null
   record "fuzz targets (build)" 0 1
 fi
 
@@ -318,7 +318,7 @@ if build "$ROOT/build-asan" -DE2B_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug; then
   run_sdk "official SDK compatibility (ASan+UBSan)" "$ROOT/build-asan/emulator/e2b-local"
   run_sdk "official SDK compatibility (e2b 2.45, ASan+UBSan)" "$ROOT/build-asan/emulator/e2b-local" e2b-2.45
 else
-  tail -40 "$LOGS/build-asan-configure.log" "$LOGS/build-asan-build.log" 2>/dev/null
+  tail -n 40 "$LOGS/build-asan-configure.log" "$LOGS/build-asan-build.log" 2>/dev/null
   record "ASan build" 0 1
 fi
 
