@@ -32,6 +32,22 @@ local function quote(s)
 end
 M.quote = quote
 
+-- nginx started as root runs its workers as `nobody`, who may not read the
+-- checkout (a clone under /root is 0700 on Debian): the Lua files that
+-- nginx loads are served from a world-readable copy, made once and removed
+-- when this Lua state closes.
+local served
+function M.served_root()
+  if served then return served.dir end
+  local ok, out = sh("mktemp -d /tmp/e2b-nginx-src.XXXXXX")
+  local dir = assert(ok and out:match("^(%S+)"), out)
+  local copied, msg = sh(("cd %s && find spec examples bench -name '*.lua' -print0 2>/dev/null"
+    .. " | xargs -0 cp --parents -t %s && chmod -R a+rX %s"):format(quote(ROOT), quote(dir), quote(dir)))
+  assert(copied, "cannot copy the Lua files nginx loads: " .. msg)
+  served = setmetatable({ dir = dir }, { __gc = function(t) os.execute("rm -rf " .. quote(t.dir)) end })
+  return dir
+end
+
 local function now_ms()
   return socket.gettime() * 1000
 end
@@ -62,7 +78,7 @@ M.read = read
 -- The nginx.conf around a server block. opts: http (http-level directives),
 -- server (server-level), main (main-level), workers (default 1).
 function M.conf(port, opts)
-  local lua_path = (os.getenv("E2B_NGX_LUA_PATH") or "") .. ROOT .. "/?.lua;;"
+  local lua_path = (os.getenv("E2B_NGX_LUA_PATH") or "") .. M.served_root() .. "/?.lua;;"
   local lua_cpath = (os.getenv("E2B_NGX_LUA_CPATH") or "") .. ";;"
   return ([[
 worker_processes %d;

@@ -163,8 +163,8 @@ describe("examples/openresty gateway", function()
 
   setup(function()
     user = "spec" .. os.time() .. math.random(1e6)
-    local dir = nginx.ROOT .. "/examples/openresty"
-    local text = nginx.read(dir .. "/nginx.conf")
+    local dir = nginx.served_root() .. "/examples/openresty"
+    local text = nginx.read(nginx.ROOT .. "/examples/openresty/nginx.conf")
     local function sub(from, to)
       local i, j = text:find(from, 1, true)
       assert(i, "examples/openresty/nginx.conf no longer has " .. from)
