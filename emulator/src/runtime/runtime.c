@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "agentlog.h"
+#include "cgroup2.h"
 #include "codec.h"
 #include "egress.h"
 #include "ipc.h"
@@ -34,7 +35,7 @@ static char *g_self;   /* this executable, bind-mounted as the agent */
 static char *g_bwrap;  /* bubblewrap, or NULL without isolation */
 /* e2b-local's CA in sandboxes (runtime_set_trust): host paths, sandbox paths */
 static char *g_ca_file, *g_ca_dest, *g_bundle_file, *g_bundle_dest;
-static int g_freezer;  /* the freezer hierarchy is usable */
+static int g_freezer;  /* pausing freezes a cgroup: 1 v1's freezer, 2 v2's cgroup.freeze */
 
 /* Sandboxes are forked by one long-lived thread: PR_SET_PDEATHSIG (bwrap's
  * --die-with-parent) fires when the forking *thread* exits, and HTTP
@@ -185,11 +186,13 @@ void runtime_init(int force_no_isolation, int force_no_freezer, long sandbox_pid
     log_msg("WARNING: running WITHOUT isolation (%s): sandboxes are plain child processes "
             "sharing this host's filesystem, pids and network",
             force_no_isolation ? "--no-isolation" : "bubblewrap missing or not permitted");
-  g_freezer = !force_no_freezer && mkdir_p(FREEZER_ROOT, 0755) == 0 && access(FREEZER_ROOT, W_OK) == 0;
+  limits_init(sandbox_pids);
+  if (force_no_freezer) g_freezer = 0;
+  else if (limits_version() == 2) g_freezer = 2;
+  else g_freezer = mkdir_p(FREEZER_ROOT, 0755) == 0 && access(FREEZER_ROOT, W_OK) == 0;
   if (!g_freezer)
     log_msg("memory pause uses SIGSTOP/SIGCONT (%s)",
-            force_no_freezer ? "--no-freezer" : "no writable cgroup v1 freezer");
-  limits_init(sandbox_pids);
+            force_no_freezer ? "--no-freezer" : "no cgroup v2 tree and no writable cgroup v1 freezer");
   if (pthread_create(&g_spawner, NULL, spawner_main, NULL) != 0) abort();
   g_sp_started = 1;
 }
@@ -540,7 +543,10 @@ static void build_env(argvec *e) {
   e->v[e->n] = NULL;
 }
 
-static char *make_cgroup(const char *id) {
+/* The cgroup that freezes the sandbox (and lists its processes): v2's is
+ * the sandbox's limits directory, v1's a freezer hierarchy of its own. */
+static char *make_cgroup(const char *id, const limits *lim) {
+  if (g_freezer == 2) return lim->v2 ? xstrdup(lim->v2) : NULL;
   if (!g_freezer) return NULL;
   char *p = xasprintf("%s/%s", FREEZER_ROOT, id);
   if (mkdir(p, 0755) != 0 && errno != EEXIST) {
@@ -564,10 +570,10 @@ int runtime_start(runtime *rt, const runtime_config *cfg) {
     close(sv[1]);
     return logfd;
   }
-  rt->cgroup = make_cgroup(cfg->id);
   limits_create(&rt->lim, cfg->id, cfg->mem_bytes, cfg->pids_max);
+  rt->cgroup = make_cgroup(cfg->id, &rt->lim);
   spawn_job job = {.sock = sv[1], .log = logfd};
-  job.procs[0] = rt->cgroup ? xasprintf("%s/cgroup.procs", rt->cgroup) : NULL;
+  job.procs[0] = rt->cgroup && g_freezer == 1 ? xasprintf("%s/cgroup.procs", rt->cgroup) : NULL;
   limits_procs(&rt->lim, job.procs + (job.procs[0] ? 1 : 0));
   argvec a = {0}, e = {0};
   build_argv(&a, cfg);
@@ -676,6 +682,7 @@ int runtime_count_processes(const runtime *rt) {
 }
 
 static int freezer_set(const char *cg, const char *state) {
+  if (g_freezer == 2) return cg2_freeze(cg, strcmp(state, "FROZEN") == 0);
   char *p = xasprintf("%s/freezer.state", cg);
   int rc = write_file(p, state, strlen(state), 0644);
   for (int i = 0; rc == 0 && i < 500; i++) {
@@ -735,6 +742,7 @@ void runtime_stop(runtime *rt) {
   /* SIGKILL everyone, then thaw: frozen tasks only die once thawed. Once
    * reaped, rt->pid may belong to someone else: never signal it again. */
   for (int round = 0; round < 200; round++) {
+    if (g_freezer == 2 && rt->cgroup) cg2_kill(rt->cgroup); /* frozen ones too, where the kernel has it */
     if (rt->cgroup || !reaped) signal_all(rt, SIGKILL);
     if (rt->cgroup) freezer_set(rt->cgroup, "THAWED");
     if (rt->frozen_by_signal && !reaped) signal_all(rt, SIGCONT);
@@ -750,8 +758,9 @@ void runtime_stop(runtime *rt) {
   int left = rt->cgroup ? runtime_count_processes(rt) : 0;
   if (left > 0) log_msg("WARNING: %d process(es) survived the sandbox kill", left);
   if (rt->cgroup) {
-    /* the last task may still be on its way out of the cgroup: EBUSY for a moment */
-    for (int i = 0; i < 100 && rmdir(rt->cgroup) != 0 && errno == EBUSY; i++) usleep(10000);
+    /* the last task may still be on its way out of the cgroup: EBUSY for a
+     * moment (v2's is the limits directory, removed with them below) */
+    for (int i = 0; g_freezer == 1 && i < 100 && rmdir(rt->cgroup) != 0 && errno == EBUSY; i++) usleep(10000);
     free(rt->cgroup);
     rt->cgroup = NULL;
   }
