@@ -113,6 +113,21 @@ end
 
 local function server_bin() return select(2, server()) end
 
+-- The cgroup2 mount whose root offers memory and pids, or nil.
+local function cgroup2_mount()
+  local out = h.host([[awk '$3 == "cgroup2" { print $2 }' /proc/self/mounts | while read -r m; do
+    c=$(cat "$m/cgroup.controllers"); case " $c " in *" memory "*) case " $c " in *" pids "*)
+    echo "$m"; exit;; esac;; esac; done]])
+  return out:match("^(%S+)")
+end
+
+-- How this host can limit sandboxes, in /health's words.
+local function host_cgroups()
+  if cgroup2_mount() then return "cgroup-v2" end
+  local v1 = h.host("test -d /sys/fs/cgroup/memory && test -d /sys/fs/cgroup/pids && echo v1") == "v1\n"
+  return v1 and "cgroup-v1" or "unavailable"
+end
+
 -- Run by a fresh lua under its own e2b-local in a pids cgroup of 80 tasks:
 -- starts commands until the server cannot make the threads they need, then
 -- stops them and checks that the server still runs one.
@@ -212,10 +227,11 @@ describe("sandbox runtime containment", function()
     local report = assert(client:doctor())
     local mem, pids = (report.limits or ""):match("^memory=(%S+) pids=(%S+) disk=watched$")
     assert.truthy(mem, report.limits)
-    -- what this host offers decides the answer: a cgroup v1 hierarchy or nothing
-    local v1 = h.host("test -d /sys/fs/cgroup/memory && test -d /sys/fs/cgroup/pids && echo v1") == "v1\n"
-    assert.are.equal(v1 and "cgroup-v1" or "unavailable", mem)
-    assert.are.equal(v1 and "cgroup-v1" or "unavailable", pids)
+    -- what this host offers decides the answer: cgroup v2 with memory and
+    -- pids to delegate (a systemd host), else cgroup v1 hierarchies, else nothing
+    local kind = host_cgroups()
+    assert.are.equal(kind, mem)
+    assert.are.equal(kind, pids)
     h.assert_healthy({ bystander }, client)
   end)
 
@@ -255,8 +271,11 @@ describe("sandbox runtime containment", function()
   end)
 
   it("survives running out of tasks: starts that need a thread fail, the server goes on", function()
-    local cg = "/sys/fs/cgroup/pids/e2b-spec-" .. h.core.uuid4():sub(1, 8)
-    local words = { "mkdir", cg, "&& echo 80 >", cg .. "/pids.max", "&& sh -c", h.shell_quote(
+    -- a pids cgroup of 80 tasks in the hierarchy this host limits with
+    local v2 = host_cgroups() == "cgroup-v2" and cgroup2_mount()
+    local cg = (v2 or "/sys/fs/cgroup/pids") .. "/e2b-spec-" .. h.core.uuid4():sub(1, 8)
+    local words = { v2 and "echo +pids >" .. v2 .. "/cgroup.subtree_control &&" or "",
+      "mkdir", cg, "&& echo 80 >", cg .. "/pids.max", "&& sh -c", h.shell_quote(
       "echo $$ >" .. cg .. "/cgroup.procs && exec env -u E2B_API_URL -u E2B_SANDBOX_URL -u E2B_DOMAIN -u E2B_API_KEY "
       .. h.shell_quote(server_bin()) .. " exec -- env LUA_PATH=" .. h.shell_quote(package.path)
       .. " LUA_CPATH=" .. h.shell_quote(package.cpath) .. " " .. h.lua_bin .. " -e " .. h.shell_quote(TASK_EXHAUSTER)),

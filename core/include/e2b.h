@@ -792,8 +792,8 @@ typedef struct e2b_doctor_report {
   int snapshots;
   int network_update;
   int pagination;      /* limit honoured and X-Next-Token returned when more exist */
-  char *limits;        /* e2b-local: how sandbox limits are enforced ("memory=cgroup-v1
-                          pids=cgroup-v1 disk=watched"); NULL when not reported (E2B) */
+  char *limits;        /* e2b-local: how sandbox limits are enforced ("memory=cgroup-v2
+                          pids=cgroup-v2 disk=watched", or cgroup-v1); NULL when not reported (E2B) */
   char notes[512];     /* what went wrong while looking, for humans */
 } e2b_doctor_report;
 

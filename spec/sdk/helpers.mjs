@@ -1,7 +1,7 @@
 // Shared test plumbing: one e2b-local per test file, SDK options, raw envd calls.
 import { after, before } from 'node:test'
 import { createHash, randomBytes } from 'node:crypto'
-import { readdirSync, readFileSync } from 'node:fs'
+import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { sdkOpts, startServer } from './server.mjs'
 
 // Starts a server before the file's tests and stops it after; returns a
@@ -130,3 +130,30 @@ export const controlApi = (S) => (path, init = {}) =>
     ...init,
     headers: { 'X-API-Key': S.env.E2B_API_KEY, 'Content-Type': 'application/json', ...(init.headers || {}) },
   })
+
+// The host directory of a sandbox's cgroup, or null: cgroup v1's freezer
+// hierarchy, else cgroup v2's .../e2b-local/server-<pid>/<id> (depth-bounded walk).
+export function sandboxCgroup(sandboxId) {
+  const v1 = `/sys/fs/cgroup/freezer/e2b-local/${sandboxId}`
+  if (existsSync(v1)) return v1
+  const mounts = readFileSync('/proc/self/mounts', 'utf8').split('\n')
+    .map((l) => l.split(' ')).filter((f) => f[2] === 'cgroup2').map((f) => f[1])
+  const walk = (dir, depth) => {
+    if (depth > 10) return null
+    let entries = []
+    try { entries = readdirSync(dir, { withFileTypes: true }) } catch { return null }
+    for (const e of entries) {
+      if (!e.isDirectory()) continue
+      const sub = `${dir}/${e.name}`
+      if (e.name === sandboxId && /\/server-\d+$/.test(dir)) return sub
+      const found = walk(sub, depth + 1)
+      if (found) return found
+    }
+    return null
+  }
+  for (const m of mounts) {
+    const found = walk(m, 0)
+    if (found) return found
+  }
+  return null
+}

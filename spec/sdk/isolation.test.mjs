@@ -4,7 +4,7 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { existsSync, readFileSync } from 'node:fs'
 import { Sandbox } from './sdk.mjs'
-import { pidsWithEnv, sleep, useServer } from './helpers.mjs'
+import { pidsWithEnv, sandboxCgroup, sleep, useServer } from './helpers.mjs'
 
 const S = useServer()
 
@@ -80,9 +80,8 @@ test('kill leaves no process behind (checked from the host)', async () => {
   await sbx.commands.run('nohup sleep 902 >/dev/null 2>&1 &', { user: 'root' })
   await sleep(200)
   assert.ok(pidsWithEnv('E2B_SPEC_MARKER', marker).length >= 3)
-  const cg = `/sys/fs/cgroup/freezer/e2b-local/${sbx.sandboxId}`
-  const hadCgroup = existsSync(cg)
+  const cg = sandboxCgroup(sbx.sandboxId)
   await sbx.kill()
   assert.deepEqual(pidsWithEnv('E2B_SPEC_MARKER', marker), [])
-  if (hadCgroup) assert.equal(existsSync(cg) ? readFileSync(`${cg}/cgroup.procs`, 'utf8') : '', '')
+  if (cg) assert.equal(existsSync(cg) ? readFileSync(`${cg}/cgroup.procs`, 'utf8') : '', '')
 })

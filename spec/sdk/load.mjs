@@ -2,7 +2,7 @@
 // sandboxes, many concurrent commands through the SDK, every output byte
 // checked, then everything killed and the host checked for leftovers.
 import { readFileSync, readdirSync, existsSync } from 'node:fs'
-import { pidsWithCmdline, pidsWithEnv } from './helpers.mjs'
+import { pidsWithCmdline, pidsWithEnv, sandboxCgroup } from './helpers.mjs'
 
 // A payload only this command prints (and whose every byte is known).
 const expected = (i, bytes) => {
@@ -33,7 +33,7 @@ export async function loadRun({ Sandbox, opts, state, sandboxes = 50, commands =
   // from the host: no process, no mount, no cgroup, no directory left
   const leftPids = pidsWithEnv('E2B_SPEC_MARKER', marker)
   const mounts = readFileSync('/proc/self/mountinfo', 'utf8').split('\n').filter((l) => l.includes(state))
-  const cgroups = sbxs.filter((s) => existsSync(`/sys/fs/cgroup/freezer/e2b-local/${s.sandboxId}`)).length
+  const cgroups = sbxs.filter((s) => sandboxCgroup(s.sandboxId)).length
   const dirs = existsSync(`${state}/sandboxes`) ? readdirSync(`${state}/sandboxes`).length : 0
   const runtimes = pidsWithCmdline(`${state}/sandboxes/`)
   return {
