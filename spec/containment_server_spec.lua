@@ -1,7 +1,9 @@
 -- e2b-local survives what a sandbox leaves on disk: trees of any depth are
 -- removed without recursion on a request thread's small stack, and start-up
--- survives whatever a crash or a sandbox left in the state directory.
+-- survives whatever a crash or a sandbox left in the state directory. A
+-- SIGKILLed server leaves no sandbox process behind.
 local h = require("spec.helpers")
+local e2b = h.e2b
 
 if h.live then return end
 
@@ -105,5 +107,82 @@ describe("e2b-local state containment", function()
     os.remove(header)
     assert.truthy(out:match("^413 rc=0"), out)
     h.assert_healthy({ bystander }, client)
+  end)
+end)
+
+-- The ids of the sandboxes made under the state directories in dir.
+local function sandbox_ids(dir)
+  local ids = {}
+  local names = h.host("find " .. dir .. " -mindepth 3 -maxdepth 3 -path '*/sandboxes/*' -printf '%f\\n'")
+  for id in names:gmatch("[^\n]+") do ids[#ids + 1] = id end
+  return ids
+end
+
+-- Live processes (zombies waiting for init are not) that sandboxes of the
+-- servers under dir left: a command line naming dir (bwrap's binds, an
+-- unisolated agent's maps, a forked server before its exec) or a cgroup of
+-- one of their sandboxes (all that runs inside one).
+local function left_behind(dir)
+  local ids, found = sandbox_ids(dir), {}
+  for pid in h.host("ls /proc"):gmatch("%d+") do
+    local state = h.read_file("/proc/" .. pid .. "/stat"):match(".*%) (%a) ")
+    local cmd = h.read_file("/proc/" .. pid .. "/cmdline")
+    local cgroups = h.read_file("/proc/" .. pid .. "/cgroup")
+    local hit = cmd:find(dir, 1, true)
+    for _, id in ipairs(ids) do hit = hit or cgroups:find("/" .. id, 1, true) end
+    if hit and state and state ~= "Z" then found[#found + 1] = pid .. " " .. cmd:gsub("%z", " "):sub(1, 100) end
+  end
+  return found
+end
+
+-- Waits (bounded) for the death signals to land; what is still left.
+local function settled(dir)
+  local left
+  for _ = 1, 20 do
+    left = left_behind(dir)
+    if #left == 0 then break end
+    e2b.sleep(50)
+  end
+  return left
+end
+
+describe("a SIGKILLed e2b-local", function()
+  it("leaves no process of a sandbox it was creating behind, whenever it dies", function()
+    local dir = os.tmpname()
+    os.remove(dir)
+    h.host("mkdir -p " .. dir)
+    local header = os.tmpname() -- the key never goes on curl's command line
+    finally(function() h.host("rm -rf " .. dir .. " " .. header) end)
+    for i = 1, 20 do
+      -- Odd rounds hold each forked sandbox 5 s before its exec (the window
+      -- before bwrap's --die-with-parent, longer than settled() waits);
+      -- even ones kill the server as bwrap starts.
+      local env = i % 2 == 1 and "E2B_LOCAL_SPAWN_HOLD_MS=5000" or ""
+      local isolation = i % 3 == 0 and "--no-isolation" or ""
+      local vars, stop, pid = h.serve_local(("--state %s/s%d %s"):format(dir, i, isolation), env)
+      assert(vars.E2B_API_KEY, "the server did not start")
+      h.write_file(header, "X-API-Key: " .. vars.E2B_API_KEY .. "\n")
+      h.host(("curl -s -o /dev/null -H @%s -H 'Content-Type: application/json' --data '{\"templateID\":\"base\"}' "
+        .. "%s/sandboxes & sleep 0.%03d; kill -KILL %s"):format(header, vars.E2B_API_URL, 2 * i, pid))
+      local left = settled(dir)
+      stop()
+      assert.are.same({}, left, "round " .. i)
+    end
+  end)
+
+  it("leaves no process of a paused (frozen) sandbox behind", function()
+    local dir = os.tmpname()
+    os.remove(dir)
+    finally(function() h.host("rm -rf " .. dir) end)
+    local vars, stop, pid = h.serve_local("--state " .. dir .. "/s")
+    local c = h.client({ api_url = vars.E2B_API_URL, sandbox_url = vars.E2B_SANDBOX_URL,
+                         api_key = vars.E2B_API_KEY, domain = vars.E2B_DOMAIN })
+    local sbx = assert(c:create{ on_close = "leave" })
+    assert(sbx:spawn({ "sleep", "600" }))
+    assert(sbx:pause())
+    h.host("kill -KILL " .. pid)
+    local left = settled(dir)
+    stop()
+    assert.are.same({}, left)
   end)
 end)

@@ -3,7 +3,8 @@
 -- examples/openresty is run by spec/ngx/openresty_test.lua.
 local h = require("spec.helpers")
 
-local function run_example(name, lua)
+-- env: "NAME=value ..." for the example (another server's variables).
+local function run_example(name, lua, env)
   -- The examples run on Lua 5.4 and LuaJIT alike. Under another interpreter
   -- than this one the package paths are that interpreter's, and under the
   -- sanitizer build the preloaded runtime would also reach the commands the
@@ -11,8 +12,8 @@ local function run_example(name, lua)
   -- installed rock.
   lua = lua or "lua5.4"
   local own = h.lua_bin == lua and not os.getenv("LD_PRELOAD")
-  local unset = own and "" or "env -u LUA_PATH -u LUA_CPATH -u LD_PRELOAD "
-  local p = assert(io.popen(("%s%s examples/%s 2>&1; echo \"exit=$?\""):format(unset, lua, name), "r"))
+  local unset = own and "" or "-u LUA_PATH -u LUA_CPATH -u LD_PRELOAD "
+  local p = assert(io.popen(("env %s%s %s examples/%s 2>&1; echo \"exit=$?\""):format(unset, env or "", lua, name), "r"))
   local out = p:read("a")
   p:close()
   return out
@@ -23,6 +24,20 @@ describe("examples", function()
     local out = run_example("quickstart.lua")
     assert.truthy(out:find("\nexit=0\n$"), out)
     assert.truthy(out:find("created sandbox", 1, true), out)
+  end)
+
+  it("quickstart.lua runs end to end under e2b-local --no-isolation (where bubblewrap cannot run)", function()
+    if h.live then return end
+    local vars, stop = h.serve_local("--no-isolation")
+    local env = {}
+    for _, k in ipairs({ "E2B_API_URL", "E2B_SANDBOX_URL", "E2B_DOMAIN", "E2B_API_KEY", "E2B_CA_FILE" }) do
+      env[#env + 1] = k .. "=" .. h.shell_quote(vars[k] or "")
+    end
+    local out = run_example("quickstart.lua", nil, table.concat(env, " "))
+    stop()
+    assert.truthy(out:find("\nexit=0\n$"), out)
+    assert.truthy(out:find("the sandbox counts 33\n", 1, true), out)
+    assert.truthy(out:find("spawn: tick 3\n", 1, true), out)
   end)
 
   it("quickstart.lua runs on LuaJIT too", function()

@@ -195,10 +195,11 @@ function M.json_lines(text)
   return out
 end
 
--- serve_local(args, env) -> vars, stop: a second e2b-local (`serve` on a
+-- serve_local(args, env) -> vars, stop, pid: a second e2b-local (`serve` on a
 -- free loopback port with extra args; env: "NAME=value ..." for its
--- environment, shell-quoted by the caller) and the variables it printed;
--- stop() ends it with SIGTERM and returns its log (stderr).
+-- environment, shell-quoted by the caller), the variables it printed and
+-- its pid; stop() ends it with SIGTERM (if it still runs: a zombie waiting
+-- for init counts as ended) and returns its log (stderr).
 function M.serve_local(args, env)
   local out, log = os.tmpname(), os.tmpname()
   local pid = M.host(("env %s %s serve --listen 127.0.0.1:0 %s >%s 2>%s & echo $!")
@@ -211,13 +212,14 @@ function M.serve_local(args, env)
     e2b.sleep(25)
   end
   local function stop()
-    M.host("kill -TERM " .. pid .. "; while kill -0 " .. pid .. " 2>/dev/null; do sleep 0.05; done")
+    M.host(("kill -TERM %s 2>/dev/null; while kill -0 %s 2>/dev/null && ! grep -q '^State:.Z' /proc/%s/status; do sleep 0.05; done")
+      :format(pid, pid, pid))
     local text = slurp(log)
     os.remove(out)
     os.remove(log)
     return text
   end
-  return vars, stop
+  return vars, stop, pid
 end
 
 -- with_local_server(args, fn) -> log: runs fn(client, vars) against a

@@ -313,6 +313,35 @@ describe("command output", function()
   end)
 end)
 
+-- Where bubblewrap may not run, sandboxes share the host's filesystem: a
+-- kept command's files must still land where its reader watches them.
+describe("command output without isolation", function()
+  if h.live then return end
+
+  it("streams a spawned command's output before the command exits, kept or not", function()
+    h.with_local_server("--no-isolation", function(c2)
+      local sbx = assert(c2:create{})
+      for _, keep in ipairs({ true, false }) do
+        local tag = "noiso-" .. h.core.uuid4()
+        local proc = assert(sbx:spawn("echo first; sleep 30; echo never", { keep_output = keep, tag = tag }))
+        local t0 = h.now_ms()
+        local data, stream = proc:read(5000)
+        assert.are.equal("first\n", data, tostring(stream))
+        assert.is_true(h.now_ms() - t0 < 5000)
+        assert(proc:kill())
+        proc:close()
+        if keep then
+          -- in the sandbox's own /tmp, as its files API sees it, not the host's
+          local hex = tag:gsub(".", function(c) return ("%02x"):format(c:byte()) end)
+          assert.is_true((assert(sbx.files:exists("/tmp/.e2b-proc/" .. hex .. ".out"))))
+          assert.are.equal("", h.host("ls -A /tmp/.e2b-proc 2>/dev/null | grep -F " .. hex))
+        end
+      end
+      assert(sbx:kill())
+    end)
+  end)
+end)
+
 describe("reattaching", function()
   local client, sbx
   setup(function() sbx, client = h.sandbox() end)

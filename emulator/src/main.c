@@ -14,6 +14,7 @@
 #include "agent.h"
 #include "codec.h"
 #include "egress.h"
+#include "guard.h"
 #include "log.h"
 #include "proc.h"
 #include "runtime.h"
@@ -387,6 +388,7 @@ static int start_all(const options *o, running *run) {
     run->state_dir = xstrdup(tmpl);
     run->state_is_temp = 1;
   }
+  guard_start(run->state_dir); /* before any sandbox boots: restored ones, template builds */
   if (!(run->api_key = choose_api_key(o, run->state_is_temp ? NULL : run->state_dir))) return -1;
   g_server.api_key = run->api_key;
   g_server.log_requests = o->log_requests;
@@ -530,6 +532,7 @@ static int exec_cmd(const options *o, const sigset_t *sigs) {
 
 int main(int argc, char **argv) {
   if (argc >= 2 && strcmp(argv[1], "agent") == 0) return agent_main(argc, argv);
+  if (argc >= 2 && strcmp(argv[1], "guard") == 0) return guard_main(argc, argv);
   const char *name = strrchr(argv[0], '/');
   if (strcmp(name ? name + 1 : argv[0], "sudo") == 0) return sudo_main(argc, argv); /* in a sandbox */
   if (argc >= 2 && strcmp(argv[1], "--version") == 0) {

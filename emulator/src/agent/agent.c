@@ -73,7 +73,10 @@ static void handle_spawn(const ipc_msg *m) {
   json_t *req = m->body;
   char **argv = agent_str_array(json_object_get(req, "argv"));
   char **envp = agent_str_array(json_object_get(req, "env"));
-  if (!g_isolated) agent_map_env(&envp);
+  if (!g_isolated) {
+    agent_map_env(&envp);
+    agent_map_argv(argv);
+  }
   json_t *pty = json_object_get(req, "pty");
   int want_stdin = json_is_true(json_object_get(req, "stdin"));
   agent_stdio s = {{-1, -1}, {-1, -1}, {-1, -1}, -1, -1};

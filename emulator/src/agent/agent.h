@@ -27,6 +27,8 @@ void agent_free_str_array(char **v);
 void agent_pick_child_oom(void);
 /* Without isolation: HOME and TMPDIR name the host directories behind them. */
 void agent_map_env(char ***envp);
+/* Without isolation: arguments that are sandbox paths name the host's. */
+void agent_map_argv(char **argv);
 /* Pipes (stdin: a pipe when want_stdin, else /dev/null) or a pty of pty's
  * size; 0 or an errno. Close with agent_close_stdio. */
 int agent_open_stdio(json_t *pty, int want_stdin, agent_stdio *s);

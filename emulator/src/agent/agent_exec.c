@@ -112,6 +112,18 @@ void agent_map_env(char ***envp) {
   free(tmp);
 }
 
+/* Without a mount namespace, an argument that is a sandbox path (/tmp/x,
+ * as cwd may be) names the host directory behind it: lua-e2b's kept-output
+ * wrapper gets its files' prefix so (/tmp/.e2b-proc/TAG), and its reader
+ * watches and reads them through the file operations, which map alike. */
+void agent_map_argv(char **argv) {
+  for (char **p = argv; *p; p++) {
+    char *real = afs_to_real(*p);
+    free(*p);
+    *p = real;
+  }
+}
+
 static void close_pair(int p[2]) {
   if (p[0] >= 0) close(p[0]);
   if (p[1] >= 0) close(p[1]);

@@ -11,9 +11,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "agentlog.h"
@@ -36,6 +38,9 @@ static char *g_bwrap;  /* bubblewrap, or NULL without isolation */
 /* e2b-local's CA in sandboxes (runtime_set_trust): host paths, sandbox paths */
 static char *g_ca_file, *g_ca_dest, *g_bundle_file, *g_bundle_dest;
 static int g_freezer;  /* pausing freezes a cgroup: 1 v1's freezer, 2 v2's cgroup.freeze */
+/* E2B_LOCAL_SPAWN_HOLD_MS: how long a forked sandbox waits before its exec,
+ * standing in for bubblewrap's own start-up (a spec kills the server then). */
+static long g_spawn_hold_ms;
 
 /* Sandboxes are forked by one long-lived thread: PR_SET_PDEATHSIG (bwrap's
  * --die-with-parent) fires when the forking *thread* exits, and HTTP
@@ -55,10 +60,27 @@ static pthread_cond_t g_sp_cv = PTHREAD_COND_INITIALIZER;
 static spawn_job *g_job;
 static int g_sp_stop, g_sp_started;
 
+/* A sandbox dies with the server from its fork on: bwrap's --die-with-parent
+ * only takes effect once bwrap runs (after its exec and its clone), and a
+ * server killed before then left it running, reparented to init. The
+ * death signal is kept across the exec; a server gone before the prctl is
+ * not our parent any more. Async-signal-safe calls only. */
+static void die_with_server(pid_t server) {
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != server) _exit(125);
+}
+
+static void hold_before_exec(void) {
+  struct timespec ts = {g_spawn_hold_ms / 1000, (g_spawn_hold_ms % 1000) * 1000000};
+  while (g_spawn_hold_ms > 0 && nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+  }
+}
+
 static pid_t fork_sandbox(const spawn_job *j) {
+  pid_t server = getpid();
   pid_t pid = fork();
   if (pid != 0) return pid;
   /* Only async-signal-safe calls between fork and exec: we are multithreaded. */
+  die_with_server(server);
   for (int i = 0; j->procs[i]; i++) {
     int fd = open(j->procs[i], O_WRONLY);
     if (fd >= 0) {
@@ -85,6 +107,7 @@ static pid_t fork_sandbox(const spawn_job *j) {
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, NULL);
+  hold_before_exec();
   execve(j->argv[0], j->argv, j->envp);
   _exit(127);
 }
@@ -169,6 +192,9 @@ static int run_quiet(char *const argv[]) {
 }
 
 void runtime_init(int force_no_isolation, int force_no_freezer, long sandbox_pids) {
+  const char *hold = getenv("E2B_LOCAL_SPAWN_HOLD_MS");
+  g_spawn_hold_ms = hold ? strtol(hold, NULL, 10) : 0;
+  if (g_spawn_hold_ms < 0 || g_spawn_hold_ms > 60000) g_spawn_hold_ms = 0;
   g_self = realpath("/proc/self/exe", NULL);
   if (!g_self) g_self = xstrdup("/proc/self/exe");
   if (!force_no_isolation) g_bwrap = find_in_path("bwrap");
