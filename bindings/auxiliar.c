@@ -208,7 +208,7 @@ void e2bL_push_sandbox(lua_State *L, const e2b_sandbox_info *s) {
       id = s->metadata.values[i];
     } else if (strcmp(s->metadata.keys[i], E2B_META_OWNER) == 0) {
       owner = s->metadata.values[i];
-    } else {
+    } else if (strncmp(s->metadata.keys[i], E2B_META_PREFIX, strlen(E2B_META_PREFIX)) != 0) {
       lua_pushstring(L, s->metadata.values[i]);
       lua_setfield(L, -2, s->metadata.keys[i]);
     }

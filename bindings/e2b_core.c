@@ -95,5 +95,7 @@ __attribute__((visibility("default"))) int luaopen_e2b_core(lua_State *L) {
   lua_setfield(L, -2, "META_ID");
   lua_pushstring(L, E2B_META_OWNER);
   lua_setfield(L, -2, "META_OWNER");
+  lua_pushstring(L, E2B_META_PREFIX);
+  lua_setfield(L, -2, "META_PREFIX");
   return 1;
 }

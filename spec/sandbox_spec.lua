@@ -171,6 +171,27 @@ describe("sandbox lifecycle", function()
     assert.are.equal(before, #assert(client:list()))
   end)
 
+  it("never shortens a deadline on resume: a paused sandbox gets back the lifetime it was created with", function()
+    local id = fresh_id()
+    local sbx = h.sandbox({ id = id, timeout_ms = 600000 }, client)
+    assert(sbx:pause())
+    local back = assert(h.client():resume(id)) -- another client: what it knows is in the metadata
+    local left = assert(back:info()).end_at - os.time() * 1000
+    assert.is_true(left > 590000 and left <= 601000, tostring(left))
+    assert.is_nil(back.metadata.lua_e2b_timeout_ms) -- libe2b's key, not the caller's metadata
+  end)
+
+  it("refuses the metadata keys libe2b reserves, before anything is created", function()
+    local before = #assert(client:list())
+    for _, key in ipairs({ "lua_e2b_id", "lua_e2b_owner", "lua_e2b_timeout_ms", "lua_e2b_future" }) do
+      local none, err = client:create{ metadata = { [key] = "1" } }
+      assert.is_nil(none)
+      assert.are.equal("invalid_argument", err.kind)
+      assert.truthy(err.message:find("metadata." .. key, 1, true), err.message)
+    end
+    assert.are.equal(before, #assert(client:list()))
+  end)
+
   it("accepts the E2B sandbox id wherever it takes an id, so resume-else-create never duplicates", function()
     local id = fresh_id()
     local sbx = h.sandbox({ id = id }, client)
@@ -221,6 +242,14 @@ describe("sandbox lifecycle", function()
     none, err = parent:fork()
     assert.is_nil(none)
     assert.are.equal("not_found", err.kind)
+  end)
+
+  it("gives forks the official SDKs' 300 s lifetime by default, not E2B's 15 s", function()
+    local parent = h.sandbox({}, client)
+    local forks = assert(parent:fork())
+    local left = assert(forks[1]:info()).end_at - os.time() * 1000
+    assert.is_true(left > 280000 and left <= 301000, tostring(left))
+    assert(forks[1]:kill())
   end)
 
   it("reports envd calls on a killed sandbox as errors, never as success", function()

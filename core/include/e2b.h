@@ -591,6 +591,11 @@ E2B_EXPORT e2b_req *e2b_envd_health(e2b_sbx *sbx, e2b_error *err);
  * existing sandboxes impossible to find, so they stay as they are. */
 #define E2B_META_ID "lua_e2b_id"
 #define E2B_META_OWNER "lua_e2b_owner"
+/* The lifetime asked for at create (ms), so that a resume from any host
+ * gives a paused sandbox no less (E2B keeps no such thing). */
+#define E2B_META_TIMEOUT "lua_e2b_timeout_ms"
+/* Every key starting so is libe2b's: a caller's metadata may not use one. */
+#define E2B_META_PREFIX "lua_e2b_"
 
 /* Every page of the list (results: e2b_req_sandbox_count/at). */
 E2B_EXPORT e2b_req *e2b_sandbox_find(e2b_client *c, const e2b_list_opts *opts, e2b_error *err);
@@ -608,8 +613,8 @@ E2B_EXPORT e2b_req *e2b_sandbox_attach(e2b_client *c, const char *sandbox_id, lo
 E2B_EXPORT e2b_req *e2b_sandbox_resume(e2b_client *c, const char *logical_id, long timeout_ms,
                             e2b_error *err);
 /* Forks a sandbox: E2B snapshots it in place (it goes on) and starts count
- * (1-100) new sandboxes from that snapshot, each living timeout_ms (0: E2B's
- * default, 15 s). All or nothing: when any fork fails to start, the ones
+ * (1-100) new sandboxes from that snapshot, each living timeout_ms (0:
+ * E2B_DEFAULT_SANDBOX_TIMEOUT_MS, as the official SDKs default). All or nothing: when any fork fails to start, the ones
  * that did are killed and the request fails with the first fork's error. */
 E2B_EXPORT e2b_req *e2b_sandbox_fork(e2b_client *c, const char *sandbox_id, long timeout_ms, int count,
                           e2b_error *err);

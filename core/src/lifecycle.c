@@ -269,11 +269,27 @@ e2b_req *e2b_sandbox_destroy(e2b_client *c, const char *id, e2b_error *err) {
 
 enum { ATTACH_INFO = 20, ATTACH_CONNECT, ATTACH_REINFO };
 
+/* The lifetime the sandbox was created with (E2B_META_TIMEOUT), or 0. */
+static long created_lifetime(const e2b_map *m) {
+  for (size_t i = 0; i < m->count; i++) {
+    if (strcmp(m->keys[i], E2B_META_TIMEOUT) != 0) continue;
+    char *end;
+    long v = strtol(m->values[i], &end, 10);
+    return *end == '\0' && v > 0 ? v : 0;
+  }
+  return 0;
+}
+
+/* Never shortens: a running sandbox keeps what it has left, a paused one
+ * gets at least the lifetime it was created with. */
 static long attach_timeout(const id_state *s) {
   long want = s->timeout_ms ? s->timeout_ms : E2B_DEFAULT_SANDBOX_TIMEOUT_MS;
   if (s->info.state == E2B_STATE_RUNNING && s->info.end_at_ms) {
     int64_t left = s->info.end_at_ms - e2b_wall_ms();
     if (left > want) want = (long)left;
+  } else if (s->info.state != E2B_STATE_RUNNING) {
+    long created = created_lifetime(&s->info.metadata);
+    if (created > want) want = created;
   }
   return want;
 }
@@ -627,7 +643,8 @@ e2b_req *e2b_sandbox_fork(e2b_client *c, const char *sandbox_id, long timeout_ms
   e2b_req *op = e2b_op_new(&fork_kind, c, NULL, "fork", fork_advance, sandbox_id, err);
   if (!op) return NULL;
   fork_state *s = op->state;
-  s->timeout_ms = timeout_ms;
+  /* the SDKs' default, not E2B's 15 s: a fork is a sandbox to work in */
+  s->timeout_ms = timeout_ms ? timeout_ms : E2B_DEFAULT_SANDBOX_TIMEOUT_MS;
   s->count = count;
   e2b_error_clear(&s->failure);
   return e2b_req_typed(op, E2B_RESULT_SANDBOXES);

@@ -425,17 +425,21 @@ static int copy_opts(prov_state *s, const e2b_provision_opts *o, e2b_error *err)
   if (o->network) s->network = *o->network;
   /* Our keys beside the caller's metadata. */
   size_t n = co->metadata_count;
-  e2b_kv *md = calloc(n + 2, sizeof *md);
+  e2b_kv *md = calloc(n + 3, sizeof *md);
   if (!md) return -1;
   for (size_t i = 0; i < n; i++) md[i] = co->metadata[i];
+  char lifetime[24];
+  snprintf(lifetime, sizeof lifetime, "%ld", co->timeout_ms ? co->timeout_ms : E2B_DEFAULT_SANDBOX_TIMEOUT_MS);
   md[n].key = E2B_META_ID;
   md[n].value = s->id;
   md[n + 1].key = E2B_META_OWNER;
   md[n + 1].value = s->client->owner;
-  int rc = e2b_kv_dup(&s->metadata, md, n + 2);
+  md[n + 2].key = E2B_META_TIMEOUT;
+  md[n + 2].value = lifetime;
+  int rc = e2b_kv_dup(&s->metadata, md, n + 3);
   free(md);
   if (rc) return -1;
-  s->metadata_n = n + 2;
+  s->metadata_n = n + 3;
   if (e2b_kv_dup(&s->env, co->env, co->env_count) != 0) return -1;
   s->env_n = co->env_count;
   if (e2b_kv_dup(&s->volumes, co->volume_mounts, co->volume_mount_count) != 0) return -1;
@@ -475,7 +479,7 @@ static int check_opts(const e2b_provision_opts *o, const char *op, e2b_error *er
   }
   for (size_t i = 0; i < o->create.metadata_count; i++) {
     const char *k = o->create.metadata ? o->create.metadata[i].key : NULL;
-    if (k && (strcmp(k, E2B_META_ID) == 0 || strcmp(k, E2B_META_OWNER) == 0)) {
+    if (k && strncmp(k, E2B_META_PREFIX, strlen(E2B_META_PREFIX)) == 0) {
       e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "metadata.%s is reserved by libe2b", k);
       return -1;
     }

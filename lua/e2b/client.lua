@@ -11,10 +11,9 @@ local Sandbox = require("e2b.sandbox")
 
 local M = {}
 
--- Metadata keys libe2b keeps beside the caller's (E2B_META_ID / _OWNER).
--- The metadata keys the core keeps identity in (reserved to it).
-local ID_KEY, OWNER_KEY = core.META_ID, core.META_OWNER
-M.ID_KEY, M.OWNER_KEY = ID_KEY, OWNER_KEY
+-- Metadata keys libe2b keeps beside the caller's (E2B_META_ID / _OWNER);
+-- every key starting with core.META_PREFIX is reserved to it.
+M.ID_KEY, M.OWNER_KEY = core.META_ID, core.META_OWNER
 
 local Client = rt.class(M, "Client")
 
@@ -213,7 +212,7 @@ local CREATE_SPEC = with_sandbox_defaults({
 -- @tparam[opt] string opts.template default: the client's
 -- @tparam[opt] int opts.timeout_ms lifetime, positive; default: the client's (300000)
 -- @tparam[opt] table opts.env { NAME = value } for every command (and setup)
--- @tparam[opt] table opts.metadata { key = value }; lua_e2b_id, lua_e2b_owner are reserved
+-- @tparam[opt] table opts.metadata { key = value }; keys starting with lua_e2b_ are reserved
 -- @param[opt] opts.network policy; default: the client's ("all")
 -- @tparam[opt] table opts.lifecycle { on_timeout = "kill"|"pause", keep_memory = bool
 --   (only with "pause"), auto_resume = bool (requires "pause", not keep_memory = false) }
@@ -245,9 +244,9 @@ function Client:create(opts)
       return nil, errors.invalid(op, "setup.script", "is required")
     end
   end
-  for k in pairs(o.metadata or {}) do
-    if k == ID_KEY or k == OWNER_KEY then
-      return nil, errors.invalid(op, "metadata." .. k, "is reserved by lua-e2b")
+  for k in pairs(o.metadata or {}) do -- the core's rule, checked here to name the field
+    if k:sub(1, #core.META_PREFIX) == core.META_PREFIX then
+      return nil, errors.invalid(op, "metadata." .. k, "is reserved by lua-e2b (" .. core.META_PREFIX .. "*)")
     end
   end
   local ready = o.ready_timeout_ms or self._ready_timeout_ms

@@ -286,7 +286,7 @@ local FORK_SPEC = { count = "positive", timeout_ms = "positive_ms", on_close = c
 -- own ids (a fork is not the parent: its logical id is its sandbox id).
 -- @tparam[opt] table opts
 -- @tparam[opt=1] int opts.count 1-100
--- @tparam[opt] int opts.timeout_ms each fork's lifetime (default: E2B's, 15 s)
+-- @tparam[opt] int opts.timeout_ms each fork's lifetime (default 300000, as the SDKs')
 -- @tparam[opt] string opts.on_close "kill" (default), "pause" or "leave"
 -- @treturn {Sandbox,...} the forks
 -- @return or nil, err
