@@ -31,6 +31,19 @@ describe("commands", function()
       assert.are.equal("/tmp v=1 2", r.stdout)
     end)
 
+    it("names a missing cwd in the error, kept or not, run or spawn, as envd does", function()
+      for _, keep in ipairs({ true, false }) do
+        local r, err = sbx:run("true", { cwd = "/home/user/no/such/dir", keep_output = keep })
+        assert.is_nil(r)
+        assert.are.equal("invalid_argument", err.kind)
+        assert.truthy(err.message:find("cwd '/home/user/no/such/dir' does not exist", 1, true), err.message)
+        local p
+        p, err = sbx:spawn("true", { cwd = "/home/user/no/such/dir", keep_output = keep })
+        assert.is_nil(p)
+        assert.truthy(err.message:find("/home/user/no/such/dir", 1, true), err.message)
+      end
+    end)
+
     it("keeps env values out of the process's command line", function()
       local secret = "s3cret-value-" .. h.core.uuid4()
       local r = assert(sbx:run("cat /proc/$$/cmdline | tr '\\0' ' '; echo; ps -eo args", { env = { TOKEN = secret } }))

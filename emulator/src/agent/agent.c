@@ -69,6 +69,18 @@ static void harden_self(void) {
       prctl(PR_CAPBSET_DROP, cap, 0, 0, 0);
 }
 
+/* Whether the requested cwd is missing: envd checks before it starts, and
+ * says so, where a failed chdir would read as the program missing. */
+static int cwd_missing(json_t *req) {
+  const char *cwd = json_string_value(json_object_get(req, "cwd"));
+  if (!cwd || !*cwd) return 0;
+  char *real = afs_to_real(cwd);
+  struct stat st;
+  int missing = stat(real, &st) != 0 && errno == ENOENT;
+  free(real);
+  return missing;
+}
+
 static void handle_spawn(const ipc_msg *m) {
   json_t *req = m->body;
   char **argv = agent_str_array(json_object_get(req, "argv"));
@@ -80,7 +92,8 @@ static void handle_spawn(const ipc_msg *m) {
   json_t *pty = json_object_get(req, "pty");
   int want_stdin = json_is_true(json_object_get(req, "stdin"));
   agent_stdio s = {{-1, -1}, {-1, -1}, {-1, -1}, -1, -1};
-  int err = !argv[0] || !*argv[0] ? EINVAL : agent_open_stdio(pty, want_stdin, &s);
+  int no_cwd = cwd_missing(req);
+  int err = !argv[0] || !*argv[0] ? EINVAL : no_cwd ? ENOENT : agent_open_stdio(pty, want_stdin, &s);
   int up = -1; /* the server's end of the output relay */
   if (!err && !pty && (err = relay_start(s.out[0], s.er[0], &up)) == 0) s.out[0] = s.er[0] = -1;
   pid_t pid = err ? -err : agent_fork_exec(req, argv, envp, &s, pty != NULL);
@@ -93,7 +106,7 @@ static void handle_spawn(const ipc_msg *m) {
     ipc_send(g_sock, IPC_REPLY, m->id, 0, body, fds, nfds);
     json_decref(body);
   } else {
-    json_t *msg = json_pack("{s:s}", "message", strerror((int)-pid));
+    json_t *msg = json_pack("{s:s, s:b}", "message", strerror((int)-pid), "cwd_missing", no_cwd);
     ipc_send(g_sock, IPC_REPLY, m->id, (int32_t)-pid, msg, NULL, 0);
     json_decref(msg);
   }

@@ -214,6 +214,18 @@ static int parse_pty(json_t *msg, json_t **pty, rpc_err *e) {
   return 0;
 }
 
+
+/* The agent could not start it: envd's words for why (a missing cwd is
+ * checked first and named). Clears the reply; returns -1. */
+static int start_refused(rpc_err *e, ipc_msg *reply, const char *cmd, const char *dir) {
+  if (json_is_true(json_object_get(reply->body, "cwd_missing")))
+    rpc_fail(e, "invalid_argument", "cwd '%s' does not exist", dir);
+  else
+    rpc_fail(e, reply->err == ENOENT || reply->err == EACCES || reply->err == ENOTDIR ? "invalid_argument" : "internal",
+             "failed to start process '%s': %s", cmd, strerror(reply->err));
+  ipc_msg_clear(reply);
+  return -1;
+}
 static int start(rpc_call *c, stream_src *src, rpc_err *e) {
   json_t *pc = pj_get(c->msg, "process", NULL);
   const char *cmd = NULL, *cwd = NULL, *tag = NULL;
@@ -260,23 +272,16 @@ static int start(rpc_call *c, stream_src *src, rpc_err *e) {
   /* proto3 JSON omits empty repeated and map fields */
   if (json_array_size(json_object_get(config, "args")) == 0) json_object_del(config, "args");
   if (json_object_size(json_object_get(config, "envs")) == 0) json_object_del(config, "envs");
-  free(dir);
   int64_t deadline = c->timeout_ms > 0 ? mono_ms() + c->timeout_ms : 0;
   spawn_result sp;
   ipc_msg reply;
   int rc = sandbox_spawn(c->sb, req, config, tag, deadline, &sp, &reply);
   json_decref(req);
   json_decref(config);
-  if (rc) {
-    rpc_fail_errno(e, -rc, "cannot start the process");
-    return -1;
-  }
-  if (reply.err) {
-    rpc_fail(e, reply.err == ENOENT || reply.err == EACCES || reply.err == ENOTDIR ? "invalid_argument" : "internal",
-             "failed to start process '%s': %s", cmd, strerror(reply.err));
-    ipc_msg_clear(&reply);
-    return -1;
-  }
+  if (rc) rpc_fail_errno(e, -rc, "cannot start the process");
+  else if (reply.err) rc = start_refused(e, &reply, cmd, dir);
+  free(dir);
+  if (rc) return -1;
   ipc_msg_clear(&reply);
   pstream_start(c, sp.p, sp.sub, src);
   return 0;
