@@ -79,7 +79,7 @@ run_busted() { # suite e2b-local-binary [env...]
 
 run_sdk() { # suite e2b-local-binary [sdk-package]
   log="$LOGS/sdk-$(basename "$(dirname "$2")")-$(echo "$1" | tr -c 'a-zA-Z0-9\n' '-').log"
-  E2B_SDK=${3:-e2b} E2B_LOCAL_BIN=$2 timeout 900 node --test spec/sdk/ >"$log" 2>&1
+  E2B_SDK=${3:-e2b} E2B_LOCAL_BIN=$2 timeout 900 node --test spec/sdk/*.test.mjs >"$log" 2>&1
   pass=$(sed -nE 's/^# pass ([0-9]+)$/\1/p' "$log" | tail -1)
   fail=$(sed -nE 's/^# fail ([0-9]+)$/\1/p' "$log" | tail -1)
   if [ -z "$pass" ] || [ -z "$fail" ]; then pass=${pass:-0}; fail=$((${fail:-0} + 1)); fi
