@@ -54,6 +54,17 @@ describe("client configuration", function()
     end
   end)
 
+  it("says to use a colon when a method is called with a dot", function()
+    local c = h.client({ api_url = "http://127.0.0.1:1", sandbox_url = "http://127.0.0.1:1" })
+    local ok, msg = pcall(c.list, { state = "running" })
+    assert.is_false(ok)
+    assert.truthy(tostring(msg):find("Client.list called without its object: use a colon", 1, true), msg)
+    local Files = require("e2b.files").Files
+    ok, msg = pcall(Files.read, "/etc/hostname")
+    assert.is_false(ok)
+    assert.truthy(tostring(msg):find("use a colon, obj:read(...)", 1, true), msg)
+  end)
+
   it("validates create options before any network call", function()
     -- Nothing listens on port 1: any request would fail as unavailable.
     local c = h.client({ api_url = "http://127.0.0.1:1", sandbox_url = "http://127.0.0.1:1" })

@@ -22,9 +22,24 @@ function M.finish(req, err)
   return a, b
 end
 
+-- A public method called with a dot (sbx.files.read(path)) gets its first
+-- argument as self: say so, instead of failing deep inside on a string.
+local function colon_guard(class, name, key, method)
+  return function(self, ...)
+    if getmetatable(self) ~= class then
+      error(("%s.%s called without its object: use a colon, obj:%s(...)"):format(name, key, key), 2)
+    end
+    return method(self, ...)
+  end
+end
+
 -- class(module, name) -> a class table: its own __index, and module[name].
+-- Public methods (no leading _) defined on it are guarded by colon_guard.
 function M.class(module, name)
-  local class = {}
+  local class = setmetatable({}, { __newindex = function(t, k, v)
+    if type(v) == "function" and type(k) == "string" and k:sub(1, 1) ~= "_" then v = colon_guard(t, name, k, v) end
+    rawset(t, k, v)
+  end })
   class.__index = class
   module[name] = class
   return class
