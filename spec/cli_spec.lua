@@ -316,6 +316,11 @@ describe("lua-e2b", function()
     assert.truthy(out:find("\napi_url%s+" .. os.getenv("E2B_API_URL"):gsub("%p", "%%%0") .. "\n"), out)
     assert.truthy(out:find("\nprobe%s+ok\n"), out)
     assert.truthy(out:find("\nenvd%s+yes\n"), out)
+    -- every feature the report has is named, "unknown" when it could not tell
+    for _, f in ipairs({ "auth", "envd", "stdin_close", "group_signals", "volumes", "snapshots",
+                         "network_update", "pagination" }) do
+      assert.truthy(out:find("\n" .. f .. "%s+[%w(]"), f .. " missing from:\n" .. out)
+    end
     assert.is_nil(out:find(key, 1, true))
     out, err, code = run({ "doctor", "--json" })
     assert.are.equal(0, code, err)

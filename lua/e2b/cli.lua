@@ -549,6 +549,11 @@ local function cmd_reap(ctx, opts)
   for _, s in ipairs(killed) do ctx.out(("killed %s (%s)\n"):format(s.id or "-", s.sandbox_id)) end
 end
 
+-- The yes/no answers of client:doctor(): each is shown, "unknown" when
+-- the report could not tell (nil).
+local DOCTOR_FEATURES = { auth = true, envd = true, stdin_close = true, group_signals = true, volumes = true,
+                          snapshots = true, network_update = true, pagination = true }
+
 -- doctor: the configuration in use (never the key itself), an
 -- authenticated probe, then what the backend supports, found by trying.
 local function cmd_doctor(ctx, opts)
@@ -577,10 +582,14 @@ local function cmd_doctor(ctx, opts)
                          "owner", "template", "probe" }) do
       if report[k] ~= nil then lines[#lines + 1] = ("%-14s %s"):format(k, tostring(report[k])) end
     end
-    for _, k in ipairs(sorted_keys(report.capabilities)) do
-      local v = report.capabilities[k]
+    local caps = report.capabilities
+    for _, k in ipairs(caps and sorted_keys(DOCTOR_FEATURES) or {}) do
+      local v = caps[k]
       if type(v) == "boolean" then v = v and "yes" or "no" end
-      lines[#lines + 1] = ("%-14s %s"):format(k, tostring(v))
+      lines[#lines + 1] = ("%-14s %s"):format(k, v == nil and "unknown (could not tell)" or tostring(v))
+    end
+    for _, k in ipairs(sorted_keys(caps)) do
+      if DOCTOR_FEATURES[k] == nil then lines[#lines + 1] = ("%-14s %s"):format(k, tostring(caps[k])) end
     end
     ctx.out(table.concat(lines, "\n") .. "\n")
   end
