@@ -408,7 +408,8 @@ E2B_EXPORT size_t e2b_req_queued(const e2b_req *req);
 E2B_EXPORT e2b_req *e2b_proc_send_input(e2b_sbx *sbx, uint32_t pid, const char *tag, const void *data,
                              size_t len, int pty, e2b_error *err);
 E2B_EXPORT e2b_req *e2b_proc_close_stdin(e2b_sbx *sbx, uint32_t pid, const char *tag, e2b_error *err);
-/* signo: 9 (KILL), 15 (TERM), 2 (INT) or another number envd accepts. */
+/* signo: 9 (KILL) or 15 (TERM), the only signals envd delivers; any other
+ * fails with E2B_ERR_INVALID_ARGUMENT before anything is sent. */
 E2B_EXPORT e2b_req *e2b_proc_signal(e2b_sbx *sbx, uint32_t pid, const char *tag, int signo, e2b_error *err);
 /* SIGKILL to the process group, then envd's process list every 50 ms until
  * the process (by tag when given, else by pid) is gone: success only then.

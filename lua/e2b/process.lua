@@ -29,7 +29,8 @@ local READ_MAX = 1024 * 1024
 local DEFAULT_MAX_OUTPUT = 64 * 1024 * 1024
 local KILL_SETTLE_MS = 2000
 
-local SIGNALS = { TERM = 15, KILL = 9, INT = 2 }
+-- envd delivers these two only (SendSignal answers any other "unimplemented").
+local SIGNALS = { TERM = 15, KILL = 9 }
 local NO_CALLBACKS = {} -- a handle without callbacks holds no table of them
 
 local function cmd_checker(v)
@@ -417,12 +418,13 @@ function Process:close_stdin()
 end
 
 --- Sends a signal to its process group.
--- @tparam string name "TERM", "KILL" or "INT"
+-- @tparam string name "TERM" or "KILL" (envd delivers no other)
 -- @treturn boolean true
 -- @return or nil, err
 function Process:signal(name)
   local signo = SIGNALS[name]
-  if not signo then return nil, errors.invalid("signal", "name", 'must be "TERM", "KILL" or "INT"') end
+  if not signo then return nil, errors.invalid("signal", "name",
+    'must be "TERM" or "KILL": envd delivers no other signal') end
   return self:_unary(self._port.call("signal", self:_target(), signo))
 end
 
