@@ -50,4 +50,44 @@ describe("envd compatibility", function()
       end)
     end
   end)
+
+  describe("lookup by tag is unreliable", function()
+    -- envd's getProcess stops at the first tagged process whose tag differs,
+    -- so with two tagged processes one of them can be missed by tag.
+    it("addresses processes by pid: input, close, attach and kill reach each of two tagged ones", function()
+      local a = assert(sbx:spawn("cat", { tag = "compat-a", stdin = true }))
+      local b = assert(sbx:spawn("cat", { tag = "compat-b", stdin = true }))
+      for _, p in ipairs({ a, b }) do
+        assert(p:write(p.tag .. "\n"))
+        assert.are.equal(p.tag .. "\n", (assert(p:read(5000))))
+        local again = assert(sbx:attach(p.tag, { offsets = p:offsets() }))
+        assert(p:close_stdin())
+        assert.are.same({ 0, "" }, (function(r) return { r.exit_code, r.stdout } end)(assert(again:wait(5000))))
+        again:close()
+        p:close()
+      end
+      local c = assert(sbx:spawn("sleep 30", { tag = "compat-c" }))
+      local d = assert(sbx:spawn("sleep 30", { tag = "compat-d" }))
+      assert.is_true(assert(c:kill()))
+      assert.is_true(assert(d:kill()))
+      c:close(); d:close()
+    end)
+
+    if not h.live then
+      it("e2b-local misses a tag as envd's walk does, and finds every pid", function()
+        local a = assert(open:spawn("cat; sleep 30", { tag = "walk-a", keep_output = false, stdin = true }))
+        local b = assert(open:spawn("cat; sleep 30", { tag = "walk-b", keep_output = false, stdin = true }))
+        local found = 0
+        for _, sel in ipairs({ { tag = "walk-a" }, { tag = "walk-b" } }) do
+          if envd_call(open, "SendInput", { process = sel, input = { stdin = "" } }) == 200 then found = found + 1 end
+        end
+        assert.are.equal(1, found) -- newest first here: the older one is hidden
+        for _, p in ipairs({ a, b }) do
+          assert.are.equal(200, (envd_call(open, "SendInput", { process = { pid = p.pid }, input = { stdin = "" } })))
+        end
+        assert(a:kill()); assert(b:kill())
+        a:close(); b:close()
+      end)
+    end
+  end)
 end)
