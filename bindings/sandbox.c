@@ -136,17 +136,12 @@ static int sbx_attach(lua_State *L) {
   return e2bL_push_req(L, u->l, req, &err);
 }
 
-/* signal_async(pid_or_tag, signo): fire and forget (for finalizers, which
- * cannot wait); the loop frees the request once it completes. */
-static int sbx_signal_async(lua_State *L) {
+/* stop_async(pid, kept): a kill's first signal, fire and forget (for
+ * finalizers, which cannot wait); the loop frees the request. */
+static int sbx_stop_async(lua_State *L) {
   sbx_ud *u = luaL_checkudata(L, 1, SBX_MT);
   if (!u->s) return 0; /* finalized first: nothing left to send from */
-  uint32_t pid;
-  const char *tag;
-  check_target(L, 2, &pid, &tag);
-  e2b_error err;
-  e2b_req *req = e2b_proc_signal(u->s, pid, tag, (int)luaL_checkinteger(L, 3), &err);
-  if (req) e2b_req_autofree(req);
+  e2b_proc_stop_async(u->s, (uint32_t)luaL_checkinteger(L, 2), lua_toboolean(L, 3));
   return 0;
 }
 
@@ -205,12 +200,14 @@ static int sbx_close_stdin(lua_State *L) {
   return e2bL_push_req(L, u->l, e2b_proc_close_stdin(u->s, t.pid, t.tag, &err), &err);
 }
 
-/* signal(pid_or_tag, signo) */
+/* signal(pid_or_tag, signo, pid?): by pid, once envd's list shows it
+ * (with the tag when given) */
 static int sbx_signal(lua_State *L) {
   proc_target t;
   sbx_ud *u = check_proc(L, &t);
+  uint32_t pid = t.tag ? (uint32_t)luaL_optinteger(L, 4, 0) : t.pid;
   e2b_error err;
-  e2b_req *req = e2b_proc_signal(u->s, t.pid, t.tag, (int)luaL_checkinteger(L, 3), &err);
+  e2b_req *req = e2b_proc_signal_listed(u->s, pid, t.tag, (int)luaL_checkinteger(L, 3), &err);
   return e2bL_push_req(L, u->l, req, &err);
 }
 
@@ -326,7 +323,7 @@ static const luaL_Reg sbx_methods[] = {
     {"close_stdin", sbx_close_stdin}, {"signal", sbx_signal},         {"resize", sbx_resize},
     {"list", sbx_list},             {"move", sbx_move},               {"read", sbx_read},
     {"url", sbx_url},               {"run", sbx_run},                 {"track", sbx_track},
-    {"attach", sbx_attach},         {"signal_async", sbx_signal_async},
+    {"attach", sbx_attach},         {"stop_async", sbx_stop_async},
     {"forget_async", sbx_forget_async}, {"flush_forgets", sbx_flush_forgets},
     {"explain", sbx_explain},       {"boot_id", sbx_boot_id},
     {NULL, NULL}};

@@ -408,13 +408,28 @@ E2B_EXPORT size_t e2b_req_queued(const e2b_req *req);
 E2B_EXPORT e2b_req *e2b_proc_send_input(e2b_sbx *sbx, uint32_t pid, const char *tag, const void *data,
                              size_t len, int pty, e2b_error *err);
 E2B_EXPORT e2b_req *e2b_proc_close_stdin(e2b_sbx *sbx, uint32_t pid, const char *tag, e2b_error *err);
-/* signo: 9 (KILL), 15 (TERM), 2 (INT) or another number envd accepts. */
+/* signo: 9 (KILL) or 15 (TERM), the only signals envd delivers; any other
+ * fails with E2B_ERR_INVALID_ARGUMENT before anything is sent. */
 E2B_EXPORT e2b_req *e2b_proc_signal(e2b_sbx *sbx, uint32_t pid, const char *tag, int signo, e2b_error *err);
-/* SIGKILL to the process group, then envd's process list every 50 ms until
- * the process (by tag when given, else by pid) is gone: success only then.
- * E2B_ERR_SANDBOX (retryable) when it is still listed after settle_ms; the
- * list's own error when envd could not be asked (never reported as gone). */
+/* The same signal by pid, sent only if envd's process list shows that pid
+ * (or, pid 0, a process) with tag: E2B_ERR_NOT_FOUND otherwise, so a pid
+ * reused since (after a filesystem-only pause) is never hit, and envd's
+ * tag lookup, which can miss, is not used. */
+E2B_EXPORT e2b_req *e2b_proc_signal_listed(e2b_sbx *sbx, uint32_t pid, const char *tag, int signo,
+                                           e2b_error *err);
+/* Ends the process and its process group: envd's process list names it
+ * (a tag is matched here, never by envd's tag lookup; a pid listed under
+ * another tag than the one given is not ours and counts as gone); a kept
+ * command gets SIGTERM, which its wrapper takes as "SIGKILL my command's
+ * group" (SIGKILL to the wrapper itself only after settle_ms), any other
+ * process SIGKILL; then the list every 50 ms until it is gone: success
+ * only then. E2B_ERR_SANDBOX (retryable) when it is still listed after
+ * that; the list's own error when envd could not be asked (never reported
+ * as gone). See kill.c. */
 E2B_EXPORT e2b_req *e2b_proc_kill(e2b_sbx *sbx, uint32_t pid, const char *tag, long settle_ms, e2b_error *err);
+/* The first step of e2b_proc_kill sent unattended (a dropped handle): SIGTERM
+ * to a kept command's wrapper, SIGKILL to any other process, by pid. */
+E2B_EXPORT void e2b_proc_stop_async(e2b_sbx *sbx, uint32_t pid, int kept);
 /* Writes data to the process's stdin (its pty with pty = 1) in pieces of
  * at most 1 MiB, one request at a time, then closes its stdin; the data is
  * copied. Fails at the first piece that fails (the process may have

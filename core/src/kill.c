@@ -1,8 +1,18 @@
-/* kill.c — e2b_proc_kill: SIGKILL to a process group, then a process list
- * every LOOK_EVERY_MS until it is gone, for at most settle_ms. The one
- * place that decides when a kill has happened: a run stopping its command
- * (run.c) and a handle's kill() (the Lua binding) both finish on it, so a
- * kill never reports a success that did not happen. */
+/* kill.c — e2b_proc_kill: ends a process and its whole process group, then
+ * a process list every LOOK_EVERY_MS until it is gone, for at most
+ * settle_ms. The one place that decides when a kill has happened: a run
+ * stopping its command (run.c) and a handle's kill() (the Lua binding) both
+ * finish on it, so a kill never reports a success that did not happen.
+ *
+ * envd delivers only SIGKILL and SIGTERM, to one pid, and starts commands
+ * in its own process group. A kept command's wrapper (wrapper.c) runs the
+ * command in a group of its own and takes SIGTERM as "kill that group":
+ * SIGKILL to the wrapper would leave the command running as an orphan. So a
+ * kept process gets SIGTERM, and SIGKILL only if it is still listed after
+ * settle_ms (its wrapper could not act); any other process gets SIGKILL.
+ * A process named by tag is found in envd's list first (envd's own tag
+ * lookup can miss it), which also tells whether it is kept; a pid that
+ * list shows under another tag is not ours (reused), so nothing is sent. */
 #include "internal.h"
 
 #include <stdlib.h>
@@ -14,25 +24,37 @@ typedef struct kill_state {
   e2b_sbx *sbx;
   uint32_t pid;
   char *tag;
-  e2b_req *signal; /* the SIGKILL in flight */
+  e2b_req *signal; /* the signal in flight */
   e2b_req *look;   /* a process list in flight */
   int waiting;     /* our timer is armed for the next look */
+  int resolved;    /* the first list named the pid (and whether it is kept) */
+  int kept;        /* a kept command's wrapper: SIGTERM ends its group */
+  int forced;      /* the SIGKILL fallback was sent */
+  int once;        /* e2b_proc_signal_listed: that signal, no looks after it */
   int64_t until_ms;
   long settle_ms;
 } kill_state;
 
-static int listed(const kill_state *s, const e2b_req *list) {
+/* The listed entry for our process, or NULL. */
+static const e2b_proc_info *listed(const kill_state *s, const e2b_req *list) {
   for (size_t i = 0; i < e2b_req_proc_count(list); i++) {
     const e2b_proc_info *p = e2b_req_proc_at(list, i);
-    if (s->tag ? p->tag && strcmp(p->tag, s->tag) == 0 : p->pid == s->pid) return 1;
+    int tag_ok = !s->tag || (p->tag && strcmp(p->tag, s->tag) == 0);
+    if (tag_ok && (s->pid ? p->pid == s->pid : s->tag != NULL)) return p;
   }
-  return 0;
+  return NULL;
 }
 
 static void look(e2b_req *op, kill_state *s) {
   e2b_error err;
   s->look = e2b_op_child(op, e2b_proc_list(s->sbx, &err));
   if (!s->look) e2b_op_finish(op, &err);
+}
+
+static void send_signal(e2b_req *op, kill_state *s, int signo) {
+  e2b_error err;
+  s->signal = e2b_op_child(op, e2b_proc_signal(s->sbx, s->pid, NULL, signo, &err));
+  if (!s->signal) e2b_op_finish(op, &err);
 }
 
 static void survived(e2b_req *op, kill_state *s) {
@@ -46,13 +68,42 @@ static void survived(e2b_req *op, kill_state *s) {
   e2b_op_finish(op, &err);
 }
 
+static void not_listed(e2b_req *op, kill_state *s) {
+  e2b_error err;
+  e2b_err_set(&err, E2B_ERR_NOT_FOUND, op->op, "process %u with tag %s is not running", (unsigned)s->pid,
+              s->tag ? s->tag : "(none)");
+  e2b_op_finish(op, &err);
+}
+
+/* A list came back: signal what it named, finish once it is gone, or look
+ * again (escalating a kept process to SIGKILL when its settle time is up). */
+static void looked(e2b_req *op, kill_state *s, int present, uint32_t pid, int kept) {
+  if (!present && s->once) return not_listed(op, s);
+  if (!present) return e2b_op_finish(op, NULL);
+  if (!s->resolved) {
+    s->resolved = 1;
+    s->pid = pid;
+    s->kept = kept;
+    if (s->once) return send_signal(op, s, s->once);
+    return send_signal(op, s, 9); /* kept: see the wrapper's TERM (next) */
+  }
+  if (e2b_now_ms() >= s->until_ms) {
+    if (!s->kept || s->forced) return survived(op, s);
+    s->forced = 1;
+    s->until_ms = e2b_now_ms() + s->settle_ms;
+    return send_signal(op, s, 9);
+  }
+  s->waiting = 1;
+  e2b_req_arm_timer(op, LOOK_EVERY_MS);
+}
+
 static void kill_advance(e2b_req *op) {
   kill_state *s = op->state;
   if (s->signal) {
     if (!e2b_req_done(s->signal)) return;
     const e2b_error *serr = e2b_req_error(s->signal);
     /* not_found: envd no longer knows it, which the list below confirms */
-    if (serr && serr->code != E2B_ERR_NOT_FOUND) return e2b_op_finish(op, serr);
+    if (s->once || (serr && serr->code != E2B_ERR_NOT_FOUND)) return e2b_op_finish(op, serr);
     e2b_req_free(s->signal);
     s->signal = NULL;
     return look(op, s);
@@ -61,13 +112,12 @@ static void kill_advance(e2b_req *op) {
     if (!e2b_req_done(s->look)) return;
     const e2b_error *lerr = e2b_req_error(s->look);
     if (lerr) return e2b_op_finish(op, lerr); /* could not look: never "gone" */
-    int alive = listed(s, s->look);
+    const e2b_proc_info *p = listed(s, s->look);
+    int present = p != NULL, kept = p && p->kept;
+    uint32_t pid = p ? p->pid : 0;
     e2b_req_free(s->look);
     s->look = NULL;
-    if (!alive) return e2b_op_finish(op, NULL);
-    if (e2b_now_ms() >= s->until_ms) return survived(op, s);
-    s->waiting = 1;
-    return e2b_req_arm_timer(op, LOOK_EVERY_MS);
+    return looked(op, s, present, pid, kept);
   }
   if (s->waiting && !op->timer_at_ms) {
     s->waiting = 0;
@@ -81,8 +131,8 @@ static const e2b_op_kind kill_kind = {.size = sizeof(kill_state),
                                       .allocs = E2B_FIELDS(KILL_AT(tag)),
                                       .holds = E2B_OP_HOLDS_SBX, .ref = KILL_AT(sbx), .key = KILL_AT(tag)};
 
-e2b_req *e2b_proc_kill(e2b_sbx *sbx, uint32_t pid, const char *tag, long settle_ms, e2b_error *err) {
-  const char *op = "process.kill";
+static e2b_req *listed_op(e2b_sbx *sbx, const char *op, uint32_t pid, const char *tag, long settle_ms,
+                          int once, e2b_error *err) {
   e2b_error_clear(err);
   if (e2b_need_sbx(sbx, op, err)) return NULL;
   if (!pid && (!tag || !*tag)) {
@@ -96,12 +146,30 @@ e2b_req *e2b_proc_kill(e2b_sbx *sbx, uint32_t pid, const char *tag, long settle_
   e2b_req *req = e2b_op_new(&kill_kind, NULL, sbx, op, kill_advance, tag, err);
   if (!req) return NULL;
   kill_state *s = req->state;
-  s->pid = tag ? 0 : pid;
+  s->once = once;
+  s->pid = pid;
   s->settle_ms = settle_ms;
   s->until_ms = e2b_now_ms() + settle_ms;
-  if (!(s->signal = e2b_op_child(req, e2b_proc_signal(sbx, s->pid, s->tag, 9, err)))) {
+  if (!(s->look = e2b_op_child(req, e2b_proc_list(sbx, err)))) {
     e2b_req_free(req);
     return NULL;
   }
   return e2b_req_typed(req, E2B_RESULT_NONE);
+}
+
+e2b_req *e2b_proc_kill(e2b_sbx *sbx, uint32_t pid, const char *tag, long settle_ms, e2b_error *err) {
+  return listed_op(sbx, "process.kill", pid, tag, settle_ms, 0, err);
+}
+
+e2b_req *e2b_proc_signal_listed(e2b_sbx *sbx, uint32_t pid, const char *tag, int signo, e2b_error *err) {
+  if (signo != 9 && signo != 15) return e2b_proc_signal(sbx, pid, tag, signo, err); /* its refusal */
+  return listed_op(sbx, "process.signal", pid, tag, 1, signo, err);
+}
+
+/* Unattended (a handle dropped or collected): the same first signal, sent
+ * and forgotten. */
+void e2b_proc_stop_async(e2b_sbx *sbx, uint32_t pid, int kept) {
+  e2b_error err;
+  e2b_req *req = pid ? e2b_proc_signal(sbx, pid, NULL, 9, &err) : NULL;
+  if (req) e2b_req_autofree(req);
 }

@@ -29,7 +29,7 @@ typedef struct run_state {
   e2b_req *input;  /* its stdin being fed */
   e2b_req *kill;   /* e2b_proc_kill in flight */
   uint32_t pid;
-  char *tag;       /* tracked: signals and input go by tag */
+  char *tag;       /* its tag: a kill finds it by tag in envd's list */
   char *user;      /* whose commands may remove the kept files */
   int tracked;     /* its output is kept in files, forgotten afterwards */
   int pty;         /* it runs on a pty: the result has its output */
@@ -60,9 +60,7 @@ static void run_release(void *p) {
   run_state *s = p;
   if (s->started && !s->finished && !s->ended) {
     /* Dropped mid-run (canceled): the group is not left behind. */
-    e2b_error err;
-    e2b_req *k = e2b_proc_signal(s->sbx, s->tag ? 0 : s->pid, s->tag, 9, &err);
-    if (k) e2b_req_autofree(k);
+    e2b_proc_stop_async(s->sbx, s->pid, s->tracked);
     if (s->tracked) e2b_proc_forget_later(s->sbx, s->tag, s->user);
   }
   e2b_output_free(s->out);
@@ -146,7 +144,7 @@ static void feed_stdin(e2b_req *op, run_state *s) {
   e2b_error err;
   if (s->input || s->stdin_closed || !s->started || s->ended) return;
   s->stdin_closed = 1;
-  s->input = e2b_op_child(op, e2b_proc_feed(s->sbx, s->pid, s->tag, s->stdin_data, s->stdin_len, s->pty, &err));
+  s->input = e2b_op_child(op, e2b_proc_feed(s->sbx, s->pid, NULL, s->stdin_data, s->stdin_len, s->pty, &err));
   free(s->stdin_data); /* the feed has its own copy */
   s->stdin_data = NULL;
 }
@@ -219,7 +217,7 @@ static void start_kill(e2b_req *op, run_state *s, int drain) {
   s->timer = 0;
   s->phase = P_KILL;
   s->drain = drain;
-  s->kill = e2b_op_child(op, e2b_proc_kill(s->sbx, s->tag ? 0 : s->pid, s->tag, KILL_SETTLE_MS, &err));
+  s->kill = e2b_op_child(op, e2b_proc_kill(s->sbx, s->pid, s->tag, KILL_SETTLE_MS, &err));
   if (!s->kill) finish_run(op, s);
 }
 

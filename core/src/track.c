@@ -383,12 +383,14 @@ static void fail_start(e2b_req *op, track_state *s) {
   fail(op, &err);
 }
 
-/* Follows the process's own stream; reconnects by tag when it breaks. */
+/* Follows the process's own stream; reconnects by pid when it breaks
+ * (envd's tag lookup stops at the first other tagged process it meets, so
+ * a tag is only matched in its list; the tag serves while no pid is known). */
 static void stream_step(e2b_req *op, track_state *s) {
   if (!s->live) {
     if (s->parked || s->exit_known || s->gone || e2b_now_ms() < s->reconnect_at) return;
     e2b_error err;
-    s->live = e2b_op_child(op, e2b_proc_connect_stream(s->sbx, 0, s->tag, s->idle_ms,
+    s->live = e2b_op_child(op, e2b_proc_connect_stream(s->sbx, s->pid, s->pid ? NULL : s->tag, s->idle_ms,
                                                        E2B_STREAM_EVENTS, &err));
     if (!s->live) s->reconnect_at = e2b_now_ms() + POLL_MAX_MS;
     return;

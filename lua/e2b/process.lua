@@ -29,7 +29,8 @@ local READ_MAX = 1024 * 1024
 local DEFAULT_MAX_OUTPUT = 64 * 1024 * 1024
 local KILL_SETTLE_MS = 2000
 
-local SIGNALS = { TERM = 15, KILL = 9, INT = 2 }
+-- envd delivers these two only (SendSignal answers any other "unimplemented").
+local SIGNALS = { TERM = 15, KILL = 9 }
 local NO_CALLBACKS = {} -- a handle without callbacks holds no table of them
 
 local function cmd_checker(v)
@@ -116,7 +117,7 @@ end
 -- 5.1/LuaJIT run __gc only for userdata, hence the proxy.)
 local function on_collect(self)
   if self._closed or self._detached then return end
-  if not self._exit and not self._killed then self._port.call("signal_async", self.tag or self.pid, 9) end
+  if not self._exit and not self._killed then self._port.call("stop_async", self.pid, self.tracked) end
   if self.tracked and self.tag then self._port.call("forget_async", self.tag, self._user) end
 end
 
@@ -226,10 +227,10 @@ function Process:_feed_pending()
   return f
 end
 
--- Signals and input go by tag: a tag names one process, so a pid reused
--- after the sandbox rebooted is never hit.
+-- Signals and input go by pid, as the SDKs send them: envd's lookup by tag
+-- stops at the first other tagged process it meets, so it can miss ours.
 function Process:_target()
-  return self.tag or self.pid
+  return self.pid or self.tag
 end
 
 -- Takes the next piece of output. Returns data, stream | "end" | nil, err
@@ -417,13 +418,15 @@ function Process:close_stdin()
 end
 
 --- Sends a signal to its process group.
--- @tparam string name "TERM", "KILL" or "INT"
+-- @tparam string name "TERM" or "KILL" (envd delivers no other)
 -- @treturn boolean true
 -- @return or nil, err
 function Process:signal(name)
   local signo = SIGNALS[name]
-  if not signo then return nil, errors.invalid("signal", "name", 'must be "TERM", "KILL" or "INT"') end
-  return self:_unary(self._port.call("signal", self:_target(), signo))
+  if not signo then return nil, errors.invalid("signal", "name",
+    'must be "TERM" or "KILL": envd delivers no other signal') end
+  -- by pid, once envd's list shows it with our tag: a reused pid is never hit
+  return self:_unary(self._port.call("signal", self.tag or self.pid, signo, self.pid))
 end
 
 --- SIGKILL to the process group; true once the group is gone (checked for
@@ -433,7 +436,8 @@ end
 -- @return or nil, err (kind "sandbox" for a survivor)
 function Process:kill()
   if self._exit then return true end
-  local ok, err = self:_unary(self._port.call("kill", self:_target(), KILL_SETTLE_MS))
+  -- by tag when it has one: the core finds it in envd's list, so a reused pid is never hit
+  local ok, err = self:_unary(self._port.call("kill", self.tag or self.pid, KILL_SETTLE_MS))
   if not ok then
     if errors.is(err, "sandbox") then err.pid = self.pid end
     return nil, err

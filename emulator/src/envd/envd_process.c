@@ -376,16 +376,23 @@ static int close_stdin(rpc_call *c, json_t **resp, rpc_err *e) {
   return rc ? -1 : 0;
 }
 
+/* As envd: the process is looked up first, and only SIGKILL and SIGTERM
+ * exist (any other number is "unimplemented"). */
 static int send_signal(rpc_call *c, json_t **resp, rpc_err *e) {
-  static const char *const names[] = {"SIGNAL_SIGKILL", "SIGNAL_SIGTERM", "SIGNAL_SIGINT", "SIGNAL_SIGHUP", "SIGNAL_SIGQUIT", "SIGNAL_SIGUSR1", "SIGNAL_SIGUSR2"};
-  static const int nums[] = {SIGKILL, SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+  static const char *const names[] = {"SIGNAL_UNSPECIFIED", "SIGNAL_SIGKILL", "SIGNAL_SIGTERM"};
+  static const int nums[] = {0, SIGKILL, SIGTERM};
   int sig = 0;
-  if (pj_enum(pj_get(c->msg, "signal", NULL), names, nums, sizeof nums / sizeof nums[0], &sig) || sig <= 0 || sig >= 32) {
-    rpc_fail(e, "invalid_argument", "unsupported signal");
+  if (pj_enum(pj_get(c->msg, "signal", NULL), names, nums, sizeof nums / sizeof nums[0], &sig)) {
+    rpc_fail(e, "invalid_argument", "signal is not a Signal");
     return -1;
   }
   proc *p = select_proc(c, e);
   if (!p) return -1;
+  if (sig != SIGKILL && sig != SIGTERM) {
+    rpc_fail(e, "unimplemented", "invalid signal: %d", sig);
+    proc_unref(p);
+    return -1;
+  }
   int rc = sandbox_signal(c->sb, proc_pid(p), sig);
   if (rc == -ESRCH) rc = 0; /* it ended meanwhile: the signal is moot */
   if (rc) rpc_fail_errno(e, -rc, "cannot signal the process");

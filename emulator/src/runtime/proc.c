@@ -566,13 +566,28 @@ proc *proc_register(proc_table *t, const proc_spec *spec, proc_sub **first) {
   return p;
 }
 
+/* By tag, as envd's getProcess walks its map: untagged processes are
+ * skipped, a match is kept and the walk goes on, and the first tagged
+ * process with another tag stops it. So with two or more tagged processes
+ * a tag lookup can miss (here, newest first: one started after another
+ * tagged process hides it), as it can on E2B. */
+static proc *find_tag_locked(proc_table *t, const char *tag) {
+  proc *found = NULL;
+  for (proc *p = t->procs; p; p = p->next) {
+    if (!p->tag) continue;
+    if (strcmp(p->tag, tag) != 0) break;
+    found = p;
+  }
+  return found;
+}
+
 proc *proc_find(proc_table *t, int pid, const char *tag) {
   pthread_mutex_lock(&t->mu);
-  proc *p = t->procs;
-  for (; p; p = p->next) {
-    if (pid > 0 && p->pid == pid) break;
-    if (pid <= 0 && tag && p->tag && strcmp(p->tag, tag) == 0) break;
-  }
+  proc *p = NULL;
+  if (pid > 0)
+    for (p = t->procs; p && p->pid != pid; p = p->next) {}
+  else if (tag)
+    p = find_tag_locked(t, tag);
   if (p) p->refs++;
   pthread_mutex_unlock(&t->mu);
   return p;

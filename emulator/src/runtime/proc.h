@@ -58,7 +58,8 @@ proc *proc_register(proc_table *t, const proc_spec *spec, proc_sub **first);
 /* Whether proc_register could not start the process's output reader: the
  * process has ended for its subscribers and must be killed by the caller. */
 int proc_unserved(const proc *p);
-/* Looks up by pid (>0) or tag; returns a new ref or NULL. */
+/* Looks up by pid (>0) or tag (as envd does: it can miss, see proc.c);
+ * returns a new ref or NULL. */
 proc *proc_find(proc_table *t, int pid, const char *tag);
 void proc_unref(proc *p);
 int proc_pid(const proc *p);
