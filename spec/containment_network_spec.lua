@@ -153,6 +153,18 @@ describe("network containment", function()
     bystander_unharmed(bystander)
   end)
 
+  it("treats every spelling of this host as loopback: a denied 127.0.0.0/8 is not reached as 0.0.0.0", function()
+    local bystander = h.sandbox({}, client)
+    local sbx = h.sandbox({ network = { deny = { "127.0.0.0/8", "::1/128" } } }, client)
+    assert.are.equal("000", raw_get(sbx, "127.0.0.1"))
+    -- the unspecified address, as a literal, a short form and IPv4-mapped,
+    -- connects to the loopback: the policy must see it so
+    for _, host in ipairs({ "0.0.0.0", "0", "[::ffff:0.0.0.0]", "[::]" }) do
+      assert.are.equal("000", raw_get(sbx, host), host)
+    end
+    bystander_unharmed(bystander)
+  end)
+
   it("never exposes the egress forwarder through the port proxy", function()
     local sbx = h.sandbox({}, client)
     -- an absolute-form request to 3128-<id>.<domain> would be a request to

@@ -102,10 +102,26 @@ static void test_a_narrower_deny_beats_an_allowed_name(void) {
   netpolicy_free(q);
 }
 
+static void test_every_spelling_of_this_host_is_loopback(void) {
+  netpolicy *no_loop = policy(1, NULL, "[\"127.0.0.0/8\", \"::1/128\"]");
+  const char *spellings[] = {"127.0.0.1", "0.0.0.0", "::1", "::", "::ffff:0.0.0.0", "::ffff:127.0.0.1"};
+  for (size_t i = 0; i < sizeof spellings / sizeof *spellings; i++) {
+    CHECK(!netpolicy_addr_allowed(no_loop, addr(spellings[i])));
+    CHECK(!netpolicy_allows(no_loop, NULL, addr(spellings[i]), 1));
+  }
+  CHECK(netpolicy_addr_allowed(no_loop, addr("10.0.0.1")));
+  netpolicy_free(no_loop);
+  /* a loopback grant covers the unspecified address too */
+  netpolicy *loop = policy(0, "[\"127.0.0.1/32\"]", NULL);
+  CHECK(netpolicy_addr_allowed(loop, addr("0.0.0.0")));
+  netpolicy_free(loop);
+}
+
 int main(void) {
   RUN(test_resolution_only_when_a_name_rule_could_match);
   RUN(test_an_allowed_name_never_reaches_this_machine);
   RUN(test_loopback_reached_only_when_listed);
   RUN(test_a_narrower_deny_beats_an_allowed_name);
+  RUN(test_every_spelling_of_this_host_is_loopback);
   return TESTING_DONE();
 }

@@ -500,10 +500,16 @@ static void start_literal(econn *c) {
   start_connect(c);
 }
 
+/* Loopback, or the unspecified address, which connects to the loopback. */
 static int is_loopback_literal(const struct sockaddr *sa) {
-  if (sa->sa_family == AF_INET) return (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24) == 127;
+  if (sa->sa_family == AF_INET) {
+    uint32_t a = ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr);
+    return (a >> 24) == 127 || a == 0;
+  }
   const struct in6_addr *a6 = &((const struct sockaddr_in6 *)sa)->sin6_addr;
-  return IN6_IS_ADDR_LOOPBACK(a6) || (IN6_IS_ADDR_V4MAPPED(a6) && a6->s6_addr[12] == 127);
+  if (IN6_IS_ADDR_LOOPBACK(a6) || IN6_IS_ADDR_UNSPECIFIED(a6)) return 1;
+  const uint8_t *v4 = a6->s6_addr + 12;
+  return IN6_IS_ADDR_V4MAPPED(a6) && (v4[0] == 127 || (!v4[0] && !v4[1] && !v4[2] && !v4[3]));
 }
 
 /* Hands a job to the resolver pool: a connect on the sandbox's own

@@ -192,22 +192,28 @@ static int cidr_match(const rule *r, int family, const uint8_t *addr) {
   return (addr[full] & mask) == r->addr[full];
 }
 
+/* The unspecified address connects to this host's loopback: the policy
+ * sees it as the loopback it reaches (0.0.0.0 as 127.0.0.1, :: as ::1). */
+static void unspecified_as_loopback(int family, uint8_t *addr) {
+  static const uint8_t zero[16] = {0};
+  if (memcmp(addr, zero, family == AF_INET ? 4 : 16) != 0) return;
+  if (family == AF_INET) addr[0] = 127, addr[3] = 1;
+  else addr[15] = 1;
+}
+
 /* sa as (family, 16 bytes); IPv4-mapped IPv6 as IPv4. 0, or -1. */
 static int addr_of(const struct sockaddr *sa, int *family, uint8_t addr[16]) {
   if (sa->sa_family == AF_INET) {
     *family = AF_INET;
     memcpy(addr, &((const struct sockaddr_in *)sa)->sin_addr, 4);
-    return 0;
-  }
-  if (sa->sa_family != AF_INET6) return -1;
-  const struct in6_addr *a6 = &((const struct sockaddr_in6 *)sa)->sin6_addr;
-  if (IN6_IS_ADDR_V4MAPPED(a6)) {
-    *family = AF_INET;
-    memcpy(addr, a6->s6_addr + 12, 4);
+  } else if (sa->sa_family == AF_INET6) {
+    const struct in6_addr *a6 = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+    *family = IN6_IS_ADDR_V4MAPPED(a6) ? AF_INET : AF_INET6;
+    memcpy(addr, a6->s6_addr + (*family == AF_INET ? 12 : 0), *family == AF_INET ? 4 : 16);
   } else {
-    *family = AF_INET6;
-    memcpy(addr, a6->s6_addr, 16);
+    return -1;
   }
+  unspecified_as_loopback(*family, addr);
   return 0;
 }
 
