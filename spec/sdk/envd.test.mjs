@@ -188,3 +188,17 @@ test('ports: with public traffic off, e2b-traffic-access-token is required (403 
   assert.equal((await sbx.getInfo()).network.allowPublicTraffic, false)
   await sbx.kill()
 })
+
+test('ports: a request without the traffic token never resumes a paused sandbox', async () => {
+  const sbx = await sandbox({ network: { allowPublicTraffic: false }, lifecycle: { onTimeout: 'pause', autoResume: true } })
+  await sbx.pause()
+  for (const headers of [{}, { 'e2b-traffic-access-token': 'wrong' }]) {
+    assert.equal((await viaHost(sbx, 8080, '/', { headers })).status, 403)
+    assert.equal((await sbx.getInfo()).state, 'paused')
+  }
+  // the token itself does wake it (autoResume)
+  const tok = { 'e2b-traffic-access-token': sbx.trafficAccessToken }
+  await viaHost(sbx, 8080, '/', { headers: tok })
+  assert.equal((await sbx.getInfo()).state, 'running')
+  await sbx.kill()
+})

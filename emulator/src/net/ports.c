@@ -392,16 +392,21 @@ static void early(http_req *r, int status, const char *msg) {
 void port_route(http_req *r, const char *sandbox_id, long port) {
   sandbox *sb = sandbox_get(sandbox_id);
   r->sb = sb;
-  if (!sb || !sandbox_wake(sb) || port <= 0 || port > 65535) {
+  if (!sb || port <= 0 || port > 65535) {
     early(r, 502, "The sandbox was not found"); /* E2B's edge words it so */
     return;
   }
+  /* checked before the wake: nothing unauthenticated resumes a sandbox */
   if (sb->traffic_token) {
     const char *t = http_header(r->conn, "e2b-traffic-access-token");
     if (!t || !e2b_secure_streq(t, sb->traffic_token)) {
       early(r, 403, t ? "invalid traffic access token" : "missing e2b-traffic-access-token header (public traffic is off)");
       return;
     }
+  }
+  if (!sandbox_wake(sb)) {
+    early(r, 502, "The sandbox was not found");
+    return;
   }
   ipc_msg reply;
   int rc = -ECONNREFUSED;
