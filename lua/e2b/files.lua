@@ -17,6 +17,9 @@ local Files = rt.class(M, "Files")
 
 local adapter = rt.adapter
 local CHUNK = 1024 * 1024
+-- files:read's default bound: a whole value past it belongs in read_to.
+local READ_MAX = 256 * 1024 * 1024
+local READ_SPEC = { max_bytes = "positive" }
 local UPLOAD_HIGH_WATER = 1024 * 1024
 
 -- M.new(sbx, port) -> files; port: what it may ask of its sandbox (user,
@@ -83,8 +86,9 @@ function Files:_download(op, path, emit, user)
 end
 
 -- Streams a download into target (a core.buffer or an open file) in C,
--- without a Lua string per chunk; returns the byte count.
-function Files:_drain(op, path, target, progress)
+-- without a Lua string per chunk; returns the byte count. Past max bytes
+-- (when given) it stops: an envd answer may be endless.
+function Files:_drain(op, path, target, progress, max)
   local req, err = self:_start_read(op, path)
   if not req then return nil, err end
   local total = 0
@@ -98,6 +102,11 @@ function Files:_drain(op, path, target, progress)
       total = total + n
       if progress then progress(total, nil) end
     end
+    if max and total > max then
+      req:close()
+      return nil, errors.invalid(op, "max_bytes", ("%s is larger than %d bytes: raise max_bytes, or stream it"
+        .. " with files:read_to"):format(path, max))
+    end
     if ended then break end
     adapter.await(req)
   end
@@ -105,13 +114,19 @@ function Files:_drain(op, path, target, progress)
 end
 
 --- Reads a whole file. The bytes gather in one buffer that becomes the
--- string (on Lua 5.4 without a copy), so a file is held about once.
+-- string (on Lua 5.4 without a copy), so a file is held about once; a file
+-- larger than opts.max_bytes is an error, not a string of any size.
 -- @tparam string path
+-- @tparam[opt] table opts
+-- @tparam[opt=268435456] int opts.max_bytes the most it returns (256 MiB)
 -- @treturn string the exact bytes
 -- @return or nil, err
-function Files:read(path)
+function Files:read(path, opts)
+  local o, err = check.options("files.read", opts, READ_SPEC)
+  if not o then return nil, err end
   local buf = core.buffer()
-  local n, err = self:_drain("files.read", path, buf)
+  local n
+  n, err = self:_drain("files.read", path, buf, nil, o.max_bytes or READ_MAX)
   if not n then return nil, err end
   return buf:take()
 end
