@@ -104,10 +104,7 @@ end
 -- The e2b-local serving these specs (an ancestor of this process): its
 -- pid and executable (the disk spec starts the same build).
 local function server()
-  local out = h.host([[p=$$; while [ "$p" -gt 1 ]; do e=$(readlink /proc/$p/exe);
-    case $e in */e2b-local|*/e2b-local" (deleted)") echo "$p $e"; exit;; esac
-    p=$(awk '{print $4}' /proc/$p/stat); done]])
-  local pid, bin = out:match("^(%d+) (%S+)")
+  local pid, bin = h.server_process()
   return assert(pid, "not run under e2b-local exec"), h.e2b_local_bin() ~= "e2b-local" and h.e2b_local_bin() or bin
 end
 

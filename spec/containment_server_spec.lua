@@ -110,6 +110,88 @@ describe("e2b-local state containment", function()
   end)
 end)
 
+-- Sandbox services that misbehave as HTTP upstreams of the port proxy.
+local ENDLESS_HEAD = [[
+import socket
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", 8080)); s.listen(64)
+print("listening", flush=True)
+while True:
+    c, _ = s.accept()
+    try:
+        c.recv(65536)
+        c.sendall(b"HTTP/1.1 200 OK\r\n")
+        line = b"X-Endless: " + b"a" * 1000 + b"\r\n"
+        while True:
+            c.sendall(line * 64)
+    except OSError:
+        c.close()
+]]
+local SILENT = [[
+import socket, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", 8081)); s.listen(64)
+print("listening", flush=True)
+held = []
+while True:
+    c, _ = s.accept()
+    held.append(c)
+]]
+
+-- VmRSS (kB) and the thread and descriptor counts of a process.
+local function usage(pid)
+  local out = h.host(("grep -E '^(VmRSS|Threads):' /proc/%d/status | awk '{print $2}' | tr '\n' ' ';"
+    .. " ls /proc/%d/fd | wc -l"):format(pid, pid))
+  local rss, threads, fds = out:match("^(%d+) (%d+) (%d+)")
+  return tonumber(rss), tonumber(threads), tonumber(fds)
+end
+
+describe("e2b-local's port proxy against a hostile upstream", function()
+  local client, sbx
+  setup(function()
+    client = h.client()
+    sbx = h.sandbox({}, client)
+    for _, code in ipairs({ ENDLESS_HEAD, SILENT }) do
+      local p = assert(sbx:spawn({ "python3", "-c", code }))
+      assert.truthy((p:read(10000) or ""):find("listening", 1, true))
+      p:detach()
+    end
+  end)
+  teardown(h.cleanup)
+
+  -- curl to port of the sandbox through the port proxy: the status.
+  local function via_proxy(port, seconds)
+    return h.host(("curl -s -o /dev/null -w '%%{http_code}' --max-time %d -H %s %s/"):format(seconds,
+      h.shell_quote("Host: " .. sbx:host(port)), os.getenv("E2B_API_URL")))
+  end
+
+  it("refuses an endless response head with 502, its memory bounded", function()
+    local pid = assert(h.server_process())
+    local before = usage(pid)
+    assert.are.equal("502", via_proxy(8080, 30))
+    local after = usage(pid)
+    assert.is_true(after - before < 100 * 1024, ("RSS grew from %d to %d kB"):format(before, after))
+    h.assert_healthy({ sbx }, client)
+  end)
+
+  it("releases the thread and descriptors of a request whose caller left a silent upstream", function()
+    local pid = assert(h.server_process())
+    via_proxy(8081, 1) -- warm: the first request's thread and connection
+    e2b.sleep(500)
+    local _, threads0, fds0 = usage(pid)
+    for _ = 1, 20 do via_proxy(8081, 1) end
+    local threads, fds
+    for _ = 1, 50 do
+      _, threads, fds = usage(pid)
+      if threads <= threads0 + 2 and fds <= fds0 + 4 then break end
+      e2b.sleep(100)
+    end
+    assert.is_true(threads <= threads0 + 2, ("threads %d -> %d"):format(threads0, threads))
+    assert.is_true(fds <= fds0 + 4, ("descriptors %d -> %d"):format(fds0, fds))
+    h.assert_healthy({ sbx }, client)
+  end)
+end)
+
 -- The ids of the sandboxes made under the state directories in dir.
 local function sandbox_ids(dir)
   local ids = {}

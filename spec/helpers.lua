@@ -40,6 +40,16 @@ function M.fresh_lua(code, opts)
   return M.host(table.concat(words, " "))
 end
 
+-- The e2b-local serving these specs (an ancestor of this process): its pid
+-- and executable, or nil when not run under `e2b-local exec`.
+function M.server_process()
+  local out = M.host([[p=$$; while [ "$p" -gt 1 ]; do e=$(readlink /proc/$p/exe);
+    case $e in */e2b-local|*/e2b-local" (deleted)") echo "$p $e"; exit;; esac
+    p=$(awk '{print $4}' /proc/$p/stat); done]])
+  local pid, bin = out:match("^(%d+) (%S+)")
+  return tonumber(pid), bin
+end
+
 local created = {}
 
 -- client(opts) -> a client for the backend under test

@@ -27,9 +27,14 @@
 #include "util.h"
 
 #define HEAD_MAX (64 * 1024)
+/* A response head past these is refused (502): a service that sends header
+ * lines without end must not grow the server. */
+#define HEAD_LINES_MAX 1000
+#define HEAD_BYTES_MAX (1024 * 1024)
 
 typedef struct pconn {
   int fd;
+  int client; /* the client's socket, watched while we wait on the upstream */
   int chunked_req; /* the request body is re-chunked towards the upstream */
   int upgrade;
   int broken; /* writing upstream failed */
@@ -145,6 +150,20 @@ static int on_body(http_req *r, const char *data, size_t n) {
 
 /* ---- reading the upstream response ---- */
 
+/* Waits until the upstream has bytes; 0, or -1 once the client has gone
+ * (closed or half-closed): a service that never answers must not hold a
+ * thread and its descriptors for a caller who left. */
+static int await_upstream(const pconn *c) {
+  struct pollfd pf[2] = {{c->fd, POLLIN, 0}, {c->client, POLLRDHUP, 0}};
+  for (;;) {
+    int n = poll(pf, c->client >= 0 ? 2 : 1, -1);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return -1;
+    if (c->client >= 0 && (pf[1].revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL))) return -1;
+    if (pf[0].revents) return 0;
+  }
+}
+
 static ssize_t fill_buf(pconn *c) {
   if (c->off > 0 && c->off == c->len) c->off = c->len = 0;
   if (c->len == HEAD_MAX) {
@@ -154,6 +173,7 @@ static ssize_t fill_buf(pconn *c) {
     if (c->len == HEAD_MAX) return -1;
   }
   ssize_t n;
+  if (await_upstream(c) != 0) return -1;
   do {
     n = read(c->fd, c->buf + c->len, HEAD_MAX - c->len);
   } while (n < 0 && errno == EINTR);
@@ -333,8 +353,14 @@ static enum MHD_Result on_complete(http_req *r) {
   json_t *headers = json_array();
   int64_t length = -1;
   int chunked = 0;
-  for (;;) {
+  size_t head_bytes = 0;
+  for (int lines = 0;; lines++) {
     char *line = read_line(c);
+    if (line && (lines >= HEAD_LINES_MAX || (head_bytes += strlen(line)) > HEAD_BYTES_MAX)) {
+      free(line);
+      json_decref(headers);
+      return http_error(r->conn, 502, "the service on that port sent too large a response head");
+    }
     if (!line) {
       json_decref(headers);
       return http_error(r->conn, 502, "the service on that port sent an incomplete response");
@@ -427,6 +453,7 @@ void port_route(http_req *r, const char *sandbox_id, long port) {
   }
   pconn *c = xcalloc(1, sizeof *c);
   c->fd = ipc_take_fd(&reply, 0);
+  c->client = http_client_fd(r->conn);
   ipc_msg_clear(&reply);
   c->buf = xmalloc(HEAD_MAX);
   r->ctx = c;
