@@ -417,8 +417,9 @@ E2B_EXPORT e2b_req *e2b_proc_signal(e2b_sbx *sbx, uint32_t pid, const char *tag,
 E2B_EXPORT e2b_req *e2b_proc_kill(e2b_sbx *sbx, uint32_t pid, const char *tag, long settle_ms, e2b_error *err);
 /* Writes data to the process's stdin (its pty with pty = 1) in pieces of
  * at most 1 MiB, one request at a time, then closes its stdin; the data is
- * copied. Fails at the first piece that fails (the process may have
- * exited without reading). */
+ * copied. Stops at the first piece that fails; fails only when that was a
+ * 429 (E2B_ERR_RATE_LIMITED: the input never reached a process that waits for
+ * it), and succeeds otherwise (the process may have exited without reading). */
 E2B_EXPORT e2b_req *e2b_proc_feed(e2b_sbx *sbx, uint32_t pid, const char *tag, const void *data, size_t len,
                                   int pty, e2b_error *err);
 E2B_EXPORT e2b_req *e2b_proc_resize(e2b_sbx *sbx, uint32_t pid, const char *tag, unsigned cols, unsigned rows,

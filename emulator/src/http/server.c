@@ -87,11 +87,15 @@ static int is_connect_path(const char *url) {
   return strncmp(url, "/process.Process/", 17) == 0 || strncmp(url, "/filesystem.Filesystem/", 23) == 0;
 }
 
-/* The injected status: E2B's error body, or a Connect error on RPC routes. */
+/* The injected status, in the shape of whoever answers it on E2B. */
 static enum MHD_Result fault_respond(http_req *r) {
   int st = r->fault.status;
   json_t *body;
-  if (r->fault_connect) {
+  if (r->fault_shape == FAULT_EDGE) {
+    body = json_pack("{s:s, s:s, s:i, s:i}", "sandboxId", r->fault_sandbox, "message",
+                     "injected fault: too many concurrent incoming connections", "code", st,
+                     "connectionLimit", 0);
+  } else if (r->fault_shape == FAULT_CONNECT) {
     const char *code = connect_code_for_status(st);
     body = json_pack("{s:s, s:s}", "code", code, "message", "injected fault");
   } else {
@@ -100,6 +104,13 @@ static enum MHD_Result fault_respond(http_req *r) {
   char ra[24];
   snprintf(ra, sizeof ra, "%d", r->fault.retry_after_s);
   return http_json_hdr(r->conn, (unsigned)st, body, r->fault.retry_after_s >= 0 ? "Retry-After" : NULL, ra);
+}
+
+/* E2B's edge refuses a sandbox's envd traffic with 429 before envd sees it. */
+static int fault_shape(const http_req *r, const route_to *to, int status) {
+  if (to->kind != RK_ENVD) return FAULT_API;
+  if (status == 429) return FAULT_EDGE;
+  return is_connect_path(r->url) ? FAULT_CONNECT : FAULT_API;
 }
 
 /* Returns 0 to go on, or 1 when the connection must be dropped now. */
@@ -115,7 +126,8 @@ static int apply_faults(http_req *r, const route_to *to) {
   case FA_DROP: return 1;
   case FA_STATUS:
     r->fault = hit;
-    r->fault_connect = to->kind == RK_ENVD && is_connect_path(r->url);
+    r->fault_shape = fault_shape(r, to, hit.status);
+    snprintf(r->fault_sandbox, sizeof r->fault_sandbox, "%s", to->id);
     r->on_complete = fault_respond;
     return 0;
   case FA_DROP_MID: r->fault = hit; return 0;

@@ -1,0 +1,73 @@
+-- lua-e2b against E2B as it is, and e2b-local never more lenient than E2B:
+-- each spec is named after the rule it proves. Specs that need e2b-local
+-- (fault injection, a second server) say so and are skipped live.
+local h = require("spec.helpers")
+
+-- The control plane's base URL and key, for requests lua-e2b never sends.
+local function api(method, path, body, key)
+  local hdr = os.tmpname()
+  h.write_file(hdr, "X-API-Key: " .. (key or os.getenv("E2B_API_KEY")) .. "\n")
+  local out = h.host(("curl -s -o - -w '\\n%%{http_code}' -X %s -H @%s -H 'Content-Type: application/json' %s '%s%s'")
+    :format(method, hdr, body and ("--data-binary " .. h.shell_quote(body)) or "",
+      os.getenv("E2B_API_URL"), path))
+  os.remove(hdr)
+  local text, status = out:match("^(.*)\n(%d+)$")
+  return tonumber(status), text
+end
+
+describe("429 is rate_limited", function()
+  -- Fault injection: e2b-local only.
+  if h.live then return end
+  local sbx
+  setup(function() sbx = h.sandbox() end)
+  after_each(function() h.faults() end)
+  teardown(function() h.cleanup() end)
+  local edge_429 = function(match) return { { match = match, action = "status", status = 429 } } end
+
+  it("e2b-local answers an envd 429 as E2B's edge does (JSON with a numeric code)", function()
+    h.faults(edge_429("POST envd:/process.Process/Start"))
+    -- The edge answers before envd: no access token needed to see it.
+    local out = h.host(("curl -s -w '\\n%%{http_code}' -X POST -H 'E2b-Sandbox-Id: %s' "
+      .. "-H 'E2b-Sandbox-Port: 49983' -H 'Content-Type: application/json' -d '{}' '%s/process.Process/Start'")
+      :format(sbx.sandbox_id, os.getenv("E2B_SANDBOX_URL")))
+    local body, status = out:match("^(.*)\n(%d+)$")
+    assert.are.equal("429", status)
+    local j = require("cjson").decode(body)
+    assert.are.equal(429, j.code)
+    assert.are.equal(sbx.sandbox_id, j.sandboxId)
+  end)
+
+  it("a 429 while reading a kept command's output is rate_limited, not an idle timeout", function()
+    h.faults(edge_429("GET envd:/files*"))
+    local t0 = h.now_ms()
+    local res, err = sbx:run("head -c 100000 /dev/zero", { idle_timeout_ms = 20000 })
+    assert.is_nil(res)
+    assert.are.equal("rate_limited", err.kind)
+    assert.are.equal(429, err.status)
+    assert.is_true(h.now_ms() - t0 < 15000, "reported at once, not after idle_timeout_ms")
+  end)
+
+  it("a 429 on a command's stdin is rate_limited, not a command waiting for ever", function()
+    h.faults(edge_429("POST envd:/process.Process/SendInput"))
+    local res, err = sbx:run("cat", { stdin = "abc", timeout_ms = 20000 })
+    assert.is_nil(res)
+    assert.are.equal("rate_limited", err.kind)
+    -- a spawned command's stdin string: its reader hears of it
+    local proc = assert(sbx:spawn("cat", { stdin = "def" }))
+    local _, werr = proc:wait(20000)
+    assert.are.equal("rate_limited", werr.kind)
+    h.faults()
+    proc:kill()
+  end)
+
+  it("a 429 while create waits for envd is rate_limited, and the allocation is destroyed", function()
+    local c = h.client({ max_retries = 0 })
+    local tag = h.core.uuid4()
+    h.faults(edge_429("GET envd:/health"))
+    local got, err = c:create({ metadata = { compat = tag }, ready_timeout_ms = 20000 })
+    assert.is_nil(got)
+    assert.are.equal("rate_limited", err.kind)
+    h.faults()
+    assert.are.same({}, assert(c:list({ metadata = { compat = tag } })))
+  end)
+end)
