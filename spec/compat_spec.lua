@@ -71,3 +71,47 @@ describe("429 is rate_limited", function()
     assert.are.same({}, assert(c:list({ metadata = { compat = tag } })))
   end)
 end)
+
+describe("signed file URLs", function()
+  after_each(function() h.cleanup() end)
+
+  it("name the sandbox's own host, also on E2B's domains (its edge routes nothing else without headers)", function()
+    local url = h.fresh_lua([[
+      local c = assert(require("e2b").client{ domain = "e2b.app", api_key = "e2b_0" })
+      io.write(assert(c._h:sandbox("i0abc", "token"):url("/tmp/a b", "read", "user")))
+    ]], { bare = true })
+    assert.matches("^https://49983%-i0abc%.e2b%.app/files%?path=%%2Ftmp%%2Fa%%20b&username=user&signature=v1_", url)
+  end)
+
+  it("download with no header at all (live: through E2B's edge)", function()
+    local sbx = h.sandbox()
+    assert(sbx.files:write("/tmp/signed.txt", "signed bytes"))
+    local url = assert(sbx.files:url("/tmp/signed.txt"))
+    assert.are.equal("signed bytes", h.host("curl -s " .. h.shell_quote(url)))
+    if h.live then return end
+    -- e2b-local by its HTTPS domain, as E2B is reached: no sandbox_url
+    url = h.fresh_lua(([[
+      local c = assert(require("e2b").client{})
+      io.write(assert(assert(c:connect("%s")).files:url("/tmp/signed.txt")))
+    ]]):format(sbx.sandbox_id), { bare = true, env = { E2B_API_KEY = os.getenv("E2B_API_KEY"),
+      E2B_DOMAIN = os.getenv("E2B_DOMAIN"), E2B_CA_FILE = os.getenv("E2B_CA_FILE") } })
+    assert.matches("^https://49983%-" .. sbx.sandbox_id .. "%.", url)
+    assert.are.equal("signed bytes", h.host(("curl -s --cacert %s %s")
+      :format(h.shell_quote(os.getenv("E2B_CA_FILE")), h.shell_quote(url))))
+  end)
+
+  it("e2b-local refuses a signed URL on sandbox.<domain> without routing headers, as E2B's edge does", function()
+    if h.live then return end -- e2b-local's own routing
+    local sbx = h.sandbox()
+    assert(sbx.files:write("/tmp/signed.txt", "signed bytes"))
+    local url = assert(sbx.files:url("/tmp/signed.txt"))
+    local query = url:match("(/files%?.*)$")
+    local function get(host, extra)
+      return h.host(("curl -s -o /dev/null -w '%%{http_code}' -H %s %s '%s%s'")
+        :format(h.shell_quote("Host: " .. host), extra or "", os.getenv("E2B_API_URL"), query))
+    end
+    assert.are.equal("400", get("sandbox.e2b.localhost"))
+    assert.are.equal("200", get("sandbox.e2b.localhost", "-H 'E2b-Sandbox-Id: " .. sbx.sandbox_id .. "'"))
+    assert.are.equal("200", get("49983-" .. sbx.sandbox_id .. ".e2b.localhost"))
+  end)
+end)

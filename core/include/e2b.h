@@ -573,7 +573,9 @@ E2B_EXPORT size_t e2b_req_send_pending(const e2b_req *req);
 E2B_EXPORT const char *e2b_req_written_path(const e2b_req *req);
 
 /* Signed /files URL for sharing (envd's v1 signature): operation "read" or "write";
- * expires_unix <= 0 for no expiry. Requires a secure sandbox. The result is
+ * expires_unix <= 0 for no expiry. Requires a secure sandbox. It names the
+ * sandbox's own host (https://49983-<id>.<domain>, or the client's
+ * sandbox_url), which E2B's edge routes without any header. The result is
  * malloc'd. */
 E2B_EXPORT char *e2b_file_url(e2b_sbx *sbx, const char *path, const char *operation, const char *user,
                    int64_t expires_unix, e2b_error *err);

@@ -79,6 +79,7 @@ struct e2b_sbx {
   char *sandbox_id;
   char *access_token;
   char *envd_url;
+  char *direct_url; /* the sandbox's own envd host: what a signed URL names */
   struct e2b_outwatch *outwatch; /* while kept-output readers wait on it */
   /* Ends the outwatch when the handle goes: set by outwatch.c, so the
    * handle's owner (client.c) need not call up into it by name. */

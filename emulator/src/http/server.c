@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "envd.h"
@@ -42,9 +43,27 @@ static int parse_sandbox_host(const char *host, long *port, char *id, size_t idc
   return 1;
 }
 
+/* "sandbox.<domain>": E2B's edge routes requests there only by the
+ * E2b-Sandbox-Id header; without it they are refused (400). */
+static int is_shared_sandbox_host(const char *host) {
+  return host && strncasecmp(host, "sandbox.", 8) == 0 && host[8] && host[8] != ':';
+}
+
+/* An address or "localhost" (with any port): what E2B_SANDBOX_URL names.
+ * Such a URL stands for a direct line to one envd, so a signed /files URL
+ * on it finds its sandbox by the signature. Any other name goes through
+ * E2B's edge, which routes only by the sandbox's own host. */
+static int is_address_host(const char *host) {
+  if (!host) return 0;
+  if (*host == '[') return 1; /* an IPv6 literal */
+  size_t n = strcspn(host, ":");
+  if (n == 9 && strncasecmp(host, "localhost", 9) == 0) return 1;
+  return n > 0 && strspn(host, "0123456789.") == n;
+}
+
 /* Where a request goes, decided from its headers only (no side effects, so
  * an injected fault can stop it before anything happens). */
-typedef enum { RK_CONTROL, RK_ENVD, RK_PORT, RK_ADMIN, RK_BAD_SIGNATURE } route_kind;
+typedef enum { RK_CONTROL, RK_ENVD, RK_PORT, RK_ADMIN, RK_BAD_SIGNATURE, RK_BAD_HOST } route_kind;
 
 typedef struct route_to {
   route_kind kind;
@@ -60,7 +79,10 @@ static void classify(http_req *r, route_to *to) {
     snprintf(to->id, sizeof to->id, "%s", sid);
   } else if (parse_sandbox_host(http_header(r->conn, "Host"), &to->port, to->id, sizeof to->id)) {
     to->kind = to->port == ENVD_PORT ? RK_ENVD : RK_PORT;
-  } else if (strcmp(r->url, "/files") == 0 && http_query(r->conn, "signature")) {
+  } else if (is_shared_sandbox_host(http_header(r->conn, "Host"))) {
+    to->kind = RK_BAD_HOST;
+  } else if (strcmp(r->url, "/files") == 0 && http_query(r->conn, "signature") &&
+             is_address_host(http_header(r->conn, "Host"))) {
     char *owned = files_sandbox_by_signature(r->conn, r->method);
     to->kind = owned ? RK_ENVD : RK_BAD_SIGNATURE;
     if (owned) snprintf(to->id, sizeof to->id, "%s", owned);
@@ -78,6 +100,10 @@ static void dispatch(http_req *r, const route_to *to) {
   case RK_BAD_SIGNATURE:
     r->early_status = 401;
     snprintf(r->early_msg, sizeof r->early_msg, "invalid signature");
+    break;
+  case RK_BAD_HOST:
+    r->early_status = 400;
+    snprintf(r->early_msg, sizeof r->early_msg, "Invalid host");
     break;
   default: control_route(r); break;
   }
