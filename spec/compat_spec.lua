@@ -3,16 +3,23 @@
 -- (fault injection, a second server) say so and are skipped live.
 local h = require("spec.helpers")
 
--- The control plane's base URL and key, for requests lua-e2b never sends.
-local function api(method, path, body, key)
+local cjson = require("cjson")
+
+local api_url = os.getenv("E2B_API_URL") or ("https://api." .. (os.getenv("E2B_DOMAIN") or "e2b.app"))
+
+-- api(method, path, body?, server?) -> status, decoded JSON body (or its
+-- text): a control-plane request as any client may send it (the key in a
+-- private file, never on curl's command line). server: serve_local's vars.
+local function api(method, path, body, server)
   local hdr = os.tmpname()
-  h.write_file(hdr, "X-API-Key: " .. (key or os.getenv("E2B_API_KEY")) .. "\n")
-  local out = h.host(("curl -s -o - -w '\\n%%{http_code}' -X %s -H @%s -H 'Content-Type: application/json' %s '%s%s'")
+  h.write_file(hdr, "X-API-Key: " .. (server and server.E2B_API_KEY or os.getenv("E2B_API_KEY")) .. "\n")
+  local out = h.host(("curl -s -w '\\n%%{http_code}' -X %s -H @%s -H 'Content-Type: application/json' %s '%s%s'")
     :format(method, hdr, body and ("--data-binary " .. h.shell_quote(body)) or "",
-      os.getenv("E2B_API_URL"), path))
+      server and server.E2B_API_URL or api_url, path))
   os.remove(hdr)
   local text, status = out:match("^(.*)\n(%d+)$")
-  return tonumber(status), text
+  local ok, json = pcall(cjson.decode, text)
+  return tonumber(status), ok and json or text
 end
 
 describe("429 is rate_limited", function()
@@ -32,7 +39,7 @@ describe("429 is rate_limited", function()
       :format(sbx.sandbox_id, os.getenv("E2B_SANDBOX_URL")))
     local body, status = out:match("^(.*)\n(%d+)$")
     assert.are.equal("429", status)
-    local j = require("cjson").decode(body)
+    local j = cjson.decode(body)
     assert.are.equal(429, j.code)
     assert.are.equal(sbx.sandbox_id, j.sandboxId)
   end)
@@ -113,5 +120,80 @@ describe("signed file URLs", function()
     assert.are.equal("400", get("sandbox.e2b.localhost"))
     assert.are.equal("200", get("sandbox.e2b.localhost", "-H 'E2b-Sandbox-Id: " .. sbx.sandbox_id .. "'"))
     assert.are.equal("200", get("49983-" .. sbx.sandbox_id .. ".e2b.localhost"))
+  end)
+end)
+
+describe("ids that are not sandbox ids", function()
+  after_each(function() h.cleanup() end)
+  local not_ids = { h.core.uuid4(), "Agent42", "a-b-c", "-x", "agent_42" }
+
+  it("get 400 'Invalid sandbox ID' from the control plane, after authentication", function()
+    local sbx = h.sandbox()
+    for _, id in ipairs(not_ids) do
+      local esc = id:gsub("[^%w%-_]", function(c) return ("%%%02X"):format(c:byte()) end)
+      for _, call in ipairs({ { "GET", "" }, { "DELETE", "" }, { "POST", "/timeout", '{"timeout":60}' },
+                              { "POST", "/connect", '{"timeout":60}' }, { "POST", "/pause", "{}" },
+                              { "POST", "/refreshes", '{"duration":60}' } }) do
+        local status, body = api(call[1], "/sandboxes/" .. esc .. call[2], call[3])
+        assert.are.equal(400, status, call[1] .. " " .. call[2] .. " " .. id)
+        assert.are.same({ code = 400, message = "Invalid sandbox ID" }, body)
+      end
+    end
+    -- a composite id "<sandbox id>-<client id>" names the sandbox
+    local status, body = api("GET", "/sandboxes/" .. sbx.sandbox_id .. "-client")
+    assert.are.equal(200, status)
+    assert.are.equal(sbx.sandbox_id, body.sandboxID)
+    if h.live then return end
+    -- e2b-local's own key check comes first, as E2B's
+    assert.are.equal(401, (api("GET", "/sandboxes/" .. not_ids[1], nil,
+      { E2B_API_KEY = "e2b_wrong", E2B_API_URL = api_url })))
+  end)
+
+  it("get 400 from the edge when they route envd traffic (e2b-local)", function()
+    if h.live then return end
+    local function health(header)
+      return h.host(("curl -s -o /dev/null -w '%%{http_code}' -H %s '%s/health'")
+        :format(h.shell_quote(header), os.getenv("E2B_SANDBOX_URL")))
+    end
+    local sbx = h.sandbox()
+    assert.are.equal("204", health("E2b-Sandbox-Id: " .. sbx.sandbox_id))
+    assert.are.equal("400", health("E2b-Sandbox-Id: " .. sbx.sandbox_id .. "-client"))
+    assert.are.equal("400", health("E2b-Sandbox-Id: " .. sbx.sandbox_id:upper()))
+    assert.are.equal("400", health("Host: 49983-" .. sbx.sandbox_id:upper() .. ".e2b.localhost"))
+  end)
+
+  it("name no sandbox: describe and resume say not_found, destroy succeeds, never invalid_argument", function()
+    local c = h.client()
+    for _, id in ipairs(not_ids) do
+      local info, err = c:describe(id)
+      assert.is_nil(info)
+      assert.are.equal("not_found", err.kind, id .. ": " .. tostring(err))
+      local sbx, rerr = c:resume(id)
+      assert.is_nil(sbx)
+      assert.are.equal("not_found", rerr.kind, id .. ": " .. tostring(rerr))
+      assert.is_true(assert(c:destroy(id)))
+    end
+    -- a sandbox id's shape is still looked up as one
+    local _, err = c:describe("i0000000000000000000")
+    assert.are.equal("not_found", err.kind)
+  end)
+
+  it("destroy of a gone sandbox succeeds by its (UUID) logical id", function()
+    local c = h.client()
+    local sbx = assert(c:create({}))
+    local id = sbx.id
+    assert.matches("^%x+%-%x+%-%x+%-%x+%-%x+$", id)
+    assert(sbx:kill())
+    assert.is_true(assert(c:destroy(id)))
+    local _, err = c:describe(id)
+    assert.are.equal("not_found", err.kind)
+  end)
+
+  it("are refused by the raw calls before anything is sent", function()
+    local c = h.client()
+    local sbx, err = c:connect("Not-An-Id")
+    assert.is_nil(sbx)
+    assert.are.equal("invalid_argument", err.kind)
+    assert.matches("not a sandbox id", err.message)
   end)
 end)

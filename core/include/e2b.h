@@ -301,7 +301,9 @@ typedef struct e2b_list_opts {
 typedef struct e2b_req e2b_req;
 
 /* Control-plane operations. Each returns a started request, or NULL with err
- * filled (invalid arguments are caught here, before any I/O). */
+ * filled (invalid arguments are caught here, before any I/O). A sandbox_id
+ * must have a shape E2B takes (lowercase letters and digits, optionally
+ * "-<client id>"): anything else is E2B_ERR_INVALID_ARGUMENT, as E2B's 400. */
 E2B_EXPORT e2b_req *e2b_sandbox_create(e2b_client *c, const e2b_create_opts *opts, e2b_error *err);
 /* Connects to (and resumes, if paused) a sandbox; timeout_ms > 0 is sent as
  * the requested lifetime (E2B only extends a running sandbox's deadline). */
@@ -599,7 +601,10 @@ E2B_EXPORT e2b_req *e2b_envd_health(e2b_sbx *sbx, e2b_error *err);
 E2B_EXPORT e2b_req *e2b_sandbox_find(e2b_client *c, const e2b_list_opts *opts, e2b_error *err);
 /* A sandbox by logical id (metadata) or provider id. Only reads, never
  * resumes; E2B_ERR_NOT_FOUND only when it is known not to exist, and
- * E2B_ERR_CONFLICT when two sandboxes carry the logical id. */
+ * E2B_ERR_CONFLICT when two sandboxes carry the logical id. An id no
+ * sandbox carries is looked up as a provider id only when it has a sandbox
+ * id's shape (otherwise it names nothing): so for describe, resume and
+ * destroy alike. */
 E2B_EXPORT e2b_req *e2b_sandbox_describe(e2b_client *c, const char *id, e2b_error *err);
 /* Connects to a sandbox by provider id, resuming it if paused, and never
  * shortens its deadline: a running sandbox keeps max(its deadline, now +

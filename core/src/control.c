@@ -5,7 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* E2B ids and template names travel as one path segment. */
+/* A sandbox id travels as one path segment, and only in a shape E2B takes
+ * (else it answers 400): refused here, before any request. */
 static int check_id(const char *id, const char *field, const char *op, e2b_error *err) {
   if (!id || !*id) {
     e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "%s is required", field);
@@ -13,6 +14,11 @@ static int check_id(const char *id, const char *field, const char *op, e2b_error
   }
   if (strlen(id) > 256) {
     e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "%s is too long", field);
+    return -1;
+  }
+  if (!e2b_sandbox_id_len(id)) {
+    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "%s \"%.64s\" is not a sandbox id (lowercase letters and digits)",
+                field, id);
     return -1;
   }
   return 0;

@@ -1019,6 +1019,20 @@ static int match(const char *pattern, const char *url, char *id, size_t idcap) {
 
 static void free_ctx(void *p) { free(p); }
 
+/* E2B's sandbox handlers take a sandbox id or a composite "<id>-<client id>"
+ * (which names <id>), and answer 400 to anything else once the caller is
+ * authenticated. */
+static void take_sandbox_id(http_req *r, const char *pattern, id_ctx *ctx) {
+  if (strncmp(pattern, "/sandboxes/*", 12) != 0 && strncmp(pattern, "/v2/sandboxes/*", 15) != 0) return;
+  size_t n = e2b_sandbox_id_len(ctx->id);
+  if (n) {
+    ctx->id[n] = '\0';
+    return;
+  }
+  r->early_status = 400;
+  snprintf(r->early_msg, sizeof r->early_msg, "Invalid sandbox ID");
+}
+
 void control_route(http_req *r) {
   if (strncmp(r->url, "/volumecontent/", 15) == 0) { /* the volume's own token, no API key */
     volcontent_route(r);
@@ -1029,23 +1043,26 @@ void control_route(http_req *r) {
   id_ctx *ctx = xcalloc(1, sizeof *ctx);
   r->ctx = ctx;
   r->ctx_free = free_ctx;
-  for (size_t i = 0; i < sizeof ROUTES / sizeof ROUTES[0]; i++) {
+  const route_def *route = NULL;
+  for (size_t i = 0; i < sizeof ROUTES / sizeof ROUTES[0] && !route; i++) {
     char id[256];
     if (!match(ROUTES[i].pattern, r->url, id, sizeof id)) continue;
     path_known = 1;
     if (strcmp(ROUTES[i].method, "*") != 0 && strcmp(ROUTES[i].method, r->method) != 0) continue;
     if (strchr(ROUTES[i].pattern, '*')) snprintf(ctx->id, sizeof ctx->id, "%s", id);
-    r->on_complete = ROUTES[i].fn;
-    break;
+    route = &ROUTES[i];
   }
-  if (!r->on_complete) {
+  if (!route) {
     if (path_known) r->on_complete = h_method;
     return; /* unknown route: 404 */
   }
+  r->on_complete = route->fn;
   if (!key || !e2b_secure_streq(key, g_server.api_key)) {
     r->early_status = 401;
     snprintf(r->early_msg, sizeof r->early_msg, "%s", key ? "Invalid API key" : "Missing API key (X-API-Key header)");
+    return;
   }
+  take_sandbox_id(r, route->pattern, ctx);
 }
 
 int control_parse_create(json_t *body, char *err, size_t cap) {

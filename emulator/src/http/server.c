@@ -12,6 +12,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "codec.h"
 #include "envd.h"
 #include "faults.h"
 #include "ports.h"
@@ -28,19 +29,26 @@ struct server {
 #define DISCARD_LIMIT ((size_t)64 << 20) /* oversized bodies read and dropped */
 #define DRAIN_LIMIT ((size_t)1 << 30)    /* ... when chunked (their size is not told) */
 
-/* "<port>-<sandboxID>.<anything>[:p]" -> port and id. */
+/* "<port>-<sandboxID>[-...].<anything>[:p]" -> port and id (E2B's edge reads
+ * the host's first label so, ignoring any further dash-separated part). */
 static int parse_sandbox_host(const char *host, long *port, char *id, size_t idcap) {
   if (!host || !isdigit((unsigned char)host[0])) return 0;
   char *end;
   long p = strtol(host, &end, 10);
   if (*end != '-') return 0;
   const char *s = end + 1;
-  size_t n = strcspn(s, ".:");
-  if (n == 0 || n >= idcap || s[n] != '.') return 0;
+  size_t n = strcspn(s, ".:-"), label = strcspn(s, ".:");
+  if (n >= idcap || s[label] != '.') return 0;
   memcpy(id, s, n);
   id[n] = '\0';
   *port = p;
   return 1;
+}
+
+/* The edge takes only a plain sandbox id, and answers 400 to anything else. */
+static int plain_sandbox_id(const char *id) {
+  size_t n = e2b_sandbox_id_len(id);
+  return n && id[n] == '\0';
 }
 
 /* "sandbox.<domain>": E2B's edge routes requests there only by the
@@ -63,7 +71,7 @@ static int is_address_host(const char *host) {
 
 /* Where a request goes, decided from its headers only (no side effects, so
  * an injected fault can stop it before anything happens). */
-typedef enum { RK_CONTROL, RK_ENVD, RK_PORT, RK_ADMIN, RK_BAD_SIGNATURE, RK_BAD_HOST } route_kind;
+typedef enum { RK_CONTROL, RK_ENVD, RK_PORT, RK_ADMIN, RK_BAD_SIGNATURE, RK_BAD_HOST, RK_BAD_ID } route_kind;
 
 typedef struct route_to {
   route_kind kind;
@@ -90,6 +98,7 @@ static void classify(http_req *r, route_to *to) {
   } else if (strncmp(r->url, "/_e2b_local/", 12) == 0) {
     to->kind = RK_ADMIN;
   }
+  if ((to->kind == RK_ENVD || to->kind == RK_PORT) && !plain_sandbox_id(to->id)) to->kind = RK_BAD_ID;
 }
 
 static void dispatch(http_req *r, const route_to *to) {
@@ -102,8 +111,9 @@ static void dispatch(http_req *r, const route_to *to) {
     snprintf(r->early_msg, sizeof r->early_msg, "invalid signature");
     break;
   case RK_BAD_HOST:
+  case RK_BAD_ID:
     r->early_status = 400;
-    snprintf(r->early_msg, sizeof r->early_msg, "Invalid host");
+    snprintf(r->early_msg, sizeof r->early_msg, "%s", to->kind == RK_BAD_HOST ? "Invalid host" : "Invalid sandbox ID");
     break;
   default: control_route(r); break;
   }
