@@ -197,3 +197,71 @@ describe("ids that are not sandbox ids", function()
     assert.matches("not a sandbox id", err.message)
   end)
 end)
+
+describe("create knows both of E2B's routes", function()
+  after_each(function() h.cleanup() end)
+
+  it("a wrong method on a known path is 404, as E2B's router answers it", function()
+    local status, body = api("PUT", "/v2/sandboxes", "{}")
+    assert.are.equal(404, status)
+    assert.are.equal(404, body.code)
+    assert.are.equal(404, (api("PATCH", "/sandboxes/i0abc")))
+  end)
+
+  it("bodies follow the schema: templateID required, connect v1 needs its timeout", function()
+    assert.are.equal(400, (api("POST", "/v2/sandboxes", "{}")))
+    assert.are.equal(400, (api("POST", "/sandboxes", '{"timeout":60}')))
+    local sbx = h.sandbox()
+    assert.are.equal(400, (api("POST", "/sandboxes/" .. sbx.sandbox_id .. "/connect", "{}")))
+    -- unknown fields are ignored, as E2B's schema allows them
+    local status, created = api("POST", "/v2/sandboxes", '{"templateID":"base","timeout":60,"no_such_field":1}')
+    assert.are.equal(201, status)
+    assert.are.equal(204, (api("DELETE", "/sandboxes/" .. created.sandboxID)))
+  end)
+
+  it("a v2 create is always secure (NewSandboxV2 has no `secure`)", function()
+    local status, created = api("POST", "/v2/sandboxes", '{"templateID":"base","timeout":60,"secure":false}')
+    assert.are.equal(201, status)
+    assert.are.equal("string", type(created.envdAccessToken))
+    api("DELETE", "/sandboxes/" .. created.sandboxID)
+  end)
+
+  it("an insecure create goes to POST /sandboxes, the only route that carries `secure`", function()
+    local sbx = h.sandbox({ secure = false })
+    local url, err = sbx.files:url("/tmp/x")
+    assert.is_nil(url)
+    assert.matches("secure sandbox", err.message)
+    assert.are.equal("string", type(assert(h.sandbox()).files:url("/tmp/x")))
+  end)
+
+  it("falls back to POST /sandboxes where E2B has no v2 create, and remembers the route (e2b-local --api self-hosted)", function()
+    if h.live then return end
+    h.with_local_server("--api self-hosted --no-tls", function(client, vars)
+      -- the self-hosted API: v2 is GET only, v2 connect absent
+      assert.are.equal(404, (api("POST", "/v2/sandboxes", '{"templateID":"base"}', vars)))
+      assert.are.equal(200, (api("GET", "/v2/sandboxes", nil, vars)))
+      assert.are.equal(404, (api("POST", "/v2/sandboxes/i0abc/connect", "{}", vars)))
+      local routes = { "POST /v2/sandboxes", "POST /sandboxes" }
+      local function count(fn)
+        local rules = {}
+        for i, r in ipairs(routes) do rules[i] = { match = r, action = "stall", ms = 0 } end
+        h.faults(rules, 1, vars)
+        fn()
+        local hdr = os.tmpname() -- the token in a private file, never on curl's command line
+        h.write_file(hdr, "X-Admin-Token: " .. vars.E2B_LOCAL_ADMIN_TOKEN .. "\n")
+        local hits = cjson.decode(h.host(("curl -s -H @%s '%s/_e2b_local/faults'"):format(hdr, vars.E2B_API_URL))).rules
+        os.remove(hdr)
+        h.faults(nil, nil, vars)
+        return { hits[1].hits, hits[2].hits }
+      end
+      local first, second
+      assert.are.same({ 1, 1 }, count(function() first = assert(client:create({ timeout_ms = 60000 })) end))
+      assert.are.same({ 0, 1 }, count(function() second = assert(client:create({ timeout_ms = 60000 })) end))
+      assert.are.equal("ok\n", assert(first:run("echo ok")).stdout)
+      assert.is_string(first.files:url("/tmp/x"), "the v1 create asked for a secure sandbox")
+      first:kill()
+      second:kill()
+      assert.are.equal("/sandboxes", assert(client:doctor()).create_route)
+    end)
+  end)
+end)

@@ -282,7 +282,7 @@ typedef struct e2b_create_opts {
   const char *const *deny_out;       /* network.denyOut (IPs, CIDRs) */
   size_t deny_out_count;
   int network;                       /* 1: send a network object even when both lists are empty */
-  int v1_route;                      /* 1: POST /sandboxes (older servers) instead of /v2 */
+  int v1_route;                      /* 1: POST /sandboxes only (see e2b_sandbox_create) */
   const e2b_kv *volume_mounts;       /* key: absolute mount path, value: volume name */
   size_t volume_mount_count;
 } e2b_create_opts;
@@ -304,6 +304,11 @@ typedef struct e2b_req e2b_req;
  * filled (invalid arguments are caught here, before any I/O). A sandbox_id
  * must have a shape E2B takes (lowercase letters and digits, optionally
  * "-<client id>"): anything else is E2B_ERR_INVALID_ARGUMENT, as E2B's 400. */
+/* Creates with POST /v2/sandboxes (E2B's live API; always secure) and, when
+ * that route answers 404 or 405 (E2B built from e2b-dev/infra has no v2
+ * create), with POST /sandboxes; the route that worked is remembered by the
+ * client. An insecure create (secure = 0) goes to POST /sandboxes, the only
+ * route that carries `secure`. Never repeated once it may have allocated. */
 E2B_EXPORT e2b_req *e2b_sandbox_create(e2b_client *c, const e2b_create_opts *opts, e2b_error *err);
 /* Connects to (and resumes, if paused) a sandbox; timeout_ms > 0 is sent as
  * the requested lifetime (E2B only extends a running sandbox's deadline). */
