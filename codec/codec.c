@@ -492,3 +492,14 @@ void e2b_signal_status(int sig, char *out, size_t n) {
   if (sig > 0 && sig < 32) snprintf(out, n, "signal: %s", GO_SIGNAL_NAMES[sig]);
   else snprintf(out, n, "signal: signal %d", sig);
 }
+
+/* ---- sandbox ids ---- */
+
+size_t e2b_sandbox_id_len(const char *id) {
+  if (!id) return 0;
+  size_t n = strspn(id, "abcdefghijklmnopqrstuvwxyz0123456789");
+  if (id[n] == '\0') return n;
+  /* "<sandbox id>-<client id>": one dash; the client id is not checked */
+  if (id[n] != '-' || strchr(id + n + 1, '-')) return 0;
+  return n;
+}

@@ -100,6 +100,16 @@ int e2b_random_alnum(char *out, size_t n);
 /* n random lowercase hex characters followed by a NUL (out needs n+1 bytes). */
 int e2b_random_hex(char *out, size_t n);
 
+/* ---- sandbox ids --------------------------------------------------------------
+ * E2B's API takes a sandbox id ("i1x2..."), or a composite id "<sandbox id>-<client
+ * id>", and answers 400 "Invalid sandbox ID" for anything else; a sandbox id is one
+ * or more of [a-z0-9]. Its edge (hosts and the E2b-Sandbox-Id header) takes only
+ * the plain form. */
+
+/* The length of the sandbox id that id names ("abc" and "abc-x" -> 3), or 0 when
+ * E2B's API would refuse id as a sandbox id. */
+size_t e2b_sandbox_id_len(const char *id);
+
 /* ---- times -----------------------------------------------------------------
  * Milliseconds since the Unix epoch <-> RFC 3339 ("2024-05-01T12:00:00.123Z").
  * Parsing accepts fractional seconds of any length and numeric offsets.

@@ -282,7 +282,7 @@ typedef struct e2b_create_opts {
   const char *const *deny_out;       /* network.denyOut (IPs, CIDRs) */
   size_t deny_out_count;
   int network;                       /* 1: send a network object even when both lists are empty */
-  int v1_route;                      /* 1: POST /sandboxes (older servers) instead of /v2 */
+  int v1_route;                      /* 1: POST /sandboxes only (see e2b_sandbox_create) */
   const e2b_kv *volume_mounts;       /* key: absolute mount path, value: volume name */
   size_t volume_mount_count;
 } e2b_create_opts;
@@ -301,7 +301,14 @@ typedef struct e2b_list_opts {
 typedef struct e2b_req e2b_req;
 
 /* Control-plane operations. Each returns a started request, or NULL with err
- * filled (invalid arguments are caught here, before any I/O). */
+ * filled (invalid arguments are caught here, before any I/O). A sandbox_id
+ * must have a shape E2B takes (lowercase letters and digits, optionally
+ * "-<client id>"): anything else is E2B_ERR_INVALID_ARGUMENT, as E2B's 400. */
+/* Creates with POST /v2/sandboxes (E2B's live API; always secure) and, when
+ * that route answers 404 or 405 (E2B built from e2b-dev/infra has no v2
+ * create), with POST /sandboxes; the route that worked is remembered by the
+ * client. An insecure create (secure = 0) goes to POST /sandboxes, the only
+ * route that carries `secure`. Never repeated once it may have allocated. */
 E2B_EXPORT e2b_req *e2b_sandbox_create(e2b_client *c, const e2b_create_opts *opts, e2b_error *err);
 /* Connects to (and resumes, if paused) a sandbox; timeout_ms > 0 is sent as
  * the requested lifetime (E2B only extends a running sandbox's deadline). */
@@ -432,8 +439,9 @@ E2B_EXPORT e2b_req *e2b_proc_kill(e2b_sbx *sbx, uint32_t pid, const char *tag, l
 E2B_EXPORT void e2b_proc_stop_async(e2b_sbx *sbx, uint32_t pid, int kept);
 /* Writes data to the process's stdin (its pty with pty = 1) in pieces of
  * at most 1 MiB, one request at a time, then closes its stdin; the data is
- * copied. Fails at the first piece that fails (the process may have
- * exited without reading). */
+ * copied. Stops at the first piece that fails; fails only when that was a
+ * 429 (E2B_ERR_RATE_LIMITED: the input never reached a process that waits for
+ * it), and succeeds otherwise (the process may have exited without reading). */
 E2B_EXPORT e2b_req *e2b_proc_feed(e2b_sbx *sbx, uint32_t pid, const char *tag, const void *data, size_t len,
                                   int pty, e2b_error *err);
 E2B_EXPORT e2b_req *e2b_proc_resize(e2b_sbx *sbx, uint32_t pid, const char *tag, unsigned cols, unsigned rows,
@@ -587,7 +595,9 @@ E2B_EXPORT size_t e2b_req_send_pending(const e2b_req *req);
 E2B_EXPORT const char *e2b_req_written_path(const e2b_req *req);
 
 /* Signed /files URL for sharing (envd's v1 signature): operation "read" or "write";
- * expires_unix <= 0 for no expiry. Requires a secure sandbox. The result is
+ * expires_unix <= 0 for no expiry. Requires a secure sandbox. It names the
+ * sandbox's own host (https://49983-<id>.<domain>, or the client's
+ * sandbox_url), which E2B's edge routes without any header. The result is
  * malloc'd. */
 E2B_EXPORT char *e2b_file_url(e2b_sbx *sbx, const char *path, const char *operation, const char *user,
                    int64_t expires_unix, e2b_error *err);
@@ -616,7 +626,10 @@ E2B_EXPORT e2b_req *e2b_envd_health(e2b_sbx *sbx, e2b_error *err);
 E2B_EXPORT e2b_req *e2b_sandbox_find(e2b_client *c, const e2b_list_opts *opts, e2b_error *err);
 /* A sandbox by logical id (metadata) or provider id. Only reads, never
  * resumes; E2B_ERR_NOT_FOUND only when it is known not to exist, and
- * E2B_ERR_CONFLICT when two sandboxes carry the logical id. */
+ * E2B_ERR_CONFLICT when two sandboxes carry the logical id. An id no
+ * sandbox carries is looked up as a provider id only when it has a sandbox
+ * id's shape (otherwise it names nothing): so for describe, resume and
+ * destroy alike. */
 E2B_EXPORT e2b_req *e2b_sandbox_describe(e2b_client *c, const char *id, e2b_error *err);
 /* Connects to a sandbox by provider id, resuming it if paused, and never
  * shortens its deadline: a running sandbox keeps max(its deadline, now +

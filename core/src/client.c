@@ -181,6 +181,28 @@ char *e2b_url_escape(const char *s) {
 
 /* ---- sandbox handles ---- */
 
+/* With sandbox_url everything goes there, routed by headers. Otherwise calls
+ * go to E2B's shared sandbox host on its own domains (routed by headers, as
+ * the SDKs do) and to the sandbox's own host elsewhere; a signed URL always
+ * names the sandbox's own host: E2B's edge routes a request without headers
+ * only by that name. */
+static int sbx_urls(e2b_sbx *s, const e2b_client *c, const char *d) {
+  if (c->sandbox_url) {
+    s->envd_url = strdup(c->sandbox_url);
+    s->direct_url = strdup(c->sandbox_url);
+    return s->envd_url && s->direct_url ? 0 : -1;
+  }
+  size_t n = strlen(d) + strlen(s->sandbox_id) + 32;
+  if (!(s->direct_url = malloc(n)) || !(s->envd_url = malloc(n))) return -1;
+  snprintf(s->direct_url, n, "%s://%d-%s.%s", is_loopback_domain(d) ? "http" : "https", E2B_ENVD_PORT,
+           s->sandbox_id, d);
+  if (is_e2b_cloud_domain(d))
+    snprintf(s->envd_url, n, "https://sandbox.%s", d);
+  else
+    snprintf(s->envd_url, n, "%s", s->direct_url);
+  return 0;
+}
+
 e2b_sbx *e2b_sbx_new(e2b_client *c, const char *sandbox_id, const char *access_token,
                      const char *domain, e2b_error *err) {
   e2b_error_clear(err);
@@ -196,20 +218,7 @@ e2b_sbx *e2b_sbx_new(e2b_client *c, const char *sandbox_id, const char *access_t
   s->sandbox_id = strdup(sandbox_id);
   s->access_token = e2b_strdup0(access_token && *access_token ? access_token : NULL);
   if (!s->sandbox_id || (access_token && *access_token && !s->access_token)) goto nomem;
-  if (c->sandbox_url) {
-    s->envd_url = strdup(c->sandbox_url);
-  } else {
-    const char *d = domain && *domain ? domain : c->domain;
-    size_t n = strlen(d) + strlen(sandbox_id) + 32;
-    if ((s->envd_url = malloc(n))) {
-      if (is_e2b_cloud_domain(d))
-        snprintf(s->envd_url, n, "https://sandbox.%s", d);
-      else
-        snprintf(s->envd_url, n, "%s://%d-%s.%s", is_loopback_domain(d) ? "http" : "https",
-                 E2B_ENVD_PORT, sandbox_id, d);
-    }
-  }
-  if (!s->envd_url) goto nomem;
+  if (sbx_urls(s, c, domain && *domain ? domain : c->domain) != 0) goto nomem;
   return s;
 nomem:
   e2b_sbx_release(s);
@@ -238,6 +247,7 @@ void e2b_sbx_release(e2b_sbx *s) {
   e2b_free_secret(s->access_token);
   free(s->sandbox_id);
   free(s->envd_url);
+  free(s->direct_url);
   if (s->client) e2b_client_release(s->client);
   free(s);
 }

@@ -5,7 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* E2B ids and template names travel as one path segment. */
+/* A sandbox id travels as one path segment, and only in a shape E2B takes
+ * (else it answers 400): refused here, before any request. */
 static int check_id(const char *id, const char *field, const char *op, e2b_error *err) {
   if (!id || !*id) {
     e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "%s is required", field);
@@ -13,6 +14,11 @@ static int check_id(const char *id, const char *field, const char *op, e2b_error
   }
   if (strlen(id) > 256) {
     e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "%s is too long", field);
+    return -1;
+  }
+  if (!e2b_sandbox_id_len(id)) {
+    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "%s \"%.64s\" is not a sandbox id (lowercase letters and digits)",
+                field, id);
     return -1;
   }
   return 0;
@@ -163,24 +169,7 @@ static int validate_create(const e2b_create_opts *o, e2b_error *err) {
   return 0;
 }
 
-e2b_req *e2b_sandbox_create(e2b_client *c, const e2b_create_opts *o, e2b_error *err) {
-  static const e2b_create_opts defaults = {.secure = E2B_UNSET,
-                                           .allow_internet_access = E2B_UNSET,
-                                           .auto_pause = E2B_UNSET,
-                                           .auto_pause_memory = E2B_UNSET,
-                                           .auto_resume = E2B_UNSET};
-  e2b_error_clear(err);
-  if (!o) o = &defaults;
-  if (validate_create(o, err) != 0) return NULL;
-  long timeout_ms = o->timeout_ms ? o->timeout_ms : E2B_DEFAULT_SANDBOX_TIMEOUT_MS;
-  json_t *body = json_object();
-  if (!body) goto nomem;
-  json_object_set_new(body, "templateID", json_string(o->template_id ? o->template_id : c->template_id));
-  json_object_set_new(body, "timeout", json_integer(ceil_seconds(timeout_ms)));
-  json_object_set_new(body, "secure", json_boolean(o->secure != 0));
-  json_object_set_new(body, "allow_internet_access", json_boolean(o->allow_internet_access != 0));
-  if (o->metadata_count) json_object_set_new(body, "metadata", kv_object(o->metadata, o->metadata_count));
-  if (o->env_count) json_object_set_new(body, "envVars", kv_object(o->env, o->env_count));
+static void add_lifecycle(json_t *body, const e2b_create_opts *o) {
   if (o->auto_pause != E2B_UNSET) json_object_set_new(body, "autoPause", json_boolean(o->auto_pause));
   if (o->auto_pause_memory != E2B_UNSET)
     json_object_set_new(body, "autoPauseMemory", json_boolean(o->auto_pause_memory));
@@ -189,6 +178,9 @@ e2b_req *e2b_sandbox_create(e2b_client *c, const e2b_create_opts *o, e2b_error *
     json_object_set_new(ar, "enabled", json_boolean(o->auto_resume));
     json_object_set_new(body, "autoResume", ar);
   }
+}
+
+static void add_network_and_volumes(json_t *body, const e2b_create_opts *o) {
   if (o->network || o->allow_out_count || o->deny_out_count) {
     json_t *net = json_object();
     if (o->allow_out_count) json_object_set_new(net, "allowOut", string_array(o->allow_out, o->allow_out_count));
@@ -205,13 +197,32 @@ e2b_req *e2b_sandbox_create(e2b_client *c, const e2b_create_opts *o, e2b_error *
     }
     json_object_set_new(body, "volumeMounts", mounts);
   }
-  /* Never repeated once it may have reached the server: it allocates. */
-  return e2b_req_typed(e2b_control(c, "create", "POST", o->v1_route ? "/sandboxes" : "/v2/sandboxes",
-                                   body, parse_one_sandbox, 0, err),
-                       E2B_RESULT_SANDBOX);
-nomem:
-  e2b_err_set(err, E2B_ERR_UNAVAILABLE, "create", "out of memory");
-  return NULL;
+}
+
+/* NewSandboxV2 has no `secure` (always secure); NewSandbox has it, and
+ * without it E2B makes the sandbox insecure: v1 always says. */
+json_t *e2b_create_body(const e2b_client *c, const e2b_create_opts *o, int v1, e2b_error *err) {
+  if (validate_create(o, err) != 0) return NULL;
+  long timeout_ms = o->timeout_ms ? o->timeout_ms : E2B_DEFAULT_SANDBOX_TIMEOUT_MS;
+  json_t *body = json_object();
+  if (!body) {
+    e2b_err_set(err, E2B_ERR_UNAVAILABLE, "create", "out of memory");
+    return NULL;
+  }
+  json_object_set_new(body, "templateID", json_string(o->template_id ? o->template_id : c->template_id));
+  json_object_set_new(body, "timeout", json_integer(ceil_seconds(timeout_ms)));
+  if (v1) json_object_set_new(body, "secure", json_boolean(o->secure != 0));
+  json_object_set_new(body, "allow_internet_access", json_boolean(o->allow_internet_access != 0));
+  if (o->metadata_count) json_object_set_new(body, "metadata", kv_object(o->metadata, o->metadata_count));
+  if (o->env_count) json_object_set_new(body, "envVars", kv_object(o->env, o->env_count));
+  add_lifecycle(body, o);
+  add_network_and_volumes(body, o);
+  return body;
+}
+
+/* Never repeated once it may have reached the server: it allocates. */
+e2b_req *e2b_api_create(e2b_client *c, json_t *body, int v1, e2b_error *err) {
+  return e2b_control(c, "create", "POST", v1 ? "/sandboxes" : "/v2/sandboxes", body, parse_one_sandbox, 0, err);
 }
 
 /* Builds "/prefix/<escaped id>/suffix". */

@@ -45,8 +45,7 @@ static int tri(const e2b_error *err) {
 enum {
   D_LIST,
   D_LIMITS,
-  D_CREATE_V2,
-  D_CREATE_V1,
+  D_CREATE,
   D_READY,
   D_STDIN,
   D_GROUP_START,
@@ -98,13 +97,11 @@ static e2b_req *doctor_step(e2b_req *op, doctor_state *s, e2b_error *err) {
     return e2b_sandbox_list(c, &lo, err);
   }
   case D_LIMITS: return e2b_control(c, "health", "GET", "/health", NULL, parse_limits, 1, err);
-  case D_CREATE_V2:
-  case D_CREATE_V1: {
+  case D_CREATE: {
     e2b_kv meta = {E2B_META_OWNER, c->owner};
     e2b_create_opts o = {.timeout_ms = 120000, .secure = 1, .allow_internet_access = E2B_UNSET,
                          .auto_pause = 0, .auto_pause_memory = E2B_UNSET, .auto_resume = E2B_UNSET,
-                         .metadata = &meta, .metadata_count = 1,
-                         .v1_route = s->stage == D_CREATE_V1};
+                         .metadata = &meta, .metadata_count = 1};
     return e2b_sandbox_create(c, &o, err);
   }
   case D_READY: return e2b_envd_health(s->box.sbx, err);
@@ -158,20 +155,16 @@ static void record_list(doctor_state *s, e2b_doctor_report *r, e2b_req *done,
   s->stage = D_LIMITS;
 }
 
-/* A backend without the v2 route gets the v1 one; without a sandbox the
+/* The create found the backend's route (create.c); without a sandbox the
  * envd probes are skipped, the control-plane ones still run. */
 static void record_create(doctor_state *s, e2b_doctor_report *r, e2b_req *done,
                           const e2b_error *err) {
   if (err) {
-    if (s->stage == D_CREATE_V2 && (err->status == 404 || err->status == 405)) {
-      s->stage = D_CREATE_V1;
-      return;
-    }
     note(r->notes, sizeof r->notes, "create", err);
     s->stage = D_VOLUMES;
     return;
   }
-  r->create_route = strdup(s->stage == D_CREATE_V2 ? "/v2/sandboxes" : "/sandboxes");
+  r->create_route = strdup(s->box.client->create_route == E2B_ROUTE_V1 ? "/sandboxes" : "/v2/sandboxes");
   s->box.sb = done->sandboxes[0];
   memset(&done->sandboxes[0], 0, sizeof s->box.sb);
   done->sandbox_count = 0;
@@ -203,10 +196,9 @@ static void doctor_record(e2b_req *op, doctor_state *s, e2b_req *done) {
       r->limits = done->result;
       done->result = NULL;
     }
-    s->stage = D_CREATE_V2;
+    s->stage = D_CREATE;
     return;
-  case D_CREATE_V2:
-  case D_CREATE_V1: return record_create(s, r, done, err);
+  case D_CREATE: return record_create(s, r, done, err);
   case D_READY:
     if (err && ++s->polls < 40) return; /* same stage again after a pause */
     r->envd = err ? 0 : 1;

@@ -2,8 +2,9 @@
  * pieces of at most FEED_CHUNK, one request at a time, then closes its
  * stdin. The one feeder: e2b_run_with feeds a run's stdin with it, and the
  * Lua binding a spawned process's stdin string. It stops at the first
- * failure (a process that exits without reading its input is its own
- * business: the caller decides what a failure means). */
+ * failure. Only a 429 fails the feed: the input never reached a process that
+ * waits for it, so its reader must hear of it; any other failure (a process
+ * that exits without reading its input) is the process's own business. */
 #include "internal.h"
 
 #include <stdlib.h>
@@ -31,7 +32,7 @@ static void feed_advance(e2b_req *op) {
     if (serr) err = *serr;
     e2b_req_free(s->step);
     s->step = NULL;
-    if (serr) return e2b_op_finish(op, &err);
+    if (serr) return e2b_op_finish(op, err.code == E2B_ERR_RATE_LIMITED ? &err : NULL);
     if (s->closing) return e2b_op_finish(op, NULL);
   }
   if (s->off < s->len) {

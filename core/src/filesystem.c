@@ -238,9 +238,9 @@ char *e2b_file_url(e2b_sbx *sbx, const char *path, const char *operation, const 
   char *esig = e2b_url_escape(sig);
   char *url = NULL;
   if (pq && esig) {
-    size_t n = strlen(sbx->envd_url) + strlen(pq) + strlen(esig) + 64;
+    size_t n = strlen(sbx->direct_url) + strlen(pq) + strlen(esig) + 64;
     if ((url = malloc(n))) {
-      int len = snprintf(url, n, "%s%s&signature=%s", sbx->envd_url, pq, esig);
+      int len = snprintf(url, n, "%s%s&signature=%s", sbx->direct_url, pq, esig);
       if (expires_unix > 0)
         snprintf(url + len, n - (size_t)len, "&signature_expiration=%lld", (long long)expires_unix);
     }

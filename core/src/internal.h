@@ -68,7 +68,12 @@ struct e2b_client {
   e2b_req *create_queue_head, *create_queue_tail;
   char *owner;              /* owner tag written into created sandboxes */
   int page_size;
+  int create_route;         /* E2B_ROUTE_*: the create route this backend answered (create.c) */
 };
+
+/* Which create route a client found its backend to have: the live API's
+ * POST /v2/sandboxes, or only POST /sandboxes (E2B built from e2b-dev/infra). */
+enum { E2B_ROUTE_UNKNOWN = 0, E2B_ROUTE_V2, E2B_ROUTE_V1 };
 
 /* How many tags of large kept output a sandbox handle remembers (forget.c). */
 #define E2B_LARGE_MAX 16
@@ -79,6 +84,7 @@ struct e2b_sbx {
   char *sandbox_id;
   char *access_token;
   char *envd_url;
+  char *direct_url; /* the sandbox's own envd host: what a signed URL names */
   struct e2b_outwatch *outwatch; /* while kept-output readers wait on it */
   /* Ends the outwatch when the handle goes: set by outwatch.c, so the
    * handle's owner (client.c) need not call up into it by name. */
@@ -316,6 +322,12 @@ void e2b_req_push_node(e2b_req *req, queued *node);
 /* ---- lifecycle.c: helpers shared by composites ---- */
 int64_t e2b_wall_ms(void);
 int e2b_take_sandboxes(e2b_req *dst, e2b_req *src);
+
+/* control.c: the create body for the v2 route (NewSandboxV2) or, with v1,
+ * the v1 one (NewSandbox: the same and `secure`); NULL with err when the
+ * options are refused. e2b_api_create POSTs it (owning it) to that route. */
+json_t *e2b_create_body(const e2b_client *c, const e2b_create_opts *o, int v1, e2b_error *err);
+e2b_req *e2b_api_create(e2b_client *c, json_t *body, int v1, e2b_error *err);
 
 /* ---- op.c: composite requests ---- */
 /* A composite of kind for client c or sandbox sbx (one of them: its loop is

@@ -177,6 +177,17 @@ static void conflict(e2b_req *op, size_t n, const char *id) {
   e2b_op_finish(op, &err);
 }
 
+/* No sandbox carries id as its logical id. An id E2B would refuse as a
+ * sandbox id (400) names no sandbox either: known not to exist, without
+ * asking. Returns 1 when op finished so. */
+static int unknown_id(e2b_req *op, const char *id) {
+  if (e2b_sandbox_id_len(id)) return 0;
+  e2b_error err;
+  e2b_err_set(&err, E2B_ERR_NOT_FOUND, op->op, "no sandbox has id \"%.200s\"", id);
+  e2b_op_finish(op, &err);
+  return 1;
+}
+
 /* Stage machine shared by describe and destroy: resolve id to one sandbox. */
 enum { RESOLVE_FIND = 0, RESOLVE_INFO, RESOLVED };
 
@@ -204,6 +215,7 @@ static int resolve(e2b_req *op, id_state *s) {
     }
     e2b_req_free(s->child);
     s->child = NULL;
+    if (unknown_id(op, s->id)) return -1;
     s->stage = RESOLVE_INFO;
   }
   if (s->stage == RESOLVE_INFO) {
@@ -364,6 +376,7 @@ static void resume_advance(e2b_req *op) {
     if (child_failed(op, &s->child)) return;
     size_t n = s->child->sandbox_count;
     if (n > 1) return conflict(op, n, s->id);
+    if (!n && unknown_id(op, s->id)) return;
     /* No logical id matched: the id may be E2B's own sandbox id, as for
      * describe and destroy; the info call then says whether it exists. */
     s->sandbox_id = strdup(n ? s->child->sandboxes[0].sandbox_id : s->id);

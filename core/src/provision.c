@@ -285,6 +285,9 @@ static void stage_ready(e2b_req *op, prov_state *s, const e2b_error *cerr) {
   if (op->timer_at_ms) return; /* waiting out the backoff */
   if (!s->child) return started(op, s, e2b_op_child(op, e2b_envd_health(s->sbx, &err)), &err);
   if (!cerr) return next_stage(op, s, next);
+  /* E2B refusing this client (429, past the probe's own retries) is said as
+   * it is, not waited out as a sandbox that is slow to start. */
+  if (cerr->code == E2B_ERR_RATE_LIMITED) return fail_after_allocation(op, s, cerr);
   if (cerr->code == E2B_ERR_AUTH || e2b_now_ms() + s->backoff_ms > s->ready_deadline) {
     e2b_err_set(&err, E2B_ERR_TIMEOUT, "create",
                 "sandbox did not become ready within %ld ms (last: %s)", s->ready_timeout_ms,

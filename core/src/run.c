@@ -138,8 +138,8 @@ static void timeout_error(e2b_req *op, run_state *s) {
 
 /* ---- input ---- */
 
-/* Once started, its stdin is fed (and closed) by e2b_proc_feed; how that
- * went is the process's business (it may exit without reading). */
+/* Once started, its stdin is fed (and closed) by e2b_proc_feed, which
+ * decides which of its failures matter (input_refused). */
 static void feed_stdin(e2b_req *op, run_state *s) {
   e2b_error err;
   if (s->input || s->stdin_closed || !s->started || s->ended) return;
@@ -147,6 +147,12 @@ static void feed_stdin(e2b_req *op, run_state *s) {
   s->input = e2b_op_child(op, e2b_proc_feed(s->sbx, s->pid, NULL, s->stdin_data, s->stdin_len, s->pty, &err));
   free(s->stdin_data); /* the feed has its own copy */
   s->stdin_data = NULL;
+}
+
+/* A feed fails only when its input never reached the process, which would
+ * wait for it (to its timeout_ms, or for ever): that is the run's failure. */
+static const e2b_error *input_refused(const run_state *s) {
+  return s->input && e2b_req_done(s->input) ? e2b_req_error(s->input) : NULL;
 }
 
 /* ---- output ---- */
@@ -261,6 +267,10 @@ static void run_step(e2b_req *op, run_state *s) {
     timeout_error(op, s);
     if (!s->started) return finish_run(op, s);
     return start_kill(op, s, 1);
+  }
+  if (input_refused(s)) {
+    fail_with(s, input_refused(s));
+    return start_kill(op, s, 0);
   }
   feed_stdin(op, s);
 }

@@ -503,6 +503,12 @@ static int read_ended(e2b_req *op, track_state *s) {
   e2b_req_free(s->read);
   s->read = NULL;
   int absent = err && status == 404;
+  /* A 429 the read's own retries did not get past is E2B refusing this
+   * client, not a sandbox that cannot be read: said as it is, at once. */
+  if (err && err->code == E2B_ERR_RATE_LIMITED) {
+    fail(op, err);
+    return -1;
+  }
   if (err && status != 416 && !absent) {
     s->due = 0;
     int64_t contact = s->last_contact_ms;

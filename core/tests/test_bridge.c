@@ -120,7 +120,7 @@ static void curls_sockets_wake_the_host(void) {
   e2b_config cfg = {.api_key = "test-key", .api_url = url, .max_retries = E2B_NO_RETRY};
   e2b_error err;
   e2b_client *c = e2b_client_new(loop, &cfg, &err);
-  e2b_req *req = c ? e2b_sandbox_kill(c, "sbx-under-test", &err) : NULL;
+  e2b_req *req = c ? e2b_sandbox_kill(c, "sbxundertest", &err) : NULL;
   CHECK(req != NULL);
   int conn = req ? serve_until_request(loop, lfd) : -1;
   CHECK(conn >= 0);

@@ -256,6 +256,20 @@ static void utf8_validation_follows_rfc3629(void) {
   CHECK(!e2b_utf8_valid("\xf4\x90\x80\x80", 4)); /* above U+10FFFF */
 }
 
+/* E2B's ShortID: [a-z0-9]+, optionally "-<client id>" (one dash only). */
+static void sandbox_ids_take_e2bs_shapes(void) {
+  CHECK(e2b_sandbox_id_len("i1x2y3") == 6);
+  CHECK(e2b_sandbox_id_len("i1x2y3-client") == 6);
+  CHECK(e2b_sandbox_id_len("abc-") == 3);
+  CHECK(e2b_sandbox_id_len("") == 0);
+  CHECK(e2b_sandbox_id_len(NULL) == 0);
+  CHECK(e2b_sandbox_id_len("-abc") == 0);
+  CHECK(e2b_sandbox_id_len("a-b-c") == 0);
+  CHECK(e2b_sandbox_id_len("Abc") == 0);
+  CHECK(e2b_sandbox_id_len("a_b") == 0);
+  CHECK(e2b_sandbox_id_len("3f2504e0-4f89-11d3-9a0c-0305e82c3301") == 0);
+}
+
 static void signal_status_uses_envds_words(void) {
   char s[64];
   e2b_signal_status(15, s, sizeof s);
@@ -291,6 +305,7 @@ int main(void) {
   RUN(uuid4_has_version_and_variant);
   RUN(random_alnum_uses_its_alphabet);
   RUN(utf8_validation_follows_rfc3629);
+  RUN(sandbox_ids_take_e2bs_shapes);
   RUN(signal_status_uses_envds_words);
   return TESTING_DONE();
 }

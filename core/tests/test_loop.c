@@ -40,7 +40,7 @@ static void running_transfer_has_curls_deadline(void) {
   e2b_loop *loop = e2b_loop_new(&err);
   e2b_client *c = client_at(loop, port, E2B_NO_RETRY);
   CHECK(c != NULL);
-  e2b_req *req = c ? e2b_sandbox_kill(c, "sbx-under-test", &err) : NULL;
+  e2b_req *req = c ? e2b_sandbox_kill(c, "sbxundertest", &err) : NULL;
   CHECK(req != NULL);
   if (req) {
     for (int i = 0; i < 5; i++) e2b_loop_step(loop, 10);
@@ -67,7 +67,7 @@ static void retry_backoff_is_the_deadline(void) {
   e2b_error err;
   e2b_loop *loop = e2b_loop_new(&err);
   e2b_client *c = client_at(loop, port, 3);
-  e2b_req *req = c ? e2b_sandbox_kill(c, "sbx-under-test", &err) : NULL;
+  e2b_req *req = c ? e2b_sandbox_kill(c, "sbxundertest", &err) : NULL;
   CHECK(req != NULL);
   if (req) {
     for (int i = 0; i < 200 && !req->waiting_retry && !e2b_req_done(req); i++)

@@ -44,6 +44,7 @@ typedef struct options {
   int ntemplates;
   const char *api_key_file;
   const char *egress_ca_file; /* trusted for upstreams of intercepted HTTPS (beside the system's) */
+  const char *api;            /* --api live | self-hosted */
   long sandbox_pids;          /* all sandboxes' processes and threads; 0: the default */
   int no_isolation, no_freezer, log_requests;
   char **cmd; /* exec */
@@ -90,6 +91,10 @@ static void usage(FILE *f) {
           "                       a fresh sandbox at start (repeatable, at most 32)\n"
           "  --admin-token TOKEN  token of the admin API (/_e2b_local/faults; default:\n"
           "                       random, handed to CMD by exec)\n"
+          "  --api live|self-hosted\n"
+          "                       the API to serve: E2B's live API (default), or E2B built\n"
+          "                       from e2b-dev/infra, without POST /v2/sandboxes and\n"
+          "                       /v2/sandboxes/{id}/connect (default: E2B_LOCAL_API)\n"
           "  --log-requests       log one line per request: method, path, status, time\n"
           "                       (never a query string, key or token)\n"
           "  --egress-ca-file FILE\n"
@@ -139,7 +144,8 @@ static int simple_option(options *o, const char *a, const char *val) {
                  {"--api-key-file", &o->api_key_file},
                  {"--admin-token", &o->admin_token},
                  {"--domain", &o->domain},
-                 {"--egress-ca-file", &o->egress_ca_file}};
+                 {"--egress-ca-file", &o->egress_ca_file},
+                 {"--api", &o->api}};
   for (size_t k = 0; k < sizeof flags / sizeof *flags; k++) {
     if (strcmp(a, flags[k].name) == 0) {
       *flags[k].flag = 1;
@@ -153,6 +159,14 @@ static int simple_option(options *o, const char *a, const char *val) {
     }
   }
   return 0;
+}
+
+/* --api, else E2B_LOCAL_API: which of E2B's APIs to serve. */
+static int check_api(options *o) {
+  if (!o->api && getenv("E2B_LOCAL_API") && *getenv("E2B_LOCAL_API")) o->api = getenv("E2B_LOCAL_API");
+  if (!o->api || strcmp(o->api, "live") == 0 || strcmp(o->api, "self-hosted") == 0) return 0;
+  fprintf(stderr, "e2b-local: invalid --api '%s' (expected live or self-hosted)\n", o->api);
+  return -1;
 }
 
 static int parse_args(int argc, char **argv, int exec_mode, options *o) {
@@ -209,6 +223,7 @@ static int parse_args(int argc, char **argv, int exec_mode, options *o) {
   }
   if (!o->egress_ca_file && getenv("E2B_LOCAL_EGRESS_CA_FILE") && *getenv("E2B_LOCAL_EGRESS_CA_FILE"))
     o->egress_ca_file = getenv("E2B_LOCAL_EGRESS_CA_FILE");
+  if (check_api(o) != 0) return -1;
   if (o->tls_port < 0) { /* beside --listen: a free port when it takes one */
     snprintf(o->tls_host, sizeof o->tls_host, "%s", o->host);
     o->tls_port = o->port == 0 ? 0 : 3443;
@@ -392,6 +407,7 @@ static int start_all(const options *o, running *run) {
   if (!(run->api_key = choose_api_key(o, run->state_is_temp ? NULL : run->state_dir))) return -1;
   g_server.api_key = run->api_key;
   g_server.log_requests = o->log_requests;
+  g_server.self_hosted = o->api && strcmp(o->api, "self-hosted") == 0;
   if (o->admin_token && *o->admin_token) {
     run->admin_token = xstrdup(o->admin_token);
   } else {

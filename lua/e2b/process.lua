@@ -179,8 +179,8 @@ local function spawn(port, cmd, o)
   proc._user = start.user -- whose commands may remove its kept files
   proc._pty = o.pty ~= nil
   if o.on_stdout or o.on_stderr then proc._on = { stdout = o.on_stdout, stderr = o.on_stderr } end
-  -- The core feeds the bytes (in pieces) and closes stdin; a process that
-  -- exits without reading them is its own business.
+  -- The core feeds the bytes (in pieces) and closes stdin; its feed fails
+  -- only when the input never reached the process (read reports it).
   if type(o.stdin) == "string" then proc._feeding = port.call("feed", proc:_target(), o.stdin, proc._pty) end
   return proc
 end
@@ -217,10 +217,13 @@ function M.attach(port, target, opts)
   return started(port, req, offsets)
 end
 
--- The stdin feed still in flight, if any (awaited beside the output).
+-- The stdin feed still in flight, if any (awaited beside the output); a
+-- feed that failed is kept as the error the next read reports.
 function Process:_feed_pending()
   local f = self._feeding
   if f and f:done() then
+    local _, err = f:result()
+    self._feed_err = err
     f:close()
     self._feeding, f = nil, nil
   end
@@ -252,6 +255,11 @@ function Process:_next(deadline)
       return nil, self._port.envd_err(err)
     elseif kind == nil then
       local feeding = self:_feed_pending()
+      if self._feed_err then
+        local err = self._feed_err
+        self._feed_err = nil
+        return nil, self._port.envd_err(err)
+      end
       local waits = feeding and { self._req, feeding } or self._req
       if not adapter.await(waits, deadline) then return nil, nil end
     end

@@ -66,10 +66,10 @@ test('the default API key has the format the SDK validates', () => {
   assert.match(S.env.E2B_DOMAIN, /^e2b\.localhost:\d+$/) // the HTTPS listener (https.test.mjs)
 })
 
-test('unknown routes are 404 and wrong methods 405, both JSON', async () => {
+test('unknown routes and wrong methods are 404 JSON, as E2B\'s router answers both', async () => {
   await assertErrorBody(await api('/nope'), 404)
   await assertErrorBody(await api('/sandboxes/x/nope', { method: 'POST' }), 404)
-  await assertErrorBody(await api('/v2/sandboxes', { method: 'PUT' }), 405)
+  await assertErrorBody(await api('/v2/sandboxes', { method: 'PUT' }), 404)
   await assertErrorBody(await api('/sandboxes/x/metrics'), 404)
   await assertErrorBody(await api('/sandboxes/x/fork', { method: 'POST', body: '{}' }), 404)
   // the volume content API answers with its own error shape: a string code
@@ -90,7 +90,13 @@ test('create: 201 Sandbox with the fields clients need', async () => {
   assert.equal(typeof sb.envdAccessToken, 'string')
   assert.equal(sb.trafficAccessToken, null)
   assert.equal(sb.domain, S.env.E2B_DOMAIN)
-  const insecure = await create({ secure: false })
+  // NewSandboxV2 has no `secure`: always secure; the v1 route takes it
+  const v2insecure = await create({ secure: false })
+  assert.equal(typeof v2insecure.envdAccessToken, 'string')
+  await kill(v2insecure.sandboxID)
+  const res = await api('/sandboxes', { method: 'POST', body: JSON.stringify({ templateID: 'base', secure: false }) })
+  assert.equal(res.status, 201)
+  const insecure = await res.json()
   assert.ok(!insecure.envdAccessToken)
   await kill(sb.sandboxID)
   await kill(insecure.sandboxID)
@@ -98,16 +104,18 @@ test('create: 201 Sandbox with the fields clients need', async () => {
 
 test('create: bad input is a 400/404/413 {code,message}, never a crash', async () => {
   const post = (body) => api('/v2/sandboxes', { method: 'POST', body })
+  const base = (fields) => JSON.stringify({ templateID: 'base', ...fields })
   await assertErrorBody(await post('{not json'), 400)
   await assertErrorBody(await post('[]'), 400)
+  await assertErrorBody(await post('{}'), 400) // templateID is required
   await assertErrorBody(await post(JSON.stringify({ templateID: 5 })), 400)
-  await assertErrorBody(await post(JSON.stringify({ timeout: 'long' })), 400)
-  await assertErrorBody(await post(JSON.stringify({ timeout: -1 })), 400)
-  await assertErrorBody(await post(JSON.stringify({ metadata: { a: 1 } })), 400)
-  await assertErrorBody(await post(JSON.stringify({ secure: 'yes' })), 400)
-  await assertErrorBody(await post(JSON.stringify({ volumeMounts: [{ name: 'v', path: '/mnt' }] })), 404)
-  await assertErrorBody(await post(JSON.stringify({ volumeMounts: [{ name: 'v' }] })), 400)
-  await assertErrorBody(await post(JSON.stringify({ network: { denyOut: ['example.com'] } })), 400)
+  await assertErrorBody(await post(base({ timeout: 'long' })), 400)
+  await assertErrorBody(await post(base({ timeout: -1 })), 400)
+  await assertErrorBody(await post(base({ metadata: { a: 1 } })), 400)
+  await assertErrorBody(await api('/sandboxes', { method: 'POST', body: base({ secure: 'yes' }) }), 400)
+  await assertErrorBody(await post(base({ volumeMounts: [{ name: 'v', path: '/mnt' }] })), 404)
+  await assertErrorBody(await post(base({ volumeMounts: [{ name: 'v' }] })), 400)
+  await assertErrorBody(await post(base({ network: { denyOut: ['example.com'] } })), 400)
   await assertErrorBody(await post(JSON.stringify({ templateID: 'nope' })), 404)
   await assertErrorBody(await post('x'.repeat(2 << 20)), 413)
   // an oversized chunked body (no Content-Length) is refused the same way

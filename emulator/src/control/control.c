@@ -21,7 +21,8 @@
 
 #define ENVD_VERSION "0.6.4"
 #define MAX_TIMEOUT_S 86400
-#define DEFAULT_TIMEOUT_S 15
+#define DEFAULT_TIMEOUT_S 15     /* NewSandbox, ResumedSandbox */
+#define DEFAULT_TIMEOUT_V2_S 300 /* NewSandboxV2, ConnectSandboxV2 */
 #define MEMORY_MB SANDBOX_MEMORY_MB
 #define DISK_MB sandbox_disk_mb()
 
@@ -259,15 +260,18 @@ bad:
   return NULL;
 }
 
-/* NewSandbox -> params (borrowing from b). Returns 0, or -1 with e->msg. */
-static int parse_create(json_t *b, sandbox_params *p, opts_err *e) {
+/* NewSandbox (v1) or NewSandboxV2 -> params (borrowing from b). Returns 0,
+ * or -1 with e->msg. Unknown fields are ignored, as E2B's schema allows. */
+static int parse_create(json_t *b, int v2, sandbox_params *p, opts_err *e) {
   json_t *tpl = json_object_get(b, "templateID");
-  if (tpl && !json_is_string(tpl)) {
-    snprintf(e->msg, sizeof e->msg, "field 'templateID' must be a string");
+  if (!json_is_string(tpl)) {
+    snprintf(e->msg, sizeof e->msg, "field 'templateID' is required and must be a string");
     return -1;
   }
-  /* SDK 2.51 no longer sends `secure`: absent means secure, as on E2B. */
-  if (get_timeout(b, DEFAULT_TIMEOUT_S, &p->timeout_s, e) || get_bool(b, "secure", 1, &p->secure, e) ||
+  /* v2 has no `secure`: always secure; v1 is secure only when asked. */
+  p->secure = 1;
+  if (get_timeout(b, v2 ? DEFAULT_TIMEOUT_V2_S : DEFAULT_TIMEOUT_S, &p->timeout_s, e) ||
+      (!v2 && get_bool(b, "secure", 0, &p->secure, e)) ||
       get_bool(b, "allow_internet_access", 1, &p->allow_internet, e) ||
       get_bool(b, "autoPause", 0, &p->auto_pause, e) ||
       get_bool(b, "autoPauseMemory", 1, &p->auto_pause_memory, e) ||
@@ -302,7 +306,7 @@ static int parse_create(json_t *b, sandbox_params *p, opts_err *e) {
   return 0;
 }
 
-static enum MHD_Result h_create(http_req *r) {
+static enum MHD_Result create(http_req *r, int v2) {
   enum MHD_Result res;
   json_t *b = body_object(r, &res, 0);
   if (!b) return res;
@@ -312,9 +316,9 @@ static enum MHD_Result h_create(http_req *r) {
   json_t *vm = NULL;
   int vstatus = 400;
   const char *tname = json_string_value(json_object_get(b, "templateID"));
-  if (parse_create(b, &p, &e)) {
+  if (parse_create(b, v2, &p, &e)) {
     res = http_error(r->conn, 400, "%s", e.msg);
-  } else if (store_resolve_template(tname ? tname : "base", &tpl) != 0) {
+  } else if (store_resolve_template(tname, &tpl) != 0) {
     res = http_error(r->conn, 404, "template '%s' not found", tname);
   } else if (!(vm = resolve_volume_mounts(json_object_get(b, "volumeMounts"), &e, &vstatus))) {
     res = http_error(r->conn, (unsigned)vstatus, "%s", e.msg);
@@ -332,6 +336,9 @@ static enum MHD_Result h_create(http_req *r) {
   json_decref(b);
   return res;
 }
+
+static enum MHD_Result h_create_v1(http_req *r) { return create(r, 0); }
+static enum MHD_Result h_create_v2(http_req *r) { return create(r, 1); }
 
 /* Decodes %XX escapes in place; returns 1 when something changed. */
 static int unescape_once(char *s) {
@@ -648,14 +655,22 @@ static enum MHD_Result h_timeout(http_req *r) { return act_on(r, ACT_TIMEOUT); }
 static enum MHD_Result h_pause(http_req *r) { return act_on(r, ACT_PAUSE); }
 static enum MHD_Result h_refresh(http_req *r) { return act_on(r, ACT_REFRESH); }
 
+/* ConnectSandbox needs a timeout; ConnectSandboxV2 (its body optional)
+ * defaults it to 300 s, ResumedSandbox to 15 s. */
 static int connect_args(json_t *b, call_args *a, opts_err *e) {
+  return timeout_args(b, a, e) || get_bool(b, "memory", 1, &a->memory, e);
+}
+static int connect_v2_args(json_t *b, call_args *a, opts_err *e) {
+  return get_timeout(b, DEFAULT_TIMEOUT_V2_S, &a->timeout_s, e) || get_bool(b, "memory", 1, &a->memory, e);
+}
+static int resume_args(json_t *b, call_args *a, opts_err *e) {
   return get_timeout(b, DEFAULT_TIMEOUT_S, &a->timeout_s, e) || get_bool(b, "memory", 1, &a->memory, e);
 }
 
-static enum MHD_Result do_connect(http_req *r, int only_paused) {
+static enum MHD_Result do_connect(http_req *r, args_reader read, int only_paused) {
   enum MHD_Result res;
   call_args a = {0};
-  sandbox *sb = call_target(r, 1, connect_args, &a, &res);
+  sandbox *sb = call_target(r, read != connect_args, read, &a, &res);
   if (!sb) return res;
   int resumed = 0;
   int rc = sandbox_connect(sb, a.timeout_s, !a.memory, only_paused, &resumed);
@@ -667,8 +682,9 @@ static enum MHD_Result do_connect(http_req *r, int only_paused) {
   return res;
 }
 
-static enum MHD_Result h_connect(http_req *r) { return do_connect(r, 0); }
-static enum MHD_Result h_resume(http_req *r) { return do_connect(r, 1); }
+static enum MHD_Result h_connect(http_req *r) { return do_connect(r, connect_args, 0); }
+static enum MHD_Result h_connect_v2(http_req *r) { return do_connect(r, connect_v2_args, 0); }
+static enum MHD_Result h_resume(http_req *r) { return do_connect(r, resume_args, 1); }
 
 
 static int query_int(struct MHD_Connection *c, const char *name, long long lo, long long hi, long long dflt,
@@ -950,8 +966,10 @@ static enum MHD_Result h_fork(http_req *r) {
   return res;
 }
 
+/* E2B's router answers a method a path does not have as it answers an
+ * unknown path: 404, before any key check. */
 static enum MHD_Result h_method(http_req *r) {
-  return http_error(r->conn, 405, "method %s not allowed on %s", r->method, r->url);
+  return http_error(r->conn, 404, "no route for %s %s", r->method, r->url);
 }
 
 /* ---- routing ---- */
@@ -964,8 +982,8 @@ typedef struct route_def {
 
 static const route_def ROUTES[] = {
     {"/health", "GET", h_health},
-    {"/sandboxes", "POST", h_create},
-    {"/v2/sandboxes", "POST", h_create},
+    {"/sandboxes", "POST", h_create_v1},
+    {"/v2/sandboxes", "POST", h_create_v2},
     {"/sandboxes", "GET", h_list_v1},
     {"/v2/sandboxes", "GET", h_list_v2},
     {"/sandboxes/metrics", "GET", h_metrics_many},
@@ -973,7 +991,7 @@ static const route_def ROUTES[] = {
     {"/sandboxes/*", "DELETE", h_delete},
     {"/sandboxes/*/timeout", "POST", h_timeout},
     {"/sandboxes/*/connect", "POST", h_connect},
-    {"/v2/sandboxes/*/connect", "POST", h_connect},
+    {"/v2/sandboxes/*/connect", "POST", h_connect_v2},
     {"/sandboxes/*/resume", "POST", h_resume},
     {"/sandboxes/*/pause", "POST", h_pause},
     {"/sandboxes/*/metrics", "GET", h_metrics},
@@ -991,6 +1009,12 @@ static const route_def ROUTES[] = {
     {"/volumes/*", "DELETE", h_volume_delete},
     {"/sandboxes/*/fork", "POST", h_fork},
 };
+
+/* Whether this server has the route: E2B built from e2b-dev/infra
+ * (--api self-hosted) lacks the live API's v2 create and connect. */
+static int served(const route_def *d) {
+  return !g_server.self_hosted || (d->fn != h_create_v2 && d->fn != h_connect_v2);
+}
 
 /* Matches url against pattern, capturing the '*' segment into id. */
 static int match(const char *pattern, const char *url, char *id, size_t idcap) {
@@ -1019,6 +1043,20 @@ static int match(const char *pattern, const char *url, char *id, size_t idcap) {
 
 static void free_ctx(void *p) { free(p); }
 
+/* E2B's sandbox handlers take a sandbox id or a composite "<id>-<client id>"
+ * (which names <id>), and answer 400 to anything else once the caller is
+ * authenticated. */
+static void take_sandbox_id(http_req *r, const char *pattern, id_ctx *ctx) {
+  if (strncmp(pattern, "/sandboxes/*", 12) != 0 && strncmp(pattern, "/v2/sandboxes/*", 15) != 0) return;
+  size_t n = e2b_sandbox_id_len(ctx->id);
+  if (n) {
+    ctx->id[n] = '\0';
+    return;
+  }
+  r->early_status = 400;
+  snprintf(r->early_msg, sizeof r->early_msg, "Invalid sandbox ID");
+}
+
 void control_route(http_req *r) {
   if (strncmp(r->url, "/volumecontent/", 15) == 0) { /* the volume's own token, no API key */
     volcontent_route(r);
@@ -1029,29 +1067,32 @@ void control_route(http_req *r) {
   id_ctx *ctx = xcalloc(1, sizeof *ctx);
   r->ctx = ctx;
   r->ctx_free = free_ctx;
-  for (size_t i = 0; i < sizeof ROUTES / sizeof ROUTES[0]; i++) {
+  const route_def *route = NULL;
+  for (size_t i = 0; i < sizeof ROUTES / sizeof ROUTES[0] && !route; i++) {
     char id[256];
-    if (!match(ROUTES[i].pattern, r->url, id, sizeof id)) continue;
+    if (!served(&ROUTES[i]) || !match(ROUTES[i].pattern, r->url, id, sizeof id)) continue;
     path_known = 1;
     if (strcmp(ROUTES[i].method, "*") != 0 && strcmp(ROUTES[i].method, r->method) != 0) continue;
     if (strchr(ROUTES[i].pattern, '*')) snprintf(ctx->id, sizeof ctx->id, "%s", id);
-    r->on_complete = ROUTES[i].fn;
-    break;
+    route = &ROUTES[i];
   }
-  if (!r->on_complete) {
+  if (!route) {
     if (path_known) r->on_complete = h_method;
     return; /* unknown route: 404 */
   }
+  r->on_complete = route->fn;
   if (!key || !e2b_secure_streq(key, g_server.api_key)) {
     r->early_status = 401;
     snprintf(r->early_msg, sizeof r->early_msg, "%s", key ? "Invalid API key" : "Missing API key (X-API-Key header)");
+    return;
   }
+  take_sandbox_id(r, route->pattern, ctx);
 }
 
 int control_parse_create(json_t *body, char *err, size_t cap) {
   sandbox_params p = {0};
   opts_err e = {{0}};
-  int rc = parse_create(body, &p, &e);
+  int rc = parse_create(body, 1, &p, &e);
   snprintf(err, cap, "%s", e.msg);
   return rc;
 }

@@ -12,6 +12,11 @@
 
 typedef enum { FA_NONE = 0, FA_STATUS, FA_STALL, FA_DROP, FA_DROP_MID } fault_action;
 
+/* Who answers an injected status, as on E2B: the control plane (its error
+ * body), envd (a Connect error on RPC routes), or the edge proxy in front of
+ * envd, which is what refuses with 429 (too many connections). */
+enum { FAULT_API = 0, FAULT_CONNECT, FAULT_EDGE };
+
 typedef struct fault_hit {
   fault_action action;
   int status;        /* FA_STATUS */

@@ -32,7 +32,8 @@ struct http_req {
   char early_msg[400];
   fault_hit fault;    /* an injected fault that applies to this request */
   int streamed;       /* the response is a stream (drop_mid_stream applies there) */
-  int fault_connect;  /* the injected status answers as a Connect error */
+  int fault_shape;    /* how the injected status answers: FAULT_API, FAULT_CONNECT, FAULT_EDGE */
+  char fault_sandbox[64]; /* the sandbox an envd fault names (FAULT_EDGE) */
   int64_t started_ms; /* for the request log */
   unsigned status;    /* the status queued, 0 while none */
 };
@@ -44,6 +45,8 @@ typedef struct server_info {
   char domain[128]; /* localhost:PORT */
   char base_url[160];
   int log_requests; /* --log-requests: one line per request (method, path, status, time) */
+  int self_hosted;  /* --api self-hosted: the routes of E2B built from e2b-dev/infra, without
+                     * the live API's POST /v2/sandboxes and /v2/sandboxes/{id}/connect */
 } server_info;
 extern server_info g_server;
 

@@ -9,8 +9,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
+#include "codec.h"
 #include "envd.h"
 #include "faults.h"
 #include "ports.h"
@@ -27,24 +29,49 @@ struct server {
 #define DISCARD_LIMIT ((size_t)64 << 20) /* oversized bodies read and dropped */
 #define DRAIN_LIMIT ((size_t)1 << 30)    /* ... when chunked (their size is not told) */
 
-/* "<port>-<sandboxID>.<anything>[:p]" -> port and id. */
+/* "<port>-<sandboxID>[-...].<anything>[:p]" -> port and id (E2B's edge reads
+ * the host's first label so, ignoring any further dash-separated part). */
 static int parse_sandbox_host(const char *host, long *port, char *id, size_t idcap) {
   if (!host || !isdigit((unsigned char)host[0])) return 0;
   char *end;
   long p = strtol(host, &end, 10);
   if (*end != '-') return 0;
   const char *s = end + 1;
-  size_t n = strcspn(s, ".:");
-  if (n == 0 || n >= idcap || s[n] != '.') return 0;
+  size_t n = strcspn(s, ".:-"), label = strcspn(s, ".:");
+  if (n >= idcap || s[label] != '.') return 0;
   memcpy(id, s, n);
   id[n] = '\0';
   *port = p;
   return 1;
 }
 
+/* The edge takes only a plain sandbox id, and answers 400 to anything else. */
+static int plain_sandbox_id(const char *id) {
+  size_t n = e2b_sandbox_id_len(id);
+  return n && id[n] == '\0';
+}
+
+/* "sandbox.<domain>": E2B's edge routes requests there only by the
+ * E2b-Sandbox-Id header; without it they are refused (400). */
+static int is_shared_sandbox_host(const char *host) {
+  return host && strncasecmp(host, "sandbox.", 8) == 0 && host[8] && host[8] != ':';
+}
+
+/* An address or "localhost" (with any port): what E2B_SANDBOX_URL names.
+ * Such a URL stands for a direct line to one envd, so a signed /files URL
+ * on it finds its sandbox by the signature. Any other name goes through
+ * E2B's edge, which routes only by the sandbox's own host. */
+static int is_address_host(const char *host) {
+  if (!host) return 0;
+  if (*host == '[') return 1; /* an IPv6 literal */
+  size_t n = strcspn(host, ":");
+  if (n == 9 && strncasecmp(host, "localhost", 9) == 0) return 1;
+  return n > 0 && strspn(host, "0123456789.") == n;
+}
+
 /* Where a request goes, decided from its headers only (no side effects, so
  * an injected fault can stop it before anything happens). */
-typedef enum { RK_CONTROL, RK_ENVD, RK_PORT, RK_ADMIN, RK_BAD_SIGNATURE } route_kind;
+typedef enum { RK_CONTROL, RK_ENVD, RK_PORT, RK_ADMIN, RK_BAD_SIGNATURE, RK_BAD_HOST, RK_BAD_ID } route_kind;
 
 typedef struct route_to {
   route_kind kind;
@@ -60,7 +87,10 @@ static void classify(http_req *r, route_to *to) {
     snprintf(to->id, sizeof to->id, "%s", sid);
   } else if (parse_sandbox_host(http_header(r->conn, "Host"), &to->port, to->id, sizeof to->id)) {
     to->kind = to->port == ENVD_PORT ? RK_ENVD : RK_PORT;
-  } else if (strcmp(r->url, "/files") == 0 && http_query(r->conn, "signature")) {
+  } else if (is_shared_sandbox_host(http_header(r->conn, "Host"))) {
+    to->kind = RK_BAD_HOST;
+  } else if (strcmp(r->url, "/files") == 0 && http_query(r->conn, "signature") &&
+             is_address_host(http_header(r->conn, "Host"))) {
     char *owned = files_sandbox_by_signature(r->conn, r->method);
     to->kind = owned ? RK_ENVD : RK_BAD_SIGNATURE;
     if (owned) snprintf(to->id, sizeof to->id, "%s", owned);
@@ -68,6 +98,7 @@ static void classify(http_req *r, route_to *to) {
   } else if (strncmp(r->url, "/_e2b_local/", 12) == 0) {
     to->kind = RK_ADMIN;
   }
+  if ((to->kind == RK_ENVD || to->kind == RK_PORT) && !plain_sandbox_id(to->id)) to->kind = RK_BAD_ID;
 }
 
 static void dispatch(http_req *r, const route_to *to) {
@@ -79,6 +110,11 @@ static void dispatch(http_req *r, const route_to *to) {
     r->early_status = 401;
     snprintf(r->early_msg, sizeof r->early_msg, "invalid signature");
     break;
+  case RK_BAD_HOST:
+  case RK_BAD_ID:
+    r->early_status = 400;
+    snprintf(r->early_msg, sizeof r->early_msg, "%s", to->kind == RK_BAD_HOST ? "Invalid host" : "Invalid sandbox ID");
+    break;
   default: control_route(r); break;
   }
 }
@@ -87,11 +123,15 @@ static int is_connect_path(const char *url) {
   return strncmp(url, "/process.Process/", 17) == 0 || strncmp(url, "/filesystem.Filesystem/", 23) == 0;
 }
 
-/* The injected status: E2B's error body, or a Connect error on RPC routes. */
+/* The injected status, in the shape of whoever answers it on E2B. */
 static enum MHD_Result fault_respond(http_req *r) {
   int st = r->fault.status;
   json_t *body;
-  if (r->fault_connect) {
+  if (r->fault_shape == FAULT_EDGE) {
+    body = json_pack("{s:s, s:s, s:i, s:i}", "sandboxId", r->fault_sandbox, "message",
+                     "injected fault: too many concurrent incoming connections", "code", st,
+                     "connectionLimit", 0);
+  } else if (r->fault_shape == FAULT_CONNECT) {
     const char *code = connect_code_for_status(st);
     body = json_pack("{s:s, s:s}", "code", code, "message", "injected fault");
   } else {
@@ -100,6 +140,13 @@ static enum MHD_Result fault_respond(http_req *r) {
   char ra[24];
   snprintf(ra, sizeof ra, "%d", r->fault.retry_after_s);
   return http_json_hdr(r->conn, (unsigned)st, body, r->fault.retry_after_s >= 0 ? "Retry-After" : NULL, ra);
+}
+
+/* E2B's edge refuses a sandbox's envd traffic with 429 before envd sees it. */
+static int fault_shape(const http_req *r, const route_to *to, int status) {
+  if (to->kind != RK_ENVD) return FAULT_API;
+  if (status == 429) return FAULT_EDGE;
+  return is_connect_path(r->url) ? FAULT_CONNECT : FAULT_API;
 }
 
 /* Returns 0 to go on, or 1 when the connection must be dropped now. */
@@ -115,7 +162,8 @@ static int apply_faults(http_req *r, const route_to *to) {
   case FA_DROP: return 1;
   case FA_STATUS:
     r->fault = hit;
-    r->fault_connect = to->kind == RK_ENVD && is_connect_path(r->url);
+    r->fault_shape = fault_shape(r, to, hit.status);
+    snprintf(r->fault_sandbox, sizeof r->fault_sandbox, "%s", to->id);
     r->on_complete = fault_respond;
     return 0;
   case FA_DROP_MID: r->fault = hit; return 0;
