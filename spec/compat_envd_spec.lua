@@ -90,4 +90,60 @@ describe("envd compatibility", function()
       end)
     end
   end)
+
+  describe("signals reach one pid, not a group", function()
+    -- envd starts a command in its own process group and signals only its
+    -- pid: a kept command's wrapper must end the command's group itself.
+
+    -- The processes running in the sandbox whose command line matches pattern.
+    local function running(pattern)
+      local r = assert(sbx:run(("pgrep -f -- '%s' || true"):format(pattern), { keep_output = false }))
+      return r.stdout
+    end
+
+    it("kill() of a kept command ends every child it forked and reports killed", function()
+      local proc = assert(sbx:spawn("sleep 3101 & sleep 3102 & wait"))
+      assert(sbx:run("sleep 0.3"))
+      assert.is_true(assert(proc:kill()))
+      local r = assert(proc:wait(10000))
+      proc:close()
+      assert.are.same({ -1, "signal: killed" }, { r.exit_code, r.status })
+      assert.are.equal("", running("sleep 310[12]"))
+    end)
+
+    it("a run() past its timeout_ms leaves no child of its command running", function()
+      local r, err = sbx:run("sleep 3103 & sleep 3104 & wait", { timeout_ms = 500 })
+      assert.is_nil(r)
+      assert.are.equal("timeout", err.kind)
+      assert.are.equal("", running("sleep 310[34]"))
+    end)
+
+    it("TERM to a kept command ends its group: it never runs on to a normal end", function()
+      local proc = assert(sbx:spawn("sleep 1; touch /tmp/term-ran-on"))
+      assert(sbx:run("sleep 0.2"))
+      assert(proc:signal("TERM"))
+      local r = assert(proc:wait(10000))
+      proc:close()
+      assert.are.same({ -1, "signal: killed" }, { r.exit_code, r.status })
+      assert(sbx:run("sleep 1.2"))
+      assert.are.equal(1, assert(sbx:run("test -e /tmp/term-ran-on", { keep_output = false })).exit_code)
+      -- No TERM, nothing trapped: the statuses stay the command's own.
+      for cmd, code in pairs({ ["sleep 0.1 & wait; true"] = 0, ["sleep 0.1 & wait; exit 3"] = 3 }) do
+        assert.are.equal(code, assert(sbx:run(cmd)).exit_code, cmd)
+      end
+    end)
+
+    if not h.live then
+      it("e2b-local ends the stream once a SIGKILLed pid exits, though its child holds the pipes", function()
+        -- The child has a session of its own: no group signal reaches it.
+        local proc = assert(open:spawn("setsid sleep 3105 & sleep 300", { keep_output = false }))
+        assert(open:run("sleep 0.3"))
+        assert.are.equal(200, (envd_call(open, "SendSignal", { process = { pid = proc.pid }, signal = "SIGNAL_SIGKILL" })))
+        local r = assert(proc:wait(5000))
+        proc:close()
+        assert.are.same({ -1, "signal: killed" }, { r.exit_code, r.status })
+        assert(open:run("pkill -f 'sleep 3105'", { keep_output = false }))
+      end)
+    end
+  end)
 end)

@@ -40,13 +40,17 @@ describe("e2b-local", function()
     assert.truthy(r.stdout:find("readonly", 1, true))
   end)
 
-  it("runs each command in its own process group", function()
+  it("runs commands in envd's process group, as envd, and a kept one's job in its own", function()
     local sbx = h.sandbox({}, client)
-    local a = assert(sbx:run("ps -o pgid= -p $$")).stdout:match("%d+")
-    local b = assert(sbx:run("ps -o pgid= -p $$")).stdout:match("%d+")
+    local pgid = "ps -o pgid= -p $BASHPID"
+    local function run(opts) return assert(sbx:run(pgid, opts)).stdout:match("%d+") end
+    local a, b = run({ keep_output = false }), run({ keep_output = false })
     assert.truthy(a and b)
-    assert.are_not.equal(a, b)
-    assert.are_not.equal("1", a)
+    assert.are.equal(a, b)
+    local c, d = run(), run()
+    assert.truthy(c and d)
+    assert.are_not.equal(c, d)
+    assert.are_not.equal(a, c)
   end)
 
   it("serves a sandbox's processes in turn: one flooding its output never holds up another's", function()

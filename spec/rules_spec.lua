@@ -374,7 +374,7 @@ describe("looking at the backend", function()
     assert.is_string(report.envd_version)
     assert.is_true(report.envd)
     assert.is_true(report.stdin_close)
-    assert.is_true(report.group_signals)
+    assert.is_false(report.group_signals) -- envd signals one pid, as E2B
   end)
 
   it("doctor fails loudly on a bad key instead of hanging", function()

@@ -84,8 +84,8 @@ static void looked(e2b_req *op, kill_state *s, int present, uint32_t pid, int ke
     s->resolved = 1;
     s->pid = pid;
     s->kept = kept;
-    if (s->once) return send_signal(op, s, s->once);
-    return send_signal(op, s, 9); /* kept: see the wrapper's TERM (next) */
+    if (s->once) return send_signal(op, s, s->kept ? 15 : s->once);
+    return send_signal(op, s, s->kept ? 15 : 9);
   }
   if (e2b_now_ms() >= s->until_ms) {
     if (!s->kept || s->forced) return survived(op, s);
@@ -170,6 +170,6 @@ e2b_req *e2b_proc_signal_listed(e2b_sbx *sbx, uint32_t pid, const char *tag, int
  * and forgotten. */
 void e2b_proc_stop_async(e2b_sbx *sbx, uint32_t pid, int kept) {
   e2b_error err;
-  e2b_req *req = pid ? e2b_proc_signal(sbx, pid, NULL, 9, &err) : NULL;
+  e2b_req *req = pid ? e2b_proc_signal(sbx, pid, NULL, kept ? 15 : 9, &err) : NULL;
   if (req) e2b_req_autofree(req);
 }

@@ -16,6 +16,10 @@
 
 #define DEFAULT_MAX_OUTPUT ((size_t)64 << 20)
 #define KILL_SETTLE_MS 2000
+/* A kept command's deadline is ours: envd's (this much later) is only a
+ * backstop, as its SIGKILL reaches the wrapper alone and would leave the
+ * command running; ours is kill.c's TERM, on which the wrapper kills the
+ * command's group. */
 /* envd enforces the same deadline (Connect-Timeout-Ms) and may end the
  * process a moment before our timer fires: a signal this close to it is
  * the timeout too. */
@@ -326,7 +330,9 @@ e2b_req *e2b_run_with(e2b_sbx *sbx, const e2b_proc_opts *opts, const e2b_run_opt
   if (fill_state(s, opts, ro) != 0) return e2b_op_nomem(op, err);
   if (ro->track) {
     unsigned flags = ro->track_flags | E2B_TRACK_NO_PARK | (ro->chunks ? 0 : E2B_TRACK_AT_END);
-    s->stream = e2b_proc_track(sbx, opts, flags, err);
+    e2b_proc_opts later = *opts;
+    if (later.timeout_ms > 0) later.timeout_ms += KILL_SETTLE_MS; /* see KILL_SETTLE_MS */
+    s->stream = e2b_proc_track(sbx, &later, flags, err);
     s->tracked = s->stream && e2b_req_proc_tracked(s->stream);
   } else {
     s->stream = e2b_proc_start(sbx, opts, err);

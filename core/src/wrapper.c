@@ -25,14 +25,16 @@
  * so the exit file first holds the boot id alone, with no newline, and
  * once the command ended "STATUS BOOTID\n": an exit file that ends in a
  * newline means the output files are complete (files an older wrapper made
- * say "STATUS\n" there and keep the boot id in .boot). The wrapper traps
- * HUP, INT, QUIT and TERM (a trap is reset in the command), so a signal to
- * the process group reaches the command without losing its exit status; the
- * wrapper of a command that may park traps every signal that would end it
- * and can be caught, so one gone without a status was SIGKILLed (track.c
- * tells a parked command's end by that). A wrapper that got such a signal
- * (a signal to the group, `kill $$` in a command string, a kill of its
- * pid), or whose command a signal ended, records minus the signal's number
+ * say "STATUS\n" there and keep the boot id in .boot). The command runs in
+ * a process group of its own (JOB_WAIT), as envd signals one pid: the
+ * wrapper's. The wrapper traps HUP, INT and QUIT (a trap is reset in the
+ * command), so it keeps the command's exit status, and TERM, on which it
+ * kills the command's group (a kill, kill.c); the wrapper of a command
+ * that may park traps every signal that would end it and can be caught,
+ * so one gone without a status was SIGKILLed (track.c tells a parked
+ * command's end by that). A wrapper that got such a signal (`kill $$` in
+ * a command string, a kill of its pid; TERM counts as SIGKILL), or whose
+ * command a signal ended, records minus the signal's number
  * as the status once the command ended and then ends by that signal
  * itself, as the unwrapped shell would have (no core file). A command that
  * cannot be started is reported on the wrapper's stderr as
@@ -53,15 +55,30 @@
  * costs bash about 0.07 ms more per command). All of them cost a spawn
  * about 0.2 ms here (bench/README.md), so only a command that may park pays
  * for them. */
-#define TRAP(n) "trap '__s=" #n "' " #n ";"
-#define TRAP_GROUP_SIGNALS TRAP(1) TRAP(2) TRAP(3) TRAP(15) "\n"
+#define TRAP(n) "trap '__s=" #n " __i=1' " #n ";"
+/* TERM is a kill's message (kill.c): envd signals only the wrapper's pid,
+ * so the wrapper kills the command's group itself, and records SIGKILL. */
+#define TRAP_TERM "trap '__s=9 __i=1; kill -s KILL -- -$__j 2>/dev/null' 15;"
+#define TRAP_GROUP_SIGNALS TRAP(1) TRAP(2) TRAP(3) TRAP_TERM "\n"
 #define TRAP_ENDING_SIGNALS                                                                     \
   TRAP(1) TRAP(2) TRAP(3) TRAP(4) TRAP(5) TRAP(6) TRAP(7) TRAP(8) TRAP(10) TRAP(11) TRAP(12)  \
-  TRAP(13) TRAP(14) TRAP(15) TRAP(16) TRAP(24) TRAP(25) TRAP(26) TRAP(27) TRAP(29) TRAP(30)   \
+  TRAP(13) TRAP(14) TRAP_TERM TRAP(16) TRAP(24) TRAP(25) TRAP(26) TRAP(27) TRAP(29) TRAP(30)   \
   TRAP(31) TRAP(34) TRAP(35) TRAP(36) TRAP(37) TRAP(38) TRAP(39) TRAP(40) TRAP(41) TRAP(42)   \
   TRAP(43) TRAP(44) TRAP(45) TRAP(46) TRAP(47) TRAP(48) TRAP(49) TRAP(50) TRAP(51) TRAP(52)   \
   TRAP(53) TRAP(54) TRAP(55) TRAP(56) TRAP(57) TRAP(58) TRAP(59) TRAP(60) TRAP(61) TRAP(62)   \
   TRAP(63) TRAP(64) "\n"
+
+/* The command runs as a job of its own (set -m: its own process group,
+ * stdin kept), so TERM's trap can kill all of it; the wrapper waits in a
+ * loop, as a trapped signal ends a wait. A TERM before the job had a pid
+ * kills it once it has one. The job is a shell that runs the command in
+ * its foreground: that shell's traps are reset, so it reports the signal
+ * that ended the command into the exit file, which the wrapper itself,
+ * trapping that signal, would not. Waiting again on an ended job gives
+ * its status again. */
+#define JOB_WAIT                                                                                  \
+  "__j=$!; [ \"$__s\" != 9 ] || kill -s KILL -- -$__j 2>/dev/null; __i=1; "                         \
+  "while [ -n \"$__i\" ]; do __i=; { wait $__j; } 2>>\"$__p.exit\"; __r=$?; done; __e2b_end $__r"
 
 #define WRAPPER_SCRIPT(traps)                                                                     \
     "unset E2B_PROC; __p=$1; shift\n" \
@@ -88,7 +105,7 @@
     "  local f=0 st=$1 j\n" \
     "  [ -z \"$__s\" ] && [ $1 -gt 128 ] && [ $1 -lt 160 ] && read -r -n 64 j <\"$__p.exit\" && [ ${#j} -gt ${#__b} ] && __s=$(($1-128))\n" \
     "  [ -n \"$__s\" ] && st=-$__s; [ -s \"$__p.out\" ] && f=1; [ -s \"$__p.err\" ] && f=$((f+2))\n" \
-    "  printf '%s %s\\n' \"$st\" \"$__b\" >\"$__p.exit\"\n" \
+    "  [ -e \"$__p.exit\" ] && printf '%s %s\\n' \"$st\" \"$__b\" >\"$__p.exit\"\n" \
     "  [ $((f&2)) = 2 ] && __e2b_slurp \"$__p.err\" >&2 && f=$((f+8))\n" \
     "  [ $((f&1)) = 1 ] && __e2b_slurp \"$__p.out\" && f=$((f+4))\n" \
     "  printf %s \"${__e2b_l:f:1}\"\n" \
@@ -102,8 +119,7 @@
     "    case $1 in */*) [ -e \"$1\" ] && { printf '!EACCES' >&2; printf '126 %s\\n' \"$__b\" >\"$__p.exit\"; exit 126; };; esac\n" \
     "    printf '!ENOENT' >&2; printf '127 %s\\n' \"$__b\" >\"$__p.exit\"; exit 127\n" \
     "  fi\n" \
-    "  { \"$@\" >>\"$__p.out\" 2>>\"$__p.err\"; } 2>>\"$__p.exit\"\n" \
-    "  __e2b_end $?\n" \
+    "  set -m; { \"$@\" >>\"$__p.out\" 2>>\"$__p.err\"; } 2>>\"$__p.exit\" & set +m; " JOB_WAIT "\n" \
     "fi\n"
 
 static const char WRAPPER[] = WRAPPER_SCRIPT(TRAP_GROUP_SIGNALS);
@@ -117,8 +133,8 @@ static const char WRAPPER_PARKABLE[] = WRAPPER_SCRIPT(TRAP_ENDING_SIGNALS);
  * inlined stderr, and that report is how the wrapper tells a signal's end
  * (status 128 + N and a report) from `exit 128+N` (no report). */
 #define SH_SUBSHELL_RUNNING(run)                                                                 \
-  "{ ( __c=$1; set --; unset __p __b __s; BASH_ARGV0=/bin/bash; " run                        \
-  " ) >>\"$__p.out\" 2>>\"$__p.err\"; } 2>>\"$__p.exit\"; __e2b_end $?"
+  "set -m; { ( __c=$1; set --; unset __p __b __s; BASH_ARGV0=/bin/bash; " run                \
+  " ) >>\"$__p.out\" 2>>\"$__p.err\"; } 2>>\"$__p.exit\" & set +m; " JOB_WAIT
 #define SH_SUBSHELL SH_SUBSHELL_RUNNING("eval \"$__c\"")
 /* True when the first word of the string in variable var may not mean what
  * it means to bash alone: a function of that name, or aliases turned on. */

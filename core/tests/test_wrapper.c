@@ -115,10 +115,10 @@ static void only_a_parkable_wrapper_traps_every_signal(void) {
     e2b_wrapped w;
     CHECK(e2b_wrap(&w, &opts, "/tmp/.e2b-proc/ab", 0, NULL, parkable) == 0);
     const char *script = wrapper_script(&w);
-    CHECK(strstr(script, "trap '__s=15' 15;") != NULL); /* a group's TERM, always */
-    CHECK((strstr(script, "trap '__s=10' 10;") != NULL) == parkable);
-    CHECK((strstr(script, "trap '__s=64' 64;") != NULL) == parkable);
-    CHECK(strstr(script, "trap '__s=9'") == NULL); /* SIGKILL cannot be */
+    CHECK(strstr(script, "trap '__s=9 __i=1; kill -s KILL -- -$__j") != NULL); /* TERM: a kill, always */
+    CHECK((strstr(script, "trap '__s=10 __i=1' 10;") != NULL) == parkable);
+    CHECK((strstr(script, "trap '__s=64 __i=1' 64;") != NULL) == parkable);
+    CHECK(strstr(script, "' 9;") == NULL); /* SIGKILL cannot be */
     e2b_wrapped_free(&w);
   }
 }

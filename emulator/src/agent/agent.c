@@ -96,7 +96,7 @@ static void handle_spawn(const ipc_msg *m) {
   int err = !argv[0] || !*argv[0] ? EINVAL : no_cwd ? ENOENT : agent_open_stdio(pty, want_stdin, &s);
   int up = -1; /* the server's end of the output relay */
   if (!err && !pty && (err = relay_start(s.out[0], s.er[0], &up)) == 0) s.out[0] = s.er[0] = -1;
-  pid_t pid = err ? -err : agent_fork_exec(req, argv, envp, &s, pty != NULL);
+  pid_t pid = err ? -err : agent_fork_exec(req, argv, envp, &s, pty != NULL, pty != NULL);
   if (pid > 0) {
     track(pid);
     int fds[2], nfds = 0;
@@ -124,8 +124,8 @@ static void handle_signal(const ipc_msg *m) {
   for (size_t i = 0; i < g_ntracked; i++) known |= g_tracked[i] == pid;
   if (!known || pid <= 1)
     err = ESRCH;
-  else if (kill(-pid, sig) != 0 && kill(pid, sig) != 0)
-    err = errno; /* the command may have left its own process group */
+  else if (kill(pid, sig) != 0) /* the one pid, as envd: never its group */
+    err = errno;
   ipc_send(g_sock, IPC_REPLY, m->id, err, NULL, NULL, 0);
 }
 

@@ -35,7 +35,7 @@ int agent_open_stdio(json_t *pty, int want_stdin, agent_stdio *s);
 void agent_close_stdio(agent_stdio *s);
 /* Forks and execs argv as the request says (uid, gid, cwd) on s: the pid,
  * or -errno, the exec's own failure included. */
-pid_t agent_fork_exec(json_t *req, char **argv, char **envp, const agent_stdio *s, int is_pty);
+pid_t agent_fork_exec(json_t *req, char **argv, char **envp, const agent_stdio *s, int is_pty, int session);
 struct passwd;
 /* Runs argv as the request's uid/gid (in its cwd) with env plus pw's
  * identity variables, on fds as stdin/stdout/stderr: the pid, or -errno. */

@@ -63,12 +63,12 @@ static void reset_oom_score(void) {
 
 /* Runs in the forked child; reports the failing errno through errfd. */
 static void child_exec(json_t *req, char **argv, char **envp, int in, int out, int err_fd,
-                       int is_pty, int errfd) {
+                       int is_pty, int session, int errfd) {
   sigset_t all;
   sigemptyset(&all);
   sigprocmask(SIG_SETMASK, &all, NULL);
   for (int s = 1; s < NSIG; s++) signal(s, SIG_DFL);
-  setsid();
+  if (session) setsid();
   if (is_pty) ioctl(in, TIOCSCTTY, 0);
   if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(err_fd, 2) < 0) goto fail;
   reset_oom_score();
@@ -152,15 +152,17 @@ void agent_close_stdio(agent_stdio *s) {
 }
 
 /* Forks and execs; returns the pid, or -errno (exec failures included: the
- * CLOEXEC pipe stays silent only when exec succeeded). */
-pid_t agent_fork_exec(json_t *req, char **argv, char **envp, const agent_stdio *s, int is_pty) {
+ * CLOEXEC pipe stays silent only when exec succeeded). A command gets a
+ * session of its own only when asked (a pty's, as envd's pty library makes
+ * one): envd starts the others in its own process group. */
+pid_t agent_fork_exec(json_t *req, char **argv, char **envp, const agent_stdio *s, int is_pty, int session) {
   int ep[2];
   if (pipe2(ep, O_CLOEXEC) != 0) return -errno;
   pid_t pid = fork();
   if (pid == 0) {
     close(ep[0]);
-    if (is_pty) child_exec(req, argv, envp, s->slave, s->slave, s->slave, 1, ep[1]);
-    child_exec(req, argv, envp, s->in[0], s->out[1], s->er[1], 0, ep[1]);
+    if (is_pty) child_exec(req, argv, envp, s->slave, s->slave, s->slave, 1, 1, ep[1]);
+    child_exec(req, argv, envp, s->in[0], s->out[1], s->er[1], 0, session, ep[1]);
   }
   int err = pid < 0 ? errno : 0;
   close(ep[1]);
@@ -192,7 +194,7 @@ pid_t agent_run(json_t *req, json_t *argv_json, json_t *env_json, const struct p
   char **envp = agent_str_array(env);
   json_decref(env);
   agent_stdio s = {{fds[0], -1}, {-1, fds[1]}, {-1, fds[2]}, -1, -1};
-  pid_t pid = agent_fork_exec(req, argv, envp, &s, 0);
+  pid_t pid = agent_fork_exec(req, argv, envp, &s, 0, 1); /* unchanged: a session of its own */
   agent_free_str_array(argv);
   agent_free_str_array(envp);
   return pid;

@@ -393,6 +393,7 @@ static int send_signal(rpc_call *c, json_t **resp, rpc_err *e) {
     proc_unref(p);
     return -1;
   }
+  proc_cut(p); /* as envd: the end comes once the pid exits */
   int rc = sandbox_signal(c->sb, proc_pid(p), sig);
   if (rc == -ESRCH) rc = 0; /* it ended meanwhile: the signal is moot */
   if (rc) rpc_fail_errno(e, -rc, "cannot signal the process");

@@ -72,6 +72,7 @@ struct proc {
   int armed; /* its open sources are in the epoll set (else held: a full queue) */
   int64_t deadline_ms;
   int deadline_hit;
+  int cut; /* sent SIGKILL or SIGTERM: ends once exited, output open or not */
   int unserved; /* no reader: ended at once, to be killed by the caller */
 };
 
@@ -370,6 +371,8 @@ static void look_at_locked(proc *p, int64_t now, pass *ps) {
     close_src_locked(&p->out);
     if (!p->exited && ps->nkills < MAX_KILLS) ps->kills[ps->nkills++] = p->pid;
   }
+  if (p->exited && output_open(p) && (p->cut || p->deadline_hit))
+    close_src_locked(&p->out); /* envd closes its read ends once the pid exited */
   if (!output_open(p) && p->exited) {
     end_locked(p, ps); /* every byte was read: the end follows it */
     return;
@@ -719,6 +722,13 @@ int proc_deadline_hit(proc *p) {
   int hit = p->deadline_hit;
   pthread_mutex_unlock(&p->t->mu);
   return hit;
+}
+
+void proc_cut(proc *p) {
+  pthread_mutex_lock(&p->t->mu);
+  p->cut = 1;
+  poke_locked(p->t);
+  pthread_mutex_unlock(&p->t->mu);
 }
 
 void proc_wait_all_readers(void) {

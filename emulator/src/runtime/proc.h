@@ -6,7 +6,9 @@
  * process's bounded queue. A full queue stops the reading of that process
  * only (the agent then stops reading its pipes and its writes block:
  * backpressure); with no subscriber, output is dropped. The
- * end event follows once the exit status is known and every pipe hit EOF. */
+ * end event follows once the exit status is known and every pipe hit EOF,
+ * or, once the process was cut (a SIGKILL or SIGTERM, the deadline), once
+ * the status is known: envd then stops waiting for its output to close. */
 #ifndef EMU_PROC_H
 #define EMU_PROC_H
 
@@ -29,7 +31,7 @@ typedef struct proc_event {
   unsigned char data[]; /* len bytes */
 } proc_event;
 
-/* Sends `sig` to the process group of `pid` (via the agent). The table is
+/* Sends `sig` to `pid` alone (via the agent), as envd does. The table is
  * keyed by its sandbox's id, not a pointer: reader threads may outlive it. */
 typedef int (*proc_signal_fn)(const char *key, int pid, int sig);
 
@@ -80,6 +82,9 @@ int proc_resize(proc *p, unsigned cols, unsigned rows);
 /* Sets or moves the deadline at which the process group is killed. */
 void proc_set_deadline(proc *p, int64_t deadline_ms);
 int proc_deadline_hit(proc *p);
+/* A SIGKILL or SIGTERM was sent: its end no longer waits for its output to
+ * close (a child may hold the pipes), as envd cancels its output then. */
+void proc_cut(proc *p);
 
 /* Blocks until every reader thread has finished (at shutdown). */
 void proc_wait_all_readers(void);
