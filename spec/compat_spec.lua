@@ -5,6 +5,24 @@ local h = require("spec.helpers")
 
 local cjson = require("cjson")
 
+-- count_routes(vars, routes, fn) -> how many requests each route got while
+-- fn ran, on the e2b-local serve_local started (zero-length stalls count
+-- them and change nothing).
+local function count_routes(vars, routes, fn)
+  local rules = {}
+  for i, r in ipairs(routes) do rules[i] = { match = r, action = "stall", ms = 0 } end
+  h.faults(rules, 1, vars)
+  fn()
+  local hdr = os.tmpname() -- the token in a private file, never on curl's command line
+  h.write_file(hdr, "X-Admin-Token: " .. vars.E2B_LOCAL_ADMIN_TOKEN .. "\n")
+  local listed = cjson.decode(h.host(("curl -s -H @%s '%s/_e2b_local/faults'"):format(hdr, vars.E2B_API_URL))).rules
+  os.remove(hdr)
+  h.faults(nil, nil, vars)
+  local hits = {}
+  for i, r in ipairs(listed) do hits[i] = r.hits end
+  return hits
+end
+
 local api_url = os.getenv("E2B_API_URL") or ("https://api." .. (os.getenv("E2B_DOMAIN") or "e2b.app"))
 
 -- api(method, path, body?, server?) -> status, decoded JSON body (or its
@@ -241,19 +259,7 @@ describe("create knows both of E2B's routes", function()
       assert.are.equal(404, (api("POST", "/v2/sandboxes", '{"templateID":"base"}', vars)))
       assert.are.equal(200, (api("GET", "/v2/sandboxes", nil, vars)))
       assert.are.equal(404, (api("POST", "/v2/sandboxes/i0abc/connect", "{}", vars)))
-      local routes = { "POST /v2/sandboxes", "POST /sandboxes" }
-      local function count(fn)
-        local rules = {}
-        for i, r in ipairs(routes) do rules[i] = { match = r, action = "stall", ms = 0 } end
-        h.faults(rules, 1, vars)
-        fn()
-        local hdr = os.tmpname() -- the token in a private file, never on curl's command line
-        h.write_file(hdr, "X-Admin-Token: " .. vars.E2B_LOCAL_ADMIN_TOKEN .. "\n")
-        local hits = cjson.decode(h.host(("curl -s -H @%s '%s/_e2b_local/faults'"):format(hdr, vars.E2B_API_URL))).rules
-        os.remove(hdr)
-        h.faults(nil, nil, vars)
-        return { hits[1].hits, hits[2].hits }
-      end
+      local function count(fn) return count_routes(vars, { "POST /v2/sandboxes", "POST /sandboxes" }, fn) end
       local first, second
       assert.are.same({ 1, 1 }, count(function() first = assert(client:create({ timeout_ms = 60000 })) end))
       assert.are.same({ 0, 1 }, count(function() second = assert(client:create({ timeout_ms = 60000 })) end))
@@ -262,6 +268,29 @@ describe("create knows both of E2B's routes", function()
       first:kill()
       second:kill()
       assert.are.equal("/sandboxes", assert(client:doctor()).create_route)
+    end)
+  end)
+
+  it("connect and resume work where E2B has no connect route, never shortening a deadline (e2b-local --api self-hosted-no-connect)", function()
+    if h.live then return end
+    h.with_local_server("--api self-hosted-no-connect --no-tls", function(client, vars)
+      assert.are.equal(404, (api("POST", "/sandboxes/i0abc/connect", '{"timeout":60}', vars)))
+      local sbx = assert(client:create({ id = "compat-" .. h.core.uuid4() }))
+      assert(sbx:pause())
+      local routes = { "POST /sandboxes/*/connect", "POST /sandboxes/*/resume", "POST /sandboxes/*/timeout" }
+      local back
+      -- paused: /resume; the first connect's 404 teaches the client
+      assert.are.same({ 1, 1, 0 }, count_routes(vars, routes, function() back = assert(client:connect(sbx.sandbox_id)) end))
+      assert.are.equal("ok\n", assert(back:run("echo ok")).stdout)
+      assert(back:set_timeout(900000))
+      -- running: kept as it is, its deadline only extended, by logical id too
+      local again
+      assert.are.same({ 0, 0, 1 }, count_routes(vars, routes, function() again = assert(client:resume(sbx.id)) end))
+      assert.are.equal("ok\n", assert(again:run("echo ok")).stdout)
+      local info = assert(client:describe(sbx.id))
+      assert.are.equal("running", info.state)
+      assert.is_true(info.end_at > os.time() * 1000 + 800000, "the 900 s deadline was kept")
+      sbx:kill()
     end)
   end)
 end)

@@ -633,7 +633,10 @@ E2B_EXPORT e2b_req *e2b_sandbox_find(e2b_client *c, const e2b_list_opts *opts, e
 E2B_EXPORT e2b_req *e2b_sandbox_describe(e2b_client *c, const char *id, e2b_error *err);
 /* Connects to a sandbox by provider id, resuming it if paused, and never
  * shortens its deadline: a running sandbox keeps max(its deadline, now +
- * timeout_ms). Result: the sandbox, with metadata and state. */
+ * timeout_ms). Result: the sandbox, with metadata and state. Where E2B has
+ * no connect route (404: e2b-dev/infra before October 2025) it resumes a
+ * paused sandbox with /resume and extends a running one's deadline with
+ * /timeout; the client remembers that. */
 E2B_EXPORT e2b_req *e2b_sandbox_attach(e2b_client *c, const char *sandbox_id, long timeout_ms,
                             e2b_error *err);
 /* attach by logical id, searching running and paused sandboxes on every

@@ -273,6 +273,14 @@ e2b_req *e2b_sandbox_connect(e2b_client *c, const char *sandbox_id, long timeout
                        E2B_RESULT_SANDBOX);
 }
 
+/* The resume route, which every E2B has: a connect for a paused sandbox
+ * where there is no connect route (a running one is a 409). */
+e2b_req *e2b_api_resume(e2b_client *c, const char *sandbox_id, long timeout_ms, e2b_error *err) {
+  json_t *body = json_object();
+  json_object_set_new(body, "timeout", json_integer(ceil_seconds(timeout_ms)));
+  return e2b_on_sandbox(c, "resume", "POST", sandbox_id, "/resume", body, parse_one_sandbox, 1, err);
+}
+
 /* One result per fork: {"sandbox": Sandbox} or {"error": {code, message}}.
  * The started ones go to sandboxes[]; the failures are counted. */
 static int parse_forks(e2b_req *req, json_t *body, e2b_error *err) {

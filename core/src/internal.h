@@ -69,11 +69,15 @@ struct e2b_client {
   char *owner;              /* owner tag written into created sandboxes */
   int page_size;
   int create_route;         /* E2B_ROUTE_*: the create route this backend answered (create.c) */
+  int connect_route;        /* E2B_CONNECT_*: whether its connect route answered (lifecycle.c) */
 };
 
 /* Which create route a client found its backend to have: the live API's
  * POST /v2/sandboxes, or only POST /sandboxes (E2B built from e2b-dev/infra). */
 enum { E2B_ROUTE_UNKNOWN = 0, E2B_ROUTE_V2, E2B_ROUTE_V1 };
+/* Whether it has POST /sandboxes/{id}/connect, or only /resume (E2B built
+ * from e2b-dev/infra before connect came, in October 2025). */
+enum { E2B_CONNECT_UNKNOWN = 0, E2B_CONNECT_ROUTE, E2B_CONNECT_RESUME };
 
 /* How many tags of large kept output a sandbox handle remembers (forget.c). */
 #define E2B_LARGE_MAX 16
@@ -374,6 +378,7 @@ char *e2b_id_path(const char *prefix, const char *id, const char *suffix);
 int e2b_take_next_token(e2b_req *req, e2b_error *err);
 e2b_req *e2b_api_pause(e2b_client *c, const char *sandbox_id, int memory, e2b_error *err);
 e2b_req *e2b_api_refresh(e2b_client *c, const char *sandbox_id, long seconds, e2b_error *err);
+e2b_req *e2b_api_resume(e2b_client *c, const char *sandbox_id, long timeout_ms, e2b_error *err);
 
 /* ---- process.c ---- */
 /* Starts an envd RPC (streamed or unary) whose body is `body` (consumed; NULL:

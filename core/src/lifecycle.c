@@ -279,7 +279,7 @@ e2b_req *e2b_sandbox_destroy(e2b_client *c, const char *id, e2b_error *err) {
 
 /* ---- attach: connect without shortening ---- */
 
-enum { ATTACH_INFO = 20, ATTACH_CONNECT, ATTACH_REINFO };
+enum { ATTACH_INFO = 20, ATTACH_CONNECT, ATTACH_REINFO, ATTACH_RESUME, ATTACH_EXTEND, ATTACH_DETAIL };
 
 /* The lifetime the sandbox was created with (E2B_META_TIMEOUT), or 0. */
 static long created_lifetime(const e2b_map *m) {
@@ -306,50 +306,93 @@ static long attach_timeout(const id_state *s) {
   return want;
 }
 
+/* Where E2B has no connect route (built from e2b-dev/infra before it had
+ * one: 404), a paused sandbox is resumed by /resume and a running one kept
+ * as it is, its deadline only extended, then read again (which gives its
+ * access token too). Returns the stage that does so for this failure, or 0. */
+static int connect_fallback(const id_state *s, const e2b_error *err) {
+  if (s->stage == ATTACH_CONNECT && (err->status == 404 || err->status == 405) &&
+      s->client->connect_route != E2B_CONNECT_ROUTE)
+    return s->info.state == E2B_STATE_PAUSED ? ATTACH_RESUME : ATTACH_EXTEND;
+  if (s->stage == ATTACH_RESUME && err->status == 409) return ATTACH_EXTEND; /* running after all */
+  return 0;
+}
+
+static e2b_req *attach_call(id_state *s, e2b_error *err) {
+  const char *id = s->sandbox_id ? s->sandbox_id : s->id;
+  if (s->stage == ATTACH_CONNECT && s->client->connect_route == E2B_CONNECT_RESUME)
+    s->stage = s->info.state == E2B_STATE_PAUSED ? ATTACH_RESUME : ATTACH_EXTEND;
+  switch (s->stage) {
+  case ATTACH_CONNECT: return e2b_sandbox_connect(s->client, id, attach_timeout(s), err);
+  case ATTACH_RESUME: return e2b_api_resume(s->client, id, attach_timeout(s), err);
+  case ATTACH_EXTEND: return e2b_sandbox_set_timeout(s->client, id, attach_timeout(s), err);
+  default: return e2b_sandbox_get(s->client, id, err);
+  }
+}
+
+/* The connect's answer (or resume's, or the detail read after an extend). */
+static void attach_connected(e2b_req *op, id_state *s) {
+  if (s->stage != ATTACH_CONNECT) s->client->connect_route = E2B_CONNECT_RESUME;
+  else s->client->connect_route = E2B_CONNECT_ROUTE;
+  if (e2b_take_sandboxes(op, s->child) != 0) return nomem(op);
+  op->resumed = e2b_req_resumed(s->child);
+}
+
+/* Refresh state and deadline; keep the connect answer's token and domain. */
+static void attach_reinfo(e2b_req *op, id_state *s, const e2b_sandbox_info *got) {
+  e2b_sandbox_info *res = &op->sandboxes[0];
+  res->state = got->state;
+  res->started_at_ms = got->started_at_ms;
+  res->end_at_ms = got->end_at_ms;
+  e2b_map m = res->metadata;
+  res->metadata = s->info.metadata;
+  s->info.metadata = m;
+  if (!res->template_id && got->template_id) res->template_id = strdup(got->template_id);
+}
+
 static void attach_advance(e2b_req *op) {
   id_state *s = op->state;
   e2b_error err;
   if (s->stage < ATTACH_INFO) s->stage = ATTACH_INFO;
   if (!s->child) {
-    const char *id = s->sandbox_id ? s->sandbox_id : s->id;
-    s->child = e2b_op_child(op, s->stage == ATTACH_CONNECT
-                                    ? e2b_sandbox_connect(s->client, id, attach_timeout(s), &err)
-                                    : e2b_sandbox_get(s->client, id, &err));
+    s->child = e2b_op_child(op, attach_call(s, &err));
     if (!s->child) e2b_op_finish(op, &err);
     return;
   }
   if (!e2b_req_done(s->child)) return;
-  if (child_failed(op, &s->child)) return;
-  e2b_sandbox_info *got = s->child->sandbox_count ? &s->child->sandboxes[0] : NULL;
-  if (!got) return nomem(op);
-  switch (s->stage) {
-  case ATTACH_INFO:
-    s->info = *got; /* keep the metadata and the deadline */
-    s->have_info = 1;
-    memset(got, 0, sizeof *got);
-    s->child->sandbox_count = 0;
-    s->stage = ATTACH_CONNECT;
-    break;
-  case ATTACH_CONNECT:
-    /* The connect answer has the access token; metadata comes from info. */
-    if (e2b_take_sandboxes(op, s->child) != 0) return nomem(op);
-    op->resumed = e2b_req_resumed(s->child);
-    s->stage = ATTACH_REINFO;
-    break;
-  default: {
-    /* Refresh state and deadline; keep the connect answer's token and domain. */
-    e2b_sandbox_info *res = &op->sandboxes[0];
-    res->state = got->state;
-    res->started_at_ms = got->started_at_ms;
-    res->end_at_ms = got->end_at_ms;
-    e2b_map m = res->metadata;
-    res->metadata = s->info.metadata;
-    s->info.metadata = m;
-    if (!res->template_id && got->template_id) res->template_id = strdup(got->template_id);
-    e2b_req_free(s->child);
-    s->child = NULL;
-    return e2b_op_finish(op, NULL);
-  }
+  const e2b_error *cerr = e2b_req_error(s->child);
+  int next = cerr ? connect_fallback(s, cerr) : 0;
+  if (next) {
+    s->stage = next;
+  } else if (!child_failed(op, &s->child)) {
+    e2b_sandbox_info *got = s->child->sandbox_count ? &s->child->sandboxes[0] : NULL;
+    if (!got && s->stage != ATTACH_EXTEND) return nomem(op);
+    switch (s->stage) {
+    case ATTACH_INFO:
+      s->info = *got; /* keep the metadata and the deadline */
+      s->have_info = 1;
+      memset(got, 0, sizeof *got);
+      s->child->sandbox_count = 0;
+      s->stage = ATTACH_CONNECT;
+      break;
+    case ATTACH_EXTEND: s->stage = ATTACH_DETAIL; break;
+    case ATTACH_REINFO:
+      attach_reinfo(op, s, got);
+      e2b_req_free(s->child);
+      s->child = NULL;
+      return e2b_op_finish(op, NULL);
+    default: /* connect, resume, detail: the answer carries the access token */
+      attach_connected(op, s);
+      if (op->done) return;
+      if (s->stage == ATTACH_DETAIL) { /* itself the fresh read */
+        e2b_req_free(s->child);
+        s->child = NULL;
+        return e2b_op_finish(op, NULL);
+      }
+      s->stage = ATTACH_REINFO;
+    }
+  } else {
+    return;
   }
   e2b_req_free(s->child);
   s->child = NULL;

@@ -44,7 +44,7 @@ typedef struct options {
   int ntemplates;
   const char *api_key_file;
   const char *egress_ca_file; /* trusted for upstreams of intercepted HTTPS (beside the system's) */
-  const char *api;            /* --api live | self-hosted */
+  const char *api;            /* --api live | self-hosted | self-hosted-no-connect */
   long sandbox_pids;          /* all sandboxes' processes and threads; 0: the default */
   int no_isolation, no_freezer, log_requests;
   char **cmd; /* exec */
@@ -91,10 +91,12 @@ static void usage(FILE *f) {
           "                       a fresh sandbox at start (repeatable, at most 32)\n"
           "  --admin-token TOKEN  token of the admin API (/_e2b_local/faults; default:\n"
           "                       random, handed to CMD by exec)\n"
-          "  --api live|self-hosted\n"
+          "  --api live|self-hosted|self-hosted-no-connect\n"
           "                       the API to serve: E2B's live API (default), or E2B built\n"
           "                       from e2b-dev/infra, without POST /v2/sandboxes and\n"
-          "                       /v2/sandboxes/{id}/connect (default: E2B_LOCAL_API)\n"
+          "                       /v2/sandboxes/{id}/connect, and with -no-connect as it\n"
+          "                       was before its connect route (only /resume; October\n"
+          "                       2025) (default: E2B_LOCAL_API)\n"
           "  --log-requests       log one line per request: method, path, status, time\n"
           "                       (never a query string, key or token)\n"
           "  --egress-ca-file FILE\n"
@@ -161,11 +163,21 @@ static int simple_option(options *o, const char *a, const char *val) {
   return 0;
 }
 
-/* --api, else E2B_LOCAL_API: which of E2B's APIs to serve. */
+static const char *const API_NAMES[] = {"live", "self-hosted", "self-hosted-no-connect"};
+
+/* Which of E2B's APIs to serve: its index in API_NAMES (live when not
+ * said), or -1. */
+static int api_mode(const options *o) {
+  for (int i = 0; o->api && i < 3; i++)
+    if (strcmp(o->api, API_NAMES[i]) == 0) return i;
+  return o->api ? -1 : 0;
+}
+
+/* --api, else E2B_LOCAL_API. */
 static int check_api(options *o) {
   if (!o->api && getenv("E2B_LOCAL_API") && *getenv("E2B_LOCAL_API")) o->api = getenv("E2B_LOCAL_API");
-  if (!o->api || strcmp(o->api, "live") == 0 || strcmp(o->api, "self-hosted") == 0) return 0;
-  fprintf(stderr, "e2b-local: invalid --api '%s' (expected live or self-hosted)\n", o->api);
+  if (api_mode(o) >= 0) return 0;
+  fprintf(stderr, "e2b-local: invalid --api '%s' (expected live, self-hosted or self-hosted-no-connect)\n", o->api);
   return -1;
 }
 
@@ -407,7 +419,7 @@ static int start_all(const options *o, running *run) {
   if (!(run->api_key = choose_api_key(o, run->state_is_temp ? NULL : run->state_dir))) return -1;
   g_server.api_key = run->api_key;
   g_server.log_requests = o->log_requests;
-  g_server.self_hosted = o->api && strcmp(o->api, "self-hosted") == 0;
+  g_server.self_hosted = api_mode(o);
   if (o->admin_token && *o->admin_token) {
     run->admin_token = xstrdup(o->admin_token);
   } else {

@@ -1011,9 +1011,11 @@ static const route_def ROUTES[] = {
 };
 
 /* Whether this server has the route: E2B built from e2b-dev/infra
- * (--api self-hosted) lacks the live API's v2 create and connect. */
+ * (--api self-hosted) lacks the live API's v2 create and connect, and
+ * before October 2025 (self-hosted-no-connect) the v1 connect too. */
 static int served(const route_def *d) {
-  return !g_server.self_hosted || (d->fn != h_create_v2 && d->fn != h_connect_v2);
+  if (g_server.self_hosted && (d->fn == h_create_v2 || d->fn == h_connect_v2)) return 0;
+  return g_server.self_hosted != 2 || d->fn != h_connect;
 }
 
 /* Matches url against pattern, capturing the '*' segment into id. */

@@ -45,8 +45,9 @@ typedef struct server_info {
   char domain[128]; /* localhost:PORT */
   char base_url[160];
   int log_requests; /* --log-requests: one line per request (method, path, status, time) */
-  int self_hosted;  /* --api self-hosted: the routes of E2B built from e2b-dev/infra, without
-                     * the live API's POST /v2/sandboxes and /v2/sandboxes/{id}/connect */
+  int self_hosted;  /* --api: 0 live; 1 self-hosted, the routes of E2B built from e2b-dev/infra,
+                     * without the live API's POST /v2/sandboxes and /v2/sandboxes/{id}/connect;
+                     * 2 self-hosted-no-connect, infra before its connect route (October 2025) */
 } server_info;
 extern server_info g_server;
 
