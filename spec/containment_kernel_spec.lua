@@ -1,7 +1,8 @@
 -- Containment at the kernel's interface: the system calls a sandbox may make
 -- (its seccomp filter), the kernel state it must not share with the host or
--- another sandbox (keyrings). Every attack runs inside a sandbox;
--- h.assert_healthy then proves the server and a bystander survived.
+-- another sandbox (keyrings), and a kill that leaves nothing behind even in
+-- a cgroup the sandbox's processes were moved into. Every attack runs inside
+-- a sandbox; h.assert_healthy then proves the server and a bystander survived.
 local h = require("spec.helpers")
 
 if h.live then return end
@@ -96,6 +97,38 @@ def read(serial):
 ]] .. body
 end
 
+-- The e2b-local serving these specs' log is not ours to read: a second one.
+local function sandbox_proc(c2, tag)
+  local sbx = assert(c2:create{})
+  run(sbx, "(exec -a e2b-hide-" .. tag .. " sleep 1000) >/dev/null 2>&1 </dev/null &")
+  local pid
+  for _ = 1, 50 do
+    pid = h.host("pgrep -f '^e2b-hide-" .. tag .. "'"):match("%d+")
+    if pid then break end
+    h.e2b.sleep(100)
+  end
+  return sbx, assert(pid, "the sandbox's sleep was not found")
+end
+
+-- Moves the host pid into a new child of its freezer cgroup (v1) or of its
+-- cgroup v2, and freezes that child; returns the child's directory.
+local function hide_frozen(pid)
+  local cg = h.host("cat /proc/" .. pid .. "/cgroup")
+  local v1 = cg:match("%d+:freezer:(/[^\n]+)")
+  local dir
+  if v1 then
+    dir = "/sys/fs/cgroup/freezer" .. v1 .. "/hide"
+    h.host(("mkdir %s && echo %s >%s/cgroup.procs && echo FROZEN >%s/freezer.state"):format(dir, pid, dir, dir))
+  else
+    local v2 = assert(cg:match("0::(/[^\n]+)"), cg)
+    local mnt = h.host("awk '$3 == \"cgroup2\" { print $2; exit }' /proc/self/mounts"):match("%S+")
+    dir = mnt .. v2 .. "/hide"
+    h.host(("mkdir %s && echo %s >%s/cgroup.procs && echo 1 >%s/cgroup.freeze"):format(dir, pid, dir, dir))
+  end
+  assert(h.host("cat " .. dir .. "/cgroup.procs"):find(pid, 1, true), "the process was not moved")
+  return dir
+end
+
 describe("kernel interface containment", function()
   local client, bystander
   setup(function() client = h.client() end)
@@ -158,6 +191,25 @@ for d in ("e2b-host-%s", "e2b-planted-%s"):
     k = search(d)
     if isinstance(k, int): libc.syscall(L(250), L(21), L(k))  # KEYCTL_INVALIDATE]]):format(tag, tag))))
     assert(ok, err)
+    h.assert_healthy({ bystander }, client)
+  end)
+
+  it("kills a process hidden in a frozen child cgroup, and logs that it had to", function()
+    local tag = h.core.uuid4():sub(1, 8)
+    local pid, dir
+    local log = h.with_local_server("", function(c2)
+      local sbx
+      sbx, pid = sandbox_proc(c2, tag)
+      dir = hide_frozen(pid)
+      assert(sbx:kill())
+    end)
+    local alive = h.host("kill -0 " .. pid .. " 2>/dev/null && echo alive; test -d " .. dir .. " && echo dir")
+    if alive ~= "" then -- leave nothing behind on the host, then fail
+      h.host(("echo THAWED >%s/freezer.state; echo 0 >%s/cgroup.freeze; kill -9 %s; sleep 0.2; rmdir %s")
+        :format(dir, dir, pid, dir) .. " 2>/dev/null")
+    end
+    assert.are.equal("", alive)
+    assert.truthy(log:find("hidden in a child cgroup", 1, true), log)
     h.assert_healthy({ bystander }, client)
   end)
 end)

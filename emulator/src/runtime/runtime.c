@@ -20,6 +20,7 @@
 
 #include "agentlog.h"
 #include "cgroup2.h"
+#include "cgsweep.h"
 #include "codec.h"
 #include "egress.h"
 #include "ipc.h"
@@ -779,6 +780,22 @@ static int reap_within(pid_t pid, int ms) {
   return 0;
 }
 
+/* Whatever the kill missed (a process in a child cgroup, frozen there) is
+ * thawed and killed now, and said: it means something got past the filter. */
+static void sweep_cgroups(const runtime *rt) {
+  const char *dirs[] = {rt->cgroup, rt->lim.v2, rt->lim.mem, rt->lim.pids};
+  for (int i = 0; i < 4; i++) {
+    int seen = !dirs[i];
+    for (int j = 0; j < i && !seen; j++) seen = dirs[j] && strcmp(dirs[j], dirs[i]) == 0;
+    if (seen) continue;
+    cg_swept s = cg_sweep(dirs[i]);
+    if (s.hidden)
+      log_msg("sandbox kill: thawed and killed %d process(es) hidden in a child cgroup of %s", s.hidden, dirs[i]);
+    if (s.left) log_msg("sandbox kill: %d process(es) were still in %s: killed", s.left, dirs[i]);
+    if (s.stuck) log_msg("WARNING: %d process(es) survived the sandbox kill in %s", s.stuck, dirs[i]);
+  }
+}
+
 void runtime_stop(runtime *rt) {
   if (rt->pid <= 0) return;
   int reaped = 0;
@@ -803,8 +820,7 @@ void runtime_stop(runtime *rt) {
   }
   while (!reaped && waitpid(rt->pid, NULL, 0) < 0 && errno == EINTR) {
   }
-  int left = rt->cgroup ? runtime_count_processes(rt) : 0;
-  if (left > 0) log_msg("WARNING: %d process(es) survived the sandbox kill", left);
+  sweep_cgroups(rt);
   if (rt->cgroup) {
     /* the last task may still be on its way out of the cgroup: EBUSY for a
      * moment (v2's is the limits directory, removed with them below) */
