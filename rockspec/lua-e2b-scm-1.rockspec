@@ -27,9 +27,9 @@ dependencies = {
   "lua-cjson", -- the spec helpers and the command-line tool
 }
 
--- What libe2b links. libmicrohttpd and zlib are e2b-local's alone, and
+-- What libe2b links. libmicrohttpd, zlib and libseccomp are e2b-local's alone, and
 -- e2b-local is optional: a rock can declare no optional dependency, so they
--- are not listed, and CMake builds e2b-local only where both are found
+-- are not listed, and CMake builds e2b-local only where all are found
 -- (saying so at configure time when they are not).
 external_dependencies = {
   CURL = { library = "curl" }, -- (Debian keeps curl.h under a multiarch directory LuaRocks does not search)

@@ -14,7 +14,7 @@ PACKAGES="build-essential cmake pkg-config git ca-certificates curl procps pytho
   lua5.4 liblua5.4-dev lua-cjson lua-busted luarocks lua-ldoc
   libcurl4-openssl-dev libmbedtls-dev libjansson-dev libmicrohttpd-dev zlib1g-dev bubblewrap
   luajit2 libluajit2-5.1-dev nginx-light libnginx-mod-http-lua lua-socket lua-check
-  libnss-myhostname clang libclang-rt-14-dev"
+  libnss-myhostname clang libclang-rt-14-dev libseccomp-dev"
 
 missing=""
 for p in $PACKAGES; do

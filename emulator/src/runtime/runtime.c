@@ -20,15 +20,19 @@
 
 #include "agentlog.h"
 #include "cgroup2.h"
+#include "cgsweep.h"
 #include "codec.h"
 #include "egress.h"
 #include "ipc.h"
 #include "log.h"
+#include "syscall_filter.h"
 #include "util.h"
 
 #define FREEZER_ROOT "/sys/fs/cgroup/freezer/e2b-local"
 #define AGENT_PATH "/run/e2b/envd"
 #define MAX_ARGS 512
+#define FILTER_FD 4 /* the child's descriptor bwrap reads the seccomp program from */
+#define FILTER_FD_STR STR(FILTER_FD)
 #define STR_(x) #x
 #define STR(x) STR_(x)
 #define EGRESS_PORT_STR STR(EGRESS_PORT)
@@ -38,6 +42,8 @@ static char *g_bwrap;  /* bubblewrap, or NULL without isolation */
 /* e2b-local's CA in sandboxes (runtime_set_trust): host paths, sandbox paths */
 static char *g_ca_file, *g_ca_dest, *g_bundle_file, *g_bundle_dest;
 static int g_freezer;  /* pausing freezes a cgroup: 1 v1's freezer, 2 v2's cgroup.freeze */
+static void *g_filter; /* the sandboxes' seccomp program (syscall_filter.c), with bwrap */
+static size_t g_filter_len;
 /* E2B_LOCAL_SPAWN_HOLD_MS: how long a forked sandbox waits before its exec,
  * standing in for bubblewrap's own start-up (a spec kills the server then). */
 static long g_spawn_hold_ms;
@@ -50,6 +56,7 @@ typedef struct spawn_job {
   char *procs[4];    /* cgroup.procs files to join, NULL-terminated */
   int sock;          /* becomes fd 3 of the child */
   int log;           /* becomes fd 1 and 2: a pipe the server reads (agentlog.c) */
+  int filter;        /* becomes FILTER_FD (the seccomp program), or -1 */
   pid_t pid;
   int err, done;
 } spawn_job;
@@ -99,11 +106,13 @@ static pid_t fork_sandbox(const spawn_job *j) {
   setsid(); /* a ^C on the server's terminal must not reach sandboxes */
   /* No host descriptor crosses but the socket: not the server's stdout or
    * stderr (its log), which root in the sandbox could read or truncate. */
-  int sock = fcntl(j->sock, F_DUPFD, 10), log = fcntl(j->log, F_DUPFD, 10); /* out of 0..3's way */
+  int sock = fcntl(j->sock, F_DUPFD, 10), log = fcntl(j->log, F_DUPFD, 10); /* out of 0..4's way */
+  int filter = j->filter >= 0 ? fcntl(j->filter, F_DUPFD, 10) : -1;
   int nul = open("/dev/null", O_RDONLY);
-  if (sock < 0 || log < 0 || nul < 0) _exit(125);
+  if (sock < 0 || log < 0 || nul < 0 || (j->filter >= 0 && filter < 0)) _exit(125);
   if (dup2(nul, 0) < 0 || dup2(log, 1) < 0 || dup2(log, 2) < 0 || dup2(sock, 3) < 0) _exit(125);
-  close_range(4, ~0u, 0);
+  if (filter >= 0 && dup2(filter, FILTER_FD) < 0) _exit(125);
+  close_range(filter >= 0 ? FILTER_FD + 1 : FILTER_FD, ~0u, 0);
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, NULL);
@@ -156,6 +165,8 @@ void runtime_shutdown(void) {
   free(g_bundle_file);
   free(g_bundle_dest);
   g_ca_file = g_ca_dest = g_bundle_file = g_bundle_dest = NULL;
+  free(g_filter);
+  g_filter = NULL;
   limits_shutdown();
 }
 
@@ -208,6 +219,7 @@ void runtime_init(int force_no_isolation, int force_no_freezer, long sandbox_pid
       g_bwrap = NULL;
     }
   }
+  if (g_bwrap) g_filter = sandbox_filter_build(&g_filter_len); /* logs why not */
   if (!g_bwrap)
     log_msg("WARNING: running WITHOUT isolation (%s): sandboxes are plain child processes "
             "sharing this host's filesystem, pids and network",
@@ -423,6 +435,8 @@ static void add_isolation(argvec *a) {
   static const char *const ns[] = {"--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
                                    "--unshare-net", "--as-pid-1", "--hostname", "e2b.local", NULL};
   av_list(a, ns);
+  av_add(a, "--seccomp"); /* bwrap's own mounts first, then the filter (syscall_filter.c) */
+  av_add(a, FILTER_FD_STR);
   /* Root in the sandbox keeps Docker's default capabilities minus MKNOD
    * (no device cgroup here: a block device node would read the host disk),
    * and never SYS_ADMIN. */
@@ -588,17 +602,25 @@ int runtime_start(runtime *rt, const runtime_config *cfg) {
   int rc = runtime_prepare_dir(cfg->dir);
   if (!rc) rc = write_boot_id(cfg->dir);
   if (rc) return rc;
+  /* With bwrap, never a sandbox without its filter: fail closed. */
+  int filter = g_bwrap ? (g_filter ? sandbox_filter_fd(g_filter, g_filter_len) : -ENOSYS) : -1;
+  if (g_bwrap && filter < 0) return filter;
   int sv[2];
-  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) return -errno;
+  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
+    rc = -errno;
+    if (filter >= 0) close(filter);
+    return rc;
+  }
   int logfd = agentlog_start(cfg->id);
   if (logfd < 0) {
     close(sv[0]);
     close(sv[1]);
+    if (filter >= 0) close(filter);
     return logfd;
   }
   limits_create(&rt->lim, cfg->id, cfg->mem_bytes, cfg->pids_max);
   rt->cgroup = make_cgroup(cfg->id, &rt->lim);
-  spawn_job job = {.sock = sv[1], .log = logfd};
+  spawn_job job = {.sock = sv[1], .log = logfd, .filter = filter};
   job.procs[0] = rt->cgroup && g_freezer == 1 ? xasprintf("%s/cgroup.procs", rt->cgroup) : NULL;
   limits_procs(&rt->lim, job.procs + (job.procs[0] ? 1 : 0));
   argvec a = {0}, e = {0};
@@ -614,6 +636,7 @@ int runtime_start(runtime *rt, const runtime_config *cfg) {
   av_free(&e);
   close(sv[1]);
   close(logfd);
+  if (filter >= 0) close(filter);
   if (err) {
     close(sv[0]);
     limits_destroy(&rt->lim);
@@ -757,6 +780,22 @@ static int reap_within(pid_t pid, int ms) {
   return 0;
 }
 
+/* Whatever the kill missed (a process in a child cgroup, frozen there) is
+ * thawed and killed now, and said: it means something got past the filter. */
+static void sweep_cgroups(const runtime *rt) {
+  const char *dirs[] = {rt->cgroup, rt->lim.v2, rt->lim.mem, rt->lim.pids};
+  for (int i = 0; i < 4; i++) {
+    int seen = !dirs[i];
+    for (int j = 0; j < i && !seen; j++) seen = dirs[j] && strcmp(dirs[j], dirs[i]) == 0;
+    if (seen) continue;
+    cg_swept s = cg_sweep(dirs[i]);
+    if (s.hidden)
+      log_msg("sandbox kill: thawed and killed %d process(es) hidden in a child cgroup of %s", s.hidden, dirs[i]);
+    if (s.left) log_msg("sandbox kill: %d process(es) were still in %s: killed", s.left, dirs[i]);
+    if (s.stuck) log_msg("WARNING: %d process(es) survived the sandbox kill in %s", s.stuck, dirs[i]);
+  }
+}
+
 void runtime_stop(runtime *rt) {
   if (rt->pid <= 0) return;
   int reaped = 0;
@@ -781,8 +820,7 @@ void runtime_stop(runtime *rt) {
   }
   while (!reaped && waitpid(rt->pid, NULL, 0) < 0 && errno == EINTR) {
   }
-  int left = rt->cgroup ? runtime_count_processes(rt) : 0;
-  if (left > 0) log_msg("WARNING: %d process(es) survived the sandbox kill", left);
+  sweep_cgroups(rt);
   if (rt->cgroup) {
     /* the last task may still be on its way out of the cgroup: EBUSY for a
      * moment (v2's is the limits directory, removed with them below) */

@@ -1,0 +1,83 @@
+/* cgsweep.c — empties a sandbox's cgroups after its kill. The kill itself
+ * signals the processes the runtime lists (the cgroup's own cgroup.procs),
+ * which does not show a child cgroup's: before the syscall filter, sandbox
+ * root could make one, move a process there and freeze it, and it outlived
+ * the sandbox. This walks the whole subtree instead. */
+#define _GNU_SOURCE
+#include "cgsweep.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "util.h"
+
+#define MAX_DEPTH 32 /* deeper cgroups are not walked (nor made: the filter refuses mounts) */
+
+/* Calls fn on each child cgroup directory of dir. */
+static void each_child(const char *dir, int depth, void (*fn)(const char *, int, void *), void *arg) {
+  DIR *d = depth < MAX_DEPTH ? opendir(dir) : NULL;
+  struct dirent *de;
+  while (d && (de = readdir(d))) {
+    if (de->d_type != DT_DIR || strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0) continue;
+    char *sub = xasprintf("%s/%s", dir, de->d_name);
+    fn(sub, depth + 1, arg);
+    free(sub);
+  }
+  if (d) closedir(d);
+}
+
+static void write_in(const char *dir, const char *name, const char *value) {
+  char *p = xasprintf("%s/%s", dir, name);
+  if (access(p, W_OK) == 0) write_file(p, value, strlen(value), 0644);
+  free(p);
+}
+
+/* SIGKILLs the cgroup's own processes, thaws it (frozen tasks only die
+ * once thawed) and returns how many there were. */
+static int kill_thaw(const char *dir) {
+  char *p = xasprintf("%s/cgroup.procs", dir);
+  FILE *f = fopen(p, "re");
+  free(p);
+  int pid, n = 0;
+  while (f && fscanf(f, "%d", &pid) == 1) {
+    if (pid > 0) kill(pid, SIGKILL);
+    n++;
+  }
+  if (f) fclose(f);
+  write_in(dir, "freezer.state", "THAWED");
+  write_in(dir, "cgroup.freeze", "0");
+  return n;
+}
+
+static void sweep_below(const char *dir, int depth, void *found) {
+  each_child(dir, depth, sweep_below, found);
+  *(int *)found += kill_thaw(dir);
+}
+
+static void remove_below(const char *dir, int depth, void *unused) {
+  each_child(dir, depth, remove_below, unused);
+  for (int i = 0; i < 100 && rmdir(dir) != 0 && errno == EBUSY; i++) usleep(10000);
+}
+
+cg_swept cg_sweep(const char *dir) {
+  cg_swept r = {0};
+  for (int round = 0; round < 100; round++) {
+    int hidden = 0;
+    each_child(dir, 0, sweep_below, &hidden);
+    int own = kill_thaw(dir);
+    if (round == 0) {
+      r.left = own;
+      r.hidden = hidden;
+    }
+    r.stuck = own + hidden;
+    if (!r.stuck) break;
+    usleep(10000);
+  }
+  each_child(dir, 0, remove_below, NULL);
+  return r;
+}
