@@ -236,6 +236,7 @@ release() { # dir: settle, then remove (unless kept)
   if [ "$ACTIVE_KEEP" = 1 ]; then say "kept $1 (unmounted)"; else remove_dir "$1"; fi
 }
 
+# shellcheck disable=SC2317 # called by the traps
 cleanup() {
   local rc=$?
   set +e
@@ -288,12 +289,7 @@ provision() { # root
   sources >"$r/etc/apt/sources.list"
   apt-config dump | grep -E '^Acquire::(https?|ftp)::Proxy |^Acquire::Check-(Valid-Until|Date) ' \
     >"$r/etc/apt/apt.conf.d/00fresh-host" || rm -f "$r/etc/apt/apt.conf.d/00fresh-host"
-  # CAs the host trusts locally (a TLS-inspecting proxy's, say): the
-  # ca-certificates package, once setup.sh installs it, adds them.
-  if [ -d /usr/local/share/ca-certificates ]; then
-    mkdir -p "$r/usr/local/share/ca-certificates"
-    cp -a /usr/local/share/ca-certificates/. "$r/usr/local/share/ca-certificates/"
-  fi
+  local_cas "$r"
   [ -s "$r/etc/hosts" ] ||
     printf '127.0.0.1\tlocalhost\n::1\t\tlocalhost ip6-localhost ip6-loopback\n' >"$r/etc/hosts"
   # Services apt installs (nginx) would run in the host's network namespace,
@@ -301,6 +297,17 @@ provision() { # root
   printf '#!/bin/sh\nexit 101\n' >"$r/usr/sbin/policy-rc.d"
   chmod 755 "$r/usr/sbin/policy-rc.d"
   chmod 1777 "$r/tmp"
+}
+
+# CAs the host trusts locally (a TLS-inspecting proxy's, say): the
+# ca-certificates package, once setup.sh installs it, adds them to the
+# system bundle. The Node.js that setup.sh takes from npm trusts only its own
+# CA list, so npm is pointed at that bundle (Debian's npm reads /etc/npmrc).
+local_cas() { # root
+  ls /usr/local/share/ca-certificates/*.crt >/dev/null 2>&1 || return 0
+  mkdir -p "$1/usr/local/share/ca-certificates"
+  cp -a /usr/local/share/ca-certificates/. "$1/usr/local/share/ca-certificates/"
+  echo "cafile=/etc/ssl/certs/ca-certificates.crt" >"$1/etc/npmrc"
 }
 
 # The checkout's HEAD, cloned (not hard-linked) into /root, which stays 0700
@@ -397,4 +404,6 @@ main() {
   [ "$FAILED" = 0 ]
 }
 
-main "$@"
+# On one line: bash reads a script as it runs, and this one runs for half an
+# hour, during which a checkout or an edit may change the file under it.
+main "$@"; exit
