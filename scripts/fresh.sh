@@ -4,7 +4,8 @@
 # checkout into /root/lua-e2b inside it and runs each command there by chroot,
 # as root, with a clean environment. Each command gets its own untouched copy
 # of the root (command 2 is a claim about a fresh machine too, so it does not
-# inherit command 1's set-up). Takes ~30 min; not part of scripts/test.sh.
+# inherit command 1's set-up). Takes 15-20 min (2 cores): not part of
+# scripts/test.sh.
 #
 #   bash scripts/fresh.sh [--only 1|2] [--keep] [--src DIR] [--work DIR]
 #
@@ -22,13 +23,16 @@
 #     and chroots; the kernel must let root inside a chroot create mount,
 #     pid, net and ipc namespaces (bubblewrap, which e2b-local sandboxes run
 #     in), so not an unprivileged container
-#   - debootstrap, git, util-linux (mount, findmnt, flock), tar; debootstrap
-#     (with gpgv and debian-archive-keyring) is installed by apt-get if missing
+#   - a Debian-like host (dpkg; apt-get to install what is missing), git,
+#     util-linux (mount, findmnt, flock), tar, and debootstrap with gpgv and
+#     debian-archive-keyring, which it installs if missing
 #   - network to a Debian mirror -- the host's apt sources for bookworm, else
 #     http://deb.debian.org (override: FRESH_MIRROR=URL) -- and to the npm
 #     registry (scripts/setup.sh installs Node.js 22 from it); DNS by the
 #     host's /etc/resolv.conf, which is copied in; the host's apt proxy and
-#     Check-Valid-Until/Check-Date settings are copied too
+#     Check-Valid-Until/Check-Date settings are copied too, and so are its
+#     local CAs (/usr/local/share/ca-certificates), with an /etc/npmrc that
+#     makes npm use them
 #   - disk: ~0.3 GB for the cached bootstrap, ~6 GB per root while it runs
 #     (FRESH_MIN_GB, default 8, is checked before starting)
 #   - optional: a writable cgroup v2 hierarchy, to find every process started
@@ -253,7 +257,8 @@ run_job() { # log command...
   local log=$1
   shift
   make_cgroup
-  /bin/sh -c '[ -z "$0" ] || echo $$ >"$0/cgroup.procs"; exec "$@"' "$CG" "$@" </dev/null >"$log" 2>&1 &
+  /bin/sh -c '[ -z "$0" ] || echo $$ >"$0/cgroup.procs"; exec "$@"' "$CG" "$@" \
+    </dev/null >"$log" 2>&1 9>&- & # (fd 9: the lock, not theirs to hold)
   JOB=$!
   local rc=0
   wait "$JOB" || rc=$?
