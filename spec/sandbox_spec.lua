@@ -181,6 +181,31 @@ describe("sandbox lifecycle", function()
     assert.is_nil(back.metadata.lua_e2b_timeout_ms) -- libe2b's key, not the caller's metadata
   end)
 
+  it("never keeps two sandboxes for one id when two clients race to create it", function()
+    for _ = 1, 4 do
+      local id = fresh_id()
+      local results = {}
+      e2b.run(function()
+        local tasks = {}
+        for i = 1, 2 do
+          local c = h.client() -- two clients: creates of one client queue behind each other
+          tasks[i] = e2b.spawn(function() return c:create{ id = id, on_close = "leave" } end)
+        end
+        for i, t in ipairs(tasks) do results[i] = { t:wait() } end
+      end)
+      local carrying = assert(client:list{ metadata = { lua_e2b_id = id } })
+      assert.is_true(#carrying <= 1, tostring(#carrying))
+      for _, r in ipairs(results) do
+        if r[1] then
+          assert.are.equal(carrying[1].sandbox_id, r[1].sandbox_id)
+        else
+          assert.are.equal("conflict", r[2].kind, tostring(r[2]))
+        end
+      end
+      if #carrying == 1 then assert(client:destroy(id)) end
+    end
+  end)
+
   it("refuses the metadata keys libe2b reserves, before anything is created", function()
     local before = #assert(client:list())
     for _, key in ipairs({ "lua_e2b_id", "lua_e2b_owner", "lua_e2b_timeout_ms", "lua_e2b_future" }) do

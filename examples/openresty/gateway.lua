@@ -16,6 +16,10 @@ local function fail(status, msg)
 end
 
 -- The caller's sandbox: found by logical id (running or paused), else made.
+-- Every worker is a client of its own: a user's first requests on two
+-- workers would race to create it (and both lose, or one fail with
+-- conflict). The lock over lua_shared_dict e2b_locks makes "resume, else
+-- create" one at a time across this nginx's workers.
 local function sandbox_for(user)
   if not client then
     local err
@@ -23,18 +27,16 @@ local function sandbox_for(user)
     if not client then return nil, err end
   end
   local id = "gateway-" .. user
-  local sbx, err = client:resume(id)
-  if sbx or err.kind ~= "not_found" then return sbx, err end
-  sbx, err = client:create{
-    id = id,
-    metadata = { user = user },
-    timeout_ms = 15 * 60 * 1000,
-    on_close = "leave", -- it outlives this request; E2B's timeout reaps it
-  }
-  if not sbx and err.kind == "conflict" then
-    return client:resume(id) -- a concurrent request made it first
-  end
-  return sbx, err
+  return require("e2b.ngx").with_lock({ dict = "e2b_locks", key = id }, function()
+    local sbx, err = client:resume(id)
+    if sbx or err.kind ~= "not_found" then return sbx, err end
+    return client:create{
+      id = id,
+      metadata = { user = user },
+      timeout_ms = 15 * 60 * 1000,
+      on_close = "leave", -- it outlives this request; E2B's timeout reaps it
+    }
+  end)
 end
 
 function M.run()

@@ -35,6 +35,7 @@
 -- @module e2b.ngx
 local core = require("e2b.core")
 local semaphore = require("ngx.semaphore")
+local unpack = table.unpack or unpack -- luacheck: ignore
 
 local ngx = ngx
 local now_ms = core.now_ms
@@ -459,6 +460,43 @@ function M.sleep(ms)
   need_yield("e2b.sleep")
   ms = tonumber(ms) or 0
   ngx.sleep(math.max(1, ms) / 1000)
+end
+
+--- Runs fn(...) holding a lock shared by every worker of this nginx: a key
+-- of a `lua_shared_dict`, taken with `add` and let go after fn (or after
+-- opts.ttl_ms, when the worker holding it died). Each worker is a client
+-- of its own, so "resume, else create" of one logical id is made one at a
+-- time across workers this way (hosts race as the manual says).
+-- @tparam table opts { dict = the lua_shared_dict's name, key = string,
+--   timeout_ms = how long to wait for the lock (default 60000),
+--   ttl_ms = the most it is held (default 120000) }
+-- @tparam func fn
+-- @param ... fn's arguments
+-- @return fn's results; or nil, err (kind "invalid_argument", or "timeout"
+--   when the lock was not had in time)
+-- @raise fn's error again (the lock let go first), or in a phase that cannot yield
+function M.with_lock(opts, fn, ...)
+  need_yield("e2b.ngx.with_lock")
+  local errors = require("e2b.errors")
+  local dict = type(opts) == "table" and type(opts.dict) == "string" and ngx.shared[opts.dict]
+  if not dict then return nil, errors.invalid("with_lock", "dict", "must name a lua_shared_dict") end
+  if type(opts.key) ~= "string" then return nil, errors.invalid("with_lock", "key", "must be a string") end
+  local token = ("%d:%s"):format(ngx.worker.pid(), tostring({}))
+  local deadline = ngx.now() * 1000 + (opts.timeout_ms or 60000)
+  local pause = 5
+  while not dict:add(opts.key, token, (opts.ttl_ms or 120000) / 1000) do
+    if ngx.now() * 1000 >= deadline then
+      return nil, errors.new("timeout", "with_lock", "the lock " .. opts.key .. " was held past timeout_ms")
+    end
+    ngx.sleep(pause / 1000)
+    pause = math.min(pause * 2, 100)
+  end
+  local res = { n = 0 }
+  local function keep(...) res = { n = select("#", ...), ... } end
+  keep(pcall(fn, ...))
+  if dict:get(opts.key) == token then dict:delete(opts.key) end
+  if not res[1] then error(res[2], 0) end
+  return unpack(res, 2, res.n)
 end
 
 --- The pump's state, after a sweep (a dead wait goes at its second sweep).

@@ -155,6 +155,66 @@ describe("OpenResty (nginx + LuaJIT, e2b.ngx)", function()
   end)
 end)
 
+-- The example gateway as shipped, on a free port with `workers` workers.
+local function start_gateway(workers)
+  local dir = nginx.served_root() .. "/examples/openresty"
+  local text = nginx.read(nginx.ROOT .. "/examples/openresty/nginx.conf")
+  local function sub(from, to)
+    local i, j = text:find(from, 1, true)
+    assert(i, "examples/openresty/nginx.conf no longer has " .. from)
+    text = text:sub(1, i - 1) .. to .. text:sub(j + 1)
+  end
+  return nginx.start{ conf = function(port)
+    sub("worker_processes auto;", ("worker_processes %d;"):format(workers))
+    -- reuseport: the kernel spreads connections over the workers (without
+    -- it, one worker may accept them all and no race is tried)
+    sub("listen 127.0.0.1:8080;", ("listen 127.0.0.1:%d%s;"):format(port, workers > 1 and " reuseport" or ""))
+    sub("error_log stderr info;", "error_log logs/error.log info;")
+    sub("pid /tmp/e2b-gateway.pid;", "pid logs/nginx.pid;")
+    sub('lua_package_path "$prefix/?.lua;;";', ('lua_package_path "%s/?.lua;%s;";')
+      :format(dir, os.getenv("E2B_NGX_LUA_PATH") or ""))
+    if os.getenv("E2B_NGX_LUA_CPATH") then
+      sub("http {", ('http {\n  lua_package_cpath "%s;";'):format(os.getenv("E2B_NGX_LUA_CPATH")))
+    end
+    return text
+  end }
+end
+
+describe("examples/openresty gateway with two workers", function()
+  local srv, user
+  setup(function()
+    user = "race" .. os.time() .. math.random(1e6)
+    srv = start_gateway(2)
+  end)
+  teardown(function()
+    if srv then srv:remove() end
+    local client = require("e2b").client{}
+    if client then client:destroy("gateway-" .. user) end
+  end)
+
+  it("gives a user's concurrent first requests, spread over both workers, one sandbox", function()
+    local reqs = {}
+    for i = 1, 20 do
+      reqs[i] = srv:open("/run?user=" .. user, { method = "POST", body = "echo " .. i })
+    end
+    local ids = {}
+    for i, r in ipairs(reqs) do
+      r:wait(120000)
+      assert.are.equal(200, r.status, r.body)
+      assert.are.equal(i .. "\n[exit 0]\n", r.body)
+      ids[r.headers:match("X%-Sandbox%-Id: (%S+)")] = true
+    end
+    local distinct = {}
+    for id in pairs(ids) do distinct[#distinct + 1] = id end
+    assert.are.equal(1, #distinct, table.concat(distinct, " "))
+    local client = assert(require("e2b").client{})
+    local carrying = assert(client:list{ metadata = { lua_e2b_id = "gateway-" .. user } })
+    assert.are.equal(1, #carrying)
+    assert.are.equal(distinct[1], carrying[1].sandbox_id)
+    assert.are.equal(2, #srv:worker_pids())
+  end)
+end)
+
 describe("examples/openresty gateway", function()
   local srv, user
   local function run(cmd)
@@ -163,24 +223,7 @@ describe("examples/openresty gateway", function()
 
   setup(function()
     user = "spec" .. os.time() .. math.random(1e6)
-    local dir = nginx.served_root() .. "/examples/openresty"
-    local text = nginx.read(nginx.ROOT .. "/examples/openresty/nginx.conf")
-    local function sub(from, to)
-      local i, j = text:find(from, 1, true)
-      assert(i, "examples/openresty/nginx.conf no longer has " .. from)
-      text = text:sub(1, i - 1) .. to .. text:sub(j + 1)
-    end
-    srv = nginx.start{ conf = function(port)
-      sub("listen 127.0.0.1:8080;", ("listen 127.0.0.1:%d;"):format(port))
-      sub("error_log stderr info;", "error_log logs/error.log info;")
-      sub("pid /tmp/e2b-gateway.pid;", "pid logs/nginx.pid;")
-      sub('lua_package_path "$prefix/?.lua;;";', ('lua_package_path "%s/?.lua;%s;";')
-        :format(dir, os.getenv("E2B_NGX_LUA_PATH") or ""))
-      if os.getenv("E2B_NGX_LUA_CPATH") then
-        sub("http {", ('http {\n  lua_package_cpath "%s;";'):format(os.getenv("E2B_NGX_LUA_CPATH")))
-      end
-      return text
-    end }
+    srv = start_gateway(1)
   end)
   teardown(function()
     if srv then srv:remove() end
