@@ -262,15 +262,20 @@ static int client_verify_egress(lua_State *L) {
   return e2bL_push_req(L, u->l, e2b_verify_egress(u->c, &o, &err), &err);
 }
 
-/* sandbox(sandbox_id, access_token?, domain?) -> sbx */
+/* sandbox(sandbox_id, access_token?, domain?, envd_version?) -> sbx */
 static int client_sandbox(lua_State *L) {
   client_ud *u = check_client(L);
   const char *id = luaL_checkstring(L, 2);
   const char *token = luaL_optstring(L, 3, NULL);
   const char *domain = luaL_optstring(L, 4, NULL);
+  const char *version = luaL_optstring(L, 5, NULL);
   e2b_error err;
   e2b_sbx *s = e2b_sbx_new(u->c, id, token, domain, &err);
   if (!s) return e2bL_push_fail(L, &err);
+  if (e2b_sbx_set_envd_version(s, version) != 0) {
+    e2b_sbx_release(s);
+    return luaL_error(L, "out of memory");
+  }
   e2bL_new_ud(L, sizeof(sbx_ud), &e2bL_sbx_class, u->l, s);
   return 1;
 }

@@ -294,3 +294,91 @@ describe("create knows both of E2B's routes", function()
     end)
   end)
 end)
+
+describe("a cold boot empties /tmp", function()
+  after_each(h.cleanup)
+
+  -- E2B's base images wipe /tmp at boot (systemd-tmpfiles' `D /tmp`), so a
+  -- resume after a filesystem-only pause finds it empty; a memory resume
+  -- is no boot and keeps it.
+  it("after a filesystem-only pause, not after a memory pause", function()
+    local sbx = h.sandbox({ timeout_ms = 120000 })
+    assert(sbx.files:write("/tmp/mark", "x"))
+    assert(sbx:pause({ mode = "memory" }))
+    assert(sbx:connect())
+    assert.is_true((assert(sbx.files:exists("/tmp/mark"))))
+    assert(sbx:pause({ mode = "filesystem" }))
+    assert(sbx:connect())
+    local there, err = sbx.files:exists("/tmp/mark")
+    assert.is_nil(err)
+    assert.is_false(there)
+    assert.is_true((assert(sbx.files:exists("/tmp"))), "the directory itself is there")
+    assert.are.equal("ok\n", assert(sbx:run("touch /tmp/again && echo ok", { user = "user" })).stdout)
+  end)
+
+  it("a reattach after it says the kept output was lost, at once", function()
+    local sbx = h.sandbox({ timeout_ms = 120000 })
+    local proc = assert(sbx:spawn("echo before; sleep 600", { tag = "coldboot" }))
+    assert.are.equal("before\n", assert(proc:read(10000)))
+    local offsets = proc:offsets()
+    proc:detach()
+    proc:close()
+    assert(sbx:pause({ mode = "filesystem" }))
+    assert(sbx:connect())
+    local t0 = h.now_ms()
+    local again, err = sbx:attach("coldboot", { offsets = offsets, idle_timeout_ms = 60000 })
+    if again then again, err = nil, select(2, again:wait(60000)) end
+    assert.is_nil(again)
+    assert.are.equal("not_found", err.kind, tostring(err))
+    assert.truthy(err.message:find("lost", 1, true), err.message)
+    assert.truthy(err.message:find("cold boot", 1, true), err.message)
+    assert.is_true(h.now_ms() - t0 < 5000, "no wait for files that cannot come")
+  end)
+end)
+
+describe("features are gated on the envd version the sandbox reports", function()
+  after_each(h.cleanup)
+
+  -- The SDKs refuse what an older envd lacks (js-sdk src/envd/versions.ts);
+  -- so does lua-e2b, before sending anything. Needs an e2b-local that
+  -- reports an old envd (live sandboxes run a current one).
+  it("closing stdin needs envd 0.5.2: refused as unsupported, naming both versions (e2b-local --envd-version)", function()
+    if h.live then return end
+    h.with_local_server("--envd-version 0.5.1 --no-tls", function(client)
+      local sbx = assert(client:create({ timeout_ms = 60000 }))
+      local proc = assert(sbx:spawn("cat", { stdin = true }))
+      local ok, err = proc:close_stdin()
+      assert.is_nil(ok)
+      assert.are.equal("unsupported", err.kind, tostring(err))
+      assert.truthy(err.message:find("envd 0.5.2", 1, true), err.message)
+      assert.truthy(err.message:find("0.5.1", 1, true), err.message)
+      proc:close()
+      sbx:kill()
+    end)
+  end)
+
+  it("e2b-local as envd 0.5.1 has no CloseStdin route, as that envd had none", function()
+    if h.live then return end
+    h.with_local_server("--envd-version 0.5.1 --no-tls", function(client, vars)
+      local sbx = assert(client:create({ timeout_ms = 60000, secure = false })) -- no token to pass
+      local hdr = os.tmpname()
+      h.write_file(hdr, "E2b-Sandbox-Id: " .. sbx.sandbox_id .. "\n")
+      local code = h.host(("curl -s -o /dev/null -w '%%{http_code}' -X POST -H @%s -H 'Content-Type: application/json' --data '{\"process\":{\"pid\":1}}' '%s/process.Process/CloseStdin'")
+        :format(hdr, vars.E2B_SANDBOX_URL))
+      os.remove(hdr)
+      assert.are.equal("404", code)
+      sbx:kill()
+    end)
+  end)
+
+  it("kept output still streams where WatchDir has no includeEntry (envd 0.6.2): every event wakes the reader", function()
+    if h.live then return end
+    h.with_local_server("--envd-version 0.6.2 --no-tls", function(client)
+      local sbx = assert(client:create({ timeout_ms = 60000 }))
+      local proc = assert(sbx:spawn("for i in 1 2 3; do echo $i; sleep 1; done", { park = true }))
+      local r = assert(proc:wait(30000))
+      assert.are.equal("1\n2\n3\n", r.stdout)
+      sbx:kill()
+    end)
+  end)
+end)

@@ -345,6 +345,12 @@ E2B_EXPORT void e2b_sbx_release(e2b_sbx *sbx);
 E2B_EXPORT const char *e2b_sbx_id(const e2b_sbx *sbx);
 /* envd base URL used for RPC and /files. */
 E2B_EXPORT const char *e2b_sbx_envd_url(const e2b_sbx *sbx);
+/* The envd version the control plane reported for the sandbox (its
+ * envdVersion). Calls that need a newer envd are refused with
+ * E2B_ERR_UNSUPPORTED before anything is sent; NULL (the default) gates
+ * nothing. 0, or -1 out of memory. */
+E2B_EXPORT int e2b_sbx_set_envd_version(e2b_sbx *sbx, const char *version);
+E2B_EXPORT const char *e2b_sbx_envd_version(const e2b_sbx *sbx);
 
 /* -- processes (process.Process) -- */
 

@@ -248,6 +248,7 @@ void e2b_sbx_release(e2b_sbx *s) {
   free(s->sandbox_id);
   free(s->envd_url);
   free(s->direct_url);
+  free(s->envd_version);
   if (s->client) e2b_client_release(s->client);
   free(s);
 }

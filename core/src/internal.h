@@ -89,6 +89,7 @@ struct e2b_sbx {
   char *access_token;
   char *envd_url;
   char *direct_url; /* the sandbox's own envd host: what a signed URL names */
+  char *envd_version; /* as the control plane reported it; NULL: unknown */
   struct e2b_outwatch *outwatch; /* while kept-output readers wait on it */
   /* Ends the outwatch when the handle goes: set by outwatch.c, so the
    * handle's owner (client.c) need not call up into it by name. */
@@ -277,6 +278,14 @@ e2b_code e2b_code_from_connect(const char *connect_code);
 
 /* ---- mem.c: owned-memory helpers (they call nothing else) ---- */
 char *e2b_strdup0(const char *s); /* NULL-safe strdup */
+
+/* envdver.c: 1 when the sandbox reports an envd older than need; and a
+ * refusal (unsupported, naming feature and need) of a call that needs it. */
+int e2b_envd_below(const e2b_sbx *sbx, const char *need);
+int e2b_envd_need(const e2b_sbx *sbx, const char *op, const char *feature, const char *need,
+                  e2b_error *err);
+#define E2B_ENVD_CLOSE_STDIN "0.5.2"  /* process.Process/CloseStdin */
+#define E2B_ENVD_WATCH_ENTRY "0.6.3"  /* WatchDir's includeEntry */
 /* free()s the pointers of obj at offsets (an E2B_FIELDS list; NULL: none). */
 void e2b_free_fields(void *obj, const size_t *offsets);
 /* The same, then obj itself (NULL: nothing): a result struct's free. */

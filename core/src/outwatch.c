@@ -85,7 +85,10 @@ static void start_stream(struct e2b_outwatch *w) {
   e2b_error err;
   json_t *body = json_object();
   if (body) json_object_set_new(body, "path", json_string(w->dir));
-  if (body) json_object_set_new(body, "includeEntry", json_true()); /* sizes: skip what we have */
+  /* Sizes let a reader skip what it has; an older envd's events carry none,
+   * and every event then wakes its reader (the same reads, a few more). */
+  if (body && !e2b_envd_below(w->sbx, E2B_ENVD_WATCH_ENTRY))
+    json_object_set_new(body, "includeEntry", json_true());
   w->stream = e2b_op_child(w->op, e2b_sbx_stream_rpc(w->sbx, "process.watch",
                                                      "/filesystem.Filesystem/WatchDir", "root",
                                                      body, 30, 90000, 0,

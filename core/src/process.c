@@ -238,7 +238,9 @@ static json_t *pid_body(uint32_t pid, const char *tag) {
 
 e2b_req *e2b_proc_close_stdin(e2b_sbx *sbx, uint32_t pid, const char *tag, e2b_error *err) {
   const char *op = "process.close_stdin";
-  if (e2b_need_sbx(sbx, op, err) || need_pid(pid, tag, op, err)) return NULL;
+  if (e2b_need_sbx(sbx, op, err) || need_pid(pid, tag, op, err) ||
+      e2b_envd_need(sbx, op, "closing stdin", E2B_ENVD_CLOSE_STDIN, err))
+    return NULL;
   e2b_req *req = e2b_sbx_rpc(sbx, op, "/process.Process/CloseStdin", NULL, pid_body(pid, tag), 0,
                              e2b_parse_nothing, err);
   if (req) req->idempotent = 1;

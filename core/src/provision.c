@@ -278,6 +278,7 @@ static void stage_ready(e2b_req *op, prov_state *s, const e2b_error *cerr) {
   if (!s->sbx) {
     s->sbx = e2b_sbx_new(s->client, s->sandbox.sandbox_id, s->sandbox.envd_access_token,
                          s->sandbox.domain, &err);
+    if (s->sbx) e2b_sbx_set_envd_version(s->sbx, s->sandbox.envd_version); /* unknown if no memory */
     if (!s->sbx) return fail_after_allocation(op, s, &err);
     s->ready_deadline = e2b_now_ms() + s->ready_timeout_ms;
     s->backoff_ms = 25;

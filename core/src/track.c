@@ -559,6 +559,18 @@ static void files_missing(e2b_req *op, track_state *s) {
   fail(op, &err);
 }
 
+/* Ended with none of its files left: a cold boot (a resume after a
+ * filesystem-only pause) empties /tmp, as E2B's images wipe it at boot.
+ * No status can be told, so none is made up. */
+static void output_lost(e2b_req *op, track_state *s) {
+  e2b_error err;
+  e2b_err_set(&err, E2B_ERR_NOT_FOUND, op->op,
+              "process %s is gone and its kept output is lost: none of its files is left "
+              "(a cold boot, such as a resume after a filesystem-only pause, empties /tmp)",
+              s->tag);
+  fail(op, &err);
+}
+
 /* What an ended process still needs read: a file the wrapper called empty
  * holds nothing past offset 0. */
 static int final_due(const track_state *s) {
@@ -575,6 +587,7 @@ static void pass_over(e2b_req *op, track_state *s) {
   s->absent = 0;
   s->pass_new = 0;
   if (s->final_pass) {
+    if (full && absent == DUE_ALL && !s->exit_known) return output_lost(op, s);
     if (s->exit_known || !fresh) {
       /* The wrapper records every end but SIGKILL's, so one that was
        * running when it parked, gone with no status, was SIGKILLed; one

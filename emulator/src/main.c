@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "envdver.h"
 #include "codec.h"
 #include "egress.h"
 #include "guard.h"
@@ -45,6 +46,7 @@ typedef struct options {
   const char *api_key_file;
   const char *egress_ca_file; /* trusted for upstreams of intercepted HTTPS (beside the system's) */
   const char *api;            /* --api live | self-hosted | self-hosted-no-connect */
+  const char *envd_version;   /* --envd-version: the envd sandboxes report and act as */
   long sandbox_pids;          /* all sandboxes' processes and threads; 0: the default */
   int no_isolation, no_freezer, log_requests;
   char **cmd; /* exec */
@@ -97,6 +99,10 @@ static void usage(FILE *f) {
           "                       /v2/sandboxes/{id}/connect, and with -no-connect as it\n"
           "                       was before its connect route (only /resume; October\n"
           "                       2025) (default: E2B_LOCAL_API)\n"
+          "  --envd-version V     the envd version sandboxes report (envdVersion), and act\n"
+          "                       as: what envd gained after V is refused or ignored as\n"
+          "                       envd V does (default: E2B_LOCAL_ENVD_VERSION, else\n"
+          "                       " ENVD_VERSION_CURRENT ")\n"
           "  --log-requests       log one line per request: method, path, status, time\n"
           "                       (never a query string, key or token)\n"
           "  --egress-ca-file FILE\n"
@@ -147,7 +153,8 @@ static int simple_option(options *o, const char *a, const char *val) {
                  {"--admin-token", &o->admin_token},
                  {"--domain", &o->domain},
                  {"--egress-ca-file", &o->egress_ca_file},
-                 {"--api", &o->api}};
+                 {"--api", &o->api},
+                 {"--envd-version", &o->envd_version}};
   for (size_t k = 0; k < sizeof flags / sizeof *flags; k++) {
     if (strcmp(a, flags[k].name) == 0) {
       *flags[k].flag = 1;
@@ -178,6 +185,16 @@ static int check_api(options *o) {
   if (!o->api && getenv("E2B_LOCAL_API") && *getenv("E2B_LOCAL_API")) o->api = getenv("E2B_LOCAL_API");
   if (api_mode(o) >= 0) return 0;
   fprintf(stderr, "e2b-local: invalid --api '%s' (expected live, self-hosted or self-hosted-no-connect)\n", o->api);
+  return -1;
+}
+
+/* --envd-version, else E2B_LOCAL_ENVD_VERSION. */
+static int check_envd_version(options *o) {
+  const char *env = getenv("E2B_LOCAL_ENVD_VERSION");
+  if (!o->envd_version && env && *env) o->envd_version = env;
+  if (!o->envd_version || envd_version_set(o->envd_version) == 0) return 0;
+  fprintf(stderr, "e2b-local: invalid --envd-version '%s' (expected MAJOR.MINOR.PATCH, at most %s)\n",
+          o->envd_version, ENVD_VERSION_CURRENT);
   return -1;
 }
 
@@ -235,7 +252,7 @@ static int parse_args(int argc, char **argv, int exec_mode, options *o) {
   }
   if (!o->egress_ca_file && getenv("E2B_LOCAL_EGRESS_CA_FILE") && *getenv("E2B_LOCAL_EGRESS_CA_FILE"))
     o->egress_ca_file = getenv("E2B_LOCAL_EGRESS_CA_FILE");
-  if (check_api(o) != 0) return -1;
+  if (check_api(o) != 0 || check_envd_version(o) != 0) return -1;
   if (o->tls_port < 0) { /* beside --listen: a free port when it takes one */
     snprintf(o->tls_host, sizeof o->tls_host, "%s", o->host);
     o->tls_port = o->port == 0 ? 0 : 3443;

@@ -70,7 +70,9 @@ local function sandbox_port(self)
     user = self._user,
     on_close = self._on_close,
     -- The envd handle of a control-plane sandbox table.
-    envd = function(raw) return assert(h:sandbox(raw.sandbox_id, raw.envd_access_token, raw.domain)) end,
+    envd = function(raw)
+      return assert(h:sandbox(raw.sandbox_id, raw.envd_access_token, raw.domain, raw.envd_version))
+    end,
     -- Connects (resuming a paused one), asking for the client's timeout_ms.
     attach = function(sandbox_id) return rt.finish(h:attach(sandbox_id, self._timeout_ms)) end,
     -- The core call `name` on a sandbox id: a request.

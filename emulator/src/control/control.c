@@ -8,6 +8,7 @@
 
 #include "codec.h"
 #include "control_parse.h"
+#include "envdver.h"
 #include "sandbox_limits.h"
 #include "log.h"
 #include "netpolicy.h"
@@ -19,7 +20,6 @@
 #include "util.h"
 #include "volcontent.h"
 
-#define ENVD_VERSION "0.6.4"
 #define MAX_TIMEOUT_S 86400
 #define DEFAULT_TIMEOUT_S 15     /* NewSandbox, ResumedSandbox */
 #define DEFAULT_TIMEOUT_V2_S 300 /* NewSandboxV2, ConnectSandboxV2 */
@@ -99,7 +99,7 @@ static void add_common(json_t *o, sandbox *sb) {
   json_object_set_new(o, "templateID", json_string(sb->template_id));
   if (sb->alias) json_object_set_new(o, "alias", json_string(sb->alias));
   json_object_set_new(o, "clientID", json_string(sb->client_id));
-  json_object_set_new(o, "envdVersion", json_string(ENVD_VERSION));
+  json_object_set_new(o, "envdVersion", json_string(envd_version()));
 }
 
 static json_t *sandbox_json(sandbox *sb) {

@@ -7,6 +7,7 @@
 #include "codec.h"
 #include "connect_rpc.h"
 #include "envd.h"
+#include "envdver.h"
 #include "sandbox.h"
 #include "server.h"
 
@@ -25,7 +26,18 @@ static void early(http_req *r, int status, const char *msg) {
   snprintf(r->early_msg, sizeof r->early_msg, "%s", msg);
 }
 
+/* Routes an older envd lacks: unknown there, so a 404 as its router answers. */
+static int too_new(const char *url) {
+  static const struct {
+    const char *path, *since;
+  } later[] = {{"/process.Process/CloseStdin", ENVD_SINCE_CLOSE_STDIN}};
+  for (size_t i = 0; i < sizeof later / sizeof *later; i++)
+    if (strcmp(url, later[i].path) == 0) return envd_below(later[i].since);
+  return 0;
+}
+
 static const rpc_method *find_method(const char *url) {
+  if (too_new(url)) return NULL;
   const rpc_method *tables[] = {ENVD_PROCESS_METHODS, ENVD_FS_METHODS};
   for (int t = 0; t < 2; t++)
     for (const rpc_method *m = tables[t]; m->path; m++)

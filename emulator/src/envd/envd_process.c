@@ -11,6 +11,7 @@
 #include "codec.h"
 #include "connect_rpc.h"
 #include "egress.h"
+#include "envdver.h"
 #include "pjson.h"
 #include "sandbox.h"
 #include "util.h"
@@ -240,6 +241,7 @@ static int start(rpc_call *c, stream_src *src, rpc_err *e) {
     rpc_fail(e, "invalid_argument", "invalid process configuration");
     return -1;
   }
+  if (envd_below(ENVD_SINCE_STDIN_FLAG)) with_stdin = 1; /* before the flag: always open */
   if (pj_string_map(pj_get(pc, "envs", NULL), &envs)) {
     rpc_fail(e, "invalid_argument", "process.envs must map strings to strings");
     return -1;

@@ -15,6 +15,7 @@
 #include "codec.h"
 #include "connect_rpc.h"
 #include "envd_watch.h"
+#include "envdver.h"
 #include "pjson.h"
 #include "sandbox.h"
 #include "util.h"
@@ -101,6 +102,9 @@ static watcher *start_watch(rpc_call *c, rpc_err *e) {
     rpc_fail(e, "invalid_argument", "invalid watch request");
     return NULL;
   }
+  /* An older envd's request has no such fields: it ignores them. */
+  if (envd_below(ENVD_SINCE_RECURSIVE_WATCH)) recursive = 0;
+  if (envd_below(ENVD_SINCE_WATCH_ENTRY)) entry = 0;
   char *path = rpc_resolve_path(c->user, p);
   json_t *req = json_pack("{s:s, s:b, s:b, s:i, s:i}", "path", path, "recursive", recursive, "entry", entry,
                           "uid", c->user->uid, "gid", c->user->gid);

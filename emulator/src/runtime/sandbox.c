@@ -822,6 +822,14 @@ int sandbox_pause(sandbox *sb, int memory) {
   return rc;
 }
 
+/* A cold boot starts with an empty /tmp, as E2B's base images wipe it at
+ * boot (systemd-tmpfiles' `D /tmp`); the directory itself is made again. */
+static void empty_tmp(sandbox *sb) {
+  char *tmp = xasprintf("%s/tmp", sb->dir);
+  if (rm_rf(tmp) != 0) log_msg("sandbox %s: cannot empty /tmp: %s", sb->id, strerror(errno));
+  free(tmp);
+}
+
 int sandbox_connect(sandbox *sb, int timeout_s, int force_cold, int only_paused, int *resumed) {
   pthread_rwlock_wrlock(&sb->lock);
   int rc = 0;
@@ -839,7 +847,8 @@ int sandbox_connect(sandbox *sb, int timeout_s, int force_cold, int only_paused,
       rc = runtime_thaw(&sb->rt);
     } else {
       if (sb->paused_memory) teardown_locked(sb);
-      rc = boot_locked(sb); /* cold boot: new processes, new boot id */
+      empty_tmp(sb);
+      rc = boot_locked(sb); /* cold boot: new processes, new boot id, empty /tmp */
     }
     if (!rc) {
       sb->paused_memory = 0;
