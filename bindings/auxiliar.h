@@ -14,6 +14,7 @@
 #define SBX_MT "e2b.core.sbx"
 #define REQ_MT "e2b.core.req"
 #define OUTPUT_MT "e2b.core.output"
+#define TARSAFE_MT "e2b.core.tarsafe"
 #define ERROR_MT_KEY "e2b.core.error_mt"
 /* ---- shared loop state (refcounted: requests keep it alive) ---- */
 
@@ -100,6 +101,8 @@ void e2bL_open_sbx(lua_State *L);
 void e2bL_open_req(lua_State *L);
 void e2bL_open_output(lua_State *L);
 int e2bL_core_output(lua_State *L);
+void e2bL_open_tarsafe(lua_State *L);
+int e2bL_core_tarsafe(lua_State *L);
 int e2bL_core_loop(lua_State *L);
 int e2bL_core_client(lua_State *L);
 

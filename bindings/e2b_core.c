@@ -79,7 +79,7 @@ __attribute__((visibility("default"))) int luaopen_e2b_core(lua_State *L) {
       {"now_ms", core_now_ms},       {"clock_ms", core_clock_ms},       {"time_ms", core_time_ms},
       {"uuid4", core_uuid4},         {"utf8_valid", core_utf8_valid},
       {"host_pid", core_host_pid},   {"buffer", lwhole_new},
-      {"output", e2bL_core_output},
+      {"output", e2bL_core_output},      {"tarsafe", e2bL_core_tarsafe},
       {"set_error_metatable", core_set_error_metatable},
       {NULL, NULL}};
   e2bL_open_loop(L);
@@ -87,6 +87,7 @@ __attribute__((visibility("default"))) int luaopen_e2b_core(lua_State *L) {
   e2bL_open_sbx(L);
   e2bL_open_req(L);
   e2bL_open_output(L);
+  e2bL_open_tarsafe(L);
   lwhole_register(L);
   luaL_newlib(L, functions);
   lua_pushstring(L, e2b_version());

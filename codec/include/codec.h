@@ -142,6 +142,29 @@ const char *e2b_connect_code_from_http_status(int status);
  * signal 40" for a signal Go has no name for. */
 void e2b_signal_status(int sig, char *out, size_t n);
 
+/* ---- tar from a sandbox, made safe for the host's `tar -x` (tarsafe.c) ----
+ * A streaming filter: the sandbox's archive in (chunks of any size), an
+ * archive out that holds only regular files, directories and links that stay
+ * inside the target, each header written anew: modes & 0777 (no setuid,
+ * setgid or sticky), owners 0 and no owner names, no pax records but long
+ * names. Device nodes, FIFOs, sparse and unknown types, absolute names, ".."
+ * components, symlinks leading out, hard links out or to a symlink, and any
+ * path through a symlink of the same archive fail the whole stream: nothing
+ * more is written, and e2b_tarsafe_error names the entry. Memory is bounded
+ * (a 64 KiB pax header, 4095-byte names, 65536 symlinks). */
+typedef struct e2b_tarsafe e2b_tarsafe;
+/* Receives the filtered archive; non-zero stops the filter (an error). */
+typedef int (*e2b_tarsafe_emit)(void *ud, const void *data, size_t len);
+
+e2b_tarsafe *e2b_tarsafe_new(void); /* NULL when out of memory */
+void e2b_tarsafe_free(e2b_tarsafe *t);
+/* 0, or -1 once the archive is refused (then every later call fails too). */
+int e2b_tarsafe_feed(e2b_tarsafe *t, const void *data, size_t len, e2b_tarsafe_emit fn, void *ud);
+/* 0 when the archive ended with its end-of-archive marker, else -1. */
+int e2b_tarsafe_finish(e2b_tarsafe *t);
+/* Why the archive was refused ("refused NAME: why"), or NULL. */
+const char *e2b_tarsafe_error(const e2b_tarsafe *t);
+
 #ifdef __cplusplus
 }
 #endif

@@ -354,10 +354,6 @@ local function is_local_dir(path)
   return false
 end
 
-local function shell_quote(s)
-  return "'" .. s:gsub("'", "'\\''") .. "'"
-end
-
 -- The progress callback for a transfer (nil when quiet or not a terminal).
 local function transfer_progress(ctx, opts, label, total)
   if opts.quiet or not ctx.isatty("stderr") then return nil, { finish = function() end } end
@@ -424,19 +420,13 @@ local function download_file(ctx, opts, sbx, src, dst, size)
   return { from = sbx.id .. ":" .. src, to = dst, bytes = n }
 end
 
--- A remote tree into a local directory (created): its tar, unpacked by the
--- host's tar as it arrives.
+-- A remote tree into a local directory (created): files:download filters
+-- the sandbox's tar (nothing setuid, no device, no link out) before the
+-- host's tar unpacks it.
 local function download_dir(ctx, opts, sbx, src, dst)
-  if not os.execute("mkdir -p " .. shell_quote(dst)) then
-    return nil, { message = "could not create the local directory " .. dst }
-  end
-  local pipe = io.popen("tar -x -f - -C " .. shell_quote(dst), "w")
-  if not pipe then return nil, { message = "could not run the local tar" } end
   local progress, bar = transfer_progress(ctx, opts, "download " .. basename(src) .. "/")
-  local n, err = sbx.files:export(src, pipe, { progress = progress })
+  local n, err = sbx.files:download(src, dst, { progress = progress })
   bar.finish()
-  local closed = pipe:close()
-  if n and not closed then n, err = nil, { message = "the local tar could not unpack the tree into " .. dst } end
   if not n then return nil, err end
   return { from = sbx.id .. ":" .. src, to = dst, bytes = n }
 end

@@ -540,6 +540,71 @@ local function shell_quote(s)
   return "'" .. s:gsub("'", "'\\''") .. "'"
 end
 
+-- The host's tar never trusts what comes out of a sandbox: it gets only the
+-- filter's archive (core.tarsafe: plain files, directories, links that stay
+-- inside), and keeps no owner, permission bit past the umask, xattr or ACL.
+local HOST_UNTAR = "tar -x -f - --no-same-owner --no-same-permissions --no-overwrite-dir"
+  .. " --no-xattrs --no-acls --no-selinux -C "
+
+-- A sink that passes the sandbox's archive through the filter into pipe;
+-- state.refused says why the filter stopped it.
+local function filtered_sink(filter, pipe, state)
+  return function(chunk)
+    local out, why = filter:feed(chunk)
+    if not out then state.refused = why return false end
+    if #out > 0 and not pipe:write(out) then state.broken = true return false end
+    return true
+  end
+end
+
+--- Unpacks the sandbox's dir into a local directory (created), in bounded
+-- memory. What comes out of a sandbox is not trusted: the archive is
+-- filtered before the host's tar sees it, and one setuid/setgid bit kept,
+-- device node, FIFO, socket, absolute or ".." name, symlink leading out,
+-- hard link out or path through a symlink of the archive fails the whole
+-- download (kind "sandbox", `err.refused` naming the entry); what was
+-- unpacked before it stays.
+-- @tparam string dir
+-- @tparam string local_dir
+-- @tparam[opt] table opts
+-- @tparam[opt] function opts.progress as in `Files:export`
+-- @treturn int bytes of the sandbox's archive
+-- @return or nil, err
+function Files:download(dir, local_dir, opts)
+  local op = "files.download"
+  local ok, err = check.value(op, "local_dir", local_dir, "nonempty")
+  if not ok then return nil, err end
+  if not os.execute("mkdir -p " .. shell_quote(local_dir)) then
+    return nil, errors.new("sandbox", op, "could not create the local directory " .. local_dir, { retryable = false })
+  end
+  -- tar's complaints are kept for its own failures, not shown after a refusal
+  local tar_err = os.tmpname()
+  local pipe = io.popen(HOST_UNTAR .. shell_quote(local_dir) .. " 2>" .. shell_quote(tar_err), "w")
+  if not pipe then os.remove(tar_err) return nil, errors.new("sandbox", op, "could not run the local tar") end
+  local filter, state = core.tarsafe(), {}
+  local n
+  n, err = self:export(dir, filtered_sink(filter, pipe, state), opts)
+  if n and not state.refused then
+    local done, why = filter:finish()
+    if not done then n, state.refused = nil, why end
+  end
+  filter:close()
+  local closed = pipe:close()
+  local f = io.open(tar_err, "rb")
+  local complaint = f and f:read(1000) or ""
+  if f then f:close() end
+  os.remove(tar_err)
+  if state.refused then
+    return nil, errors.new("sandbox", op, "the tree from the sandbox was not unpacked: " .. state.refused,
+      { retryable = false, refused = state.refused })
+  end
+  if n and not closed then
+    n, err = nil, errors.new("sandbox", op, ("the local tar could not unpack the tree into %s: %s")
+      :format(local_dir, complaint), { retryable = false })
+  end
+  return n, err
+end
+
 --- Sends a local directory tree as one streamed tar (the host's tar packs
 -- it), not a request per file.
 -- @tparam string local_dir a readable local directory (else kind "not_found")
