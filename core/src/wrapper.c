@@ -75,10 +75,12 @@
  * its foreground: that shell's traps are reset, so it reports the signal
  * that ended the command into the exit file, which the wrapper itself,
  * trapping that signal, would not. Waiting again on an ended job gives
- * its status again. */
+ * its status again. The exit file is opened once around the whole loop: a
+ * reopen after a trapped TERM would create it again once a reader that
+ * forgot the command had removed it. */
 #define JOB_WAIT                                                                                  \
   "__j=$!; [ \"$__s\" != 9 ] || kill -s KILL -- -$__j 2>/dev/null; __i=1; "                         \
-  "while [ -n \"$__i\" ]; do __i=; { wait $__j; } 2>>\"$__p.exit\"; __r=$?; done; __e2b_end $__r"
+  "{ while [ -n \"$__i\" ]; do __i=; wait $__j; __r=$?; done; } 2>>\"$__p.exit\"; __e2b_end $__r"
 
 #define WRAPPER_SCRIPT(traps)                                                                     \
     "unset E2B_PROC; __p=$1; shift\n" \
