@@ -74,7 +74,7 @@ static int add_rules(scmp_filter_ctx ctx) {
   if (!rc) rc = refuse_ns_flags(ctx, SCMP_SYS(clone), NS_FLAGS_CLONE);
   if (!rc) rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
   /* vsock talks to the hypervisor, not to anything in the sandbox */
-  if (!rc) rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), SCMP_SYS(socket), 1, SCMP_A0(SCMP_CMP_EQ, 40));
+  if (!rc) rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), SCMP_SYS(socket), 1, SCMP_A0(SCMP_CMP_EQ, 40, 0));
   return rc;
 }
 
