@@ -148,8 +148,9 @@ static enum MHD_Result fault_respond(http_req *r) {
 static enum MHD_Result early_respond(http_req *r) {
   unsigned st = (unsigned)r->early_status;
   if (!r->early_sandbox[0]) return http_error(r->conn, st, "%s", r->early_msg);
-  return http_json(r->conn, st, json_pack("{s:o, s:o, s:i}", "sandboxId", pj_text(r->early_sandbox), "message",
-                                          pj_text(r->early_msg), "code", (int)st));
+  json_t *body = json_pack("{s:o, s:o, s:i}", "sandboxId", pj_text(r->early_sandbox), "message",
+                           pj_text(r->early_msg), "code", (int)st);
+  return http_json(r->conn, st, body);
 }
 
 /* E2B's edge refuses a sandbox's envd traffic with 429 before envd sees it. */
