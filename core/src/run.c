@@ -298,7 +298,7 @@ static void run_step(e2b_req *op, run_state *s) {
   }
   if (input_refused(s)) {
     fail_with(s, input_refused(s));
-    return start_kill(op, s, 0);
+    return look_or_kill(op, s);
   }
   feed_stdin(op, s);
 }
