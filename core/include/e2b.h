@@ -524,11 +524,14 @@ E2B_EXPORT int e2b_req_proc_parked(const e2b_req *req);
 E2B_EXPORT void e2b_req_proc_killed(e2b_req *req);
 /* An envd call of sbx failed with err. When err may mean that the sandbox
  * is gone or paused (E2B's edge answers 502/503 for both, and for a brief
- * outage), returns a request that looks once at the control plane and
- * fails with the error to report: E2B_ERR_NOT_FOUND "sandbox ... is gone"
- * when it no longer exists, err with a hint (not retryable) when it is
- * paused, err itself when it runs or could not be looked at. NULL when err
- * needs no look (or no memory: report err as it is). */
+ * outage; a sandbox killed under a stream cuts it with no answer), returns
+ * a request that looks once at the control plane and fails with the error
+ * to report: E2B_ERR_NOT_FOUND "sandbox ... ended" when it no longer
+ * exists, err with a hint (not retryable) when it is paused, err itself
+ * when it runs or could not be looked at. Gone is final: sbx remembers it,
+ * and its later envd calls fail with that error without a request. NULL
+ * when err needs no look, sbx is already known gone (or no memory: report
+ * err as it is). Runs and tracked processes ask it themselves. */
 E2B_EXPORT e2b_req *e2b_sbx_explain(e2b_sbx *sbx, const e2b_error *err);
 /* Removes a tracked process's kept files (a file already gone is no error). */
 E2B_EXPORT e2b_req *e2b_proc_forget(e2b_sbx *sbx, const char *tag, e2b_error *err);

@@ -216,5 +216,6 @@ static void clear_forgets(e2b_sbx *sbx, int send) {
   sbx->forget_count = 0;
 }
 
-void e2b_sbx_flush_forgets(e2b_sbx *sbx) { clear_forgets(sbx, 1); }
+/* A sandbox known gone (gone.c) has no files left to remove. */
+void e2b_sbx_flush_forgets(e2b_sbx *sbx) { clear_forgets(sbx, sbx && !sbx->gone.code); }
 void e2b_sbx_drop_forgets(e2b_sbx *sbx) { clear_forgets(sbx, 0); }

@@ -98,6 +98,7 @@ struct e2b_sbx {
   size_t forget_count, forget_cap;
   char *large[E2B_LARGE_MAX];    /* tags whose kept files are large: removed at once */
   size_t large_count;
+  e2b_error gone; /* set once a look found the sandbox gone (gone.c) */
 };
 
 typedef struct e2b_forget {
@@ -370,6 +371,11 @@ void e2b_client_retain(e2b_client *c);
 void e2b_sbx_retain(e2b_sbx *sbx);
 /* Clears err; -1 with err naming op when sbx is NULL (every envd call's first check). */
 int e2b_need_sbx(const e2b_sbx *sbx, const char *op, e2b_error *err);
+
+/* ---- gone.c: an envd failure that may be the sandbox's end ---- */
+int e2b_envd_looks_dead(const e2b_error *err);
+/* The error a look found the sandbox gone with, or NULL. */
+const e2b_error *e2b_sbx_gone(const e2b_sbx *sbx);
 
 /* ---- prepare.c: a request's URL, method, body and headers ---- */
 int e2b_client_prepare_control(e2b_client *c, e2b_req *req, const char *method, const char *path,

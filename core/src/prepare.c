@@ -74,6 +74,10 @@ int e2b_client_prepare_control(e2b_client *c, e2b_req *req, const char *method, 
 /* Headers every envd request carries, whichever host it goes to. */
 int e2b_sbx_prepare_envd(e2b_sbx *s, e2b_req *req, const char *path_and_query, e2b_error *err);
 int e2b_sbx_prepare_envd(e2b_sbx *s, e2b_req *req, const char *path_and_query, e2b_error *err) {
+  if (s->gone.code) { /* gone is final: nothing more is sent to it (gone.c) */
+    *err = s->gone;
+    return -1;
+  }
   if (set_url(req, s->envd_url, path_and_query, err) != 0) return -1;
   req->sbx = s;
   e2b_sbx_retain(s);

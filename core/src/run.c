@@ -25,13 +25,14 @@
  * the timeout too. */
 #define DEADLINE_GRACE_MS 50
 
-enum { P_RUN, P_KILL, P_DRAIN };
+enum { P_RUN, P_LOOK, P_KILL, P_DRAIN };
 
 typedef struct run_state {
   e2b_sbx *sbx;
   e2b_req *stream;
   e2b_req *input;  /* its stdin being fed */
   e2b_req *kill;   /* e2b_proc_kill in flight */
+  e2b_req *look;   /* gone.c's look: did the stream fail with its sandbox? */
   uint32_t pid;
   char *tag;       /* its tag: a kill finds it by tag in envd's list */
   char *user;      /* whose commands may remove the kept files */
@@ -243,6 +244,29 @@ static void kill_step(e2b_req *op, run_state *s) {
   if (pump(op, s)) finish_run(op, s);
 }
 
+/* A stream that failed as a gone sandbox's would is looked into first
+ * (gone.c): a gone sandbox has no group left to kill, nor envd to ask. */
+static void look_or_kill(e2b_req *op, run_state *s) {
+  if (!e2b_sbx_gone(s->sbx) && s->fail.code != E2B_ERR_NOT_FOUND)
+    s->look = e2b_op_child(op, e2b_sbx_explain(s->sbx, &s->fail));
+  if (s->look) {
+    s->phase = P_LOOK;
+    return;
+  }
+  if (e2b_sbx_gone(s->sbx)) return finish_run(op, s);
+  start_kill(op, s, 0);
+}
+
+/* The look ended: its error is the run's (gone, paused, or the cut itself). */
+static void look_step(e2b_req *op, run_state *s) {
+  if (!e2b_req_done(s->look)) return;
+  if (e2b_req_error(s->look)) s->fail = *e2b_req_error(s->look);
+  e2b_req_free(s->look);
+  s->look = NULL;
+  if (e2b_sbx_gone(s->sbx)) return finish_run(op, s);
+  start_kill(op, s, 0);
+}
+
 /* ---- running ---- */
 
 /* The command ended: a success, or envd's end of it at the deadline. */
@@ -264,7 +288,7 @@ static void run_step(e2b_req *op, run_state *s) {
   if (pump(op, s)) {
     if (s->ended && s->fail.code == E2B_OK) return ended(op, s);
     /* Failed after the start: the group is not left behind. */
-    if (s->started && !s->ended) return start_kill(op, s, 0);
+    if (s->started && !s->ended) return look_or_kill(op, s);
     return finish_run(op, s);
   }
   if (fired(op, s)) {
@@ -274,7 +298,7 @@ static void run_step(e2b_req *op, run_state *s) {
   }
   if (input_refused(s)) {
     fail_with(s, input_refused(s));
-    return start_kill(op, s, 0);
+    return look_or_kill(op, s);
   }
   feed_stdin(op, s);
 }
@@ -282,6 +306,7 @@ static void run_step(e2b_req *op, run_state *s) {
 static void run_advance(e2b_req *op) {
   run_state *s = op->state;
   if (s->phase == P_RUN) return run_step(op, s);
+  if (s->phase == P_LOOK) return look_step(op, s);
   if (s->phase == P_KILL) return kill_step(op, s);
   if (pump(op, s) || fired(op, s)) finish_run(op, s); /* P_DRAIN */
 }
@@ -306,7 +331,7 @@ static int fill_state(run_state *s, const e2b_proc_opts *opts, const e2b_run_opt
 #define RUN_AT(f) offsetof(run_state, f)
 static const e2b_op_kind run_kind = {
     .size = sizeof(run_state), .release = run_release,
-    .children = E2B_FIELDS(RUN_AT(stream), RUN_AT(input), RUN_AT(kill)),
+    .children = E2B_FIELDS(RUN_AT(stream), RUN_AT(input), RUN_AT(kill), RUN_AT(look)),
     .allocs = E2B_FIELDS(RUN_AT(stdin_data), RUN_AT(tag), RUN_AT(user), RUN_AT(status), RUN_AT(error)),
     .holds = E2B_OP_HOLDS_SBX, .ref = RUN_AT(sbx)};
 

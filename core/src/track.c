@@ -91,6 +91,8 @@ typedef struct track_state {
   e2b_req *live;     /* the Start stream, then a Connect by tag; untracked: the output too */
   e2b_req *list;     /* attach: finding the pid/tag */
   e2b_req *read;     /* a file read in flight */
+  e2b_req *look;     /* gone.c's look at the control plane: is the sandbox gone? */
+  int looked;        /* a look found it there: none again until envd answers */
   int reading;       /* R_* of the read in flight */
   int64_t read_got;  /* bytes the read in flight gave so far */
   int streaming;     /* R_* bits of files whose last read gave STREAMING_READ */
@@ -236,9 +238,45 @@ static void arm(e2b_req *op, track_state *s, long ms) {
   s->park_timer = 0;
 }
 
+/* ---- a sandbox that may be gone: one look per failing spell ---- */
+
+/* An envd failure that may be the sandbox's end starts one look at the
+ * control plane (gone.c), not one per poll. 1 when the op ended (the
+ * sandbox is known gone) or waits for the look. */
+static int look_if_dead(e2b_req *op, track_state *s, const e2b_error *err) {
+  if (e2b_sbx_gone(s->sbx)) {
+    fail(op, e2b_sbx_gone(s->sbx));
+    return 1;
+  }
+  if (s->look) return 1;
+  if (s->looked || !e2b_envd_looks_dead(err)) return 0;
+  s->look = e2b_op_child(op, e2b_sbx_explain(s->sbx, err));
+  return s->look != NULL;
+}
+
+/* The look ended: gone ends the op, else it goes on (kept) or fails with
+ * what the look made of its error (untracked). 1 while the look runs or
+ * once the op ended. */
+static int look_step(e2b_req *op, track_state *s) {
+  if (!s->look) return 0;
+  if (!e2b_req_done(s->look)) return 1;
+  e2b_error said = {0};
+  if (e2b_req_error(s->look)) said = *e2b_req_error(s->look);
+  e2b_req_free(s->look);
+  s->look = NULL;
+  s->looked = 1;
+  if (said.code == E2B_ERR_NOT_FOUND || (!s->tracked && said.code)) {
+    fail(op, &said);
+    return 1;
+  }
+  if (s->tracked && !s->timer_armed) arm(op, s, s->poll_ms);
+  return 0;
+}
+
 /* ---- untracked: the stream is the output ---- */
 
 static void live_step(e2b_req *op, track_state *s) {
+  if (look_step(op, s)) return;
   queued *n;
   while (!over_cap(op) && (n = s->live->queue_head) != NULL) {
     n = e2b_req_pop_node(s->live);
@@ -261,7 +299,8 @@ static void live_step(e2b_req *op, track_state *s) {
   }
   if (s->live->queue_head || !e2b_req_done(s->live)) return;
   e2b_error protocol;
-  fail(op, e2b_proc_stream_cut(s->live, op->op, &protocol));
+  const e2b_error *cut = e2b_proc_stream_cut(s->live, op->op, &protocol);
+  if (!look_if_dead(op, s, cut)) fail(op, cut);
 }
 
 /* ---- kept: the stream says start and end, the files hold the output ---- */
@@ -372,6 +411,7 @@ static void stream_event(e2b_req *op, track_state *s, queued *n) {
       s->wover = 1;
   }
   s->last_contact_ms = e2b_now_ms();
+  s->looked = 0;
 }
 
 /* The command never started: report it as envd reports a Start it refuses. */
@@ -408,10 +448,13 @@ static void stream_step(e2b_req *op, track_state *s) {
     return fail(op, err ? err : &protocol);
   }
   if (err && err->code == E2B_ERR_NOT_FOUND) s->gone = 1;
+  e2b_error cut = {0};
+  if (err) cut = *err;
   e2b_req_free(s->live);
   s->live = NULL;
   s->reconnect_at = e2b_now_ms() + s->poll_ms;
   s->due |= DUE_ALL; /* whatever happened meanwhile is in the files */
+  if (!s->gone && err) look_if_dead(op, s, &cut);
 }
 
 static const char *const file_ext[] = {"out", "err", "exit"};
@@ -511,6 +554,7 @@ static int read_ended(e2b_req *op, track_state *s) {
   }
   if (err && status != 416 && !absent) {
     s->due = 0;
+    if (look_if_dead(op, s, err)) return -1;
     int64_t contact = s->last_contact_ms;
     if (s->parked && e2b_outwatch_contact(s->sbx) > contact) contact = e2b_outwatch_contact(s->sbx);
     if (e2b_now_ms() - contact > s->idle_ms) {
@@ -527,6 +571,7 @@ static int read_ended(e2b_req *op, track_state *s) {
     return -1;
   }
   s->last_contact_ms = e2b_now_ms();
+  s->looked = 0;
   if (absent) s->absent |= 1 << s->reading;
   /* read to its end: from here on the watch tells each growth */
   if (s->reading < R_EXIT && s->subscribed && e2b_outwatch_live(s->sbx)) s->told_all |= 1 << s->reading;
@@ -658,8 +703,10 @@ static void park_check(e2b_req *op, track_state *s) {
 }
 
 static void kept_step(e2b_req *op, track_state *s) {
+  if (look_step(op, s)) return;
+  if (e2b_sbx_gone(s->sbx)) return fail(op, e2b_sbx_gone(s->sbx));
   stream_step(op, s);
-  if (op->done || !s->started) return;
+  if (op->done || s->look || !s->started) return;
   if (s->start_err[0] && s->exit_known) return fail_start(op, s);
   if (s->read) {
     take_read(op, s);
@@ -768,7 +815,7 @@ static void track_advance(e2b_req *op) {
 #define TRACK_AT(f) offsetof(track_state, f)
 static const e2b_op_kind track_kind = {
     .size = sizeof(track_state), .release = track_release,
-    .children = E2B_FIELDS(TRACK_AT(live), TRACK_AT(list), TRACK_AT(read)),
+    .children = E2B_FIELDS(TRACK_AT(live), TRACK_AT(list), TRACK_AT(read), TRACK_AT(look)),
     .bufs = E2B_FIELDS(TRACK_AT(small), TRACK_AT(wout), TRACK_AT(werr)),
     .allocs = E2B_FIELDS(TRACK_AT(forgets), TRACK_AT(user), TRACK_AT(tag), TRACK_AT(prefix)),
     .holds = E2B_OP_HOLDS_SBX, .ref = TRACK_AT(sbx), .key = TRACK_AT(tag)};

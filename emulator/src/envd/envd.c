@@ -46,7 +46,10 @@ static const rpc_method *find_method(const char *url) {
 }
 
 /* What E2B's edge proxy answers for a sandbox that is not running. */
-static void not_running(http_req *r) { early(r, 502, "The sandbox was not found"); }
+static void not_running(http_req *r, const char *sandbox_id) {
+  early(r, 502, "The sandbox was not found");
+  snprintf(r->early_sandbox, sizeof r->early_sandbox, "%s", sandbox_id);
+}
 
 static int token_ok(http_req *r) {
   const char *tok = http_header(r->conn, "X-Access-Token");
@@ -57,11 +60,11 @@ static int token_ok(http_req *r) {
  * credentials are checked first, so nobody without them can resume it. */
 void envd_route(http_req *r, const char *sandbox_id) {
   r->sb = sandbox_get(sandbox_id);
-  if (!r->sb) return not_running(r);
+  if (!r->sb) return not_running(r, sandbox_id);
   const char *url = r->url;
   int is_get = strcmp(r->method, "GET") == 0, is_post = strcmp(r->method, "POST") == 0;
   if (strcmp(url, "/health") == 0) { /* unauthenticated: it wakes nothing without the token */
-    if (token_ok(r) ? !sandbox_wake(r->sb) : !sandbox_is_running(r->sb)) return not_running(r);
+    if (token_ok(r) ? !sandbox_wake(r->sb) : !sandbox_is_running(r->sb)) return not_running(r, sandbox_id);
     r->on_complete = is_get ? h_health : h_method;
     return;
   }
@@ -70,7 +73,7 @@ void envd_route(http_req *r, const char *sandbox_id) {
       files_route(r); /* token header or URL signature, checked there */
     else
       r->on_complete = h_method;
-    if (!r->early_status && !sandbox_wake(r->sb)) not_running(r);
+    if (!r->early_status && !sandbox_wake(r->sb)) not_running(r, sandbox_id);
     return;
   }
   if (!token_ok(r)) {
@@ -78,7 +81,7 @@ void envd_route(http_req *r, const char *sandbox_id) {
     early(r, 401, tok ? "invalid access token" : "missing access token (X-Access-Token header)");
     return;
   }
-  if (!sandbox_wake(r->sb)) return not_running(r);
+  if (!sandbox_wake(r->sb)) return not_running(r, sandbox_id);
   if (strcmp(url, "/envs") == 0) {
     r->on_complete = is_get ? h_envs : h_method;
     return;

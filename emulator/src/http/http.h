@@ -30,6 +30,7 @@ struct http_req {
   struct sandbox *sb; /* referenced, for envd requests */
   int early_status;   /* when set, answer this error at completion */
   char early_msg[400];
+  char early_sandbox[64]; /* an edge 502 names the sandbox not found, as E2B's does */
   fault_hit fault;    /* an injected fault that applies to this request */
   int streamed;       /* the response is a stream (drop_mid_stream applies there) */
   int fault_shape;    /* how the injected status answers: FAULT_API, FAULT_CONNECT, FAULT_EDGE */

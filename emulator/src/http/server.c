@@ -1,5 +1,6 @@
 /* server.c — libmicrohttpd daemon, request lifecycle and top-level routing. */
 #define _GNU_SOURCE
+#include "pjson.h"
 #include "server.h"
 
 #include <arpa/inet.h>
@@ -142,6 +143,16 @@ static enum MHD_Result fault_respond(http_req *r) {
   return http_json_hdr(r->conn, (unsigned)st, body, r->fault.retry_after_s >= 0 ? "Retry-After" : NULL, ra);
 }
 
+/* An answer decided before the body; the edge's "not found" names its
+ * sandbox as E2B's proxy does ({"sandboxId", "message", "code"}). */
+static enum MHD_Result early_respond(http_req *r) {
+  unsigned st = (unsigned)r->early_status;
+  if (!r->early_sandbox[0]) return http_error(r->conn, st, "%s", r->early_msg);
+  json_t *body = json_pack("{s:o, s:o, s:i}", "sandboxId", pj_text(r->early_sandbox), "message",
+                           pj_text(r->early_msg), "code", (int)st);
+  return http_json(r->conn, st, body);
+}
+
 /* E2B's edge refuses a sandbox's envd traffic with 429 before envd sees it. */
 static int fault_shape(const http_req *r, const route_to *to, int status) {
   if (to->kind != RK_ENVD) return FAULT_API;
@@ -205,7 +216,7 @@ static enum MHD_Result serve_request(void *cls, struct MHD_Connection *conn, con
     }
     if ((!r->on_body || r->early_status) && cl && strtoull(cl, NULL, 10) > DISCARD_LIMIT) {
       r->too_large = 2; /* 2: already answered */
-      if (r->early_status) return http_error(conn, (unsigned)r->early_status, "%s", r->early_msg);
+      if (r->early_status) return early_respond(r);
       return http_error(conn, 413, "request body too large (limit %zu bytes)", r->body_limit);
     }
     return MHD_YES;
@@ -234,7 +245,7 @@ static enum MHD_Result serve_request(void *cls, struct MHD_Connection *conn, con
   }
   if (r->too_large == 2) return MHD_YES;
   if (r->fault.action == FA_STATUS) return fault_respond(r);
-  if (r->early_status) return http_error(conn, (unsigned)r->early_status, "%s", r->early_msg);
+  if (r->early_status) return early_respond(r);
   if (r->too_large) return http_error(conn, 413, "request body too large (limit %zu bytes)", r->body_limit);
   if (!r->on_complete) return http_error(conn, 404, "not found");
   enum MHD_Result res = r->on_complete(r);

@@ -415,11 +415,17 @@ static void early(http_req *r, int status, const char *msg) {
   snprintf(r->early_msg, sizeof r->early_msg, "%s", msg);
 }
 
+/* What E2B's edge proxy answers for a sandbox (or port) it cannot route to. */
+static void not_found(http_req *r, const char *sandbox_id) {
+  early(r, 502, "The sandbox was not found");
+  snprintf(r->early_sandbox, sizeof r->early_sandbox, "%s", sandbox_id);
+}
+
 void port_route(http_req *r, const char *sandbox_id, long port) {
   sandbox *sb = sandbox_get(sandbox_id);
   r->sb = sb;
   if (!sb || port <= 0 || port > 65535) {
-    early(r, 502, "The sandbox was not found"); /* E2B's edge words it so */
+    not_found(r, sandbox_id);
     return;
   }
   /* checked before the wake: nothing unauthenticated resumes a sandbox */
@@ -431,7 +437,7 @@ void port_route(http_req *r, const char *sandbox_id, long port) {
     }
   }
   if (!sandbox_wake(sb)) {
-    early(r, 502, "The sandbox was not found");
+    not_found(r, sandbox_id);
     return;
   }
   ipc_msg reply;
