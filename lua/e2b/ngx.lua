@@ -409,7 +409,11 @@ local function launch(t, body)
     while sem:count() > 0 do sem:wait(0) end
     sem:wait(60)
     local r = pack(xpcall(body, on_error))
-    local ok = table.remove(r, 1)
+    -- shifted by hand: table.remove stops at a nil result (the border), and
+    -- (nil, err) would come back as (nil, nil)
+    local ok = r[1]
+    for i = 1, r.n - 1 do r[i] = r[i + 1] end
+    r[r.n] = nil
     r.n = r.n - 1
     tasks[co] = nil -- nginx may reuse the coroutine
     if ok then

@@ -240,6 +240,9 @@ end
 -- (nil, nil when nothing arrives before deadline).
 function Process:_next(deadline)
   while true do
+    -- closed by another task while this one waited: never a bare nil (that
+    -- means "exited, all read"), never a read of a closed request
+    if self._closed then return nil, errors.new("canceled", "read", "the process handle was closed") end
     local kind, a, b, c, d = self._req:read(READ_MAX)
     if kind == "stdout" or kind == "stderr" or kind == "pty" then
       self._offsets[kind] = self._offsets[kind] + #a
