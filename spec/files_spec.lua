@@ -97,7 +97,7 @@ describe("files", function()
     -- it (5.1, LuaJIT) the file is held twice for a moment. AddressSanitizer
     -- keeps freed blocks in quarantine, so its RSS says nothing here.
     if not (os.getenv("LD_PRELOAD") or ""):find("asan", 1, true) then
-      local limit = _VERSION == "Lua 5.4" and 1.2 or 2.5
+      local limit = _VERSION == "Lua 5.4" and 1.3 or 2.5
       assert.is_true(growth <= limit * size, ("peak growth %.2fx the file's size"):format(growth / size))
     end
   end)
