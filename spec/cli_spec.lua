@@ -200,9 +200,9 @@ describe("lua-e2b", function()
     out, err, code = run({ "info", id })
     assert.are.equal(1, code)
     assert.truthy(err:find("^lua%-e2b: e2b not_found error"), err)
+    -- a gone id succeeds, as destroy does, and says nothing was killed
     out, err, code = run({ "kill", id })
-    assert.are.equal(1, code)
-    assert.truthy(err:find("^lua%-e2b: e2b not_found error"), err)
+    assert.are.same({ ("already gone: %s (nothing to kill)\n"):format(id), "", 0 }, { out, err, code })
   end)
 
   it("exec streams stdout and stderr byte-exact as they arrive and exits with the command's code", function()

@@ -48,7 +48,7 @@ describe("e2b-local over HTTPS", function()
     assert.truthy(url:match("^https://8000%-[%w]+%.e2b%.localhost:%d+$"), url)
   end)
 
-  it("without the CA, TLS verification refuses e2b-local's certificate", function()
+  it("without the CA, TLS verification refuses e2b-local's certificate, and says how to trust it", function()
     local out = https_lua({ E2B_DOMAIN = domain, E2B_API_KEY = key }, [[
       local ok, err = require("e2b").client{}:probe()
       io.write(tostring(ok), "|", err and err.kind or "", "|", err and err.message or "")
@@ -57,6 +57,7 @@ describe("e2b-local over HTTPS", function()
     assert.are.equal("nil", ok, out)
     assert.are_not.equal("auth", kind)
     assert.truthy(msg:lower():find("certificate", 1, true), msg)
+    assert.truthy(msg:find("E2B_CA_FILE", 1, true), msg)
   end)
 
   it("refuses a ca_file it cannot read before any request when it speaks https, naming it", function()

@@ -53,7 +53,9 @@ void e2b_err_from_curl(e2b_error *err, CURLcode rc, const char *op, const char *
   case CURLE_SSL_CERTPROBLEM:
   case CURLE_SSL_CACERT_BADFILE:
     /* Not retryable: TLS verification stays on, so repeating cannot help. */
-    e2b_err_set(err, E2B_ERR_UNAVAILABLE, op, "TLS failure (%s)", what);
+    e2b_err_set(err, E2B_ERR_UNAVAILABLE, op,
+                "TLS failure (%s); a server with a private CA (e2b-local's) is trusted through "
+                "ca_file or E2B_CA_FILE", what);
     err->retryable = 0;
     break;
   case CURLE_OUT_OF_MEMORY:

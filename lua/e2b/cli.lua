@@ -506,20 +506,32 @@ local function cmd_resume(ctx, opts, args)
   ctx.out(("resumed %s (%s)\n"):format(sbx.id, sbx.sandbox_id))
 end
 
+-- Kills one id: { id, sandbox_id }, false when it was already gone, or nil, err.
+local function kill_one(client, id)
+  local info, err = client:describe(id)
+  if not info and err.kind == "not_found" then return false end
+  if not info then return nil, err end
+  local ok
+  ok, err = client:destroy(info.sandbox_id)
+  if not ok then return nil, err end
+  return { id = info.id, sandbox_id = info.sandbox_id }
+end
+
 local function cmd_kill(ctx, opts, args)
   local client, err = client_for(ctx)
   if not client then return nil, err end
   local killed = {}
   for _, id in ipairs(args) do
-    -- An unknown id is reported (a typo must not look like success).
-    local info
-    info, err = client:describe(id)
-    if not info then return nil, err end
-    local ok
-    ok, err = client:destroy(info.sandbox_id)
-    if not ok then return nil, err end
-    killed[#killed + 1] = { id = info.id, sandbox_id = info.sandbox_id }
-    if not opts.json then ctx.out(("killed %s (%s)\n"):format(info.id, info.sandbox_id)) end
+    local one
+    one, err = kill_one(client, id)
+    if one == nil then return nil, err end
+    -- A gone id succeeds, as destroy does, but says so: a typo must not
+    -- look like a kill.
+    if one then killed[#killed + 1] = one end
+    if not opts.json then
+      ctx.out(one and ("killed %s (%s)\n"):format(one.id, one.sandbox_id)
+        or ("already gone: %s (nothing to kill)\n"):format(id))
+    end
   end
   if opts.json then ctx.out(to_json(killed, true) .. "\n") end
 end
@@ -650,6 +662,8 @@ Environment (as the E2B SDKs read it):
   E2B_SANDBOX_URL  route envd traffic through this URL (e2b-local sets it)
   E2B_TEMPLATE     default template (default base)
   E2B_OWNER        owner tag put on created sandboxes (default user@host)
+  E2B_CA_FILE      PEM file of CAs to trust besides the system's (e2b-local's CA;
+                   e2b-local exec sets it)
 IDs are a sandbox's logical id (create --id) or its E2B sandbox id.
 ]]
 
