@@ -59,9 +59,10 @@ static void sweep_below(const char *dir, int depth, void *found) {
   *(int *)found += kill_thaw(dir);
 }
 
-static void remove_below(const char *dir, int depth, void *unused) {
-  each_child(dir, depth, remove_below, unused);
+static void remove_below(const char *dir, int depth, void *count) {
+  each_child(dir, depth, remove_below, count);
   for (int i = 0; i < 100 && rmdir(dir) != 0 && errno == EBUSY; i++) usleep(10000);
+  ++*(int *)count;
 }
 
 cg_swept cg_sweep(const char *dir) {
@@ -78,6 +79,6 @@ cg_swept cg_sweep(const char *dir) {
     if (!r.stuck) break;
     usleep(10000);
   }
-  each_child(dir, 0, remove_below, NULL);
+  each_child(dir, 0, remove_below, &r.below);
   return r;
 }

@@ -7,6 +7,7 @@ typedef struct cg_swept {
   int left;   /* processes found in dir itself */
   int hidden; /* processes found in cgroups below it */
   int stuck;  /* still there when the sweep gave up */
+  int below;  /* cgroups found below it (someone inside made them), removed */
 } cg_swept;
 
 /* Thaws (v1 freezer.state, v2 cgroup.freeze) and SIGKILLs every process in

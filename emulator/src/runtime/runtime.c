@@ -793,6 +793,9 @@ static void sweep_cgroups(const runtime *rt) {
       log_msg("sandbox kill: thawed and killed %d process(es) hidden in a child cgroup of %s", s.hidden, dirs[i]);
     if (s.left) log_msg("sandbox kill: %d process(es) were still in %s: killed", s.left, dirs[i]);
     if (s.stuck) log_msg("WARNING: %d process(es) survived the sandbox kill in %s", s.stuck, dirs[i]);
+    /* on cgroup v2, cgroup.kill already took their processes: still said */
+    if (s.below && !s.hidden)
+      log_msg("sandbox kill: removed %d child cgroup(s) made below %s", s.below, dirs[i]);
   }
 }
 
