@@ -166,13 +166,13 @@ static void write_meta(sandbox *sb) {
   pthread_mutex_lock(&sb->aux_mu);
   json_t *m = json_pack(
       "{s:s, s:s, s:s, s:s?, s:b, s:s?, s:b, s:b, s:b, s:b, s:i, s:O, s:O, s:O, s:s, s:s, s:s, s:b,"
-      " s:I, s:s?, s:O, s:O}",
+      " s:b, s:I, s:s?, s:O, s:O}",
       "sandboxID", sb->id, "templateID", sb->template_id, "clientID", sb->client_id, "alias",
       sb->alias, "secure", sb->secure, "envdAccessToken", sb->envd_token, "allowInternetAccess",
       sb->allow_internet, "autoPause", sb->auto_pause, "autoPauseMemory", sb->auto_pause_memory,
       "autoResume", sb->auto_resume, "timeout", sb->timeout_s, "metadata", sb->metadata, "envVars", sb->env_vars, "network",
       sb->network, "startedAt", started, "endAt", end, "state", state, "pausedMemory",
-      sb->paused_memory, "startedAtMs", (json_int_t)sb->started_at_ms, "trafficAccessToken", sb->traffic_token,
+      sb->paused_memory, "keepTmp", sb->keep_tmp, "startedAtMs", (json_int_t)sb->started_at_ms, "trafficAccessToken", sb->traffic_token,
       "volumeMounts", sb->volume_mounts, "mounts", sb->mounts);
   pthread_mutex_unlock(&sb->aux_mu);
   char *text = m ? json_dumps(m, JSON_INDENT(2)) : NULL;
@@ -631,6 +631,7 @@ static void restore_one(const char *id) {
   sb->end_at_ms = end;
   sb->state = SB_PAUSED;
   sb->paused_memory = 0;
+  sb->keep_tmp = json_is_true(json_object_get(m, "keepTmp"));
   sb->dir = dir;
   /* st points into m: the log line below needs it after m is released */
   char was[16];
@@ -811,6 +812,7 @@ int sandbox_pause(sandbox *sb, int memory) {
   }
   if (!rc) {
     sb->paused_memory = memory;
+    if (!memory) sb->keep_tmp = 0; /* a filesystem-only pause is a cold boot on E2B too */
     set_state(sb, SB_PAUSED, sb->end_at_ms);
   }
   pthread_rwlock_unlock(&sb->lock);
@@ -847,7 +849,8 @@ int sandbox_connect(sandbox *sb, int timeout_s, int force_cold, int only_paused,
       rc = runtime_thaw(&sb->rt);
     } else {
       if (sb->paused_memory) teardown_locked(sb);
-      empty_tmp(sb);
+      if (!sb->keep_tmp) empty_tmp(sb);
+      sb->keep_tmp = 0;
       rc = boot_locked(sb); /* cold boot: new processes, new boot id, empty /tmp */
     }
     if (!rc) {
@@ -1070,6 +1073,8 @@ int sandbox_registry_init(const char *state_dir) {
 static void stop_keep(sandbox *sb) {
   pthread_rwlock_wrlock(&sb->lock);
   if (sb->state != SB_KILLED) {
+    /* running or memory-paused: on E2B it would come back warm */
+    sb->keep_tmp = sb->keep_tmp || sb->state == SB_RUNNING || sb->paused_memory;
     teardown_locked(sb);
     sb->paused_memory = 0;
     set_state(sb, SB_PAUSED, sb->end_at_ms);

@@ -70,6 +70,7 @@ typedef struct sandbox {
   pthread_rwlock_t lock;
   sb_state state;
   int paused_memory;
+  int keep_tmp; /* cold only because e2b-local restarted: E2B would have kept memory, so /tmp stays */
   int64_t end_at_ms;
   const char *kill_reason; /* static text: the timer kills it now, never pauses (guarded by g_mu) */
   runtime rt;
