@@ -8,8 +8,14 @@ local h = require("spec.helpers")
 
 -- The tool as a subprocess: stdout, stderr, exit code.
 local function run(args)
-  local words = { "env -u LD_PRELOAD", "LUA_PATH=" .. h.shell_quote(package.path),
-    "LUA_CPATH=" .. h.shell_quote(package.cpath), h.lua_bin, "bin/lua-e2b" }
+  local words = { "env -u LD_PRELOAD" }
+  -- a sanitizer build's binding needs its runtime first (as cli_spec does)
+  local preload = os.getenv("LD_PRELOAD")
+  if preload then words[#words + 1] = "LD_PRELOAD=" .. h.shell_quote(preload) .. " ASAN_OPTIONS=detect_leaks=0" end
+  for _, w in ipairs({ "LUA_PATH=" .. h.shell_quote(package.path), "LUA_CPATH=" .. h.shell_quote(package.cpath),
+                       h.lua_bin, "bin/lua-e2b" }) do
+    words[#words + 1] = w
+  end
   for _, a in ipairs(args) do words[#words + 1] = h.shell_quote(a) end
   local errf = os.tmpname()
   local p = assert(io.popen(table.concat(words, " ") .. " 2>" .. errf .. "; echo \"exit=$?\"", "r"))

@@ -92,7 +92,7 @@ typedef struct track_state {
   e2b_req *list;     /* attach: finding the pid/tag */
   e2b_req *read;     /* a file read in flight */
   e2b_req *look;     /* gone.c's look at the control plane: is the sandbox gone? */
-  int looked;        /* a look found it there: none again until envd answers */
+  int64_t looked_ms; /* a look found it there then: the next no sooner than LOOK_GAP_MS later */
   int reading;       /* R_* of the read in flight */
   int64_t read_got;  /* bytes the read in flight gave so far */
   int streaming;     /* R_* bits of files whose last read gave STREAMING_READ */
@@ -238,18 +238,22 @@ static void arm(e2b_req *op, track_state *s, long ms) {
   s->park_timer = 0;
 }
 
-/* ---- a sandbox that may be gone: one look per failing spell ---- */
+/* ---- a sandbox that may be gone: a look a second while envd fails ---- */
 
-/* An envd failure that may be the sandbox's end starts one look at the
- * control plane (gone.c), not one per poll. 1 when the op ended (the
- * sandbox is known gone) or waits for the look. */
+/* A look may come before the kill it follows is known to the control plane
+ * (the stream is cut first): one more a second while envd keeps failing. */
+#define LOOK_GAP_MS 1000
+
+/* An envd failure that may be the sandbox's end starts a look at the
+ * control plane (gone.c), at most one a second, not one per poll. 1 when
+ * the op ended (the sandbox is known gone) or waits for the look. */
 static int look_if_dead(e2b_req *op, track_state *s, const e2b_error *err) {
   if (e2b_sbx_gone(s->sbx)) {
     fail(op, e2b_sbx_gone(s->sbx));
     return 1;
   }
   if (s->look) return 1;
-  if (s->looked || !e2b_envd_looks_dead(err)) return 0;
+  if ((s->looked_ms && e2b_now_ms() - s->looked_ms < LOOK_GAP_MS) || !e2b_envd_looks_dead(err)) return 0;
   s->look = e2b_op_child(op, e2b_sbx_explain(s->sbx, err));
   return s->look != NULL;
 }
@@ -264,7 +268,7 @@ static int look_step(e2b_req *op, track_state *s) {
   if (e2b_req_error(s->look)) said = *e2b_req_error(s->look);
   e2b_req_free(s->look);
   s->look = NULL;
-  s->looked = 1;
+  s->looked_ms = e2b_now_ms();
   if (said.code == E2B_ERR_NOT_FOUND || (!s->tracked && said.code)) {
     fail(op, &said);
     return 1;
@@ -411,7 +415,7 @@ static void stream_event(e2b_req *op, track_state *s, queued *n) {
       s->wover = 1;
   }
   s->last_contact_ms = e2b_now_ms();
-  s->looked = 0;
+  s->looked_ms = 0;
 }
 
 /* The command never started: report it as envd reports a Start it refuses. */
@@ -571,7 +575,7 @@ static int read_ended(e2b_req *op, track_state *s) {
     return -1;
   }
   s->last_contact_ms = e2b_now_ms();
-  s->looked = 0;
+  s->looked_ms = 0;
   if (absent) s->absent |= 1 << s->reading;
   /* read to its end: from here on the watch tells each growth */
   if (s->reading < R_EXIT && s->subscribed && e2b_outwatch_live(s->sbx)) s->told_all |= 1 << s->reading;
