@@ -159,10 +159,12 @@ describe("e2b-local's port proxy against a hostile upstream", function()
   end)
   teardown(h.cleanup)
 
-  -- curl to port of the sandbox through the port proxy: the status.
-  local function via_proxy(port, seconds)
-    return h.host(("curl -s -o /dev/null -w '%%{http_code}' --max-time %d -H %s %s/"):format(seconds,
-      h.shell_quote("Host: " .. sbx:host(port)), os.getenv("E2B_API_URL")))
+  -- curl to port of the sandbox through the port proxy, n callers at once
+  -- (default 1): their statuses.
+  local function via_proxy(port, seconds, n)
+    local one = ("curl -s -o /dev/null -w '%%{http_code}' --max-time %d -H %s %s/"):format(seconds,
+      h.shell_quote("Host: " .. sbx:host(port)), os.getenv("E2B_API_URL"))
+    return h.host(("for i in $(seq %d); do %s & done; wait"):format(n or 1, one))
   end
 
   it("refuses an endless response head with 502, its memory bounded", function()
@@ -179,7 +181,8 @@ describe("e2b-local's port proxy against a hostile upstream", function()
     via_proxy(8081, 1) -- warm: the first request's thread and connection
     e2b.sleep(500)
     local _, threads0, fds0 = usage(pid)
-    for _ = 1, 20 do via_proxy(8081, 1) end
+    -- 20 callers give up at once: each leaves its request to the proxy
+    assert.are.equal(string.rep("000", 20), via_proxy(8081, 1, 20))
     local threads, fds
     for _ = 1, 50 do
       _, threads, fds = usage(pid)
