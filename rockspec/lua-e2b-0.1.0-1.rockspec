@@ -60,7 +60,7 @@ build = {
 
 -- `luarocks test` after `luarocks make`: the specs of this checkout against
 -- a fresh e2b-local (scripts/rock_test.lua says which it uses). Arguments
--- after `--` go to busted, e.g. `luarocks test -- spec/client_spec.lua`.
+-- after `--` go to busted, e.g. `luarocks test -- spec/client/client_spec.lua`.
 test_dependencies = {
   "busted",
 }

@@ -1,20 +1,19 @@
 #!/bin/sh
 # Runs every test suite of lua-e2b and ends with one pass/fail count:
 #   1. C unit tests (ctest) of a warnings-as-errors build
-#   2. busted conformance specs, Lua 5.4, against an e2b-local this script
-#      starts and stops (e2b-local exec, free loopback port)
-#   3. the official E2B JS SDK against e2b-local, twice: npm e2b (2.51.0, v2
-#      create/connect routes) and the alias e2b-2.45 (npm:e2b@2.45.0, v1 routes)
+#   2. busted specs (spec/**), Lua 5.4, the tree's module against the tree's
+#      e2b-local (one e2b-local exec per spec file, three files at a time)
+#   3. the official E2B JS SDK (npm e2b 2.51.0, v2 routes) against e2b-local;
+#      its versions test drives the alias e2b-2.45 (npm:e2b@2.45.0, v1 routes)
 #   4. 1-3 again on a build with AddressSanitizer + UBSan
-#   5. the same busted specs against real E2B when E2B_LIVE=1 and E2B_API_KEY
-#      are set (reported as skipped otherwise)
+#   5. the busted specs against real E2B when E2B_LIVE=1 and E2B_API_KEY are
+#      set (reported as skipped otherwise)
 #   6. the binding built against LuaJIT 2.1's headers (warnings are errors),
-#      loaded by luajit and lua5.1; the busted specs again under LuaJIT
-#      (installed 5.1 rock, e2b.sched); the OpenResty suite (spec/ngx/*_test:
+#      loaded by luajit and lua5.1; the client's specs (spec/client, spec/ngx)
+#      again under LuaJIT (e2b.sched); the OpenResty suite (spec/ngx/*_test:
 #      nginx-light + lua module, e2b.ngx); `luarocks make` of a clean clone
 #      for Lua 5.4 and 5.1 into one temp tree (no fight over bin/e2b-local or
-#      bin/lua-e2b),
-#      `luarocks test`, `luarocks pack`
+#      bin/lua-e2b), `luarocks test`, `luarocks pack`
 #   7. libe2b for C: installed into a temp prefix, examples/c/quickstart.c
 #      built with pkg-config and with find_package(e2b), run against e2b-local
 #   8. luacheck over lua/, spec/, examples/, bench/, scripts/ (.luacheckrc),
@@ -22,7 +21,8 @@
 #      the HTML reference built by ldoc from lua/ without a warning
 #   9. the libFuzzer targets of fuzz/ (clang, ASan + UBSan), each replaying
 #      its seed corpus and then fuzzing for FUZZ_SECONDS (default 4)
-# Suites 1-3 use what scripts/setup.sh installed (the rock and e2b-local).
+# Every suite tests the tree; the rock scripts/setup.sh installed is what
+# the luarocks suite and the README's first command exercise.
 set -u
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -60,20 +60,38 @@ run_ctest() { # suite dir
   record "$1" $((all - failed)) "$failed"
 }
 
-run_busted() { # suite e2b-local-binary [env...]
+# Counts a TAP log (busted -o TAP) into a suite's pass/fail.
+record_tap() { # suite log
+  pass=$(grep -c '^ok ' "$2")
+  fail=$(grep -c '^not ok ' "$2")
+  if ! grep -q '^1\.\.' "$2"; then fail=$((fail + 1)); fi
+  [ "$fail" = 0 ] || grep -vE '^ok |^[0-9:.]+ e2b-local' "$2" | head -80
+  record "$1" "$pass" "$fail"
+}
+
+# Runs spec files SPEC_JOBS at a time (default 3), each under its own
+# e2b-local (a pass waits on sandboxes far more than it computes: about 90%
+# of its wall time is idle), the tree's module first on the paths; the
+# largest files (which tend to run longest) go first. One TAP log per file, one count per suite.
+run_busted() { # suite e2b-local-binary lua lua-path lua-cpath files... (env: SPEC_ENV)
   suite=$1
-  bin=$2
-  shift 2
-  log="$LOGS/busted-$(echo "$suite" | tr -c 'a-zA-Z0-9\n' '-').log"
-  if [ "$bin" = live ]; then
-    timeout 1800 env "$@" busted --lua=lua5.4 -o TAP spec >"$log" 2>&1
-  else
-    timeout 900 "$bin" exec -- env "$@" busted --lua=lua5.4 -o TAP spec >"$log" 2>&1
-  fi
-  pass=$(grep -c '^ok ' "$log")
-  fail=$(grep -c '^not ok ' "$log")
-  if ! grep -q '^1\.\.' "$log"; then fail=$((fail + 1)); fi
-  [ "$fail" = 0 ] || grep -vE '^ok |^[0-9:.]+ e2b-local' "$log" | head -80
+  dir="$LOGS/busted-$(echo "$suite" | tr -c 'a-zA-Z0-9\n' '-')"
+  rm -rf "$dir"
+  mkdir -p "$dir"
+  BIN=$2 LUA_BIN=$3 SPEC_LUA_PATH=$4 SPEC_LUA_CPATH=$5 DIR=$dir
+  export BIN LUA_BIN SPEC_LUA_PATH SPEC_LUA_CPATH DIR
+  shift 5
+  for f in "$@"; do echo "$(wc -c <"$f") $f"; done | sort -rn | cut -d' ' -f2 |
+    xargs -P "${SPEC_JOBS:-3}" -I{} sh -fc 'timeout 600 "$BIN" exec -- env LUA_PATH="$SPEC_LUA_PATH" \
+      LUA_CPATH="$SPEC_LUA_CPATH" ${SPEC_ENV:-} busted --lua="$LUA_BIN" -o TAP "$1" \
+      >"$DIR/$(echo "$1" | tr / -).log" 2>&1' _ {}
+  cat "$dir"/*.log >"$dir.log"
+  pass=$(cat "$dir"/*.log | grep -c '^ok ')
+  fail=$(cat "$dir"/*.log | grep -c '^not ok ')
+  for log in "$dir"/*.log; do
+    grep -q '^1\.\.' "$log" || { fail=$((fail + 1)); echo "no plan (crashed or timed out): $log"; tail -n 20 "$log"; }
+  done
+  [ "$fail" = 0 ] || grep -hvE '^ok |^[0-9:.]+ e2b-local' "$dir"/*.log | head -80
   record "$suite" "$pass" "$fail"
 }
 
@@ -171,22 +189,18 @@ else
   record "API reference (ldoc missing)" 0 1
 fi
 
-echo "== busted specs, Lua 5.4, installed rock, against e2b-local"
-run_busted "busted specs (Lua 5.4)" "$(command -v e2b-local)"
+# Every pass below tests the tree (lua/ and the builds here); the installed
+# rock is what the luarocks suite and the README's first command test.
+ALL_SPECS=$(find spec -name '*_spec.lua' | sort)
+echo "== busted specs, Lua 5.4, the tree, against its e2b-local"
+# shellcheck disable=SC2086
+run_busted "busted specs (Lua 5.4)" "$ROOT/build/emulator/e2b-local" lua5.4 \
+  "$ROOT/lua/?.lua;;" "$ROOT/build/lib/?.so;;" $ALL_SPECS
 
-echo "== official JS SDK e2b@$(node -p 'require("./spec/sdk/package.json").dependencies.e2b') against e2b-local"
-run_sdk "official SDK compatibility" "$(command -v e2b-local)"
-echo "== official JS SDK $(node -p 'require("./spec/sdk/package.json").dependencies["e2b-2.45"]') (v1 routes) against e2b-local"
-run_sdk "official SDK compatibility (e2b 2.45)" "$(command -v e2b-local)" e2b-2.45
-
-# Counts a TAP log (busted -o TAP) into a suite's pass/fail.
-record_tap() { # suite log
-  pass=$(grep -c '^ok ' "$2")
-  fail=$(grep -c '^not ok ' "$2")
-  if ! grep -q '^1\.\.' "$2"; then fail=$((fail + 1)); fi
-  [ "$fail" = 0 ] || grep -vE '^ok |^[0-9:.]+ e2b-local' "$2" | head -80
-  record "$1" "$pass" "$fail"
-}
+# One pass of the newer SDK: its versions test drives the older one (v1
+# routes) through create, connect, commands, files, pause, list and kill.
+echo "== official JS SDK e2b@$(node -p 'require("./spec/sdk/package.json").dependencies.e2b') (and 2.45's routes) against e2b-local"
+run_sdk "official SDK compatibility" "$ROOT/build/emulator/e2b-local"
 
 echo "== binding against LuaJIT 2.1's headers (warnings are errors)"
 if build "$ROOT/build-luajit" -DLUA_VERSION=5.1 -DE2B_BUILD_TESTS=OFF -DE2B_BUILD_EMULATOR=OFF; then
@@ -202,18 +216,23 @@ else
   record "binding for LuaJIT (build)" 0 1
 fi
 
-echo "== busted specs, LuaJIT, installed 5.1 rock (e2b.sched), against e2b-local"
+# What the interpreter can change is the client's: spec/client (and the
+# ngx adapter's behaviour) under LuaJIT; e2b-local's and E2B's rules do not
+# depend on the client's Lua and run once, above.
+echo "== busted specs of the client, LuaJIT, the tree (e2b.sched), against e2b-local"
 luajit_specs=""
 only54=""
-for f in spec/*_spec.lua spec/ngx/*_spec.lua; do
+for f in spec/client/*_spec.lua spec/ngx/*_spec.lua; do
   if luajit -bl "$f" >/dev/null 2>&1; then luajit_specs="$luajit_specs $f"; else only54="$only54 $f"; fi
 done
 [ -z "$only54" ] || echo "Lua 5.4-only syntax, run by the Lua 5.4 suites only:$only54"
-timeout 900 e2b-local exec -- busted --lua=luajit -o TAP $luajit_specs >"$LOGS/busted-luajit.log" 2>&1
-record_tap "busted specs (LuaJIT)" "$LOGS/busted-luajit.log"
+# shellcheck disable=SC2086
+run_busted "busted specs of the client (LuaJIT)" "$ROOT/build/emulator/e2b-local" luajit \
+  "$ROOT/lua/?.lua;;" "$ROOT/build-luajit/lib/?.so;;" $luajit_specs
 
-echo "== OpenResty: nginx-light + libnginx-mod-http-lua, e2b.ngx, installed 5.1 rock"
-timeout 900 e2b-local exec -- busted --lua=lua5.4 -o TAP --pattern=_test spec/ngx \
+echo "== OpenResty: nginx-light + libnginx-mod-http-lua, e2b.ngx, the tree"
+E2B_NGX_LUA_PATH="$ROOT/lua/?.lua;" E2B_NGX_LUA_CPATH="$ROOT/build-luajit/lib/?.so;" \
+  timeout 900 "$ROOT/build/emulator/e2b-local" exec -- busted --lua=lua5.4 -o TAP --pattern=_test spec/ngx \
   >"$LOGS/openresty.log" 2>&1
 record_tap "OpenResty (nginx + LuaJIT, e2b.ngx)" "$LOGS/openresty.log"
 
@@ -257,7 +276,7 @@ rock_check "lua-e2b runs from the 5.4 rock, lua-e2b-5.1 from the 5.1 rock" sh -c
 # and lua-cjson come from Debian, declared as provided (no registry).
 echo 'rocks_provided = { busted = "2.1.1-1", ["lua-cjson"] = "2.1.0-1" }' >"$rocks/config.lua"
 rock_check "luarocks test" sh -c "cd '$rocks/src' && LUAROCKS_CONFIG='$rocks/config.lua' timeout 300 \
-  luarocks --lua-version=5.4 --tree='$rocks/tree' test -- -o TAP spec/client_spec.lua"
+  luarocks --lua-version=5.4 --tree='$rocks/tree' test -- -o TAP spec/client/client_spec.lua"
 # Removing the 5.1 rock leaves the 5.4 rock's e2b-local working.
 rock_check "remove 5.1, e2b-local still runs" sh -c "luarocks --lua-version=5.1 --tree='$rocks/tree' \
   remove lua-e2b && '$rocks/tree/bin/e2b-local' --help && '$rocks/tree/bin/lua-e2b' --version &&
@@ -312,11 +331,10 @@ export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:halt_on_error=1:detect_stac
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 if build "$ROOT/build-asan" -DE2B_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug; then
   run_ctest "C unit tests (ASan+UBSan)" "$ROOT/build-asan"
-  run_busted "busted specs (ASan+UBSan)" "$ROOT/build-asan/emulator/e2b-local" \
-    LD_PRELOAD="$ASAN_LIB" ASAN_OPTIONS="$ASAN_OPTIONS" \
-    LUA_PATH="$ROOT/lua/?.lua;;" LUA_CPATH="$ROOT/build-asan/lib/?.so;;"
+  # shellcheck disable=SC2086
+  SPEC_ENV="LD_PRELOAD=$ASAN_LIB ASAN_OPTIONS=$ASAN_OPTIONS" run_busted "busted specs (ASan+UBSan)" \
+    "$ROOT/build-asan/emulator/e2b-local" lua5.4 "$ROOT/lua/?.lua;;" "$ROOT/build-asan/lib/?.so;;" $ALL_SPECS
   run_sdk "official SDK compatibility (ASan+UBSan)" "$ROOT/build-asan/emulator/e2b-local"
-  run_sdk "official SDK compatibility (e2b 2.45, ASan+UBSan)" "$ROOT/build-asan/emulator/e2b-local" e2b-2.45
 else
   tail -n 40 "$LOGS/build-asan-configure.log" "$LOGS/build-asan-build.log" 2>/dev/null
   record "ASan build" 0 1
@@ -324,7 +342,9 @@ fi
 
 if [ "${E2B_LIVE:-}" = 1 ] && [ -n "${E2B_API_KEY:-}" ]; then
   echo "== busted specs against real E2B"
-  run_busted "busted specs (live E2B)" live E2B_LIVE=1
+  log="$LOGS/busted-live.log"
+  E2B_LIVE=1 timeout 1800 busted --lua=lua5.4 -o TAP spec >"$log" 2>&1
+  record_tap "busted specs (live E2B)" "$log"
 else
   echo "== live E2B suite: skipped (set E2B_LIVE=1 and E2B_API_KEY to run it)"
 fi

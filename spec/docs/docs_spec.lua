@@ -6,7 +6,7 @@ local h = require("spec.helpers")
 local e2b = h.e2b
 
 -- Paths relative to the checkout, wherever busted was started.
-local root = debug.getinfo(1, "S").source:match("^@(.-)spec/docs_spec%.lua$") or ""
+local root = debug.getinfo(1, "S").source:match("^@(.-)spec/docs/docs_spec%.lua$") or ""
 
 local function slurp(path)
   local f = assert(io.open(root .. path, "rb"))
