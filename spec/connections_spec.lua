@@ -103,3 +103,86 @@ describe("e2b-local's counters", function()
     assert.are.equal("403", code)
   end)
 end)
+
+-- curl sends a request again by itself, on a fresh connection, when the
+-- reused one it went out on closes without an answer; a process Start or
+-- a create that the server may have carried out must never go twice. A
+-- rule that drops the first two such requests shows how many were sent.
+describe("a call that must not run twice, on a reused connection that closes with no answer", function()
+  after_each(function()
+    h.faults()
+    h.cleanup()
+  end)
+
+  local function remaining(match)
+    for _, r in ipairs(stats.get("/_e2b_local/faults").rules) do
+      if r.match == match then return r.remaining end
+    end
+  end
+
+  it("a process Start is sent once and fails as unavailable", function()
+    local sbx = h.sandbox()
+    assert(sbx:run("true")) -- its connection is now in the pool
+    local match = "POST envd:/process.Process/Start"
+    h.faults({ { match = match, action = "drop", count = 2 } })
+    local r, err = sbx:run("true", { keep_output = false })
+    assert.is_nil(r)
+    assert.are.equal("unavailable", err.kind, tostring(err))
+    assert.are.equal(1, remaining(match), "the Start was sent again")
+  end)
+
+  it("a create is sent once and fails as unavailable", function()
+    local c = h.client()
+    assert(c:list()) -- a control-plane connection is now in the pool
+    local match = "POST /v2/sandboxes"
+    h.faults({ { match = match, action = "drop", count = 2 } })
+    local sbx, err = c:create{}
+    assert.is_nil(sbx)
+    assert.are.equal("unavailable", err.kind, tostring(err))
+    assert.are.equal(1, remaining(match), "the create was sent again")
+  end)
+end)
+
+-- --latency: e2b-local answers as a server that far away would, so what a
+-- client's connection churn costs shows on loopback. Only lower bounds are
+-- asserted (a loaded machine is slower, never faster).
+describe("e2b-local --latency MS", function()
+  it("delays each answer by MS and a new connection's set-up by MS more, 2*MS over HTTPS", function()
+    local L = 200
+    local vars, stop = h.serve_local("--latency " .. L)
+    local ok, err = pcall(function()
+      assert(vars.E2B_DOMAIN, "the second server did not start")
+      local fmt = "'%{num_connects} %{time_connect} %{time_appconnect} %{time_total}\\n'"
+      local function timings(url, extra)
+        local out = h.host(("curl -s %s -o /dev/null -o /dev/null -w %s '%s' '%s'")
+          :format(extra or "", fmt, url, url))
+        local rows = {}
+        for n, tc, ta, tt in out:gmatch("(%d+) ([%d.]+) ([%d.]+) ([%d.]+)") do
+          rows[#rows + 1] = { n = tonumber(n), connect = tonumber(tc) * 1000, tls = tonumber(ta) * 1000,
+                              total = tonumber(tt) * 1000 }
+        end
+        assert(#rows == 2, out)
+        return rows
+      end
+      local https = timings(("https://api.%s/sandboxes"):format(vars.E2B_DOMAIN), "--cacert " .. vars.E2B_CA_FILE)
+      assert.are.equal(1, https[1].n)
+      assert.is_true(https[1].tls >= 2 * L, "the TLS handshake took " .. https[1].tls .. " ms")
+      assert.is_true(https[1].total >= 3 * L, "the first answer took " .. https[1].total .. " ms")
+      assert.are.equal(0, https[2].n, "the second request reused the connection")
+      assert.is_true(https[2].total >= L, "the second answer took " .. https[2].total .. " ms")
+      local plain = timings(vars.E2B_API_URL .. "/sandboxes")
+      assert.is_true(plain[1].total >= 2 * L, "the first plain answer took " .. plain[1].total .. " ms")
+      assert.are.equal(0, plain[2].n)
+      assert.is_true(plain[2].total >= L, "the second plain answer took " .. plain[2].total .. " ms")
+    end)
+    stop()
+    assert(ok, err)
+  end)
+
+  it("refuses a latency it cannot honour, naming the option", function()
+    local out = h.host(("%s serve --latency 10001 2>&1; %s serve --latency x 2>&1")
+      :format(h.shell_quote(h.e2b_local_bin()), h.shell_quote(h.e2b_local_bin())))
+    local _, n = out:gsub("invalid %-%-latency", "")
+    assert.are.equal(2, n, out)
+  end)
+end)

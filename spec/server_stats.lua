@@ -7,7 +7,9 @@
 -- helpers (an HTTPS-only client) can require it too.
 local M = {}
 
-function M.read(url, token)
+-- get(path, url, token) -> the decoded answer of an admin GET (path
+-- "/_e2b_local/faults": the fault rules, with what is left of each count).
+function M.get(path, url, token)
   url = url or os.getenv("E2B_API_URL")
   token = token or os.getenv("E2B_LOCAL_ADMIN_TOKEN")
   assert(url and token, "the server's counters need e2b-local (E2B_API_URL, E2B_LOCAL_ADMIN_TOKEN)")
@@ -16,12 +18,16 @@ function M.read(url, token)
   local f = assert(io.open(header, "w"))
   f:write("X-Admin-Token: ", token, "\n")
   f:close()
-  local p = assert(io.popen(("env -u LD_PRELOAD curl -sf -H @%s '%s/_e2b_local/stats'"):format(header, url)))
+  local p = assert(io.popen(("env -u LD_PRELOAD curl -sf -H @%s '%s%s'"):format(header, url, path)))
   local body = p:read("a")
   p:close()
   os.remove(header)
   assert(body ~= "", "the stats call failed")
   return require("cjson").decode(body)
+end
+
+function M.read(url, token)
+  return M.get("/_e2b_local/stats", url, token)
 end
 
 return M
