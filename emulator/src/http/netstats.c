@@ -16,10 +16,9 @@ typedef struct counters {
 static counters g_stats[2];
 static int g_latency_ms;
 
-/* One per connection (MHD's socket context): which listener it came in
- * on and whether a request was seen on it yet. */
+/* One per connection (MHD's socket context): whether its handshake is
+ * counted and how many requests came on it. */
 typedef struct conn_ctx {
-  int which;
   int handshake_counted;
   uint64_t requests;
 } conn_ctx;
@@ -63,7 +62,6 @@ void netstats_connection(int which, struct MHD_Connection *c, void **socket_cont
                          enum MHD_ConnectionNotificationCode code) {
   if (code == MHD_CONNECTION_NOTIFY_STARTED) {
     conn_ctx *cc = xcalloc(1, sizeof *cc);
-    cc->which = which;
     *socket_context = cc;
     add(&g_stats[which].connections, 1);
     add(&g_stats[which].open, 1);
