@@ -83,9 +83,8 @@ e2b_req *e2b_control(e2b_client *c, const char *op, const char *method, const ch
   req->parse = parse;
   req->idempotent = idempotent;
   /* curl silently repeats a request whose reused connection closed before
-   * any answer; a call that allocates must never be repeated, so it gets a
-   * connection of its own. */
-  if (!idempotent && strcmp(method, "POST") == 0) curl_easy_setopt(req->easy, CURLOPT_FRESH_CONNECT, 1L);
+   * any answer; a call that allocates must never be repeated. */
+  if (!idempotent && strcmp(method, "POST") == 0) e2b_req_no_replay(req);
   int rc = e2b_client_prepare_control(c, req, method, path, body, err);
   json_decref(body);
   if (rc != 0) {

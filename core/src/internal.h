@@ -183,6 +183,11 @@ struct e2b_req {
   int64_t timer_at_ms; /* 0: not armed */
   /* retries (transfers) */
   int idempotent;      /* may be repeated after any retryable failure */
+  int sends;           /* e2b_req_no_replay: this attempt's sends so far (curl's pre-request calls) */
+  int replay_refused;  /* curl wanted to send it again: refused */
+  int proc_ended;      /* a process stream whose end event arrived */
+  queued *held_end;    /* that end event, held until the body ends (transfer.c) */
+  int lingering;       /* released, finishing its body unattended (e2b_req_release) */
   int attempts;
   int waiting_retry;
   int queued;          /* waiting for a control-plane slot */
@@ -319,9 +324,21 @@ int e2b_req_start(e2b_req *req, e2b_error *err); /* adds to the multi; frees req
  * constructor returns through it. NULL passes through. */
 e2b_req *e2b_req_typed(e2b_req *req, e2b_result_kind kind);
 void e2b_req_fail(e2b_req *req, const e2b_error *err);
+/* Frees req, except a process stream whose end event arrived while its
+ * body is still open: only the end-of-stream message and the body's last
+ * bytes are to come, so it finishes unattended (at most LINGER_MS) and its
+ * connection goes back to the pool instead of being closed under it. What
+ * composites call on their children. */
+void e2b_req_release(e2b_req *req);
 /* Marks req as a unary call of c: each attempt is capped by request_timeout_ms
  * and all of them together (with backoff) by budget_ms. */
 void e2b_req_set_unary(e2b_req *req, const e2b_client *c);
+/* A request that must never reach the server twice (a process's Start, a
+ * create): it keeps the connection reuse every other call has, but when a
+ * reused connection turns out closed with no answer, curl's own silent
+ * second send (on a fresh connection) is refused and the call fails with
+ * kind unavailable, as if that connection had died under it. */
+void e2b_req_no_replay(e2b_req *req);
 /* The req_parse_fn of calls whose 2xx body carries nothing to keep. */
 int e2b_parse_nothing(e2b_req *req, json_t *body, e2b_error *err);
 int e2b_growbuf_append(growbuf *b, const void *data, size_t len);

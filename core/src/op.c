@@ -19,7 +19,7 @@ static void *at(void *state, size_t offset) { return (char *)state + offset; }
 static void free_fanouts(void *s, const size_t *list) {
   for (const size_t *f = list; f && *f != E2B_FIELDS_END; f += 2) {
     e2b_req **reqs = *(e2b_req ***)at(s, f[0]);
-    for (size_t i = 0, n = *(size_t *)at(s, f[1]); i < n; i++) e2b_req_free(reqs[i]);
+    for (size_t i = 0, n = *(size_t *)at(s, f[1]); i < n; i++) e2b_req_release(reqs[i]);
     free(reqs);
   }
 }
@@ -29,7 +29,7 @@ static void op_state_free(e2b_req *op) {
   const e2b_op_kind *k = op->kind;
   void *s = op->state;
   if (k->release) k->release(s);
-  for (const size_t *f = k->children; f && *f != E2B_FIELDS_END; f++) e2b_req_free(*(e2b_req **)at(s, *f));
+  for (const size_t *f = k->children; f && *f != E2B_FIELDS_END; f++) e2b_req_release(*(e2b_req **)at(s, *f));
   free_fanouts(s, k->fanouts);
   for (const size_t *f = k->kvs; f && *f != E2B_FIELDS_END; f += 2)
     e2b_kv_free(*(e2b_kv **)at(s, f[0]), *(size_t *)at(s, f[1]));

@@ -145,8 +145,8 @@ int e2b_sbx_prepare_rpc(e2b_sbx *s, e2b_req *req, const char *method_path, const
     text = env;
     len += E2B_ENV_HEADER_SIZE;
     req->mode = BODY_EVENTS;
-    /* A repeated Start would start a second process (see e2b_control). */
-    curl_easy_setopt(req->easy, CURLOPT_FRESH_CONNECT, 1L);
+    /* A repeated Start would start a second process: never sent twice. */
+    e2b_req_no_replay(req);
   } else {
     e2b_req_set_unary(req, s->client);
   }

@@ -163,6 +163,8 @@ static void free_queue(e2b_req *req) {
   }
   req->queue_head = req->queue_tail = NULL;
   req->queued_bytes = 0;
+  free(req->held_end);
+  req->held_end = NULL;
   free(req->current);
   req->current = NULL;
   free_spare_chunks(req);
@@ -257,8 +259,27 @@ void e2b_req_autofree(e2b_req *req) {
   if (req->done) e2b_req_mark_dirty(req); /* the next round frees it */
 }
 
+static void release_end(e2b_req *req);
+
+/* How long a finished process's stream may take to end its body once
+ * nobody reads it (e2b_req_release). */
+#define LINGER_MS 2000
+
+void e2b_req_release(e2b_req *req) {
+  if (!req) return;
+  if (!req->added || req->done || req->autofree || req->mode != BODY_EVENTS || !req->proc_ended) {
+    e2b_req_free(req);
+    return;
+  }
+  req->parent = NULL;
+  req->lingering = 1;
+  e2b_req_autofree(req);
+  e2b_req_arm_timer(req, LINGER_MS);
+}
+
 void e2b_req_fail(e2b_req *req, const e2b_error *err) {
   if (req->done) return;
+  release_end(req);
   req->err = *err;
   if (!req->err.op[0]) snprintf(req->err.op, sizeof req->err.op, "%s", req->op);
   req->done = 1;
@@ -318,7 +339,7 @@ static int is_ok_status(const e2b_req *req) {
   return req->status >= req->ok_status_min && req->status <= req->ok_status_max;
 }
 
-static void push_queued(e2b_req *req, queued *node) {
+static void enqueue(e2b_req *req, queued *node) {
   if (req->queue_tail)
     req->queue_tail->next = node;
   else
@@ -326,6 +347,33 @@ static void push_queued(e2b_req *req, queued *node) {
   req->queue_tail = node;
   req->queued_bytes += node->len;
   e2b_req_mark_dirty(req);
+}
+
+/* A process's end event is handed on once its stream's body has ended too
+ * (the end-of-stream message and the body's last bytes follow it at
+ * once), or END_HOLD_MS after it at the latest: a caller that starts its
+ * next command on seeing the end then finds this connection free again,
+ * rather than opening another while this one finishes. */
+#define END_HOLD_MS 200
+
+static void push_queued(e2b_req *req, queued *node) {
+  if (req->mode == BODY_EVENTS && !req->advance && node->ev.type == E2B_EVENT_END && !req->done) {
+    req->proc_ended = 1;
+    if (!req->held_end) {
+      req->held_end = node;
+      e2b_req_arm_timer(req, END_HOLD_MS);
+      return;
+    }
+  }
+  enqueue(req, node);
+}
+
+/* The held end event goes to the reader now. */
+static void release_end(e2b_req *req) {
+  queued *node = req->held_end;
+  if (!node) return;
+  req->held_end = NULL;
+  enqueue(req, node);
 }
 
 static void fail_protocol(e2b_req *req, const char *what) {
@@ -515,6 +563,25 @@ void e2b_req_set_unary(e2b_req *req, const e2b_client *c) {
   curl_easy_setopt(req->easy, CURLOPT_TIMEOUT_MS, c->request_timeout_ms);
 }
 
+/* curl calls this before each send of the request, its own repeats on a
+ * fresh connection included (when a reused one closed with no answer). */
+static int on_prereq(void *cls, char *conn_primary_ip, char *conn_local_ip, int conn_primary_port,
+                     int conn_local_port) {
+  (void)conn_primary_ip;
+  (void)conn_local_ip;
+  (void)conn_primary_port;
+  (void)conn_local_port;
+  e2b_req *req = cls;
+  if (req->sends++ == 0) return CURL_PREREQFUNC_OK;
+  req->replay_refused = 1;
+  return CURL_PREREQFUNC_ABORT;
+}
+
+void e2b_req_no_replay(e2b_req *req) {
+  curl_easy_setopt(req->easy, CURLOPT_PREREQFUNCTION, on_prereq);
+  curl_easy_setopt(req->easy, CURLOPT_PREREQDATA, req);
+}
+
 static void budget_spent(e2b_req *req) {
   const e2b_client *c = req_client(req);
   e2b_err_set(&req->err, E2B_ERR_TIMEOUT, req->op,
@@ -594,12 +661,17 @@ static void retry_now(e2b_req *req) {
 
 static void complete(e2b_req *req, CURLcode rc) {
   if (req->done) return;
+  release_end(req);
   if (req->client) release_slot(req);
   if (req->err.code == E2B_OK) {
     long code = 0;
     curl_easy_getinfo(req->easy, CURLINFO_RESPONSE_CODE, &code);
     if (code) req->status = (int)code;
-    if (rc != CURLE_OK) {
+    if (rc == CURLE_ABORTED_BY_CALLBACK && req->replay_refused) {
+      e2b_err_set(&req->err, E2B_ERR_UNAVAILABLE, req->op,
+                  "the connection closed before any answer; the request is not sent again, as the "
+                  "server may have carried it out");
+    } else if (rc != CURLE_OK) {
       e2b_err_from_curl(&req->err, rc, req->op, req->curl_error);
       if (rc == CURLE_OPERATION_TIMEDOUT) name_budget(req);
     } else if (!is_ok_status(req)) {
@@ -626,8 +698,12 @@ static void on_timer(e2b_req *req) {
     retry_now(req);
   else if (req->advance)
     e2b_req_mark_dirty(req); /* composites advance on their timer */
-  else
+  else if (req->lingering)
+    e2b_req_fail(req, &(e2b_error){.code = E2B_ERR_TIMEOUT}); /* its connection is closed with it */
+  else {
+    release_end(req); /* if held: the body still has not ended, the idle check takes over */
     idle_check(req);
+  }
 }
 
 /* What the loop calls back: it knows requests only through this table. */
@@ -657,6 +733,8 @@ static void start_transfer(e2b_req *req) {
     return;
   }
   req->attempts++;
+  req->sends = 0;
+  req->replay_refused = 0;
   if (req->idle_ms) {
     req->last_byte_ms = e2b_now_ms();
     e2b_req_arm_timer(req, req->idle_ms);

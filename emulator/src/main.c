@@ -17,6 +17,7 @@
 #include "egress.h"
 #include "guard.h"
 #include "log.h"
+#include "netstats.h"
 #include "proc.h"
 #include "runtime.h"
 #include "sandbox.h"
@@ -48,6 +49,7 @@ typedef struct options {
   const char *api;            /* --api live | self-hosted | self-hosted-no-connect */
   const char *envd_version;   /* --envd-version: the envd sandboxes report and act as */
   long sandbox_pids;          /* all sandboxes' processes and threads; 0: the default */
+  int latency_ms;             /* --latency: a remote service's delay (netstats.h) */
   int no_isolation, no_freezer, log_requests;
   char **cmd; /* exec */
 } options;
@@ -103,6 +105,10 @@ static void usage(FILE *f) {
           "                       as: what envd gained after V is refused or ignored as\n"
           "                       envd V does (default: E2B_LOCAL_ENVD_VERSION, else\n"
           "                       " ENVD_VERSION_CURRENT ")\n"
+          "  --latency MS         answer as a server MS milliseconds of round trip away\n"
+          "                       would: each answer waits MS, and a new connection MS\n"
+          "                       more (2*MS over HTTPS: TCP, then the TLS handshake);\n"
+          "                       0 to 10000, default 0\n"
           "  --log-requests       log one line per request: method, path, status, time\n"
           "                       (never a query string, key or token)\n"
           "  --egress-ca-file FILE\n"
@@ -232,6 +238,14 @@ static int parse_args(int argc, char **argv, int exec_mode, options *o) {
         return -1;
       }
       o->sandbox_pids = n;
+    } else if (strcmp(a, "--latency") == 0 && has_val) {
+      char *end;
+      long ms = strtol(argv[++i], &end, 10);
+      if (!*argv[i] || *end || ms < 0 || ms > 10000) {
+        fprintf(stderr, "e2b-local: invalid --latency '%s' (expected 0 to 10000 milliseconds)\n", argv[i]);
+        return -1;
+      }
+      o->latency_ms = (int)ms;
     } else if (strcmp(a, "--version") == 0) {
       version();
       exit(0);
@@ -436,6 +450,7 @@ static int start_all(const options *o, running *run) {
   if (!(run->api_key = choose_api_key(o, run->state_is_temp ? NULL : run->state_dir))) return -1;
   g_server.api_key = run->api_key;
   g_server.log_requests = o->log_requests;
+  netstats_set_latency(o->latency_ms);
   g_server.self_hosted = api_mode(o);
   if (o->admin_token && *o->admin_token) {
     run->admin_token = xstrdup(o->admin_token);

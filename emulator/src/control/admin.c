@@ -1,5 +1,6 @@
 /* admin.c — e2b-local's own admin API on the main listener (loopback peers
- * with X-Admin-Token only): fault injection rules. */
+ * with X-Admin-Token only): fault injection rules, and what clients cost
+ * the server (connections, TLS handshakes, requests: netstats.h). */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -8,6 +9,7 @@
 
 #include "codec.h"
 #include "faults.h"
+#include "netstats.h"
 #include "server.h"
 
 const char *connect_code_for_status(int status) {
@@ -61,6 +63,8 @@ static enum MHD_Result h_faults_delete(http_req *r) {
   return http_json(r->conn, 200, json_pack("{s:[]}", "rules"));
 }
 
+static enum MHD_Result h_stats_get(http_req *r) { return http_json(r->conn, 200, netstats_json()); }
+
 static enum MHD_Result h_method(http_req *r) {
   return http_error(r->conn, 405, "method %s not allowed on %s", r->method, r->url);
 }
@@ -71,6 +75,10 @@ void admin_route(http_req *r) {
       !e2b_secure_streq(tok, g_server.admin_token)) {
     r->early_status = 403;
     snprintf(r->early_msg, sizeof r->early_msg, "the admin API needs a loopback peer and a valid X-Admin-Token");
+    return;
+  }
+  if (strcmp(r->url, "/_e2b_local/stats") == 0) {
+    r->on_complete = strcmp(r->method, "GET") == 0 ? h_stats_get : h_method;
     return;
   }
   if (strcmp(r->url, "/_e2b_local/faults") != 0) return; /* 404 */

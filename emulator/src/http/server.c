@@ -18,6 +18,7 @@
 #include "faults.h"
 #include "ports.h"
 #include "log.h"
+#include "netstats.h"
 #include "sandbox.h"
 #include "selfconn.h"
 
@@ -192,10 +193,10 @@ static void free_req(http_req *r) {
 static enum MHD_Result serve_request(void *cls, struct MHD_Connection *conn, const char *url,
                                   const char *method, const char *version, const char *data,
                                   size_t *size, void **con_cls) {
-  (void)cls;
   (void)version;
   http_req *r = *con_cls;
   if (!r) {
+    netstats_request(*(const int *)cls, conn);
     r = xcalloc(1, sizeof *r);
     r->started_ms = mono_ms();
     r->conn = conn;
@@ -327,11 +328,7 @@ static void mhd_log(void *cls, const char *fmt, va_list ap) {
  * is a sandbox, and is cut before the handshake (egress.c keeps sandboxes
  * off the plain listener). When that cannot be told, the connection is
  * refused too: never let a sandbox in by doubt. */
-static void on_tls_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
-                              enum MHD_ConnectionNotificationCode code) {
-  (void)cls;
-  (void)socket_context;
-  if (code != MHD_CONNECTION_NOTIFY_STARTED) return;
+static void refuse_sandbox(struct MHD_Connection *conn) {
   const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
   if (!ci) return;
   int ours = selfconn_peer_is_ours(ci->connect_fd);
@@ -345,9 +342,21 @@ static void on_tls_connection(void *cls, struct MHD_Connection *conn, void **soc
   shutdown(ci->connect_fd, SHUT_RDWR);
 }
 
+/* Every connection is counted (netstats.h); on the HTTPS listener, one
+ * from a sandbox is cut first. */
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code) {
+  int which = *(const int *)cls;
+  if (which == LISTENER_HTTPS && code == MHD_CONNECTION_NOTIFY_STARTED) refuse_sandbox(conn);
+  netstats_connection(which, conn, socket_context, code);
+}
+
+static const int LISTENER_IDS[2] = {LISTENER_HTTP, LISTENER_HTTPS};
+
 /* The listener's options; with tls, MHD (GnuTLS) serves HTTPS with that
  * in-memory certificate and key. */
 static struct MHD_Daemon *start_daemon(const struct sockaddr_in *sa, const tls_leaf *tls) {
+  const int *listener = &LISTENER_IDS[tls ? LISTENER_HTTPS : LISTENER_HTTP];
   struct MHD_OptionItem opts[] = {
       {MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)mhd_log, NULL},
       {MHD_OPTION_SOCK_ADDR, 0, (void *)sa},
@@ -356,7 +365,7 @@ static struct MHD_Daemon *start_daemon(const struct sockaddr_in *sa, const tls_l
       {MHD_OPTION_CONNECTION_TIMEOUT, 600, NULL},
       {MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024, NULL},
       {MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, NULL},
-      {tls ? MHD_OPTION_NOTIFY_CONNECTION : MHD_OPTION_END, (intptr_t)on_tls_connection, NULL},
+      {MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)on_connection, (void *)listener},
       {tls ? MHD_OPTION_HTTPS_MEM_KEY : MHD_OPTION_END, 0, tls ? tls->key_pem : NULL},
       {tls ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, 0, tls ? tls->cert_pem : NULL},
       {MHD_OPTION_END, 0, NULL},
@@ -365,7 +374,8 @@ static struct MHD_Daemon *start_daemon(const struct sockaddr_in *sa, const tls_l
    * from its access handler, on the connection's own thread. */
   unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG |
                    MHD_ALLOW_UPGRADE | (tls ? MHD_USE_TLS : 0);
-  return MHD_start_daemon(flags, 0, NULL, NULL, on_request, NULL, MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
+  return MHD_start_daemon(flags, 0, NULL, NULL, on_request, (void *)listener, MHD_OPTION_ARRAY, opts,
+                          MHD_OPTION_END);
 }
 
 server *server_start(const char *host, uint16_t port, const tls_leaf *tls) {

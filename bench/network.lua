@@ -1,0 +1,44 @@
+-- bench/network.lua: lua-e2b's side of bench/network.sh. Over HTTPS (only
+-- E2B_DOMAIN, E2B_API_KEY and E2B_CA_FILE), against an e2b-local started
+-- with --latency, prints one line per operation:
+--   <op> <wall ms per op> <requests per op> <new connections per op> <TLS handshakes per op>
+-- as e2b-local's HTTPS listener counted them (GET /_e2b_local/stats on its
+-- plain listener: STATS_URL, E2B_LOCAL_ADMIN_TOKEN). R (arg 1, default 5)
+-- repetitions of each; "concurrent_20" is one batch of 20 runs at once.
+local e2b = require("e2b")
+local core = require("e2b.core")
+local stats = require("spec.server_stats")
+
+local R = tonumber(arg[1]) or 5
+local url, token = assert(os.getenv("STATS_URL")), assert(os.getenv("E2B_LOCAL_ADMIN_TOKEN"))
+
+local function measure(name, reps, fn)
+  local before = stats.read(url, token).https
+  local t0 = core.clock_ms()
+  for i = 1, reps do fn(i) end
+  local wall = core.clock_ms() - t0
+  local after = stats.read(url, token).https
+  local per = reps
+  if name == "concurrent_20" then per = 1 end
+  print(("%s %.1f %.2f %.2f %.2f"):format(name, wall / per, (after.requests - before.requests) / per,
+    (after.connections - before.connections) / per, (after.tls_handshakes - before.tls_handshakes) / per))
+end
+
+local client = assert(e2b.client{})
+assert(client.api_url:match("^https://"), "run over HTTPS: unset E2B_API_URL and E2B_SANDBOX_URL")
+local boxes = {}
+measure("create", R, function(i) boxes[i] = assert(client:create{ timeout_ms = 600000 }) end)
+local sbx = boxes[1]
+assert(sbx:run("true")) -- the warm-up: a steady client is what is measured
+measure("run_true", R * 4, function() assert(assert(sbx:run("true")).exit_code == 0) end)
+local mb = string.rep("\0\1\2\3\255", 1048576 // 5 + 1):sub(1, 1048576)
+measure("write_1mb", R, function() assert(sbx.files:write("/tmp/bench_1mb", mb)) end)
+measure("read_1mb", R, function() assert(#assert(sbx.files:read("/tmp/bench_1mb")) == #mb) end)
+measure("concurrent_20", 1, function()
+  e2b.run(function()
+    local tasks = {}
+    for i = 1, 20 do tasks[i] = e2b.spawn(function() return assert(sbx:run("true")) end) end
+    for i = 1, 20 do tasks[i]:wait() end
+  end)
+end)
+measure("kill", R, function(i) assert(boxes[i]:kill()) end)

@@ -1,0 +1,188 @@
+-- Connections are reused: over a real network each new connection costs a
+-- TCP round trip, and over HTTPS a TLS handshake more, on every call that
+-- opens one. Counted by e2b-local itself (GET /_e2b_local/stats), after a
+-- warm-up, a steady stream of calls on one sandbox opens no new connection:
+-- runs (kept output, the default, and unkept), a spawned process's stream,
+-- files written and read back, and control-plane calls; over plain HTTP and
+-- over HTTPS (the SDKs' own URL shapes).
+local h = require("spec.helpers")
+local stats = require("spec.server_stats")
+
+if h.live then return end
+
+local N = 12
+
+-- The workload, run by the client `c` on sandbox `sbx`: one round of it
+-- per call. `what` picks it.
+local WORKLOAD = [[
+  local what, c, sbx = ...
+  if what == "run" then assert(sbx:run("true"))
+  elseif what == "unkept" then assert(sbx:run("true", { keep_output = false }))
+  elseif what == "spawn" then
+    local p = assert(sbx:spawn("echo one; echo two"))
+    local got = {}
+    for line in p:lines() do got[#got + 1] = line end
+    assert(#got == 2, "the stream lost lines")
+    assert(p:wait())
+  elseif what == "files" then
+    assert(sbx.files:write("/home/user/f", "\0bytes\255"))
+    assert(assert(sbx.files:read("/home/user/f")) == "\0bytes\255")
+  elseif what == "control" then
+    assert(sbx:info())
+    assert(sbx:set_timeout(300000))
+    assert(c:list())
+  end
+]]
+
+-- new connections (and TLS handshakes) while `n` rounds of `what` run
+-- after two warm-up rounds, on a fresh client; over HTTPS with `https`.
+-- Runs in a fresh interpreter so that the HTTPS client has only the
+-- domain and the CA, as `e2b-local exec` hands them to the SDKs.
+local function cost(what, n, https)
+  local code = ([[
+    local stats = require("spec.server_stats")
+    local url, token = os.getenv("STATS_URL"), os.getenv("STATS_TOKEN")
+    local round = load(%q)
+    local e2b = require("e2b")
+    local c = assert(e2b.client{})
+    local sbx = assert(c:create{})
+    for _ = 1, 2 do round(%q, c, sbx) end
+    local before = stats.read(url, token)
+    for _ = 1, %d do round(%q, c, sbx) end
+    local after = stats.read(url, token)
+    assert(sbx:kill())
+    local l = %q
+    io.write(after[l].connections - before[l].connections - (l == "http" and 1 or 0), " ",
+             (after.https.tls_handshakes - before.https.tls_handshakes), " ",
+             after[l].requests - before[l].requests - (l == "http" and 1 or 0))
+  ]]):format(WORKLOAD, what, n, what, https and "https" or "http")
+  local env = { STATS_URL = os.getenv("E2B_API_URL"), STATS_TOKEN = os.getenv("E2B_LOCAL_ADMIN_TOKEN") }
+  if https then
+    for _, k in ipairs({ "E2B_DOMAIN", "E2B_API_KEY", "E2B_CA_FILE" }) do env[k] = os.getenv(k) end
+  end
+  local out = h.fresh_lua(code, { bare = https, env = env })
+  local conns, handshakes, requests = out:match("^(%-?%d+) (%-?%d+) (%-?%d+)$")
+  assert(conns, "the workload failed: " .. out)
+  return tonumber(conns), tonumber(handshakes), tonumber(requests)
+end
+
+for _, https in ipairs({ false, true }) do
+  local over = https and "over HTTPS" or "over plain HTTP"
+  describe("connection reuse " .. over, function()
+    for _, what in ipairs({ "run", "unkept", "spawn", "files", "control" }) do
+      it(("%d rounds of %s after a warm-up open no new connection %s"):format(N, what, over), function()
+        local conns, handshakes, requests = cost(what, N, https)
+        assert.is_true(requests >= N, "the workload reached the server: " .. requests .. " requests")
+        assert.are.equal(0, conns, ("%d new connections for %d requests"):format(conns, requests))
+        assert.are.equal(0, handshakes, "TLS handshakes")
+      end)
+    end
+  end)
+end
+
+describe("e2b-local's counters", function()
+  it("count each new connection, its TLS handshake and its requests, per listener", function()
+    local before = stats.read()
+    local ca, domain = os.getenv("E2B_CA_FILE"), os.getenv("E2B_DOMAIN")
+    local out = h.host(("curl -s --cacert %s -o /dev/null -o /dev/null -w '%%{num_connects} ' " ..
+      "https://api.%s/sandboxes https://api.%s/sandboxes; curl -s --cacert %s -o /dev/null " ..
+      "-w '%%{num_connects}' https://api.%s/sandboxes"):format(ca, domain, domain, ca, domain))
+    local after = stats.read()
+    assert.are.equal("1 0 1", out)
+    -- one curl asked twice on one connection, a second once on its own
+    assert.are.equal(2, after.https.connections - before.https.connections)
+    assert.are.equal(2, after.https.tls_handshakes - before.https.tls_handshakes)
+    assert.are.equal(3, after.https.requests - before.https.requests)
+    -- the second read is one connection and one request on the plain listener
+    assert.are.equal(1, after.http.connections - before.http.connections)
+    assert.are.equal(1, after.http.requests - before.http.requests)
+  end)
+
+  it("are the admin API's: refused without its token", function()
+    local code = h.host(("curl -s -o /dev/null -w '%%{http_code}' '%s/_e2b_local/stats'"):format(os.getenv("E2B_API_URL")))
+    assert.are.equal("403", code)
+  end)
+end)
+
+-- curl sends a request again by itself, on a fresh connection, when the
+-- reused one it went out on closes without an answer; a process Start or
+-- a create that the server may have carried out must never go twice. A
+-- rule that drops the first two such requests shows how many were sent.
+describe("a call that must not run twice, on a reused connection that closes with no answer", function()
+  after_each(function()
+    h.faults()
+    h.cleanup()
+  end)
+
+  local function remaining(match)
+    for _, r in ipairs(stats.get("/_e2b_local/faults").rules) do
+      if r.match == match then return r.remaining end
+    end
+  end
+
+  it("a process Start is sent once and fails as unavailable", function()
+    local sbx = h.sandbox()
+    assert(sbx:run("true")) -- its connection is now in the pool
+    local match = "POST envd:/process.Process/Start"
+    h.faults({ { match = match, action = "drop", count = 2 } })
+    local r, err = sbx:run("true", { keep_output = false })
+    assert.is_nil(r)
+    assert.are.equal("unavailable", err.kind, tostring(err))
+    assert.are.equal(1, remaining(match), "the Start was sent again")
+  end)
+
+  it("a create is sent once and fails as unavailable", function()
+    local c = h.client()
+    assert(c:list()) -- a control-plane connection is now in the pool
+    local match = "POST /v2/sandboxes"
+    h.faults({ { match = match, action = "drop", count = 2 } })
+    local sbx, err = c:create{}
+    assert.is_nil(sbx)
+    assert.are.equal("unavailable", err.kind, tostring(err))
+    assert.are.equal(1, remaining(match), "the create was sent again")
+  end)
+end)
+
+-- --latency: e2b-local answers as a server that far away would, so what a
+-- client's connection churn costs shows on loopback. Only lower bounds are
+-- asserted (a loaded machine is slower, never faster).
+describe("e2b-local --latency MS", function()
+  it("delays each answer by MS and a new connection's set-up by MS more, 2*MS over HTTPS", function()
+    local L = 200
+    local vars, stop = h.serve_local("--latency " .. L)
+    local ok, err = pcall(function()
+      assert(vars.E2B_DOMAIN, "the second server did not start")
+      local fmt = "'%{num_connects} %{time_connect} %{time_appconnect} %{time_total}\\n'"
+      local function timings(url, extra)
+        local out = h.host(("curl -s %s -o /dev/null -o /dev/null -w %s '%s' '%s'")
+          :format(extra or "", fmt, url, url))
+        local rows = {}
+        for n, tc, ta, tt in out:gmatch("(%d+) ([%d.]+) ([%d.]+) ([%d.]+)") do
+          rows[#rows + 1] = { n = tonumber(n), connect = tonumber(tc) * 1000, tls = tonumber(ta) * 1000,
+                              total = tonumber(tt) * 1000 }
+        end
+        assert(#rows == 2, out)
+        return rows
+      end
+      local https = timings(("https://api.%s/sandboxes"):format(vars.E2B_DOMAIN), "--cacert " .. vars.E2B_CA_FILE)
+      assert.are.equal(1, https[1].n)
+      assert.is_true(https[1].tls >= 2 * L, "the TLS handshake took " .. https[1].tls .. " ms")
+      assert.is_true(https[1].total >= 3 * L, "the first answer took " .. https[1].total .. " ms")
+      assert.are.equal(0, https[2].n, "the second request reused the connection")
+      assert.is_true(https[2].total >= L, "the second answer took " .. https[2].total .. " ms")
+      local plain = timings(vars.E2B_API_URL .. "/sandboxes")
+      assert.is_true(plain[1].total >= 2 * L, "the first plain answer took " .. plain[1].total .. " ms")
+      assert.are.equal(0, plain[2].n)
+      assert.is_true(plain[2].total >= L, "the second plain answer took " .. plain[2].total .. " ms")
+    end)
+    stop()
+    assert(ok, err)
+  end)
+
+  it("refuses a latency it cannot honour, naming the option", function()
+    local out = h.host(("%s serve --latency 10001 2>&1; %s serve --latency x 2>&1")
+      :format(h.shell_quote(h.e2b_local_bin()), h.shell_quote(h.e2b_local_bin())))
+    local _, n = out:gsub("invalid %-%-latency", "")
+    assert.are.equal(2, n, out)
+  end)
+end)
