@@ -311,6 +311,123 @@ local function exit_status(result)
   return sig and SIGNUMS[sig] and 128 + SIGNUMS[sig] or 1
 end
 
+-- exec: the command is spawned (its pid is what signals and stdin need);
+-- three parts share one state table while it runs: the reader (this
+-- caller) writes its output until its end, a watcher task forwards this
+-- tool's signals and enforces --timeout, and a feeder task streams this
+-- tool's stdin (when it is no terminal) into the command's, in pieces of
+-- at most CHUNK, one in flight: memory stays bounded however large the
+-- input. Lua cannot catch a signal: core.trap_signals makes INT, TERM and
+-- HUP set flags the watcher takes every POLL_MS.
+local CHUNK = 1024 * 1024     -- the most read from a file or stdin at once
+local EXEC_POLL_MS = 50      -- how often the watcher looks at signals and the deadline
+local STDIN_POLL_MS = 20     -- how often an idle stdin is looked at again
+local TERM_GRACE_MS = 3000   -- after a forwarded signal, how long before SIGKILL
+local BACKSTOP_MS = 2000     -- envd's own deadline comes this much after ours
+
+local function feed_stdin(proc, state)
+  local core, e2b = require("e2b.core"), require("e2b")
+  while not state.ended do
+    local chunk, rerr = core.read_ready(0, CHUNK)
+    if chunk == false then
+      e2b.sleep(STDIN_POLL_MS)
+    elseif chunk == nil then
+      if rerr then state.failed = state.failed or { message = "exec: stdin: " .. rerr } return end
+      local ok, err = proc:close_stdin()
+      if not ok and err.kind == "unsupported" then state.warn = err end
+      return
+    else
+      -- As the core's feed: only a 429 means the input never reached a
+      -- process that waits for it; any other failure is a process that
+      -- ended without reading it.
+      local ok, err = proc:write(chunk)
+      if not ok then
+        if err.kind == "rate_limited" then state.failed = state.failed or err end
+        return
+      end
+    end
+  end
+end
+
+-- One look: a trapped signal is forwarded as SIGTERM (envd delivers no
+-- SIGINT), a second one, the grace's end or the deadline kill the group.
+local function watch_once(proc, state, now)
+  local signo = require("e2b.core").take_signal()
+  if signo and state.signal then
+    state.kill_at = now
+  elseif signo then
+    state.signal = signo
+    proc:signal("TERM")
+    state.kill_at = now + TERM_GRACE_MS
+  end
+  if state.deadline and not state.signal and not state.timed_out and now >= state.deadline then
+    state.timed_out, state.kill_at = true, now
+  end
+  if state.failed and not state.kill_at then state.kill_at = now end
+  if state.kill_at and now >= state.kill_at then
+    state.kill_at = nil
+    local ok, err = proc:kill()
+    if not ok then state.kill_err = err end
+  end
+end
+
+local function watch(proc, state)
+  local e2b = require("e2b")
+  local now_ms = require("e2b.core").now_ms
+  while not state.ended do
+    watch_once(proc, state, now_ms())
+    if not state.ended then e2b.sleep(EXEC_POLL_MS) end
+  end
+end
+
+-- Writes the command's output as it comes, to its end.
+local function read_to_end(ctx, proc)
+  local out, errs = ctx.streams.stdout, ctx.streams.stderr
+  while true do
+    local data, stream = proc:read()
+    if data == nil then return stream == nil, stream end
+    local f = stream == "stderr" and errs or out
+    f:write(data)
+    if f.flush then f:flush() end
+  end
+end
+
+-- The exit code of an exec whose command ran (or was stopped).
+local function exec_outcome(ctx, proc, state, read_ok, read_err)
+  local signo, timeout = state.signal, state.timeout
+  if signo then return 128 + signo end
+  if state.timed_out then
+    ctx.streams.stderr:write(("%s: exec: timed out after %s s; the command was killed\n"):format(PROG, timeout))
+    return 124
+  end
+  if state.failed then return nil, state.failed end
+  if not read_ok then return nil, read_err end
+  if state.warn then
+    ctx.streams.stderr:write(("%s: exec: stdin could not be closed: %s\n"):format(PROG, tostring(state.warn)))
+  end
+  local result, err = proc:wait()
+  if not result then return nil, err end
+  return exit_status(result)
+end
+
+local function run_exec(ctx, opts, sbx, cmd, env, timeout_ms)
+  local e2b = require("e2b")
+  local feed = not ctx.isatty("stdin")
+  local proc, err = sbx:spawn(cmd, { user = opts.user, cwd = opts.cwd, env = env, stdin = feed or nil,
+    timeout_ms = timeout_ms and timeout_ms + BACKSTOP_MS, keep_output = false })
+  if not proc then return nil, err end
+  local state = { timeout = opts.timeout, deadline = timeout_ms and require("e2b.core").now_ms() + timeout_ms }
+  local tasks = { e2b.spawn(watch, proc, state) }
+  if feed then tasks[2] = e2b.spawn(feed_stdin, proc, state) end
+  local read_ok, read_err = read_to_end(ctx, proc)
+  state.ended = true
+  for _, t in ipairs(tasks) do t:wait() end
+  local code
+  code, err = exec_outcome(ctx, proc, state, read_ok, read_err)
+  proc:close()
+  return code, err
+end
+
 local function cmd_exec(ctx, opts, args)
   local env, err = pairs_arg("exec", "env", opts.env)
   if err then return nil, err end
@@ -320,21 +437,21 @@ local function cmd_exec(ctx, opts, args)
   -- One word is a shell command line (bash -l -c, as E2B's SDKs run a
   -- string); more words are an argv, run without a shell.
   local cmd = #args == 2 and args[2] or { unpack(args, 2) }
-  local client
-  client, err = client_for(ctx)
-  if not client then return nil, err end
-  local sbx
-  sbx, err = client:resume(args[1])
-  if not sbx then return nil, err end
-  local out, errs = ctx.streams.stdout, ctx.streams.stderr
-  local result
-  result, err = sbx:run(cmd, {
-    user = opts.user, cwd = opts.cwd, env = env, timeout_ms = timeout_ms, keep_output = false,
-    on_stdout = function(chunk) out:write(chunk) if out.flush then out:flush() end end,
-    on_stderr = function(chunk) errs:write(chunk) if errs.flush then errs:flush() end end,
-  })
-  if not result then return nil, err end
-  return exit_status(result)
+  local core = require("e2b.core")
+  core.trap_signals()
+  local ok, code, cerr = pcall(function()
+    local client, sbx
+    client, err = client_for(ctx)
+    if not client then return nil, err end
+    sbx, err = client:resume(args[1])
+    if not sbx then return nil, err end
+    local signo = core.take_signal() -- one that came before the command started: it never runs
+    if signo then return 128 + signo end
+    return run_exec(ctx, opts, sbx, cmd, env, timeout_ms)
+  end)
+  core.untrap_signals()
+  if not ok then error(code, 0) end
+  return code, cerr
 end
 
 -- "ID:/path" -> id, path; anything else is local. A local path with a colon
@@ -361,7 +478,6 @@ local function transfer_progress(ctx, opts, label, total)
   return function(done, t) bar.update(done, t or total) end, bar
 end
 
-local CHUNK = 1024 * 1024
 
 local function upload_file(ctx, opts, sbx, src, dst)
   local f, ferr = io.stdin, nil
