@@ -14,6 +14,9 @@
  *                          false when nothing is there yet; nil at the end
  *                          of input (a closed fd reads as empty input);
  *                          nil, message on a read error
+ *   core.fd_state(fd)      -> "closed", "tty" or "open": whether the fd
+ *                          is there and a terminal (ask before anything
+ *                          is opened: a closed 0 is the next open's fd)
  *
  * Signal dispositions are one per process, so the trap state is the one
  * global state of the binding: a flag per signal, written only by the
@@ -23,6 +26,7 @@
 #include "auxiliar.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <string.h>
@@ -116,11 +120,23 @@ static int hostio_read_ready(lua_State *L) {
   return 1;
 }
 
+static int hostio_fd_state(lua_State *L) {
+  int fd = (int)luaL_checkinteger(L, 1);
+  if (fd < 0 || (fcntl(fd, F_GETFD) == -1 && errno == EBADF))
+    lua_pushliteral(L, "closed");
+  else if (isatty(fd))
+    lua_pushliteral(L, "tty");
+  else
+    lua_pushliteral(L, "open");
+  return 1;
+}
+
 void e2bL_open_hostio(lua_State *L) {
   static const luaL_Reg functions[] = {{"trap_signals", hostio_trap_signals},
                                        {"untrap_signals", hostio_untrap_signals},
                                        {"take_signal", hostio_take_signal},
                                        {"read_ready", hostio_read_ready},
+                                       {"fd_state", hostio_fd_state},
                                        {NULL, NULL}};
   for (const luaL_Reg *f = functions; f->name; f++) {
     lua_pushcfunction(L, f->func);

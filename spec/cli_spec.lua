@@ -19,34 +19,8 @@ end
 
 local read_file, write_file = h.read_file, h.write_file
 
--- The command line that runs the tool with these package paths (and, under
--- a sanitizer build, its runtime preloaded as h.fresh_lua does).
-local function tool_cmd(args, env)
-  local words = { "env" }
-  for k, v in pairs(env or {}) do
-    words[#words + 1] = v == false and ("-u " .. k) or (k .. "=" .. h.shell_quote(v))
-  end
-  local preload = os.getenv("LD_PRELOAD")
-  if preload then words[#words + 1] = "LD_PRELOAD=" .. h.shell_quote(preload) .. " ASAN_OPTIONS=detect_leaks=0" end
-  words[#words + 1] = "LUA_PATH=" .. h.shell_quote(package.path)
-  words[#words + 1] = "LUA_CPATH=" .. h.shell_quote(package.cpath)
-  words[#words + 1] = h.lua_bin .. " bin/lua-e2b"
-  for _, a in ipairs(args) do words[#words + 1] = h.shell_quote(a) end
-  return table.concat(words, " ")
-end
-
--- run(args, env) -> stdout, stderr, exit code (stdout and stderr byte-exact)
-local function run(args, env)
-  local errf, codef = os.tmpname(), os.tmpname()
-  local p = assert(io.popen(("env -u LD_PRELOAD sh -c %s"):format(h.shell_quote(
-    tool_cmd(args, env) .. " 2>" .. errf .. "; echo $? >" .. codef)), "r"))
-  local out = p:read("a")
-  p:close()
-  local err, code = read_file(errf), tonumber(read_file(codef))
-  os.remove(errf)
-  os.remove(codef)
-  return out, err, code
-end
+local tool = require("spec.cli_tool")
+local tool_cmd, run = tool.cmd, tool.run
 
 describe("lua-e2b argument parsing", function()
   it("takes --name value, --name=value, short names, repeats and --", function()

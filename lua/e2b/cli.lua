@@ -410,9 +410,8 @@ local function exec_outcome(ctx, proc, state, read_ok, read_err)
   return exit_status(result)
 end
 
-local function run_exec(ctx, opts, sbx, cmd, env, timeout_ms)
+local function run_exec(ctx, opts, sbx, cmd, env, timeout_ms, feed)
   local e2b = require("e2b")
-  local feed = not ctx.isatty("stdin")
   local proc, err = sbx:spawn(cmd, { user = opts.user, cwd = opts.cwd, env = env, stdin = feed or nil,
     timeout_ms = timeout_ms and timeout_ms + BACKSTOP_MS, keep_output = false })
   if not proc then return nil, err end
@@ -438,6 +437,9 @@ local function cmd_exec(ctx, opts, args)
   -- string); more words are an argv, run without a shell.
   local cmd = #args == 2 and args[2] or { unpack(args, 2) }
   local core = require("e2b.core")
+  -- Asked before the loop opens its sockets: a closed stdin's fd 0 would
+  -- be one of them. A terminal is no input (no pty is asked for).
+  local feed = core.fd_state(0) == "open"
   core.trap_signals()
   local ok, code, cerr = pcall(function()
     local client, sbx
@@ -447,7 +449,7 @@ local function cmd_exec(ctx, opts, args)
     if not sbx then return nil, err end
     local signo = core.take_signal() -- one that came before the command started: it never runs
     if signo then return 128 + signo end
-    return run_exec(ctx, opts, sbx, cmd, env, timeout_ms)
+    return run_exec(ctx, opts, sbx, cmd, env, timeout_ms, feed)
   end)
   core.untrap_signals()
   if not ok then error(code, 0) end
@@ -479,17 +481,48 @@ local function transfer_progress(ctx, opts, label, total)
 end
 
 
+-- The parent directory of a path ("/" for /x; nil for a bare relative name).
+local function dirname(path)
+  local d = path:gsub("/+$", ""):match("^(.*)/[^/]*$")
+  if d == nil then return nil end
+  return d == "" and "/" or d
+end
+
+local function cp_error(msg)
+  return { message = "cp: " .. msg }
+end
+
+-- Where a local file or tree named name lands for DST, as cp -r decides:
+-- into DST when it is a directory (or ends in /), else at DST, whose
+-- parent must be a directory already. -> path | nil, err
+local function remote_target(sbx, dst, name, is_dir)
+  local st, err = sbx.files:stat(dst)
+  if not st and err.kind ~= "not_found" then return nil, err end
+  if st and st.type == "dir" then return dst:gsub("/*$", "") .. "/" .. name end
+  if st and is_dir then
+    return nil, cp_error(("cannot copy directory %s over non-directory %s:%s"):format(name, sbx.id, dst))
+  end
+  if st then return dst end
+  local parent = dst:sub(-1) == "/" and dst:gsub("/+$", "") or dirname(dst)
+  if parent and parent ~= "" then
+    local pst, perr = sbx.files:stat(parent)
+    if not pst and perr.kind ~= "not_found" then return nil, perr end
+    if not pst or pst.type ~= "dir" then
+      return nil, cp_error(("cannot copy to %s:%s: directory %s does not exist (create it first: "
+        .. "%s exec %s -- mkdir -p %s)"):format(sbx.id, dst, parent, PROG, sbx.id, parent))
+    end
+  end
+  return dst
+end
+
 local function upload_file(ctx, opts, sbx, src, dst)
+  local target, terr = remote_target(sbx, dst, basename(src), false)
+  if not target then return nil, terr end
   local f, ferr = io.stdin, nil
   if src ~= "-" then f, ferr = io.open(src, "rb") end
   if not f then return nil, { message = ferr } end
   local total = src ~= "-" and f:seek("end") or nil
   if total then f:seek("set", 0) end
-  local target = dst
-  local st = sbx.files:stat(dst)
-  if dst:sub(-1) == "/" or (st and st.type == "dir") then
-    target = dst:gsub("/*$", "") .. "/" .. basename(src)
-  end
   local progress, bar = transfer_progress(ctx, opts, "upload " .. basename(src), total)
   local info, err = sbx.files:write(target, function() return f:read(CHUNK) end,
     { progress = progress })
@@ -499,12 +532,17 @@ local function upload_file(ctx, opts, sbx, src, dst)
   return { from = src, to = sbx.id .. ":" .. info.path, bytes = total }
 end
 
+-- A local tree as cp -r copies it: DST/<name> when DST is a directory,
+-- else DST itself (made).
 local function upload_dir(ctx, opts, sbx, src, dst)
+  local target, err = remote_target(sbx, dst, basename(src), true)
+  if not target then return nil, err end
   local progress, bar = transfer_progress(ctx, opts, "upload " .. basename(src) .. "/")
-  local ok, err = sbx.files:sync(src, dst, { progress = progress })
+  local ok
+  ok, err = sbx.files:sync(src, target, { progress = progress })
   bar.finish()
   if not ok then return nil, err end
-  return { from = src, to = sbx.id .. ":" .. dst }
+  return { from = src, to = sbx.id .. ":" .. target }
 end
 
 -- Writes a download to dst through a temporary name, renamed when complete.
@@ -536,10 +574,16 @@ local function download_file(ctx, opts, sbx, src, dst, size)
   return { from = sbx.id .. ":" .. src, to = dst, bytes = n }
 end
 
--- A remote tree into a local directory (created): files:download filters
+-- A remote tree as cp -r copies it (into DST when that is a directory,
+-- else as DST, made): files:download filters
 -- the sandbox's tar (nothing setuid, no device, no link out) before the
 -- host's tar unpacks it.
 local function download_dir(ctx, opts, sbx, src, dst)
+  if is_local_dir(dst) then dst = dst:gsub("/*$", "") .. "/" .. basename(src) end
+  local parent = dirname(dst)
+  if parent and not is_local_dir(parent) then
+    return nil, cp_error(("cannot copy to %s: directory %s does not exist"):format(dst, parent))
+  end
   local progress, bar = transfer_progress(ctx, opts, "download " .. basename(src) .. "/")
   local n, err = sbx.files:download(src, dst, { progress = progress })
   bar.finish()
@@ -745,8 +789,8 @@ local COMMANDS = {
     args = { min = 2, max = 2, what = "a source and a destination (cp SRC DST)" },
     usage = "cp [--quiet] [--user U] SRC DST   (one of them ID:/path; - is stdin/stdout)",
     summary = "copy a file or directory into or out of a sandbox",
-    more = "A directory's contents go into the destination directory (created). A progress bar "
-      .. "goes to stderr when it is a terminal; --quiet turns it off.",
+    more = "Directories are copied as cp -r does: into DST when it is a directory, else as DST "
+      .. "(whose parent must exist).\nA progress bar goes to stderr when it is a terminal; --quiet turns it off.",
     opts = { quiet = { short = "q" }, user = { arg = true, short = "u" } } },
   { name = "pause", run = cmd_pause, args = ID_ARG, json = true,
     usage = "pause ID [--mode memory|filesystem] [--json]", summary = "pause a sandbox",

@@ -1,0 +1,142 @@
+-- lua-e2b as a Unix citizen (spec/cli_spec.lua has the verbs themselves):
+-- exec's stdin is the command's, its signals reach the command and its
+-- exit statuses are a shell's (128+N, timeout(1)'s 124); cp copies trees as
+-- cp -r.
+local h = require("spec.helpers")
+local tool = require("spec.cli_tool")
+
+local run, start = tool.run, tool.start
+local read_file, write_file = h.read_file, h.write_file
+
+if h.live then return end
+
+describe("lua-e2b as a Unix tool", function()
+  local client, tag, id, sbx
+  setup(function()
+    client = h.client()
+    tag = ("cliu-%d-%d"):format(os.time(), math.random(1, 1e6))
+    id = tag .. "-1"
+    local out, err, code = run({ "create", "--id", id, "--metadata", "spec=" .. tag })
+    assert.are.equal(0, code, err)
+    sbx = assert(client:resume(out:match("^%S+ (%S+)\n$")))
+  end)
+  teardown(function()
+    for _, s in ipairs(client:list{ metadata = { spec = tag } } or {}) do client:destroy(s.sandbox_id) end
+  end)
+
+  it("exec passes piped stdin byte-exact, and its end closes the command's stdin", function()
+    local out, err, code = run({ "exec", id, "--", "cat" }, nil, "< /dev/null")
+    assert.are.same({ "", "", 0 }, { out, err, code })
+    local src = os.tmpname()
+    write_file(src, "hi\n")
+    out, err, code = run({ "exec", id, "--", "cat" }, nil, "< " .. src)
+    assert.are.same({ "hi\n", "", 0 }, { out, err, code })
+    -- several 1 MiB pieces, every byte value, no newline at the end
+    local data = h.all_bytes():rep(12000) .. "\0tail"
+    write_file(src, data)
+    out, err, code = run({ "exec", id, "--", "sh", "-c", "cat; echo done >&2" }, nil, "< " .. src)
+    assert.are.equal(0, code, err)
+    assert.are.equal("done\n", err)
+    assert.are.equal(#data, #out)
+    assert.is_true(data == out, "bytes differ")
+    out = run({ "exec", id, "--", "cat" }, nil, "< " .. src .. " | cat")
+    assert.is_true(data == out, "bytes differ through a pipe")
+    os.remove(src)
+  end)
+
+  it("exec streams stdin as it comes: a line is answered before the next is written", function()
+    local fifo = os.tmpname()
+    os.remove(fifo)
+    assert(os.execute("mkfifo " .. fifo))
+    local t = start({ "exec", id, "--", "cat" }, "< " .. fifo)
+    local w = assert(io.open(fifo, "w"))
+    w:write("one\n")
+    w:flush()
+    assert.are.equal("one", t.p:read("l"))
+    w:write("two")
+    w:close()
+    local out, err, code = t.finish()
+    assert.are.same({ "two", "", 0 }, { out, err, code })
+    os.remove(fifo)
+  end)
+
+  for _, case in ipairs({ { "TERM", 15, "301" }, { "INT", 2, "302" } }) do
+    local name, signo, secs = case[1], case[2], case[3]
+    it("exec forwards SIG" .. name .. " to the command, which ends, and exits 128+" .. signo, function()
+      local t = start({ "exec", id, "--", "sh", "-c", "echo started; exec sleep " .. secs })
+      assert.are.equal("started", t.p:read("l"))
+      assert.are.equal("1\n", h.count_procs(sbx, "[s]leep " .. secs))
+      assert(os.execute(("kill -%s %d"):format(name, t.pid)))
+      local out, err, code = t.finish()
+      assert.are.same({ "", "", 128 + signo }, { out, err, code })
+      assert.are.equal("0\n", h.count_procs(sbx, "[s]leep " .. secs))
+    end)
+  end
+
+  it("exec exits 124 when --timeout expires, as timeout(1), with the command killed", function()
+    local out, err, code = run({ "exec", id, "--timeout", "1", "--", "sh", "-c", "echo up; exec sleep 303" },
+      nil, "< /dev/null")
+    assert.are.equal(124, code, err)
+    assert.are.equal("up\n", out)
+    assert.truthy(err:find("^lua%-e2b: exec: timed out after 1 s"), err)
+    assert.are.equal("0\n", h.count_procs(sbx, "[s]leep 303"))
+  end)
+
+  it("exec keeps the command's own exit status and a signal death's 128+N", function()
+    local _, _, code = run({ "exec", id, "--", "exit 3" }, nil, "< /dev/null")
+    assert.are.equal(3, code)
+    _, _, code = run({ "exec", id, "--", "kill -TERM $$" }, nil, "< /dev/null")
+    assert.are.equal(143, code)
+  end)
+
+  it("exec takes a closed stdin as no input (never a descriptor opened since)", function()
+    local out, err, code = run({ "exec", id, "--", "cat" }, nil, "<&-")
+    assert.are.same({ "", "", 0 }, { out, err, code })
+  end)
+
+  -- a local tree: <dir>/a.bin and <dir>/sub/b.txt
+  local function local_tree()
+    local dir = os.tmpname()
+    os.remove(dir)
+    assert(os.execute("mkdir -p " .. dir .. "/sub"))
+    write_file(dir .. "/a.bin", "\0a\255")
+    write_file(dir .. "/sub/b.txt", "b\n")
+    return dir, dir:match("[^/]+$")
+  end
+
+  it("cp copies a directory as cp -r: into DST when it is a directory, else as DST", function()
+    local dir, base = local_tree()
+    local out, err, code = run({ "cp", dir, id .. ":/home/user/" })
+    assert.are.same({ "", "", 0 }, { out, err, code })
+    assert.are.equal("b\n", assert(sbx.files:read("/home/user/" .. base .. "/sub/b.txt")))
+    out, err, code = run({ "cp", dir, id .. ":/home/user/copy" })   -- absent: made as the copy
+    assert.are.equal(0, code, err)
+    assert.are.equal("\0a\255", assert(sbx.files:read("/home/user/copy/a.bin")))
+    out, err, code = run({ "cp", dir, id .. ":/home/user/copy" })   -- present now: goes inside
+    assert.are.equal(0, code, err)
+    assert.are.equal("b\n", assert(sbx.files:read("/home/user/copy/" .. base .. "/sub/b.txt")))
+    -- and back down the same way
+    local down = dir .. "-down"
+    assert(os.execute("mkdir " .. down))
+    out, err, code = run({ "cp", id .. ":/home/user/copy", down })
+    assert.are.equal(0, code, err)
+    assert.are.equal("\0a\255", read_file(down .. "/copy/a.bin"))
+    h.host("rm -rf " .. h.shell_quote(dir) .. " " .. h.shell_quote(down))
+  end)
+
+  it("cp into a missing parent directory says which directory is missing", function()
+    local dir = local_tree()
+    for _, src in ipairs({ dir, dir .. "/a.bin" }) do
+      local out, err, code = run({ "cp", src, id .. ":/home/user/absent/x" })
+      assert.are.equal(1, code, err)
+      assert.are.equal("", out)
+      assert.truthy(err:find("^lua%-e2b: cp: cannot copy to " .. id:gsub("%-", "%%-")
+        .. ":/home/user/absent/x: directory /home/user/absent does not exist"), err)
+    end
+    assert.is_nil(sbx.files:stat("/home/user/absent"))
+    local out, err, code = run({ "cp", id .. ":/home/user", dir .. "/absent/x" })
+    assert.are.equal(1, code, out)
+    assert.truthy(err:find("directory " .. dir .. "/absent does not exist", 1, true), err)
+    h.host("rm -rf " .. h.shell_quote(dir))
+  end)
+end)
