@@ -264,7 +264,7 @@ describe("lua-e2b", function()
     os.remove(src)
   end)
 
-  it("reap finds nothing, then an orphan of the given owner (and E2B_OWNER's by default)", function()
+  it("reap finds nothing, then an orphan of the given owner (and E2B_OWNER's with --mine)", function()
     local owner = tag .. "-owner"
     local out, err, code = run({ "reap", "--owner", owner })
     assert.are.same({ ("nothing to reap for owner %s\n"):format(owner), "", 0 }, { out, err, code })
@@ -275,7 +275,7 @@ describe("lua-e2b", function()
     local killed = cjson.decode(out)
     assert.are.same({ { id, sid } }, { { killed[1].id, killed[1].sandbox_id } })
     assert.are.equal(1, #killed)
-    out, err, code = run({ "reap" }, { E2B_OWNER = owner .. "-env" })
+    out, err, code = run({ "reap", "--mine" }, { E2B_OWNER = owner .. "-env" })
     assert.are.equal(0, code, err)
     assert.truthy(out:find("^killed " .. id2:gsub("%-", "%%-") .. " %("), out)
     for _, s in ipairs(cjson.decode((run({ "list", "--json", "--metadata", "spec=" .. tag })))) do

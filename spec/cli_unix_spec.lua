@@ -140,3 +140,111 @@ describe("lua-e2b as a Unix tool", function()
     h.host("rm -rf " .. h.shell_quote(dir))
   end)
 end)
+
+describe("lua-e2b's killing verbs and list", function()
+  local client, tag
+  local n = 0
+  setup(function()
+    client = h.client()
+    tag = ("cliu-%d-%d"):format(os.time(), math.random(1, 1e6))
+  end)
+  teardown(function()
+    for _, s in ipairs(client:list{ metadata = { spec = tag } } or {}) do client:destroy(s.sandbox_id) end
+  end)
+
+  -- create(extra args) -> logical id, sandbox id (through the tool)
+  local function create(extra)
+    n = n + 1
+    local id = ("%s-k%d"):format(tag, n)
+    local args = { "create", "--id", id, "--metadata", "spec=" .. tag }
+    for _, a in ipairs(extra or {}) do args[#args + 1] = a end
+    local out, err, code = run(args)
+    assert.are.equal(0, code, err)
+    return id, out:match("^%S+ (%S+)\n$")
+  end
+
+  local function alive(id)
+    local _, _, code = run({ "info", id })
+    return code == 0
+  end
+
+  it("reap refuses without --owner or --mine, naming them, and --dry-run kills nothing", function()
+    local owner = tag .. "-owner"
+    local id, sid = create({ "--owner", owner })
+    local out, err, code = run({ "reap" }, { E2B_OWNER = owner })
+    assert.are.equal(2, code, err)
+    assert.are.equal("", out)
+    assert.truthy(err:find("^lua%-e2b: reap: needs whose sandboxes: %-%-owner OWNER, or %-%-mine"), err)
+    out, err, code = run({ "reap", "--owner", owner, "--dry-run" })
+    assert.are.same({ ("would kill %s (%s)\n"):format(id, sid), "", 0 }, { out, err, code })
+    out, err, code = run({ "reap", "--mine", "--dry-run", "--json" }, { E2B_OWNER = owner })
+    assert.are.equal(0, code, err)
+    assert.are.equal(sid, require("cjson").decode(out)[1].sandbox_id)
+    assert.is_true(alive(id))
+    out, err, code = run({ "reap", "--mine" }, { E2B_OWNER = owner })
+    assert.are.same({ ("killed %s (%s)\n"):format(id, sid), "", 0 }, { out, err, code })
+    assert.is_false(alive(id))
+  end)
+
+  it("kill --all refuses without a filter and kills only what --metadata and --state select", function()
+    local a, sa = create({ "--metadata", "grp=a" })
+    local b, sb = create({ "--metadata", "grp=b" })
+    local out, err, code = run({ "kill", "--all" })
+    assert.are.equal(2, code, err)
+    assert.truthy(err:find("^lua%-e2b: kill: %-%-all needs a filter %(%-%-metadata KEY=VALUE, %-%-state"), err)
+    out, err, code = run({ "kill", "--all", "--metadata", "spec=" .. tag, "--metadata", "grp=a", "--dry-run" })
+    assert.are.same({ ("would kill %s (%s)\n"):format(a, sa), "", 0 }, { out, err, code })
+    assert.is_true(alive(a))
+    out, err, code = run({ "kill", "--all", "--metadata", "spec=" .. tag, "--metadata", "grp=a" })
+    assert.are.same({ ("killed %s (%s)\n"):format(a, sa), "", 0 }, { out, err, code })
+    assert.is_false(alive(a))
+    assert.are.equal(0, select(3, run({ "pause", b })))
+    out, err, code = run({ "kill", "--all", "--metadata", "spec=" .. tag, "--state", "running", "--json" })
+    assert.are.same({ "[]\n", "", 0 }, { out, err, code })
+    out, err, code = run({ "kill", "--all", "--metadata", "spec=" .. tag, "--state", "paused" })
+    assert.are.same({ ("killed %s (%s)\n"):format(b, sb), "", 0 }, { out, err, code })
+    assert.is_false(alive(b))
+    out, err, code = run({ "kill", "--state", "paused", b })
+    assert.are.equal(2, code, out)
+    assert.truthy(err:find("kill: --state goes with --all", 1, true), err)
+  end)
+
+  it("list --limit N shows the oldest N that match, --template only that template's", function()
+    local first = create()
+    local second = create()
+    local cjson = require("cjson")
+    local out, err, code = run({ "list", "--json", "--metadata", "spec=" .. tag, "--limit", "1" })
+    assert.are.equal(0, code, err)
+    local list = cjson.decode(out)
+    assert.are.same({ first }, { list[1].id, list[2] })
+    out = run({ "list", "--json", "--metadata", "spec=" .. tag, "--template", "base", "--state", "running" })
+    list = cjson.decode(out)
+    assert.are.same({ first, second }, { list[1].id, list[2].id })
+    out, err, code = run({ "list", "--metadata", "spec=" .. tag, "--template", "no-such-template" })
+    assert.are.equal(0, code, err)
+    assert.truthy(out:find("^ID%s[^\n]*\n$"), out)
+    out, err, code = run({ "list", "--limit", "0" }, { E2B_API_KEY = "bad" })
+    assert.are.equal(2, code, out)
+    assert.truthy(err:find('list: --limit wants a positive whole number, got "0"', 1, true), err)
+  end)
+
+  it("--help names every environment variable the tool reads", function()
+    local names = {}
+    -- the core's configuration (env_or in client.c), the Lua side's getenv
+    for name in read_file("core/src/client.c"):gmatch('env_or%([^,]+,%s*"([%w_]+)"%)') do names[name] = true end
+    for _, f in ipairs({ "lua/e2b.lua", "lua/e2b/cli.lua", "lua/e2b/client.lua", "lua/e2b/files.lua" }) do
+      for name in read_file(f):gmatch('getenv%("([%w_]+)"%)') do names[name] = true end
+    end
+    assert.is_true(names.E2B_API_KEY and names.E2B_CA_FILE, "the scan found the core's names")
+    -- libcurl's own, the host tools' and the interpreter's
+    for _, name in ipairs({ "http_proxy", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "SSLKEYLOGFILE", "PATH",
+                            "LUA_PATH", "LUA_CPATH" }) do
+      names[name] = true
+    end
+    local out, err, code = run({ "--help" })
+    assert.are.equal(0, code, err)
+    for name in pairs(names) do
+      assert.truthy(out:find("%f[%w_]" .. name .. "%f[^%w_]"), name .. " missing from --help")
+    end
+  end)
+end)

@@ -6,7 +6,8 @@
 -- stdout, stderr (files or anything with :write), and optionally
 -- isatty(name) -> boolean for "stderr", so the tool can be run in-process.
 -- Exit codes: 0 success, 1 a failure (one line on stderr: "lua-e2b: <err>"),
--- 2 a usage error; `exec` exits with the command's own code.
+-- 2 a usage error; `exec` exits with the command's own code, 128+N when
+-- this tool got signal N (forwarded to the command), 124 on --timeout.
 local M = {}
 
 local PROG = "lua-e2b"
@@ -241,11 +242,23 @@ local function print_info(ctx, opts, info)
   ctx.out(table.concat(lines, "\n") .. "\n")
 end
 
-local function cmd_list(ctx, opts)
-  local meta, err = pairs_arg("list", "metadata", opts.metadata)
+-- A count (a positive integer) from an option's word, or nil, usage error.
+local function count_arg(cmd, option, word)
+  if word == nil then return nil end
+  local n = tonumber(word)
+  if not n or n < 1 or n ~= math.floor(n) or n == math.huge then
+    return nil, usage_error(("%s: --%s wants a positive whole number, got %q"):format(cmd, option, word))
+  end
+  return n
+end
+
+-- The sandboxes --state, --metadata and --template select, oldest first
+-- (started_at, then sandbox id). -> list | nil, err
+local function select_sandboxes(ctx, cmd, opts)
+  local meta, err = pairs_arg(cmd, "metadata", opts.metadata)
   if err then return nil, err end
   local states
-  states, err = states_arg("list", opts.state)
+  states, err = states_arg(cmd, opts.state)
   if err then return nil, err end
   local client
   client, err = client_for(ctx)
@@ -253,10 +266,24 @@ local function cmd_list(ctx, opts)
   local list
   list, err = client:list{ metadata = meta, state = states }
   if not list then return nil, err end
-  table.sort(list, function(a, b)
+  local tmpl, kept = opts.template, {}
+  for _, s in ipairs(list) do
+    if not tmpl or s.template == tmpl or s.template_id == tmpl then kept[#kept + 1] = s end
+  end
+  table.sort(kept, function(a, b)
     if (a.started_at or 0) ~= (b.started_at or 0) then return (a.started_at or 0) < (b.started_at or 0) end
     return a.sandbox_id < b.sandbox_id
   end)
+  return kept, client
+end
+
+local function cmd_list(ctx, opts)
+  local limit, err = count_arg("list", "limit", opts.limit)
+  if err then return nil, err end
+  local list
+  list, err = select_sandboxes(ctx, "list", opts)
+  if not list then return nil, err end
+  for i = #list, (limit or #list) + 1, -1 do list[i] = nil end
   if opts.json then return ctx.out(to_json(list, true) .. "\n") end
   local rows = {}
   for _, s in ipairs(list) do
@@ -677,7 +704,36 @@ local function kill_one(client, id)
   return { id = info.id, sandbox_id = info.sandbox_id }
 end
 
+-- What kill --all and reap print: one line per sandbox, or a JSON array.
+local function print_killed(ctx, opts, list, verb)
+  if opts.json then return ctx.out(to_json(list, true) .. "\n") end
+  for _, s in ipairs(list) do ctx.out(("%s %s (%s)\n"):format(verb, s.id or "-", s.sandbox_id)) end
+end
+
+-- kill --all: every sandbox the filters select (at least one is needed).
+local function kill_all(ctx, opts, args)
+  if #args > 0 then return nil, usage_error("kill: --all takes no ID") end
+  if not opts.state and not opts.metadata and not opts.template then
+    return nil, usage_error("kill: --all needs a filter (--metadata KEY=VALUE, --state running|paused "
+      .. "or --template T); --dry-run lists what it would kill")
+  end
+  local list, client = select_sandboxes(ctx, "kill", opts)
+  if not list then return nil, client end
+  if not opts["dry-run"] then
+    for _, s in ipairs(list) do
+      local ok, err = client:destroy(s.sandbox_id)
+      if not ok then return nil, err end
+    end
+  end
+  return print_killed(ctx, opts, list, opts["dry-run"] and "would kill" or "killed")
+end
+
 local function cmd_kill(ctx, opts, args)
+  if opts.all then return kill_all(ctx, opts, args) end
+  if #args == 0 then return nil, usage_error("kill: needs at least one sandbox id (or --all with a filter)") end
+  for _, o in ipairs({ "state", "metadata", "template", "dry-run" }) do
+    if opts[o] then return nil, usage_error(("kill: --%s goes with --all"):format(o)) end
+  end
   local client, err = client_for(ctx)
   if not client then return nil, err end
   local killed = {}
@@ -699,16 +755,20 @@ end
 local function cmd_reap(ctx, opts)
   local older_ms, err = seconds_arg("reap", "older-than", opts["older-than"], true)
   if err then return nil, err end
+  if not opts.owner and not opts.mine then
+    return nil, usage_error("reap: needs whose sandboxes: --owner OWNER, or --mine for this host's "
+      .. "(E2B_OWNER, else user@host); --dry-run lists what it would kill")
+  end
+  if opts.owner and opts.mine then return nil, usage_error("reap: --owner and --mine exclude each other") end
   local client
   client, err = client_for(ctx)
   if not client then return nil, err end
   local owner = opts.owner or client.owner
   local killed
-  killed, err = client:reap{ owner = owner, older_than_ms = older_ms }
+  killed, err = client:reap{ owner = owner, older_than_ms = older_ms, dry_run = opts["dry-run"] or nil }
   if not killed then return nil, err end
-  if opts.json then return ctx.out(to_json(killed, true) .. "\n") end
-  if #killed == 0 then return ctx.out(("nothing to reap for owner %s\n"):format(owner)) end
-  for _, s in ipairs(killed) do ctx.out(("killed %s (%s)\n"):format(s.id or "-", s.sandbox_id)) end
+  if not opts.json and #killed == 0 then return ctx.out(("nothing to reap for owner %s\n"):format(owner)) end
+  return print_killed(ctx, opts, killed, opts["dry-run"] and "would kill" or "killed")
 end
 
 -- The yes/no answers of client:doctor(): each is shown, "unknown" when
@@ -764,10 +824,12 @@ local ID_ARG = { min = 1, max = 1, what = "a sandbox id" }
 
 local COMMANDS = {
   { name = "list", run = cmd_list, args = { min = 0, max = 0 }, json = true,
-    usage = "list [--state running|paused]... [--metadata KEY=VALUE]... [--json]",
+    usage = "list [--state running|paused]... [--metadata KEY=VALUE]... [--template T] [--limit N] [--json]",
     summary = "list sandboxes (running and paused unless --state narrows it)",
+    more = "Oldest first; --limit N shows the first N that match.",
     opts = { state = { arg = true, many = true, short = "s" },
-             metadata = { arg = true, many = true, short = "m" } } },
+             metadata = { arg = true, many = true, short = "m" }, template = { arg = true, short = "t" },
+             limit = { arg = true, short = "n" } } },
   { name = "info", run = cmd_info, args = ID_ARG, json = true, usage = "info ID [--json]",
     summary = "show one sandbox (never resumes it)", opts = {} },
   { name = "create", run = cmd_create, args = { min = 0, max = 0 }, json = true,
@@ -799,13 +861,18 @@ local COMMANDS = {
     usage = "resume ID [--timeout SECONDS] [--json]",
     summary = "resume a paused sandbox (a running one keeps running; its deadline never shortens)",
     opts = { timeout = { arg = true } } },
-  { name = "kill", run = cmd_kill, args = { min = 1, what = "at least one sandbox id" }, json = true,
-    usage = "kill ID... [--json]",
-    summary = "kill sandboxes", opts = {} },
+  { name = "kill", run = cmd_kill, args = { min = 0 }, json = true,
+    usage = "kill ID... | kill --all [--state running|paused]... [--metadata KEY=VALUE]... [--template T] "
+      .. "[--dry-run] [--json]",
+    summary = "kill sandboxes (--all: every one the filters select; one filter at least)",
+    more = "An id already gone succeeds and says so. --dry-run lists what --all would kill.",
+    opts = { all = {}, ["dry-run"] = {}, state = { arg = true, many = true, short = "s" },
+             metadata = { arg = true, many = true, short = "m" }, template = { arg = true, short = "t" } } },
   { name = "reap", run = cmd_reap, args = { min = 0, max = 0 }, json = true,
-    usage = "reap [--owner O] [--older-than SECONDS] [--json]",
-    summary = "kill an owner's sandboxes (default: this host's owner, E2B_OWNER or user@host)",
-    opts = { owner = { arg = true }, ["older-than"] = { arg = true } } },
+    usage = "reap (--owner O | --mine) [--older-than SECONDS] [--dry-run] [--json]",
+    summary = "kill an owner's sandboxes (--mine: this host's owner, E2B_OWNER or user@host)",
+    more = "--dry-run lists what it would kill and kills nothing.",
+    opts = { owner = { arg = true }, mine = {}, ["older-than"] = { arg = true }, ["dry-run"] = {} } },
   { name = "doctor", run = cmd_doctor, args = { min = 0, max = 0 }, json = true, usage = "doctor [--json]",
     summary = "show the configuration in use and what the backend supports", opts = {} },
 }
@@ -824,7 +891,12 @@ Environment (as the E2B SDKs read it):
   E2B_OWNER        owner tag put on created sandboxes (default user@host)
   E2B_CA_FILE      PEM file of CAs to trust besides the system's (e2b-local's CA;
                    e2b-local exec sets it)
+Also read: http_proxy, HTTPS_PROXY, ALL_PROXY, NO_PROXY (libcurl's proxies, lower
+  case too), SSLKEYLOGFILE (libcurl logs TLS keys there), PATH (the host's tar, for
+  directories), LUA_PATH and LUA_CPATH (the Lua interpreter's).
 IDs are a sandbox's logical id (create --id) or its E2B sandbox id.
+Exit status: 0, 1 a failure, 2 a usage error; exec: the command's, 128+N on
+signal N, 124 when --timeout expired.
 ]]
 
 local function main_help()
