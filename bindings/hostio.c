@@ -3,8 +3,9 @@
  * the loop. Used by `lua-e2b exec` (lua/e2b/cli.lua); nothing in the API
  * depends on it.
  *
- *   core.trap_signals()    INT, TERM and HUP only set a flag from now on
- *                          (no SA_RESTART: a wait in the loop returns early)
+ *   core.trap_signals()    HUP, INT, PIPE and TERM only set a flag from now
+ *                          on (no SA_RESTART: a wait in the loop returns
+ *                          early; a write to a closed pipe fails, EPIPE)
  *   core.take_signal()     -> the number of a trapped signal that came
  *                          since the last take (the lowest first), or nil
  *   core.untrap_signals()  the dispositions from before trap_signals again
@@ -35,7 +36,7 @@
 /* The most read_ready reads at once. */
 #define READ_READY_MAX (1 << 20)
 
-static const int trapped[] = {SIGHUP, SIGINT, SIGTERM};
+static const int trapped[] = {SIGHUP, SIGINT, SIGPIPE, SIGTERM};
 #define NTRAPPED (sizeof trapped / sizeof trapped[0])
 
 static volatile sig_atomic_t pending[NTRAPPED];

@@ -73,6 +73,16 @@ describe("lua-e2b as a Unix tool", function()
     end)
   end
 
+  it("exec ends the command when its own stdout is closed (SIGPIPE) and exits 141", function()
+    local codef = os.tmpname()
+    local out = h.host("{ " .. tool.cmd({ "exec", id, "--", "yes", "304" }) .. " </dev/null 2>/dev/null; echo $? >"
+      .. codef .. "; } | head -1")
+    assert.are.equal("304\n", out)
+    assert.are.equal("141\n", read_file(codef))
+    os.remove(codef)
+    assert.are.equal("0\n", h.count_procs(sbx, "[y]es 304"))
+  end)
+
   it("exec exits 124 when --timeout expires, as timeout(1), with the command killed", function()
     local out, err, code = run({ "exec", id, "--timeout", "1", "--", "sh", "-c", "echo up; exec sleep 303" },
       nil, "< /dev/null")

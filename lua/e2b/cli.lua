@@ -344,8 +344,9 @@ end
 -- tool's signals and enforces --timeout, and a feeder task streams this
 -- tool's stdin (when it is no terminal) into the command's, in pieces of
 -- at most CHUNK, one in flight: memory stays bounded however large the
--- input. Lua cannot catch a signal: core.trap_signals makes INT, TERM and
--- HUP set flags the watcher takes every POLL_MS.
+-- input. Lua cannot catch a signal: core.trap_signals makes HUP, INT,
+-- PIPE (a closed stdout) and TERM set flags the watcher takes every
+-- EXEC_POLL_MS.
 local CHUNK = 1024 * 1024     -- the most read from a file or stdin at once
 local EXEC_POLL_MS = 50      -- how often the watcher looks at signals and the deadline
 local STDIN_POLL_MS = 20     -- how often an idle stdin is looked at again
@@ -361,15 +362,21 @@ local function feed_stdin(proc, state)
     elseif chunk == nil then
       if rerr then state.failed = state.failed or { message = "exec: stdin: " .. rerr } return end
       local ok, err = proc:close_stdin()
-      if not ok and err.kind == "unsupported" then state.warn = err end
+      if not ok and err.kind ~= "not_found" then state.warn = err end
       return
     else
-      -- As the core's feed: only a 429 means the input never reached a
-      -- process that waits for it; any other failure is a process that
-      -- ended without reading it.
+      -- As the core's feed: a 429 means the input never reached a process
+      -- that waits for it (the exec fails); not_found, a process that
+      -- ended without reading it. Any other failure stops the input and
+      -- closes the command's stdin (it never waits for what cannot come),
+      -- and is told once the command ends.
       local ok, err = proc:write(chunk)
       if not ok then
         if err.kind == "rate_limited" then state.failed = state.failed or err end
+        if err.kind ~= "rate_limited" and err.kind ~= "not_found" then
+          state.warn = err
+          proc:close_stdin()
+        end
         return
       end
     end
@@ -422,6 +429,9 @@ end
 -- The exit code of an exec whose command ran (or was stopped).
 local function exec_outcome(ctx, proc, state, read_ok, read_err)
   local signo, timeout = state.signal, state.timeout
+  if state.kill_err then
+    ctx.streams.stderr:write(("%s: exec: the command may still run: %s\n"):format(PROG, tostring(state.kill_err)))
+  end
   if signo then return 128 + signo end
   if state.timed_out then
     ctx.streams.stderr:write(("%s: exec: timed out after %s s; the command was killed\n"):format(PROG, timeout))
@@ -430,7 +440,7 @@ local function exec_outcome(ctx, proc, state, read_ok, read_err)
   if state.failed then return nil, state.failed end
   if not read_ok then return nil, read_err end
   if state.warn then
-    ctx.streams.stderr:write(("%s: exec: stdin could not be closed: %s\n"):format(PROG, tostring(state.warn)))
+    ctx.streams.stderr:write(("%s: exec: the command's stdin: %s\n"):format(PROG, tostring(state.warn)))
   end
   local result, err = proc:wait()
   if not result then return nil, err end
