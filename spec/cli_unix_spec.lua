@@ -99,8 +99,10 @@ describe("lua-e2b as a Unix tool", function()
     assert.are.equal(143, code)
   end)
 
-  it("exec takes a closed stdin as no input (never a descriptor opened since)", function()
+  it("exec takes a closed stdin as no input (never a descriptor opened since), and --no-stdin's", function()
     local out, err, code = run({ "exec", id, "--", "cat" }, nil, "<&-")
+    assert.are.same({ "", "", 0 }, { out, err, code })
+    out, err, code = run({ "exec", id, "--no-stdin", "--", "cat" }, nil, "< /etc/passwd")
     assert.are.same({ "", "", 0 }, { out, err, code })
   end)
 

@@ -476,7 +476,7 @@ local function cmd_exec(ctx, opts, args)
   local core = require("e2b.core")
   -- Asked before the loop opens its sockets: a closed stdin's fd 0 would
   -- be one of them. A terminal is no input (no pty is asked for).
-  local feed = core.fd_state(0) == "open"
+  local feed = not opts["no-stdin"] and core.fd_state(0) == "open"
   core.trap_signals()
   local ok, code, cerr = pcall(function()
     local client, sbx
@@ -851,12 +851,16 @@ local COMMANDS = {
              owner = { arg = true } } },
   { name = "exec", run = cmd_exec, stop_after = 1,
     args = { min = 2, what = "a sandbox id and a command (exec ID -- CMD ARGS...)" },
-    usage = "exec ID [--user U] [--cwd DIR] [--env KEY=VALUE]... [--timeout SECONDS] -- CMD [ARGS...]",
+    usage = "exec ID [--user U] [--cwd DIR] [--env KEY=VALUE]... [--timeout SECONDS] [--no-stdin] "
+      .. "-- CMD [ARGS...]",
     summary = "run a command, streaming its output; exits with the command's exit code",
     more = "One CMD word is a shell command line (bash -l -c); more words are an argv run without a shell.\n"
-      .. "A paused sandbox is resumed first.",
+      .. "A paused sandbox is resumed first. Stdin, unless a terminal or --no-stdin, streams into the\n"
+      .. "command's. SIGINT, SIGTERM and SIGHUP are forwarded to it (as SIGTERM, SIGKILL 3 s later),\n"
+      .. "then the exit status is 128+N; --timeout kills it and exits 124.",
     opts = { user = { arg = true, short = "u" }, cwd = { arg = true, short = "c" },
-             env = { arg = true, many = true, short = "e" }, timeout = { arg = true } } },
+             env = { arg = true, many = true, short = "e" }, timeout = { arg = true },
+             ["no-stdin"] = { short = "n" } } },
   { name = "cp", run = cmd_cp, json = true,
     args = { min = 2, max = 2, what = "a source and a destination (cp SRC DST)" },
     usage = "cp [--quiet] [--user U] SRC DST   (one of them ID:/path; - is stdin/stdout)",
