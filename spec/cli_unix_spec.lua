@@ -260,3 +260,38 @@ describe("lua-e2b's killing verbs and list", function()
     end
   end)
 end)
+
+-- pred's first true value, looked for every 20 ms for at most 10 s.
+local function eventually(pred)
+  local until_ms = h.now_ms() + 10000
+  while true do
+    local v = pred()
+    if v then return v end
+    assert(h.now_ms() < until_ms, "condition not met in 10 s")
+    h.e2b.sleep(20)
+  end
+end
+
+describe("lua-e2b interrupted", function()
+  it("exits 130 without a message on SIGINT while it waits for an answer (any command)", function()
+    -- a listener that accepts, says so, and never answers
+    local dir = os.tmpname()
+    local pid = h.host(("python3 -u -c %s >%s 2>&1 & echo $!"):format(h.shell_quote(table.concat({
+      "import socket,time", "s=socket.socket()", "s.bind(('127.0.0.1',0))", "s.listen(1)",
+      "print(s.getsockname()[1])", "c=s.accept()", "print('accepted')", "time.sleep(60)" }, "\n")), dir))
+      :match("%d+")
+    local port = eventually(function() return read_file(dir):match("^(%d+)\n") end)
+    local errf = os.tmpname()
+    local p = assert(io.popen("env -u LD_PRELOAD sh -c " .. h.shell_quote("echo $$; exec " .. tool.cmd({ "list" },
+      { E2B_API_URL = "http://127.0.0.1:" .. port }) .. " 2>" .. errf), "r"))
+    local tool_pid = tonumber(p:read("l"))
+    eventually(function() return read_file(dir):find("accepted", 1, true) end)
+    assert(os.execute("kill -INT " .. tool_pid))
+    local out = p:read("a")
+    local _, _, code = p:close()
+    assert.are.same({ "", "", 130 }, { out, read_file(errf), code })
+    h.host("kill " .. pid)
+    os.remove(dir)
+    os.remove(errf)
+  end)
+end)

@@ -1016,6 +1016,9 @@ function M.main(argv, streams)
     out = function(text) streams.stdout:write(text) end,
   }
   local ok, code, err = pcall(job.command.run, ctx, job.opts, job.args)
+  -- Ctrl-C outside exec: the interpreter's own SIGINT handler raises
+  -- "interrupted!" (lua.c, luajit.c); a shell says 130 for it, no message.
+  if not ok and type(code) == "string" and code:match("^[^\n]*interrupted!") then return 130 end
   if not ok then return fail(code, 1) end
   if code == nil and err ~= nil then return fail(err, err.usage and 2 or 1) end
   return code or 0
