@@ -397,7 +397,7 @@ local function watch_once(proc, state, now)
   if state.deadline and not state.signal and not state.timed_out and now >= state.deadline then
     state.timed_out, state.kill_at = true, now
   end
-  if state.failed and not state.kill_at then state.kill_at = now end
+  if state.failed and not state.stopping then state.stopping, state.kill_at = true, now end
   if state.kill_at and now >= state.kill_at then
     state.kill_at = nil
     local ok, err = proc:kill()
