@@ -141,7 +141,7 @@ static const struct { const char *name; by_id_fn call; } by_id[] = {
 /* name(id, ms): ms optional (0) or required */
 static const struct { const char *name; by_id_ms_fn call; int required; } by_id_ms[] = {
     {"attach", e2b_sandbox_attach, 0}, {"resume", e2b_sandbox_resume, 0},
-    {"reap", e2b_sandbox_reap, 0},
+    {"reap", e2b_sandbox_reap, 0}, {"reap_preview", e2b_sandbox_reap_preview, 0},
     {"set_timeout", e2b_sandbox_set_timeout, 1}, {"keep_alive", e2b_sandbox_keep_alive, 1}};
 
 /* list{metadata=, states=, limit=, next_token=}: one page; find{metadata=, states=}: every page */

@@ -4,8 +4,12 @@
  * Thin by design: it converts Lua tables to libe2b option structs and results
  * back, and exposes requests as userdata. Waiting, scheduling and the public
  * API live in Lua (the files under lua/e2b/). Wrong argument types raise (programmer
- * errors); runtime failures return nil, err. No global state: everything is
+ * errors); runtime failures return nil, err. No global state (hostio.c's
+ * signal flags aside): everything is
  * reachable from userdata or the registry of the calling Lua state.
+ *
+ * hostio.c adds the signal trap and non-blocking reads the CLI uses (the
+ * binding's one global state: signal dispositions are per process).
  *
  * Userdata: loop, client, sbx, req, one file each (loop.c, client.c,
  * sandbox.c, request.c) over auxiliar.c. The C objects behind them are
@@ -90,6 +94,7 @@ __attribute__((visibility("default"))) int luaopen_e2b_core(lua_State *L) {
   e2bL_open_tarsafe(L);
   lwhole_register(L);
   luaL_newlib(L, functions);
+  e2bL_open_hostio(L);
   lua_pushstring(L, e2b_version());
   lua_setfield(L, -2, "VERSION");
   lua_pushstring(L, E2B_META_ID);

@@ -665,6 +665,10 @@ E2B_EXPORT e2b_req *e2b_sandbox_keep_alive(e2b_client *c, const char *sandbox_id
 /* Kills every sandbox of owner (all pages) started more than older_than_ms
  * ago. Result: the killed sandboxes (e2b_req_sandbox_count/at). */
 E2B_EXPORT e2b_req *e2b_sandbox_reap(e2b_client *c, const char *owner, long older_than_ms, e2b_error *err);
+/* The sandboxes e2b_sandbox_reap would kill, found by the same rule; none
+ * is killed (a dry run). */
+E2B_EXPORT e2b_req *e2b_sandbox_reap_preview(e2b_client *c, const char *owner, long older_than_ms,
+                                             e2b_error *err);
 
 typedef struct e2b_network {
   int allow_internet_access;      /* 0: deny all egress */

@@ -554,6 +554,7 @@ typedef struct reap_state {
   e2b_req **kills;
   size_t kill_count;
   int64_t cutoff;
+  int dry_run;     /* e2b_sandbox_reap_preview: find them, kill none */
 } reap_state;
 
 static void reap_advance(e2b_req *op) {
@@ -581,6 +582,7 @@ static void reap_advance(e2b_req *op) {
     }
     s->find->sandbox_count = keep;
     if (e2b_take_sandboxes(op, s->find) != 0) return nomem(op);
+    if (s->dry_run) return e2b_op_finish(op, NULL);
     if (!(s->kills = calloc(keep + 1, sizeof *s->kills))) return nomem(op);
     for (size_t i = 0; i < keep; i++) {
       s->kills[i] = e2b_op_child(op, e2b_sandbox_kill(s->client, op->sandboxes[i].sandbox_id, &err));
@@ -610,7 +612,7 @@ static const e2b_op_kind reap_kind = {.size = sizeof(reap_state), .children = E2
                                       .allocs = E2B_FIELDS(REAP_AT(owner)), .holds = E2B_OP_HOLDS_CLIENT,
                                       .ref = REAP_AT(client), .key = REAP_AT(owner)};
 
-e2b_req *e2b_sandbox_reap(e2b_client *c, const char *owner, long older_than_ms, e2b_error *err) {
+static e2b_req *reap_op(e2b_client *c, const char *owner, long older_than_ms, int dry_run, e2b_error *err) {
   e2b_error_clear(err);
   if (!c || !owner || !*owner || !e2b_utf8_valid(owner, strlen(owner))) {
     e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, "reap", "owner is required");
@@ -621,8 +623,19 @@ e2b_req *e2b_sandbox_reap(e2b_client *c, const char *owner, long older_than_ms, 
     return NULL;
   }
   e2b_req *op = e2b_op_new(&reap_kind, c, NULL, "reap", reap_advance, owner, err);
-  if (op) ((reap_state *)op->state)->older_than_ms = older_than_ms;
+  if (op) {
+    ((reap_state *)op->state)->older_than_ms = older_than_ms;
+    ((reap_state *)op->state)->dry_run = dry_run;
+  }
   return e2b_req_typed(op, E2B_RESULT_SANDBOXES);
+}
+
+e2b_req *e2b_sandbox_reap(e2b_client *c, const char *owner, long older_than_ms, e2b_error *err) {
+  return reap_op(c, owner, older_than_ms, 0, err);
+}
+
+e2b_req *e2b_sandbox_reap_preview(e2b_client *c, const char *owner, long older_than_ms, e2b_error *err) {
+  return reap_op(c, owner, older_than_ms, 1, err);
 }
 
 /* ---- fork: all or nothing ---- */

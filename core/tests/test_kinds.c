@@ -34,6 +34,7 @@ static void control_plane_kinds(e2b_client *c) {
   expect(e2b_sandbox_find(c, NULL, &err), E2B_RESULT_SANDBOXES, "find");
   expect(e2b_sandbox_fork(c, "sbx", 0, 1, &err), E2B_RESULT_SANDBOXES, "fork");
   expect(e2b_sandbox_reap(c, "owner", 0, &err), E2B_RESULT_SANDBOXES, "reap");
+  expect(e2b_sandbox_reap_preview(c, "owner", 0, &err), E2B_RESULT_SANDBOXES, "reap_preview");
   expect(e2b_sandbox_kill(c, "sbx", &err), E2B_RESULT_NONE, "kill");
   expect(e2b_sandbox_destroy(c, "sbx", &err), E2B_RESULT_NONE, "destroy");
   expect(e2b_sandbox_set_timeout(c, "sbx", 1000, &err), E2B_RESULT_NONE, "set_timeout");

@@ -6,7 +6,8 @@
 -- stdout, stderr (files or anything with :write), and optionally
 -- isatty(name) -> boolean for "stderr", so the tool can be run in-process.
 -- Exit codes: 0 success, 1 a failure (one line on stderr: "lua-e2b: <err>"),
--- 2 a usage error; `exec` exits with the command's own code.
+-- 2 a usage error; `exec` exits with the command's own code, 128+N when
+-- this tool got signal N (forwarded to the command), 124 on --timeout.
 local M = {}
 
 local PROG = "lua-e2b"
@@ -241,11 +242,23 @@ local function print_info(ctx, opts, info)
   ctx.out(table.concat(lines, "\n") .. "\n")
 end
 
-local function cmd_list(ctx, opts)
-  local meta, err = pairs_arg("list", "metadata", opts.metadata)
+-- A count (a positive integer) from an option's word, or nil, usage error.
+local function count_arg(cmd, option, word)
+  if word == nil then return nil end
+  local n = tonumber(word)
+  if not n or n < 1 or n ~= math.floor(n) or n == math.huge then
+    return nil, usage_error(("%s: --%s wants a positive whole number, got %q"):format(cmd, option, word))
+  end
+  return n
+end
+
+-- The sandboxes --state, --metadata and --template select, oldest first
+-- (started_at, then sandbox id). -> list | nil, err
+local function select_sandboxes(ctx, cmd, opts)
+  local meta, err = pairs_arg(cmd, "metadata", opts.metadata)
   if err then return nil, err end
   local states
-  states, err = states_arg("list", opts.state)
+  states, err = states_arg(cmd, opts.state)
   if err then return nil, err end
   local client
   client, err = client_for(ctx)
@@ -253,10 +266,24 @@ local function cmd_list(ctx, opts)
   local list
   list, err = client:list{ metadata = meta, state = states }
   if not list then return nil, err end
-  table.sort(list, function(a, b)
+  local tmpl, kept = opts.template, {}
+  for _, s in ipairs(list) do
+    if not tmpl or s.template == tmpl or s.template_id == tmpl then kept[#kept + 1] = s end
+  end
+  table.sort(kept, function(a, b)
     if (a.started_at or 0) ~= (b.started_at or 0) then return (a.started_at or 0) < (b.started_at or 0) end
     return a.sandbox_id < b.sandbox_id
   end)
+  return kept, client
+end
+
+local function cmd_list(ctx, opts)
+  local limit, err = count_arg("list", "limit", opts.limit)
+  if err then return nil, err end
+  local list
+  list, err = select_sandboxes(ctx, "list", opts)
+  if not list then return nil, err end
+  for i = #list, (limit or #list) + 1, -1 do list[i] = nil end
   if opts.json then return ctx.out(to_json(list, true) .. "\n") end
   local rows = {}
   for _, s in ipairs(list) do
@@ -311,6 +338,132 @@ local function exit_status(result)
   return sig and SIGNUMS[sig] and 128 + SIGNUMS[sig] or 1
 end
 
+-- exec: the command is spawned (its pid is what signals and stdin need);
+-- three parts share one state table while it runs: the reader (this
+-- caller) writes its output until its end, a watcher task forwards this
+-- tool's signals and enforces --timeout, and a feeder task streams this
+-- tool's stdin (when it is no terminal) into the command's, in pieces of
+-- at most CHUNK, one in flight: memory stays bounded however large the
+-- input. Lua cannot catch a signal: core.trap_signals makes HUP, INT,
+-- PIPE (a closed stdout) and TERM set flags the watcher takes every
+-- EXEC_POLL_MS.
+local CHUNK = 1024 * 1024     -- the most read from a file or stdin at once
+local EXEC_POLL_MS = 50      -- how often the watcher looks at signals and the deadline
+local STDIN_POLL_MS = 20     -- how often an idle stdin is looked at again
+local TERM_GRACE_MS = 3000   -- after a forwarded signal, how long before SIGKILL
+local BACKSTOP_MS = 2000     -- envd's own deadline comes this much after ours
+
+local function feed_stdin(proc, state)
+  local core, e2b = require("e2b.core"), require("e2b")
+  while not state.ended do
+    local chunk, rerr = core.read_ready(0, CHUNK)
+    if chunk == false then
+      e2b.sleep(STDIN_POLL_MS)
+    elseif chunk == nil then
+      if rerr then state.failed = state.failed or { message = "exec: stdin: " .. rerr } return end
+      local ok, err = proc:close_stdin()
+      if not ok and err.kind ~= "not_found" then state.warn = err end
+      return
+    else
+      -- As the core's feed: a 429 means the input never reached a process
+      -- that waits for it (the exec fails); not_found, a process that
+      -- ended without reading it. Any other failure stops the input and
+      -- closes the command's stdin (it never waits for what cannot come),
+      -- and is told once the command ends.
+      local ok, err = proc:write(chunk)
+      if not ok then
+        if err.kind == "rate_limited" then state.failed = state.failed or err end
+        if err.kind ~= "rate_limited" and err.kind ~= "not_found" then
+          state.warn = err
+          proc:close_stdin()
+        end
+        return
+      end
+    end
+  end
+end
+
+-- One look: a trapped signal is forwarded as SIGTERM (envd delivers no
+-- SIGINT), a second one, the grace's end or the deadline kill the group.
+local function watch_once(proc, state, now)
+  local signo = require("e2b.core").take_signal()
+  if signo and state.signal then
+    state.kill_at = now
+  elseif signo then
+    state.signal = signo
+    proc:signal("TERM")
+    state.kill_at = now + TERM_GRACE_MS
+  end
+  if state.deadline and not state.signal and not state.timed_out and now >= state.deadline then
+    state.timed_out, state.kill_at = true, now
+  end
+  if state.failed and not state.stopping then state.stopping, state.kill_at = true, now end
+  if state.kill_at and now >= state.kill_at then
+    state.kill_at = nil
+    local ok, err = proc:kill()
+    if not ok then state.kill_err = err end
+  end
+end
+
+local function watch(proc, state)
+  local e2b = require("e2b")
+  local now_ms = require("e2b.core").now_ms
+  while not state.ended do
+    watch_once(proc, state, now_ms())
+    if not state.ended then e2b.sleep(EXEC_POLL_MS) end
+  end
+end
+
+-- Writes the command's output as it comes, to its end.
+local function read_to_end(ctx, proc)
+  local out, errs = ctx.streams.stdout, ctx.streams.stderr
+  while true do
+    local data, stream = proc:read()
+    if data == nil then return stream == nil, stream end
+    local f = stream == "stderr" and errs or out
+    f:write(data)
+    if f.flush then f:flush() end
+  end
+end
+
+-- The exit code of an exec whose command ran (or was stopped).
+local function exec_outcome(ctx, proc, state, read_ok, read_err)
+  local signo, timeout = state.signal, state.timeout
+  if state.kill_err then
+    ctx.streams.stderr:write(("%s: exec: the command may still run: %s\n"):format(PROG, tostring(state.kill_err)))
+  end
+  if signo then return 128 + signo end
+  if state.timed_out then
+    ctx.streams.stderr:write(("%s: exec: timed out after %s s; the command was killed\n"):format(PROG, timeout))
+    return 124
+  end
+  if state.failed then return nil, state.failed end
+  if not read_ok then return nil, read_err end
+  if state.warn then
+    ctx.streams.stderr:write(("%s: exec: the command's stdin: %s\n"):format(PROG, tostring(state.warn)))
+  end
+  local result, err = proc:wait()
+  if not result then return nil, err end
+  return exit_status(result)
+end
+
+local function run_exec(ctx, opts, sbx, cmd, env, timeout_ms, feed)
+  local e2b = require("e2b")
+  local proc, err = sbx:spawn(cmd, { user = opts.user, cwd = opts.cwd, env = env, stdin = feed or nil,
+    timeout_ms = timeout_ms and timeout_ms + BACKSTOP_MS, keep_output = false })
+  if not proc then return nil, err end
+  local state = { timeout = opts.timeout, deadline = timeout_ms and require("e2b.core").now_ms() + timeout_ms }
+  local tasks = { e2b.spawn(watch, proc, state) }
+  if feed then tasks[2] = e2b.spawn(feed_stdin, proc, state) end
+  local read_ok, read_err = read_to_end(ctx, proc)
+  state.ended = true
+  for _, t in ipairs(tasks) do t:wait() end
+  local code
+  code, err = exec_outcome(ctx, proc, state, read_ok, read_err)
+  proc:close()
+  return code, err
+end
+
 local function cmd_exec(ctx, opts, args)
   local env, err = pairs_arg("exec", "env", opts.env)
   if err then return nil, err end
@@ -320,21 +473,24 @@ local function cmd_exec(ctx, opts, args)
   -- One word is a shell command line (bash -l -c, as E2B's SDKs run a
   -- string); more words are an argv, run without a shell.
   local cmd = #args == 2 and args[2] or { unpack(args, 2) }
-  local client
-  client, err = client_for(ctx)
-  if not client then return nil, err end
-  local sbx
-  sbx, err = client:resume(args[1])
-  if not sbx then return nil, err end
-  local out, errs = ctx.streams.stdout, ctx.streams.stderr
-  local result
-  result, err = sbx:run(cmd, {
-    user = opts.user, cwd = opts.cwd, env = env, timeout_ms = timeout_ms, keep_output = false,
-    on_stdout = function(chunk) out:write(chunk) if out.flush then out:flush() end end,
-    on_stderr = function(chunk) errs:write(chunk) if errs.flush then errs:flush() end end,
-  })
-  if not result then return nil, err end
-  return exit_status(result)
+  local core = require("e2b.core")
+  -- Asked before the loop opens its sockets: a closed stdin's fd 0 would
+  -- be one of them. A terminal is no input (no pty is asked for).
+  local feed = not opts["no-stdin"] and core.fd_state(0) == "open"
+  core.trap_signals()
+  local ok, code, cerr = pcall(function()
+    local client, sbx
+    client, err = client_for(ctx)
+    if not client then return nil, err end
+    sbx, err = client:resume(args[1])
+    if not sbx then return nil, err end
+    local signo = core.take_signal() -- one that came before the command started: it never runs
+    if signo then return 128 + signo end
+    return run_exec(ctx, opts, sbx, cmd, env, timeout_ms, feed)
+  end)
+  core.untrap_signals()
+  if not ok then error(code, 0) end
+  return code, cerr
 end
 
 -- "ID:/path" -> id, path; anything else is local. A local path with a colon
@@ -361,19 +517,49 @@ local function transfer_progress(ctx, opts, label, total)
   return function(done, t) bar.update(done, t or total) end, bar
 end
 
-local CHUNK = 1024 * 1024
+
+-- The parent directory of a path ("/" for /x; nil for a bare relative name).
+local function dirname(path)
+  local d = path:gsub("/+$", ""):match("^(.*)/[^/]*$")
+  if d == nil then return nil end
+  return d == "" and "/" or d
+end
+
+local function cp_error(msg)
+  return { message = "cp: " .. msg }
+end
+
+-- Where a local file or tree named name lands for DST, as cp -r decides:
+-- into DST when it is a directory (or ends in /), else at DST, whose
+-- parent must be a directory already. -> path | nil, err
+local function remote_target(sbx, dst, name, is_dir)
+  local st, err = sbx.files:stat(dst)
+  if not st and err.kind ~= "not_found" then return nil, err end
+  if st and st.type == "dir" then return dst:gsub("/*$", "") .. "/" .. name end
+  if st and is_dir then
+    return nil, cp_error(("cannot copy directory %s over non-directory %s:%s"):format(name, sbx.id, dst))
+  end
+  if st then return dst end
+  local parent = dst:sub(-1) == "/" and dst:gsub("/+$", "") or dirname(dst)
+  if parent and parent ~= "" then
+    local pst, perr = sbx.files:stat(parent)
+    if not pst and perr.kind ~= "not_found" then return nil, perr end
+    if not pst or pst.type ~= "dir" then
+      return nil, cp_error(("cannot copy to %s:%s: directory %s does not exist (create it first: "
+        .. "%s exec %s -- mkdir -p %s)"):format(sbx.id, dst, parent, PROG, sbx.id, parent))
+    end
+  end
+  return dst
+end
 
 local function upload_file(ctx, opts, sbx, src, dst)
+  local target, terr = remote_target(sbx, dst, basename(src), false)
+  if not target then return nil, terr end
   local f, ferr = io.stdin, nil
   if src ~= "-" then f, ferr = io.open(src, "rb") end
   if not f then return nil, { message = ferr } end
   local total = src ~= "-" and f:seek("end") or nil
   if total then f:seek("set", 0) end
-  local target = dst
-  local st = sbx.files:stat(dst)
-  if dst:sub(-1) == "/" or (st and st.type == "dir") then
-    target = dst:gsub("/*$", "") .. "/" .. basename(src)
-  end
   local progress, bar = transfer_progress(ctx, opts, "upload " .. basename(src), total)
   local info, err = sbx.files:write(target, function() return f:read(CHUNK) end,
     { progress = progress })
@@ -383,12 +569,17 @@ local function upload_file(ctx, opts, sbx, src, dst)
   return { from = src, to = sbx.id .. ":" .. info.path, bytes = total }
 end
 
+-- A local tree as cp -r copies it: DST/<name> when DST is a directory,
+-- else DST itself (made).
 local function upload_dir(ctx, opts, sbx, src, dst)
+  local target, err = remote_target(sbx, dst, basename(src), true)
+  if not target then return nil, err end
   local progress, bar = transfer_progress(ctx, opts, "upload " .. basename(src) .. "/")
-  local ok, err = sbx.files:sync(src, dst, { progress = progress })
+  local ok
+  ok, err = sbx.files:sync(src, target, { progress = progress })
   bar.finish()
   if not ok then return nil, err end
-  return { from = src, to = sbx.id .. ":" .. dst }
+  return { from = src, to = sbx.id .. ":" .. target }
 end
 
 -- Writes a download to dst through a temporary name, renamed when complete.
@@ -420,10 +611,16 @@ local function download_file(ctx, opts, sbx, src, dst, size)
   return { from = sbx.id .. ":" .. src, to = dst, bytes = n }
 end
 
--- A remote tree into a local directory (created): files:download filters
+-- A remote tree as cp -r copies it (into DST when that is a directory,
+-- else as DST, made): files:download filters
 -- the sandbox's tar (nothing setuid, no device, no link out) before the
 -- host's tar unpacks it.
 local function download_dir(ctx, opts, sbx, src, dst)
+  if is_local_dir(dst) then dst = dst:gsub("/*$", "") .. "/" .. basename(src) end
+  local parent = dirname(dst)
+  if parent and not is_local_dir(parent) then
+    return nil, cp_error(("cannot copy to %s: directory %s does not exist"):format(dst, parent))
+  end
   local progress, bar = transfer_progress(ctx, opts, "download " .. basename(src) .. "/")
   local n, err = sbx.files:download(src, dst, { progress = progress })
   bar.finish()
@@ -517,7 +714,36 @@ local function kill_one(client, id)
   return { id = info.id, sandbox_id = info.sandbox_id }
 end
 
+-- What kill --all and reap print: one line per sandbox, or a JSON array.
+local function print_killed(ctx, opts, list, verb)
+  if opts.json then return ctx.out(to_json(list, true) .. "\n") end
+  for _, s in ipairs(list) do ctx.out(("%s %s (%s)\n"):format(verb, s.id or "-", s.sandbox_id)) end
+end
+
+-- kill --all: every sandbox the filters select (at least one is needed).
+local function kill_all(ctx, opts, args)
+  if #args > 0 then return nil, usage_error("kill: --all takes no ID") end
+  if not opts.state and not opts.metadata and not opts.template then
+    return nil, usage_error("kill: --all needs a filter (--metadata KEY=VALUE, --state running|paused "
+      .. "or --template T); --dry-run lists what it would kill")
+  end
+  local list, client = select_sandboxes(ctx, "kill", opts)
+  if not list then return nil, client end
+  if not opts["dry-run"] then
+    for _, s in ipairs(list) do
+      local ok, err = client:destroy(s.sandbox_id)
+      if not ok then return nil, err end
+    end
+  end
+  return print_killed(ctx, opts, list, opts["dry-run"] and "would kill" or "killed")
+end
+
 local function cmd_kill(ctx, opts, args)
+  if opts.all then return kill_all(ctx, opts, args) end
+  if #args == 0 then return nil, usage_error("kill: needs at least one sandbox id (or --all with a filter)") end
+  for _, o in ipairs({ "state", "metadata", "template", "dry-run" }) do
+    if opts[o] then return nil, usage_error(("kill: --%s goes with --all"):format(o)) end
+  end
   local client, err = client_for(ctx)
   if not client then return nil, err end
   local killed = {}
@@ -539,16 +765,20 @@ end
 local function cmd_reap(ctx, opts)
   local older_ms, err = seconds_arg("reap", "older-than", opts["older-than"], true)
   if err then return nil, err end
+  if not opts.owner and not opts.mine then
+    return nil, usage_error("reap: needs whose sandboxes: --owner OWNER, or --mine for this host's "
+      .. "(E2B_OWNER, else user@host); --dry-run lists what it would kill")
+  end
+  if opts.owner and opts.mine then return nil, usage_error("reap: --owner and --mine exclude each other") end
   local client
   client, err = client_for(ctx)
   if not client then return nil, err end
   local owner = opts.owner or client.owner
   local killed
-  killed, err = client:reap{ owner = owner, older_than_ms = older_ms }
+  killed, err = client:reap{ owner = owner, older_than_ms = older_ms, dry_run = opts["dry-run"] or nil }
   if not killed then return nil, err end
-  if opts.json then return ctx.out(to_json(killed, true) .. "\n") end
-  if #killed == 0 then return ctx.out(("nothing to reap for owner %s\n"):format(owner)) end
-  for _, s in ipairs(killed) do ctx.out(("killed %s (%s)\n"):format(s.id or "-", s.sandbox_id)) end
+  if not opts.json and #killed == 0 then return ctx.out(("nothing to reap for owner %s\n"):format(owner)) end
+  return print_killed(ctx, opts, killed, opts["dry-run"] and "would kill" or "killed")
 end
 
 -- The yes/no answers of client:doctor(): each is shown, "unknown" when
@@ -604,10 +834,12 @@ local ID_ARG = { min = 1, max = 1, what = "a sandbox id" }
 
 local COMMANDS = {
   { name = "list", run = cmd_list, args = { min = 0, max = 0 }, json = true,
-    usage = "list [--state running|paused]... [--metadata KEY=VALUE]... [--json]",
+    usage = "list [--state running|paused]... [--metadata KEY=VALUE]... [--template T] [--limit N] [--json]",
     summary = "list sandboxes (running and paused unless --state narrows it)",
+    more = "Oldest first; --limit N shows the first N that match.",
     opts = { state = { arg = true, many = true, short = "s" },
-             metadata = { arg = true, many = true, short = "m" } } },
+             metadata = { arg = true, many = true, short = "m" }, template = { arg = true, short = "t" },
+             limit = { arg = true, short = "n" } } },
   { name = "info", run = cmd_info, args = ID_ARG, json = true, usage = "info ID [--json]",
     summary = "show one sandbox (never resumes it)", opts = {} },
   { name = "create", run = cmd_create, args = { min = 0, max = 0 }, json = true,
@@ -619,18 +851,22 @@ local COMMANDS = {
              owner = { arg = true } } },
   { name = "exec", run = cmd_exec, stop_after = 1,
     args = { min = 2, what = "a sandbox id and a command (exec ID -- CMD ARGS...)" },
-    usage = "exec ID [--user U] [--cwd DIR] [--env KEY=VALUE]... [--timeout SECONDS] -- CMD [ARGS...]",
+    usage = "exec ID [--user U] [--cwd DIR] [--env KEY=VALUE]... [--timeout SECONDS] [--no-stdin] "
+      .. "-- CMD [ARGS...]",
     summary = "run a command, streaming its output; exits with the command's exit code",
     more = "One CMD word is a shell command line (bash -l -c); more words are an argv run without a shell.\n"
-      .. "A paused sandbox is resumed first.",
+      .. "A paused sandbox is resumed first. Stdin, unless a terminal or --no-stdin, streams into the\n"
+      .. "command's. SIGINT, SIGTERM and SIGHUP are forwarded to it (as SIGTERM, SIGKILL 3 s later),\n"
+      .. "then the exit status is 128+N; --timeout kills it and exits 124.",
     opts = { user = { arg = true, short = "u" }, cwd = { arg = true, short = "c" },
-             env = { arg = true, many = true, short = "e" }, timeout = { arg = true } } },
+             env = { arg = true, many = true, short = "e" }, timeout = { arg = true },
+             ["no-stdin"] = { short = "n" } } },
   { name = "cp", run = cmd_cp, json = true,
     args = { min = 2, max = 2, what = "a source and a destination (cp SRC DST)" },
     usage = "cp [--quiet] [--user U] SRC DST   (one of them ID:/path; - is stdin/stdout)",
     summary = "copy a file or directory into or out of a sandbox",
-    more = "A directory's contents go into the destination directory (created). A progress bar "
-      .. "goes to stderr when it is a terminal; --quiet turns it off.",
+    more = "Directories are copied as cp -r does: into DST when it is a directory, else as DST "
+      .. "(whose parent must exist).\nA progress bar goes to stderr when it is a terminal; --quiet turns it off.",
     opts = { quiet = { short = "q" }, user = { arg = true, short = "u" } } },
   { name = "pause", run = cmd_pause, args = ID_ARG, json = true,
     usage = "pause ID [--mode memory|filesystem] [--json]", summary = "pause a sandbox",
@@ -639,13 +875,18 @@ local COMMANDS = {
     usage = "resume ID [--timeout SECONDS] [--json]",
     summary = "resume a paused sandbox (a running one keeps running; its deadline never shortens)",
     opts = { timeout = { arg = true } } },
-  { name = "kill", run = cmd_kill, args = { min = 1, what = "at least one sandbox id" }, json = true,
-    usage = "kill ID... [--json]",
-    summary = "kill sandboxes", opts = {} },
+  { name = "kill", run = cmd_kill, args = { min = 0 }, json = true,
+    usage = "kill ID... | kill --all [--state running|paused]... [--metadata KEY=VALUE]... [--template T] "
+      .. "[--dry-run] [--json]",
+    summary = "kill sandboxes (--all: every one the filters select; one filter at least)",
+    more = "An id already gone succeeds and says so. --dry-run lists what --all would kill.",
+    opts = { all = {}, ["dry-run"] = {}, state = { arg = true, many = true, short = "s" },
+             metadata = { arg = true, many = true, short = "m" }, template = { arg = true, short = "t" } } },
   { name = "reap", run = cmd_reap, args = { min = 0, max = 0 }, json = true,
-    usage = "reap [--owner O] [--older-than SECONDS] [--json]",
-    summary = "kill an owner's sandboxes (default: this host's owner, E2B_OWNER or user@host)",
-    opts = { owner = { arg = true }, ["older-than"] = { arg = true } } },
+    usage = "reap (--owner O | --mine) [--older-than SECONDS] [--dry-run] [--json]",
+    summary = "kill an owner's sandboxes (--mine: this host's owner, E2B_OWNER or user@host)",
+    more = "--dry-run lists what it would kill and kills nothing.",
+    opts = { owner = { arg = true }, mine = {}, ["older-than"] = { arg = true }, ["dry-run"] = {} } },
   { name = "doctor", run = cmd_doctor, args = { min = 0, max = 0 }, json = true, usage = "doctor [--json]",
     summary = "show the configuration in use and what the backend supports", opts = {} },
 }
@@ -664,7 +905,12 @@ Environment (as the E2B SDKs read it):
   E2B_OWNER        owner tag put on created sandboxes (default user@host)
   E2B_CA_FILE      PEM file of CAs to trust besides the system's (e2b-local's CA;
                    e2b-local exec sets it)
+Also read: http_proxy, HTTPS_PROXY, ALL_PROXY, NO_PROXY (libcurl's proxies, lower
+  case too), SSLKEYLOGFILE (libcurl logs TLS keys there), PATH (the host's tar, for
+  directories), LUA_PATH and LUA_CPATH (the Lua interpreter's).
 IDs are a sandbox's logical id (create --id) or its E2B sandbox id.
+Exit status: 0, 1 a failure, 2 a usage error; exec: the command's, 128+N on
+signal N, 124 when --timeout expired.
 ]]
 
 local function main_help()
@@ -770,6 +1016,9 @@ function M.main(argv, streams)
     out = function(text) streams.stdout:write(text) end,
   }
   local ok, code, err = pcall(job.command.run, ctx, job.opts, job.args)
+  -- Ctrl-C outside exec: the interpreter's own SIGINT handler raises
+  -- "interrupted!" (lua.c, luajit.c); a shell says 130 for it, no message.
+  if not ok and type(code) == "string" and code:match("^[^\n]*interrupted!") then return 130 end
   if not ok then return fail(code, 1) end
   if code == nil and err ~= nil then return fail(err, err.usage and 2 or 1) end
   return code or 0

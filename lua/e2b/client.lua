@@ -361,13 +361,15 @@ end
 -- @tparam[opt] table opts
 -- @tparam[opt] string opts.owner default: the client's owner
 -- @tparam[opt=0] int opts.older_than_ms 0: all of them
--- @treturn {table,...} array of the killed sandboxes' info
+-- @tparam[opt=false] bool opts.dry_run find them by the same rule, kill none
+-- @treturn {table,...} array of the killed sandboxes' info (those it would kill, dry_run)
 -- @return or nil, err
 function Client:reap(opts)
-  local o, err = check.options("reap", opts, { owner = "nonempty", older_than_ms = "ms" })
+  local o, err = check.options("reap", opts, { owner = "nonempty", older_than_ms = "ms", dry_run = "boolean" })
   if not o then return nil, err end
   local raws
-  raws, err = rt.finish(self._h:reap(o.owner or self.owner, o.older_than_ms or 0))
+  local call = o.dry_run and "reap_preview" or "reap"
+  raws, err = rt.finish(self._h[call](self._h, o.owner or self.owner, o.older_than_ms or 0))
   if not raws then return nil, err end
   return infos(raws)
 end

@@ -19,34 +19,8 @@ end
 
 local read_file, write_file = h.read_file, h.write_file
 
--- The command line that runs the tool with these package paths (and, under
--- a sanitizer build, its runtime preloaded as h.fresh_lua does).
-local function tool_cmd(args, env)
-  local words = { "env" }
-  for k, v in pairs(env or {}) do
-    words[#words + 1] = v == false and ("-u " .. k) or (k .. "=" .. h.shell_quote(v))
-  end
-  local preload = os.getenv("LD_PRELOAD")
-  if preload then words[#words + 1] = "LD_PRELOAD=" .. h.shell_quote(preload) .. " ASAN_OPTIONS=detect_leaks=0" end
-  words[#words + 1] = "LUA_PATH=" .. h.shell_quote(package.path)
-  words[#words + 1] = "LUA_CPATH=" .. h.shell_quote(package.cpath)
-  words[#words + 1] = h.lua_bin .. " bin/lua-e2b"
-  for _, a in ipairs(args) do words[#words + 1] = h.shell_quote(a) end
-  return table.concat(words, " ")
-end
-
--- run(args, env) -> stdout, stderr, exit code (stdout and stderr byte-exact)
-local function run(args, env)
-  local errf, codef = os.tmpname(), os.tmpname()
-  local p = assert(io.popen(("env -u LD_PRELOAD sh -c %s"):format(h.shell_quote(
-    tool_cmd(args, env) .. " 2>" .. errf .. "; echo $? >" .. codef)), "r"))
-  local out = p:read("a")
-  p:close()
-  local err, code = read_file(errf), tonumber(read_file(codef))
-  os.remove(errf)
-  os.remove(codef)
-  return out, err, code
-end
+local tool = require("spec.cli_tool")
+local tool_cmd, run = tool.cmd, tool.run
 
 describe("lua-e2b argument parsing", function()
   it("takes --name value, --name=value, short names, repeats and --", function()
@@ -290,7 +264,7 @@ describe("lua-e2b", function()
     os.remove(src)
   end)
 
-  it("reap finds nothing, then an orphan of the given owner (and E2B_OWNER's by default)", function()
+  it("reap finds nothing, then an orphan of the given owner (and E2B_OWNER's with --mine)", function()
     local owner = tag .. "-owner"
     local out, err, code = run({ "reap", "--owner", owner })
     assert.are.same({ ("nothing to reap for owner %s\n"):format(owner), "", 0 }, { out, err, code })
@@ -301,7 +275,7 @@ describe("lua-e2b", function()
     local killed = cjson.decode(out)
     assert.are.same({ { id, sid } }, { { killed[1].id, killed[1].sandbox_id } })
     assert.are.equal(1, #killed)
-    out, err, code = run({ "reap" }, { E2B_OWNER = owner .. "-env" })
+    out, err, code = run({ "reap", "--mine" }, { E2B_OWNER = owner .. "-env" })
     assert.are.equal(0, code, err)
     assert.truthy(out:find("^killed " .. id2:gsub("%-", "%%-") .. " %("), out)
     for _, s in ipairs(cjson.decode((run({ "list", "--json", "--metadata", "spec=" .. tag })))) do
