@@ -97,7 +97,8 @@ run_busted() { # suite e2b-local-binary lua lua-path lua-cpath files... (env: SP
 
 run_sdk() { # suite e2b-local-binary [sdk-package]
   log="$LOGS/sdk-$(basename "$(dirname "$2")")-$(echo "$1" | tr -c 'a-zA-Z0-9\n' '-').log"
-  E2B_SDK=${3:-e2b} E2B_LOCAL_BIN=$2 timeout 900 node --test spec/sdk/*.test.mjs >"$log" 2>&1
+  # each test file starts its own e2b-local: three files at a time
+  E2B_SDK=${3:-e2b} E2B_LOCAL_BIN=$2 timeout 900 node --test --test-concurrency=3 spec/sdk/*.test.mjs >"$log" 2>&1
   pass=$(sed -nE 's/^# pass ([0-9]+)$/\1/p' "$log" | tail -1)
   fail=$(sed -nE 's/^# fail ([0-9]+)$/\1/p' "$log" | tail -1)
   if [ -z "$pass" ] || [ -z "$fail" ]; then pass=${pass:-0}; fail=$((${fail:-0} + 1)); fi
@@ -299,25 +300,37 @@ echo "== fuzz targets (clang, libFuzzer + ASan + UBSan), a few seconds each"
 # past crashes), then mutates for FUZZ_SECONDS; any crash, leak, UB or broken
 # property fails it. New inputs go to a temp dir, never into the repo.
 FUZZ_SECONDS=${FUZZ_SECONDS:-4}
-run_fuzz() { # target
-  work=$(mktemp -d /tmp/lua-e2b-fuzz.XXXXXX)
+# One target: "ok", or "failed" and what its log says (for xargs: a script,
+# not a function).
+FUZZ_ONE='work=$(mktemp -d /tmp/lua-e2b-fuzz.XXXXXX)
   log="$LOGS/fuzz-$1.log"
   if UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:suppressions=$ROOT/fuzz/ubsan.supp" \
     ASAN_OPTIONS="detect_leaks=1:halt_on_error=1" timeout $((FUZZ_SECONDS + 60)) \
     "$ROOT/build-fuzz/fuzz/fuzz_$1" -max_total_time="$FUZZ_SECONDS" -timeout=10 -rss_limit_mb=2048 \
     -artifact_prefix="$LOGS/fuzz-$1-" "$work" "$ROOT/fuzz/corpus/$1" >"$log" 2>&1; then
-    record "fuzz_$1 (${FUZZ_SECONDS}s)" 1 0
+    echo ok
   else
-    grep -E 'ERROR|runtime error|SUMMARY|artifact|#[0-9] ' "$log" | head -30
-    record "fuzz_$1 (${FUZZ_SECONDS}s)" 0 1
+    echo failed
+    grep -E "ERROR|runtime error|SUMMARY|artifact|#[0-9] " "$log" | head -30
   fi
-  rm -rf "$work"
-}
+  rm -rf "$work"'
 if build "$ROOT/build-fuzz" -DCMAKE_C_COMPILER=clang -DE2B_BUILD_FUZZERS=ON -DE2B_BUILD_TESTS=OFF \
   -DE2B_BUILD_BINDING=OFF -DE2B_BUILD_EMULATOR=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo; then
+  # two targets at a time (one core each), recorded in order
   for f in "$ROOT"/fuzz/fuzz_*.c; do
     t=$(basename "$f" .c)
-    run_fuzz "${t#fuzz_}"
+    echo "${t#fuzz_}"
+  done | ROOT=$ROOT LOGS=$LOGS FUZZ_SECONDS=$FUZZ_SECONDS FUZZ_ONE=$FUZZ_ONE xargs -P 2 -I{} \
+    sh -c 'eval "$FUZZ_ONE" >"$LOGS/fuzz-$1.verdict"' _ {}
+  for f in "$ROOT"/fuzz/fuzz_*.c; do
+    t=$(basename "$f" .c)
+    t=${t#fuzz_}
+    if [ "$(head -n 1 "$LOGS/fuzz-$t.verdict")" = ok ]; then
+      record "fuzz_$t (${FUZZ_SECONDS}s)" 1 0
+    else
+      tail -n +2 "$LOGS/fuzz-$t.verdict"
+      record "fuzz_$t (${FUZZ_SECONDS}s)" 0 1
+    fi
   done
 else
   tail -n 40 "$LOGS/build-fuzz-configure.log" "$LOGS/build-fuzz-build.log" 2>/dev/null
