@@ -35,19 +35,22 @@ function M.run(args, env, stdin_redirect)
   return out, err, code
 end
 
--- start(args, shell_prefix) -> a running tool: pid, a pipe of its stdout
--- (p), and finish() -> rest of stdout, stderr, exit code. The tool's pid
--- is its shell's: the shell execs it.
-function M.start(args, stdin_redirect)
-  local errf = os.tmpname()
+-- start(args, stdin_redirect, env) -> a running tool: pid, a pipe of its
+-- stdout (p), and finish() -> rest of stdout, stderr, exit code. The tool's
+-- pid is its shell's (the shell execs it); the status comes back through a
+-- file, as Lua 5.1's pipes do not return it.
+function M.start(args, stdin_redirect, env)
+  local errf, codef = os.tmpname(), os.tmpname()
+  local inner = "echo $$; exec " .. M.cmd(args, env) .. " " .. (stdin_redirect or "") .. " 2>" .. errf
   local p = assert(io.popen("env -u LD_PRELOAD sh -c " .. h.shell_quote(
-    "echo $$; exec " .. M.cmd(args) .. " " .. (stdin_redirect or "") .. " 2>" .. errf), "r"))
+    "sh -c " .. h.shell_quote(inner) .. "; echo $? >" .. codef), "r"))
   local t = { pid = tonumber(p:read("l")), p = p }
   function t.finish()
     local out = p:read("a")
-    local _, _, code = p:close()
-    local err = h.read_file(errf)
+    p:close()
+    local err, code = h.read_file(errf), tonumber(h.read_file(codef))
     os.remove(errf)
+    os.remove(codef)
     return out, err, code
   end
   return t

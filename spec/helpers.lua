@@ -139,6 +139,18 @@ end
 
 M.now_ms = core.now_ms
 
+-- pred's first true value, looked for every 50 ms for at most ms (default
+-- 15 s); the last look's value (false or nil) when it never came. Specs
+-- wait on conditions with it, never on a fixed sleep.
+function M.eventually(pred, ms)
+  local until_ms = M.now_ms() + (ms or 15000)
+  while true do
+    local v = pred()
+    if v or M.now_ms() >= until_ms then return v end
+    require("e2b").sleep(50)
+  end
+end
+
 -- How many of sbx's processes have a command line matching the grep pattern,
 -- as grep -c prints it ("0\n" when none). Write the pattern so that it does
 -- not match itself ('[s]leep 30').

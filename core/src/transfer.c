@@ -353,8 +353,12 @@ static void enqueue(e2b_req *req, queued *node) {
  * (the end-of-stream message and the body's last bytes follow it at
  * once), or END_HOLD_MS after it at the latest: a caller that starts its
  * next command on seeing the end then finds this connection free again,
- * rather than opening another while this one finishes. */
-#define END_HOLD_MS 200
+ * rather than opening another while this one finishes. The body's end
+ * comes in the same breath from envd; the bound only matters for a server
+ * that never ends it, and 200 ms was short enough that a loaded host
+ * (load 12: the suite's three spec files at a time beside other builds)
+ * handed the end over first and the next command opened a connection. */
+#define END_HOLD_MS 1000
 
 static void push_queued(e2b_req *req, queued *node) {
   if (req->mode == BODY_EVENTS && !req->advance && node->ev.type == E2B_EVENT_END && !req->done) {

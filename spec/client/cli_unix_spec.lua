@@ -261,15 +261,9 @@ describe("lua-e2b's killing verbs and list", function()
   end)
 end)
 
--- pred's first true value, looked for every 20 ms for at most 10 s.
+-- pred's first true value within 10 s (an assertion fails otherwise).
 local function eventually(pred)
-  local until_ms = h.now_ms() + 10000
-  while true do
-    local v = pred()
-    if v then return v end
-    assert(h.now_ms() < until_ms, "condition not met in 10 s")
-    h.e2b.sleep(20)
-  end
+  return assert(h.eventually(pred, 10000), "condition not met in 10 s")
 end
 
 describe("lua-e2b interrupted", function()
@@ -281,17 +275,12 @@ describe("lua-e2b interrupted", function()
       "print(s.getsockname()[1])", "c=s.accept()", "print('accepted')", "time.sleep(60)" }, "\n")), dir))
       :match("%d+")
     local port = eventually(function() return read_file(dir):match("^(%d+)\n") end)
-    local errf = os.tmpname()
-    local p = assert(io.popen("env -u LD_PRELOAD sh -c " .. h.shell_quote("echo $$; exec " .. tool.cmd({ "list" },
-      { E2B_API_URL = "http://127.0.0.1:" .. port }) .. " 2>" .. errf), "r"))
-    local tool_pid = tonumber(p:read("l"))
+    local t = start({ "list" }, nil, { E2B_API_URL = "http://127.0.0.1:" .. port })
     eventually(function() return read_file(dir):find("accepted", 1, true) end)
-    assert(os.execute("kill -INT " .. tool_pid))
-    local out = p:read("a")
-    local _, _, code = p:close()
-    assert.are.same({ "", "", 130 }, { out, read_file(errf), code })
+    assert(os.execute("kill -INT " .. t.pid))
+    local out, err, code = t.finish()
+    assert.are.same({ "", "", 130 }, { out, err, code })
     h.host("kill " .. pid)
     os.remove(dir)
-    os.remove(errf)
   end)
 end)

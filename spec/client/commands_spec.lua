@@ -69,13 +69,19 @@ describe("commands", function()
     end)
 
     it("streams output to on_stdout and on_stderr as it arrives", function()
-      local seen_out, seen_err = {}, {}
-      local r = assert(sbx:run("echo one; sleep 0.2; echo two >&2", {
-        on_stdout = function(c) seen_out[#seen_out + 1] = c end,
+      local seen_out, seen_err, one_at = {}, {}, nil
+      local r = assert(sbx:run("echo one; sleep 1; echo two >&2", {
+        on_stdout = function(c)
+          seen_out[#seen_out + 1] = c
+          one_at = one_at or h.now_ms()
+        end,
         on_stderr = function(c) seen_err[#seen_err + 1] = c end,
       }))
+      local done_at = h.now_ms()
       assert.are.equal("one\n", table.concat(seen_out))
       assert.are.equal("two\n", table.concat(seen_err))
+      -- "one" reached its callback while the command still slept, not at its end
+      assert.is_true(done_at - one_at >= 500, ("one came %d ms before the end"):format(done_at - one_at))
     end)
 
     it("keeps output for user commands after a root command made the scratch directory", function()
@@ -154,11 +160,25 @@ describe("commands", function()
     end)
 
     it("runs a kept command with no helper process beside it", function()
-      local proc = assert(sbx:spawn({ "sleep", "30" }))
-      local ps = assert(sbx:run({ "ps", "-eo", "args" })).stdout
+      local proc = assert(sbx:spawn({ "sleep", "39" }))
+      assert.is_true(h.eventually(function() return h.count_procs(sbx, "^sleep 39$") == "1\n" end))
+      -- the command's own process and its parent (the wrapper, or envd) are
+      -- all it adds: nothing else of the sandbox's user has it for parent
+      local pid = assert(sbx:run("pgrep -x -f 'sleep 39'")).stdout:match("%d+")
+      local ps = assert(sbx:run({ "ps", "-eo", "pid=,ppid=,args=" })).stdout
       proc:close()
-      assert.truthy(ps:find("sleep 30", 1, true), ps)
-      assert.is_nil(ps:find("tee", 1, true), ps)
+      local parent
+      for line in ps:gmatch("[^\n]+") do
+        local p, pp = line:match("^%s*(%d+)%s+(%d+)")
+        if p == pid then parent = pp end
+      end
+      assert.is_string(parent, ps)
+      for line in ps:gmatch("[^\n]+") do
+        local p, pp, args = line:match("^%s*(%d+)%s+(%d+)%s+(.*)$")
+        if pp == parent and p ~= pid and not args:find("^ps ") then
+          error("a process beside the command: " .. line .. "\n" .. ps)
+        end
+      end
     end)
 
     it("runs as user by default and as root when asked", function()
@@ -235,17 +255,19 @@ describe("commands", function()
     end)
 
     it("signals the pid of an unkept command, and kills a kept one's group", function()
-      local cmd = "trap 'echo got-term; exit 3' TERM; sleep 30 & wait"
-      local plain = assert(sbx:spawn(cmd, { tag = "sig", keep_output = false }))
-      sbx:run("sleep 0.2")
+      -- each command's trap is set once its own sleep runs
+      local function cmd(n) return "trap 'echo got-term; exit 3' TERM; sleep " .. n .. " & wait" end
+      local function trapped(n) return h.count_procs(sbx, "^sleep " .. n .. "$") == "1\n" end
+      local plain = assert(sbx:spawn(cmd(37), { tag = "sig", keep_output = false }))
+      assert.is_true(h.eventually(function() return trapped(37) end))
       assert(plain:signal("TERM"))
       local res = assert(plain:wait(5000))
       assert.are.same({ 3, "got-term\n" }, { res.exit_code, res.stdout })
       plain:close()
       -- Kept, TERM is the wrapper's: it kills the command's group (envd
       -- signals one pid, the wrapper's).
-      local proc = assert(sbx:spawn(cmd, { tag = "sig" }))
-      sbx:run("sleep 0.2")
+      local proc = assert(sbx:spawn(cmd(38), { tag = "sig" }))
+      assert.is_true(h.eventually(function() return trapped(38) end))
       assert(proc:signal("TERM"))
       res = assert(proc:wait(5000))
       assert.are.same({ -1, "signal: killed", "" }, { res.exit_code, res.status, res.stdout })
@@ -260,9 +282,8 @@ describe("commands", function()
       b:detach()
       a:close()
       b:close()
-      local r = assert(sbx:run("sleep 0.2; ps -eo args"))
-      assert.is_nil(r.stdout:find("sleep 41", 1, true))
-      assert.truthy(r.stdout:find("sleep 42", 1, true))
+      assert.is_true(h.eventually(function() return h.count_procs(sbx, "^sleep 41$") == "0\n" end))
+      assert.are.equal("1\n", h.count_procs(sbx, "^sleep 42$"))
       assert(sbx:run("pkill -f 'sleep 42'", { user = "root" }))
     end)
 

@@ -15,13 +15,7 @@ if h.live then return end
 local function parked(proc) return proc._req:process().parked end
 
 -- Waits (bounded) until pred() holds; returns whether it did.
-local function eventually(pred, ms)
-  for _ = 1, (ms or 15000) / 50 do
-    if pred() then return true end
-    e2b.sleep(50)
-  end
-  return pred()
-end
+local eventually = h.eventually
 
 local function drain(proc)
   local out, err = {}, {}
