@@ -355,9 +355,14 @@ static int reachable(const netpolicy *p, const char *name, const struct sockaddr
 
 static void pump(econn *c);
 
-/* The loop's view of the sandbox's rules (reqstream asks per request head). */
+/* The loop's view of the sandbox's rules (reqstream asks per request head).
+ * A relay to the sandbox's own loopback gets none: a rule's headers go only
+ * to the upstream it names, never back into the sandbox. */
 static void rules_now(void *ctx, const char *host, netrules_set *out) {
-  sandbox_egress_headers(((econn *)ctx)->sb, host, out);
+  const econn *c = ctx;
+  out->h = NULL;
+  out->n = 0;
+  if (!c->inside) sandbox_egress_headers(c->sb, host, out);
 }
 
 /* Plain requests are always framed and rewritten; a tunnel only when the
@@ -373,10 +378,10 @@ static void to_relay(econn *c) {
     memcpy(c->u2c.data, ok, sizeof ok - 1);
     c->u2c.len = sizeof ok - 1;
     netrules_set set;
-    c->streamed = sandbox_egress_headers(c->sb, c->host, &set) > 0;
+    rules_now(c, c->host, &set);
+    c->streamed = set.n > 0;
     netrules_set_clear(&set);
-    /* the sandbox's own loopback is not egress: its TLS is its own business */
-    c->sniff = c->streamed && etls_enabled() && !c->inside;
+    c->sniff = c->streamed && etls_enabled();
   }
   if (c->streamed) {
     reqstream_init(&c->rs, c->host, c->port, c->is_connect, rules_now, c);
