@@ -206,6 +206,43 @@ describe("network containment", function()
     assert(ok, err)
   end)
 
+  it("judges a host loopback port the operator marked as the internet as the internet, until unmarked", function()
+    local cjson = require("cjson")
+    local open = h.sandbox({}, client)
+    local none = h.sandbox({ network = "none" }, client)
+    local deny_host = h.sandbox({ network = { deny = { "127.0.0.1/32" } } }, client)
+    assert.are.equal("000", raw_get(open, "127.0.0.1"))
+    local ok, err = pcall(function()
+      local status, body = h.admin("PUT", "/_e2b_local/internet", { ports = { port } })
+      assert.are.equal(200, status, body)
+      assert.are.same({ ports = { port } }, cjson.decode(body))
+      assert.are.equal("200", raw_get(open, "127.0.0.1"))
+      assert.are.equal("200", raw_get(open, "localhost"))
+      -- judged as an internet address would be: the deny lists still hold
+      assert.are.equal("000", raw_get(none, "127.0.0.1"))
+      assert.are.equal("000", raw_get(deny_host, "127.0.0.1"))
+      -- other ports stay this machine; bad lists are refused and change nothing
+      local srv_port = tonumber(os.getenv("E2B_API_URL"):match(":(%d+)$"))
+      assert.are.equal("000", raw_get(open, "127.0.0.1", srv_port))
+      for _, bad in ipairs({ { ports = { 0 } }, { ports = { 65536 } }, { ports = { "80" } }, { ports = "80" },
+        { ports = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17 } } }) do
+        status, body = h.admin("PUT", "/_e2b_local/internet", bad)
+        assert.are.equal(400, status, body)
+        assert.matches("ports", body)
+      end
+      assert.are.equal("200", raw_get(open, "127.0.0.1"))
+    end)
+    local status, body = h.admin("DELETE", "/_e2b_local/internet")
+    assert(ok, err)
+    assert.are.equal(200, status, body)
+    assert.are.equal("000", raw_get(open, "127.0.0.1"))
+    -- the admin API needs its token
+    local out = h.host(("curl -s -o /dev/null -w '%%{http_code}' -X PUT --data-binary '{\"ports\":[%d]}' %s")
+      :format(port, h.shell_quote(os.getenv("E2B_API_URL") .. "/_e2b_local/internet")))
+    assert.are.equal("403", out)
+    assert.are.equal("000", raw_get(open, "127.0.0.1"))
+  end)
+
   it("never exposes the egress forwarder through the port proxy", function()
     local sbx = h.sandbox({}, client)
     -- an absolute-form request to 3128-<id>.<domain> would be a request to
