@@ -73,37 +73,67 @@ function M.cleanup()
   end
 end
 
+-- admin(method, path, body, server) -> status, body: a call to e2b-local's
+-- admin API (server: serve_local's vars, default the one the specs run
+-- under); the token goes to curl in a private file, never on its command
+-- line. body: a table sent as JSON.
+function M.admin(method, path, body, server)
+  local token = assert(server and server.E2B_LOCAL_ADMIN_TOKEN or os.getenv("E2B_LOCAL_ADMIN_TOKEN"),
+    "the admin API needs e2b-local")
+  local url = (server and server.E2B_API_URL or os.getenv("E2B_API_URL")) .. path
+  local header = os.tmpname()
+  local f = assert(io.open(header, "w"))
+  f:write("X-Admin-Token: ", token, "\n")
+  f:close()
+  local data = body and ("-H 'Content-Type: application/json' --data-binary " ..
+    M.shell_quote(require("cjson").encode(body))) or ""
+  local out = M.host(("curl -s -w '\\n%%{http_code}' -X %s -H @%s %s '%s'"):format(method, header, data, url))
+  os.remove(header)
+  local text, status = out:match("^(.*)\n(%d+)$")
+  return tonumber(status), text
+end
+
+local function admin(method, path, body, server)
+  local status, text = M.admin(method, path, body, server)
+  assert(status and status >= 200 and status < 300,
+    ("admin call %s %s failed: %s %s"):format(method, path, tostring(status), tostring(text)))
+end
+
 -- Fault injection on e2b-local (its admin API): faults{ rules } adds rules,
 -- faults() clears them. Rules: { match = "GET /sandboxes/*", action = "status",
 -- status = 503, count = 2, retry_after_s = 1 } and so on (emulator/README.md).
 -- server: the variables serve_local printed, for that e2b-local (default: the one
 -- the specs run under).
 function M.faults(rules, seed, server)
-  local token = assert(server and server.E2B_LOCAL_ADMIN_TOKEN or os.getenv("E2B_LOCAL_ADMIN_TOKEN"),
-    "fault injection needs e2b-local")
-  local url = (server and server.E2B_API_URL or os.getenv("E2B_API_URL")) .. "/_e2b_local/faults"
-  -- The token goes to curl in a private file, never on its command line.
-  local header = os.tmpname()
-  local f = assert(io.open(header, "w"))
-  f:write("X-Admin-Token: ", token, "\n")
-  f:close()
-  local cmd
   if rules then
-    local body = require("cjson").encode({ seed = seed or 1, rules = rules })
-    cmd = ("curl -sf -X POST -H @%s -H 'Content-Type: application/json' --data-binary %s '%s'")
-      :format(header, M.shell_quote(body), url)
+    admin("POST", "/_e2b_local/faults", { seed = seed or 1, rules = rules }, server)
   else
-    cmd = ("curl -sf -X DELETE -H @%s '%s'"):format(header, url)
+    admin("DELETE", "/_e2b_local/faults", nil, server)
   end
-  local out = M.host(cmd .. " && echo OK")
-  os.remove(header)
-  assert(out:find("OK"), "fault admin call failed: " .. out)
 end
 
--- http_server(body) -> url, stop: a web server on the host's 127.0.0.1
--- (a free port) answering body for "/", for specs that reach the host from
--- inside a sandbox. stop() ends it.
-function M.http_server(body)
+-- The host loopback ports this process marked as standing in for the
+-- internet on the e2b-local the specs run under (PUT /_e2b_local/internet).
+local internet_ports = {}
+
+local function mark_internet(port, on)
+  internet_ports[port] = on or nil
+  local list = {}
+  for p in pairs(internet_ports) do list[#list + 1] = p end
+  if #list == 0 then
+    admin("DELETE", "/_e2b_local/internet")
+  else
+    admin("PUT", "/_e2b_local/internet", { ports = list })
+  end
+end
+
+-- http_server(body, opts) -> url, stop, port: a web server on the host's
+-- 127.0.0.1 (a free port) answering body for "/", for specs that reach the
+-- host from inside a sandbox. The host's loopback is never the internet: a
+-- sandbox reaches it only with a policy that names it, unless opts.internet,
+-- which marks the port as standing in for the internet (reached as an
+-- internet address would be, by allow-all too). stop() ends it (and unmarks).
+function M.http_server(body, opts)
   local dir = os.tmpname()
   os.remove(dir)
   assert(os.execute("mkdir -p " .. M.shell_quote(dir)))
@@ -120,12 +150,18 @@ function M.http_server(body)
     if port then break end
     e2b.sleep(50)
   end
+  local marked = false
   local function stop()
+    if marked then mark_internet(tonumber(port), false) end
     M.host("kill " .. pid .. " 2>/dev/null; rm -rf " .. M.shell_quote(dir))
   end
   if not port then
     stop()
     error("the host web server did not start")
+  end
+  if opts and opts.internet then
+    mark_internet(tonumber(port), true)
+    marked = true
   end
   return "http://127.0.0.1:" .. port, stop, tonumber(port)
 end

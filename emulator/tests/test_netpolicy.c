@@ -81,11 +81,39 @@ static void test_loopback_reached_only_when_listed(void) {
   CHECK(netpolicy_allows(by_name, "a.localhost", addr("127.0.0.1"), 1));
   CHECK(!netpolicy_allows(by_name, NULL, addr("127.0.0.1"), 1));
   netpolicy_free(by_name);
-  /* allow-all keeps the documented way to the host's loopback */
-  netpolicy *open = policy(1, NULL, NULL);
-  CHECK(netpolicy_allows(open, "x.example", addr("127.0.0.1"), 1));
-  CHECK(netpolicy_allows(open, NULL, addr("127.0.0.1"), 1));
-  netpolicy_free(open);
+}
+
+static void test_this_machine_is_never_the_internet(void) {
+  /* allow-all, a deny-list and wide allow CIDRs never name this machine */
+  netpolicy *open = policy(1, NULL, NULL), *denylist = policy(1, NULL, "[\"10.0.0.0/8\"]");
+  netpolicy *wide = policy(1, "[\"0.0.0.0/0\", \"0.0.0.0/1\", \"::/0\", \"192.168.0.0/16\"]", "[\"0.0.0.0/0\"]");
+  netpolicy *all[] = {open, denylist, wide};
+  const char *machine[] = {"127.0.0.1", "127.1.2.3", "::1", "0.0.0.0", "::", "169.254.169.254", "fe80::1"};
+  for (size_t i = 0; i < 3; i++) {
+    for (size_t k = 0; k < sizeof machine / sizeof *machine; k++) {
+      CHECK(!netpolicy_allows(all[i], NULL, addr(machine[k]), NETPOLICY_BY_ADDRESS));
+      CHECK(!netpolicy_allows(all[i], "localhost", addr(machine[k]), NETPOLICY_THIS_HOST));
+    }
+    CHECK(!netpolicy_allows(all[i], NULL, addr("192.168.1.5"), NETPOLICY_THIS_HOST)); /* an interface address */
+    CHECK(netpolicy_allows(all[i], NULL, addr("93.184.216.34"), NETPOLICY_BY_ADDRESS));
+    /* a loopback port the operator marked as the internet is judged as the internet */
+    CHECK(netpolicy_allows(all[i], NULL, addr("127.0.0.1"), NETPOLICY_STANDIN));
+  }
+  /* what names it: a CIDR inside its block, the interface address itself */
+  netpolicy *named = policy(1, "[\"127.0.0.0/8\", \"192.168.1.5\", \"169.254.169.254\"]", NULL);
+  CHECK(netpolicy_allows(named, NULL, addr("127.9.9.9"), NETPOLICY_THIS_HOST));
+  CHECK(netpolicy_allows(named, NULL, addr("0.0.0.0"), NETPOLICY_THIS_HOST));
+  CHECK(netpolicy_allows(named, NULL, addr("192.168.1.5"), NETPOLICY_THIS_HOST));
+  CHECK(netpolicy_allows(named, NULL, addr("169.254.169.254"), NETPOLICY_BY_ADDRESS));
+  CHECK(!netpolicy_allows(named, NULL, addr("::1"), NETPOLICY_THIS_HOST));
+  /* a stand-in is still subject to the deny lists */
+  CHECK(!netpolicy_allows(denylist, NULL, addr("10.0.0.1"), NETPOLICY_STANDIN));
+  netpolicy *noloop = policy(1, NULL, "[\"127.0.0.1/32\"]");
+  CHECK(!netpolicy_allows(noloop, NULL, addr("127.0.0.1"), NETPOLICY_STANDIN));
+  CHECK(netpolicy_allows(noloop, NULL, addr("127.0.0.2"), NETPOLICY_STANDIN));
+  for (size_t i = 0; i < 3; i++) netpolicy_free(all[i]);
+  netpolicy_free(named);
+  netpolicy_free(noloop);
 }
 
 static void test_a_narrower_deny_beats_an_allowed_name(void) {
@@ -121,6 +149,7 @@ int main(void) {
   RUN(test_resolution_only_when_a_name_rule_could_match);
   RUN(test_an_allowed_name_never_reaches_this_machine);
   RUN(test_loopback_reached_only_when_listed);
+  RUN(test_this_machine_is_never_the_internet);
   RUN(test_a_narrower_deny_beats_an_allowed_name);
   RUN(test_every_spelling_of_this_host_is_loopback);
   return TESTING_DONE();

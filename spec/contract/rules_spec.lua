@@ -203,7 +203,7 @@ describe("network", function()
   local client, host_url, stop, port
   setup(function()
     client = h.client()
-    if not h.live then host_url, stop, port = h.http_server("reachable") end
+    if not h.live then host_url, stop, port = h.http_server("reachable", { internet = true }) end
   end)
   teardown(function() if stop then stop() end end)
   after_each(h.cleanup)
@@ -214,7 +214,8 @@ describe("network", function()
   end
 
   -- An allowed host name, a URL on it, one on a host off the list, and one by raw IP.
-  -- On e2b-local they are a web server on the host's loopback the spec starts.
+  -- On e2b-local they are a web server on the host's loopback the spec starts, marked as
+  -- standing in for the internet (the host's loopback itself never is).
   local function targets()
     if h.live then return "example.com", "https://example.com/", "https://e2b.dev/", "https://1.1.1.1/" end
     return "localhost", ("http://localhost:%d/"):format(port), ("http://denied.localhost:%d/"):format(port),

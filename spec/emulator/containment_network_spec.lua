@@ -1,7 +1,8 @@
 -- Containment of e2b-local's network paths against hostile sandbox code:
 -- the egress proxy (the forwarder on 127.0.0.1:3128 in every sandbox) and the
 -- port proxy (<port>-<id>.<domain>). The "internet" here is a web server on
--- the host's loopback that no restricted sandbox may reach.
+-- the host's loopback: the host's loopback is never the internet, so a
+-- sandbox reaches it only with a policy that names it (127.0.0.1/32).
 local h = require("spec.helpers")
 
 if h.live then return end
@@ -94,13 +95,16 @@ describe("network containment", function()
       .stdout
   end
 
-  local function raw_get(sbx, host)
-    return assert(sbx:run({ "python3", "-c", RAW_GET, ("%s:%d"):format(host, port) })).stdout:gsub("%s+$", "")
+  local function raw_get(sbx, host, p)
+    return assert(sbx:run({ "python3", "-c", RAW_GET, ("%s:%d"):format(host, p or port) })).stdout:gsub("%s+$", "")
   end
 
+  -- A sandbox whose policy names the host's web server (and nothing else).
+  local NAMES_HOST = { network = { allow = { "127.0.0.1/32" } } }
+
   it("caps one sandbox's egress connections and closes the ones that never complete a request head", function()
-    local bystander = h.sandbox({}, client)
-    local attacker = h.sandbox({}, client)
+    local bystander = h.sandbox(NAMES_HOST, client)
+    local attacker = h.sandbox(NAMES_HOST, client)
     local flood = assert(attacker:spawn({ "python3", "-c", FLOOD, tostring(PER_SANDBOX + 50) }))
     local out = ""
     while not out:find("held %d+") do
@@ -122,7 +126,7 @@ describe("network containment", function()
 
   -- A bystander, and a sandbox whose egress allows only allow.
   local function bystander_and(allow)
-    return h.sandbox({}, client), h.sandbox({ network = { allow = allow } }, client)
+    return h.sandbox(NAMES_HOST, client), h.sandbox({ network = { allow = allow } }, client)
   end
 
   -- The bystander's egress still works, and the server is healthy.
@@ -154,7 +158,7 @@ describe("network containment", function()
   end)
 
   it("treats every spelling of this host as loopback: a denied 127.0.0.0/8 is not reached as 0.0.0.0", function()
-    local bystander = h.sandbox({}, client)
+    local bystander = h.sandbox(NAMES_HOST, client)
     local sbx = h.sandbox({ network = { deny = { "127.0.0.0/8", "::1/128" } } }, client)
     assert.are.equal("000", raw_get(sbx, "127.0.0.1"))
     -- the unspecified address, as a literal, a short form and IPv4-mapped,
@@ -163,6 +167,80 @@ describe("network containment", function()
       assert.are.equal("000", raw_get(sbx, host), host)
     end
     bystander_unharmed(bystander)
+  end)
+
+  it("never lets a sandbox reach the host's loopback, another e2b-local included, unless its policy names it", function()
+    local srv, stop_srv = h.serve_local()
+    local ok, err = pcall(function()
+      local api_port = tonumber(assert(srv.E2B_API_URL, "the second server did not start"):match(":(%d+)$"))
+      local tls_port = tonumber(srv.E2B_DOMAIN:match(":(%d+)$"))
+      local sbx = h.sandbox({}, client) -- allow-all: the internet, which the host's loopback is not
+      local function none_reached(why)
+        -- the other e2b-local's API (its port proxy too) and HTTPS listener, and a plain listener
+        for _, p in ipairs({ api_port, tls_port, port }) do
+          for _, host in ipairs({ "127.0.0.1", "localhost", "0.0.0.0", "127.1.2.3" }) do
+            assert.are.equal("000", raw_get(sbx, host, p), ("%s: %s:%d"):format(why, host, p))
+          end
+        end
+      end
+      none_reached("allow-all")
+      -- a deny-list that leaves loopback alone does not open it, nor do wide allow CIDRs
+      assert(sbx:set_network({ deny = { "10.0.0.0/8" } }))
+      none_reached("a deny-list")
+      assert(sbx:set_network({ allow = { "0.0.0.0/0", "0.0.0.0/1", "::/0" } }))
+      none_reached("wide allow CIDRs")
+      -- named by address, or by the name localhost (RFC 6761): reached, that far only
+      assert(sbx:set_network({ allow = { "127.0.0.1/32" } }))
+      assert.are.equal("200", raw_get(sbx, "127.0.0.1"))
+      assert.are.equal("000", raw_get(sbx, "127.1.2.3"))
+      assert(sbx:set_network({ allow = { "localhost" } }))
+      assert.are.equal("200", raw_get(sbx, "localhost"))
+      assert.are.equal("000", raw_get(sbx, "127.0.0.1"))
+      -- e2b-local's own listeners stay out of reach even when named
+      local own = tonumber(os.getenv("E2B_API_URL"):match(":(%d+)$"))
+      assert(sbx:set_network({ allow = { "127.0.0.0/8" } }))
+      assert.are.equal("000", raw_get(sbx, "127.0.0.1", own))
+      h.assert_healthy({ sbx }, client)
+    end)
+    stop_srv()
+    assert(ok, err)
+  end)
+
+  it("judges a host loopback port the operator marked as the internet as the internet, until unmarked", function()
+    local cjson = require("cjson")
+    local open = h.sandbox({}, client)
+    local none = h.sandbox({ network = "none" }, client)
+    local deny_host = h.sandbox({ network = { deny = { "127.0.0.1/32" } } }, client)
+    assert.are.equal("000", raw_get(open, "127.0.0.1"))
+    local ok, err = pcall(function()
+      local status, body = h.admin("PUT", "/_e2b_local/internet", { ports = { port } })
+      assert.are.equal(200, status, body)
+      assert.are.same({ ports = { port } }, cjson.decode(body))
+      assert.are.equal("200", raw_get(open, "127.0.0.1"))
+      assert.are.equal("200", raw_get(open, "localhost"))
+      -- judged as an internet address would be: the deny lists still hold
+      assert.are.equal("000", raw_get(none, "127.0.0.1"))
+      assert.are.equal("000", raw_get(deny_host, "127.0.0.1"))
+      -- other ports stay this machine; bad lists are refused and change nothing
+      local srv_port = tonumber(os.getenv("E2B_API_URL"):match(":(%d+)$"))
+      assert.are.equal("000", raw_get(open, "127.0.0.1", srv_port))
+      for _, bad in ipairs({ { ports = { 0 } }, { ports = { 65536 } }, { ports = { "80" } }, { ports = "80" },
+        { ports = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17 } } }) do
+        status, body = h.admin("PUT", "/_e2b_local/internet", bad)
+        assert.are.equal(400, status, body)
+        assert.matches("ports", body)
+      end
+      assert.are.equal("200", raw_get(open, "127.0.0.1"))
+    end)
+    local status, body = h.admin("DELETE", "/_e2b_local/internet")
+    assert(ok, err)
+    assert.are.equal(200, status, body)
+    assert.are.equal("000", raw_get(open, "127.0.0.1"))
+    -- the admin API needs its token
+    local out = h.host(("curl -s -o /dev/null -w '%%{http_code}' -X PUT --data-binary '{\"ports\":[%d]}' %s")
+      :format(port, h.shell_quote(os.getenv("E2B_API_URL") .. "/_e2b_local/internet")))
+    assert.are.equal("403", out)
+    assert.are.equal("000", raw_get(open, "127.0.0.1"))
   end)
 
   it("never exposes the egress forwarder through the port proxy", function()

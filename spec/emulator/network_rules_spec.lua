@@ -211,6 +211,43 @@ describe("network rules", function()
     assert.are.equal("sandbox-own", via("localhost")) -- a wildcard is never the apex
   end)
 
+  it("never sends a rule's headers to the sandbox's own loopback, only to the upstream the rule names", function()
+    local sbx = h.sandbox({ network = { allow = { "127.0.0.1/32", "localhost" } } }, client)
+    local secret = { ["X-Injected"] = "secret", Authorization = "Bearer secret" }
+    local rules = rules_for("127.0.0.1", secret)
+    rules.localhost = rules["127.0.0.1"]
+    assert.are.equal(204, (put_network(sbx, { allowOut = { "127.0.0.1/32", "localhost" }, denyOut = { "0.0.0.0/0" },
+      rules = rules })))
+    -- the sandbox's own server on its loopback, the same one as the host's
+    local own = assert(sbx:spawn({ "python3", "-u", "-c", SERVER }))
+    local out, inner = "", nil
+    while not inner do
+      local data = own:read(10000)
+      assert(data, "the sandbox's server did not start: " .. out)
+      out = out .. data
+      inner = tonumber(out:match("port (%d+)"))
+    end
+    -- plain requests and CONNECT tunnels, by address and by name, all reach it
+    -- through the proxy (the sandbox's own loopback first): none carries the secret
+    for _, name in ipairs({ "127.0.0.1", "localhost" }) do
+      for _, tunnel in ipairs({ false, true }) do
+        local cmd = { "curl", "-s", "--max-time", "10", "-H", "X-Injected: sandbox-own" }
+        if tunnel then cmd[#cmd + 1] = "-p" end
+        cmd[#cmd + 1] = ("http://%s:%d/own"):format(name, inner)
+        local got = lines(assert(sbx:run(cmd)).stdout)
+        local what = name .. (tunnel and " (CONNECT)" or "")
+        assert.are.equal(1, #got, what)
+        assert.are.same({ "sandbox-own" }, got[1].h["X-Injected"], what)
+        assert.are.same({}, got[1].h.Authorization, what)
+      end
+    end
+    -- the host's server, which the rule names, still gets them
+    local got = lines(curl(sbx, "/host"))
+    assert.are.same({ "secret" }, got[1].h["X-Injected"])
+    assert.are.same({ "Bearer secret" }, got[1].h.Authorization)
+    h.assert_healthy({ sbx }, client)
+  end)
+
   it("refuses a rule that would inject more than one header (CR/LF) or an invalid name with 400", function()
     local bystander = h.sandbox({}, client)
     local bad = {

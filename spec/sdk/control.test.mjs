@@ -9,7 +9,7 @@ import { createServer, request as httpRequest } from 'node:http'
 import { join } from 'node:path'
 import { Sandbox, SandboxError, SandboxNotFoundError, Template, Volume, VolumeNotFoundError } from './sdk.mjs'
 import { sdkOpts, startServer } from './server.mjs'
-import { controlApi, pidsWithEnv, useServer } from './helpers.mjs'
+import { controlApi, markInternet, pidsWithEnv, useServer } from './helpers.mjs'
 
 const S = useServer()
 
@@ -40,7 +40,8 @@ test('metrics: SandboxMetric samples with CPU, memory and disk in the documented
 
 // ---- network: every sandbox has its own network namespace; its only way
 // out is e2b-local's filtering HTTP proxy (http_proxy=127.0.0.1:3128 inside).
-// The host servers below stand in for "the internet": loopback only.
+// The host servers below stand in for "the internet": loopback only, their
+// ports marked as the internet (the host's loopback itself never is).
 
 // An HTTP server on the host answering `name` on / and streaming on /slow.
 // Runs fn(a, b) with the two host servers A (127.0.0.1) and B (127.0.0.2).
@@ -48,8 +49,10 @@ async function withHostServers(fn) {
   const a = await hostServer('127.0.0.1', 'A')
   const b = await hostServer('127.0.0.2', 'B')
   try {
+    await markInternet(S, [a.port, b.port])
     await fn(a, b)
   } finally {
+    await markInternet(S, [])
     a.close()
     b.close()
   }

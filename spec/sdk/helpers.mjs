@@ -157,3 +157,15 @@ export function sandboxCgroup(sandboxId) {
   }
   return null
 }
+
+// Marks host loopback ports as standing in for the internet on the test
+// file's e2b-local (admin API): the host's loopback is never the internet,
+// so allow-all reaches these ports only once marked. [] unmarks them all.
+export async function markInternet(S, ports) {
+  const res = await fetch(`${S.env.E2B_API_URL}/_e2b_local/internet`, {
+    method: ports.length ? 'PUT' : 'DELETE',
+    headers: { 'X-Admin-Token': S.env.E2B_LOCAL_ADMIN_TOKEN, 'Content-Type': 'application/json' },
+    body: ports.length ? JSON.stringify({ ports }) : undefined,
+  })
+  if (res.status !== 200) throw new Error(`marking ${ports} as the internet: ${res.status} ${await res.text()}`)
+}

@@ -1,6 +1,7 @@
 /* admin.c — e2b-local's own admin API on the main listener (loopback peers
- * with X-Admin-Token only): fault injection rules, and what clients cost
- * the server (connections, TLS handshakes, requests: netstats.h). */
+ * with X-Admin-Token only): fault injection rules, what clients cost the
+ * server (connections, TLS handshakes, requests: netstats.h), and the host
+ * loopback ports that stand in for the internet (egress.h). */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -8,6 +9,7 @@
 #include <string.h>
 
 #include "codec.h"
+#include "egress.h"
 #include "faults.h"
 #include "netstats.h"
 #include "server.h"
@@ -63,6 +65,40 @@ static enum MHD_Result h_faults_delete(http_req *r) {
   return http_json(r->conn, 200, json_pack("{s:[]}", "rules"));
 }
 
+static json_t *standins_json(void) {
+  uint16_t ports[EGRESS_STANDIN_MAX];
+  int n = egress_standins(ports);
+  json_t *arr = json_array();
+  for (int i = 0; i < n; i++) json_array_append_new(arr, json_integer(ports[i]));
+  return json_pack("{s:o}", "ports", arr);
+}
+
+static enum MHD_Result h_internet_get(http_req *r) { return http_json(r->conn, 200, standins_json()); }
+
+/* {"ports": [1..65535, ...]} replaces the list; DELETE (an empty list) clears it. */
+static enum MHD_Result h_internet_put(http_req *r) {
+  uint16_t ports[EGRESS_STANDIN_MAX];
+  int n = 0;
+  if (strcmp(r->method, "PUT") == 0) {
+    enum MHD_Result res;
+    json_t *b = http_body_json(r, &res);
+    if (!b) return res;
+    json_t *arr = json_object_get(b, "ports");
+    int ok = json_is_array(arr) && json_array_size(arr) <= EGRESS_STANDIN_MAX;
+    for (size_t i = 0; ok && i < json_array_size(arr); i++) {
+      json_t *v = json_array_get(arr, i);
+      ok = json_is_integer(v) && json_integer_value(v) >= 1 && json_integer_value(v) <= 65535;
+      if (ok) ports[n++] = (uint16_t)json_integer_value(v);
+    }
+    json_decref(b);
+    if (!ok)
+      return http_error(r->conn, 400, "field 'ports' must be an array of at most %d port numbers (1-65535)",
+                        EGRESS_STANDIN_MAX);
+  }
+  egress_set_standins(ports, n);
+  return http_json(r->conn, 200, standins_json());
+}
+
 static enum MHD_Result h_stats_get(http_req *r) { return http_json(r->conn, 200, netstats_json()); }
 
 static enum MHD_Result h_method(http_req *r) {
@@ -79,6 +115,11 @@ void admin_route(http_req *r) {
   }
   if (strcmp(r->url, "/_e2b_local/stats") == 0) {
     r->on_complete = strcmp(r->method, "GET") == 0 ? h_stats_get : h_method;
+    return;
+  }
+  if (strcmp(r->url, "/_e2b_local/internet") == 0) {
+    int put = strcmp(r->method, "PUT") == 0 || strcmp(r->method, "DELETE") == 0;
+    r->on_complete = put ? h_internet_put : strcmp(r->method, "GET") == 0 ? h_internet_get : h_method;
     return;
   }
   if (strcmp(r->url, "/_e2b_local/faults") != 0) return; /* 404 */

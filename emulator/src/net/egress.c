@@ -115,7 +115,7 @@ typedef struct econn {
   int64_t tls_since;  /* the ClientHello came (mono ms) */
 } econn;
 
-enum { C_ACCEPT, C_RECHECK, C_CLOSE_SB };
+enum { C_ACCEPT, C_RECHECK, C_CLOSE_SB, C_RECHECK_ALL };
 typedef struct cmd {
   struct cmd *next;
   int type, fd;
@@ -133,6 +133,8 @@ static rjob *g_rq, **g_rq_tail = &g_rq, *g_done;
 static uint16_t g_ctl_port, g_tls_port; /* e2b-local's own listeners */
 static struct sockaddr_storage g_local[MAX_LOCAL];
 static int g_nlocal;
+static uint16_t g_standin[EGRESS_STANDIN_MAX]; /* host loopback ports marked as the internet */
+static int g_nstandin;
 /* loop thread only */
 static econn *g_conns, *g_conns_tail, *g_dead;
 static int g_nconns, g_max_conns = MAX_CONNS_FLOOR, g_per_sandbox = MAX_CONNS_FLOOR;
@@ -346,18 +348,47 @@ static int is_control_plane(const struct sockaddr *sa) {
   return ((ctl && port == ctl) || (tls && port == tls)) && is_this_host(sa);
 }
 
+/* Loopback, or the unspecified address, which connects to the loopback. */
+static int is_loopback_literal(const struct sockaddr *sa) {
+  if (sa->sa_family == AF_INET) {
+    uint32_t a = ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr);
+    return (a >> 24) == 127 || a == 0;
+  }
+  const struct in6_addr *a6 = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+  if (IN6_IS_ADDR_LOOPBACK(a6) || IN6_IS_ADDR_UNSPECIFIED(a6)) return 1;
+  const uint8_t *v4 = a6->s6_addr + 12;
+  return IN6_IS_ADDR_V4MAPPED(a6) && (v4[0] == 127 || (!v4[0] && !v4[1] && !v4[2] && !v4[3]));
+}
+
+/* A host loopback port the operator marked as standing in for the internet. */
+static int is_standin(const struct sockaddr *sa) {
+  if (!is_loopback_literal(sa)) return 0;
+  uint16_t port = (uint16_t)sa_port(sa);
+  int found = 0;
+  pthread_mutex_lock(&g_mu);
+  for (int i = 0; i < g_nstandin && !found; i++) found = g_standin[i] == port;
+  pthread_mutex_unlock(&g_mu);
+  return found;
+}
+
 /* name: what the connection asked for (NULL for a literal address). */
 static int reachable(const netpolicy *p, const char *name, const struct sockaddr *sa) {
-  return netpolicy_allows(p, name, sa, is_this_host(sa)) && !is_control_plane(sa);
+  int where = is_standin(sa) ? NETPOLICY_STANDIN : is_this_host(sa) ? NETPOLICY_THIS_HOST : NETPOLICY_BY_ADDRESS;
+  return netpolicy_allows(p, name, sa, where) && !is_control_plane(sa);
 }
 
 /* ---- connecting ---- */
 
 static void pump(econn *c);
 
-/* The loop's view of the sandbox's rules (reqstream asks per request head). */
+/* The loop's view of the sandbox's rules (reqstream asks per request head).
+ * A relay to the sandbox's own loopback gets none: a rule's headers go only
+ * to the upstream it names, never back into the sandbox. */
 static void rules_now(void *ctx, const char *host, netrules_set *out) {
-  sandbox_egress_headers(((econn *)ctx)->sb, host, out);
+  const econn *c = ctx;
+  out->h = NULL;
+  out->n = 0;
+  if (!c->inside) sandbox_egress_headers(c->sb, host, out);
 }
 
 /* Plain requests are always framed and rewritten; a tunnel only when the
@@ -373,10 +404,10 @@ static void to_relay(econn *c) {
     memcpy(c->u2c.data, ok, sizeof ok - 1);
     c->u2c.len = sizeof ok - 1;
     netrules_set set;
-    c->streamed = sandbox_egress_headers(c->sb, c->host, &set) > 0;
+    rules_now(c, c->host, &set);
+    c->streamed = set.n > 0;
     netrules_set_clear(&set);
-    /* the sandbox's own loopback is not egress: its TLS is its own business */
-    c->sniff = c->streamed && etls_enabled() && !c->inside;
+    c->sniff = c->streamed && etls_enabled();
   }
   if (c->streamed) {
     reqstream_init(&c->rs, c->host, c->port, c->is_connect, rules_now, c);
@@ -498,18 +529,6 @@ static void start_literal(econn *c) {
     return;
   }
   start_connect(c);
-}
-
-/* Loopback, or the unspecified address, which connects to the loopback. */
-static int is_loopback_literal(const struct sockaddr *sa) {
-  if (sa->sa_family == AF_INET) {
-    uint32_t a = ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr);
-    return (a >> 24) == 127 || a == 0;
-  }
-  const struct in6_addr *a6 = &((const struct sockaddr_in6 *)sa)->sin6_addr;
-  if (IN6_IS_ADDR_LOOPBACK(a6) || IN6_IS_ADDR_UNSPECIFIED(a6)) return 1;
-  const uint8_t *v4 = a6->s6_addr + 12;
-  return IN6_IS_ADDR_V4MAPPED(a6) && (v4[0] == 127 || (!v4[0] && !v4[1] && !v4[2] && !v4[3]));
 }
 
 /* Hands a job to the resolver pool: a connect on the sandbox's own
@@ -1007,6 +1026,17 @@ static void do_recheck(const char *sb, int close_all) {
   netpolicy_free(p);
 }
 
+/* The stand-ins changed: every sandbox's open relays are decided again. */
+static void do_recheck_all(void) {
+  for (econn *c = g_conns, *next; c; c = next) {
+    next = c->next;
+    if ((c->state != ST_CONNECTING && c->state != ST_RELAY) || c->inside) continue;
+    netpolicy *p = sandbox_egress_policy(c->sb);
+    if (!p || !reachable(p, c->literal ? NULL : c->host, (const struct sockaddr *)&c->addrs[c->ai])) conn_close(c);
+    netpolicy_free(p);
+  }
+}
+
 static int handle_wake(void) {
   uint64_t v;
   if (read(g_wake, &v, sizeof v) < 0) {
@@ -1025,6 +1055,8 @@ static int handle_wake(void) {
     cmds = k->next;
     if (k->type == C_ACCEPT)
       do_accept(k->sb, k->fd);
+    else if (k->type == C_RECHECK_ALL)
+      do_recheck_all();
     else
       do_recheck(k->sb, k->type == C_CLOSE_SB);
     free(k);
@@ -1202,6 +1234,22 @@ int egress_set_ca(tls_ca *ca, const char *extra_ca_file) {
   runtime_set_trust(tls_ca_cert_file(ca), EGRESS_SANDBOX_CA, EGRESS_SANDBOX_BUNDLE);
   g_intercept = 1;
   return 0;
+}
+
+void egress_set_standins(const uint16_t *ports, int n) {
+  pthread_mutex_lock(&g_mu);
+  g_nstandin = 0;
+  for (int i = 0; i < n && i < EGRESS_STANDIN_MAX; i++) g_standin[g_nstandin++] = ports[i];
+  pthread_mutex_unlock(&g_mu);
+  post(C_RECHECK_ALL, "", -1);
+}
+
+int egress_standins(uint16_t *ports) {
+  pthread_mutex_lock(&g_mu);
+  int n = g_nstandin;
+  memcpy(ports, g_standin, sizeof g_standin);
+  pthread_mutex_unlock(&g_mu);
+  return n;
 }
 
 void egress_set_tls_port(uint16_t port) {

@@ -8,8 +8,11 @@
  * decides with the sandbox's current policy (names resolved by a small
  * resolver pool, never on the loop), and relays to the destination. A
  * loopback destination (127.0.0.0/8, ::1, localhost, *.localhost) is first
- * tried on the sandbox's own loopback, which is never egress; only when
- * nothing listens there does it go to the host's loopback, by policy. A denied
+ * tried on the sandbox's own loopback, which is never egress (and never
+ * gets network.rules headers); only when nothing listens there does it go to
+ * the host's loopback, which is never the internet: only a policy that names
+ * it reaches it (netpolicy.h), or a port the operator marked as a stand-in
+ * for the internet (egress_set_standins). A denied
  * destination is dropped like a firewall would: the connection closes with
  * no HTTP answer. e2b-local's own listener is never reachable. One sandbox
  * holds a bounded share of the connections and resolvers, and silent or
@@ -33,6 +36,15 @@ extern const sandbox_listener egress_sandbox_listener;
 void egress_set_control_port(uint16_t port);
 /* The HTTPS listener: refused to sandboxes like the plain one. */
 void egress_set_tls_port(uint16_t port);
+/* Host loopback ports that stand in for the internet (tests' web servers):
+ * judged by a sandbox's policy as an internet address would be (allow-all
+ * reaches them) instead of as this machine. Replaces the list (at most
+ * EGRESS_STANDIN_MAX; n 0: none) and closes the open relays it now denies.
+ * e2b-local's own listeners are never reachable, marked or not. */
+#define EGRESS_STANDIN_MAX 16
+void egress_set_standins(const uint16_t *ports, int n);
+/* The marked ports into ports[EGRESS_STANDIN_MAX]; returns how many. */
+int egress_standins(uint16_t *ports);
 /* TLS interception for hosts with network.rules (egress_tls.h): ca issues
  * what sandboxes see, extra_ca_file (or NULL) is trusted for upstreams
  * beside the system store. Before any sandbox boots; -1 (logged): off,

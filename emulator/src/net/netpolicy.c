@@ -252,15 +252,36 @@ static int denied_specifically(const netpolicy *p, int family, const uint8_t *ad
   return 0;
 }
 
-int netpolicy_allows(const netpolicy *p, const char *name, const struct sockaddr *sa, int this_host) {
+/* The prefix of the block of this machine's addresses addr belongs to:
+ * 127/8, 169.254/16, ::1/128, fe80::/10; an interface address is a block of
+ * its own (32 or 128). */
+static int machine_block(int family, const uint8_t *a) {
+  if (family == AF_INET) return a[0] == 127 ? 8 : a[0] == 169 && a[1] == 254 ? 16 : 32;
+  return a[0] == 0xfe && (a[1] & 0xc0) == 0x80 ? 10 : 128;
+}
+
+/* An allowOut IP/CIDR names this machine's address: it covers it and lies
+ * inside its block, so "0.0.0.0/0" or "0.0.0.0/1" never do. */
+static int machine_named(const netpolicy *p, int family, const uint8_t *addr) {
+  int block = machine_block(family, addr);
+  for (size_t i = 0; i < p->nallow; i++)
+    if (cidr_match(&p->allow[i], family, addr) && p->allow[i].prefix >= block) return 1;
+  return 0;
+}
+
+int netpolicy_allows(const netpolicy *p, const char *name, const struct sockaddr *sa, int where) {
   int family;
   uint8_t addr[16];
   if (addr_of(sa, &family, addr) != 0) return 0;
+  int machine = where == NETPOLICY_THIS_HOST || (where != NETPOLICY_STANDIN && is_internal(family, addr));
+  if (machine) {
+    /* never "the internet": only what the policy names. localhost by name is
+     * a deliberate grant of the loopback (RFC 6761 names no DNS record can
+     * move); any other name may point anywhere */
+    if (machine_named(p, family, addr)) return 1;
+    return name && netpolicy_is_localhost_name(name) && netpolicy_name_allowed(p, name) &&
+           !denied_specifically(p, family, addr);
+  }
   if (addr_allowed(p, family, addr)) return 1;
-  if (!name || !netpolicy_name_allowed(p, name)) return 0;
-  if (denied_specifically(p, family, addr)) return 0;
-  /* localhost by name is a deliberate grant of the loopback: RFC 6761 names
-   * no DNS record can move; any other name may point anywhere */
-  if ((this_host || is_internal(family, addr)) && !netpolicy_is_localhost_name(name)) return 0;
-  return 1;
+  return name && netpolicy_name_allowed(p, name) && !denied_specifically(p, family, addr);
 }

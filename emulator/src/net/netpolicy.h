@@ -39,13 +39,22 @@ int netpolicy_may_resolve(const netpolicy *p, const char *host);
 /* An address may be reached: in an allowOut IP/CIDR, or in no denyOut one.
  * IPv4-mapped IPv6 addresses are checked as IPv4. */
 int netpolicy_addr_allowed(const netpolicy *p, const struct sockaddr *sa);
+/* How the proxy sees a destination address (netpolicy_allows' where). */
+enum {
+  NETPOLICY_BY_ADDRESS = 0, /* judged by the address alone */
+  NETPOLICY_THIS_HOST = 1,  /* one of this machine's interface addresses */
+  NETPOLICY_STANDIN = 2     /* a host loopback port the operator marked as the internet */
+};
 /* The decision for one destination address. name: the host name the
- * connection asked for (NULL for a literal address); this_host: sa is one
- * of this machine's interface addresses. An allowOut name beats the
- * catch-all deny (E2B's "allow wins"), but never carries a connection into
- * an address a narrower denyOut CIDR names, nor into this machine (loopback,
- * unspecified, link-local, its interface addresses) unless an allowOut
- * IP/CIDR lists it or the name is localhost / *.localhost itself. */
-int netpolicy_allows(const netpolicy *p, const char *name, const struct sockaddr *sa, int this_host);
+ * connection asked for (NULL for a literal address). The internet (and a
+ * stand-in) is judged by the lists: an allowOut IP/CIDR covering it, or an
+ * allowOut name (E2B's "allow wins" over the catch-all deny) unless a
+ * narrower denyOut CIDR covers the address, or no deny covering it. This
+ * machine (loopback, unspecified, link-local, its interface addresses) is
+ * never the internet, whatever the policy: it is reached only when the
+ * policy names it, by an allowOut IP/CIDR inside its block (127/8,
+ * 169.254/16, ::1, fe80::/10, or the interface address itself) or by the
+ * allowed name localhost / *.localhost the connection asked for. */
+int netpolicy_allows(const netpolicy *p, const char *name, const struct sockaddr *sa, int where);
 
 #endif
