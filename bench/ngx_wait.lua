@@ -37,16 +37,11 @@ local srv = nginx.start{
     location = /cleanup { content_by_lua_block { require("bench.ngx_wait_app").cleanup() } }
   ]],
 }
--- "bridge" sleeps on the core's readiness bridge; the others poll curl's
--- sockets (bridge=0 for semaphore; sleep and self always poll).
+-- The pump as users get it (it sleeps on the core's readiness bridge), and
+-- the polling a host without the bridge falls back to.
 local settings = {
-  { "ngx semaphore + bridge (default)", "wait=semaphore&bridge=1" },
-  { "ngx semaphore, busy 100, max 16", "wait=semaphore&bridge=0&busy_ms=100&max_idle_ms=16" },
-  { "ngx semaphore, busy 0, max 16", "wait=semaphore&bridge=0&busy_ms=0&max_idle_ms=16" },
-  { "ngx semaphore, busy 0, max 1", "wait=semaphore&bridge=0&busy_ms=0&max_idle_ms=1" },
-  { "ngx sleep, busy 100, max 16", "wait=sleep&busy_ms=100&max_idle_ms=16" },
-  { "ngx sleep, busy 0, max 16", "wait=sleep&busy_ms=0&max_idle_ms=16" },
-  { "ngx self (waiters poll), max 16", "wait=self&max_idle_ms=16" },
+  { "ngx pump + bridge (default)", "bridge=1" },
+  { "ngx pump, polling (no bridge)", "bridge=0" },
 }
 for _, s in ipairs(settings) do
   local r = srv:get("/wait?" .. s[2], 120000)

@@ -15,8 +15,8 @@
 --     of the pump reads that socket through a cosocket and posts the
 --     semaphore, so an idle wait costs no CPU (and, with nothing to do,
 --     the pump stays 5 s for the next waiter rather than connect again for
---     each request). Without the bridge (not Linux, or tune{ bridge =
---     false }) it polls while transfers run: 1 ms (nginx's timer
+--     each request). Without the bridge (not Linux, or it failed to
+--     open) it polls while transfers run: 1 ms (nginx's timer
 --     resolution) while things happen, backing off to 16 ms when they
 --     stop; with none running, only the deadline or a new waiter wakes it;
 --   * each step keeps performing while curl's sockets are ready (bounded,
@@ -54,33 +54,20 @@ M.loop = loop
 -- @treturn int
 M.now_ms = now_ms
 
--- How the pump waits between steps (bench/README.md has the measurements):
---   wait = "semaphore": on its ngx.semaphore, posted by each new waiter;
---          "sleep": ngx.sleep, never cut short;
---          "self": no pump, every waiter steps the loop and ngx.sleeps itself.
---   bridge = true: with "semaphore", sleep until one of curl's sockets is
---          ready (the core's readiness bridge) instead of polling them.
--- Polling (no bridge): for busy_ms after anything happened (a notification,
--- a new waiter) it steps every min_idle_ms (nginx timers have 1 ms
--- resolution), then backs off doubling up to max_idle_ms; with no waiter at
--- all, max_idle_ms.
-local tuning = { wait = "semaphore", min_idle_ms = 1, max_idle_ms = 16, busy_ms = 100,
-                 bridge = true }
+-- Polling, when the readiness bridge is unavailable (bench/README.md has
+-- the measurements): for BUSY_MS after anything happened (a notification, a
+-- new waiter) the pump steps every MIN_IDLE_MS (nginx timers have 1 ms
+-- resolution), then backs off doubling up to MAX_IDLE_MS; with no waiter
+-- at all, MAX_IDLE_MS.
+local MIN_IDLE_MS, MAX_IDLE_MS, BUSY_MS = 1, 16, 100
+local use_bridge = true
 
---- Changes how the pump waits (for measurements; the defaults are the
--- measured choice). Turning the bridge off takes effect at once, turning
--- it on at the pump's next run.
--- @tparam table t { wait = "semaphore"|"sleep"|"self", min_idle_ms = 1, max_idle_ms = 16,
---   busy_ms = 100, bridge = true }
--- @treturn table the previous settings
--- @raise on an unknown setting
-function M.tune(t)
-  local old = {}
-  for k, v in pairs(tuning) do old[k] = v end
-  for k, v in pairs(t or {}) do
-    assert(tuning[k] ~= nil, "e2b.ngx.tune: unknown setting " .. tostring(k))
-    tuning[k] = v
-  end
+-- For spec/ngx only: forces (or lifts) the polling a host without the
+-- bridge takes, so that path is tested where the bridge exists. Returns the
+-- previous setting; takes effect at the pump's next run.
+function M._force_polling(on)
+  local old = not use_bridge
+  use_bridge = not on
   return old
 end
 
@@ -187,8 +174,7 @@ local LINGER_MS = 5000
 local function pump_wait_ms(running, poll_ms)
   local due = loop:timeout()
   local wait = SWEEP_MS
-  local watched = bridged and tuning.bridge
-  if (running > 0 and not watched) or tuning.wait == "sleep" then wait = poll_ms end
+  if running > 0 and not (bridged and use_bridge) then wait = poll_ms end
   if due >= 0 and due < wait then wait = due end
   return math.max(wait, 1) -- nginx's timer resolution; a 0 wait would not yield
 end
@@ -197,11 +183,11 @@ end
 local function pump_done(running, now, idle_since)
   local exiting = ngx.worker.exiting()
   if nwaiting > 0 or (running > 0 and not exiting) then return false end
-  return exiting or not (bridged and tuning.bridge) or now - idle_since >= LINGER_MS
+  return exiting or not (bridged and use_bridge) or now - idle_since >= LINGER_MS
 end
 
 local function pump()
-  local idle_ms, busy_until, next_sweep = tuning.min_idle_ms, 0, now_ms() + SWEEP_MS
+  local idle_ms, busy_until, next_sweep = MIN_IDLE_MS, 0, now_ms() + SWEEP_MS
   local idle_since
   while true do
     local ids, running = loop:step(0)
@@ -217,26 +203,21 @@ local function pump()
       idle_since = nil
     end
     if pump_done(running, now, idle_since or now) then break end
-    if ids or pump_kicked then busy_until = now + tuning.busy_ms end
+    if ids or pump_kicked then busy_until = now + BUSY_MS end
     pump_kicked = false
     if nwaiting == 0 then
-      idle_ms = tuning.max_idle_ms -- transfers nobody waits for yet: keep them moving, slowly
+      idle_ms = MAX_IDLE_MS -- transfers nobody waits for yet: keep them moving, slowly
     elseif now < busy_until then
-      idle_ms = tuning.min_idle_ms
+      idle_ms = MIN_IDLE_MS
     else
-      idle_ms = math.min(idle_ms * 2, tuning.max_idle_ms)
+      idle_ms = math.min(idle_ms * 2, MAX_IDLE_MS)
     end
-    local wait_ms = pump_wait_ms(running, idle_ms)
-    if tuning.wait == "sleep" then
-      ngx.sleep(wait_ms / 1000)
-    else
-      -- The waiters just woken run first (their resumptions are queued
-      -- before ours); when they wait again they post pump_sem, so the next
-      -- step follows at once instead of after wait_ms.
-      pump_idle = true
-      pump_sem:wait(wait_ms / 1000)
-      pump_idle = false
-    end
+    -- The waiters just woken run first (their resumptions are queued
+    -- before ours); when they wait again they post pump_sem, so the next
+    -- step follows at once instead of after the wait.
+    pump_idle = true
+    pump_sem:wait(pump_wait_ms(running, idle_ms) / 1000)
+    pump_idle = false
   end
 end
 
@@ -247,7 +228,7 @@ end
 -- in the worker (its thread does not cross fork). nil when unavailable;
 -- the first failure is logged and the worker polls from then on.
 local function bridge_connect()
-  if bridge_failed or not tuning.bridge or tuning.wait ~= "semaphore" then return nil end
+  if bridge_failed or not use_bridge then return nil end
   if not loop.bridge then
     bridge_failed = "the e2b.core in use has no bridge"
     return nil
@@ -316,7 +297,7 @@ end
 local function kick()
   if pumping then
     pump_kicked = true -- counts as activity: a new request is likely in flight
-    if pump_idle and tuning.wait == "semaphore" then
+    if pump_idle then
       pump_idle = false -- post once per idle period
       pump_sem:post(1)
     end
@@ -334,7 +315,7 @@ end
 
 -- Fallback when no timer is available: the waiter steps the loop itself.
 local function self_pump(entry, deadline)
-  local idle_ms = tuning.min_idle_ms
+  local idle_ms = MIN_IDLE_MS
   while not entry.woken do
     local ids = loop:step(0)
     if ids then S.deliver(ids) end
@@ -343,7 +324,7 @@ local function self_pump(entry, deadline)
       give_up(entry)
       return false
     end
-    idle_ms = ids and tuning.min_idle_ms or math.min(idle_ms * 2, tuning.max_idle_ms)
+    idle_ms = ids and MIN_IDLE_MS or math.min(idle_ms * 2, MAX_IDLE_MS)
     ngx.sleep(idle_ms / 1000)
   end
   entry.sem:wait(0) -- take the post that woke it
@@ -359,7 +340,7 @@ local function park(entry, deadline)
   if entry.ids then
     nwaiting = nwaiting + 1
     entry.counted = true
-    if tuning.wait == "self" or not kick() then
+    if not kick() then
       entry.self = true
       return self_pump(entry, deadline)
     end

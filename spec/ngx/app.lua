@@ -34,9 +34,10 @@ function M.case()
     return ngx.say("no case ", tostring(name))
   end
   -- ?bridge=0: the pump polls curl's sockets (the fallback) for this case.
-  local old = ngx.var.arg_bridge == "0" and require("e2b.ngx").tune{ bridge = false }
+  local adapter = require("e2b.ngx")
+  local old = adapter._force_polling(ngx.var.arg_bridge == "0")
   local ok, err = xpcall(c.fn, debug.traceback, e2b, context())
-  if old then require("e2b.ngx").tune(old) end
+  adapter._force_polling(old)
   ngx.say(ok and "ok" or ("FAIL: " .. tostring(err)))
 end
 
