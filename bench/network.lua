@@ -14,9 +14,9 @@ local url, token = assert(os.getenv("STATS_URL")), assert(os.getenv("E2B_LOCAL_A
 
 local function measure(name, reps, fn)
   local before = stats.read(url, token).https
-  local t0 = core.clock_ms()
+  local t0 = core.now_ms()
   for i = 1, reps do fn(i) end
-  local wall = core.clock_ms() - t0
+  local wall = core.now_ms() - t0
   local after = stats.read(url, token).https
   local per = reps
   if name == "concurrent_20" then per = 1 end

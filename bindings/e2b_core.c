@@ -28,21 +28,16 @@
 
 /* ---- module functions ---- */
 
-/* A clock in ms: whole (what deadlines count in) or with its fraction
- * (benchmarks time what takes a few ms). */
-static int push_clock_ms(lua_State *L, clockid_t clock, int fraction) {
+/* A clock in whole ms (what deadlines count in). */
+static int push_clock_ms(lua_State *L, clockid_t clock) {
   struct timespec ts;
   clock_gettime(clock, &ts);
-  if (fraction)
-    lua_pushnumber(L, (lua_Number)ts.tv_sec * 1000 + (lua_Number)ts.tv_nsec / 1e6);
-  else
-    lua_pushinteger(L, (lua_Integer)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
+  lua_pushinteger(L, (lua_Integer)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
   return 1;
 }
 
-static int core_now_ms(lua_State *L) { return push_clock_ms(L, CLOCK_MONOTONIC, 0); }
-static int core_clock_ms(lua_State *L) { return push_clock_ms(L, CLOCK_MONOTONIC, 1); }
-static int core_time_ms(lua_State *L) { return push_clock_ms(L, CLOCK_REALTIME, 0); }
+static int core_now_ms(lua_State *L) { return push_clock_ms(L, CLOCK_MONOTONIC); }
+static int core_time_ms(lua_State *L) { return push_clock_ms(L, CLOCK_REALTIME); }
 
 static int core_uuid4(lua_State *L) {
   char id[E2B_UUID_SIZE];
@@ -55,15 +50,6 @@ static int core_utf8_valid(lua_State *L) {
   size_t len;
   const char *s = luaL_checklstring(L, 1, &len);
   lua_pushboolean(L, e2b_utf8_valid(s, len));
-  return 1;
-}
-
-/* host_pid() -> "hostname:pid", the default owner tag of created sandboxes. */
-static int core_host_pid(lua_State *L) {
-  char host[256];
-  if (gethostname(host, sizeof host) != 0) snprintf(host, sizeof host, "unknown");
-  host[sizeof host - 1] = 0;
-  lua_pushfstring(L, "%s:%d", host, (int)getpid());
   return 1;
 }
 
@@ -80,9 +66,9 @@ static int core_set_error_metatable(lua_State *L) {
 __attribute__((visibility("default"))) int luaopen_e2b_core(lua_State *L) {
   static const luaL_Reg functions[] = {
       {"loop", e2bL_core_loop},           {"client", e2bL_core_client},
-      {"now_ms", core_now_ms},       {"clock_ms", core_clock_ms},       {"time_ms", core_time_ms},
-      {"uuid4", core_uuid4},         {"utf8_valid", core_utf8_valid},
-      {"host_pid", core_host_pid},   {"buffer", lwhole_new},
+      {"now_ms", core_now_ms},           {"time_ms", core_time_ms},
+      {"uuid4", core_uuid4},             {"utf8_valid", core_utf8_valid},
+      {"buffer", lwhole_new},
       {"output", e2bL_core_output},      {"tarsafe", e2bL_core_tarsafe},
       {"set_error_metatable", core_set_error_metatable},
       {NULL, NULL}};

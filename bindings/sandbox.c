@@ -62,18 +62,6 @@ static void read_proc_opts(lua_State *L, int t, e2b_proc_opts *o) {
   o->idle_timeout_ms = (long)e2bL_opt_integer(L, t, "idle_timeout_ms", 0);
 }
 
-/* start{cmd=, args={}, env={}, cwd=, user=, tag=, stdin=bool, pty_cols=, pty_rows=,
- *       timeout_ms=, keepalive_s=} */
-static int sbx_start(lua_State *L) {
-  sbx_ud *u = check_sbx(L);
-  luaL_checktype(L, 2, LUA_TTABLE);
-  e2b_proc_opts o;
-  read_proc_opts(L, 2, &o);
-  e2b_error err;
-  e2b_req *req = e2b_proc_start(u->s, &o, &err);
-  return e2bL_push_req(L, u->l, req, &err);
-}
-
 /* run(start_opts, run_opts) -> the request of e2b_run_with; run_opts:
  * { stdin = bytes, max_output = n, keep = "all"|"tail"|"none",
  *   chunks_stdout, chunks_stderr (take those chunks with read()),
@@ -236,11 +224,10 @@ static const struct { const char *name; by_path_fn call; } by_path[] = {
 static const struct { const char *name; plain_fn call; } plain[] = {
     {"processes", e2b_proc_list}};
 
-/* name(pid_or_tag, ms): ms optional (0) or required. connect's ms: the idle
- * timeout; kill's: how long the group may take to go (SIGKILL, done once
- * it is gone: kill.c) */
+/* name(pid_or_tag, ms): ms optional (0) or required. kill's ms: how long
+ * the group may take to go (SIGKILL, done once it is gone: kill.c) */
 static const struct { const char *name; by_target_ms_fn call; int required; } by_target_ms[] = {
-    {"connect", e2b_proc_connect, 0}, {"kill", e2b_proc_kill, 1}};
+    {"kill", e2b_proc_kill, 1}};
 
 /* name(pid_or_tag, bytes, pty?): feed writes in pieces, then closes stdin */
 static const struct { const char *name; bytes_fn call; } by_bytes[] = {
@@ -319,7 +306,6 @@ static int sbx_url(lua_State *L) {
 }
 
 static const luaL_Reg sbx_methods[] = {
-    {"start", sbx_start},
     {"close_stdin", sbx_close_stdin}, {"signal", sbx_signal},         {"resize", sbx_resize},
     {"list", sbx_list},             {"move", sbx_move},               {"read", sbx_read},
     {"url", sbx_url},               {"run", sbx_run},                 {"track", sbx_track},
