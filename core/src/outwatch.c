@@ -5,10 +5,15 @@
  * command); a reader that wants it live reads those files from its offsets.
  * Instead of every reader polling, the readers of one sandbox share one
  * envd watch on the scratch directory: an event naming a reader's file
- * wakes that reader. The watch exists only while someone waits on it. When
- * it (re)starts or is lost every reader is woken once, so nothing written
- * in between is missed; while it is down readers fall back to their own
- * backing-off timers.
+ * wakes that reader. The watch starts when a first reader waits on it and
+ * stays LINGER_MS after the last one leaves: ending a stream mid-body
+ * closes its connection, so a watch per command would cost a new
+ * connection (a TCP and TLS set-up over a real network) for every command
+ * that outlives its first pass. Past that it goes dormant (no stream) until
+ * a reader comes; a watch whose name set turned lossy is dropped instead,
+ * so a fresh one answers exactly again. When it (re)starts or is lost
+ * every reader is woken once, so nothing written in between is missed;
+ * while it is down readers fall back to their own backing-off timers.
  *
  * A parked reader (track.c: a long-running kept command whose own stream
  * was closed to save a connection on both sides) learns its end from the
@@ -28,6 +33,8 @@
 /* How often parked readers' processes are looked for: a SIGKILLed parked
  * command is reported ended within about this plus one list. */
 #define LOOK_EVERY_MS 1500
+/* How long a watch nobody waits on keeps its stream for the next reader. */
+#define LINGER_MS 10000
 
 typedef struct subscriber {
   e2b_req *op;
@@ -52,6 +59,7 @@ struct e2b_outwatch {
   int64_t look_sent_ms, next_look_ms;
   size_t parked;     /* subscribers parked */
   int64_t contact_ms; /* the last event or list that answered */
+  int64_t idle_since; /* no subscriber since then (0: some) */
   subscriber *subs;
   size_t n, cap;
 };
@@ -100,6 +108,7 @@ static void lost(struct e2b_outwatch *w) {
   e2b_req_free(w->stream);
   w->stream = NULL;
   w->live = 0;
+  if (!w->n) return; /* dormant: the next reader starts it again */
   wake_all(w);
   w->retry_at = e2b_now_ms() + w->retry_ms;
   if (w->retry_ms < RETRY_MAX_MS) w->retry_ms *= 2;
@@ -165,7 +174,8 @@ static void look(struct e2b_outwatch *w) {
 
 /* One timer for both: the stream's retry and the parked readers' look. */
 static void rearm(struct e2b_outwatch *w) {
-  int64_t at = w->stream ? 0 : w->retry_at;
+  int64_t at = w->stream ? 0 : w->n ? w->retry_at : 0;
+  if (!w->n && w->stream) at = w->idle_since + LINGER_MS;
   if (w->parked && !w->look && (!at || w->next_look_ms < at)) at = w->next_look_ms;
   if (at) e2b_req_arm_timer(w->op, at - e2b_now_ms());
   else e2b_req_disarm_timer(w->op);
@@ -193,7 +203,8 @@ static void watch_advance(e2b_req *op) {
   list_step(w);
   look_step(w);
   int64_t now = e2b_now_ms();
-  if (!w->stream && now >= w->retry_at) start_stream(w);
+  if (!w->n && w->stream && now >= w->idle_since + LINGER_MS) lost(w);
+  if (!w->stream && w->n && now >= w->retry_at) start_stream(w);
   if (w->stream) stream_events(w);
   if (w->parked && !w->look && now >= w->next_look_ms) look(w);
   rearm(w);
@@ -240,6 +251,8 @@ int e2b_outwatch_subscribe(e2b_sbx *sbx, const char *dir, const char *prefix, e2
   char *p = strdup(prefix);
   if (!p) return -1;
   w->subs[w->n++] = (subscriber){op, wake, p, NULL, 0};
+  w->idle_since = 0;
+  if (!w->stream) e2b_op_kick(w->op); /* dormant, or new: start it now */
   /* Not live yet: the listing made when it starts covers what came before.
    * Live: the listing (once done) and the events since saw every write. */
   if (!w->live) return 0;
@@ -257,7 +270,13 @@ void e2b_outwatch_unsubscribe(e2b_sbx *sbx, e2b_req *op) {
     w->subs[i] = w->subs[--w->n];
     break;
   }
-  if (w->n == 0) e2b_outwatch_free(sbx);
+  if (w->n) return;
+  if (w->seen.lossy || !w->stream) {
+    e2b_outwatch_free(sbx);
+    return;
+  }
+  w->idle_since = e2b_now_ms();
+  rearm(w);
 }
 
 void e2b_outwatch_park(e2b_sbx *sbx, e2b_req *op, const char *tag) {

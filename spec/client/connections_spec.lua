@@ -69,12 +69,19 @@ end
 for _, https in ipairs({ false, true }) do
   local over = https and "over HTTPS" or "over plain HTTP"
   describe("connection reuse " .. over, function()
+    -- A spawned kept command that outlives its first pass (a loaded host)
+    -- has its files read beside its own stream, and its sandbox's watch
+    -- starts: the pool may grow by the connections that concurrency needs,
+    -- once. One per command is what none of them may cost.
+    local allowance = { spawn = 2 }
     for _, what in ipairs({ "run", "unkept", "spawn", "files", "control" }) do
-      it(("%d rounds of %s after a warm-up open no new connection %s"):format(N, what, over), function()
+      local most = allowance[what] or 0
+      it(("%d rounds of %s after a warm-up open %s %s"):format(N, what,
+          most == 0 and "no new connection" or ("at most " .. most .. " new connections"), over), function()
         local conns, handshakes, requests = cost(what, N, https)
         assert.is_true(requests >= N, "the workload reached the server: " .. requests .. " requests")
-        assert.are.equal(0, conns, ("%d new connections for %d requests"):format(conns, requests))
-        assert.are.equal(0, handshakes, "TLS handshakes")
+        assert.is_true(conns <= most, ("%d new connections for %d requests"):format(conns, requests))
+        assert.is_true(handshakes <= (https and most or 0), handshakes .. " TLS handshakes")
       end)
     end
   end)
