@@ -460,7 +460,11 @@ typedef struct e2b_wrapped {
   const char **args;
   e2b_kv *env;
   char *names;
+  int announces; /* the wrapper checks the program and says E2B_WRAPPER_READY first */
 } e2b_wrapped;
+/* The first byte a checking wrapper writes to its stdout once the program
+ * it runs was found (a shell word, as printf's format). */
+#define E2B_WRAPPER_READY "+"
 /* Kept when prefix is set (its output goes to files at prefix, and the
  * forgets' files are removed); the environment pruned to opts's when
  * env_replace; a kept wrapper that may park traps every signal it can, so
