@@ -974,6 +974,9 @@ e2b_req *e2b_proc_track(e2b_sbx *sbx, const e2b_proc_opts *opts, unsigned flags,
   const char *op = "process.start";
   /* The caller's own fields are checked as they are (the wrapper moves them). */
   if (e2b_need_sbx(sbx, op, err) || e2b_proc_opts_check(opts, err) != 0) return NULL;
+  e2b_proc_opts spelled;
+  const char *argv[3];
+  opts = e2b_proc_opts_spelled(opts, &spelled, argv);
   char gen[E2B_UUID_SIZE + 8];
   const char *tag = tag_of(opts, gen, sizeof gen);
   if (!tag) {
