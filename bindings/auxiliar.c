@@ -74,13 +74,13 @@ lua_Integer e2bL_opt_integer(lua_State *L, int t, const char *field, lua_Integer
   return v;
 }
 
-/* nil -> E2B_UNSET, else 0/1. */
+/* nil -> E2B_DEFAULT, true -> E2B_YES, false -> E2B_NO. */
 int e2bL_opt_tristate(lua_State *L, int t, const char *field) {
   lua_getfield(L, t, field);
-  int v = E2B_UNSET;
+  int v = E2B_DEFAULT;
   if (!lua_isnil(L, -1)) {
     if (!lua_isboolean(L, -1)) luaL_error(L, "%s must be a boolean", field);
-    v = lua_toboolean(L, -1);
+    v = lua_toboolean(L, -1) ? E2B_YES : E2B_NO;
   }
   lua_pop(L, 1);
   return v;

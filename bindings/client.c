@@ -72,15 +72,15 @@ static void read_create_opts(lua_State *L, int t, e2b_create_opts *o) {
   o->auto_resume = e2bL_opt_tristate(L, t, "auto_resume");
   o->allow_out = e2bL_opt_strings(L, t, "allow_out", &o->allow_out_count);
   o->deny_out = e2bL_opt_strings(L, t, "deny_out", &o->deny_out_count);
-  o->network = e2bL_opt_tristate(L, t, "send_network") == 1;
-  o->v1_route = e2bL_opt_tristate(L, t, "v1_route") == 1;
+  o->network = e2bL_opt_tristate(L, t, "send_network") == E2B_YES;
+  o->v1_route = e2bL_opt_tristate(L, t, "v1_route") == E2B_YES;
   o->volume_mounts = e2bL_opt_kvs(L, t, "volume_mounts", &o->volume_mount_count);
 }
 
 /* Reads { allow_internet_access, allow_out, deny_out } at t. */
 static void read_network(lua_State *L, int t, e2b_network *n) {
   memset(n, 0, sizeof *n);
-  n->allow_internet_access = e2bL_opt_tristate(L, t, "allow_internet_access") != 0;
+  n->allow_internet_access = e2bL_opt_tristate(L, t, "allow_internet_access");
   n->allow_out = e2bL_opt_strings(L, t, "allow_out", &n->allow_out_count);
   n->deny_out = e2bL_opt_strings(L, t, "deny_out", &n->deny_out_count);
 }

@@ -54,7 +54,7 @@ static void read_proc_opts(lua_State *L, int t, e2b_proc_opts *o) {
   o->cwd = e2bL_opt_string(L, t, "cwd");
   o->user = e2bL_opt_string(L, t, "user");
   o->tag = e2bL_opt_string(L, t, "tag");
-  o->stdin_open = e2bL_opt_tristate(L, t, "stdin") == 1;
+  o->stdin_open = e2bL_opt_tristate(L, t, "stdin") == E2B_YES;
   o->pty_cols = (unsigned)e2bL_opt_integer(L, t, "pty_cols", 0);
   o->pty_rows = (unsigned)e2bL_opt_integer(L, t, "pty_rows", 0);
   o->timeout_ms = (long)e2bL_opt_integer(L, t, "timeout_ms", 0);

@@ -89,5 +89,16 @@ luarocks --lua-version=5.1 make --deps-mode=none rockspec/lua-e2b-scm-1.rockspec
 echo "setup: building and installing the rock (luarocks make, Lua 5.4)"
 luarocks --lua-version=5.4 make --deps-mode=none rockspec/lua-e2b-scm-1.rockspec >>"$LOG" 2>&1 ||
   fail "luarocks make (Lua 5.4)"
+# libe2b for C programs (a rock installs none of it): e2b.h, the libraries,
+# e2b.pc and the CMake package under /usr/local, so that
+# `cc quickstart.c $(pkg-config --cflags --libs e2b)` works (docs/c.md).
+echo "setup: building and installing libe2b for C (cmake --install, prefix /usr/local)"
+CBUILD=$(mktemp -d)
+{ cmake -S . -B "$CBUILD" -DCMAKE_BUILD_TYPE=Release -DE2B_BUILD_BINDING=OFF -DE2B_BUILD_EMULATOR=OFF \
+    -DE2B_BUILD_TESTS=OFF && cmake --build "$CBUILD" -j"$(nproc)" && cmake --install "$CBUILD"; } >>"$LOG" 2>&1 ||
+  fail "libe2b install"
+rm -rf "$CBUILD"
+ldconfig
+pkg-config --exists e2b || fail "pkg-config does not find the installed e2b.pc"
 echo "setup: e2b-local at $(command -v e2b-local); module at $(lua5.4 -e 'print(package.searchpath("e2b", package.path))')"
 rm -f "$LOG"

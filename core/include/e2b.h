@@ -262,21 +262,29 @@ typedef struct e2b_sandbox_info {
   e2b_map metadata;
 } e2b_sandbox_info;
 
-/* Tri-state for optional booleans in option structs. */
-#define E2B_UNSET (-1)
+/* Option structs: every one is meant to start zeroed (`e2b_create_opts o
+ * = {0};`, or designated initialisers naming only what differs), and 0 in
+ * any field means "the documented default", as a NULL pointer does.
+ * Optional booleans whose default E2B decides are tri-states: 0 (the
+ * default), E2B_YES or E2B_NO; any other value is E2B_ERR_INVALID_ARGUMENT
+ * naming the field. */
+#define E2B_DEFAULT 0
+#define E2B_YES 1
+#define E2B_NO (-1)
 
 typedef struct e2b_create_opts {
   const char *template_id;           /* NULL: the client's template */
   long timeout_ms;                   /* sandbox lifetime; 0: 300000; sent as ceil(seconds) */
-  int secure;                        /* E2B_UNSET (true), 0, 1 */
-  int allow_internet_access;         /* E2B_UNSET (true), 0, 1 */
+  int secure;                        /* 0: E2B_YES (envd needs the access token);
+                                        E2B_NO: insecure (POST /sandboxes) */
+  int allow_internet_access;         /* 0: E2B_YES (E2B's default); E2B_NO: no egress */
   const e2b_kv *metadata;
   size_t metadata_count;
   const e2b_kv *env;
   size_t env_count;
-  int auto_pause;                    /* E2B_UNSET: omitted (API default: kill) */
-  int auto_pause_memory;             /* E2B_UNSET: omitted; only with auto_pause = 1 */
-  int auto_resume;                   /* E2B_UNSET: omitted; 1 only with auto_pause = 1 */
+  int auto_pause;                    /* 0: omitted (E2B kills at the deadline); E2B_YES, E2B_NO */
+  int auto_pause_memory;             /* 0: omitted; set only with auto_pause = E2B_YES */
+  int auto_resume;                   /* 0: omitted; E2B_YES only with auto_pause = E2B_YES */
   const char *const *allow_out;      /* network.allowOut (hosts, IPs, CIDRs) */
   size_t allow_out_count;
   const char *const *deny_out;       /* network.denyOut (IPs, CIDRs) */
@@ -308,7 +316,7 @@ typedef struct e2b_req e2b_req;
  * that route answers 404 or 405 (E2B built from e2b-dev/infra has no v2
  * create), with POST /sandboxes; the route that worked is remembered by the
  * client. An insecure create (secure = 0) goes to POST /sandboxes, the only
- * route that carries `secure`. Never repeated once it may have allocated. */
+ * route that carries `secure`. opts may be NULL: all defaults. Never repeated once it may have allocated. */
 E2B_EXPORT e2b_req *e2b_sandbox_create(e2b_client *c, const e2b_create_opts *opts, e2b_error *err);
 /* Connects to (and resumes, if paused) a sandbox; timeout_ms > 0 is sent as
  * the requested lifetime (E2B only extends a running sandbox's deadline). */
@@ -355,8 +363,13 @@ E2B_EXPORT const char *e2b_sbx_envd_version(const e2b_sbx *sbx);
 /* -- processes (process.Process) -- */
 
 typedef struct e2b_proc_opts {
-  const char *cmd;                 /* required: executable (resolved by PATH in the sandbox) */
+  const char *cmd;                 /* the executable (resolved by PATH in the sandbox); one
+                                      that cannot be started fails the start (envd's
+                                      E2B_ERR_INVALID_ARGUMENT "failed to start process ...") */
   const char *const *args;         /* argv[1..] */
+  const char *shell;               /* instead of cmd and args: a command string, run as
+                                      /bin/bash -l -c shell (as E2B's SDKs run one): a missing
+                                      program in it is bash's exit 127, not a failed start */
   size_t arg_count;
   const e2b_kv *env;
   size_t env_count;
@@ -671,7 +684,7 @@ E2B_EXPORT e2b_req *e2b_sandbox_reap_preview(e2b_client *c, const char *owner, l
                                              e2b_error *err);
 
 typedef struct e2b_network {
-  int allow_internet_access;      /* 0: deny all egress */
+  int allow_internet_access;      /* 0: E2B_YES; E2B_NO: deny all egress but allow_out */
   const char *const *allow_out;   /* hosts, IPs, CIDRs */
   size_t allow_out_count;
   const char *const *deny_out;    /* IPs, CIDRs */
@@ -739,6 +752,7 @@ E2B_EXPORT const e2b_volume *e2b_req_volume_at(const e2b_req *req, size_t i);
 /* -- running a command to completion -- */
 
 /* What a run keeps of each stream (per stream, at most max_output bytes). */
+#define E2B_DEFAULT_MAX_OUTPUT ((size_t)64 << 20)
 typedef enum e2b_keep {
   E2B_KEEP_DEFAULT = 0, /* all, except a stream the caller takes as chunks: that one is the caller's */
   E2B_KEEP_ALL,         /* all; more than max_output fails the run (E2B_ERR_SANDBOX) */
@@ -771,7 +785,7 @@ typedef struct e2b_run_opts {
   const void *stdin_data; /* written when the process's stdin_open is set, then stdin is
                              closed (in pieces of at most 1 MiB) */
   size_t stdin_len;
-  size_t max_output;      /* per stream; 0: 64 MiB */
+  size_t max_output;      /* per stream; 0: E2B_DEFAULT_MAX_OUTPUT */
   e2b_keep keep;
   unsigned chunks;        /* E2B_STREAM_* bits: those streams' output is also handed to
                              the caller as it comes, as events of the run request
@@ -796,15 +810,16 @@ typedef struct e2b_run_opts {
 E2B_EXPORT e2b_req *e2b_run_with(e2b_sbx *sbx, const e2b_proc_opts *opts, const e2b_run_opts *run_opts,
                                  e2b_error *err);
 /* The same with stdin always opened (stdin_data may be NULL), keeping the
- * tail of max_output bytes of each stream, without tracking. */
+ * tail of max_output bytes of each stream (0: E2B_DEFAULT_MAX_OUTPUT),
+ * without tracking. */
 E2B_EXPORT e2b_req *e2b_run(e2b_sbx *sbx, const e2b_proc_opts *opts, const void *stdin_data,
                  size_t stdin_len, size_t max_output, e2b_error *err);
 /* The result, once done; also after a failure that kept output (see above). */
 E2B_EXPORT const e2b_run_result *e2b_req_run_result(const e2b_req *req);
 
 /* The keeping of e2b_run on its own, for a caller collecting a process
- * stream itself: chunks (E2B_STREAM_* bits) as in e2b_run_opts. NULL when
- * max_output is 0, keep is not an e2b_keep, or memory ran out. */
+ * stream itself: max_output and chunks (E2B_STREAM_* bits) as in
+ * e2b_run_opts. NULL when keep is not an e2b_keep or memory ran out. */
 typedef struct e2b_output e2b_output;
 E2B_EXPORT e2b_output *e2b_output_new(size_t max_output, e2b_keep keep, unsigned chunks);
 /* Keeps a chunk of stream (E2B_EVENT_STDOUT, _STDERR or _PTY; others are

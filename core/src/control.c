@@ -133,6 +133,20 @@ static int parse_sandbox_list(e2b_req *req, json_t *body, e2b_error *err) {
     return e2b_take_next_token(req, err);
 }
 
+int e2b_tristate_check(int v, const char *field, const char *op, e2b_error *err) {
+  if (v == E2B_DEFAULT || v == E2B_YES || v == E2B_NO) return 0;
+  e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "%s must be 0 (the default), E2B_YES or E2B_NO", field);
+  return -1;
+}
+
+int e2b_create_tristates_check(const e2b_create_opts *o, const char *op, e2b_error *err) {
+  return e2b_tristate_check(o->secure, "secure", op, err) ||
+         e2b_tristate_check(o->allow_internet_access, "allow_internet_access", op, err) ||
+         e2b_tristate_check(o->auto_pause, "auto_pause", op, err) ||
+         e2b_tristate_check(o->auto_pause_memory, "auto_pause_memory", op, err) ||
+         e2b_tristate_check(o->auto_resume, "auto_resume", op, err);
+}
+
 static int validate_create(const e2b_create_opts *o, e2b_error *err) {
   const char *op = "create";
   if (o->timeout_ms < 0) {
@@ -150,17 +164,18 @@ static int validate_create(const e2b_create_opts *o, e2b_error *err) {
       check_strings(o->deny_out, o->deny_out_count, "network.deny", op, err))
     return -1;
   /* The lifecycle combinations E2B's SDKs refuse before sending a create. */
-  if (o->auto_pause_memory != E2B_UNSET && o->auto_pause != 1) {
+  if (e2b_create_tristates_check(o, op, err)) return -1;
+  if (o->auto_pause_memory != E2B_DEFAULT && o->auto_pause != E2B_YES) {
     e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op,
                 "lifecycle.keep_memory only applies when on_timeout is \"pause\"");
     return -1;
   }
-  if (o->auto_resume == 1 && o->auto_pause != 1) {
+  if (o->auto_resume == E2B_YES && o->auto_pause != E2B_YES) {
     e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op,
                 "lifecycle.auto_resume requires on_timeout = \"pause\"");
     return -1;
   }
-  if (o->auto_resume == 1 && o->auto_pause_memory == 0) {
+  if (o->auto_resume == E2B_YES && o->auto_pause_memory == E2B_NO) {
     e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op,
                 "lifecycle.auto_resume requires keep_memory (a filesystem-only pause cannot auto-resume)");
     return -1;
@@ -169,12 +184,12 @@ static int validate_create(const e2b_create_opts *o, e2b_error *err) {
 }
 
 static void add_lifecycle(json_t *body, const e2b_create_opts *o) {
-  if (o->auto_pause != E2B_UNSET) json_object_set_new(body, "autoPause", json_boolean(o->auto_pause));
-  if (o->auto_pause_memory != E2B_UNSET)
-    json_object_set_new(body, "autoPauseMemory", json_boolean(o->auto_pause_memory));
-  if (o->auto_resume != E2B_UNSET) {
+  if (o->auto_pause) json_object_set_new(body, "autoPause", json_boolean(o->auto_pause == E2B_YES));
+  if (o->auto_pause_memory)
+    json_object_set_new(body, "autoPauseMemory", json_boolean(o->auto_pause_memory == E2B_YES));
+  if (o->auto_resume) {
     json_t *ar = json_object();
-    json_object_set_new(ar, "enabled", json_boolean(o->auto_resume));
+    json_object_set_new(ar, "enabled", json_boolean(o->auto_resume == E2B_YES));
     json_object_set_new(body, "autoResume", ar);
   }
 }
@@ -210,8 +225,8 @@ json_t *e2b_create_body(const e2b_client *c, const e2b_create_opts *o, int v1, e
   }
   json_object_set_new(body, "templateID", json_string(o->template_id ? o->template_id : c->template_id));
   json_object_set_new(body, "timeout", json_integer(ceil_seconds(timeout_ms)));
-  if (v1) json_object_set_new(body, "secure", json_boolean(o->secure != 0));
-  json_object_set_new(body, "allow_internet_access", json_boolean(o->allow_internet_access != 0));
+  if (v1) json_object_set_new(body, "secure", json_boolean(o->secure != E2B_NO));
+  json_object_set_new(body, "allow_internet_access", json_boolean(o->allow_internet_access != E2B_NO));
   if (o->metadata_count) json_object_set_new(body, "metadata", kv_object(o->metadata, o->metadata_count));
   if (o->env_count) json_object_set_new(body, "envVars", kv_object(o->env, o->env_count));
   add_lifecycle(body, o);
@@ -357,12 +372,13 @@ e2b_req *e2b_sandbox_set_network(e2b_client *c, const char *sandbox_id, const e2
     e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "network is required");
     return NULL;
   }
-  if (check_strings(net->allow_out, net->allow_out_count, "network.allow", op, err) ||
+  if (e2b_tristate_check(net->allow_internet_access, "network.allow_internet_access", op, err) ||
+      check_strings(net->allow_out, net->allow_out_count, "network.allow", op, err) ||
       check_strings(net->deny_out, net->deny_out_count, "network.deny", op, err))
     return NULL;
   /* The update replaces the whole egress configuration. */
   json_t *body = json_object();
-  json_object_set_new(body, "allow_internet_access", json_boolean(net->allow_internet_access));
+  json_object_set_new(body, "allow_internet_access", json_boolean(net->allow_internet_access != E2B_NO));
   if (net->allow_out_count)
     json_object_set_new(body, "allowOut", string_array(net->allow_out, net->allow_out_count));
   if (net->deny_out_count)

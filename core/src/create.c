@@ -78,18 +78,14 @@ static e2b_req *create_either(e2b_client *c, const e2b_create_opts *o, e2b_error
 }
 
 e2b_req *e2b_sandbox_create(e2b_client *c, const e2b_create_opts *o, e2b_error *err) {
-  static const e2b_create_opts defaults = {.secure = E2B_UNSET,
-                                           .allow_internet_access = E2B_UNSET,
-                                           .auto_pause = E2B_UNSET,
-                                           .auto_pause_memory = E2B_UNSET,
-                                           .auto_resume = E2B_UNSET};
+  static const e2b_create_opts defaults = {0};
   e2b_error_clear(err);
   if (!c) {
     e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, "create", "client is required");
     return NULL;
   }
   if (!o) o = &defaults;
-  int v1 = o->v1_route || o->secure == 0 || c->create_route == E2B_ROUTE_V1;
+  int v1 = o->v1_route || o->secure == E2B_NO || c->create_route == E2B_ROUTE_V1;
   if (!v1 && c->create_route == E2B_ROUTE_UNKNOWN) return e2b_req_typed(create_either(c, o, err), E2B_RESULT_SANDBOX);
   json_t *body = e2b_create_body(c, o, v1, err);
   return body ? e2b_req_typed(e2b_api_create(c, body, v1, err), E2B_RESULT_SANDBOX) : NULL;

@@ -99,9 +99,7 @@ static e2b_req *doctor_step(e2b_req *op, doctor_state *s, e2b_error *err) {
   case D_LIMITS: return e2b_control(c, "health", "GET", "/health", NULL, parse_limits, 1, err);
   case D_CREATE: {
     e2b_kv meta = {E2B_META_OWNER, c->owner};
-    e2b_create_opts o = {.timeout_ms = 120000, .secure = 1, .allow_internet_access = E2B_UNSET,
-                         .auto_pause = 0, .auto_pause_memory = E2B_UNSET, .auto_resume = E2B_UNSET,
-                         .metadata = &meta, .metadata_count = 1};
+    e2b_create_opts o = {.timeout_ms = 120000, .auto_pause = E2B_NO, .metadata = &meta, .metadata_count = 1};
     return e2b_sandbox_create(c, &o, err);
   }
   case D_READY: return e2b_envd_health(s->box.sbx, err);
@@ -132,7 +130,7 @@ static e2b_req *doctor_step(e2b_req *op, doctor_state *s, e2b_error *err) {
   case D_VOLUMES: return e2b_volume_list(c, err);
   case D_SNAPSHOTS: return e2b_snapshot_list(c, "libe2b-doctor-none", err);
   case D_NETWORK: {
-    e2b_network n = {.allow_internet_access = 1};
+    e2b_network n = {0};
     return e2b_sandbox_set_network(c, s->box.sb.sandbox_id, &n, err);
   }
   case D_KILL: return e2b_sandbox_kill(c, s->box.sb.sandbox_id, err);
@@ -429,13 +427,10 @@ static void egress_advance(e2b_req *op) {
     if (s->stage == V_CREATE) {
       const char *allow[] = {s->allow_host};
       const char *deny[] = {"0.0.0.0/0"};
-      e2b_network net = {.allow_internet_access = 1, .allow_out = allow, .allow_out_count = 1,
-                         .deny_out = deny, .deny_out_count = 1};
+      e2b_network net = {.allow_out = allow, .allow_out_count = 1, .deny_out = deny, .deny_out_count = 1};
       /* provision tags it with the owner, as every sandbox the client creates */
       e2b_provision_opts po = {
-          .create = {.template_id = s->template_id, .timeout_ms = 120000, .secure = 1,
-                     .allow_internet_access = E2B_UNSET, .auto_pause = 0,
-                     .auto_pause_memory = E2B_UNSET, .auto_resume = E2B_UNSET},
+          .create = {.template_id = s->template_id, .timeout_ms = 120000, .auto_pause = E2B_NO},
           .network = &net};
       next = e2b_sandbox_provision(s->box.client, &po, &err);
     } else if (s->stage == V_PROBE) {

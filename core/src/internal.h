@@ -431,6 +431,13 @@ e2b_req *e2b_sbx_stream_rpc(e2b_sbx *sbx, const char *op, const char *method_pat
                             json_t *body, long keepalive_s, long idle_ms, long timeout_ms,
                             unsigned flags, e2b_error *err);
 /* e2b_proc_start and e2b_proc_connect with e2b_sbx_stream_rpc's flags. */
+/* 0 when v is a tri-state (E2B_DEFAULT, E2B_YES, E2B_NO), else -1 with
+ * err naming field; the second checks every tri-state of o. */
+int e2b_tristate_check(int v, const char *field, const char *op, e2b_error *err);
+int e2b_create_tristates_check(const e2b_create_opts *o, const char *op, e2b_error *err);
+/* o, or with a shell string (o->shell) o spelled as E2B runs one, bash -l
+ * -c shell, in *tmp with argv as its args. */
+const e2b_proc_opts *e2b_proc_opts_spelled(const e2b_proc_opts *o, e2b_proc_opts *tmp, const char *argv[3]);
 e2b_req *e2b_proc_start_stream(e2b_sbx *sbx, const e2b_proc_opts *opts, unsigned flags,
                                e2b_error *err);
 e2b_req *e2b_proc_connect_stream(e2b_sbx *sbx, uint32_t pid, const char *tag, long idle_timeout_ms,
@@ -460,7 +467,11 @@ typedef struct e2b_wrapped {
   const char **args;
   e2b_kv *env;
   char *names;
+  int announces; /* the wrapper checks the program and says E2B_WRAPPER_READY first */
 } e2b_wrapped;
+/* The first byte a checking wrapper writes to its stdout once the program
+ * it runs was found (a shell word, as printf's format). */
+#define E2B_WRAPPER_READY "+"
 /* Kept when prefix is set (its output goes to files at prefix, and the
  * forgets' files are removed); the environment pruned to opts's when
  * env_replace; a kept wrapper that may park traps every signal it can, so

@@ -29,7 +29,8 @@ static int stream_index(e2b_event_type t) {
 }
 
 e2b_output *e2b_output_new(size_t max_output, e2b_keep keep, unsigned chunks) {
-  if (max_output == 0 || keep < E2B_KEEP_DEFAULT || keep > E2B_KEEP_NONE) return NULL;
+  if (!max_output) max_output = E2B_DEFAULT_MAX_OUTPUT;
+  if (keep < E2B_KEEP_DEFAULT || keep > E2B_KEEP_NONE) return NULL;
   e2b_output *o = calloc(1, sizeof *o);
   if (!o) return NULL;
   o->max = max_output;

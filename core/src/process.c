@@ -99,11 +99,16 @@ static int utf8_field(const char *s, const char *op, e2b_error *err, const char 
 
 int e2b_proc_opts_check(const e2b_proc_opts *o, e2b_error *err) {
   const char *op = "process.start";
-  if (!o || !o->cmd || !*o->cmd) {
+  if (o && o->shell && (o->cmd || o->arg_count || !*o->shell)) {
+    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "shell: %s",
+                *o->shell ? "a command string takes no cmd or args" : "the command string is empty");
+    return -1;
+  }
+  if (!o || (!o->shell && (!o->cmd || !*o->cmd))) {
     e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "cmd is required");
     return -1;
   }
-  if (utf8_field(o->cmd, op, err, "cmd", 0) || utf8_field(o->cwd, op, err, "cwd", 0) ||
+  if (utf8_field(o->cmd, op, err, "cmd", 0) || utf8_field(o->shell, op, err, "shell", 0) || utf8_field(o->cwd, op, err, "cwd", 0) ||
       utf8_field(o->user, op, err, "user", 0) || utf8_field(o->tag, op, err, "tag", 0))
     return -1;
   for (size_t i = 0; i < o->arg_count; i++) {
@@ -136,6 +141,19 @@ int e2b_proc_opts_check(const e2b_proc_opts *o, e2b_error *err) {
   return 0;
 }
 
+const e2b_proc_opts *e2b_proc_opts_spelled(const e2b_proc_opts *o, e2b_proc_opts *tmp, const char *argv[3]) {
+  if (!o || !o->shell) return o;
+  *tmp = *o;
+  argv[0] = "-l";
+  argv[1] = "-c";
+  argv[2] = o->shell;
+  tmp->cmd = "/bin/bash";
+  tmp->args = argv;
+  tmp->arg_count = 3;
+  tmp->shell = NULL;
+  return tmp;
+}
+
 e2b_req *e2b_proc_start(e2b_sbx *sbx, const e2b_proc_opts *o, e2b_error *err) {
   return e2b_proc_start_stream(sbx, o, 0, err);
 }
@@ -143,6 +161,9 @@ e2b_req *e2b_proc_start(e2b_sbx *sbx, const e2b_proc_opts *o, e2b_error *err) {
 e2b_req *e2b_proc_start_stream(e2b_sbx *sbx, const e2b_proc_opts *o, unsigned flags,
                                e2b_error *err) {
   if (e2b_need_sbx(sbx, "process.start", err) || e2b_proc_opts_check(o, err)) return NULL;
+  e2b_proc_opts spelled;
+  const char *argv[3];
+  o = e2b_proc_opts_spelled(o, &spelled, argv);
   json_t *process = json_object(), *args = json_array(), *body = json_object();
   if (!process || !args || !body) {
     json_decref(process);

@@ -179,7 +179,7 @@ static e2b_req *start_create(e2b_req *op, prov_state *s, e2b_error *err) {
     o.deny_out_count = s->deny_n;
     o.network = s->allow_n || s->deny_n;
   } else {
-    o.allow_internet_access = E2B_UNSET;
+    o.allow_internet_access = E2B_DEFAULT;
     o.allow_out_count = o.deny_out_count = 0;
     o.network = 0;
   }
@@ -375,7 +375,7 @@ static void stage_network(e2b_req *op, prov_state *s, const e2b_error *cerr) {
   /* Without a setup script the policy went with the create call; open
    * egress is how the sandbox was created: nothing to change either way. */
   if (!s->has_network || !s->setup ||
-      (s->network.allow_internet_access && !s->allow_n && !s->deny_n))
+      (s->network.allow_internet_access != E2B_NO && !s->allow_n && !s->deny_n))
     return succeed(op, s);
   if (!s->child) {
     e2b_network n = s->network;
@@ -453,10 +453,10 @@ static int copy_opts(prov_state *s, const e2b_provision_opts *o, e2b_error *err)
   s->allow_n = o->network ? o->network->allow_out_count : co->allow_out_count;
   s->deny_n = o->network ? o->network->deny_out_count : co->deny_out_count;
   if (!o->network && (co->allow_out_count || co->deny_out_count || co->network ||
-                      co->allow_internet_access != E2B_UNSET)) {
+                      co->allow_internet_access != E2B_DEFAULT)) {
     /* A policy given in the create options applies the same way. */
     s->has_network = 1;
-    s->network.allow_internet_access = co->allow_internet_access != 0;
+    s->network.allow_internet_access = co->allow_internet_access;
   }
   if (!(s->allow = dup_strings(allow, s->allow_n)) || !(s->deny = dup_strings(deny, s->deny_n)))
     return -1;
@@ -506,12 +506,15 @@ static int check_opts(const e2b_provision_opts *o, const char *op, e2b_error *er
   }
   /* The raw create validates the rest; run it on a dry copy now, before any I/O. */
   e2b_create_opts dry = o->create;
-  if (dry.auto_pause_memory != E2B_UNSET && dry.auto_pause != 1) {
+  if (e2b_create_tristates_check(&dry, op, err) ||
+      (o->network && e2b_tristate_check(o->network->allow_internet_access, "network.allow_internet_access", op, err)))
+    return -1;
+  if (dry.auto_pause_memory != E2B_DEFAULT && dry.auto_pause != E2B_YES) {
     e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op,
                 "lifecycle.keep_memory only applies when on_timeout is \"pause\"");
     return -1;
   }
-  if (dry.auto_resume == 1 && (dry.auto_pause != 1 || dry.auto_pause_memory == 0)) {
+  if (dry.auto_resume == E2B_YES && (dry.auto_pause != E2B_YES || dry.auto_pause_memory == E2B_NO)) {
     e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op,
                 "lifecycle.auto_resume requires on_timeout = \"pause\" with keep_memory");
     return -1;

@@ -14,7 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define DEFAULT_MAX_OUTPUT ((size_t)64 << 20)
 #define KILL_SETTLE_MS 2000
 /* A kept command's deadline is ours: envd's (this much later) is only a
  * backstop, as its SIGKILL reaches the wrapper alone and would leave the
@@ -315,7 +314,7 @@ static void run_advance(e2b_req *op) {
 
 /* Fills op's state from the options: 0, or -1 without memory. */
 static int fill_state(run_state *s, const e2b_proc_opts *opts, const e2b_run_opts *ro) {
-  s->out = e2b_output_new(ro->max_output ? ro->max_output : DEFAULT_MAX_OUTPUT, ro->keep, ro->chunks);
+  s->out = e2b_output_new(ro->max_output, ro->keep, ro->chunks);
   int bad = !s->out || (ro->stdin_len && !(s->stdin_data = malloc(ro->stdin_len)));
   bad = bad || (ro->track && opts->user && !(s->user = strdup(opts->user)));
   if (bad) return -1;
@@ -374,10 +373,6 @@ e2b_req *e2b_run(e2b_sbx *sbx, const e2b_proc_opts *opts, const void *stdin_data
   e2b_error_clear(err);
   if (!sbx || !opts) {
     e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, "run", "sandbox and options are required");
-    return NULL;
-  }
-  if (max_output == 0) {
-    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, "run", "max_output must be positive");
     return NULL;
   }
   e2b_proc_opts o = *opts;

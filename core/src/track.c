@@ -84,6 +84,9 @@ typedef struct track_state {
   int tracked;       /* kept: output comes from the files */
   uint32_t pid;
   int started;       /* START emitted */
+  int envd_started;  /* envd said its start (of the wrapper, when wrapped) */
+  int announces;     /* the wrapper says E2B_WRAPPER_READY before it runs the program */
+  char *cmd;         /* the caller's program, for the error when it cannot start */
   int64_t off[2];    /* bytes received of stdout, stderr */
   int64_t told[2];   /* the largest size the watch told of stdout, stderr */
   int large;         /* its kept files are large (forget.c removes them at once) */
@@ -169,7 +172,7 @@ static void track_release(void *p) {
   track_state *s = p;
   let_go(s->self, s);
   e2b_proc_opts_free(s->deferred);
-  if (s->forgets && !s->started) e2b_return_forgets(s->sbx, s->forgets, s->user);
+  if (s->forgets && !s->envd_started) e2b_return_forgets(s->sbx, s->forgets, s->user);
 }
 
 static int set_prefix(track_state *s) {
@@ -218,6 +221,42 @@ static void emit_start(e2b_req *op, track_state *s) {
   s->started = 1;
   e2b_startq_release(s->sbx->client->loop, &s->start); /* answered: the next start may go */
   if (emit(op, E2B_EVENT_START, NULL, 0, 0, NULL) != 0) nomem(op);
+}
+
+/* envd started the process: the next start may go; the caller hears of it
+ * now, or once the wrapper announced that the program was found. */
+static void envd_start(e2b_req *op, track_state *s, uint32_t pid) {
+  if (!s->pid) s->pid = pid;
+  s->envd_started = 1;
+  e2b_startq_release(s->sbx->client->loop, &s->start);
+  if (!s->announces) emit_start(op, s);
+}
+
+/* Whether n is the wrapper's announcement (its first stdout byte), which
+ * is taken off n. */
+static int announcement(const track_state *s, queued *n) {
+  if (!s->announces || s->started || n->ev.type != E2B_EVENT_STDOUT || !n->ev.len ||
+      n->ev.data[0] != E2B_WRAPPER_READY[0])
+    return 0;
+  memmove((uint8_t *)n->ev.data, n->ev.data + 1, --n->ev.len);
+  n->len = n->ev.len;
+  return 1;
+}
+
+/* The command never started: report it as envd reports a Start it refuses. */
+static void fail_start(e2b_req *op, track_state *s) {
+  e2b_error err;
+  int eacces = strcmp(s->start_err, "EACCES") == 0;
+  e2b_err_set(&err, E2B_ERR_INVALID_ARGUMENT, op->op, "failed to start process '%s': %s", s->cmd ? s->cmd : "",
+               eacces ? strerror(EACCES) : strerror(ENOENT));
+  fail(op, &err);
+}
+
+/* What the wrapper's stderr said before its announcement: "!" and why the
+ * program could not start. */
+static void start_refusal(track_state *s) {
+  if (s->werr.len > 1 && s->werr.data[0] == '!')
+    snprintf(s->start_err, sizeof s->start_err, "%.*s", (int)s->werr.len - 1, s->werr.data + 1);
 }
 
 static void finish_with_end(e2b_req *op, track_state *s) {
@@ -279,6 +318,33 @@ static int look_step(e2b_req *op, track_state *s) {
 
 /* ---- untracked: the stream is the output ---- */
 
+/* Output, but the wrapper's own before its announcement, which is kept
+ * aside (bounded): it may say why the program could not start. */
+static void live_data(e2b_req *op, track_state *s, queued *n) {
+  if (announcement(s, n)) emit_start(op, s);
+  if (s->announces && !s->started) {
+    if (s->werr.len + n->ev.len > INLINE_MAX || e2b_growbuf_append(&s->werr, n->ev.data, n->ev.len) != 0)
+      s->wover = 1;
+    free(n);
+    return;
+  }
+  n->ev.pid = s->pid;
+  if (n->ev.len) e2b_req_push_node(op, n);
+  else free(n);
+}
+
+/* Ended: a wrapper that never announced may say why the program could not
+ * start; what else it wrote is handed on as stderr. */
+static void live_end(e2b_req *op, track_state *s) {
+  if (s->started) return finish_with_end(op, s);
+  if (!s->wover) start_refusal(s);
+  if (s->start_err[0]) return fail_start(op, s);
+  emit_start(op, s);
+  if (s->werr.len && emit(op, E2B_EVENT_STDERR, (const uint8_t *)s->werr.data, s->werr.len, 0, NULL) != 0)
+    return nomem(op);
+  finish_with_end(op, s);
+}
+
 static void live_step(e2b_req *op, track_state *s) {
   if (look_step(op, s)) return;
   queued *n;
@@ -286,19 +352,17 @@ static void live_step(e2b_req *op, track_state *s) {
     n = e2b_req_pop_node(s->live);
     switch (n->ev.type) {
     case E2B_EVENT_START:
-      s->pid = n->ev.pid;
+      envd_start(op, s, n->ev.pid);
       free(n);
-      emit_start(op, s);
       break;
     case E2B_EVENT_END:
       s->exit_known = 1;
       s->exit_code = n->ev.exit_code;
       snprintf(s->status, sizeof s->status, "%s", n->ev.status ? n->ev.status : "");
       free(n);
-      return finish_with_end(op, s);
+      return live_end(op, s);
     default:
-      n->ev.pid = s->pid;
-      e2b_req_push_node(op, n);
+      live_data(op, s, n);
     }
   }
   if (s->live->queue_head || !e2b_req_done(s->live)) return;
@@ -377,8 +441,8 @@ static void wrapper_said(track_state *s) {
     s->nonempty = flags & 3;
     s->inlined = flags >> 2;
     s->wout.len--;
-  } else if (s->werr.len > 1 && s->werr.data[0] == '!') {
-    snprintf(s->start_err, sizeof s->start_err, "%.*s", (int)s->werr.len - 1, s->werr.data + 1);
+  } else {
+    start_refusal(s);
   }
 }
 
@@ -397,18 +461,28 @@ static int take_inline(e2b_req *op, track_state *s, int which) {
   return 1;
 }
 
+/* The caller hears of the start: the first pass is timed from it. */
+static void kept_started(e2b_req *op, track_state *s) {
+  if (s->started) return;
+  emit_start(op, s);
+  if (!s->at_end && !s->exit_known) arm(op, s, FIRST_PASS_MS);
+}
+
 static void stream_event(e2b_req *op, track_state *s, queued *n) {
   if (n->ev.type == E2B_EVENT_START) {
-    if (!s->pid) s->pid = n->ev.pid;
-    if (!s->started) {
-      emit_start(op, s);
-      if (!s->at_end) arm(op, s, FIRST_PASS_MS);
-    }
+    int heard = s->started;
+    envd_start(op, s, n->ev.pid);
+    if (!heard && s->started && !s->at_end) arm(op, s, FIRST_PASS_MS);
   } else if (n->ev.type == E2B_EVENT_END) {
     s->exit_known = 1;
     s->exit_code = n->ev.exit_code;
     snprintf(s->status, sizeof s->status, "%s", n->ev.status ? n->ev.status : "");
     wrapper_said(s);
+    if (!s->start_err[0]) kept_started(op, s); /* ended before it announced (say, no files) */
+  } else if (announcement(s, n)) {
+    kept_started(op, s);
+    s->werr.len = 0; /* nothing the wrapper wrote before is the command's */
+    if (n->ev.len && e2b_growbuf_append(&s->wout, n->ev.data, n->ev.len) != 0) s->wover = 1;
   } else if (n->ev.type == E2B_EVENT_STDOUT || n->ev.type == E2B_EVENT_STDERR) {
     growbuf *b = n->ev.type == E2B_EVENT_STDOUT ? &s->wout : &s->werr;
     if (b->len + n->ev.len > INLINE_MAX + 1 || e2b_growbuf_append(b, n->ev.data, n->ev.len) != 0)
@@ -416,15 +490,6 @@ static void stream_event(e2b_req *op, track_state *s, queued *n) {
   }
   s->last_contact_ms = e2b_now_ms();
   s->looked_ms = 0;
-}
-
-/* The command never started: report it as envd reports a Start it refuses. */
-static void fail_start(e2b_req *op, track_state *s) {
-  e2b_error err;
-  int eacces = strcmp(s->start_err, "EACCES") == 0;
-  e2b_err_set(&err, E2B_ERR_INVALID_ARGUMENT, op->op, "failed to start process: %s",
-               eacces ? strerror(EACCES) : strerror(ENOENT));
-  fail(op, &err);
 }
 
 /* Follows the process's own stream; reconnects by pid when it breaks
@@ -446,7 +511,10 @@ static void stream_step(e2b_req *op, track_state *s) {
   }
   if (!e2b_req_done(s->live)) return;
   const e2b_error *err = e2b_req_error(s->live);
-  if (!s->started) {
+  /* Cut after envd's start but before the wrapper's announcement: the
+   * files tell the rest, as after any cut. */
+  if (!s->started && s->envd_started && !s->start_err[0]) kept_started(op, s);
+  if (!s->started && !s->start_err[0]) {
     e2b_error protocol;
     if (!err) e2b_err_set(&protocol, E2B_ERR_PROTOCOL, op->op, "process stream ended before its start");
     return fail(op, err ? err : &protocol);
@@ -710,8 +778,9 @@ static void kept_step(e2b_req *op, track_state *s) {
   if (look_step(op, s)) return;
   if (e2b_sbx_gone(s->sbx)) return fail(op, e2b_sbx_gone(s->sbx));
   stream_step(op, s);
-  if (op->done || s->look || !s->started) return;
+  if (op->done || s->look) return;
   if (s->start_err[0] && s->exit_known) return fail_start(op, s);
+  if (!s->started) return;
   if (s->read) {
     take_read(op, s);
     if (!e2b_req_done(s->read) || s->read->queue_head) return;
@@ -821,7 +890,7 @@ static const e2b_op_kind track_kind = {
     .size = sizeof(track_state), .release = track_release,
     .children = E2B_FIELDS(TRACK_AT(live), TRACK_AT(list), TRACK_AT(read), TRACK_AT(look)),
     .bufs = E2B_FIELDS(TRACK_AT(small), TRACK_AT(wout), TRACK_AT(werr)),
-    .allocs = E2B_FIELDS(TRACK_AT(forgets), TRACK_AT(user), TRACK_AT(tag), TRACK_AT(prefix)),
+    .allocs = E2B_FIELDS(TRACK_AT(forgets), TRACK_AT(user), TRACK_AT(tag), TRACK_AT(prefix), TRACK_AT(cmd)),
     .holds = E2B_OP_HOLDS_SBX, .ref = TRACK_AT(sbx), .key = TRACK_AT(tag)};
 
 /* ---- entry points ---- */
@@ -868,6 +937,7 @@ static int launch(track_state *s, const e2b_proc_opts *opts, int env_replace, e2
     return -1;
   }
   w.opts.tag = s->tag;
+  s->announces = w.announces;
   /* A kept command's stream carries its events; its output goes to files. */
   s->live = e2b_proc_start_stream(s->sbx, &w.opts, s->tracked ? E2B_STREAM_EVENTS : 0, err);
   e2b_wrapped_free(&w);
@@ -904,6 +974,9 @@ e2b_req *e2b_proc_track(e2b_sbx *sbx, const e2b_proc_opts *opts, unsigned flags,
   const char *op = "process.start";
   /* The caller's own fields are checked as they are (the wrapper moves them). */
   if (e2b_need_sbx(sbx, op, err) || e2b_proc_opts_check(opts, err) != 0) return NULL;
+  e2b_proc_opts spelled;
+  const char *argv[3];
+  opts = e2b_proc_opts_spelled(opts, &spelled, argv);
   char gen[E2B_UUID_SIZE + 8];
   const char *tag = tag_of(opts, gen, sizeof gen);
   if (!tag) {
@@ -913,7 +986,7 @@ e2b_req *e2b_proc_track(e2b_sbx *sbx, const e2b_proc_opts *opts, unsigned flags,
   e2b_req *req = new_op(sbx, op, tag, opts->idle_timeout_ms, err);
   if (!req) return NULL;
   track_state *s = req->state;
-  if (set_prefix(s) != 0) return e2b_op_nomem(req, err);
+  if (set_prefix(s) != 0 || !(s->cmd = strdup(opts->cmd))) return e2b_op_nomem(req, err);
   s->tracked = !(flags & E2B_TRACK_NO_KEEP) && opts->pty_cols == 0;
   s->at_end = (flags & E2B_TRACK_AT_END) != 0;
   s->park_mode = flags & E2B_TRACK_PARK       ? PARK_ALWAYS

@@ -38,7 +38,10 @@
  * as the status once the command ended and then ends by that signal
  * itself, as the unwrapped shell would have (no core file). A command that
  * cannot be started is reported on the wrapper's stderr as
- * "!ENOENT"/"!EACCES", as envd would refuse it. At the end the wrapper
+ * "!ENOENT"/"!EACCES", as envd would refuse it; one that can is announced
+ * by E2B_WRAPPER_READY, the first byte of the wrapper's stdout, before it
+ * starts (track.c reports the start only then, so a spawn fails at spawn
+ * on every path). At the end the wrapper
  * copies a small file (up to track.c's INLINE_MAX bytes and 256 NULs; it reads no
  * more than that of a larger one) to its own stdout or stderr, so a short command's output needs no read, and ends its
  * stdout with one letter, 'a' + flags: 1 out non-empty, 2 err non-empty,
@@ -121,6 +124,7 @@
     "    case $1 in */*) [ -e \"$1\" ] && { printf '!EACCES' >&2; printf '126 %s\\n' \"$__b\" >\"$__p.exit\"; exit 126; };; esac\n" \
     "    printf '!ENOENT' >&2; printf '127 %s\\n' \"$__b\" >\"$__p.exit\"; exit 127\n" \
     "  fi\n" \
+    "  printf " E2B_WRAPPER_READY "\n" \
     "  set -m; { \"$@\" >>\"$__p.out\" 2>>\"$__p.err\"; } 2>>\"$__p.exit\" & set +m; " JOB_WAIT "\n" \
     "fi\n"
 
@@ -274,11 +278,19 @@ static int sh_builtin_only(const char *s) {
          s[strcspn(s, "$`;&|<>()\\\n\r\t")] == '\0';
 }
 
-/* The same environment pruning for untracked (PTY) commands. */
-static const char ENV_ONLY[] =
-    PRUNE_ENV
-    "unset E2B_ENV_KEEP\n"
-    "exec \"$@\"\n";
+/* The same environment pruning for untracked commands: a PTY's exec'd at
+ * once; any other's program is looked up first, as the kept wrapper does
+ * (exec would only look up builtins' names too), and the same first byte
+ * or "!ENOENT"/"!EACCES" tells the start or why it could not be. */
+#define ENV_PRUNED PRUNE_ENV "unset E2B_ENV_KEEP\n"
+static const char ENV_ONLY[] = ENV_PRUNED "exec \"$@\"\n";
+static const char ENV_CHECKED[] =
+    ENV_PRUNED
+    "if ! type -P -- \"$1\" >/dev/null; then\n"
+    "  case $1 in */*) [ -e \"$1\" ] && { printf '!EACCES' >&2; exit 126; };; esac\n"
+    "  printf '!ENOENT' >&2; exit 127\n"
+    "fi\n"
+    "printf " E2B_WRAPPER_READY "; exec \"$@\"\n";
 
 /* The names (never the values) of env, space separated, for E2B_ENV_KEEP. */
 static char *env_names(const e2b_kv *env, size_t n) {
@@ -309,7 +321,7 @@ static size_t wrap_args(const char **args, const e2b_proc_opts *opts, const char
   }
   if (keep || env_replace) {
     args[a++] = "-c";
-    args[a++] = keep ? "eval \"$E2B_PROC\"" : ENV_ONLY;
+    args[a++] = keep ? "eval \"$E2B_PROC\"" : opts->pty_cols ? ENV_ONLY : ENV_CHECKED;
     args[a++] = keep ? "e2b-proc" : "e2b-env";
     if (keep) args[a++] = prefix;
     args[a++] = opts->cmd;
@@ -365,6 +377,7 @@ int e2b_wrap(e2b_wrapped *w, const e2b_proc_opts *opts, const char *prefix, int 
   w->opts.arg_count = wrap_args(w->args, opts, prefix, env_replace, script);
   w->opts.env = w->env;
   w->opts.env_count = wrap_env(w->env, opts, prefix != NULL, parkable, w->names, forgets, tail);
+  w->announces = prefix ? !str : env_replace && !opts->pty_cols;
   return 0;
 }
 

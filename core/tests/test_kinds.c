@@ -51,8 +51,6 @@ static void control_plane_kinds(e2b_client *c) {
   expect(e2b_doctor(c, &err), E2B_RESULT_DOCTOR, "doctor");
   expect(e2b_verify_egress(c, NULL, &err), E2B_RESULT_EGRESS, "verify_egress");
   e2b_provision_opts po = {0};
-  po.create.secure = po.create.allow_internet_access = E2B_UNSET;
-  po.create.auto_pause = po.create.auto_pause_memory = po.create.auto_resume = E2B_UNSET;
   expect(e2b_sandbox_provision(c, &po, &err), E2B_RESULT_SANDBOX, "provision");
 }
 

@@ -96,8 +96,8 @@ static void none_and_chunked_streams_keep_nothing(void) {
   e2b_output_free(o);
 }
 
+/* max_output 0 is the default (test_defaults.c), not a bad argument. */
 static void bad_arguments_make_no_collector(void) {
-  CHECK(e2b_output_new(0, E2B_KEEP_ALL, 0) == NULL);
   CHECK(e2b_output_new(1, (e2b_keep)42, 0) == NULL);
 }
 

@@ -37,8 +37,9 @@ static int fail(const char *what, const e2b_error *err) {
 
 /* Runs a command and prints its stdout while it runs, event by event. */
 static int stream_command(e2b_loop *loop, e2b_sbx *sbx) {
-  static const char *const args[] = {"-c", "for i in 1 2 3; do echo \"line $i\"; sleep 0.2; done"};
-  e2b_proc_opts opts = {.cmd = "/bin/sh", .args = args, .arg_count = 2};
+  /* A command string, run as E2B runs one (bash -l -c); every field left
+   * out of an initialiser is 0, which means its default. */
+  e2b_proc_opts opts = {.shell = "for i in 1 2 3; do echo \"line $i\"; sleep 0.2; done"};
   e2b_error err;
   e2b_req *req = e2b_proc_start(sbx, &opts, &err);
   if (!req) return fail("process.start", &err);
@@ -102,10 +103,8 @@ static int write_then_read(e2b_sbx *sbx, const char *path, const char *text) {
 
 /* Creates a sandbox (waiting until it answers), works in it, kills it. */
 static int session(e2b_loop *loop, e2b_client *client) {
-  e2b_provision_opts opts = {
-      .create = {.timeout_ms = 120000, .secure = E2B_UNSET, .allow_internet_access = E2B_UNSET,
-                 .auto_pause = E2B_UNSET, .auto_pause_memory = E2B_UNSET,
-                 .auto_resume = E2B_UNSET}};
+  /* Zeroed options are E2B's defaults: secure, internet allowed. */
+  e2b_provision_opts opts = {.create = {.timeout_ms = 120000}};
   e2b_error err;
   e2b_req *create = e2b_sandbox_provision(client, &opts, &err);
   if (!create) return fail("create", &err);

@@ -188,6 +188,47 @@ describe("commands", function()
   end)
 
   describe("spawn", function()
+    -- kept (the default), kept and parked at once, not kept, not kept with env_mode "replace"
+    local paths = {
+      { name = "kept" }, { name = "park", park = true }, { name = "unkept", keep_output = false },
+      { name = "unkept replace", keep_output = false, env_mode = "replace" },
+    }
+
+    it("fails a missing or non-executable program at spawn with one kind and message on every path", function()
+      assert(sbx:run("printf x > /tmp/not-exec; chmod 644 /tmp/not-exec"))
+      local cases = {
+        { "no-such-command-xyz", "failed to start process 'no-such-command-xyz': No such file or directory" },
+        { "/no/such/bin", "failed to start process '/no/such/bin': No such file or directory" },
+        { "/tmp/not-exec", "failed to start process '/tmp/not-exec': Permission denied" },
+      }
+      for _, path in ipairs(paths) do
+        for _, case in ipairs(cases) do
+          local opts = { keep_output = path.keep_output, park = path.park, env_mode = path.env_mode }
+          local p, err = sbx:spawn({ case[1], "arg" }, opts)
+          assert.is_nil(p, path.name .. " " .. case[1])
+          assert.are.equal("invalid_argument", err.kind, path.name .. ": " .. tostring(err))
+          assert.truthy(err.message:find(case[2], 1, true), path.name .. ": " .. tostring(err))
+          assert.is_nil(err.message:find("e2b-proc", 1, true), tostring(err))
+          local r
+          r, err = sbx:run({ case[1] }, { keep_output = path.keep_output, env_mode = path.env_mode })
+          assert.is_nil(r)
+          assert.are.equal(case[2], err.message:match("failed to start process .*$"), path.name)
+        end
+      end
+    end)
+
+    it("runs a shell string naming a missing program as bash does: exit 127 and bash's message", function()
+      for _, path in ipairs(paths) do
+        local r = assert(sbx:run("no-such-command-xyz", { keep_output = path.keep_output, env_mode = path.env_mode }))
+        assert.are.equal(127, r.exit_code, path.name)
+        assert.are.equal("", r.stdout, path.name)
+        assert.truthy(r.stderr:find("no-such-command-xyz: command not found", 1, true), path.name .. r.stderr)
+        local p = assert(sbx:spawn("no-such-command-xyz", { keep_output = path.keep_output, park = path.park,
+                                                           env_mode = path.env_mode }))
+        assert.are.equal(127, assert(p:wait()).exit_code, path.name)
+      end
+    end)
+
     it("reads output chunks with their stream, then nil at the end", function()
       local proc = assert(sbx:spawn("echo a; sleep 0.1; echo b >&2"))
       assert.is_number(proc.pid)

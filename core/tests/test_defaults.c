@@ -1,0 +1,124 @@
+/* test_defaults.c — a zeroed options struct means the documented defaults:
+ * a create is secure with internet access (E2B's defaults), a network
+ * update keeps egress open, max_output 0 is 64 MiB, and a tri-state takes
+ * only 0, E2B_YES or E2B_NO. A command string is spelled as E2B runs one.
+ * Nothing is sent: bodies are built, requests made and never stepped. */
+#include "internal.h"
+#include "loopback.h"
+#include "testing.h"
+
+#include <string.h>
+
+/* The create body of o on the v1 route (which carries `secure`) or v2. */
+static json_t *body_of(e2b_client *c, const e2b_create_opts *o, int v1, e2b_error *err) {
+  return e2b_create_body(c, o, v1, err);
+}
+
+static int is_true(json_t *body, const char *key) { return json_is_true(json_object_get(body, key)); }
+static int is_false(json_t *body, const char *key) { return json_is_false(json_object_get(body, key)); }
+
+static void zeroed_create_is_secure_with_internet(e2b_client *c) {
+  e2b_create_opts o = {0};
+  e2b_error err;
+  json_t *v1 = body_of(c, &o, 1, &err), *v2 = body_of(c, &o, 0, &err);
+  CHECK(v1 && is_true(v1, "secure") && is_true(v1, "allow_internet_access"));
+  CHECK(v2 && !json_object_get(v2, "secure") && is_true(v2, "allow_internet_access"));
+  /* lifecycle left to E2B: nothing sent */
+  CHECK(v2 && !json_object_get(v2, "autoPause") && !json_object_get(v2, "autoResume"));
+  json_decref(v1);
+  json_decref(v2);
+}
+
+static void yes_and_no_are_said(e2b_client *c) {
+  e2b_create_opts o = {.secure = E2B_NO, .allow_internet_access = E2B_NO, .auto_pause = E2B_YES,
+                       .auto_pause_memory = E2B_YES, .auto_resume = E2B_YES};
+  e2b_error err;
+  json_t *b = body_of(c, &o, 1, &err);
+  CHECK(b && is_false(b, "secure") && is_false(b, "allow_internet_access") && is_true(b, "autoPause"));
+  CHECK(b && is_true(b, "autoPauseMemory") && is_true(json_object_get(b, "autoResume"), "enabled"));
+  json_decref(b);
+  o = (e2b_create_opts){.auto_pause = E2B_NO};
+  b = body_of(c, &o, 0, &err);
+  CHECK(b && is_false(b, "autoPause"));
+  json_decref(b);
+}
+
+static void other_values_name_their_field(e2b_client *c, e2b_sbx *sbx) {
+  e2b_error err;
+  e2b_create_opts o = {.secure = 2};
+  CHECK(body_of(c, &o, 1, &err) == NULL && err.code == E2B_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(err.message, "secure") != NULL);
+  o = (e2b_create_opts){.allow_internet_access = 1 + 1};
+  CHECK(e2b_sandbox_create(c, &o, &err) == NULL && strstr(err.message, "allow_internet_access"));
+  e2b_network n = {.allow_internet_access = 7};
+  CHECK(e2b_sandbox_set_network(c, "sbx", &n, &err) == NULL && err.code == E2B_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(err.message, "network.allow_internet_access") != NULL);
+  e2b_provision_opts po = {.create = {.auto_resume = -2}};
+  CHECK(e2b_sandbox_provision(c, &po, &err) == NULL && strstr(err.message, "auto_resume"));
+  (void)sbx;
+}
+
+static void zeroed_requests_are_made(e2b_client *c, e2b_sbx *sbx) {
+  e2b_error err;
+  e2b_network n = {0};
+  e2b_req *r = e2b_sandbox_set_network(c, "sbx", &n, &err);
+  CHECK(r != NULL);
+  e2b_req_free(r);
+  e2b_provision_opts po = {0};
+  CHECK((r = e2b_sandbox_provision(c, &po, &err)) != NULL);
+  e2b_req_free(r);
+  e2b_proc_opts p = {.cmd = "true"};
+  CHECK((r = e2b_run(sbx, &p, NULL, 0, 0, &err)) != NULL); /* max_output 0: the default */
+  e2b_req_free(r);
+}
+
+static void zero_max_output_is_the_default(void) {
+  e2b_output *o = e2b_output_new(0, E2B_KEEP_ALL, 0);
+  CHECK(o != NULL);
+  static char chunk[1 << 20];
+  e2b_error err;
+  int past = 0;
+  for (int i = 0; o && i < 64 && !past; i++) past = e2b_output_add(o, E2B_EVENT_STDOUT, chunk, sizeof chunk, &err) != 0;
+  CHECK(!past); /* 64 MiB fit */
+  CHECK(o && e2b_output_add(o, E2B_EVENT_STDOUT, chunk, 1, &err) == 1); /* one byte more does not */
+  e2b_output_free(o);
+}
+
+static void shell_string_is_bash_l_c(e2b_sbx *sbx) {
+  e2b_proc_opts o = {.shell = "echo $((6*7))"}, tmp;
+  const char *argv[3];
+  const e2b_proc_opts *s = e2b_proc_opts_spelled(&o, &tmp, argv);
+  CHECK_STR(s->cmd, "/bin/bash");
+  CHECK(s->arg_count == 3 && strcmp(s->args[0], "-l") == 0 && strcmp(s->args[1], "-c") == 0);
+  CHECK_STR(s->args[2], "echo $((6*7))");
+  /* kept, it is started as a kept command string (the wrapper runs it) */
+  e2b_wrapped w;
+  CHECK(e2b_wrap(&w, s, "/tmp/.e2b-proc/ab", 0, NULL, 0) == 0);
+  CHECK(w.opts.arg_count == 6 && strcmp(w.opts.args[3], "e2b-sh") == 0 && !w.announces);
+  e2b_wrapped_free(&w);
+  e2b_error err;
+  e2b_proc_opts both = {.shell = "true", .cmd = "true"}, empty = {.shell = ""};
+  CHECK(e2b_proc_start(sbx, &both, &err) == NULL && strstr(err.message, "shell") != NULL);
+  CHECK(e2b_proc_track(sbx, &empty, 0, &err) == NULL && strstr(err.message, "shell") != NULL);
+  e2b_req *r = e2b_proc_track(sbx, &o, 0, &err);
+  CHECK(r != NULL);
+  e2b_req_free(r);
+}
+
+static void zeroed_options_are_the_defaults(void) {
+  loopback_env env;
+  CHECK(loopback_env_open(&env) == 0);
+  if (!env.sbx) return;
+  zeroed_create_is_secure_with_internet(env.client);
+  yes_and_no_are_said(env.client);
+  other_values_name_their_field(env.client, env.sbx);
+  zeroed_requests_are_made(env.client, env.sbx);
+  shell_string_is_bash_l_c(env.sbx);
+  zero_max_output_is_the_default();
+  CHECK(loopback_env_close(&env) == 0);
+}
+
+int main(void) {
+  RUN(zeroed_options_are_the_defaults);
+  return TESTING_DONE();
+}
