@@ -34,6 +34,8 @@ static char *g_root; /* state_dir/sandboxes */
 static pthread_t g_timer, g_sampler;
 static int g_stopping, g_timer_started, g_sampler_started;
 static pthread_cond_t g_sampler_cv = PTHREAD_COND_INITIALIZER;
+static int g_expiries; /* expiry threads running (g_mu) */
+static pthread_cond_t g_expiries_cv = PTHREAD_COND_INITIALIZER;
 
 #define METRIC_INTERVAL_MS 5000
 
@@ -887,10 +889,28 @@ int sandbox_wake(sandbox *sb) {
 
 /* ---- envd side ---- */
 
-int sandbox_call(sandbox *sb, uint32_t type, json_t *req, ipc_msg *reply) {
+/* The current boot's channel (referenced) when the sandbox runs, else
+ * NULL; *procs (when asked) gets that boot's process table, referenced. */
+static channel *running_channel(sandbox *sb, proc_table **procs) {
   pthread_rwlock_rdlock(&sb->lock);
-  int rc = sb->state == SB_RUNNING && sb->chan ? channel_call(sb->chan, type, req, reply) : -ESRCH;
+  channel *c = sb->state == SB_RUNNING ? sb->chan : NULL;
+  if (c) channel_ref(c);
+  if (c && procs) {
+    *procs = sb->procs;
+    proc_table_ref(*procs);
+  }
   pthread_rwlock_unlock(&sb->lock);
+  return c;
+}
+
+/* No lock is held across the wait: the agent is the sandbox's, and a kill,
+ * a pause or the deadline timer must never wait for it. A kill fails the
+ * call (-EPIPE); the call's deadline bounds it otherwise. */
+int sandbox_call(sandbox *sb, uint32_t type, json_t *req, ipc_msg *reply) {
+  memset(reply, 0, sizeof *reply);
+  channel *c = running_channel(sb, NULL);
+  int rc = c ? channel_call(c, type, req, reply) : -ESRCH;
+  channel_unref(c);
   return rc == -EPIPE ? -ESRCH : rc;
 }
 
@@ -919,42 +939,50 @@ static int spawn_fds_ok(void) {
   return 0;
 }
 
+/* Registers a started process in t, the table of the boot that started it,
+ * unless that boot ended meanwhile (its processes are gone: -ESRCH). */
+static int spawn_register(sandbox *sb, proc_table *t, json_t *req, json_t *config, const char *tag,
+                          int64_t deadline_ms, spawn_result *out, ipc_msg *reply) {
+  int is_pty = json_object_get(req, "pty") != NULL;
+  int with_stdin = json_is_true(json_object_get(req, "stdin"));
+  int pid = (int)json_integer_value(json_object_get(reply->body, "pid"));
+  proc_spec spec = {.pid = pid, .config = config, .tag = tag, .out_fd = -1, .in_fd = -1, .pty_fd = -1,
+                    .deadline_ms = deadline_ms};
+  pthread_rwlock_rdlock(&sb->lock);
+  if (sb->procs != t) { /* killed or rebooted while the agent answered */
+    pthread_rwlock_unlock(&sb->lock);
+    ipc_msg_clear(reply);
+    return -ESRCH;
+  }
+  if (is_pty) {
+    spec.pty_fd = ipc_take_fd(reply, 0);
+  } else {
+    spec.out_fd = ipc_take_fd(reply, 0);
+    if (with_stdin) spec.in_fd = ipc_take_fd(reply, 1);
+  }
+  /* Registered under the read lock: a kill cannot slip in between. */
+  out->p = proc_register(t, &spec, &out->sub);
+  sandbox_log(sb, 1, json_pack("{s:i, s:O}", "pid", pid, "cmd", json_object_get(config, "cmd")),
+              "process %d started", pid);
+  pthread_rwlock_unlock(&sb->lock);
+  return 0;
+}
+
 int sandbox_spawn(sandbox *sb, json_t *req, json_t *config, const char *tag, int64_t deadline_ms,
                   spawn_result *out, ipc_msg *reply) {
   memset(out, 0, sizeof *out);
   memset(reply, 0, sizeof *reply);
   if (!spawn_fds_ok()) return -EMFILE;
-  pthread_rwlock_rdlock(&sb->lock);
-  int rc = sb->state == SB_RUNNING && sb->chan ? channel_call(sb->chan, IPC_SPAWN, req, reply)
-                                               : -ESRCH;
+  proc_table *t = NULL;
+  channel *c = running_channel(sb, &t);
+  int rc = c ? channel_call(c, IPC_SPAWN, req, reply) : -ESRCH;
+  channel_unref(c);
   if (rc == 0 && reply->err == 0 && !spawn_reply_ok(req, reply)) {
     ipc_msg_clear(reply);
     rc = -EPROTO;
   }
-  if (rc == 0 && reply->err == 0) {
-    int is_pty = json_object_get(req, "pty") != NULL;
-    int with_stdin = json_is_true(json_object_get(req, "stdin"));
-    proc_spec spec = {.pid = (int)json_integer_value(json_object_get(reply->body, "pid")),
-                      .config = config,
-                      .tag = tag,
-                      .out_fd = -1,
-                      .in_fd = -1,
-                      .pty_fd = -1,
-                      .deadline_ms = deadline_ms};
-    if (is_pty) {
-      spec.pty_fd = ipc_take_fd(reply, 0);
-    } else {
-      spec.out_fd = ipc_take_fd(reply, 0);
-      if (with_stdin) spec.in_fd = ipc_take_fd(reply, 1);
-    }
-    /* Registered under the read lock: a kill cannot slip in between. */
-    out->p = proc_register(sb->procs, &spec, &out->sub);
-  }
-  if (rc == 0 && reply->err == 0)
-    sandbox_log(sb, 1, json_pack("{s:i, s:O}", "pid", (int)json_integer_value(json_object_get(reply->body, "pid")), "cmd",
-                                 json_object_get(config, "cmd")),
-                "process %d started", (int)json_integer_value(json_object_get(reply->body, "pid")));
-  pthread_rwlock_unlock(&sb->lock);
+  if (rc == 0 && reply->err == 0) rc = spawn_register(sb, t, req, config, tag, deadline_ms, out, reply);
+  if (t) proc_table_unref(t);
   if (out->p && proc_unserved(out->p)) sandbox_signal(sb, proc_pid(out->p), SIGKILL);
   return rc == -EPIPE ? -ESRCH : rc;
 }
@@ -1000,6 +1028,38 @@ static void expire(sandbox *sb) {
   }
 }
 
+static void *expiry_main(void *arg) {
+  sandbox *sb = arg;
+  /* re-checked: a setTimeout may have just moved it */
+  sandbox_view v = sandbox_view_of(sb);
+  if (v.state == SB_RUNNING && v.end_at_ms <= now_ms()) expire(sb);
+  pthread_mutex_lock(&g_mu);
+  sb->expiring = 0;
+  if (--g_expiries == 0) pthread_cond_broadcast(&g_expiries_cv);
+  pthread_cond_broadcast(&g_timer_cv); /* a deadline set meanwhile is looked at again */
+  pthread_mutex_unlock(&g_mu);
+  sandbox_unref(sb);
+  return NULL;
+}
+
+/* Each due sandbox is killed or paused on a thread of its own: a kill that
+ * takes its time (a big tree to remove, a sandbox slow to die) never delays
+ * another sandbox's deadline. Inline when no thread can be made. */
+static void start_expiry(sandbox *sb) {
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  pthread_attr_setstacksize(&attr, 256 * 1024);
+  pthread_t t;
+  int rc = pthread_create(&t, &attr, expiry_main, sb);
+  pthread_attr_destroy(&attr);
+  if (rc != 0) {
+    pthread_mutex_unlock(&g_mu);
+    expiry_main(sb);
+    pthread_mutex_lock(&g_mu);
+  }
+}
+
 static void *timer_main(void *arg) {
   (void)arg;
   pthread_mutex_lock(&g_mu);
@@ -1008,27 +1068,19 @@ static void *timer_main(void *arg) {
     sandbox *due = NULL;
     for (size_t i = 0; i < g_n && !due; i++) {
       sandbox *sb = g_sbs[i];
-      if (sb->state != SB_RUNNING) continue;
-      if (sb->end_at_ms <= now) {
-        due = sb;
-        due->refs++;
-      } else if (sb->end_at_ms < next) {
-        next = sb->end_at_ms;
-      }
+      if (sb->state != SB_RUNNING || sb->expiring) continue;
+      if (sb->end_at_ms <= now) due = sb;
+      else if (sb->end_at_ms < next) next = sb->end_at_ms;
     }
     if (due) {
-      pthread_mutex_unlock(&g_mu);
-      /* re-checked under the sandbox lock: a setTimeout may have just moved it */
-      sandbox_view v = sandbox_view_of(due);
-      if (v.state == SB_RUNNING && v.end_at_ms <= now_ms()) expire(due);
-      sandbox_unref(due);
-      pthread_mutex_lock(&g_mu);
+      due->expiring = 1;
+      due->refs++;
+      g_expiries++;
+      start_expiry(due); /* may drop g_mu for a while: the list is looked at again */
       continue;
     }
-    struct timespec ts;
     if (next == INT64_MAX) next = now + 3600 * 1000;
-    ts.tv_sec = next / 1000;
-    ts.tv_nsec = (long)(next % 1000) * 1000000;
+    struct timespec ts = {.tv_sec = next / 1000, .tv_nsec = (long)(next % 1000) * 1000000};
     pthread_cond_timedwait(&g_timer_cv, &g_mu, &ts);
   }
   pthread_mutex_unlock(&g_mu);
@@ -1092,6 +1144,9 @@ void sandbox_registry_shutdown(int keep) {
   pthread_mutex_unlock(&g_mu);
   if (g_timer_started) pthread_join(g_timer, NULL);
   if (g_sampler_started) pthread_join(g_sampler, NULL);
+  pthread_mutex_lock(&g_mu);
+  while (g_expiries > 0) pthread_cond_wait(&g_expiries_cv, &g_mu); /* the kills they started end */
+  pthread_mutex_unlock(&g_mu);
   g_timer_started = g_sampler_started = 0;
   for (;;) {
     /* hidden ones too (template builds): never kept */
