@@ -1,6 +1,7 @@
 /* runtime.c — bubblewrap command line, agent spawn, freeze/thaw and kill. */
 #define _GNU_SOURCE
 #include "runtime.h"
+#include "diskuse.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -720,6 +721,15 @@ int runtime_sample(const runtime *rt, uint64_t *cpu_ticks, uint64_t *rss_bytes) 
   }
   free(pids);
   return n;
+}
+
+uint64_t runtime_hidden_disk(const runtime *rt, dev_t dev) {
+  if (!rt->cgroup && rt->pid <= 0) return 0;
+  pid_t *pids;
+  int n = list_pids(rt, &pids);
+  uint64_t bytes = diskuse_hidden(pids, n, dev);
+  free(pids);
+  return bytes;
 }
 
 int runtime_count_processes(const runtime *rt) {

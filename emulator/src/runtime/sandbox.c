@@ -19,11 +19,14 @@
 #include "log.h"
 #include "store.h"
 #include "tree.h"
+#include "diskuse.h"
 #include "util.h"
 #include <dirent.h>
 #include <fcntl.h>
 #include <linux/fs.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <stdarg.h>
 
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -251,25 +254,37 @@ int sandbox_disk_mb(void) { return g_disk_mb; }
 /* Disk is watched, not enforced by the kernel (see emulator/README.md): a
  * sandbox whose files outgrow diskSizeMB is killed, with its files, so one
  * sandbox cannot fill the host's disk. */
-static void watch_disk(sandbox *sb, uint64_t used) {
+static void watch_disk(sandbox *sb, uint64_t used, uint64_t hidden) {
   if (used <= (uint64_t)g_disk_mb << 20) return;
   pthread_mutex_lock(&g_mu);
   int first = sb->kill_reason == NULL;
   pthread_mutex_unlock(&g_mu);
   if (!first) return;
   if (used == UINT64_MAX)
-    log_msg("sandbox %s: its files cannot be measured (a tree deeper than %d levels): killing the "
-            "sandbox", sb->id, TREE_MAX_DEPTH);
+    log_msg("sandbox %s: its files cannot be measured (a tree deeper than %d levels, or more than %d open "
+            "files and mappings): killing the sandbox", sb->id, TREE_MAX_DEPTH, DISKUSE_MAX_ENTRIES);
   else
-    log_msg("sandbox %s: its files use %llu MiB, over diskSizeMB %d: killing the sandbox", sb->id,
-            (unsigned long long)(used >> 20), g_disk_mb);
+    log_msg("sandbox %s: its files use %llu MiB (%llu MiB of it in deleted files still open), over diskSizeMB %d: "
+            "killing the sandbox", sb->id, (unsigned long long)(used >> 20), (unsigned long long)(hidden >> 20),
+            g_disk_mb);
   kill_soon(sb, "its files outgrew diskSizeMB");
 }
 
+/* What a running sandbox's files take (read lock held): its tree, plus the
+ * deleted files its processes still hold (*hidden); UINT64_MAX when it
+ * cannot be measured. */
+static uint64_t disk_used(sandbox *sb, uint64_t *hidden) {
+  struct stat st;
+  *hidden = stat(sb->dir, &st) == 0 ? runtime_hidden_disk(&sb->rt, st.st_dev) : 0;
+  uint64_t tree = disk_usage(sb->dir);
+  if (tree == UINT64_MAX || *hidden == UINT64_MAX) return UINT64_MAX;
+  return tree + *hidden;
+}
+
 static void sample_locked(sandbox *sb) {
-  uint64_t ticks = 0, rss = 0;
+  uint64_t ticks = 0, rss = 0, hidden = 0;
   runtime_sample(&sb->rt, &ticks, &rss);
-  uint64_t disk = disk_usage(sb->dir);
+  uint64_t disk = disk_used(sb, &hidden);
   int64_t now = now_ms();
   pthread_mutex_lock(&sb->aux_mu);
   double pct = 0;
@@ -290,7 +305,7 @@ static void sample_locked(sandbox *sb) {
   m->mem_used = rss;
   m->disk_used = disk == UINT64_MAX ? (uint64_t)g_disk_mb << 20 : disk; /* unmeasurable: full */
   pthread_mutex_unlock(&sb->aux_mu);
-  watch_disk(sb, disk);
+  watch_disk(sb, disk, hidden);
 }
 
 static json_t *metric_json(const sb_metric *m) {
@@ -332,24 +347,86 @@ json_t *sandbox_network_json(sandbox *sb) {
   return n;
 }
 
+/* The host's free-space floor: under it, the running sandbox whose files
+ * take the most is killed (one a second), whatever its diskSizeMB allows,
+ * so sandboxes together never fill the disk under the state directory. A
+ * sandbox under FLOOR_MIN_BLAME is never blamed: the disk was filled by
+ * something else. */
+static uint64_t g_floor_bytes;
+#define FLOOR_MIN_BLAME (16ull << 20)
+
+static uint64_t host_free_bytes(void) {
+  struct statvfs vs;
+  if (statvfs(g_root, &vs) != 0) return UINT64_MAX;
+  return (uint64_t)vs.f_bavail * vs.f_frsize;
+}
+
+/* The running sandbox (not already being killed) whose files take the most;
+ * referenced, *used its size. */
+static sandbox *largest_user(uint64_t *used) {
+  size_t n;
+  sandbox **v = sandbox_list(&n);
+  sandbox *worst = NULL;
+  *used = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (pthread_rwlock_tryrdlock(&v[i]->lock) != 0) continue; /* mid-transition */
+    pthread_mutex_lock(&g_mu);
+    int dying = v[i]->kill_reason != NULL;
+    pthread_mutex_unlock(&g_mu);
+    uint64_t hidden, u = v[i]->state == SB_RUNNING && !dying ? disk_used(v[i], &hidden) : 0;
+    pthread_rwlock_unlock(&v[i]->lock);
+    if (u > *used || !worst) {
+      worst = v[i];
+      *used = u;
+    }
+  }
+  if (worst) sandbox_ref(worst);
+  sandbox_list_free(v, n);
+  return worst;
+}
+
+static void guard_floor(void) {
+  uint64_t avail = host_free_bytes();
+  if (avail >= g_floor_bytes) return;
+  uint64_t used;
+  sandbox *sb = largest_user(&used);
+  static int64_t warned;
+  if (sb && used >= FLOOR_MIN_BLAME) {
+    log_msg("sandbox %s: only %llu MiB free on the host's disk (floor %llu MiB) and its files take the most "
+            "(%llu MiB): killing the sandbox", sb->id, (unsigned long long)(avail >> 20),
+            (unsigned long long)(g_floor_bytes >> 20), used == UINT64_MAX ? 0ull : (unsigned long long)(used >> 20));
+    kill_soon(sb, "the host's disk fell below its free-space floor");
+  } else if (mono_ms() - warned >= 60000) {
+    warned = mono_ms();
+    log_msg("only %llu MiB free on the host's disk (floor %llu MiB), and no sandbox takes %llu MiB",
+            (unsigned long long)(avail >> 20), (unsigned long long)(g_floor_bytes >> 20), FLOOR_MIN_BLAME >> 20);
+  }
+  if (sb) sandbox_unref(sb);
+}
+
+/* Each second: the free-space floor; each METRIC_INTERVAL_MS: a sample of
+ * every running sandbox (metrics, the diskSizeMB watch). */
 static void *sampler_main(void *arg) {
   (void)arg;
   pthread_mutex_lock(&g_mu);
-  while (!g_stopping) {
+  for (int tick = 1; !g_stopping; tick++) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_sec += METRIC_INTERVAL_MS / 1000;
+    ts.tv_sec += 1;
     pthread_cond_timedwait(&g_sampler_cv, &g_mu, &ts);
     if (g_stopping) break;
     pthread_mutex_unlock(&g_mu);
-    size_t n;
-    sandbox **v = sandbox_list(&n);
-    for (size_t i = 0; i < n; i++) {
-      if (pthread_rwlock_tryrdlock(&v[i]->lock) != 0) continue; /* mid-transition: next round */
-      if (v[i]->state == SB_RUNNING) sample_locked(v[i]);
-      pthread_rwlock_unlock(&v[i]->lock);
+    guard_floor();
+    if (tick % (METRIC_INTERVAL_MS / 1000) == 0) {
+      size_t n;
+      sandbox **v = sandbox_list(&n);
+      for (size_t i = 0; i < n; i++) {
+        if (pthread_rwlock_tryrdlock(&v[i]->lock) != 0) continue; /* mid-transition: next round */
+        if (v[i]->state == SB_RUNNING) sample_locked(v[i]);
+        pthread_rwlock_unlock(&v[i]->lock);
+      }
+      sandbox_list_free(v, n);
     }
-    sandbox_list_free(v, n);
     pthread_mutex_lock(&g_mu);
   }
   pthread_mutex_unlock(&g_mu);
@@ -1103,11 +1180,26 @@ static void mark_top_of_trees(const char *dir) {
   close(fd);
 }
 
+/* E2B_LOCAL_DISK_FLOOR_MB, else 2% of the state directory's filesystem,
+ * at most 1 GiB. */
+static void set_floor(const char *state_dir) {
+  const char *env = getenv("E2B_LOCAL_DISK_FLOOR_MB");
+  long mb = env ? strtol(env, NULL, 10) : -1;
+  struct statvfs vs;
+  if (mb >= 0 && mb <= (1L << 30)) {
+    g_floor_bytes = (uint64_t)mb << 20;
+  } else {
+    uint64_t size = statvfs(state_dir, &vs) == 0 ? (uint64_t)vs.f_blocks * vs.f_frsize : 0;
+    g_floor_bytes = size / 50 < (1ull << 30) ? size / 50 : 1ull << 30;
+  }
+}
+
 int sandbox_registry_init(const char *state_dir) {
   const char *disk = getenv("E2B_LOCAL_DISK_MB");
   long mb = disk ? strtol(disk, NULL, 10) : 0;
   if (mb >= 1 && mb <= (1L << 30)) g_disk_mb = (int)mb;
   g_root = xasprintf("%s/sandboxes", state_dir);
+  set_floor(state_dir);
   if (mkdir_p(g_root, 0700) != 0) return -errno;
   mark_top_of_trees(g_root);
   if (runtime_state_dir_mode() != 0700 &&
