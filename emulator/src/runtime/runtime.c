@@ -813,7 +813,9 @@ void runtime_stop(runtime *rt) {
   if (rt->pid <= 0) return;
   int reaped = 0;
   if (!g_bwrap && rt->sock >= 0 && !rt->frozen_by_signal && !rt->cgroup) {
-    /* No pid namespace and no cgroup: let the subreaper agent kill its tree. */
+    /* No pid namespace and no cgroup: let the subreaper agent kill its tree.
+     * Never waited for: an agent that reads nothing is killed below. */
+    fcntl(rt->sock, F_SETFL, fcntl(rt->sock, F_GETFL) | O_NONBLOCK);
     ipc_send(rt->sock, IPC_SHUTDOWN, 0, 0, NULL, NULL, 0);
     reaped = reap_within(rt->pid, 2000);
   }
