@@ -124,8 +124,9 @@ describe("a sandbox that keeps its agent busy", function()
       assert.is_true(stop_ms <= 5000, "SIGTERM took " .. stop_ms .. " ms")
     end)
     if running(pid) then h.host("kill -KILL " .. pid) end
-    stop()
+    local log = stop()
     h.host("rm -rf " .. h.shell_quote(dir))
     assert(ok, err)
+    assert.is_nil(log:find("ERROR: %a+Sanitizer") or log:find("runtime error:", 1, true), log) -- under ASan/UBSan
   end)
 end)
