@@ -102,31 +102,49 @@ end
 ]]
 
 -- Run by a fresh lua under its own e2b-local (diskSizeMB 100, or the free-
--- space floor it was given): a root process writes 300 MiB to FILE (argv:
--- "unlinked" removes it first and keeps it open; "kept" leaves it), then
--- sleeps, and the disk watch must end the sandbox.
+-- space floor it was given): a root process writes 300 MiB to /tmp/fill
+-- (FILL_HOW "unlinked": removed first, written through its descriptor, kept
+-- open; "mapped": removed and its descriptor closed, written through a
+-- shared mapping; "kept": left in place), then sleeps, and the disk watch
+-- must end the sandbox.
 local HIDDEN_FILLER = [[
 local e2b = require("e2b")
 local how = os.getenv("FILL_HOW")
 local c = assert(e2b.client{})
 local sbx = assert(c:create{})
 local writer = table.concat({
-  "import os, sys, time",
-  "f = open('/tmp/fill', 'wb')",
-  "if sys.argv[1] == 'unlinked': os.unlink('/tmp/fill')",
-  "b = b'\1' * (1 << 20)",
-  "for i in range(300):",
-  "    f.write(b)",
-  "    if i % 32 == 31: f.flush(); os.fsync(f.fileno())",
-  "f.flush(); os.fsync(f.fileno())",
+  "import ctypes, os, sys, time",
+  "how, n = sys.argv[1], 300 << 20",
+  "f = open('/tmp/fill', 'w+b')",
+  "if how != 'kept': os.unlink('/tmp/fill')",
+  "b = b'\\1' * (1 << 20)",
+  "if how == 'mapped':",
+  "    libc = ctypes.CDLL(None, use_errno=True)",
+  "    libc.mmap.restype = ctypes.c_void_p",
+  "    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]",
+  "    libc.msync.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]",
+  "    f.truncate(n)",
+  "    m = libc.mmap(None, n, 3, 1, f.fileno(), 0)",  -- PROT_READ|PROT_WRITE, MAP_SHARED
+  "    f.close()",  -- only the mapping holds the file now
+  "    for i in range(300):",
+  "        ctypes.memmove(m + (i << 20), b, 1 << 20)",
+  "        if i % 32 == 31: libc.msync(m, n, 4)",
+  "    libc.msync(m, n, 4)",
+  "else:",
+  "    for i in range(300):",
+  "        f.write(b)",
+  "        if i % 32 == 31: f.flush(); os.fsync(f.fileno())",
+  "    f.flush(); os.fsync(f.fileno())",
   "print('written', flush=True)",
   "time.sleep(600)" }, "\n")
-assert(sbx:spawn({ "python3", "-c", writer, how }, { user = "root", keep_output = false }))
+-- held until the end: a collected handle would end the writer
+local proc = assert(sbx:spawn({ "python3", "-c", writer, how }, { user = "root", keep_output = false }))
 for _ = 1, 200 do
   local info, err = c:describe(sbx.sandbox_id)
   if not info then io.write("gone=", err.kind, "\n") break end
   e2b.sleep(100)
 end
+io.write(proc and "" or "")
 ]]
 
 -- The e2b-local serving these specs (an ancestor of this process): its
@@ -364,6 +382,13 @@ describe("sandbox runtime containment", function()
 
   it("counts a deleted file its processes hold open against diskSizeMB", function()
     local out, log = fill_under("E2B_LOCAL_DISK_MB=100", "unlinked")
+    assert.truthy(out:find("gone=not_found\n", 1, true), out .. log)
+    assert.truthy(log:find("over diskSizeMB 100", 1, true), log)
+    h.assert_healthy({ bystander }, client)
+  end)
+
+  it("counts a deleted file its processes only map against diskSizeMB", function()
+    local out, log = fill_under("E2B_LOCAL_DISK_MB=100", "mapped")
     assert.truthy(out:find("gone=not_found\n", 1, true), out .. log)
     assert.truthy(log:find("over diskSizeMB 100", 1, true), log)
     h.assert_healthy({ bystander }, client)

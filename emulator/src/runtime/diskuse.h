@@ -6,14 +6,15 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-/* How many descriptor and mapping entries one measurement looks at, at
- * most: a sandbox with more cannot be measured (counted as full). */
+/* How many descriptors and mappings one measurement looks at, at most: a
+ * sandbox with more cannot be measured (counted as full). */
 #define DISKUSE_MAX_ENTRIES 262144
+#define DISKUSE_MAX_MAPS 1048576
 
 /* Bytes allocated (st_blocks) to regular files on device dev that have no
  * name left (st_nlink 0) and that one of pids holds open (/proc/PID/fd) or
- * mapped (/proc/PID/map_files), each file counted once. UINT64_MAX when
- * more than DISKUSE_MAX_ENTRIES entries would have to be looked at. */
+ * mapped (/proc/PID/maps), each file counted once. UINT64_MAX when more
+ * than the bounds above would have to be looked at. */
 uint64_t diskuse_hidden(const pid_t *pids, int n, dev_t dev);
 
 #endif
