@@ -38,6 +38,7 @@ static pthread_t g_timer, g_sampler;
 static int g_stopping, g_timer_started, g_sampler_started;
 static pthread_cond_t g_sampler_cv = PTHREAD_COND_INITIALIZER;
 static int g_expiries; /* expiry threads running (g_mu) */
+#define MAX_EXPIRIES 64      /* at once: more due sandboxes wait for one of them */
 static pthread_cond_t g_expiries_cv = PTHREAD_COND_INITIALIZER;
 
 #define METRIC_INTERVAL_MS 5000
@@ -1148,6 +1149,10 @@ static void *timer_main(void *arg) {
       if (sb->state != SB_RUNNING || sb->expiring) continue;
       if (sb->end_at_ms <= now) due = sb;
       else if (sb->end_at_ms < next) next = sb->end_at_ms;
+    }
+    if (due && g_expiries >= MAX_EXPIRIES) { /* each one that ends wakes the timer */
+      pthread_cond_wait(&g_timer_cv, &g_mu);
+      continue;
     }
     if (due) {
       due->expiring = 1;
