@@ -170,6 +170,7 @@ local function fill_under(env, how)
   local out = h.host(table.concat(words, " "))
   local text = h.read_file(log)
   os.remove(log)
+  assert.is_nil(text:find("ERROR: %a+Sanitizer") or text:find("runtime error:", 1, true), text) -- under ASan/UBSan
   return out, text
 end
 
