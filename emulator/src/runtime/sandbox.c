@@ -262,10 +262,11 @@ static void watch_disk(sandbox *sb, uint64_t used, uint64_t hidden) {
   pthread_mutex_unlock(&g_mu);
   if (!first) return;
   if (used == UINT64_MAX)
-    log_msg("sandbox %s: its files cannot be measured (a tree deeper than %d levels, or more than %d open "
-            "files and mappings): killing the sandbox", sb->id, TREE_MAX_DEPTH, DISKUSE_MAX_ENTRIES);
+    log_msg("sandbox %s: its files cannot be measured (a tree deeper than %d levels, or more than %d descriptors "
+            "or %d mappings to look at): killing the sandbox", sb->id, TREE_MAX_DEPTH, DISKUSE_MAX_ENTRIES,
+            DISKUSE_MAX_MAPS);
   else
-    log_msg("sandbox %s: its files use %llu MiB (%llu MiB of it in deleted files still open), over diskSizeMB %d: "
+    log_msg("sandbox %s: its files use %llu MiB (%llu MiB of it in deleted files still open or mapped), over diskSizeMB %d: "
             "killing the sandbox", sb->id, (unsigned long long)(used >> 20), (unsigned long long)(hidden >> 20),
             g_disk_mb);
   kill_soon(sb, "its files outgrew diskSizeMB");
@@ -386,12 +387,19 @@ static sandbox *largest_user(uint64_t *used) {
   return worst;
 }
 
+/* When no sandbox was to blame, the next look (a measurement of every
+ * sandbox) waits FLOOR_QUIET_MS: a disk something else keeps full does
+ * not cost a walk of every tree each second. */
+#define FLOOR_QUIET_MS 5000
+
 static void guard_floor(void) {
+  static int64_t warned, quiet_until;
+  if (mono_ms() < quiet_until) return;
   uint64_t avail = host_free_bytes();
   if (avail >= g_floor_bytes) return;
   uint64_t used;
   sandbox *sb = largest_user(&used);
-  static int64_t warned;
+  if (!sb || used < FLOOR_MIN_BLAME) quiet_until = mono_ms() + FLOOR_QUIET_MS;
   if (sb && used >= FLOOR_MIN_BLAME) {
     log_msg("sandbox %s: only %llu MiB free on the host's disk (floor %llu MiB) and its files take the most "
             "(%llu MiB): killing the sandbox", sb->id, (unsigned long long)(avail >> 20),
