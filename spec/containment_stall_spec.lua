@@ -87,14 +87,14 @@ describe("a sandbox that keeps its agent busy", function()
       local victim = assert(client:create{ timeout_ms = 120000 })
       -- the attacked sandbox's deadline comes first: the timer meets it
       -- mid-attack, then the victim's
-      assert(attackers.due:set_timeout(20000))
-      local victim_due = h.now_ms() + 22000
-      assert(victim:set_timeout(22000))
+      assert(attackers.due:set_timeout(25000))
+      local victim_due = h.now_ms() + 27000
+      assert(victim:set_timeout(27000))
       for tag, sbx in pairs(attackers) do
         assert(sbx:spawn({ "python3", "-c", ATTACK, tag }, { keep_output = false }))
       end
       for tag in pairs(attackers) do
-        wait_for("the attack in " .. tag, function() return ready(dir, tag) end, 15000)
+        wait_for("the attack in " .. tag, function() return ready(dir, tag) end, 20000)
       end
       assert(h.now_ms() < victim_due - 2000, "the attacks took too long to start")
 
@@ -103,6 +103,10 @@ describe("a sandbox that keeps its agent busy", function()
       local kill_ms = h.now_ms() - t0
       assert.is_true(kill_ms <= 2000, "the kill took " .. kill_ms .. " ms (" .. tostring(kerr and kerr.message) .. ")")
       assert(killed, kerr and kerr.message)
+
+      -- the agent under attack still serves its own sandbox
+      local r, rerr = attackers.left:run("echo alive", { timeout_ms = 5000 })
+      assert(r and r.stdout == "alive\n", "the busy agent stopped serving: " .. tostring(rerr and rerr.message))
 
       local late
       while h.now_ms() < victim_due + 10000 do
@@ -123,6 +127,10 @@ describe("a sandbox that keeps its agent busy", function()
       local stop_ms = h.now_ms() - t0
       assert.is_true(stop_ms <= 5000, "SIGTERM took " .. stop_ms .. " ms")
     end)
+    -- a server that ignores SIGTERM is killed, its guard then ends its sandboxes
+    if running(pid) then h.host("kill -TERM " .. pid) end
+    local t0 = h.now_ms()
+    while running(pid) and h.now_ms() - t0 < 15000 do e2b.sleep(50) end
     if running(pid) then h.host("kill -KILL " .. pid) end
     local log = stop()
     h.host("rm -rf " .. h.shell_quote(dir))
