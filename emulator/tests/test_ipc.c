@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "channel.h"
@@ -197,10 +198,67 @@ static void test_channel_violations(void) {
   expect_violation(&bad, "not json", NULL, 0, "malformed message");
 }
 
+typedef struct caller {
+  channel *c;
+  int rc;
+  int64_t ms;
+} caller;
+
+static int64_t mono_now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void *call_main(void *arg) {
+  caller *k = arg;
+  ipc_msg reply;
+  int64_t t0 = mono_now_ms();
+  k->rc = channel_call(k->c, IPC_STAT, NULL, &reply);
+  k->ms = mono_now_ms() - t0;
+  if (k->rc == 0) ipc_msg_clear(&reply);
+  return NULL;
+}
+
+/* An agent that never answers: a call ends at its deadline, a late reply is
+ * dropped with its descriptors, and a close fails a call in flight at once
+ * while the caller's reference keeps the channel. */
+static void test_channel_deadlines(void) {
+  int sv[2];
+  CHECK(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == 0);
+  seen s = {.mu = PTHREAD_MUTEX_INITIALIZER};
+  channel_ops ops = {on_exit_cb, on_broken_cb, NULL, NULL, on_violation_cb};
+  channel *c = channel_open(sv[0], &ops, &s);
+  int before = open_fds();
+  ipc_msg reply;
+  int64_t t0 = mono_now_ms();
+  CHECK(channel_call_within(c, IPC_STAT, NULL, &reply, 200) == -ETIMEDOUT);
+  CHECK(mono_now_ms() - t0 >= 200 && mono_now_ms() - t0 < 2000);
+  int late = memfd_of_size(1);
+  struct hdr h = {IPC_REPLY, 1, 0, 0};
+  send_raw(sv[1], &h, sizeof h, "{}", &late, 1); /* the first call's id, answered late */
+  close(late);
+  caller k = {c, 0, 0};
+  channel_ref(c); /* the caller's, as sandbox_call takes it */
+  pthread_t t;
+  CHECK(pthread_create(&t, NULL, call_main, &k) == 0);
+  usleep(100000);
+  t0 = mono_now_ms();
+  channel_close(c); /* a kill: the call in flight fails now, not at its deadline */
+  pthread_join(t, NULL);
+  CHECK(k.rc == -EPIPE);
+  CHECK(mono_now_ms() - t0 < 1000);
+  channel_unref(c);
+  CHECK(s.violations == 0);
+  close(sv[1]);
+  CHECK(open_fds() <= before - 1); /* the late reply's descriptor and the channel's socket are closed */
+}
+
 int main(void) {
   test_decoder_refusals();
   test_round_trip_and_send_bound();
   test_channel_violations();
+  test_channel_deadlines();
   printf("%d checks, %d failures\n", testing_checks, testing_failures);
   return testing_failures ? 1 : 0;
 }

@@ -101,6 +101,52 @@ for _ = 1, 100 do
 end
 ]]
 
+-- Run by a fresh lua under its own e2b-local (diskSizeMB 100, or the free-
+-- space floor it was given): a root process writes 300 MiB to /tmp/fill
+-- (FILL_HOW "unlinked": removed first, written through its descriptor, kept
+-- open; "mapped": removed and its descriptor closed, written through a
+-- shared mapping; "kept": left in place), then sleeps, and the disk watch
+-- must end the sandbox.
+local HIDDEN_FILLER = [[
+local e2b = require("e2b")
+local how = os.getenv("FILL_HOW")
+local c = assert(e2b.client{})
+local sbx = assert(c:create{})
+local writer = table.concat({
+  "import ctypes, os, sys, time",
+  "how, n = sys.argv[1], 300 << 20",
+  "f = open('/tmp/fill', 'w+b')",
+  "if how != 'kept': os.unlink('/tmp/fill')",
+  "b = b'\\1' * (1 << 20)",
+  "if how == 'mapped':",
+  "    libc = ctypes.CDLL(None, use_errno=True)",
+  "    libc.mmap.restype = ctypes.c_void_p",
+  "    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]",
+  "    libc.msync.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]",
+  "    f.truncate(n)",
+  "    m = libc.mmap(None, n, 3, 1, f.fileno(), 0)",  -- PROT_READ|PROT_WRITE, MAP_SHARED
+  "    f.close()",  -- only the mapping holds the file now
+  "    for i in range(300):",
+  "        ctypes.memmove(m + (i << 20), b, 1 << 20)",
+  "        if i % 32 == 31: libc.msync(m, n, 4)",
+  "    libc.msync(m, n, 4)",
+  "else:",
+  "    for i in range(300):",
+  "        f.write(b)",
+  "        if i % 32 == 31: f.flush(); os.fsync(f.fileno())",
+  "    f.flush(); os.fsync(f.fileno())",
+  "print('written', flush=True)",
+  "time.sleep(600)" }, "\n")
+-- held until the end: a collected handle would end the writer
+local proc = assert(sbx:spawn({ "python3", "-c", writer, how }, { user = "root", keep_output = false }))
+for _ = 1, 200 do
+  local info, err = c:describe(sbx.sandbox_id)
+  if not info then io.write("gone=", err.kind, "\n") break end
+  e2b.sleep(100)
+end
+io.write(proc and "" or "")
+]]
+
 -- The e2b-local serving these specs (an ancestor of this process): its
 -- pid and executable (the disk spec starts the same build).
 local function server()
@@ -109,6 +155,24 @@ local function server()
 end
 
 local function server_bin() return select(2, server()) end
+
+-- Runs HIDDEN_FILLER (how: "unlinked" or "kept") under a new e2b-local of
+-- this build with env (shell words); returns what it wrote and the log.
+local function fill_under(env, how)
+  local log = os.tmpname()
+  local words = { "env -u E2B_API_URL -u E2B_SANDBOX_URL -u E2B_DOMAIN -u E2B_API_KEY", env, "FILL_HOW=" .. how,
+    h.shell_quote(server_bin()), "exec -- env", "LUA_PATH=" .. h.shell_quote(package.path),
+    "LUA_CPATH=" .. h.shell_quote(package.cpath), h.lua_bin, "-e", h.shell_quote(HIDDEN_FILLER), "2>" .. log }
+  local preload = os.getenv("LD_PRELOAD") -- sanitizer runs: as h.fresh_lua does
+  if preload then
+    table.insert(words, 3, "LD_PRELOAD=" .. h.shell_quote(preload) .. " ASAN_OPTIONS=detect_leaks=0")
+  end
+  local out = h.host(table.concat(words, " "))
+  local text = h.read_file(log)
+  os.remove(log)
+  assert.is_nil(text:find("ERROR: %a+Sanitizer") or text:find("runtime error:", 1, true), text) -- under ASan/UBSan
+  return out, text
+end
 
 -- The cgroup2 mount whose root offers memory and pids, or nil.
 local function cgroup2_mount()
@@ -314,6 +378,30 @@ describe("sandbox runtime containment", function()
     assert.truthy(out:find("disk=32\n", 1, true), out)
     assert.truthy(out:find("run=wrote\n", 1, true), out)
     assert.truthy(out:find("gone=not_found\n", 1, true), out)
+    h.assert_healthy({ bystander }, client)
+  end)
+
+  it("counts a deleted file its processes hold open against diskSizeMB", function()
+    local out, log = fill_under("E2B_LOCAL_DISK_MB=100", "unlinked")
+    assert.truthy(out:find("gone=not_found\n", 1, true), out .. log)
+    assert.truthy(log:find("over diskSizeMB 100", 1, true), log)
+    h.assert_healthy({ bystander }, client)
+  end)
+
+  it("counts a deleted file its processes only map against diskSizeMB", function()
+    local out, log = fill_under("E2B_LOCAL_DISK_MB=100", "mapped")
+    assert.truthy(out:find("gone=not_found\n", 1, true), out .. log)
+    assert.truthy(log:find("over diskSizeMB 100", 1, true), log)
+    h.assert_healthy({ bystander }, client)
+  end)
+
+  it("keeps a free-space floor on the host's disk, whatever diskSizeMB allows", function()
+    -- the floor: 150 MiB below what is free now, so 300 MiB cannot fit above it
+    local free_mb = tonumber(h.host("df -Pm " .. h.shell_quote(os.getenv("TMPDIR") or "/tmp")
+      .. " | awk 'NR==2 {print $4}'"))
+    local out, log = fill_under("E2B_LOCAL_DISK_FLOOR_MB=" .. (free_mb - 150), "kept")
+    assert.truthy(out:find("gone=not_found\n", 1, true), out .. log)
+    assert.truthy(log:find("free on the host's disk", 1, true), log)
     h.assert_healthy({ bystander }, client)
   end)
 end)

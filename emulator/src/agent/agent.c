@@ -129,48 +129,6 @@ static void handle_signal(const ipc_msg *m) {
   ipc_send(g_sock, IPC_REPLY, m->id, err, NULL, NULL, 0);
 }
 
-/* A TCP connection to a loopback address (127.0.0.1 unless "host" names
- * another one; "localhost" tries 127.0.0.1 then ::1) made in the sandbox's
- * network namespace: the port proxy's and the egress proxy's way in. */
-static int agent_connect_port(json_t *req, json_t **out, int *fd) {
-  int port = (int)json_integer_value(json_object_get(req, "port"));
-  const char *host = json_string_value(json_object_get(req, "host"));
-  if (port <= 0 || port > 65535) return EINVAL;
-  const char *tries[2] = {host ? host : "127.0.0.1", NULL};
-  if (host && strcmp(host, "localhost") == 0) {
-    tries[0] = "127.0.0.1";
-    tries[1] = "::1";
-  }
-  int err = EINVAL;
-  for (int i = 0; i < 2 && tries[i]; i++) {
-    struct sockaddr_storage ss = {0};
-    socklen_t len;
-    struct sockaddr_in *v4 = (struct sockaddr_in *)&ss;
-    struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)&ss;
-    if (inet_pton(AF_INET, tries[i], &v4->sin_addr) == 1) {
-      v4->sin_family = AF_INET;
-      v4->sin_port = htons((uint16_t)port);
-      len = sizeof *v4;
-    } else if (inet_pton(AF_INET6, tries[i], &v6->sin6_addr) == 1) {
-      v6->sin6_family = AF_INET6;
-      v6->sin6_port = htons((uint16_t)port);
-      len = sizeof *v6;
-    } else {
-      return EINVAL;
-    }
-    int s = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (s < 0) return errno;
-    if (connect(s, (struct sockaddr *)&ss, len) == 0) {
-      *fd = s;
-      *out = json_object();
-      return 0;
-    }
-    err = errno;
-    close(s);
-  }
-  return err;
-}
-
 /* The egress forwarder: 127.0.0.1:port inside the sandbox's own network
  * namespace, where http_proxy points. Each accepted connection goes up to
  * the server, which filters and relays it (egress.c): nothing leaves the
@@ -190,8 +148,10 @@ static int egress_listen(int port) {
   return s;
 }
 
+/* At most 64 a pass: a sandbox connecting without pause never keeps the
+ * loop from the server's requests. */
 static void egress_accept_all(int ls) {
-  for (;;) {
+  for (int i = 0; i < 64; i++) {
     int fd = accept4(ls, NULL, NULL, SOCK_CLOEXEC);
     if (fd < 0) return; /* EAGAIN: all taken */
     ipc_send(g_sock, IPC_EGRESS, 0, 0, NULL, &fd, 1);
@@ -231,7 +191,6 @@ static void handle_fs(const ipc_msg *m) {
   case IPC_OPEN_WRITE:
   case IPC_WATCH: err = fs_op(m, &out, &fd); break;
   case IPC_UNWATCH: err = aw_unwatch(m->body, &out); break;
-  case IPC_CONNECT: err = agent_connect_port(m->body, &out, &fd); break;
   default: err = ENOSYS; break;
   }
   if (err && !out) out = json_pack("{s:s}", "message", strerror(err));
@@ -289,7 +248,51 @@ static void dispatch(const ipc_msg *m) {
   case IPC_SPAWN: handle_spawn(m); break;
   case IPC_SIGNAL: handle_signal(m); break;
   case IPC_SHUTDOWN: shutdown_agent(); break;
+  case IPC_CONNECT: aconn_begin(m->id, m->body, g_sock); break; /* answered when it connects */
   default: handle_fs(m); break;
+  }
+}
+
+/* One poll over everything the agent serves: no client is ever waited for
+ * (a pass reads what is ready and moves on). Returns when the server closes
+ * the channel. */
+static void serve_loop(int sfd, int lfd, int sudo_fd) {
+  for (;;) {
+    struct pollfd p[5 + 64 + SUDO_PENDING + 32] = {{g_sock, POLLIN, 0}, {sfd, POLLIN, 0}, {lfd, POLLIN, 0},
+                                                    {sudo_fd, POLLIN, 0}, {relay_fd(), POLLIN, 0}};
+    int wfds[64];
+    uint32_t wids[64];
+    int timeout_ms;
+    int nw = aw_fds(wfds, wids, 64, &timeout_ms);
+    for (int i = 0; i < nw; i++) p[5 + i] = (struct pollfd){wfds[i], POLLIN, 0};
+    struct pollfd *sp = p + 5 + nw;
+    int ns = sudo_pending_fds(sp, SUDO_PENDING, &timeout_ms);
+    struct pollfd *cp = sp + ns;
+    int nc = aconn_fds(cp, 32, &timeout_ms);
+    if (poll(p, (nfds_t)(5 + nw + ns + nc), timeout_ms) < 0) {
+      if (errno == EINTR) continue;
+      return;
+    }
+    if (p[4].revents) relay_run();
+    for (int i = 0; i < nw; i++)
+      if (p[5 + i].revents) aw_read(wids[i], g_sock);
+    if (p[2].revents) egress_accept_all(lfd);
+    sudo_pending_run(sp, ns);
+    aconn_run(cp, nc, g_sock);
+    if (p[3].revents) sudo_accept_all(sudo_fd);
+    if (p[1].revents) {
+      struct signalfd_siginfo si;
+      while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
+      }
+      reap();
+    }
+    if (p[0].revents) {
+      ipc_msg m;
+      int rc = ipc_recv(g_sock, &m);
+      if (rc <= 0) return; /* the server closed the channel: the sandbox ends */
+      dispatch(&m);
+      ipc_msg_clear(&m);
+    }
   }
 }
 
@@ -335,37 +338,7 @@ int agent_main(int argc, char **argv) {
   int lfd = egress_port > 0 ? egress_listen(egress_port) : -1; /* poll skips -1 */
   /* Without a network namespace an abstract socket would reach the host. */
   int sudo_fd = g_isolated ? sudo_listen() : -1;
-  for (;;) {
-    struct pollfd p[5 + 64] = {{g_sock, POLLIN, 0}, {sfd, POLLIN, 0}, {lfd, POLLIN, 0}, {sudo_fd, POLLIN, 0},
-                               {relay_fd(), POLLIN, 0}};
-    int wfds[64];
-    uint32_t wids[64];
-    int timeout_ms;
-    int nw = aw_fds(wfds, wids, 64, &timeout_ms);
-    for (int i = 0; i < nw; i++) p[5 + i] = (struct pollfd){wfds[i], POLLIN, 0};
-    if (poll(p, (nfds_t)(5 + nw), timeout_ms) < 0) {
-      if (errno == EINTR) continue;
-      break;
-    }
-    if (p[4].revents) relay_run();
-    for (int i = 0; i < nw; i++)
-      if (p[5 + i].revents) aw_read(wids[i], g_sock);
-    if (p[2].revents) egress_accept_all(lfd);
-    if (p[3].revents) sudo_accept_all(sudo_fd);
-    if (p[1].revents) {
-      struct signalfd_siginfo si;
-      while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
-      }
-      reap();
-    }
-    if (p[0].revents) {
-      ipc_msg m;
-      int rc = ipc_recv(g_sock, &m);
-      if (rc <= 0) break; /* the server closed the channel: the sandbox ends */
-      dispatch(&m);
-      ipc_msg_clear(&m);
-    }
-  }
+  serve_loop(sfd, lfd, sudo_fd);
   shutdown_agent();
   return 0;
 }

@@ -41,6 +41,17 @@ struct passwd;
  * identity variables, on fds as stdin/stdout/stderr: the pid, or -errno. */
 pid_t agent_run(json_t *req, json_t *argv, json_t *env, const struct passwd *pw, const int fds[3]);
 
+/* ---- agent_conn.c: IPC_CONNECT, never waited for ---- */
+/* Starts request id's loopback connect; its reply goes on sock, now or
+ * once it completes or times out (aconn_run). */
+void aconn_begin(uint32_t id, json_t *req, int sock);
+struct pollfd;
+/* The connects in progress, at most max, into p (POLLOUT); lowers
+ * *timeout_ms (-1: none yet) to the nearest deadline. */
+int aconn_fds(struct pollfd *p, int max, int *timeout_ms);
+/* Answers those p says are done and those whose time is up. */
+void aconn_run(const struct pollfd *p, int n, int sock);
+
 /* ---- agent_relay.c: commands' output up to the server ---- */
 /* Relays the read ends of a command's stdout and stderr pipes (owned by
  * the relay from then on) to a new socket whose other end, *server_end, goes

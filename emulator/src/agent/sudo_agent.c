@@ -1,8 +1,11 @@
 /* sudo_agent.c — the agent's side of sudo (sudo.h): a request from a
  * process in the sandbox (its command, environment, directory and stdio) is
  * run as the user it names, and the requester gets the exit status. The
- * agent is single-threaded: reads are bounded in size and time, sessions in
- * number. */
+ * agent is single-threaded, so it never waits on a requester: connections
+ * are accepted non-blocking and wait in a bounded table (SUDO_PENDING) until
+ * their request arrives (read once, whole: a SOCK_SEQPACKET message) or
+ * their second is up; the oldest gives way when the table is full. Reads are
+ * bounded in size, sessions in number. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stddef.h>
@@ -12,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <poll.h>
 #include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -27,6 +31,12 @@ static struct {
   pid_t pid;
   int conn; /* the requester, told the status at the end */
 } g_sessions[SUDO_SESSIONS];
+
+/* Accepted connections whose request has not arrived yet. */
+static struct {
+  int conn; /* 0: free (descriptor 0 is never a connection: /dev/null) */
+  int64_t due_ms;
+} g_pending[SUDO_PENDING];
 
 int sudo_listen(void) {
   int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
@@ -55,7 +65,7 @@ static json_t *receive(int conn, int fds[3]) {
   char ctl[CMSG_SPACE(3 * sizeof(int))];
   struct iovec iov = {buf, SUDO_REQUEST_MAX};
   struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl, .msg_controllen = sizeof ctl};
-  ssize_t n = recvmsg(conn, &mh, MSG_CMSG_CLOEXEC);
+  ssize_t n = recvmsg(conn, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
   struct cmsghdr *c = n > 0 ? CMSG_FIRSTHDR(&mh) : NULL;
   int got = 0;
   if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
@@ -88,8 +98,6 @@ static int free_slot(void) {
 
 /* Runs one request; the session holds conn until the command ends. */
 static void serve(int conn) {
-  struct timeval tv = {1, 0}; /* a requester that says nothing is not waited for */
-  setsockopt(conn, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   int fds[3] = {-1, -1, -1};
   json_t *req = receive(conn, fds);
   if (!req) return (void)close(conn);
@@ -122,9 +130,53 @@ static void serve(int conn) {
   g_sessions[slot].conn = conn;
 }
 
+/* A new connection waits for its request; a full table drops its oldest. */
+static void park(int conn) {
+  int slot = 0;
+  for (int i = 0; i < SUDO_PENDING; i++) {
+    if (!g_pending[i].conn) {
+      slot = i;
+      break;
+    }
+    if (g_pending[i].due_ms < g_pending[slot].due_ms) slot = i;
+  }
+  if (g_pending[slot].conn) close(g_pending[slot].conn);
+  g_pending[slot].conn = conn;
+  g_pending[slot].due_ms = mono_ms() + SUDO_REQUEST_MS;
+}
+
 void sudo_accept_all(int ls) {
   int conn;
-  while ((conn = accept4(ls, NULL, NULL, SOCK_CLOEXEC)) >= 0) serve(conn);
+  for (int i = 0; i < SUDO_PENDING && (conn = accept4(ls, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK)) >= 0; i++)
+    park(conn);
+}
+
+int sudo_pending_fds(struct pollfd *p, int max, int *timeout_ms) {
+  int n = 0;
+  int64_t now = mono_ms();
+  for (int i = 0; i < SUDO_PENDING && n < max; i++) {
+    if (!g_pending[i].conn) continue;
+    p[n++] = (struct pollfd){g_pending[i].conn, POLLIN, 0};
+    int64_t left = g_pending[i].due_ms > now ? g_pending[i].due_ms - now : 0;
+    if (*timeout_ms < 0 || left < *timeout_ms) *timeout_ms = (int)left;
+  }
+  return n;
+}
+
+void sudo_pending_run(const struct pollfd *p, int n) {
+  int64_t now = mono_ms();
+  for (int i = 0; i < SUDO_PENDING; i++) {
+    int conn = g_pending[i].conn, ready = 0;
+    if (!conn) continue;
+    for (int k = 0; k < n; k++)
+      if (p[k].fd == conn) ready = p[k].revents != 0;
+    if (!ready && g_pending[i].due_ms > now) continue;
+    g_pending[i].conn = 0;
+    if (ready)
+      serve(conn); /* its one message is there (or it hung up: refused) */
+    else
+      close(conn); /* a requester that says nothing is not waited for */
+  }
 }
 
 int sudo_reaped(pid_t pid, int status) {

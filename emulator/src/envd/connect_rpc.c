@@ -42,9 +42,11 @@ void rpc_fail_errno(rpc_err *e, int err, const char *what) {
   case E2BIG:
   case EMFILE:
   case ENOSPC: code = "resource_exhausted"; break;
+  case ETIMEDOUT: code = "deadline_exceeded"; break; /* the agent did not answer in time */
   default: break;
   }
-  rpc_fail(e, code, "%s: %s", what, err == ESRCH ? "sandbox is not running" : strerror(err));
+  rpc_fail(e, code, "%s: %s", what,
+           err == ESRCH ? "sandbox is not running" : err == ETIMEDOUT ? "the sandbox did not answer in time" : strerror(err));
 }
 
 static const rpc_user USERS[] = {{"user", 1000, 1000, "/home/user"}, {"root", 0, 0, "/root"}};

@@ -84,6 +84,7 @@ static unsigned status_for_errno(int err) {
   case ENOSPC:
   case EDQUOT: return 507;
   case ESRCH: return 502;
+  case ETIMEDOUT: return 504; /* the agent did not answer in time */
   default: return 500;
   }
 }

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "util.h"
@@ -27,6 +28,7 @@ struct channel {
   call *pending;
   uint32_t next_id;
   int broken, closing;
+  int refs; /* the owner's and each call's (under mu) */
   channel_ops ops;
   void *ctx;
 };
@@ -127,8 +129,17 @@ channel *channel_open(int sock, const channel_ops *ops, void *ctx) {
   c->ops = *ops;
   c->ctx = ctx;
   c->next_id = 1;
+  c->refs = 1;
   pthread_mutex_init(&c->mu, NULL);
-  pthread_cond_init(&c->cv, NULL);
+  pthread_condattr_t ca;
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* call deadlines ignore clock steps */
+  pthread_cond_init(&c->cv, &ca);
+  pthread_condattr_destroy(&ca);
+  /* A request the agent does not take within the call's deadline is not
+   * waited for either: a send never blocks its caller past it. */
+  struct timeval tv = {CHANNEL_CALL_TIMEOUT_MS / 1000, 0};
+  setsockopt(sock, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
   pthread_attr_t attr;
   pthread_attr_init(&attr);
   pthread_attr_setstacksize(&attr, 128 * 1024);
@@ -145,7 +156,30 @@ channel *channel_open(int sock, const channel_ops *ops, void *ctx) {
   return c;
 }
 
+static void deadline_in(struct timespec *ts, int ms) {
+  clock_gettime(CLOCK_MONOTONIC, ts);
+  ts->tv_sec += ms / 1000;
+  ts->tv_nsec += (long)(ms % 1000) * 1000000;
+  if (ts->tv_nsec >= 1000000000) {
+    ts->tv_sec++;
+    ts->tv_nsec -= 1000000000;
+  }
+}
+
+/* Waits for k's reply until the deadline (under c->mu). 0, or -ETIMEDOUT. */
+static int wait_reply_locked(channel *c, call *k, int timeout_ms) {
+  struct timespec ts;
+  deadline_in(&ts, timeout_ms);
+  while (!k->done)
+    if (pthread_cond_timedwait(&c->cv, &c->mu, &ts) == ETIMEDOUT && !k->done) return -ETIMEDOUT;
+  return 0;
+}
+
 int channel_call(channel *c, uint32_t type, json_t *req, ipc_msg *reply) {
+  return channel_call_within(c, type, req, reply, CHANNEL_CALL_TIMEOUT_MS);
+}
+
+int channel_call_within(channel *c, uint32_t type, json_t *req, ipc_msg *reply, int timeout_ms) {
   call k = {0};
   memset(reply, 0, sizeof *reply);
   pthread_mutex_lock(&c->mu);
@@ -159,14 +193,13 @@ int channel_call(channel *c, uint32_t type, json_t *req, ipc_msg *reply) {
   c->pending = &k;
   pthread_mutex_unlock(&c->mu);
   int rc = ipc_send(c->sock, type, k.id, 0, req, NULL, 0);
+  if (rc == -EAGAIN || rc == -EWOULDBLOCK) rc = -ETIMEDOUT; /* SO_SNDTIMEO: the agent reads nothing */
   pthread_mutex_lock(&c->mu);
-  if (rc == 0)
-    while (!k.done) pthread_cond_wait(&c->cv, &c->mu);
-  else if (k.done)
-    ipc_msg_clear(&k.reply);
+  if (rc == 0) rc = wait_reply_locked(c, &k, timeout_ms);
+  if (rc != 0 && k.done) ipc_msg_clear(&k.reply);
   for (call **pp = &c->pending; *pp; pp = &(*pp)->next)
     if (*pp == &k) {
-      *pp = k.next;
+      *pp = k.next; /* a late reply finds no call: dropped, its descriptors closed */
       break;
     }
   pthread_mutex_unlock(&c->mu);
@@ -174,6 +207,24 @@ int channel_call(channel *c, uint32_t type, json_t *req, ipc_msg *reply) {
   if (k.rc != 0) return k.rc;
   *reply = k.reply;
   return 0;
+}
+
+void channel_ref(channel *c) {
+  pthread_mutex_lock(&c->mu);
+  c->refs++;
+  pthread_mutex_unlock(&c->mu);
+}
+
+void channel_unref(channel *c) {
+  if (!c) return;
+  pthread_mutex_lock(&c->mu);
+  int last = --c->refs == 0;
+  pthread_mutex_unlock(&c->mu);
+  if (!last) return;
+  close(c->sock); /* only now: a caller still sending must never reach a reused descriptor */
+  pthread_mutex_destroy(&c->mu);
+  pthread_cond_destroy(&c->cv);
+  free(c);
 }
 
 void channel_expect_close(channel *c) {
@@ -188,10 +239,7 @@ void channel_close(channel *c) {
   pthread_mutex_lock(&c->mu);
   c->closing = 1;
   pthread_mutex_unlock(&c->mu);
-  shutdown(c->sock, SHUT_RDWR);
+  shutdown(c->sock, SHUT_RDWR); /* fails every call in flight: the reader sees EOF */
   pthread_join(c->reader, NULL);
-  close(c->sock);
-  pthread_mutex_destroy(&c->mu);
-  pthread_cond_destroy(&c->cv);
-  free(c);
+  channel_unref(c);
 }

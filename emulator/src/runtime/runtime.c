@@ -1,6 +1,7 @@
 /* runtime.c — bubblewrap command line, agent spawn, freeze/thaw and kill. */
 #define _GNU_SOURCE
 #include "runtime.h"
+#include "diskuse.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -722,6 +723,15 @@ int runtime_sample(const runtime *rt, uint64_t *cpu_ticks, uint64_t *rss_bytes) 
   return n;
 }
 
+uint64_t runtime_hidden_disk(const runtime *rt, dev_t dev) {
+  if (!rt->cgroup && rt->pid <= 0) return 0;
+  pid_t *pids;
+  int n = list_pids(rt, &pids);
+  uint64_t bytes = diskuse_hidden(pids, n, dev);
+  free(pids);
+  return bytes;
+}
+
 int runtime_count_processes(const runtime *rt) {
   if (!rt->cgroup && rt->pid <= 0) return 0;
   pid_t *pids;
@@ -803,7 +813,9 @@ void runtime_stop(runtime *rt) {
   if (rt->pid <= 0) return;
   int reaped = 0;
   if (!g_bwrap && rt->sock >= 0 && !rt->frozen_by_signal && !rt->cgroup) {
-    /* No pid namespace and no cgroup: let the subreaper agent kill its tree. */
+    /* No pid namespace and no cgroup: let the subreaper agent kill its tree.
+     * Never waited for: an agent that reads nothing is killed below. */
+    fcntl(rt->sock, F_SETFL, fcntl(rt->sock, F_GETFL) | O_NONBLOCK);
     ipc_send(rt->sock, IPC_SHUTDOWN, 0, 0, NULL, NULL, 0);
     reaped = reap_within(rt->pid, 2000);
   }

@@ -54,5 +54,8 @@ int runtime_thaw(runtime *rt);
 int runtime_sample(const runtime *rt, uint64_t *cpu_ticks, uint64_t *rss_bytes);
 /* Number of host processes still belonging to the sandbox (for checks). */
 int runtime_count_processes(const runtime *rt);
+/* Disk its processes hold in deleted files on device dev (diskuse.h);
+ * UINT64_MAX when that cannot be measured. */
+uint64_t runtime_hidden_disk(const runtime *rt, dev_t dev);
 
 #endif

@@ -19,11 +19,14 @@
 #include "log.h"
 #include "store.h"
 #include "tree.h"
+#include "diskuse.h"
 #include "util.h"
 #include <dirent.h>
 #include <fcntl.h>
 #include <linux/fs.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <stdarg.h>
 
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -34,6 +37,9 @@ static char *g_root; /* state_dir/sandboxes */
 static pthread_t g_timer, g_sampler;
 static int g_stopping, g_timer_started, g_sampler_started;
 static pthread_cond_t g_sampler_cv = PTHREAD_COND_INITIALIZER;
+static int g_expiries; /* expiry threads running (g_mu) */
+#define MAX_EXPIRIES 64      /* at once: more due sandboxes wait for one of them */
+static pthread_cond_t g_expiries_cv = PTHREAD_COND_INITIALIZER;
 
 #define METRIC_INTERVAL_MS 5000
 
@@ -249,25 +255,38 @@ int sandbox_disk_mb(void) { return g_disk_mb; }
 /* Disk is watched, not enforced by the kernel (see emulator/README.md): a
  * sandbox whose files outgrow diskSizeMB is killed, with its files, so one
  * sandbox cannot fill the host's disk. */
-static void watch_disk(sandbox *sb, uint64_t used) {
+static void watch_disk(sandbox *sb, uint64_t used, uint64_t hidden) {
   if (used <= (uint64_t)g_disk_mb << 20) return;
   pthread_mutex_lock(&g_mu);
   int first = sb->kill_reason == NULL;
   pthread_mutex_unlock(&g_mu);
   if (!first) return;
   if (used == UINT64_MAX)
-    log_msg("sandbox %s: its files cannot be measured (a tree deeper than %d levels): killing the "
-            "sandbox", sb->id, TREE_MAX_DEPTH);
+    log_msg("sandbox %s: its files cannot be measured (a tree deeper than %d levels, or more than %d descriptors "
+            "or %d mappings to look at): killing the sandbox", sb->id, TREE_MAX_DEPTH, DISKUSE_MAX_ENTRIES,
+            DISKUSE_MAX_MAPS);
   else
-    log_msg("sandbox %s: its files use %llu MiB, over diskSizeMB %d: killing the sandbox", sb->id,
-            (unsigned long long)(used >> 20), g_disk_mb);
+    log_msg("sandbox %s: its files use %llu MiB (%llu MiB of it in deleted files still open or mapped), over diskSizeMB %d: "
+            "killing the sandbox", sb->id, (unsigned long long)(used >> 20), (unsigned long long)(hidden >> 20),
+            g_disk_mb);
   kill_soon(sb, "its files outgrew diskSizeMB");
 }
 
+/* What a running sandbox's files take (read lock held): its tree, plus the
+ * deleted files its processes still hold (*hidden); UINT64_MAX when it
+ * cannot be measured. */
+static uint64_t disk_used(sandbox *sb, uint64_t *hidden) {
+  struct stat st;
+  *hidden = stat(sb->dir, &st) == 0 ? runtime_hidden_disk(&sb->rt, st.st_dev) : 0;
+  uint64_t tree = disk_usage(sb->dir);
+  if (tree == UINT64_MAX || *hidden == UINT64_MAX) return UINT64_MAX;
+  return tree + *hidden;
+}
+
 static void sample_locked(sandbox *sb) {
-  uint64_t ticks = 0, rss = 0;
+  uint64_t ticks = 0, rss = 0, hidden = 0;
   runtime_sample(&sb->rt, &ticks, &rss);
-  uint64_t disk = disk_usage(sb->dir);
+  uint64_t disk = disk_used(sb, &hidden);
   int64_t now = now_ms();
   pthread_mutex_lock(&sb->aux_mu);
   double pct = 0;
@@ -288,7 +307,7 @@ static void sample_locked(sandbox *sb) {
   m->mem_used = rss;
   m->disk_used = disk == UINT64_MAX ? (uint64_t)g_disk_mb << 20 : disk; /* unmeasurable: full */
   pthread_mutex_unlock(&sb->aux_mu);
-  watch_disk(sb, disk);
+  watch_disk(sb, disk, hidden);
 }
 
 static json_t *metric_json(const sb_metric *m) {
@@ -330,24 +349,93 @@ json_t *sandbox_network_json(sandbox *sb) {
   return n;
 }
 
+/* The host's free-space floor: under it, the running sandbox whose files
+ * take the most is killed (one a second), whatever its diskSizeMB allows,
+ * so sandboxes together never fill the disk under the state directory. A
+ * sandbox under FLOOR_MIN_BLAME is never blamed: the disk was filled by
+ * something else. */
+static uint64_t g_floor_bytes;
+#define FLOOR_MIN_BLAME (16ull << 20)
+
+static uint64_t host_free_bytes(void) {
+  struct statvfs vs;
+  if (statvfs(g_root, &vs) != 0) return UINT64_MAX;
+  return (uint64_t)vs.f_bavail * vs.f_frsize;
+}
+
+/* The running sandbox (not already being killed) whose files take the most;
+ * referenced, *used its size. */
+static sandbox *largest_user(uint64_t *used) {
+  size_t n;
+  sandbox **v = sandbox_list(&n);
+  sandbox *worst = NULL;
+  *used = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (pthread_rwlock_tryrdlock(&v[i]->lock) != 0) continue; /* mid-transition */
+    pthread_mutex_lock(&g_mu);
+    int dying = v[i]->kill_reason != NULL;
+    pthread_mutex_unlock(&g_mu);
+    uint64_t hidden, u = v[i]->state == SB_RUNNING && !dying ? disk_used(v[i], &hidden) : 0;
+    pthread_rwlock_unlock(&v[i]->lock);
+    if (u > *used || !worst) {
+      worst = v[i];
+      *used = u;
+    }
+  }
+  if (worst) sandbox_ref(worst);
+  sandbox_list_free(v, n);
+  return worst;
+}
+
+/* When no sandbox was to blame, the next look (a measurement of every
+ * sandbox) waits FLOOR_QUIET_MS: a disk something else keeps full does
+ * not cost a walk of every tree each second. */
+#define FLOOR_QUIET_MS 5000
+
+static void guard_floor(void) {
+  static int64_t warned, quiet_until;
+  if (mono_ms() < quiet_until) return;
+  uint64_t avail = host_free_bytes();
+  if (avail >= g_floor_bytes) return;
+  uint64_t used;
+  sandbox *sb = largest_user(&used);
+  if (!sb || used < FLOOR_MIN_BLAME) quiet_until = mono_ms() + FLOOR_QUIET_MS;
+  if (sb && used >= FLOOR_MIN_BLAME) {
+    log_msg("sandbox %s: only %llu MiB free on the host's disk (floor %llu MiB) and its files take the most "
+            "(%llu MiB): killing the sandbox", sb->id, (unsigned long long)(avail >> 20),
+            (unsigned long long)(g_floor_bytes >> 20), used == UINT64_MAX ? 0ull : (unsigned long long)(used >> 20));
+    kill_soon(sb, "the host's disk fell below its free-space floor");
+  } else if (mono_ms() - warned >= 60000) {
+    warned = mono_ms();
+    log_msg("only %llu MiB free on the host's disk (floor %llu MiB), and no sandbox takes %llu MiB",
+            (unsigned long long)(avail >> 20), (unsigned long long)(g_floor_bytes >> 20), FLOOR_MIN_BLAME >> 20);
+  }
+  if (sb) sandbox_unref(sb);
+}
+
+/* Each second: the free-space floor; each METRIC_INTERVAL_MS: a sample of
+ * every running sandbox (metrics, the diskSizeMB watch). */
 static void *sampler_main(void *arg) {
   (void)arg;
   pthread_mutex_lock(&g_mu);
-  while (!g_stopping) {
+  for (int tick = 1; !g_stopping; tick++) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_sec += METRIC_INTERVAL_MS / 1000;
+    ts.tv_sec += 1;
     pthread_cond_timedwait(&g_sampler_cv, &g_mu, &ts);
     if (g_stopping) break;
     pthread_mutex_unlock(&g_mu);
-    size_t n;
-    sandbox **v = sandbox_list(&n);
-    for (size_t i = 0; i < n; i++) {
-      if (pthread_rwlock_tryrdlock(&v[i]->lock) != 0) continue; /* mid-transition: next round */
-      if (v[i]->state == SB_RUNNING) sample_locked(v[i]);
-      pthread_rwlock_unlock(&v[i]->lock);
+    guard_floor();
+    if (tick % (METRIC_INTERVAL_MS / 1000) == 0) {
+      size_t n;
+      sandbox **v = sandbox_list(&n);
+      for (size_t i = 0; i < n; i++) {
+        if (pthread_rwlock_tryrdlock(&v[i]->lock) != 0) continue; /* mid-transition: next round */
+        if (v[i]->state == SB_RUNNING) sample_locked(v[i]);
+        pthread_rwlock_unlock(&v[i]->lock);
+      }
+      sandbox_list_free(v, n);
     }
-    sandbox_list_free(v, n);
     pthread_mutex_lock(&g_mu);
   }
   pthread_mutex_unlock(&g_mu);
@@ -887,10 +975,28 @@ int sandbox_wake(sandbox *sb) {
 
 /* ---- envd side ---- */
 
-int sandbox_call(sandbox *sb, uint32_t type, json_t *req, ipc_msg *reply) {
+/* The current boot's channel (referenced) when the sandbox runs, else
+ * NULL; *procs (when asked) gets that boot's process table, referenced. */
+static channel *running_channel(sandbox *sb, proc_table **procs) {
   pthread_rwlock_rdlock(&sb->lock);
-  int rc = sb->state == SB_RUNNING && sb->chan ? channel_call(sb->chan, type, req, reply) : -ESRCH;
+  channel *c = sb->state == SB_RUNNING ? sb->chan : NULL;
+  if (c) channel_ref(c);
+  if (c && procs) {
+    *procs = sb->procs;
+    proc_table_ref(*procs);
+  }
   pthread_rwlock_unlock(&sb->lock);
+  return c;
+}
+
+/* No lock is held across the wait: the agent is the sandbox's, and a kill,
+ * a pause or the deadline timer must never wait for it. A kill fails the
+ * call (-EPIPE); the call's deadline bounds it otherwise. */
+int sandbox_call(sandbox *sb, uint32_t type, json_t *req, ipc_msg *reply) {
+  memset(reply, 0, sizeof *reply);
+  channel *c = running_channel(sb, NULL);
+  int rc = c ? channel_call(c, type, req, reply) : -ESRCH;
+  channel_unref(c);
   return rc == -EPIPE ? -ESRCH : rc;
 }
 
@@ -919,42 +1025,50 @@ static int spawn_fds_ok(void) {
   return 0;
 }
 
+/* Registers a started process in t, the table of the boot that started it,
+ * unless that boot ended meanwhile (its processes are gone: -ESRCH). */
+static int spawn_register(sandbox *sb, proc_table *t, json_t *req, json_t *config, const char *tag,
+                          int64_t deadline_ms, spawn_result *out, ipc_msg *reply) {
+  int is_pty = json_object_get(req, "pty") != NULL;
+  int with_stdin = json_is_true(json_object_get(req, "stdin"));
+  int pid = (int)json_integer_value(json_object_get(reply->body, "pid"));
+  proc_spec spec = {.pid = pid, .config = config, .tag = tag, .out_fd = -1, .in_fd = -1, .pty_fd = -1,
+                    .deadline_ms = deadline_ms};
+  pthread_rwlock_rdlock(&sb->lock);
+  if (sb->procs != t) { /* killed or rebooted while the agent answered */
+    pthread_rwlock_unlock(&sb->lock);
+    ipc_msg_clear(reply);
+    return -ESRCH;
+  }
+  if (is_pty) {
+    spec.pty_fd = ipc_take_fd(reply, 0);
+  } else {
+    spec.out_fd = ipc_take_fd(reply, 0);
+    if (with_stdin) spec.in_fd = ipc_take_fd(reply, 1);
+  }
+  /* Registered under the read lock: a kill cannot slip in between. */
+  out->p = proc_register(t, &spec, &out->sub);
+  sandbox_log(sb, 1, json_pack("{s:i, s:O}", "pid", pid, "cmd", json_object_get(config, "cmd")),
+              "process %d started", pid);
+  pthread_rwlock_unlock(&sb->lock);
+  return 0;
+}
+
 int sandbox_spawn(sandbox *sb, json_t *req, json_t *config, const char *tag, int64_t deadline_ms,
                   spawn_result *out, ipc_msg *reply) {
   memset(out, 0, sizeof *out);
   memset(reply, 0, sizeof *reply);
   if (!spawn_fds_ok()) return -EMFILE;
-  pthread_rwlock_rdlock(&sb->lock);
-  int rc = sb->state == SB_RUNNING && sb->chan ? channel_call(sb->chan, IPC_SPAWN, req, reply)
-                                               : -ESRCH;
+  proc_table *t = NULL;
+  channel *c = running_channel(sb, &t);
+  int rc = c ? channel_call(c, IPC_SPAWN, req, reply) : -ESRCH;
+  channel_unref(c);
   if (rc == 0 && reply->err == 0 && !spawn_reply_ok(req, reply)) {
     ipc_msg_clear(reply);
     rc = -EPROTO;
   }
-  if (rc == 0 && reply->err == 0) {
-    int is_pty = json_object_get(req, "pty") != NULL;
-    int with_stdin = json_is_true(json_object_get(req, "stdin"));
-    proc_spec spec = {.pid = (int)json_integer_value(json_object_get(reply->body, "pid")),
-                      .config = config,
-                      .tag = tag,
-                      .out_fd = -1,
-                      .in_fd = -1,
-                      .pty_fd = -1,
-                      .deadline_ms = deadline_ms};
-    if (is_pty) {
-      spec.pty_fd = ipc_take_fd(reply, 0);
-    } else {
-      spec.out_fd = ipc_take_fd(reply, 0);
-      if (with_stdin) spec.in_fd = ipc_take_fd(reply, 1);
-    }
-    /* Registered under the read lock: a kill cannot slip in between. */
-    out->p = proc_register(sb->procs, &spec, &out->sub);
-  }
-  if (rc == 0 && reply->err == 0)
-    sandbox_log(sb, 1, json_pack("{s:i, s:O}", "pid", (int)json_integer_value(json_object_get(reply->body, "pid")), "cmd",
-                                 json_object_get(config, "cmd")),
-                "process %d started", (int)json_integer_value(json_object_get(reply->body, "pid")));
-  pthread_rwlock_unlock(&sb->lock);
+  if (rc == 0 && reply->err == 0) rc = spawn_register(sb, t, req, config, tag, deadline_ms, out, reply);
+  if (t) proc_table_unref(t);
   if (out->p && proc_unserved(out->p)) sandbox_signal(sb, proc_pid(out->p), SIGKILL);
   return rc == -EPIPE ? -ESRCH : rc;
 }
@@ -1000,6 +1114,38 @@ static void expire(sandbox *sb) {
   }
 }
 
+static void *expiry_main(void *arg) {
+  sandbox *sb = arg;
+  /* re-checked: a setTimeout may have just moved it */
+  sandbox_view v = sandbox_view_of(sb);
+  if (v.state == SB_RUNNING && v.end_at_ms <= now_ms()) expire(sb);
+  pthread_mutex_lock(&g_mu);
+  sb->expiring = 0;
+  if (--g_expiries == 0) pthread_cond_broadcast(&g_expiries_cv);
+  pthread_cond_broadcast(&g_timer_cv); /* a deadline set meanwhile is looked at again */
+  pthread_mutex_unlock(&g_mu);
+  sandbox_unref(sb);
+  return NULL;
+}
+
+/* Each due sandbox is killed or paused on a thread of its own: a kill that
+ * takes its time (a big tree to remove, a sandbox slow to die) never delays
+ * another sandbox's deadline. Inline when no thread can be made. */
+static void start_expiry(sandbox *sb) {
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  pthread_attr_setstacksize(&attr, 256 * 1024);
+  pthread_t t;
+  int rc = pthread_create(&t, &attr, expiry_main, sb);
+  pthread_attr_destroy(&attr);
+  if (rc != 0) {
+    pthread_mutex_unlock(&g_mu);
+    expiry_main(sb);
+    pthread_mutex_lock(&g_mu);
+  }
+}
+
 static void *timer_main(void *arg) {
   (void)arg;
   pthread_mutex_lock(&g_mu);
@@ -1008,27 +1154,23 @@ static void *timer_main(void *arg) {
     sandbox *due = NULL;
     for (size_t i = 0; i < g_n && !due; i++) {
       sandbox *sb = g_sbs[i];
-      if (sb->state != SB_RUNNING) continue;
-      if (sb->end_at_ms <= now) {
-        due = sb;
-        due->refs++;
-      } else if (sb->end_at_ms < next) {
-        next = sb->end_at_ms;
-      }
+      if (sb->state != SB_RUNNING || sb->expiring) continue;
+      if (sb->end_at_ms <= now) due = sb;
+      else if (sb->end_at_ms < next) next = sb->end_at_ms;
     }
-    if (due) {
-      pthread_mutex_unlock(&g_mu);
-      /* re-checked under the sandbox lock: a setTimeout may have just moved it */
-      sandbox_view v = sandbox_view_of(due);
-      if (v.state == SB_RUNNING && v.end_at_ms <= now_ms()) expire(due);
-      sandbox_unref(due);
-      pthread_mutex_lock(&g_mu);
+    if (due && g_expiries >= MAX_EXPIRIES) { /* each one that ends wakes the timer */
+      pthread_cond_wait(&g_timer_cv, &g_mu);
       continue;
     }
-    struct timespec ts;
+    if (due) {
+      due->expiring = 1;
+      due->refs++;
+      g_expiries++;
+      start_expiry(due); /* may drop g_mu for a while: the list is looked at again */
+      continue;
+    }
     if (next == INT64_MAX) next = now + 3600 * 1000;
-    ts.tv_sec = next / 1000;
-    ts.tv_nsec = (long)(next % 1000) * 1000000;
+    struct timespec ts = {.tv_sec = next / 1000, .tv_nsec = (long)(next % 1000) * 1000000};
     pthread_cond_timedwait(&g_timer_cv, &g_mu, &ts);
   }
   pthread_mutex_unlock(&g_mu);
@@ -1051,11 +1193,26 @@ static void mark_top_of_trees(const char *dir) {
   close(fd);
 }
 
+/* E2B_LOCAL_DISK_FLOOR_MB, else 2% of the state directory's filesystem,
+ * at most 1 GiB. */
+static void set_floor(const char *state_dir) {
+  const char *env = getenv("E2B_LOCAL_DISK_FLOOR_MB");
+  long mb = env ? strtol(env, NULL, 10) : -1;
+  struct statvfs vs;
+  if (mb >= 0 && mb <= (1L << 30)) {
+    g_floor_bytes = (uint64_t)mb << 20;
+  } else {
+    uint64_t size = statvfs(state_dir, &vs) == 0 ? (uint64_t)vs.f_blocks * vs.f_frsize : 0;
+    g_floor_bytes = size / 50 < (1ull << 30) ? size / 50 : 1ull << 30;
+  }
+}
+
 int sandbox_registry_init(const char *state_dir) {
   const char *disk = getenv("E2B_LOCAL_DISK_MB");
   long mb = disk ? strtol(disk, NULL, 10) : 0;
   if (mb >= 1 && mb <= (1L << 30)) g_disk_mb = (int)mb;
   g_root = xasprintf("%s/sandboxes", state_dir);
+  set_floor(state_dir);
   if (mkdir_p(g_root, 0700) != 0) return -errno;
   mark_top_of_trees(g_root);
   if (runtime_state_dir_mode() != 0700 &&
@@ -1092,6 +1249,9 @@ void sandbox_registry_shutdown(int keep) {
   pthread_mutex_unlock(&g_mu);
   if (g_timer_started) pthread_join(g_timer, NULL);
   if (g_sampler_started) pthread_join(g_sampler, NULL);
+  pthread_mutex_lock(&g_mu);
+  while (g_expiries > 0) pthread_cond_wait(&g_expiries_cv, &g_mu); /* the kills they started end */
+  pthread_mutex_unlock(&g_mu);
   g_timer_started = g_sampler_started = 0;
   for (;;) {
     /* hidden ones too (template builds): never kept */

@@ -73,6 +73,7 @@ typedef struct sandbox {
   int keep_tmp; /* cold only because e2b-local restarted: E2B would have kept memory, so /tmp stays */
   int64_t end_at_ms;
   const char *kill_reason; /* static text: the timer kills it now, never pauses (guarded by g_mu) */
+  int expiring; /* its deadline's kill or pause is under way on a thread of its own (g_mu) */
   runtime rt;
   channel *chan;
   proc_table *procs;
