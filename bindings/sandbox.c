@@ -78,10 +78,10 @@ static int sbx_run(lua_State *L) {
   lua_Integer max = e2bL_opt_integer(L, 3, "max_output", 0);
   luaL_argcheck(L, max >= 0, 3, "max_output must be positive");
   ro.max_output = (size_t)max;
-  ro.chunks = (e2bL_opt_tristate(L, 3, "chunks_stdout") == 1 ? E2B_STREAM_STDOUT : 0) |
-              (e2bL_opt_tristate(L, 3, "chunks_stderr") == 1 ? E2B_STREAM_STDERR : 0);
-  ro.track_flags = (e2bL_opt_tristate(L, 3, "env_replace") == 1 ? E2B_TRACK_ENV_REPLACE : 0) |
-                   (e2bL_opt_tristate(L, 3, "keep_output") == 0 ? E2B_TRACK_NO_KEEP : 0);
+  ro.chunks = (e2bL_opt_tristate(L, 3, "chunks_stdout") == E2B_YES ? E2B_STREAM_STDOUT : 0) |
+              (e2bL_opt_tristate(L, 3, "chunks_stderr") == E2B_YES ? E2B_STREAM_STDERR : 0);
+  ro.track_flags = (e2bL_opt_tristate(L, 3, "env_replace") == E2B_YES ? E2B_TRACK_ENV_REPLACE : 0) |
+                   (e2bL_opt_tristate(L, 3, "keep_output") == E2B_NO ? E2B_TRACK_NO_KEEP : 0);
   e2b_error err;
   e2b_req *req = e2b_run_with(u->s, &o, &ro, &err);
   lua_pop(L, 1); /* stdin: copied by now */

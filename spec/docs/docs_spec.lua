@@ -112,10 +112,11 @@ local CLASSES = {
 local function ngx_functions()
   local names, seen = {}, {}
   local text = slurp("lua/e2b/ngx.lua")
-  for n in text:gmatch("\nfunction M%.([%w_]+)%s*%(") do
+  -- public names only: a leading underscore is the module's own
+  for n in text:gmatch("\nfunction M%.(%a[%w_]*)%s*%(") do
     if not seen[n] then seen[n], names[#names + 1] = true, n end
   end
-  for n in text:gmatch("\nM%.([%w_]+)%s*=") do
+  for n in text:gmatch("\nM%.(%a[%w_]*)%s*=") do
     if not seen[n] then seen[n], names[#names + 1] = true, n end
   end
   table.sort(names)
