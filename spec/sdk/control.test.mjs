@@ -518,6 +518,21 @@ test('port proxy: a sandbox that is not running answers E2B\'s "The sandbox was 
   assert.equal(JSON.parse(r.body).message, 'The sandbox was not found')
 })
 
+test('fork: every fork carries the parent\'s metadata (E2B boots it from the snapshot, which keeps it); a create from a snapshot has only its own', async () => {
+  const parent = await sandbox({ metadata: { app: 'demo', lua_e2b_id: 'p1' } })
+  const forks = await Sandbox.fork(parent.sandboxId, { ...S.opts, count: 2, timeoutMs: 60_000 })
+  for (const f of forks) assert.deepEqual((await f.getInfo()).metadata, { app: 'demo', lua_e2b_id: 'p1' })
+  const listed = await Sandbox.list({ ...S.opts, query: { metadata: { lua_e2b_id: 'p1' } } }).nextItems()
+  assert.deepEqual(listed.map((s) => s.sandboxId).sort(), [parent.sandboxId, ...forks.map((f) => f.sandboxId)].sort())
+  const snap = await parent.createSnapshot()
+  const bare = await Sandbox.create(snap.snapshotId, { ...S.opts })
+  assert.deepEqual((await bare.getInfo()).metadata, {})
+  const own = await Sandbox.create(snap.snapshotId, { ...S.opts, metadata: { lua_e2b_id: 'c1' } })
+  assert.deepEqual((await own.getInfo()).metadata, { lua_e2b_id: 'c1' })
+  await Promise.all([...forks, bare, own, parent].map((s) => s.kill()))
+  await Sandbox.deleteSnapshot(snap.snapshotId, S.opts)
+})
+
 test('fork: count new sandboxes from a running one\'s files, the parent going on; 404 for an unknown or killed one', async () => {
   const parent = await sandbox({ envs: { FROM: 'parent' } })
   await parent.files.write('/home/user/state.txt', 'forked state')

@@ -912,14 +912,16 @@ static int fork_args(json_t *b, call_args *a, opts_err *e) {
   return get_timeout(b, DEFAULT_TIMEOUT_S, &a->timeout_s, e);
 }
 
-/* A fork starts from the parent's files with its settings (not its
- * metadata: that names the parent), as a sandbox of its own. */
+/* A fork starts from the parent's files with its settings and its
+ * metadata, as E2B's does: E2B boots every fork from the parent's snapshot,
+ * which keeps the metadata, and the fork request has no metadata of its own. */
 static json_t *fork_one(sandbox *parent, const tpl_ref *tpl, json_t *vm, json_t *net, int timeout_s) {
   sandbox_params p = {
       .tpl = tpl, .timeout_s = timeout_s ? timeout_s : DEFAULT_TIMEOUT_S, .secure = parent->secure,
       .allow_internet = parent->allow_internet, .public_traffic = parent->traffic_token == NULL,
       .auto_pause = parent->auto_pause, .auto_pause_memory = parent->auto_pause_memory,
       .auto_resume = parent->auto_resume, .env_vars = parent->env_vars, .network = net,
+      .metadata = parent->metadata,
       .volume_mounts = vm,
   };
   const char *err = NULL;
