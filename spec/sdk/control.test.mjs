@@ -518,6 +518,17 @@ test('port proxy: a sandbox that is not running answers E2B\'s "The sandbox was 
   assert.equal(JSON.parse(r.body).message, 'The sandbox was not found')
 })
 
+test('snapshots: a sandbox from one keeps the env vars of the snapshotted sandbox (E2B restores envd\'s memory); envs at its create replace them', async () => {
+  const sbx = await sandbox({ envs: { FROM: 'parent', KEEP: 'k' } })
+  const snap = await sbx.createSnapshot()
+  const plain = await Sandbox.create(snap.snapshotId, { ...S.opts })
+  assert.equal((await plain.commands.run('echo "$FROM/$KEEP"')).stdout, 'parent/k\n')
+  const own = await Sandbox.create(snap.snapshotId, { ...S.opts, envs: { FROM: 'child' } })
+  assert.equal((await own.commands.run('echo "$FROM/$KEEP"')).stdout, 'child/\n')
+  await Promise.all([plain, own, sbx].map((s) => s.kill()))
+  await Sandbox.deleteSnapshot(snap.snapshotId, S.opts)
+})
+
 test('fork: every fork carries the parent\'s metadata (E2B boots it from the snapshot, which keeps it); a create from a snapshot has only its own', async () => {
   const parent = await sandbox({ metadata: { app: 'demo', lua_e2b_id: 'p1' } })
   const forks = await Sandbox.fork(parent.sandboxId, { ...S.opts, count: 2, timeoutMs: 60_000 })

@@ -325,6 +325,9 @@ static enum MHD_Result create(http_req *r, int v2) {
   } else {
     p.tpl = &tpl;
     p.volume_mounts = vm;
+    /* From a snapshot, E2B restores envd's memory: its env vars stay unless
+     * the create gives some, which replace them (envd's init with envVars). */
+    if (!json_object_size(p.env_vars) && json_object_size(tpl.env_vars)) p.env_vars = tpl.env_vars;
     const char *err = NULL;
     sandbox *sb = sandbox_create(&p, &err);
     res = sb ? http_json(r->conn, 201, sandbox_json(sb))

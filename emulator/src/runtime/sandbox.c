@@ -698,7 +698,7 @@ json_t *sandbox_snapshot(sandbox *sb, const char *name, const char **err) {
   } else {
     /* the sandbox is paused while its files are copied, then goes on */
     int froze = sb->state == SB_RUNNING && runtime_freeze(&sb->rt) == 0;
-    info = store_snapshot_create(sb->id, name, sb->dir, sb->mounts, err);
+    info = store_snapshot_create(sb->id, name, sb->dir, sb->mounts, sb->env_vars, err);
     if (froze) runtime_thaw(&sb->rt);
   }
   pthread_rwlock_unlock(&sb->lock);
