@@ -529,6 +529,23 @@ test('snapshots: a sandbox from one keeps the env vars of the snapshotted sandbo
   await Sandbox.deleteSnapshot(snap.snapshotId, S.opts)
 })
 
+test('snapshots: one a running or paused sandbox was created from cannot be deleted (400, as on E2B) until that sandbox is gone', async () => {
+  const sbx = await sandbox()
+  const snap = await sbx.createSnapshot()
+  const child = await Sandbox.create(snap.snapshotId, { ...S.opts })
+  const del = () => api(`/templates/${encodeURIComponent(snap.snapshotId)}`, { method: 'DELETE' })
+  let r = await del()
+  assert.equal(r.status, 400)
+  assert.match((await r.json()).message, /running sandboxes using it/)
+  await child.pause()
+  r = await del()
+  assert.equal(r.status, 400)
+  assert.match((await r.json()).message, /paused sandboxes using it/)
+  await child.kill()
+  assert.equal(await Sandbox.deleteSnapshot(snap.snapshotId, S.opts), true)
+  await sbx.kill()
+})
+
 test('fork: every fork carries the parent\'s metadata (E2B boots it from the snapshot, which keeps it); a create from a snapshot has only its own', async () => {
   const parent = await sandbox({ metadata: { app: 'demo', lua_e2b_id: 'p1' } })
   const forks = await Sandbox.fork(parent.sandboxId, { ...S.opts, count: 2, timeoutMs: 60_000 })

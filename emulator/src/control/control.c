@@ -804,12 +804,27 @@ static enum MHD_Result h_snapshots_list(http_req *r) {
   return res;
 }
 
+/* E2B refuses to delete a template that a running or paused sandbox was
+ * created from (its base template): 400. */
+static int snapshot_in_use(http_req *r, const char *id, enum MHD_Result *res) {
+  tpl_ref t;
+  if (store_resolve_template(id, &t) != 0) return 0;
+  int used = sandbox_template_in_use(t.template_id);
+  if (used)
+    *res = http_error(r->conn, 400, "cannot delete template '%s' because there are %s sandboxes using it",
+                      t.template_id, used == 1 ? "running" : "paused");
+  tpl_ref_free(&t);
+  return used;
+}
+
 static enum MHD_Result h_template_delete(http_req *r) {
   char *id = xstrdup(ctx_id(r));
   unescape_stable(id); /* "local%2Fname%3Adefault" */
   enum MHD_Result res;
   tpl_ref t;
-  if (store_snapshot_delete(id) == 0) {
+  if (snapshot_in_use(r, id, &res)) {
+    /* answered */
+  } else if (store_snapshot_delete(id) == 0) {
     res = http_empty(r->conn, 204);
   } else if (store_resolve_template(id, &t) == 0) {
     tpl_ref_free(&t);

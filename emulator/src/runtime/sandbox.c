@@ -788,6 +788,22 @@ int sandbox_volume_in_use(const char *name) {
   return used;
 }
 
+int sandbox_template_in_use(const char *template_id) {
+  size_t n;
+  sandbox **v = sandbox_list(&n);
+  int used = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (strcmp(v[i]->template_id, template_id) != 0) continue;
+    pthread_rwlock_rdlock(&v[i]->lock);
+    int state = v[i]->state;
+    pthread_rwlock_unlock(&v[i]->lock);
+    if (state == SB_RUNNING) used = 1;
+    else if (state == SB_PAUSED && !used) used = 2;
+  }
+  sandbox_list_free(v, n);
+  return used;
+}
+
 int sandbox_set_timeout(sandbox *sb, int timeout_s) {
   pthread_rwlock_wrlock(&sb->lock);
   int rc = 0;

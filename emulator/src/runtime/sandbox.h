@@ -149,6 +149,9 @@ size_t sandbox_egress_headers(const char *id, const char *host, struct netrules_
 int sandbox_connect_inside(const char *id, const char *host, int port);
 /* Is a volume mounted by any (running or paused) sandbox? */
 int sandbox_volume_in_use(const char *name);
+/* 1 when a running sandbox was created from the template (or snapshot),
+ * else 2 when a paused one was, else 0. */
+int sandbox_template_in_use(const char *template_id);
 
 /* Logs and metrics. */
 void sandbox_log(sandbox *sb, int level, json_t *fields, const char *fmt, ...)
