@@ -257,6 +257,69 @@ test('envd: X-Access-Token is enforced except on /health', async () => {
   await kill(sb.sandboxID)
 })
 
+test('envd: the 401s of a missing or wrong X-Access-Token say what E2B\'s envd says', async () => {
+  const sb = await create({ secure: true })
+  const says = async (res, message) => assert.equal((await assertErrorBody(res, 401)).message, message)
+  const refused = 'unauthorized access, please provide a valid access token or method signing if supported'
+  await says(await envd({ ...sb, envdAccessToken: undefined }, '/envs'), refused)
+  await says(await unary({ ...sb, envdAccessToken: 'wrong' }, '/process.Process/List', {}), refused)
+  await says(await envd({ ...sb, envdAccessToken: 'wrong' }, '/files?path=/etc/hostname'), 'access token present in header but does not match')
+  await kill(sb.sandboxID)
+})
+
+test('envd: an Authorization header naming an unknown user is a 401 on every route, as E2B\'s envd authenticates all of them; one that is not "Basic <user>:" names no user', async () => {
+  const sb = await create({ secure: false })
+  const as = (auth) => ({ headers: { Authorization: auth } })
+  const bad = 'Basic ' + Buffer.from('nosuchuser:').toString('base64')
+  for (const [path, init] of [['/health', {}], ['/envs', {}], ['/files?path=/etc/hostname', {}], ['/nope', {}],
+    ['/files?path=/tmp/u.txt', { method: 'POST', headers: { 'Content-Type': 'application/octet-stream' }, body: 'x' }],
+    ['/filesystem.Filesystem/Stat', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{"path":"/"}' }]]) {
+    const res = await envd(sb, path, { ...init, headers: { ...(init.headers || {}), Authorization: bad } })
+    assert.equal(res.status, 401, path)
+    assert.match(res.headers.get('content-type'), /application\/json/)
+    assert.deepEqual(await res.json(), { code: 'unauthenticated', message: "invalid username: 'nosuchuser'" }, path)
+  }
+  for (const auth of ['Bearer x', 'Basic !!!', 'Basic ' + Buffer.from('user').toString('base64')]) {
+    const res = await envd(sb, '/filesystem.Filesystem/Stat', { method: 'POST', ...as(auth), headers: { ...as(auth).headers, 'Content-Type': 'application/json' }, body: '{"path":"/home/user"}' })
+    assert.equal(res.status, 200, auth)
+    assert.equal((await res.json()).entry.owner, 'user', auth)
+    assert.equal((await envd(sb, '/health', as(auth))).status, 204, auth)
+  }
+  // the username of /files is its query parameter
+  const res = await envd(sb, '/files?path=/etc/hostname&username=nosuchuser')
+  assert.equal((await assertErrorBody(res, 401)).message, "error looking up user 'nosuchuser': user: unknown user nosuchuser")
+  await kill(sb.sandboxID)
+})
+
+test('envd: filesystem errors carry E2B\'s envd messages (codes and texts)', async () => {
+  const sb = await create({ secure: false })
+  const call = async (m, msg) => { const r = await unary(sb, `/filesystem.Filesystem/${m}`, msg); return [r.status, await r.json()] }
+  assert.equal((await envd(sb, '/files?path=/home/user/f.txt', { method: 'POST', headers: { 'Content-Type': 'application/octet-stream' }, body: 'abc' })).status, 200)
+  assert.deepEqual(await call('Stat', { path: '/home/user/missing.txt' }),
+    [404, { code: 'not_found', message: 'file not found: lstat /home/user/missing.txt: no such file or directory' }])
+  assert.deepEqual(await call('ListDir', { path: '/home/user/nodir' }),
+    [404, { code: 'not_found', message: 'path not found: lstat /home/user/nodir: no such file or directory' }])
+  assert.deepEqual(await call('ListDir', { path: '/home/user/f.txt' }),
+    [400, { code: 'invalid_argument', message: 'path is not a directory: /home/user/f.txt' }])
+  assert.deepEqual(await call('MakeDir', { path: '/home/user' }),
+    [409, { code: 'already_exists', message: 'directory already exists: /home/user' }])
+  assert.deepEqual(await call('MakeDir', { path: '/home/user/f.txt' }),
+    [400, { code: 'invalid_argument', message: 'path already exists but it is not a directory: /home/user/f.txt' }])
+  assert.deepEqual(await call('Move', { source: '/home/user/missing', destination: '/home/user/x' }),
+    [404, { code: 'not_found', message: 'source file not found: rename /home/user/missing /home/user/x: no such file or directory' }])
+  const res = await envd(sb, '/files?path=/home/user/missing.txt')
+  assert.equal((await assertErrorBody(res, 404)).message, "path '/home/user/missing.txt' does not exist")
+  await kill(sb.sandboxID)
+})
+
+test('envd: process.List with no processes answers {}, as protobuf JSON leaves an empty list out', async () => {
+  const sb = await create({ secure: false })
+  const res = await unary(sb, '/process.Process/List', {})
+  assert.equal(res.status, 200)
+  assert.deepEqual(await res.json(), {})
+  await kill(sb.sandboxID)
+})
+
 test('envd of a killed, paused or unknown sandbox answers 502 JSON', async () => {
   const sb = await create()
   await api(`/sandboxes/${sb.sandboxID}/pause`, { method: 'POST', body: '{}' })

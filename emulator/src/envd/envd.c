@@ -51,6 +51,20 @@ static void not_running(http_req *r, const char *sandbox_id) {
   snprintf(r->early_sandbox, sizeof r->early_sandbox, "%s", sandbox_id);
 }
 
+/* envd authenticates every request: an Authorization header naming a user
+ * the sandbox does not have is a 401 wherever it goes (after the token);
+ * Connect RPCs say so in their protocol (connect_rpc.c). */
+static int unknown_user(http_req *r) {
+  char name[64];
+  if (r->early_status || !rpc_basic_user(http_header(r->conn, "Authorization"), name, sizeof name) ||
+      rpc_user_by_name(name))
+    return 0;
+  early(r, 401, "");
+  snprintf(r->early_msg, sizeof r->early_msg, "invalid username: '%s'", name);
+  r->early_code = "unauthenticated";
+  return 1;
+}
+
 static int token_ok(http_req *r) {
   const char *tok = http_header(r->conn, "X-Access-Token");
   return !r->sb->envd_token || (tok && e2b_secure_streq(tok, r->sb->envd_token));
@@ -65,7 +79,7 @@ void envd_route(http_req *r, const char *sandbox_id) {
   int is_get = strcmp(r->method, "GET") == 0, is_post = strcmp(r->method, "POST") == 0;
   if (strcmp(url, "/health") == 0) { /* unauthenticated: it wakes nothing without the token */
     if (token_ok(r) ? !sandbox_wake(r->sb) : !sandbox_is_running(r->sb)) return not_running(r, sandbox_id);
-    r->on_complete = is_get ? h_health : h_method;
+    if (!unknown_user(r)) r->on_complete = is_get ? h_health : h_method;
     return;
   }
   if (strcmp(url, "/files") == 0) {
@@ -74,23 +88,17 @@ void envd_route(http_req *r, const char *sandbox_id) {
     else
       r->on_complete = h_method;
     if (!r->early_status && !sandbox_wake(r->sb)) not_running(r, sandbox_id);
+    unknown_user(r);
     return;
   }
-  if (!token_ok(r)) {
-    const char *tok = http_header(r->conn, "X-Access-Token");
-    early(r, 401, tok ? "invalid access token" : "missing access token (X-Access-Token header)");
-    return;
-  }
+  if (!token_ok(r))
+    return early(r, 401, "unauthorized access, please provide a valid access token or method signing if supported");
   if (!sandbox_wake(r->sb)) return not_running(r, sandbox_id);
-  if (strcmp(url, "/envs") == 0) {
-    r->on_complete = is_get ? h_envs : h_method;
-    return;
-  }
   const rpc_method *m = find_method(url);
-  if (m) {
-    if (is_post)
-      rpc_route(r, m);
-    else
-      r->on_complete = h_method;
-  }
+  if (m && is_post) return rpc_route(r, m); /* the RPC says an unknown user in its own protocol */
+  if (unknown_user(r)) return;
+  if (strcmp(url, "/envs") == 0)
+    r->on_complete = is_get ? h_envs : h_method;
+  else if (m)
+    r->on_complete = h_method;
 }

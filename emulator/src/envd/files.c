@@ -35,7 +35,7 @@ static void check_auth(http_req *r, const char *op) {
   struct MHD_Connection *c = r->conn;
   const char *hdr = http_header(c, "X-Access-Token");
   if (hdr) {
-    if (!e2b_secure_streq(hdr, token)) early(r, 401, "invalid access token");
+    if (!e2b_secure_streq(hdr, token)) early(r, 401, "access token present in header but does not match");
     return;
   }
   const char *sig = http_query(c, "signature");
@@ -64,10 +64,15 @@ static void check_auth(http_req *r, const char *op) {
     early(r, 401, "invalid signature");
 }
 
+/* The user of a /files call is its username parameter (default: "user"). */
 static const rpc_user *query_user(http_req *r) {
   const char *name = http_query(r->conn, "username");
   const rpc_user *u = rpc_user_by_name(name && *name ? name : "user");
-  if (!u) early(r, 401, "invalid username");
+  if (!u) {
+    char msg[sizeof r->early_msg];
+    snprintf(msg, sizeof msg, "error looking up user '%.150s': user: unknown user %.150s", name, name);
+    early(r, 401, msg);
+  }
   return u;
 }
 
@@ -91,7 +96,7 @@ static unsigned status_for_errno(int err) {
 static enum MHD_Result errno_response(struct MHD_Connection *c, int err, const char *path) {
   unsigned st = status_for_errno(err);
   if (err == EISDIR) return http_error(c, 400, "path '%s' is a directory", path);
-  if (err == ENOENT) return http_error(c, 404, "file '%s' not found", path);
+  if (err == ENOENT) return http_error(c, 404, "path '%s' does not exist", path);
   if (err == ESRCH) return http_error(c, 502, "The sandbox was not found or is not running");
   if (err == EOPNOTSUPP) return http_error(c, 500, "%s: the filesystem does not support file metadata", path);
   if (err == EINVAL) return http_error(c, 400, "path '%s' is not a regular file", path);
@@ -201,7 +206,7 @@ static enum MHD_Result download(http_req *r) {
   const char *qpath = http_query(c, "path");
   if (!qpath || !*qpath) return http_error(c, 400, "missing path query parameter");
   const rpc_user *u = query_user(r);
-  if (!u) return http_error(c, 401, "invalid username");
+  if (!u) return http_error(c, 401, "%s", r->early_msg);
   char *path = rpc_resolve_path(u, qpath);
   json_t *req = json_pack("{s:s, s:i, s:i}", "path", path, "uid", u->uid, "gid", u->gid);
   ipc_msg reply;

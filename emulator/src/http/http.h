@@ -31,6 +31,7 @@ struct http_req {
   int early_status;   /* when set, answer this error at completion */
   char early_msg[400];
   char early_sandbox[64]; /* an edge 502 names the sandbox not found, as E2B's does */
+  const char *early_code; /* a Connect code string: the body is {"code": it, "message"} */
   fault_hit fault;    /* an injected fault that applies to this request */
   int streamed;       /* the response is a stream (drop_mid_stream applies there) */
   int fault_shape;    /* how the injected status answers: FAULT_API, FAULT_CONNECT, FAULT_EDGE */
