@@ -130,15 +130,21 @@ describe("commands", function()
       assert.are.equal("timeout_ms", err.field)
     end)
 
-    it("refuses a command that does not exist as envd does, kept or not (no wrapper message)", function()
-      for _, keep in ipairs({ true, false }) do
-        for _, cmd in ipairs({ { "/no/such/bin" }, { "no-such-command-xyz" } }) do
-          local r, err = sbx:run(cmd, { keep_output = keep })
-          assert.is_nil(r)
-          assert.are.equal("invalid_argument", err.kind, tostring(err))
-          assert.truthy(err.message:find("failed to start process", 1, true), tostring(err))
-          assert.is_nil(err.message:find("e2b-proc", 1, true), tostring(err))
-        end
+    it("refuses a kept command that does not exist as envd before 0.5.4 did (no wrapper message)", function()
+      for _, cmd in ipairs({ { "/no/such/bin" }, { "no-such-command-xyz" } }) do
+        local r, err = sbx:run(cmd, { keep_output = true })
+        assert.is_nil(r)
+        assert.are.equal("invalid_argument", err.kind, tostring(err))
+        assert.truthy(err.message:find("failed to start process", 1, true), tostring(err))
+        assert.is_nil(err.message:find("e2b-proc", 1, true), tostring(err))
+      end
+    end)
+
+    it("runs an unkept command that does not exist as E2B's envd (0.5.4 on) does: it exits 127, nice saying why", function()
+      for _, name in ipairs({ "/no/such/bin", "no-such-command-xyz" }) do
+        local r = assert(sbx:run({ name }, { keep_output = false }))
+        assert.are.equal(127, r.exit_code)
+        assert.are.equal("/usr/bin/nice: '" .. name .. "': No such file or directory\n", r.stderr)
       end
     end)
 

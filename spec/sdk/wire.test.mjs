@@ -9,6 +9,7 @@ import { request as httpRequest } from 'node:http'
 import { connect as netConnect } from 'node:net'
 import { Sandbox } from './sdk.mjs'
 import { controlApi, envdHeaders, envelope, parseEnvelopes, sleep, startStream, useServer } from './helpers.mjs'
+import { startServer } from './server.mjs'
 
 const S = useServer()
 
@@ -404,19 +405,48 @@ test('Connect stream errors travel in the single end-stream frame of an HTTP 200
   assert.equal(frames.length, 1)
   assert.equal(frames[0].flags, 2)
   assert.equal(frames[0].msg.error.code, 'not_found')
-  // a start that cannot exec
-  const bad = await envd(sb, '/process.Process/Start', {
-    method: 'POST',
-    headers: { 'Content-Type': 'application/connect+json' },
-    body: envelope({ process: { cmd: '/no/such/binary' } }),
-  })
-  const bf = parseEnvelopes(Buffer.from(await bad.arrayBuffer()))
-  assert.equal(bf.length, 1)
-  assert.equal(typeof bf[0].msg.error.code, 'string')
   // unknown user
   const u = await startStream(S.env, sb, 'true', { Authorization: 'Basic ' + Buffer.from('mallory:').toString('base64') })
   assert.equal(u.frames[0].msg.error.code, 'unauthenticated')
   await kill(sb.sandboxID)
+})
+
+// envd >= 0.5.4 runs every command as `/bin/sh -c '<oom score> && exec nice -n N "$@"' -- cmd args`.
+const startRaw = async (env, sb, cmd) => {
+  const res = await fetch(`${env.E2B_SANDBOX_URL}/process.Process/Start`, {
+    method: 'POST',
+    headers: {
+      'E2b-Sandbox-Id': sb.sandboxID,
+      'Content-Type': 'application/connect+json',
+      ...(sb.envdAccessToken ? { 'X-Access-Token': sb.envdAccessToken } : {}),
+    },
+    body: envelope({ process: { cmd } }),
+  })
+  return parseEnvelopes(Buffer.from(await res.arrayBuffer())).map((f) => f.msg)
+}
+
+test('a command that cannot be executed starts and exits 127 (126: not executable) with nice\'s complaint, as E2B\'s envd runs every command through its sh and nice wrapper', async () => {
+  const sb = await create()
+  for (const [cmd, code, why] of [['/no/such/binary', 127, 'No such file or directory'], ['/home/user', 126, 'Permission denied']]) {
+    const msgs = await startRaw(S.env, sb, cmd)
+    assert.ok(msgs[0].event.start.pid > 0, JSON.stringify(msgs))
+    const stderr = Buffer.concat(msgs.filter((m) => m.event?.data?.stderr).map((m) => Buffer.from(m.event.data.stderr, 'base64'))).toString()
+    assert.equal(stderr, `/usr/bin/nice: '${cmd}': ${why}\n`)
+    const end = msgs.find((m) => m.event?.end).event.end
+    assert.deepEqual(end, { exitCode: code, exited: true, status: `exit status ${code}`, error: `exit status ${code}` })
+  }
+  await kill(sb.sandboxID)
+  // before 0.5.4 envd exec'd the command itself: the start fails
+  const old = await startServer({ extraArgs: ['--envd-version', '0.5.3', '--no-tls'] })
+  try {
+    const res = await fetch(`${old.env.E2B_API_URL}/sandboxes`, { method: 'POST', headers: { 'X-API-Key': old.env.E2B_API_KEY, 'Content-Type': 'application/json' }, body: JSON.stringify({ templateID: 'base', secure: false }) })
+    const osb = await res.json()
+    const msgs = await startRaw(old.env, osb, '/no/such/binary')
+    assert.equal(msgs.length, 1)
+    assert.equal(msgs[0].error.code, 'invalid_argument')
+  } finally {
+    assert.equal((await old.stop()).code, 0)
+  }
 })
 
 test('keepalive events follow Keepalive-Ping-Interval; Connect-Timeout-Ms kills the process', async () => {

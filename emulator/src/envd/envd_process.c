@@ -227,6 +227,25 @@ static int start_refused(rpc_err *e, ipc_msg *reply, const char *cmd, const char
   ipc_msg_clear(reply);
   return -1;
 }
+/* From 0.5.4 envd runs every command through `/bin/sh -c '... exec nice -n
+ * N "$@"'`, so a command that cannot be executed still starts: nice says
+ * why on stderr and exits 127 (not found) or 126. A refused exec is turned
+ * into that: req's argv becomes a shell saying it. 1 when it did. */
+static int as_envd_wrapper(const ipc_msg *reply, const char *cmd, json_t *req) {
+  static const int exec_errors[] = {ENOENT, EACCES, ENOTDIR, ENOEXEC, ELOOP, ENAMETOOLONG, EISDIR, ETXTBSY, EPERM};
+  int err = reply->err, known = 0;
+  for (size_t i = 0; i < sizeof exec_errors / sizeof *exec_errors; i++) known |= err == exec_errors[i];
+  if (!known || envd_below(ENVD_SINCE_NICE_WRAPPER) || json_is_true(json_object_get(reply->body, "cwd_missing")))
+    return 0;
+  char *why = xasprintf("/usr/bin/nice: '%s': %s", cmd, strerror(err));
+  json_object_set_new(req, "argv", json_pack("[s, s, s, s, s]", "/bin/sh", "-c",
+                                             err == ENOENT ? "printf '%s\\n' \"$1\" >&2; exit 127"
+                                                           : "printf '%s\\n' \"$1\" >&2; exit 126",
+                                             "sh", why));
+  free(why);
+  return 1;
+}
+
 static int start(rpc_call *c, stream_src *src, rpc_err *e) {
   json_t *pc = pj_get(c->msg, "process", NULL);
   const char *cmd = NULL, *cwd = NULL, *tag = NULL;
@@ -278,6 +297,10 @@ static int start(rpc_call *c, stream_src *src, rpc_err *e) {
   spawn_result sp;
   ipc_msg reply;
   int rc = sandbox_spawn(c->sb, req, config, tag, deadline, &sp, &reply);
+  if (!rc && reply.err && as_envd_wrapper(&reply, cmd, req)) {
+    ipc_msg_clear(&reply);
+    rc = sandbox_spawn(c->sb, req, config, tag, deadline, &sp, &reply);
+  }
   json_decref(req);
   json_decref(config);
   if (rc) rpc_fail_errno(e, -rc, "cannot start the process");
