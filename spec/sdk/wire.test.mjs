@@ -313,6 +313,23 @@ test('envd: filesystem errors carry E2B\'s envd messages (codes and texts)', asy
   await kill(sb.sandboxID)
 })
 
+test('envd: EntryInfo as E2B\'s envd builds it: mode has the permission bits only, permissions is Go\'s FileMode string, a symlink takes its target\'s type and mode', async () => {
+  const sb = await create()
+  const run = await startStream(S.env, sb, 'ln -sfn /nowhere /home/user/dangle; ln -sfn /tmp /home/user/tmplink; ln -sfn /etc/hostname /home/user/hl')
+  assert.equal(run.frames.at(-2).msg.event.end.status, 'exit status 0')
+  const stat = async (path) => {
+    const e = (await (await unary(sb, '/filesystem.Filesystem/Stat', { path })).json()).entry
+    return { type: e.type, mode: e.mode, permissions: e.permissions, symlinkTarget: e.symlinkTarget }
+  }
+  assert.deepEqual(await stat('/tmp'), { type: 'FILE_TYPE_DIRECTORY', mode: 0o777, permissions: 'dtrwxrwxrwx', symlinkTarget: undefined })
+  assert.deepEqual(await stat('/dev/null'), { type: undefined, mode: 0o666, permissions: 'Dcrw-rw-rw-', symlinkTarget: undefined })
+  assert.deepEqual(await stat('/home/user/tmplink'), { type: 'FILE_TYPE_DIRECTORY', mode: 0o777, permissions: 'Lrwxrwxrwx', symlinkTarget: '/tmp' })
+  assert.deepEqual(await stat('/home/user/hl'), { type: 'FILE_TYPE_FILE', mode: 0o644, permissions: 'Lrwxrwxrwx', symlinkTarget: '/etc/hostname' })
+  // a link that leads nowhere: no type, no mode, and itself as its target (envd's EvalSymlinks failed)
+  assert.deepEqual(await stat('/home/user/dangle'), { type: undefined, mode: undefined, permissions: 'Lrwxrwxrwx', symlinkTarget: '/home/user/dangle' })
+  await kill(sb.sandboxID)
+})
+
 test('envd: process.List with no processes answers {}, as protobuf JSON leaves an empty list out', async () => {
   const sb = await create({ secure: false })
   const res = await unary(sb, '/process.Process/List', {})

@@ -80,26 +80,32 @@ static const char *id_name(unsigned id, char buf[16]) {
   return buf;
 }
 
-/* Go's os.FileMode.String() form, which envd reports as `permissions`. */
-static void perm_string(mode_t m, char out[12]) {
-  char t = '-';
-  if (S_ISDIR(m)) t = 'd';
-  else if (S_ISLNK(m)) t = 'L';
-  else if (S_ISFIFO(m)) t = 'p';
-  else if (S_ISSOCK(m)) t = 'S';
-  else if (S_ISCHR(m)) t = 'c';
-  else if (S_ISBLK(m)) t = 'D';
+/* Go's os.FileMode.String() form, which envd reports as `permissions`: a
+ * letter for each of Go's mode bits that is set, in Go's order
+ * ("dalTLDpSugct?"; a character device is both D and c), or "-" for none,
+ * then rwx for the nine permission bits. */
+static void perm_string(mode_t m, char out[24]) {
+  const struct {
+    int on;
+    char c;
+  } bits[] = {{S_ISDIR(m), 'd'},  {S_ISLNK(m), 'L'},       {S_ISBLK(m) || S_ISCHR(m), 'D'},
+              {S_ISFIFO(m), 'p'}, {S_ISSOCK(m), 'S'},      {(m & S_ISUID) != 0, 'u'},
+              {(m & S_ISGID) != 0, 'g'}, {S_ISCHR(m), 'c'}, {(m & S_ISVTX) != 0, 't'}};
+  size_t n = 0;
+  for (size_t i = 0; i < sizeof bits / sizeof *bits; i++)
+    if (bits[i].on) out[n++] = bits[i].c;
+  if (!n) out[n++] = '-';
   const char *rwx = "rwxrwxrwx";
-  out[0] = t;
-  for (int i = 0; i < 9; i++) out[i + 1] = (m & (1u << (8 - i))) ? rwx[i] : '-';
-  out[10] = '\0';
+  for (int i = 0; i < 9; i++) out[n++] = (m & (1u << (8 - i))) ? rwx[i] : '-';
+  out[n] = '\0';
 }
 
+/* envd's types: a file or a directory; anything else has none (its zero
+ * value, which protobuf JSON leaves out). */
 static const char *file_type(mode_t m) {
   if (S_ISDIR(m)) return "FILE_TYPE_DIRECTORY";
-  if (S_ISLNK(m)) return "FILE_TYPE_SYMLINK";
   if (S_ISREG(m)) return "FILE_TYPE_FILE";
-  return "FILE_TYPE_UNSPECIFIED";
+  return NULL;
 }
 
 static const char *base_name(const char *p) {
@@ -145,7 +151,28 @@ static int write_metadata(int fd, json_t *meta) {
   return 0;
 }
 
-/* EntryInfo (proto3 JSON) of the sandbox path `virt`, from lstat. */
+/* A symlink's part of its EntryInfo, as envd makes it: the target's type and
+ * permission bits, and the fully resolved target; a link that resolves to
+ * nothing has neither, and its own path as its target. */
+static void symlink_fields(json_t *e, const char *virt, const char *real) {
+  struct stat target;
+  char *resolved = realpath(real, NULL);
+  if (!resolved || stat(resolved, &target) != 0) {
+    json_object_set_new(e, "symlinkTarget", pj_text(virt));
+    free(resolved);
+    return;
+  }
+  char *v = afs_to_virt(resolved);
+  json_object_set_new(e, "symlinkTarget", pj_text(v));
+  free(v);
+  free(resolved);
+  const char *type = file_type(target.st_mode);
+  if (type) json_object_set_new(e, "type", json_string(type));
+  if (target.st_mode & 0777) json_object_set_new(e, "mode", json_integer(target.st_mode & 0777));
+}
+
+/* EntryInfo (proto3 JSON: zero values left out) of the sandbox path `virt`,
+ * from lstat, as envd builds it: `mode` holds the permission bits only. */
 static json_t *entry_info(const char *virt, int *err) {
   char *real = afs_to_real(virt);
   struct stat st;
@@ -154,35 +181,24 @@ static json_t *entry_info(const char *virt, int *err) {
     free(real);
     return NULL;
   }
-  char perm[12], ob[16], gb[16], tbuf[E2B_TIME_SIZE], size[32];
+  char perm[24], ob[16], gb[16], tbuf[E2B_TIME_SIZE], size[32];
   perm_string(st.st_mode, perm);
   int64_t mtime_ms = (int64_t)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000;
   e2b_time_format(mtime_ms, tbuf);
   snprintf(size, sizeof size, "%lld", (long long)st.st_size);
-  json_t *e = json_pack("{s:o, s:s, s:o, s:s, s:I, s:s, s:s, s:s, s:s}", "name", pj_text(base_name(virt)),
-                        "type", file_type(st.st_mode), "path", pj_text(virt), "size", size, "mode",
-                        (json_int_t)(st.st_mode & 07777), "permissions", perm, "owner",
-                        id_name(st.st_uid, ob), "group", id_name(st.st_gid, gb), "modifiedTime",
-                        tbuf);
-  if (st.st_size == 0) json_object_del(e, "size"); /* proto3 JSON omits zero values */
+  json_t *e = json_pack("{s:o, s:o, s:s, s:s, s:s, s:s, s:s}", "name", pj_text(base_name(virt)), "path",
+                        pj_text(virt), "size", size, "permissions", perm, "owner", id_name(st.st_uid, ob),
+                        "group", id_name(st.st_gid, gb), "modifiedTime", tbuf);
+  if (st.st_size == 0) json_object_del(e, "size");
+  if (S_ISLNK(st.st_mode)) {
+    symlink_fields(e, virt, real);
+  } else {
+    const char *type = file_type(st.st_mode);
+    if (type) json_object_set_new(e, "type", json_string(type));
+    if (st.st_mode & 0777) json_object_set_new(e, "mode", json_integer(st.st_mode & 0777));
+  }
   json_t *meta = read_metadata(real);
   if (meta) json_object_set_new(e, "metadata", meta);
-  if (S_ISLNK(st.st_mode)) {
-    char target[PATH_MAX];
-    char *resolved = realpath(real, NULL);
-    if (resolved) {
-      char *v = afs_to_virt(resolved);
-      json_object_set_new(e, "symlinkTarget", pj_text(v));
-      free(v);
-      free(resolved);
-    } else {
-      ssize_t n = readlink(real, target, sizeof target - 1);
-      if (n >= 0) {
-        target[n] = '\0';
-        json_object_set_new(e, "symlinkTarget", pj_text(target));
-      }
-    }
-  }
   free(real);
   return e;
 }
