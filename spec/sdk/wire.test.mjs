@@ -367,7 +367,9 @@ test('Connect unary: JSON codec, string error codes, 415 on a wrong content type
   res = await unary(sb, '/filesystem.Filesystem/MakeDir', { path: '/home/user' })
   assert.equal((await res.json()).code, 'already_exists')
   res = await unary(sb, '/process.Process/SendSignal', { process: { pid: 99999 }, signal: 'SIGNAL_SIGKILL' })
-  assert.equal((await res.json()).code, 'not_found')
+  assert.deepEqual(await res.json(), { code: 'not_found', message: 'process with pid 99999 not found' })
+  res = await unary(sb, '/process.Process/SendSignal', { process: { tag: 'nope' }, signal: 'SIGNAL_SIGKILL' })
+  assert.deepEqual(await res.json(), { code: 'not_found', message: 'process with tag nope not found' }, 'as envd says it, unquoted')
   res = await unary(sb, '/filesystem.Filesystem/Stat', { path: '/' }, { 'Content-Type': 'text/plain' })
   assert.equal(res.status, 415)
   // application/proto is the binary codec (codec.test.mjs): JSON text is not a valid message

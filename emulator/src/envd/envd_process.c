@@ -334,7 +334,7 @@ static proc *select_proc(rpc_call *c, rpc_err *e) {
     if (pid)
       rpc_fail(e, "not_found", "process with pid %u not found", pid);
     else
-      rpc_fail(e, "not_found", "process with tag '%s' not found", tag);
+      rpc_fail(e, "not_found", "process with tag %s not found", tag);
   }
   return p;
 }
