@@ -308,8 +308,33 @@ test('envd: filesystem errors carry E2B\'s envd messages (codes and texts)', asy
     [400, { code: 'invalid_argument', message: 'path already exists but it is not a directory: /home/user/f.txt' }])
   assert.deepEqual(await call('Move', { source: '/home/user/missing', destination: '/home/user/x' }),
     [404, { code: 'not_found', message: 'source file not found: rename /home/user/missing /home/user/x: no such file or directory' }])
+  await call('MakeDir', { path: '/home/user/m1/x' })
+  await call('MakeDir', { path: '/home/user/m2/y' })
+  const [st, body] = await call('Move', { source: '/home/user/m1', destination: '/home/user/m2' })
+  assert.equal(st, 500)
+  assert.equal(body.code, 'internal')
+  assert.match(body.message, /^error renaming: rename \/home\/user\/m1 \/home\/user\/m2: (directory not empty|file exists)$/)
   const res = await envd(sb, '/files?path=/home/user/missing.txt')
   assert.equal((await assertErrorBody(res, 404)).message, "path '/home/user/missing.txt' does not exist")
+  // no path: the user's home, a directory
+  assert.equal((await assertErrorBody(await envd(sb, '/files'), 400)).message, "path '/home/user' is a directory")
+  const upload = (q) => envd(sb, `/files${q}`, { method: 'POST', headers: { 'Content-Type': 'application/octet-stream' }, body: 'x' })
+  assert.equal((await assertErrorBody(await upload('?path=/home/user'), 400)).message, 'path is a directory: /home/user')
+  assert.equal((await assertErrorBody(await upload(''), 400)).message, 'path query parameter is required for raw body upload')
+  const range = await envd(sb, '/files?path=/home/user/f.txt', { headers: { Range: 'bytes=20-' } })
+  assert.equal(range.status, 416)
+  assert.equal(await range.text(), 'invalid range: failed to overlap\n')
+  // watches
+  const watch = async (path) => {
+    const r = await envd(sb, '/filesystem.Filesystem/WatchDir', { method: 'POST', headers: { 'Content-Type': 'application/connect+json' }, body: envelope({ path }) })
+    return parseEnvelopes(Buffer.from(await r.arrayBuffer())).at(-1).msg.error
+  }
+  assert.deepEqual(await watch('/home/user/nowatch'), { code: 'not_found', message: 'path /home/user/nowatch not found: stat /home/user/nowatch: no such file or directory' })
+  assert.deepEqual(await watch('/home/user/f.txt'), { code: 'invalid_argument', message: 'path /home/user/f.txt not a directory: %!w(<nil>)' })
+  assert.deepEqual(await call('CreateWatcher', { path: '/home/user/nowatch' }),
+    [404, { code: 'not_found', message: 'path /home/user/nowatch not found: stat /home/user/nowatch: no such file or directory' }])
+  assert.deepEqual(await call('GetWatcherEvents', { watcherId: 'nope' }), [404, { code: 'not_found', message: 'watcher with id nope not found' }])
+  assert.deepEqual(await call('RemoveWatcher', { watcherId: 'nope' }), [404, { code: 'not_found', message: 'watcher with id nope not found' }])
   await kill(sb.sandboxID)
 })
 
@@ -468,17 +493,19 @@ test('a command that cannot be executed starts and exits 127 (126: not executabl
   }
 })
 
-test('keepalive events follow Keepalive-Ping-Interval; Connect-Timeout-Ms kills the process', async () => {
+test('keepalive events follow Keepalive-Ping-Interval; Connect-Timeout-Ms kills the process and ends the stream with the context\'s error, no end event, as envd does', async () => {
   const sb = await create()
   const k = await startStream(S.env, sb, 'sleep 2.5', { 'Keepalive-Ping-Interval': '1' })
   assert.ok(k.frames.filter((f) => f.msg.event?.keepalive).length >= 1)
   const t0 = Date.now()
-  const d = await startStream(S.env, sb, 'sleep 30', { 'Connect-Timeout-Ms': '1000' })
+  const d = await startStream(S.env, sb, 'echo $$; sleep 30', { 'Connect-Timeout-Ms': '1000' })
   assert.ok(Date.now() - t0 < 8000)
-  const end = d.frames.find((f) => f.msg.event?.end).msg.event.end
-  assert.equal(end.status, 'signal: killed')
-  assert.equal(end.exitCode, -1)
-  assert.equal(d.frames.at(-1).msg.error.code, 'deadline_exceeded')
+  assert.equal(d.frames.find((f) => f.msg.event?.end), undefined)
+  assert.deepEqual(d.frames.at(-1).msg.error, { code: 'deadline_exceeded', message: 'context deadline exceeded' })
+  // the process is gone all the same
+  const pid = Number(Buffer.from(d.frames.find((f) => f.msg.event?.data).msg.event.data.stdout, 'base64').toString())
+  const list = await (await unary(sb, '/process.Process/List', {})).json()
+  assert.ok(!(list.processes || []).some((p) => p.pid === pid), JSON.stringify(list))
   await kill(sb.sandboxID)
 })
 

@@ -3,13 +3,23 @@
  * the call's user. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "connect_rpc.h"
 #include "envd_watch.h"
 #include "pjson.h"
 #include "sandbox.h"
 #include "util.h"
+
+/* Go's text for an errno: glibc's, lowercased at its start ("file exists"). */
+static const char *go_errno_text(int err) {
+  static __thread char buf[128];
+  snprintf(buf, sizeof buf, "%s", strerror(err));
+  if (buf[0] >= 'A' && buf[0] <= 'Z') buf[0] = (char)(buf[0] - 'A' + 'a');
+  return buf;
+}
 
 /* What E2B's envd says for the common failures of each operation (its
  * messages wrap Go's os errors: "lstat <path>: no such file or directory").
@@ -27,6 +37,8 @@ static int envd_says(rpc_err *e, uint32_t type, int err, const char *what, const
     rpc_fail(e, "invalid_argument", "path already exists but it is not a directory: %s", what);
   else if (err == ENOENT && type == IPC_MOVE)
     rpc_fail(e, "not_found", "source file not found: rename %s %s: no such file or directory", what, dst);
+  else if (type == IPC_MOVE && err != ESRCH)
+    rpc_fail(e, "internal", "error renaming: rename %s %s: %s", what, dst, go_errno_text(err));
   else
     return 0;
   return 1;

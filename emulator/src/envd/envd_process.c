@@ -139,11 +139,14 @@ static int pstream_fill(void *ctx, sbuf *out) {
     data_envelope(out, kind, (const unsigned char *)s->merged.data, s->merged.len, s->pb);
     return 0;
   }
-  rpc_env_msg(out, end_event(ev->status), s->pb);
+  /* At the request's deadline envd's stream ends with the context's error
+   * and no end event: the request context is done before the process's own
+   * (same timeout, made after it) kills it. */
+  int deadline = done && proc_deadline_hit(s->p);
+  if (!deadline) rpc_env_msg(out, end_event(ev->status), s->pb);
   if (done) {
     rpc_err e = {0};
-    if (proc_deadline_hit(s->p))
-      rpc_fail(&e, "deadline_exceeded", "the process was killed when the request deadline passed");
+    if (deadline) rpc_fail(&e, "deadline_exceeded", "context deadline exceeded");
     rpc_env_end(out, &e);
   }
   proc_event_free(s->sub, ev);

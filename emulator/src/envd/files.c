@@ -93,8 +93,10 @@ static unsigned status_for_errno(int err) {
   }
 }
 
-static enum MHD_Result errno_response(struct MHD_Connection *c, int err, const char *path) {
+/* upload: the failure is an upload's (envd words a directory apart). */
+static enum MHD_Result errno_response(struct MHD_Connection *c, int err, const char *path, int upload) {
   unsigned st = status_for_errno(err);
+  if (err == EISDIR && upload) return http_error(c, 400, "path is a directory: %s", path);
   if (err == EISDIR) return http_error(c, 400, "path '%s' is a directory", path);
   if (err == ENOENT) return http_error(c, 404, "path '%s' does not exist", path);
   if (err == ESRCH) return http_error(c, 502, "The sandbox was not found or is not running");
@@ -204,16 +206,15 @@ static int pick_encoding(const char *h) {
 static enum MHD_Result download(http_req *r) {
   struct MHD_Connection *c = r->conn;
   const char *qpath = http_query(c, "path");
-  if (!qpath || !*qpath) return http_error(c, 400, "missing path query parameter");
   const rpc_user *u = query_user(r);
   if (!u) return http_error(c, 401, "%s", r->early_msg);
-  char *path = rpc_resolve_path(u, qpath);
+  char *path = rpc_resolve_path(u, qpath ? qpath : ""); /* none: the user's home */
   json_t *req = json_pack("{s:s, s:i, s:i}", "path", path, "uid", u->uid, "gid", u->gid);
   ipc_msg reply;
   int rc = sandbox_call(r->sb, IPC_OPEN_READ, req, &reply);
   json_decref(req);
   if (rc || reply.err) {
-    enum MHD_Result res = errno_response(c, rc ? -rc : reply.err, path);
+    enum MHD_Result res = errno_response(c, rc ? -rc : reply.err, path, 0);
     if (!rc) ipc_msg_clear(&reply);
     free(path);
     return res;
@@ -246,10 +247,13 @@ static enum MHD_Result download(http_req *r) {
   }
   if (range < 0) {
     close(fd);
-    struct MHD_Response *resp = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+    /* Go's http.ServeContent answers it so */
+    static const char why[] = "invalid range: failed to overlap\n";
+    struct MHD_Response *resp = MHD_create_response_from_buffer(sizeof why - 1, (void *)why, MHD_RESPMEM_PERSISTENT);
     char cr[64];
     snprintf(cr, sizeof cr, "bytes */%" PRIu64, size);
     MHD_add_response_header(resp, "Content-Range", cr);
+    MHD_add_response_header(resp, "Content-Type", "text/plain; charset=utf-8");
     enum MHD_Result res = MHD_queue_response(c, 416, resp);
     MHD_destroy_response(resp);
     return res;
@@ -428,7 +432,7 @@ static enum MHD_Result upload_complete(http_req *r) {
   if (u->err == EILSEQ) return http_error(r->conn, 400, "invalid or truncated gzip body");
   if (u->err == EEXIST) return http_error(r->conn, 400, "duplicate target path '%s' in one upload", u->err_path);
   if (u->err == EINVAL && !*u->err_path) return http_error(r->conn, 400, "a file part has no filename and no path query was given");
-  if (u->err) return errno_response(r->conn, u->err, u->err_path);
+  if (u->err) return errno_response(r->conn, u->err, u->err_path, 1);
   if (json_array_size(u->results) == 0) return http_error(r->conn, 400, "no file part named 'file' in the upload");
   return http_json(r->conn, 200, json_incref(u->results));
 }
@@ -502,7 +506,7 @@ static void setup_upload(http_req *r) {
     u->pp = MHD_create_post_processor(c, 64 * 1024, part_iter, u);
     if (!u->pp) early(r, 400, "malformed multipart Content-Type (missing boundary?)");
   } else if (ct && strncasecmp(ct, "application/octet-stream", 24) == 0) {
-    if (!u->qpath) early(r, 400, "the path query parameter is required for octet-stream uploads");
+    if (!u->qpath) early(r, 400, "path query parameter is required for raw body upload");
     if (gzip) {
       u->z = xcalloc(1, sizeof *u->z);
       if (inflateInit2(u->z, 16 + MAX_WBITS) != Z_OK) early(r, 500, "cannot initialise gzip decoding");
