@@ -352,6 +352,15 @@ test('envd: EntryInfo as E2B\'s envd builds it: mode has the permission bits onl
   assert.deepEqual(await stat('/home/user/hl'), { type: 'FILE_TYPE_FILE', mode: 0o644, permissions: 'Lrwxrwxrwx', symlinkTarget: '/etc/hostname' })
   // a link that leads nowhere: no type, no mode, and itself as its target (envd's EvalSymlinks failed)
   assert.deepEqual(await stat('/home/user/dangle'), { type: undefined, mode: undefined, permissions: 'Lrwxrwxrwx', symlinkTarget: '/home/user/dangle' })
+  // modifiedTime to the nanosecond, its fraction in 0, 3, 6 or 9 digits as protobuf's JSON writes a Timestamp
+  const times = await startStream(S.env, sb, "touch -d '2020-01-02 03:04:05.123456789Z' /tmp/t9; touch -d '2020-01-02 03:04:05.5Z' /tmp/t3; " +
+    "touch -d '2020-01-02 03:04:05.000001Z' /tmp/t6; touch -d '2020-01-02 03:04:05Z' /tmp/t0")
+  assert.equal(times.frames.at(-2).msg.event.end.status, 'exit status 0')
+  const mtime = async (path) => (await (await unary(sb, '/filesystem.Filesystem/Stat', { path })).json()).entry.modifiedTime
+  assert.equal(await mtime('/tmp/t9'), '2020-01-02T03:04:05.123456789Z')
+  assert.equal(await mtime('/tmp/t3'), '2020-01-02T03:04:05.500Z')
+  assert.equal(await mtime('/tmp/t6'), '2020-01-02T03:04:05.000001Z')
+  assert.equal(await mtime('/tmp/t0'), '2020-01-02T03:04:05Z')
   await kill(sb.sandboxID)
 })
 

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <sys/vfs.h>
 #include <sys/xattr.h>
 #include <unistd.h>
@@ -151,6 +152,24 @@ static int write_metadata(int fd, json_t *meta) {
   return 0;
 }
 
+/* A Timestamp as protobuf's JSON writes it, which envd's times are: the
+ * fraction in 0, 3, 6 or 9 digits, as the nanoseconds need. */
+static void time_text(struct timespec t, char out[48]) {
+  struct tm tm;
+  time_t secs = t.tv_sec;
+  if (!gmtime_r(&secs, &tm)) tm = (struct tm){.tm_year = 70, .tm_mday = 1};
+  int n = snprintf(out, 48, "%04d-%02d-%02dT%02d:%02d:%02d", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+                   tm.tm_hour, tm.tm_min, tm.tm_sec);
+  long ns = t.tv_nsec;
+  if (ns % 1000000 == 0 && ns)
+    n += snprintf(out + n, 48 - (size_t)n, ".%03ld", ns / 1000000);
+  else if (ns % 1000 == 0 && ns)
+    n += snprintf(out + n, 48 - (size_t)n, ".%06ld", ns / 1000);
+  else if (ns)
+    n += snprintf(out + n, 48 - (size_t)n, ".%09ld", ns);
+  snprintf(out + n, 48 - (size_t)n, "Z");
+}
+
 /* A symlink's part of its EntryInfo, as envd makes it: the target's type and
  * permission bits, and the fully resolved target; a link that resolves to
  * nothing has neither, and its own path as its target. */
@@ -181,10 +200,9 @@ static json_t *entry_info(const char *virt, int *err) {
     free(real);
     return NULL;
   }
-  char perm[24], ob[16], gb[16], tbuf[E2B_TIME_SIZE], size[32];
+  char perm[24], ob[16], gb[16], tbuf[48], size[32];
   perm_string(st.st_mode, perm);
-  int64_t mtime_ms = (int64_t)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000;
-  e2b_time_format(mtime_ms, tbuf);
+  time_text(st.st_mtim, tbuf);
   snprintf(size, sizeof size, "%lld", (long long)st.st_size);
   json_t *e = json_pack("{s:o, s:o, s:s, s:s, s:s, s:s, s:s}", "name", pj_text(base_name(virt)), "path",
                         pj_text(virt), "size", size, "permissions", perm, "owner", id_name(st.st_uid, ob),
