@@ -219,7 +219,8 @@ test('list v2: state (comma and %2C), metadata, limit, X-Next-Token only when mo
 test('envd: /health 204, /envs, routing by header and by 49983-<id> Host', async () => {
   const sb = await create({ envVars: { FOO: 'bar' } })
   assert.equal((await envd(sb, '/health')).status, 204)
-  assert.deepEqual(await (await envd(sb, '/envs')).json(), { FOO: 'bar' })
+  assert.deepEqual(await (await envd(sb, '/envs')).json(),
+    { FOO: 'bar', E2B_SANDBOX: 'true', E2B_SANDBOX_ID: sb.sandboxID, E2B_TEMPLATE_ID: sb.templateID })
   const port = new URL(S.env.E2B_API_URL).port
   const viaHost = await new Promise((ok, fail) => {
     const req = httpRequest(
@@ -361,6 +362,24 @@ test('envd: EntryInfo as E2B\'s envd builds it: mode has the permission bits onl
   assert.equal(await mtime('/tmp/t3'), '2020-01-02T03:04:05.500Z')
   assert.equal(await mtime('/tmp/t6'), '2020-01-02T03:04:05.000001Z')
   assert.equal(await mtime('/tmp/t0'), '2020-01-02T03:04:05Z')
+  await kill(sb.sandboxID)
+})
+
+test('envd: every process and /envs have E2B_SANDBOX, E2B_SANDBOX_ID and E2B_TEMPLATE_ID, which create envVars cannot replace and a process\'s own envs can', async () => {
+  const sb = await create({ envVars: { E2B_SANDBOX: 'no', MINE: 'm' } })
+  const envs = await (await envd(sb, '/envs')).json()
+  assert.equal(envs.E2B_SANDBOX, 'true')
+  assert.equal(envs.E2B_SANDBOX_ID, sb.sandboxID)
+  assert.equal(envs.E2B_TEMPLATE_ID, sb.templateID)
+  assert.equal(envs.MINE, 'm')
+  const out = async (extra) => {
+    const r = await envd(sb, '/process.Process/Start', { method: 'POST', headers: { 'Content-Type': 'application/connect+json' },
+      body: envelope({ process: { cmd: '/bin/sh', args: ['-c', 'echo "$E2B_SANDBOX $E2B_SANDBOX_ID $E2B_TEMPLATE_ID $MINE"'], envs: extra } }) })
+    const frames = parseEnvelopes(Buffer.from(await r.arrayBuffer()))
+    return Buffer.from(frames.find((f) => f.msg.event?.data).msg.event.data.stdout, 'base64').toString()
+  }
+  assert.equal(await out({}), `true ${sb.sandboxID} ${sb.templateID} m\n`)
+  assert.equal(await out({ E2B_SANDBOX: 'mine' }), `mine ${sb.sandboxID} ${sb.templateID} m\n`)
   await kill(sb.sandboxID)
 })
 

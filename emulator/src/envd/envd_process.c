@@ -193,8 +193,10 @@ static json_t *build_env(rpc_call *c, json_t *req_envs) {
     snprintf(key, sizeof key, "%.*s", (int)(eq - *kv), *kv);
     json_object_set_new(merged, key, json_string(eq + 1));
   }
-  json_object_update(merged, c->sb->env_vars);
-  json_object_update(merged, req_envs);
+  json_t *envd_env = sandbox_envd_env(c->sb);
+  json_object_update(merged, envd_env);
+  json_decref(envd_env);
+  json_object_update(merged, req_envs); /* the process's own win */
   json_t *env = json_array();
   const char *k;
   json_t *v;

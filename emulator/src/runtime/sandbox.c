@@ -788,6 +788,15 @@ int sandbox_volume_in_use(const char *name) {
   return used;
 }
 
+json_t *sandbox_envd_env(sandbox *sb) {
+  json_t *env = json_deep_copy(sb->env_vars);
+  if (!env) env = json_object();
+  json_object_set_new(env, "E2B_SANDBOX", json_string("true"));
+  json_object_set_new(env, "E2B_SANDBOX_ID", json_string(sb->id));
+  json_object_set_new(env, "E2B_TEMPLATE_ID", json_string(sb->template_id));
+  return env;
+}
+
 int sandbox_template_in_use(const char *template_id) {
   size_t n;
   sandbox **v = sandbox_list(&n);
