@@ -383,6 +383,24 @@ test('envd: every process and /envs have E2B_SANDBOX, E2B_SANDBOX_ID and E2B_TEM
   await kill(sb.sandboxID)
 })
 
+test('/files: a download names its file in Content-Disposition as envd writes it (bare, quoted, or RFC 2231)', async () => {
+  const sb = await create()
+  for (const [name, want] of [['r.txt', 'inline; filename=r.txt'], ['a b.txt', 'inline; filename="a b.txt"'],
+    ['q"x.txt', 'inline; filename="q\\"x.txt"'], ['é.txt', "inline; filename*=utf-8''%C3%A9.txt"]]) {
+    const path = `/home/user/${name}`
+    const up = await envd(sb, `/files?path=${encodeURIComponent(path)}`, { method: 'POST', headers: { 'Content-Type': 'application/octet-stream' }, body: 'x' })
+    assert.equal(up.status, 200)
+    for (const enc of ['identity', 'gzip']) {
+      const res = await envd(sb, `/files?path=${encodeURIComponent(path)}`, { headers: { 'Accept-Encoding': enc } })
+      assert.equal(res.status, 200)
+      assert.equal(res.headers.get('content-disposition'), want, `${name} ${enc}`)
+      assert.equal(res.headers.get('vary'), 'Accept-Encoding')
+      await res.arrayBuffer()
+    }
+  }
+  await kill(sb.sandboxID)
+})
+
 test('envd: process.List with no processes answers {}, as protobuf JSON leaves an empty list out', async () => {
   const sb = await create({ secure: false })
   const res = await unary(sb, '/process.Process/List', {})

@@ -15,6 +15,7 @@
 #include "codec.h"
 #include "connect_rpc.h"
 #include "envd.h"
+#include "envdver.h"
 #include "files_parse.h"
 #include "sandbox.h"
 #include "util.h"
@@ -203,26 +204,48 @@ static int pick_encoding(const char *h) {
   return identity && strcasestr(h, "identity") ? 0 : -1;
 }
 
-static enum MHD_Result download(http_req *r) {
-  struct MHD_Connection *c = r->conn;
-  const char *qpath = http_query(c, "path");
-  const rpc_user *u = query_user(r);
-  if (!u) return http_error(c, 401, "%s", r->early_msg);
-  char *path = rpc_resolve_path(u, qpath ? qpath : ""); /* none: the user's home */
-  json_t *req = json_pack("{s:s, s:i, s:i}", "path", path, "uid", u->uid, "gid", u->gid);
-  ipc_msg reply;
-  int rc = sandbox_call(r->sb, IPC_OPEN_READ, req, &reply);
-  json_decref(req);
-  if (rc || reply.err) {
-    enum MHD_Result res = errno_response(c, rc ? -rc : reply.err, path, 0);
-    if (!rc) ipc_msg_clear(&reply);
-    free(path);
-    return res;
+/* Go's token characters (mime.FormatMediaType's test for a bare value). */
+static int token_char(unsigned char ch) {
+  return ch > ' ' && ch < 0x7f && !strchr("()<>@,;:\\\"/[]?=", ch);
+}
+
+/* Content-Disposition: inline; filename=<the file's name>, as envd (from
+ * 0.5.1) writes it with mime.FormatMediaType: bare when a token, quoted when
+ * printable ASCII, else RFC 2231 (filename*=utf-8''%XX...). Malloc'd. */
+static char *content_disposition(const char *path) {
+  const char *base = strrchr(path, '/');
+  base = base && base[1] ? base + 1 : path;
+  int token = *base != 0, ascii = 1;
+  for (const unsigned char *p = (const unsigned char *)base; *p; p++) {
+    token &= token_char(*p);
+    ascii &= (*p >= ' ' && *p <= '~') || *p == '\t';
   }
-  free(path);
-  uint64_t size = (uint64_t)json_integer_value(json_object_get(reply.body, "size"));
-  int fd = ipc_take_fd(&reply, 0);
-  ipc_msg_clear(&reply);
+  sbuf b = {0};
+  sbuf_append(&b, "inline; filename", 16);
+  if (token || ascii) {
+    sbuf_append(&b, token ? "=" : "=\"", token ? 1 : 2);
+    for (const char *p = base; *p; p++) {
+      if (!token && (*p == '"' || *p == '\\')) sbuf_append(&b, "\\", 1);
+      sbuf_append(&b, p, 1);
+    }
+    if (!token) sbuf_append(&b, "\"", 1);
+  } else {
+    sbuf_append(&b, "*=utf-8''", 9);
+    for (const unsigned char *p = (const unsigned char *)base; *p; p++) {
+      char hex[4];
+      int plain = token_char(*p) && !strchr("*'%", *p);
+      snprintf(hex, sizeof hex, "%%%02X", *p);
+      sbuf_append(&b, plain ? (const char *)p : hex, plain ? 1 : 3);
+    }
+  }
+  sbuf_append(&b, "", 1);
+  return b.data;
+}
+
+/* The file's bytes (fd, owned) as envd serves them: gzip when that is the
+ * coding asked for, else identity with ranges. */
+static enum MHD_Result send_file(http_req *r, int fd, uint64_t size, const char *disposition) {
+  struct MHD_Connection *c = r->conn;
   uint64_t from = 0, to = size ? size - 1 : 0;
   int range = parse_range(http_header(c, "Range"), size, &from, &to);
   /* identity for ranges, and for empty files (clients rely on Content-Length: 0) */
@@ -241,6 +264,7 @@ static enum MHD_Result download(http_req *r) {
     }
     json_t *h = json_pack("[[s,s],[s,s],[s,s]]", "Content-Type", "application/octet-stream", "Content-Encoding", "gzip",
                           "Vary", "Accept-Encoding");
+    if (disposition) json_array_append_new(h, json_pack("[s,s]", "Content-Disposition", disposition));
     enum MHD_Result res = http_stream_h(r, 200, h, MHD_SIZE_UNKNOWN, 0, (stream_src){gz_fill, gz_free, g});
     json_decref(h);
     return res;
@@ -269,6 +293,8 @@ static enum MHD_Result download(http_req *r) {
   }
   MHD_add_response_header(resp, "Content-Type", "application/octet-stream");
   MHD_add_response_header(resp, "Accept-Ranges", "bytes");
+  MHD_add_response_header(resp, "Vary", "Accept-Encoding");
+  if (disposition) MHD_add_response_header(resp, "Content-Disposition", disposition);
   if (range > 0) {
     char cr[96];
     snprintf(cr, sizeof cr, "bytes %" PRIu64 "-%" PRIu64 "/%" PRIu64, from, to, size);
@@ -276,6 +302,32 @@ static enum MHD_Result download(http_req *r) {
   }
   enum MHD_Result res = MHD_queue_response(c, range > 0 ? 206 : 200, resp);
   MHD_destroy_response(resp);
+  return res;
+}
+
+static enum MHD_Result download(http_req *r) {
+  struct MHD_Connection *c = r->conn;
+  const char *qpath = http_query(c, "path");
+  const rpc_user *u = query_user(r);
+  if (!u) return http_error(c, 401, "%s", r->early_msg);
+  char *path = rpc_resolve_path(u, qpath ? qpath : ""); /* none: the user's home */
+  json_t *req = json_pack("{s:s, s:i, s:i}", "path", path, "uid", u->uid, "gid", u->gid);
+  ipc_msg reply;
+  int rc = sandbox_call(r->sb, IPC_OPEN_READ, req, &reply);
+  json_decref(req);
+  if (rc || reply.err) {
+    enum MHD_Result res = errno_response(c, rc ? -rc : reply.err, path, 0);
+    if (!rc) ipc_msg_clear(&reply);
+    free(path);
+    return res;
+  }
+  char *disposition = envd_below(ENVD_SINCE_CONTENT_DISPOSITION) ? NULL : content_disposition(path);
+  free(path);
+  uint64_t size = (uint64_t)json_integer_value(json_object_get(reply.body, "size"));
+  int fd = ipc_take_fd(&reply, 0);
+  ipc_msg_clear(&reply);
+  enum MHD_Result res = send_file(r, fd, size, disposition);
+  free(disposition);
   return res;
 }
 
