@@ -401,6 +401,30 @@ test('/files: a download names its file in Content-Disposition as envd writes it
   await kill(sb.sandboxID)
 })
 
+test('envd: unknown paths, wrong methods and wrong content types answer as envd\'s Go router and Connect handlers do', async () => {
+  const sb = await create()
+  let res = await envd(sb, '/nope')
+  assert.equal(res.status, 404)
+  assert.equal(res.headers.get('content-type'), 'text/plain; charset=utf-8')
+  assert.equal(await res.text(), '404 page not found\n')
+  res = await envd(sb, '/process.Process/Nope', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{}' })
+  assert.equal(await res.text(), '404 page not found\n')
+  for (const [method, path, allow] of [['GET', '/process.Process/List', 'POST'], ['POST', '/health', 'GET'], ['PUT', '/envs', 'GET'], ['DELETE', '/files?path=/tmp/x', 'GET, POST']]) {
+    res = await envd(sb, path, { method })
+    assert.equal(res.status, 405, `${method} ${path}`)
+    assert.equal(res.headers.get('allow'), allow, `${method} ${path}`)
+    assert.equal(await res.text(), '', `${method} ${path}`)
+  }
+  res = await unary(sb, '/filesystem.Filesystem/Stat', { path: '/' }, { 'Content-Type': 'text/plain' })
+  assert.equal(res.status, 415)
+  assert.equal(await res.text(), '')
+  assert.match(res.headers.get('accept-post'), /^application\/grpc, .*application\/json, application\/json; charset=utf-8, application\/proto$/)
+  res = await unary(sb, '/process.Process/Start', {}, { 'Content-Type': 'application/json' })
+  assert.equal(res.status, 415)
+  assert.match(res.headers.get('accept-post'), /^application\/connect\+json, application\/connect\+json; charset=utf-8, application\/connect\+proto, /)
+  await kill(sb.sandboxID)
+})
+
 test('envd: process.List with no processes answers {}, as protobuf JSON leaves an empty list out', async () => {
   const sb = await create({ secure: false })
   const res = await unary(sb, '/process.Process/List', {})

@@ -266,17 +266,22 @@ static enum MHD_Result respond_unary(http_req *r, rpc_ctx *x, json_t *resp) {
   return res;
 }
 
+/* envd's Connect handlers list every protocol connect-go speaks. */
+#define ACCEPT_POST_GRPC                                                                               \
+  "application/grpc, application/grpc+json, application/grpc+json; charset=utf-8, application/grpc+proto, " \
+  "application/grpc-web, application/grpc-web+json, application/grpc-web+json; charset=utf-8, "             \
+  "application/grpc-web+proto"
+#define ACCEPT_POST_UNARY ACCEPT_POST_GRPC ", application/json, application/json; charset=utf-8, application/proto"
+#define ACCEPT_POST_STREAM                                                                                 \
+  "application/connect+json, application/connect+json; charset=utf-8, application/connect+proto, " ACCEPT_POST_GRPC
+
 static enum MHD_Result rpc_complete(http_req *r) {
   rpc_ctx *x = r->ctx;
   const rpc_method *m = x->m;
   struct MHD_Connection *c = r->conn;
   int streaming = m->stream != NULL || m->client_stream != NULL;
-  if (x->bad_type) {
-    const char *ct = http_header(c, "Content-Type");
-    return http_error(c, 415, "unsupported content type '%s' (expected %s)", ct ? ct : "",
-                      streaming ? "application/connect+json or application/connect+proto"
-                                : "application/json or application/proto");
-  }
+  if (x->bad_type) /* as Connect's handler answers: no body, what it takes in Accept-Post */
+    return http_empty_h(c, 415, "Accept-Post", streaming ? ACCEPT_POST_STREAM : ACCEPT_POST_UNARY);
   x->call.sb = r->sb;
   if (m->client_stream) {
     /* every message was handled as it arrived; this ends the stream */

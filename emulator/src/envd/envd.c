@@ -17,8 +17,16 @@ static enum MHD_Result h_envs(http_req *r) {
   return http_json(r->conn, 200, sandbox_envd_env(r->sb));
 }
 
+/* A method a route does not have: 405 with no body and the route's Allow,
+ * as envd's router (and, on RPC paths, Connect's handler) answers. */
 static enum MHD_Result h_method(http_req *r) {
-  return http_error(r->conn, 405, "method %s not allowed on %s", r->method, r->url);
+  const char *allow = strcmp(r->url, "/files") == 0 ? "GET, POST" : strchr(r->url + 1, '/') ? "POST" : "GET";
+  return http_empty_h(r->conn, 405, "Allow", allow);
+}
+
+/* A path envd does not serve: Go's plain-text 404. */
+static enum MHD_Result h_not_found(http_req *r) {
+  return http_bytes(r->conn, 404, "text/plain; charset=utf-8", "404 page not found\n", 19);
 }
 
 static void early(http_req *r, int status, const char *msg) {
@@ -99,6 +107,6 @@ void envd_route(http_req *r, const char *sandbox_id) {
   if (unknown_user(r)) return;
   if (strcmp(url, "/envs") == 0)
     r->on_complete = is_get ? h_envs : h_method;
-  else if (m)
-    r->on_complete = h_method;
+  else
+    r->on_complete = m ? h_method : h_not_found;
 }

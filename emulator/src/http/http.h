@@ -77,6 +77,8 @@ enum MHD_Result http_json_hdr(struct MHD_Connection *c, unsigned status, json_t 
 enum MHD_Result http_error(struct MHD_Connection *c, unsigned status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 enum MHD_Result http_empty(struct MHD_Connection *c, unsigned status);
+/* The same with one header (name NULL: none). */
+enum MHD_Result http_empty_h(struct MHD_Connection *c, unsigned status, const char *name, const char *value);
 enum MHD_Result http_bytes(struct MHD_Connection *c, unsigned status, const char *content_type,
                            const void *data, size_t len);
 
