@@ -425,6 +425,22 @@ test('envd: unknown paths, wrong methods and wrong content types answer as envd\
   await kill(sb.sandboxID)
 })
 
+test('envd: GET /metrics answers the sandbox\'s own numbers in envd\'s shape, behind the access token', async () => {
+  const sb = await create()
+  const res = await envd(sb, '/metrics')
+  assert.equal(res.status, 200)
+  assert.equal(res.headers.get('cache-control'), 'no-store')
+  const m = await res.json()
+  assert.deepEqual(Object.keys(m), ['ts', 'cpu_count', 'cpu_used_pct', 'mem_total_mib', 'mem_used_mib', 'mem_total', 'mem_used', 'mem_cache', 'disk_used', 'disk_total'])
+  assert.ok(Math.abs(m.ts - Date.now() / 1000) < 60)
+  assert.ok(m.cpu_count > 0 && m.mem_total > 0 && m.disk_total > 0)
+  assert.equal(m.mem_total_mib, Math.floor(m.mem_total / 1048576))
+  assert.equal(m.mem_used_mib, Math.floor(m.mem_used / 1048576))
+  assert.equal(Math.round(m.cpu_used_pct * 100) / 100, m.cpu_used_pct)
+  await assertErrorBody(await envd({ ...sb, envdAccessToken: undefined }, '/metrics'), 401)
+  await kill(sb.sandboxID)
+})
+
 test('envd: process.List with no processes answers {}, as protobuf JSON leaves an empty list out', async () => {
   const sb = await create({ secure: false })
   const res = await unary(sb, '/process.Process/List', {})

@@ -17,6 +17,26 @@ static enum MHD_Result h_envs(http_req *r) {
   return http_json(r->conn, 200, sandbox_envd_env(r->sb));
 }
 
+/* GET /metrics: envd's numbers of its machine, here the sandbox's latest
+ * sample (the control plane's metrics), in envd's names and order. */
+static enum MHD_Result h_metrics(http_req *r) {
+  json_t *s = sandbox_metrics(r->sb, 0, 0, 1);
+  if (!s) return http_empty(r->conn, 500); /* envd: a 500 with no body when it cannot measure */
+  json_int_t mem_total = json_integer_value(json_object_get(s, "memTotal"));
+  json_int_t mem_used = json_integer_value(json_object_get(s, "memUsed"));
+  /* to 2 decimals, as envd rounds it (never negative) */
+  double pct = (double)(long long)(json_real_value(json_object_get(s, "cpuUsedPct")) * 100 + 0.5) / 100;
+  json_t *m = json_pack("{s:I, s:I, s:f, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "ts",
+                        json_integer_value(json_object_get(s, "timestampUnix")), "cpu_count",
+                        json_integer_value(json_object_get(s, "cpuCount")), "cpu_used_pct", pct, "mem_total_mib",
+                        mem_total >> 20, "mem_used_mib", mem_used >> 20, "mem_total", mem_total, "mem_used", mem_used,
+                        "mem_cache", json_integer_value(json_object_get(s, "memCache")), "disk_used",
+                        json_integer_value(json_object_get(s, "diskUsed")), "disk_total",
+                        json_integer_value(json_object_get(s, "diskTotal")));
+  json_decref(s);
+  return http_json_hdr(r->conn, 200, m, "Cache-Control", "no-store");
+}
+
 /* A method a route does not have: 405 with no body and the route's Allow,
  * as envd's router (and, on RPC paths, Connect's handler) answers. */
 static enum MHD_Result h_method(http_req *r) {
@@ -107,6 +127,8 @@ void envd_route(http_req *r, const char *sandbox_id) {
   if (unknown_user(r)) return;
   if (strcmp(url, "/envs") == 0)
     r->on_complete = is_get ? h_envs : h_method;
+  else if (strcmp(url, "/metrics") == 0 && !envd_below(ENVD_SINCE_METRICS))
+    r->on_complete = is_get ? h_metrics : h_method;
   else
     r->on_complete = m ? h_method : h_not_found;
 }
