@@ -309,6 +309,16 @@ test('envd: filesystem errors carry E2B\'s envd messages (codes and texts)', asy
     [400, { code: 'invalid_argument', message: 'path already exists but it is not a directory: /home/user/f.txt' }])
   assert.deepEqual(await call('Move', { source: '/home/user/missing', destination: '/home/user/x' }),
     [404, { code: 'not_found', message: 'source file not found: rename /home/user/missing /home/user/x: no such file or directory' }])
+  // through a file: Go's errors of the first look at the path
+  assert.deepEqual(await call('Stat', { path: '/home/user/f.txt/x' }),
+    [500, { code: 'internal', message: 'error getting file info: lstat /home/user/f.txt/x: not a directory' }])
+  assert.deepEqual(await call('MakeDir', { path: '/home/user/f.txt/x' }),
+    [500, { code: 'internal', message: 'error getting file info: stat /home/user/f.txt/x: not a directory' }])
+  assert.deepEqual(await call('Remove', { path: '/home/user/f.txt/x' }),
+    [500, { code: 'internal', message: 'error removing file or directory: unlinkat /home/user/f.txt/x: not a directory' }])
+  // ListDir names the first component that is missing
+  assert.deepEqual(await call('ListDir', { path: '/home/user/a/b/c' }),
+    [404, { code: 'not_found', message: 'path not found: lstat /home/user/a: no such file or directory' }])
   await call('MakeDir', { path: '/home/user/m1/x' })
   await call('MakeDir', { path: '/home/user/m2/y' })
   const [st, body] = await call('Move', { source: '/home/user/m1', destination: '/home/user/m2' })

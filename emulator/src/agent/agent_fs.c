@@ -306,9 +306,29 @@ int afs_dir_errno(const char *virt) {
   return err;
 }
 
+/* The first component of virt that does not exist (envd's EvalSymlinks
+ * names it in its error). Malloc'd. */
+static char *first_missing(const char *virt) {
+  char *p = xstrdup(virt);
+  for (char *s = strchr(p + 1, '/');; s = strchr(s + 1, '/')) {
+    if (s) *s = '\0';
+    char *real = afs_to_real(p);
+    struct stat st;
+    int gone = lstat(real, &st) != 0 && errno == ENOENT;
+    free(real);
+    if (gone || !s) return p;
+    *s = '/';
+  }
+}
+
 int afs_listdir(json_t *req, json_t **out) {
   const char *virt = req_str(req, "path");
   int derr = afs_dir_errno(virt);
+  if (derr == ENOENT) {
+    char *missing = first_missing(virt);
+    *out = json_pack("{s:s}", "missing", missing);
+    free(missing);
+  }
   if (derr) return derr;
   listing l = {json_array(), NULL};
   int err = list_into(&l, virt, req_int(req, "depth", 1), 1);
@@ -355,7 +375,12 @@ int afs_mkdir(json_t *req, json_t **out) {
   char *real = afs_to_real(virt);
   struct stat st;
   int err = 0;
-  if (stat(real, &st) == 0) err = S_ISDIR(st.st_mode) ? EEXIST : ENOTDIR;
+  if (stat(real, &st) == 0) {
+    err = S_ISDIR(st.st_mode) ? EEXIST : ENOTDIR;
+  } else if (errno != ENOENT) {
+    err = errno; /* envd's first look at the path failed, not the mkdir */
+    *out = json_pack("{s:b}", "stat_failed", 1);
+  }
   if (!err) err = ensure_dirs(real, 0, req_int(req, "uid", 1000), req_int(req, "gid", 1000));
   free(real);
   if (err) return err;

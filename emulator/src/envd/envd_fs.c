@@ -23,22 +23,33 @@ static const char *go_errno_text(int err) {
 
 /* What E2B's envd says for the common failures of each operation (its
  * messages wrap Go's os errors: "lstat <path>: no such file or directory").
- * 1 when err is one of them. */
-static int envd_says(rpc_err *e, uint32_t type, int err, const char *what, const char *dst) {
+ * body: the agent's reply (a ListDir's first missing component, a MakeDir
+ * whose first look failed). 1 when err is one of them. */
+static int envd_says(rpc_err *e, uint32_t type, int err, const json_t *body, const char *what, const char *dst) {
+  const char *missing = json_string_value(json_object_get(body, "missing"));
+  /* envd works as root, so it never meets a permission error; the ones
+   * e2b-local meets, acting as the call's user, keep their own words */
+  if (err == EACCES || err == EPERM) return 0;
   if (err == ENOENT && type == IPC_STAT)
     rpc_fail(e, "not_found", "file not found: lstat %s: no such file or directory", what);
+  else if (type == IPC_STAT)
+    rpc_fail(e, "internal", "error getting file info: lstat %s: %s", what, go_errno_text(err));
   else if (err == ENOENT && type == IPC_LISTDIR)
-    rpc_fail(e, "not_found", "path not found: lstat %s: no such file or directory", what);
+    rpc_fail(e, "not_found", "path not found: lstat %s: no such file or directory", missing ? missing : what);
   else if (err == ENOTDIR && type == IPC_LISTDIR)
     rpc_fail(e, "invalid_argument", "path is not a directory: %s", what);
+  else if (type == IPC_MKDIR && json_is_true(json_object_get(body, "stat_failed")))
+    rpc_fail(e, "internal", "error getting file info: stat %s: %s", what, go_errno_text(err));
   else if (err == EEXIST && type == IPC_MKDIR)
     rpc_fail(e, "already_exists", "directory already exists: %s", what);
   else if (err == ENOTDIR && type == IPC_MKDIR)
     rpc_fail(e, "invalid_argument", "path already exists but it is not a directory: %s", what);
   else if (err == ENOENT && type == IPC_MOVE)
     rpc_fail(e, "not_found", "source file not found: rename %s %s: no such file or directory", what, dst);
-  else if (type == IPC_MOVE && err != ESRCH)
+  else if (type == IPC_MOVE)
     rpc_fail(e, "internal", "error renaming: rename %s %s: %s", what, dst, go_errno_text(err));
+  else if (type == IPC_REMOVE)
+    rpc_fail(e, "internal", "error removing file or directory: unlinkat %s: %s", what, go_errno_text(err));
   else
     return 0;
   return 1;
@@ -68,7 +79,7 @@ static int fs_call(rpc_call *c, uint32_t type, json_t *req, json_t **resp, rpc_e
     return -1;
   }
   if (reply.err) {
-    if (!envd_says(e, type, reply.err, what, dst)) other_failure(e, &reply, what);
+    if (!envd_says(e, type, reply.err, reply.body, what, dst)) other_failure(e, &reply, what);
     ipc_msg_clear(&reply);
     return -1;
   }
