@@ -665,10 +665,19 @@ E2B_EXPORT e2b_req *e2b_sandbox_attach(e2b_client *c, const char *sandbox_id, lo
  * page: none -> E2B_ERR_NOT_FOUND (nothing allocated), two -> E2B_ERR_CONFLICT. */
 E2B_EXPORT e2b_req *e2b_sandbox_resume(e2b_client *c, const char *logical_id, long timeout_ms,
                             e2b_error *err);
-/* Forks a sandbox: E2B snapshots it in place (it goes on) and starts count
- * (1-100) new sandboxes from that snapshot, each living timeout_ms (0:
- * E2B_DEFAULT_SANDBOX_TIMEOUT_MS, as the official SDKs default). All or nothing: when any fork fails to start, the ones
- * that did are killed and the request fails with the first fork's error. */
+/* Forks a running sandbox: snapshots it in place (it goes on; the snapshot,
+ * "lua-e2b-fork-<sandbox id>-<ms>", stays while forks may use it) and
+ * creates count (1-100) sandboxes from the snapshot, each living timeout_ms
+ * (0: E2B_DEFAULT_SANDBOX_TIMEOUT_MS, as the official SDKs default). A fork
+ * has the parent's files, memory (on E2B), env vars, network, volume mounts,
+ * lifecycle and caller metadata, but an identity of its own: no logical id
+ * (its logical id is its sandbox id) and this client's owner, so the
+ * parent's logical id still names the parent alone. (E2B's fork route would
+ * copy the parent's logical id into every fork: it is not used.) A paused
+ * parent: E2B_ERR_CONFLICT; one behind an egress proxy: E2B_ERR_UNSUPPORTED
+ * (E2B never gives its password back). All or nothing: when a fork fails to
+ * start, the ones that did are killed, the snapshot is deleted and the
+ * request fails with that fork's error. */
 E2B_EXPORT e2b_req *e2b_sandbox_fork(e2b_client *c, const char *sandbox_id, long timeout_ms, int count,
                           e2b_error *err);
 /* Kills by logical or provider id; a sandbox already gone counts as destroyed. */

@@ -295,39 +295,17 @@ e2b_req *e2b_api_resume(e2b_client *c, const char *sandbox_id, long timeout_ms, 
   return e2b_on_sandbox(c, "resume", "POST", sandbox_id, "/resume", body, parse_one_sandbox, 1, err);
 }
 
-/* One result per fork: {"sandbox": Sandbox} or {"error": {code, message}}.
- * The started ones go to sandboxes[]; the failures are counted. */
-static int parse_forks(e2b_req *req, json_t *body, e2b_error *err) {
-  size_t n = json_array_size(body);
-  if (!json_is_array(body) || !(req->sandboxes = calloc(n + 1, sizeof *req->sandboxes))) {
-    e2b_err_set(err, E2B_ERR_PROTOCOL, req->op, "fork answered without a result list");
-    return -1;
-  }
-  for (size_t i = 0; i < n; i++) {
-    json_t *item = json_array_get(body, i), *sbx = json_object_get(item, "sandbox");
-    if (json_is_object(sbx) && e2b_parse_sandbox(sbx, &req->sandboxes[req->sandbox_count]) == 0) {
-      req->sandbox_count++;
-      continue;
-    }
-    if (req->forks_failed++) continue;
-    json_t *e = json_object_get(item, "error");
-    int status = (int)json_integer_value(json_object_get(e, "code"));
-    const char *msg = json_string_value(json_object_get(e, "message"));
-    if (!(req->fork_err = calloc(1, sizeof *req->fork_err))) continue; /* said without detail */
-    char *text = json_dumps(e ? e : item, JSON_COMPACT);
-    e2b_err_from_http(req->fork_err, status >= 400 ? status : 500, ERR_CONTROL, req->op, text,
-                      text ? strlen(text) : 0, -1);
-    if (!msg) snprintf(req->fork_err->message, sizeof req->fork_err->message, "a fork did not start");
-    free(text);
-  }
+static void free_json(void *p) { json_decref(p); }
+
+static int parse_detail(e2b_req *req, json_t *body, e2b_error *err) {
+  if (parse_one_sandbox(req, body, err) != 0) return -1;
+  req->result = json_incref(body);
+  req->result_free = free_json;
   return 0;
 }
 
-e2b_req *e2b_api_fork(e2b_client *c, const char *sandbox_id, long timeout_ms, int count,
-                      e2b_error *err) {
-  json_t *body = json_pack("{s:i}", "count", count);
-  if (timeout_ms > 0) json_object_set_new(body, "timeout", json_integer(ceil_seconds(timeout_ms)));
-  return e2b_on_sandbox(c, "fork", "POST", sandbox_id, "/fork", body, parse_forks, 0, err);
+e2b_req *e2b_api_detail(e2b_client *c, const char *sandbox_id, e2b_error *err) {
+  return e2b_on_sandbox(c, "info", "GET", sandbox_id, "", NULL, parse_detail, 1, err);
 }
 
 e2b_req *e2b_sandbox_get(e2b_client *c, const char *sandbox_id, e2b_error *err) {

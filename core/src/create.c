@@ -59,13 +59,25 @@ static const e2b_op_kind create_kind = {.size = sizeof(create_state), .release =
                                         .children = E2B_FIELDS(CREATE_AT(child)),
                                         .holds = E2B_OP_HOLDS_CLIENT, .ref = CREATE_AT(client)};
 
+/* The body for one route, with extra's members set over it (NULL: none). */
+static json_t *body_with(const e2b_client *c, const e2b_create_opts *o, int v1, json_t *extra,
+                         e2b_error *err) {
+  json_t *body = e2b_create_body(c, o, v1, err);
+  if (body && extra && json_object_update(body, extra) != 0) {
+    json_decref(body);
+    e2b_err_set(err, E2B_ERR_UNAVAILABLE, "create", "out of memory");
+    return NULL;
+  }
+  return body;
+}
+
 /* v2 first, v1 when it answers that it has no such route. */
-static e2b_req *create_either(e2b_client *c, const e2b_create_opts *o, e2b_error *err) {
-  json_t *v2 = e2b_create_body(c, o, 0, err);
+static e2b_req *create_either(e2b_client *c, const e2b_create_opts *o, json_t *extra, e2b_error *err) {
+  json_t *v2 = body_with(c, o, 0, extra, err);
   if (!v2) return NULL;
   e2b_req *op = e2b_op_new(&create_kind, c, NULL, "create", create_advance, NULL, err);
   create_state *s = op ? op->state : NULL;
-  if (!s || !(s->v1_body = e2b_create_body(c, o, 1, err))) {
+  if (!s || !(s->v1_body = body_with(c, o, 1, extra, err))) {
     json_decref(v2);
     e2b_req_free(op);
     return NULL;
@@ -78,6 +90,10 @@ static e2b_req *create_either(e2b_client *c, const e2b_create_opts *o, e2b_error
 }
 
 e2b_req *e2b_sandbox_create(e2b_client *c, const e2b_create_opts *o, e2b_error *err) {
+  return e2b_create_with(c, o, NULL, err);
+}
+
+e2b_req *e2b_create_with(e2b_client *c, const e2b_create_opts *o, json_t *extra, e2b_error *err) {
   static const e2b_create_opts defaults = {0};
   e2b_error_clear(err);
   if (!c) {
@@ -86,7 +102,8 @@ e2b_req *e2b_sandbox_create(e2b_client *c, const e2b_create_opts *o, e2b_error *
   }
   if (!o) o = &defaults;
   int v1 = o->v1_route || o->secure == E2B_NO || c->create_route == E2B_ROUTE_V1;
-  if (!v1 && c->create_route == E2B_ROUTE_UNKNOWN) return e2b_req_typed(create_either(c, o, err), E2B_RESULT_SANDBOX);
-  json_t *body = e2b_create_body(c, o, v1, err);
+  if (!v1 && c->create_route == E2B_ROUTE_UNKNOWN)
+    return e2b_req_typed(create_either(c, o, extra, err), E2B_RESULT_SANDBOX);
+  json_t *body = body_with(c, o, v1, extra, err);
   return body ? e2b_req_typed(e2b_api_create(c, body, v1, err), E2B_RESULT_SANDBOX) : NULL;
 }

@@ -244,8 +244,6 @@ struct e2b_req {
   size_t sandbox_count;
   char *next_token;
   int resumed;
-  int forks_failed;   /* fork: how many of the requested forks did not start */
-  e2b_error *fork_err; /* fork: why the first of them did not (NULL: none, or no memory) */
   e2b_entry *entries;
   size_t entry_count;
   e2b_proc_info *procs;
@@ -359,6 +357,13 @@ int e2b_take_sandboxes(e2b_req *dst, e2b_req *src);
  * options are refused. e2b_api_create POSTs it (owning it) to that route. */
 json_t *e2b_create_body(const e2b_client *c, const e2b_create_opts *o, int v1, e2b_error *err);
 e2b_req *e2b_api_create(e2b_client *c, json_t *body, int v1, e2b_error *err);
+/* create.c: e2b_sandbox_create with extra's members (borrowed; NULL: none)
+ * set over the body, for what the options cannot say (a fork's copy of its
+ * parent's network and volume mounts). */
+e2b_req *e2b_create_with(e2b_client *c, const e2b_create_opts *o, json_t *extra, e2b_error *err);
+/* GET /sandboxes/{id}: the sandbox (e2b_req_sandbox) and, in req->result,
+ * the answer's JSON object itself (for fields the record does not keep). */
+e2b_req *e2b_api_detail(e2b_client *c, const char *sandbox_id, e2b_error *err);
 
 /* ---- op.c: composite requests ---- */
 /* A composite of kind for client c or sandbox sbx (one of them: its loop is
@@ -557,9 +562,6 @@ void e2b_outwatch_free(e2b_sbx *sbx);
 
 /* ---- parse.c: JSON -> result structs ---- */
 int e2b_parse_sandbox(json_t *obj, e2b_sandbox_info *out);
-/* POST /sandboxes/{id}/fork: started forks in sandboxes[], failures counted. */
-e2b_req *e2b_api_fork(e2b_client *c, const char *sandbox_id, long timeout_ms, int count,
-                      e2b_error *err);
 void e2b_sandbox_info_clear(e2b_sandbox_info *sb);
 int e2b_parse_entry(json_t *obj, e2b_entry *out);
 void e2b_entry_clear(e2b_entry *e);

@@ -179,7 +179,6 @@ static void free_results(e2b_req *req) {
   free(req->procs);
   free(req->next_token);
   free(req->written_path);
-  free(req->fork_err);
   if (req->result_free) req->result_free(req->result);
 }
 

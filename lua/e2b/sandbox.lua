@@ -279,11 +279,12 @@ end
 
 local FORK_SPEC = { count = "positive", timeout_ms = "positive_ms", on_close = check.oneof("kill", "pause", "leave") }
 
---- Forks the sandbox: E2B snapshots it in place (it goes on running) and
--- starts `count` new sandboxes from that snapshot. All or nothing: when one
--- fork does not start, those that did are killed and the call fails. The
--- forks are owned by this client (close() applies on_close) and carry their
--- own ids (a fork is not the parent: its logical id is its sandbox id).
+--- Forks the sandbox: snapshots it in place (it goes on running) and
+-- creates `count` new sandboxes from that snapshot, with its settings and
+-- metadata. All or nothing: when one fork does not start, those that did
+-- are killed and the call fails. The forks are owned by this client
+-- (close() applies on_close) and carry their own ids (a fork is not the
+-- parent: its logical id is its sandbox id, its owner this client's).
 -- @tparam[opt] table opts
 -- @tparam[opt=1] int opts.count 1-100
 -- @tparam[opt] int opts.timeout_ms each fork's lifetime (default 300000, as the SDKs')

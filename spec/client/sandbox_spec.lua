@@ -269,6 +269,85 @@ describe("sandbox lifecycle", function()
     assert.are.equal("not_found", err.kind)
   end)
 
+  it("gives a fork an identity of its own: the parent's logical id still names the parent alone", function()
+    local id = fresh_id()
+    local parent = h.sandbox({ id = id, metadata = { spec = id } }, client)
+    local forker = h.client({ owner = "spec-forker" })
+    local pview = assert(forker:resume(id))
+    local forks = assert(pview:fork({ count = 2, timeout_ms = 60000 }))
+    local other = h.client()
+    for _, f in ipairs(forks) do
+      -- found by its sandbox id, which is its logical id; the caller's metadata
+      -- comes along, lua-e2b's keys are its own (owner: the forking client's)
+      assert.are.equal(f.sandbox_id, f.id)
+      local info = assert(other:describe(f.sandbox_id))
+      assert.are.equal(f.sandbox_id, info.id)
+      assert.are.equal("spec-forker", info.owner)
+      assert.are.same({ spec = id }, info.metadata)
+    end
+    assert.are.equal(3, #assert(other:list({ metadata = { spec = id } })))
+    -- describe, resume and destroy by the parent's logical id find the parent, no conflict
+    assert.are.equal(parent.sandbox_id, assert(other:describe(id)).sandbox_id)
+    assert.are.equal(parent.sandbox_id, assert(other:resume(id)).sandbox_id)
+    assert(other:destroy(id))
+    local _, err = other:describe(id)
+    assert.are.equal("not_found", err.kind)
+    for _, f in ipairs(forks) do assert.are.equal("running", assert(other:describe(f.sandbox_id)).state) end
+    for _, f in ipairs(forks) do assert(f:kill()) end
+  end)
+
+  it("gives a fork the parent's egress policy and lifecycle, not the defaults", function()
+    local url, stop = h.http_server("host page", { internet = true })
+    local get = { "curl", "-s", "--max-time", "5", "-o", "/dev/null", "-w", "%{http_code}", url .. "/" }
+    local open = h.sandbox({}, client)
+    assert.are.equal("200", assert(open:run(get)).stdout) -- what no policy gives
+    local parent = h.sandbox({ network = { deny = { "127.0.0.1/32" } }, lifecycle = { on_timeout = "pause" } }, client)
+    local forks = assert(parent:fork({ timeout_ms = 3000 }))
+    local ok, got = pcall(function() return assert(forks[1]:run(get)).stdout end)
+    stop()
+    assert(ok, got)
+    assert.are.equal("000", got)
+    -- at its deadline the fork is paused, as its parent would be, not killed
+    local state
+    for _ = 1, 150 do
+      state = assert(client:describe(forks[1].sandbox_id)).state
+      if state ~= "running" then break end
+      e2b.sleep(100)
+    end
+    assert(forks[1]:kill())
+    assert.are.equal("paused", state)
+  end)
+
+  it("makes a fork all or nothing: when one does not start, those that did are killed and the snapshot dropped", function()
+    local parent = h.sandbox({}, client)
+    local seed = tonumber(os.getenv("SPEC_FORK_SEED") or "6")
+    h.faults({ { match = "POST /v2/sandboxes", action = "status", status = 503, probability = 0.5, count = 1 } }, seed)
+    local forks, err = parent:fork({ count = 3, timeout_ms = 60000 })
+    h.faults()
+    assert.is_nil(forks)
+    assert.are.equal("unavailable", err.kind)
+    assert.are.equal("fork", err.op)
+    local started = tonumber(err.message:match("the (%d+) that did were killed"))
+    assert.is_true(started and started >= 1, err.message)
+    local left = assert(client:list({ state = { "running" } }))
+    assert.are.equal(1, #left, "only the parent runs")
+    assert.are.equal(parent.sandbox_id, left[1].sandbox_id)
+    for _, snap in ipairs(assert(client:snapshots())) do -- the fork's is named after the parent
+      assert.is_nil(snap.snapshot_id:find(parent.sandbox_id, 1, true), snap.snapshot_id)
+    end
+  end)
+
+  it("refuses to fork a paused sandbox with conflict, as E2B does, and leaves no snapshot", function()
+    local parent = h.sandbox({}, client)
+    assert(parent:pause())
+    local before = #assert(client:snapshots())
+    local forks, err = parent:fork()
+    assert.is_nil(forks)
+    assert.are.equal("conflict", err.kind)
+    assert.truthy(err.message:find("paused", 1, true))
+    assert.are.equal(before, #assert(client:snapshots()))
+  end)
+
   it("gives forks the official SDKs' 300 s lifetime by default, not E2B's 15 s", function()
     local parent = h.sandbox({}, client)
     local forks = assert(parent:fork())

@@ -9,6 +9,7 @@ import { request as httpRequest } from 'node:http'
 import { connect as netConnect } from 'node:net'
 import { Sandbox } from './sdk.mjs'
 import { controlApi, envdHeaders, envelope, parseEnvelopes, sleep, startStream, useServer } from './helpers.mjs'
+import { startServer } from './server.mjs'
 
 const S = useServer()
 
@@ -218,7 +219,8 @@ test('list v2: state (comma and %2C), metadata, limit, X-Next-Token only when mo
 test('envd: /health 204, /envs, routing by header and by 49983-<id> Host', async () => {
   const sb = await create({ envVars: { FOO: 'bar' } })
   assert.equal((await envd(sb, '/health')).status, 204)
-  assert.deepEqual(await (await envd(sb, '/envs')).json(), { FOO: 'bar' })
+  assert.deepEqual(await (await envd(sb, '/envs')).json(),
+    { FOO: 'bar', E2B_SANDBOX: 'true', E2B_SANDBOX_ID: sb.sandboxID, E2B_TEMPLATE_ID: sb.templateID })
   const port = new URL(S.env.E2B_API_URL).port
   const viaHost = await new Promise((ok, fail) => {
     const req = httpRequest(
@@ -257,6 +259,206 @@ test('envd: X-Access-Token is enforced except on /health', async () => {
   await kill(sb.sandboxID)
 })
 
+test('envd: the 401s of a missing or wrong X-Access-Token say what E2B\'s envd says', async () => {
+  const sb = await create({ secure: true })
+  const says = async (res, message) => assert.equal((await assertErrorBody(res, 401)).message, message)
+  const refused = 'unauthorized access, please provide a valid access token or method signing if supported'
+  await says(await envd({ ...sb, envdAccessToken: undefined }, '/envs'), refused)
+  await says(await unary({ ...sb, envdAccessToken: 'wrong' }, '/process.Process/List', {}), refused)
+  await says(await envd({ ...sb, envdAccessToken: 'wrong' }, '/files?path=/etc/hostname'), 'access token present in header but does not match')
+  await kill(sb.sandboxID)
+})
+
+test('envd: an Authorization header naming an unknown user is a 401 on every route, as E2B\'s envd authenticates all of them; one that is not "Basic <user>:" names no user', async () => {
+  const sb = await create({ secure: false })
+  const as = (auth) => ({ headers: { Authorization: auth } })
+  const bad = 'Basic ' + Buffer.from('nosuchuser:').toString('base64')
+  for (const [path, init] of [['/health', {}], ['/envs', {}], ['/files?path=/etc/hostname', {}], ['/nope', {}],
+    ['/files?path=/tmp/u.txt', { method: 'POST', headers: { 'Content-Type': 'application/octet-stream' }, body: 'x' }],
+    ['/filesystem.Filesystem/Stat', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{"path":"/"}' }]]) {
+    const res = await envd(sb, path, { ...init, headers: { ...(init.headers || {}), Authorization: bad } })
+    assert.equal(res.status, 401, path)
+    assert.match(res.headers.get('content-type'), /application\/json/)
+    assert.deepEqual(await res.json(), { code: 'unauthenticated', message: "invalid username: 'nosuchuser'" }, path)
+  }
+  for (const auth of ['Bearer x', 'Basic !!!', 'Basic ' + Buffer.from('user').toString('base64')]) {
+    const res = await envd(sb, '/filesystem.Filesystem/Stat', { method: 'POST', ...as(auth), headers: { ...as(auth).headers, 'Content-Type': 'application/json' }, body: '{"path":"/home/user"}' })
+    assert.equal(res.status, 200, auth)
+    assert.equal((await res.json()).entry.owner, 'user', auth)
+    assert.equal((await envd(sb, '/health', as(auth))).status, 204, auth)
+  }
+  // the username of /files is its query parameter
+  const res = await envd(sb, '/files?path=/etc/hostname&username=nosuchuser')
+  assert.equal((await assertErrorBody(res, 401)).message, "error looking up user 'nosuchuser': user: unknown user nosuchuser")
+  await kill(sb.sandboxID)
+})
+
+test('envd: filesystem errors carry E2B\'s envd messages (codes and texts)', async () => {
+  const sb = await create({ secure: false })
+  const call = async (m, msg) => { const r = await unary(sb, `/filesystem.Filesystem/${m}`, msg); return [r.status, await r.json()] }
+  assert.equal((await envd(sb, '/files?path=/home/user/f.txt', { method: 'POST', headers: { 'Content-Type': 'application/octet-stream' }, body: 'abc' })).status, 200)
+  assert.deepEqual(await call('Stat', { path: '/home/user/missing.txt' }),
+    [404, { code: 'not_found', message: 'file not found: lstat /home/user/missing.txt: no such file or directory' }])
+  assert.deepEqual(await call('ListDir', { path: '/home/user/nodir' }),
+    [404, { code: 'not_found', message: 'path not found: lstat /home/user/nodir: no such file or directory' }])
+  assert.deepEqual(await call('ListDir', { path: '/home/user/f.txt' }),
+    [400, { code: 'invalid_argument', message: 'path is not a directory: /home/user/f.txt' }])
+  assert.deepEqual(await call('MakeDir', { path: '/home/user' }),
+    [409, { code: 'already_exists', message: 'directory already exists: /home/user' }])
+  assert.deepEqual(await call('MakeDir', { path: '/home/user/f.txt' }),
+    [400, { code: 'invalid_argument', message: 'path already exists but it is not a directory: /home/user/f.txt' }])
+  assert.deepEqual(await call('Move', { source: '/home/user/missing', destination: '/home/user/x' }),
+    [404, { code: 'not_found', message: 'source file not found: rename /home/user/missing /home/user/x: no such file or directory' }])
+  // through a file: Go's errors of the first look at the path
+  assert.deepEqual(await call('Stat', { path: '/home/user/f.txt/x' }),
+    [500, { code: 'internal', message: 'error getting file info: lstat /home/user/f.txt/x: not a directory' }])
+  assert.deepEqual(await call('MakeDir', { path: '/home/user/f.txt/x' }),
+    [500, { code: 'internal', message: 'error getting file info: stat /home/user/f.txt/x: not a directory' }])
+  assert.deepEqual(await call('Remove', { path: '/home/user/f.txt/x' }),
+    [500, { code: 'internal', message: 'error removing file or directory: unlinkat /home/user/f.txt/x: not a directory' }])
+  // ListDir names the first component that is missing
+  assert.deepEqual(await call('ListDir', { path: '/home/user/a/b/c' }),
+    [404, { code: 'not_found', message: 'path not found: lstat /home/user/a: no such file or directory' }])
+  await call('MakeDir', { path: '/home/user/m1/x' })
+  await call('MakeDir', { path: '/home/user/m2/y' })
+  const [st, body] = await call('Move', { source: '/home/user/m1', destination: '/home/user/m2' })
+  assert.equal(st, 500)
+  assert.equal(body.code, 'internal')
+  assert.match(body.message, /^error renaming: rename \/home\/user\/m1 \/home\/user\/m2: (directory not empty|file exists)$/)
+  const res = await envd(sb, '/files?path=/home/user/missing.txt')
+  assert.equal((await assertErrorBody(res, 404)).message, "path '/home/user/missing.txt' does not exist")
+  // no path: the user's home, a directory
+  assert.equal((await assertErrorBody(await envd(sb, '/files'), 400)).message, "path '/home/user' is a directory")
+  const upload = (q) => envd(sb, `/files${q}`, { method: 'POST', headers: { 'Content-Type': 'application/octet-stream' }, body: 'x' })
+  assert.equal((await assertErrorBody(await upload('?path=/home/user'), 400)).message, 'path is a directory: /home/user')
+  assert.equal((await assertErrorBody(await upload(''), 400)).message, 'path query parameter is required for raw body upload')
+  const range = await envd(sb, '/files?path=/home/user/f.txt', { headers: { Range: 'bytes=20-' } })
+  assert.equal(range.status, 416)
+  assert.equal(await range.text(), 'invalid range: failed to overlap\n')
+  // watches
+  const watch = async (path) => {
+    const r = await envd(sb, '/filesystem.Filesystem/WatchDir', { method: 'POST', headers: { 'Content-Type': 'application/connect+json' }, body: envelope({ path }) })
+    return parseEnvelopes(Buffer.from(await r.arrayBuffer())).at(-1).msg.error
+  }
+  assert.deepEqual(await watch('/home/user/nowatch'), { code: 'not_found', message: 'path /home/user/nowatch not found: stat /home/user/nowatch: no such file or directory' })
+  assert.deepEqual(await watch('/home/user/f.txt'), { code: 'invalid_argument', message: 'path /home/user/f.txt not a directory: %!w(<nil>)' })
+  assert.deepEqual(await call('CreateWatcher', { path: '/home/user/nowatch' }),
+    [404, { code: 'not_found', message: 'path /home/user/nowatch not found: stat /home/user/nowatch: no such file or directory' }])
+  assert.deepEqual(await call('GetWatcherEvents', { watcherId: 'nope' }), [404, { code: 'not_found', message: 'watcher with id nope not found' }])
+  assert.deepEqual(await call('RemoveWatcher', { watcherId: 'nope' }), [404, { code: 'not_found', message: 'watcher with id nope not found' }])
+  await kill(sb.sandboxID)
+})
+
+test('envd: EntryInfo as E2B\'s envd builds it: mode has the permission bits only, permissions is Go\'s FileMode string, a symlink takes its target\'s type and mode', async () => {
+  const sb = await create()
+  const run = await startStream(S.env, sb, 'ln -sfn /nowhere /home/user/dangle; ln -sfn /tmp /home/user/tmplink; ln -sfn /etc/hostname /home/user/hl')
+  assert.equal(run.frames.at(-2).msg.event.end.status, 'exit status 0')
+  const stat = async (path) => {
+    const e = (await (await unary(sb, '/filesystem.Filesystem/Stat', { path })).json()).entry
+    return { type: e.type, mode: e.mode, permissions: e.permissions, symlinkTarget: e.symlinkTarget }
+  }
+  assert.deepEqual(await stat('/tmp'), { type: 'FILE_TYPE_DIRECTORY', mode: 0o777, permissions: 'dtrwxrwxrwx', symlinkTarget: undefined })
+  assert.deepEqual(await stat('/dev/null'), { type: undefined, mode: 0o666, permissions: 'Dcrw-rw-rw-', symlinkTarget: undefined })
+  assert.deepEqual(await stat('/home/user/tmplink'), { type: 'FILE_TYPE_DIRECTORY', mode: 0o777, permissions: 'Lrwxrwxrwx', symlinkTarget: '/tmp' })
+  assert.deepEqual(await stat('/home/user/hl'), { type: 'FILE_TYPE_FILE', mode: 0o644, permissions: 'Lrwxrwxrwx', symlinkTarget: '/etc/hostname' })
+  // a link that leads nowhere: no type, no mode, and itself as its target (envd's EvalSymlinks failed)
+  assert.deepEqual(await stat('/home/user/dangle'), { type: undefined, mode: undefined, permissions: 'Lrwxrwxrwx', symlinkTarget: '/home/user/dangle' })
+  // modifiedTime to the nanosecond, its fraction in 0, 3, 6 or 9 digits as protobuf's JSON writes a Timestamp
+  const times = await startStream(S.env, sb, "touch -d '2020-01-02 03:04:05.123456789Z' /tmp/t9; touch -d '2020-01-02 03:04:05.5Z' /tmp/t3; " +
+    "touch -d '2020-01-02 03:04:05.000001Z' /tmp/t6; touch -d '2020-01-02 03:04:05Z' /tmp/t0")
+  assert.equal(times.frames.at(-2).msg.event.end.status, 'exit status 0')
+  const mtime = async (path) => (await (await unary(sb, '/filesystem.Filesystem/Stat', { path })).json()).entry.modifiedTime
+  assert.equal(await mtime('/tmp/t9'), '2020-01-02T03:04:05.123456789Z')
+  assert.equal(await mtime('/tmp/t3'), '2020-01-02T03:04:05.500Z')
+  assert.equal(await mtime('/tmp/t6'), '2020-01-02T03:04:05.000001Z')
+  assert.equal(await mtime('/tmp/t0'), '2020-01-02T03:04:05Z')
+  await kill(sb.sandboxID)
+})
+
+test('envd: every process and /envs have E2B_SANDBOX, E2B_SANDBOX_ID and E2B_TEMPLATE_ID, which create envVars cannot replace and a process\'s own envs can', async () => {
+  const sb = await create({ envVars: { E2B_SANDBOX: 'no', MINE: 'm' } })
+  const envs = await (await envd(sb, '/envs')).json()
+  assert.equal(envs.E2B_SANDBOX, 'true')
+  assert.equal(envs.E2B_SANDBOX_ID, sb.sandboxID)
+  assert.equal(envs.E2B_TEMPLATE_ID, sb.templateID)
+  assert.equal(envs.MINE, 'm')
+  const out = async (extra) => {
+    const r = await envd(sb, '/process.Process/Start', { method: 'POST', headers: { 'Content-Type': 'application/connect+json' },
+      body: envelope({ process: { cmd: '/bin/sh', args: ['-c', 'echo "$E2B_SANDBOX $E2B_SANDBOX_ID $E2B_TEMPLATE_ID $MINE"'], envs: extra } }) })
+    const frames = parseEnvelopes(Buffer.from(await r.arrayBuffer()))
+    return Buffer.from(frames.find((f) => f.msg.event?.data).msg.event.data.stdout, 'base64').toString()
+  }
+  assert.equal(await out({}), `true ${sb.sandboxID} ${sb.templateID} m\n`)
+  assert.equal(await out({ E2B_SANDBOX: 'mine' }), `mine ${sb.sandboxID} ${sb.templateID} m\n`)
+  await kill(sb.sandboxID)
+})
+
+test('/files: a download names its file in Content-Disposition as envd writes it (bare, quoted, or RFC 2231)', async () => {
+  const sb = await create()
+  for (const [name, want] of [['r.txt', 'inline; filename=r.txt'], ['a b.txt', 'inline; filename="a b.txt"'],
+    ['q"x.txt', 'inline; filename="q\\"x.txt"'], ['é.txt', "inline; filename*=utf-8''%C3%A9.txt"]]) {
+    const path = `/home/user/${name}`
+    const up = await envd(sb, `/files?path=${encodeURIComponent(path)}`, { method: 'POST', headers: { 'Content-Type': 'application/octet-stream' }, body: 'x' })
+    assert.equal(up.status, 200)
+    for (const enc of ['identity', 'gzip']) {
+      const res = await envd(sb, `/files?path=${encodeURIComponent(path)}`, { headers: { 'Accept-Encoding': enc } })
+      assert.equal(res.status, 200)
+      assert.equal(res.headers.get('content-disposition'), want, `${name} ${enc}`)
+      assert.equal(res.headers.get('vary'), 'Accept-Encoding')
+      await res.arrayBuffer()
+    }
+  }
+  await kill(sb.sandboxID)
+})
+
+test('envd: unknown paths, wrong methods and wrong content types answer as envd\'s Go router and Connect handlers do', async () => {
+  const sb = await create()
+  let res = await envd(sb, '/nope')
+  assert.equal(res.status, 404)
+  assert.equal(res.headers.get('content-type'), 'text/plain; charset=utf-8')
+  assert.equal(await res.text(), '404 page not found\n')
+  res = await envd(sb, '/process.Process/Nope', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{}' })
+  assert.equal(await res.text(), '404 page not found\n')
+  for (const [method, path, allow] of [['GET', '/process.Process/List', 'POST'], ['POST', '/health', 'GET'], ['PUT', '/envs', 'GET'], ['DELETE', '/files?path=/tmp/x', 'GET, POST']]) {
+    res = await envd(sb, path, { method })
+    assert.equal(res.status, 405, `${method} ${path}`)
+    assert.equal(res.headers.get('allow'), allow, `${method} ${path}`)
+    assert.equal(await res.text(), '', `${method} ${path}`)
+  }
+  res = await unary(sb, '/filesystem.Filesystem/Stat', { path: '/' }, { 'Content-Type': 'text/plain' })
+  assert.equal(res.status, 415)
+  assert.equal(await res.text(), '')
+  assert.match(res.headers.get('accept-post'), /^application\/grpc, .*application\/json, application\/json; charset=utf-8, application\/proto$/)
+  res = await unary(sb, '/process.Process/Start', {}, { 'Content-Type': 'application/json' })
+  assert.equal(res.status, 415)
+  assert.match(res.headers.get('accept-post'), /^application\/connect\+json, application\/connect\+json; charset=utf-8, application\/connect\+proto, /)
+  await kill(sb.sandboxID)
+})
+
+test('envd: GET /metrics answers the sandbox\'s own numbers in envd\'s shape, behind the access token', async () => {
+  const sb = await create()
+  const res = await envd(sb, '/metrics')
+  assert.equal(res.status, 200)
+  assert.equal(res.headers.get('cache-control'), 'no-store')
+  const m = await res.json()
+  assert.deepEqual(Object.keys(m), ['ts', 'cpu_count', 'cpu_used_pct', 'mem_total_mib', 'mem_used_mib', 'mem_total', 'mem_used', 'mem_cache', 'disk_used', 'disk_total'])
+  assert.ok(Math.abs(m.ts - Date.now() / 1000) < 60)
+  assert.ok(m.cpu_count > 0 && m.mem_total > 0 && m.disk_total > 0)
+  assert.equal(m.mem_total_mib, Math.floor(m.mem_total / 1048576))
+  assert.equal(m.mem_used_mib, Math.floor(m.mem_used / 1048576))
+  assert.equal(Math.round(m.cpu_used_pct * 100) / 100, m.cpu_used_pct)
+  await assertErrorBody(await envd({ ...sb, envdAccessToken: undefined }, '/metrics'), 401)
+  await kill(sb.sandboxID)
+})
+
+test('envd: process.List with no processes answers {}, as protobuf JSON leaves an empty list out', async () => {
+  const sb = await create({ secure: false })
+  const res = await unary(sb, '/process.Process/List', {})
+  assert.equal(res.status, 200)
+  assert.deepEqual(await res.json(), {})
+  await kill(sb.sandboxID)
+})
+
 test('envd of a killed, paused or unknown sandbox answers 502 JSON', async () => {
   const sb = await create()
   await api(`/sandboxes/${sb.sandboxID}/pause`, { method: 'POST', body: '{}' })
@@ -286,7 +488,9 @@ test('Connect unary: JSON codec, string error codes, 415 on a wrong content type
   res = await unary(sb, '/filesystem.Filesystem/MakeDir', { path: '/home/user' })
   assert.equal((await res.json()).code, 'already_exists')
   res = await unary(sb, '/process.Process/SendSignal', { process: { pid: 99999 }, signal: 'SIGNAL_SIGKILL' })
-  assert.equal((await res.json()).code, 'not_found')
+  assert.deepEqual(await res.json(), { code: 'not_found', message: 'process with pid 99999 not found' })
+  res = await unary(sb, '/process.Process/SendSignal', { process: { tag: 'nope' }, signal: 'SIGNAL_SIGKILL' })
+  assert.deepEqual(await res.json(), { code: 'not_found', message: 'process with tag nope not found' }, 'as envd says it, unquoted')
   res = await unary(sb, '/filesystem.Filesystem/Stat', { path: '/' }, { 'Content-Type': 'text/plain' })
   assert.equal(res.status, 415)
   // application/proto is the binary codec (codec.test.mjs): JSON text is not a valid message
@@ -341,32 +545,63 @@ test('Connect stream errors travel in the single end-stream frame of an HTTP 200
   assert.equal(frames.length, 1)
   assert.equal(frames[0].flags, 2)
   assert.equal(frames[0].msg.error.code, 'not_found')
-  // a start that cannot exec
-  const bad = await envd(sb, '/process.Process/Start', {
-    method: 'POST',
-    headers: { 'Content-Type': 'application/connect+json' },
-    body: envelope({ process: { cmd: '/no/such/binary' } }),
-  })
-  const bf = parseEnvelopes(Buffer.from(await bad.arrayBuffer()))
-  assert.equal(bf.length, 1)
-  assert.equal(typeof bf[0].msg.error.code, 'string')
   // unknown user
   const u = await startStream(S.env, sb, 'true', { Authorization: 'Basic ' + Buffer.from('mallory:').toString('base64') })
   assert.equal(u.frames[0].msg.error.code, 'unauthenticated')
   await kill(sb.sandboxID)
 })
 
-test('keepalive events follow Keepalive-Ping-Interval; Connect-Timeout-Ms kills the process', async () => {
+// envd >= 0.5.4 runs every command as `/bin/sh -c '<oom score> && exec nice -n N "$@"' -- cmd args`.
+const startRaw = async (env, sb, cmd) => {
+  const res = await fetch(`${env.E2B_SANDBOX_URL}/process.Process/Start`, {
+    method: 'POST',
+    headers: {
+      'E2b-Sandbox-Id': sb.sandboxID,
+      'Content-Type': 'application/connect+json',
+      ...(sb.envdAccessToken ? { 'X-Access-Token': sb.envdAccessToken } : {}),
+    },
+    body: envelope({ process: { cmd } }),
+  })
+  return parseEnvelopes(Buffer.from(await res.arrayBuffer())).map((f) => f.msg)
+}
+
+test('a command that cannot be executed starts and exits 127 (126: not executable) with nice\'s complaint, as E2B\'s envd runs every command through its sh and nice wrapper', async () => {
+  const sb = await create()
+  for (const [cmd, code, why] of [['/no/such/binary', 127, 'No such file or directory'], ['/home/user', 126, 'Permission denied']]) {
+    const msgs = await startRaw(S.env, sb, cmd)
+    assert.ok(msgs[0].event.start.pid > 0, JSON.stringify(msgs))
+    const stderr = Buffer.concat(msgs.filter((m) => m.event?.data?.stderr).map((m) => Buffer.from(m.event.data.stderr, 'base64'))).toString()
+    assert.equal(stderr, `/usr/bin/nice: '${cmd}': ${why}\n`)
+    const end = msgs.find((m) => m.event?.end).event.end
+    assert.deepEqual(end, { exitCode: code, exited: true, status: `exit status ${code}`, error: `exit status ${code}` })
+  }
+  await kill(sb.sandboxID)
+  // before 0.5.4 envd exec'd the command itself: the start fails
+  const old = await startServer({ extraArgs: ['--envd-version', '0.5.3', '--no-tls'] })
+  try {
+    const res = await fetch(`${old.env.E2B_API_URL}/sandboxes`, { method: 'POST', headers: { 'X-API-Key': old.env.E2B_API_KEY, 'Content-Type': 'application/json' }, body: JSON.stringify({ templateID: 'base', secure: false }) })
+    const osb = await res.json()
+    const msgs = await startRaw(old.env, osb, '/no/such/binary')
+    assert.equal(msgs.length, 1)
+    assert.equal(msgs[0].error.code, 'invalid_argument')
+  } finally {
+    assert.equal((await old.stop()).code, 0)
+  }
+})
+
+test('keepalive events follow Keepalive-Ping-Interval; Connect-Timeout-Ms kills the process and ends the stream with the context\'s error, no end event, as envd does', async () => {
   const sb = await create()
   const k = await startStream(S.env, sb, 'sleep 2.5', { 'Keepalive-Ping-Interval': '1' })
   assert.ok(k.frames.filter((f) => f.msg.event?.keepalive).length >= 1)
   const t0 = Date.now()
-  const d = await startStream(S.env, sb, 'sleep 30', { 'Connect-Timeout-Ms': '1000' })
+  const d = await startStream(S.env, sb, 'echo $$; sleep 30', { 'Connect-Timeout-Ms': '1000' })
   assert.ok(Date.now() - t0 < 8000)
-  const end = d.frames.find((f) => f.msg.event?.end).msg.event.end
-  assert.equal(end.status, 'signal: killed')
-  assert.equal(end.exitCode, -1)
-  assert.equal(d.frames.at(-1).msg.error.code, 'deadline_exceeded')
+  assert.equal(d.frames.find((f) => f.msg.event?.end), undefined)
+  assert.deepEqual(d.frames.at(-1).msg.error, { code: 'deadline_exceeded', message: 'context deadline exceeded' })
+  // the process is gone all the same
+  const pid = Number(Buffer.from(d.frames.find((f) => f.msg.event?.data).msg.event.data.stdout, 'base64').toString())
+  const list = await (await unary(sb, '/process.Process/List', {})).json()
+  assert.ok(!(list.processes || []).some((p) => p.pid === pid), JSON.stringify(list))
   await kill(sb.sandboxID)
 })
 

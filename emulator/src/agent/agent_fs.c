@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <sys/vfs.h>
 #include <sys/xattr.h>
 #include <unistd.h>
@@ -80,26 +81,32 @@ static const char *id_name(unsigned id, char buf[16]) {
   return buf;
 }
 
-/* Go's os.FileMode.String() form, which envd reports as `permissions`. */
-static void perm_string(mode_t m, char out[12]) {
-  char t = '-';
-  if (S_ISDIR(m)) t = 'd';
-  else if (S_ISLNK(m)) t = 'L';
-  else if (S_ISFIFO(m)) t = 'p';
-  else if (S_ISSOCK(m)) t = 'S';
-  else if (S_ISCHR(m)) t = 'c';
-  else if (S_ISBLK(m)) t = 'D';
+/* Go's os.FileMode.String() form, which envd reports as `permissions`: a
+ * letter for each of Go's mode bits that is set, in Go's order
+ * ("dalTLDpSugct?"; a character device is both D and c), or "-" for none,
+ * then rwx for the nine permission bits. */
+static void perm_string(mode_t m, char out[24]) {
+  const struct {
+    int on;
+    char c;
+  } bits[] = {{S_ISDIR(m), 'd'},  {S_ISLNK(m), 'L'},       {S_ISBLK(m) || S_ISCHR(m), 'D'},
+              {S_ISFIFO(m), 'p'}, {S_ISSOCK(m), 'S'},      {(m & S_ISUID) != 0, 'u'},
+              {(m & S_ISGID) != 0, 'g'}, {S_ISCHR(m), 'c'}, {(m & S_ISVTX) != 0, 't'}};
+  size_t n = 0;
+  for (size_t i = 0; i < sizeof bits / sizeof *bits; i++)
+    if (bits[i].on) out[n++] = bits[i].c;
+  if (!n) out[n++] = '-';
   const char *rwx = "rwxrwxrwx";
-  out[0] = t;
-  for (int i = 0; i < 9; i++) out[i + 1] = (m & (1u << (8 - i))) ? rwx[i] : '-';
-  out[10] = '\0';
+  for (int i = 0; i < 9; i++) out[n++] = (m & (1u << (8 - i))) ? rwx[i] : '-';
+  out[n] = '\0';
 }
 
+/* envd's types: a file or a directory; anything else has none (its zero
+ * value, which protobuf JSON leaves out). */
 static const char *file_type(mode_t m) {
   if (S_ISDIR(m)) return "FILE_TYPE_DIRECTORY";
-  if (S_ISLNK(m)) return "FILE_TYPE_SYMLINK";
   if (S_ISREG(m)) return "FILE_TYPE_FILE";
-  return "FILE_TYPE_UNSPECIFIED";
+  return NULL;
 }
 
 static const char *base_name(const char *p) {
@@ -145,7 +152,46 @@ static int write_metadata(int fd, json_t *meta) {
   return 0;
 }
 
-/* EntryInfo (proto3 JSON) of the sandbox path `virt`, from lstat. */
+/* A Timestamp as protobuf's JSON writes it, which envd's times are: the
+ * fraction in 0, 3, 6 or 9 digits, as the nanoseconds need. */
+static void time_text(struct timespec t, char out[48]) {
+  struct tm tm;
+  time_t secs = t.tv_sec;
+  if (!gmtime_r(&secs, &tm)) tm = (struct tm){.tm_year = 70, .tm_mday = 1};
+  int n = snprintf(out, 48, "%04d-%02d-%02dT%02d:%02d:%02d", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+                   tm.tm_hour, tm.tm_min, tm.tm_sec);
+  long ns = t.tv_nsec;
+  if (ns % 1000000 == 0 && ns)
+    n += snprintf(out + n, 48 - (size_t)n, ".%03ld", ns / 1000000);
+  else if (ns % 1000 == 0 && ns)
+    n += snprintf(out + n, 48 - (size_t)n, ".%06ld", ns / 1000);
+  else if (ns)
+    n += snprintf(out + n, 48 - (size_t)n, ".%09ld", ns);
+  snprintf(out + n, 48 - (size_t)n, "Z");
+}
+
+/* A symlink's part of its EntryInfo, as envd makes it: the target's type and
+ * permission bits, and the fully resolved target; a link that resolves to
+ * nothing has neither, and its own path as its target. */
+static void symlink_fields(json_t *e, const char *virt, const char *real) {
+  struct stat target;
+  char *resolved = realpath(real, NULL);
+  if (!resolved || stat(resolved, &target) != 0) {
+    json_object_set_new(e, "symlinkTarget", pj_text(virt));
+    free(resolved);
+    return;
+  }
+  char *v = afs_to_virt(resolved);
+  json_object_set_new(e, "symlinkTarget", pj_text(v));
+  free(v);
+  free(resolved);
+  const char *type = file_type(target.st_mode);
+  if (type) json_object_set_new(e, "type", json_string(type));
+  if (target.st_mode & 0777) json_object_set_new(e, "mode", json_integer(target.st_mode & 0777));
+}
+
+/* EntryInfo (proto3 JSON: zero values left out) of the sandbox path `virt`,
+ * from lstat, as envd builds it: `mode` holds the permission bits only. */
 static json_t *entry_info(const char *virt, int *err) {
   char *real = afs_to_real(virt);
   struct stat st;
@@ -154,35 +200,23 @@ static json_t *entry_info(const char *virt, int *err) {
     free(real);
     return NULL;
   }
-  char perm[12], ob[16], gb[16], tbuf[E2B_TIME_SIZE], size[32];
+  char perm[24], ob[16], gb[16], tbuf[48], size[32];
   perm_string(st.st_mode, perm);
-  int64_t mtime_ms = (int64_t)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000;
-  e2b_time_format(mtime_ms, tbuf);
+  time_text(st.st_mtim, tbuf);
   snprintf(size, sizeof size, "%lld", (long long)st.st_size);
-  json_t *e = json_pack("{s:o, s:s, s:o, s:s, s:I, s:s, s:s, s:s, s:s}", "name", pj_text(base_name(virt)),
-                        "type", file_type(st.st_mode), "path", pj_text(virt), "size", size, "mode",
-                        (json_int_t)(st.st_mode & 07777), "permissions", perm, "owner",
-                        id_name(st.st_uid, ob), "group", id_name(st.st_gid, gb), "modifiedTime",
-                        tbuf);
-  if (st.st_size == 0) json_object_del(e, "size"); /* proto3 JSON omits zero values */
+  json_t *e = json_pack("{s:o, s:o, s:s, s:s, s:s, s:s, s:s}", "name", pj_text(base_name(virt)), "path",
+                        pj_text(virt), "size", size, "permissions", perm, "owner", id_name(st.st_uid, ob),
+                        "group", id_name(st.st_gid, gb), "modifiedTime", tbuf);
+  if (st.st_size == 0) json_object_del(e, "size");
+  if (S_ISLNK(st.st_mode)) {
+    symlink_fields(e, virt, real);
+  } else {
+    const char *type = file_type(st.st_mode);
+    if (type) json_object_set_new(e, "type", json_string(type));
+    if (st.st_mode & 0777) json_object_set_new(e, "mode", json_integer(st.st_mode & 0777));
+  }
   json_t *meta = read_metadata(real);
   if (meta) json_object_set_new(e, "metadata", meta);
-  if (S_ISLNK(st.st_mode)) {
-    char target[PATH_MAX];
-    char *resolved = realpath(real, NULL);
-    if (resolved) {
-      char *v = afs_to_virt(resolved);
-      json_object_set_new(e, "symlinkTarget", pj_text(v));
-      free(v);
-      free(resolved);
-    } else {
-      ssize_t n = readlink(real, target, sizeof target - 1);
-      if (n >= 0) {
-        target[n] = '\0';
-        json_object_set_new(e, "symlinkTarget", pj_text(target));
-      }
-    }
-  }
   free(real);
   return e;
 }
@@ -272,9 +306,29 @@ int afs_dir_errno(const char *virt) {
   return err;
 }
 
+/* The first component of virt that does not exist (envd's EvalSymlinks
+ * names it in its error). Malloc'd. */
+static char *first_missing(const char *virt) {
+  char *p = xstrdup(virt);
+  for (char *s = strchr(p + 1, '/');; s = strchr(s + 1, '/')) {
+    if (s) *s = '\0';
+    char *real = afs_to_real(p);
+    struct stat st;
+    int gone = lstat(real, &st) != 0 && errno == ENOENT;
+    free(real);
+    if (gone || !s) return p;
+    *s = '/';
+  }
+}
+
 int afs_listdir(json_t *req, json_t **out) {
   const char *virt = req_str(req, "path");
   int derr = afs_dir_errno(virt);
+  if (derr == ENOENT) {
+    char *missing = first_missing(virt);
+    *out = json_pack("{s:s}", "missing", missing);
+    free(missing);
+  }
   if (derr) return derr;
   listing l = {json_array(), NULL};
   int err = list_into(&l, virt, req_int(req, "depth", 1), 1);
@@ -321,7 +375,12 @@ int afs_mkdir(json_t *req, json_t **out) {
   char *real = afs_to_real(virt);
   struct stat st;
   int err = 0;
-  if (stat(real, &st) == 0) err = S_ISDIR(st.st_mode) ? EEXIST : ENOTDIR;
+  if (stat(real, &st) == 0) {
+    err = S_ISDIR(st.st_mode) ? EEXIST : ENOTDIR;
+  } else if (errno != ENOENT) {
+    err = errno; /* envd's first look at the path failed, not the mkdir */
+    *out = json_pack("{s:b}", "stat_failed", 1);
+  }
   if (!err) err = ensure_dirs(real, 0, req_int(req, "uid", 1000), req_int(req, "gid", 1000));
   free(real);
   if (err) return err;

@@ -325,6 +325,9 @@ static enum MHD_Result create(http_req *r, int v2) {
   } else {
     p.tpl = &tpl;
     p.volume_mounts = vm;
+    /* From a snapshot, E2B restores envd's memory: its env vars stay unless
+     * the create gives some, which replace them (envd's init with envVars). */
+    if (!json_object_size(p.env_vars) && json_object_size(tpl.env_vars)) p.env_vars = tpl.env_vars;
     const char *err = NULL;
     sandbox *sb = sandbox_create(&p, &err);
     res = sb ? http_json(r->conn, 201, sandbox_json(sb))
@@ -801,12 +804,27 @@ static enum MHD_Result h_snapshots_list(http_req *r) {
   return res;
 }
 
+/* E2B refuses to delete a template that a running or paused sandbox was
+ * created from (its base template): 400. */
+static int snapshot_in_use(http_req *r, const char *id, enum MHD_Result *res) {
+  tpl_ref t;
+  if (store_resolve_template(id, &t) != 0) return 0;
+  int used = sandbox_template_in_use(t.template_id);
+  if (used)
+    *res = http_error(r->conn, 400, "cannot delete template '%s' because there are %s sandboxes using it",
+                      t.template_id, used == 1 ? "running" : "paused");
+  tpl_ref_free(&t);
+  return used;
+}
+
 static enum MHD_Result h_template_delete(http_req *r) {
   char *id = xstrdup(ctx_id(r));
   unescape_stable(id); /* "local%2Fname%3Adefault" */
   enum MHD_Result res;
   tpl_ref t;
-  if (store_snapshot_delete(id) == 0) {
+  if (snapshot_in_use(r, id, &res)) {
+    /* answered */
+  } else if (store_snapshot_delete(id) == 0) {
     res = http_empty(r->conn, 204);
   } else if (store_resolve_template(id, &t) == 0) {
     tpl_ref_free(&t);
@@ -912,14 +930,16 @@ static int fork_args(json_t *b, call_args *a, opts_err *e) {
   return get_timeout(b, DEFAULT_TIMEOUT_S, &a->timeout_s, e);
 }
 
-/* A fork starts from the parent's files with its settings (not its
- * metadata: that names the parent), as a sandbox of its own. */
+/* A fork starts from the parent's files with its settings and its
+ * metadata, as E2B's does: E2B boots every fork from the parent's snapshot,
+ * which keeps the metadata, and the fork request has no metadata of its own. */
 static json_t *fork_one(sandbox *parent, const tpl_ref *tpl, json_t *vm, json_t *net, int timeout_s) {
   sandbox_params p = {
       .tpl = tpl, .timeout_s = timeout_s ? timeout_s : DEFAULT_TIMEOUT_S, .secure = parent->secure,
       .allow_internet = parent->allow_internet, .public_traffic = parent->traffic_token == NULL,
       .auto_pause = parent->auto_pause, .auto_pause_memory = parent->auto_pause_memory,
       .auto_resume = parent->auto_resume, .env_vars = parent->env_vars, .network = net,
+      .metadata = parent->metadata,
       .volume_mounts = vm,
   };
   const char *err = NULL;

@@ -27,6 +27,7 @@ typedef struct tpl {
 typedef struct snap {
   char *key, *id, *sandbox_id, *dir;
   json_t *names, *ro_mounts;
+  json_t *env_vars; /* the sandbox's env vars: E2B's snapshot keeps envd's memory */
   int64_t created_ms;
 } snap;
 
@@ -104,6 +105,7 @@ static void snap_free(snap *s) {
   free(s->dir);
   json_decref(s->names);
   json_decref(s->ro_mounts);
+  json_decref(s->env_vars);
 }
 
 static void vol_free(vol *v) {
@@ -169,6 +171,8 @@ static int keep_snapshot(const char *name, const char *dir, json_t *m) {
   if (!s->names) s->names = json_array();
   s->ro_mounts = json_incref(json_object_get(m, "roMounts"));
   if (!s->ro_mounts) s->ro_mounts = json_array();
+  s->env_vars = json_incref(json_object_get(m, "envVars"));
+  if (!json_is_object(s->env_vars)) json_decref(s->env_vars), s->env_vars = json_object();
   s->created_ms = json_integer_value(json_object_get(m, "createdMs"));
   return 1;
 }
@@ -376,6 +380,7 @@ int store_resolve_template(const char *ref, tpl_ref *out) {
     out->alias = json_array_size(s->names) ? xstrdup(json_string_value(json_array_get(s->names, 0))) : NULL;
     out->files = xasprintf("%s/files", s->dir);
     out->ro_mounts = json_deep_copy(s->ro_mounts);
+    out->env_vars = json_deep_copy(s->env_vars);
     rc = 0;
   }
   pthread_mutex_unlock(&g_mu);
@@ -395,13 +400,14 @@ void tpl_ref_free(tpl_ref *t) {
   free(t->alias);
   free(t->files);
   json_decref(t->ro_mounts);
+  json_decref(t->env_vars);
   memset(t, 0, sizeof *t);
 }
 
 /* ---- snapshots ---- */
 
 json_t *store_snapshot_create(const char *sandbox_id, const char *name, const char *sandbox_dir,
-                              json_t *ro_mounts, const char **err) {
+                              json_t *ro_mounts, json_t *env_vars, const char **err) {
   char *key = NULL;
   if (name && *name) {
     key = normalize_ref(name);
@@ -445,8 +451,10 @@ json_t *store_snapshot_create(const char *sandbox_id, const char *name, const ch
     s.names = json_array();
   }
   s.ro_mounts = json_deep_copy(ro_mounts ? ro_mounts : json_array());
-  json_t *meta = json_pack("{s:s, s:O, s:s, s:I, s:O}", "snapshotID", s.id, "names", s.names, "sandboxID",
-                           sandbox_id, "createdMs", (json_int_t)s.created_ms, "roMounts", s.ro_mounts);
+  s.env_vars = json_deep_copy(json_is_object(env_vars) ? env_vars : json_object());
+  json_t *meta = json_pack("{s:s, s:O, s:s, s:I, s:O, s:O}", "snapshotID", s.id, "names", s.names, "sandboxID",
+                           sandbox_id, "createdMs", (json_int_t)s.created_ms, "roMounts", s.ro_mounts,
+                           "envVars", s.env_vars);
   char *mp = xasprintf("%s/meta.json", tmp);
   save_json(mp, meta);
   free(mp);

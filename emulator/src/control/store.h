@@ -39,6 +39,7 @@ typedef struct tpl_ref {
   char *alias;       /* template alias / snapshot name, or NULL */
   char *files;       /* directory holding home/, tmp/, root/ to copy, or NULL */
   json_t *ro_mounts; /* [{src,dst,ro:true}] (never NULL) */
+  json_t *env_vars;  /* a snapshot's: its sandbox's env vars; NULL for a template */
 } tpl_ref;
 /* 0, or -ENOENT for an unknown template. */
 int store_resolve_template(const char *ref, tpl_ref *out);
@@ -48,9 +49,9 @@ int store_seed(const tpl_ref *t, const char *dst);
 
 /* ---- snapshots ---- */
 /* Copies the sandbox directory's home/, tmp/ and root/ (the caller keeps the
- * sandbox still). Returns SnapshotInfo, or NULL with *err. */
+ * sandbox still) and keeps its env vars. Returns SnapshotInfo, or NULL with *err. */
 json_t *store_snapshot_create(const char *sandbox_id, const char *name, const char *sandbox_dir,
-                              json_t *ro_mounts, const char **err);
+                              json_t *ro_mounts, json_t *env_vars, const char **err);
 /* SnapshotInfo[] newest first; *next gets the next page's token (malloc) or NULL. */
 json_t *store_snapshot_list(const char *sandbox_id, const char *name, long limit, const char *token,
                             char **next, const char **err);

@@ -72,31 +72,48 @@ char *rpc_resolve_path(const rpc_user *u, const char *path) {
   return clean;
 }
 
-/* Authorization: Basic base64("<user>:") picks the user; absent = "user". */
-static const rpc_user *user_from_auth(const char *auth, rpc_err *e) {
-  if (!auth) return rpc_user_by_name("user");
-  if (strncasecmp(auth, "Basic ", 6) != 0) {
-    rpc_fail(e, "unauthenticated", "unsupported authorization scheme");
-    return NULL;
-  }
+int rpc_basic_user(const char *auth, char *name, size_t cap) {
+  if (!auth || strncasecmp(auth, "Basic ", 6) != 0) return 0;
   uint8_t *dec = NULL;
   size_t n = 0;
   const char *b = auth + 6;
-  if (e2b_b64_decode_alloc(b, strlen(b), &dec, &n) != 0) {
-    rpc_fail(e, "unauthenticated", "invalid authorization header");
-    return NULL;
+  if (e2b_b64_decode_alloc(b, strlen(b), &dec, &n) != 0) return 0;
+  uint8_t *colon = memchr(dec, ':', n);
+  size_t len = colon ? (size_t)(colon - dec) : 0;
+  if (colon) {
+    if (len > cap - 1) len = cap - 1;
+    memcpy(name, dec, len);
+    name[len] = '\0';
   }
-  char name[64];
-  size_t len = 0;
-  while (len < n && len < sizeof name - 1 && dec[len] != ':') {
-    name[len] = (char)dec[len];
-    len++;
-  }
-  name[len] = '\0';
   free(dec);
+  return colon != NULL;
+}
+
+/* The user an Authorization header names ("Basic base64(<user>:)"); any
+ * other header names none, and then the call is the default user's. */
+static const rpc_user *user_from_auth(const char *auth, rpc_err *e) {
+  char name[64];
+  if (!rpc_basic_user(auth, name, sizeof name)) return rpc_user_by_name("user");
   const rpc_user *u = rpc_user_by_name(name);
   if (!u) rpc_fail(e, "unauthenticated", "invalid username: '%s'", name);
   return u;
+}
+
+/* protobuf's JSON leaves out a repeated field with no elements. */
+static void drop_empty_lists(json_t *v) {
+  if (json_is_array(v)) {
+    for (size_t i = 0; i < json_array_size(v); i++) drop_empty_lists(json_array_get(v, i));
+    return;
+  }
+  const char *k;
+  json_t *x;
+  void *tmp;
+  json_object_foreach_safe(v, tmp, k, x) {
+    if (json_is_array(x) && json_array_size(x) == 0)
+      json_object_del(v, k);
+    else
+      drop_empty_lists(x);
+  }
 }
 
 void rpc_env_msg(sbuf *out, json_t *msg, const pb_msg *pb) {
@@ -111,6 +128,7 @@ void rpc_env_msg(sbuf *out, json_t *msg, const pb_msg *pb) {
     sbuf_free(&bin);
     return;
   }
+  drop_empty_lists(msg);
   char *text = json_dumps(msg, JSON_COMPACT);
   json_decref(msg);
   size_t len = text ? strlen(text) : 0;
@@ -233,7 +251,10 @@ static void setup_call(http_req *r, rpc_ctx *x) {
 
 static enum MHD_Result respond_unary(http_req *r, rpc_ctx *x, json_t *resp) {
   if (!resp) resp = json_object(); /* empty response messages */
-  if (!x->proto) return http_json(r->conn, 200, resp);
+  if (!x->proto) {
+    drop_empty_lists(resp);
+    return http_json(r->conn, 200, resp);
+  }
   sbuf bin = {0};
   int rc = pb_encode(x->m->out, resp, &bin);
   json_decref(resp);
@@ -247,17 +268,22 @@ static enum MHD_Result respond_unary(http_req *r, rpc_ctx *x, json_t *resp) {
   return res;
 }
 
+/* envd's Connect handlers list every protocol connect-go speaks. */
+#define ACCEPT_POST_GRPC                                                                               \
+  "application/grpc, application/grpc+json, application/grpc+json; charset=utf-8, application/grpc+proto, " \
+  "application/grpc-web, application/grpc-web+json, application/grpc-web+json; charset=utf-8, "             \
+  "application/grpc-web+proto"
+#define ACCEPT_POST_UNARY ACCEPT_POST_GRPC ", application/json, application/json; charset=utf-8, application/proto"
+#define ACCEPT_POST_STREAM                                                                                 \
+  "application/connect+json, application/connect+json; charset=utf-8, application/connect+proto, " ACCEPT_POST_GRPC
+
 static enum MHD_Result rpc_complete(http_req *r) {
   rpc_ctx *x = r->ctx;
   const rpc_method *m = x->m;
   struct MHD_Connection *c = r->conn;
   int streaming = m->stream != NULL || m->client_stream != NULL;
-  if (x->bad_type) {
-    const char *ct = http_header(c, "Content-Type");
-    return http_error(c, 415, "unsupported content type '%s' (expected %s)", ct ? ct : "",
-                      streaming ? "application/connect+json or application/connect+proto"
-                                : "application/json or application/proto");
-  }
+  if (x->bad_type) /* as Connect's handler answers: no body, what it takes in Accept-Post */
+    return http_empty_h(c, 415, "Accept-Post", streaming ? ACCEPT_POST_STREAM : ACCEPT_POST_UNARY);
   x->call.sb = r->sb;
   if (m->client_stream) {
     /* every message was handled as it arrived; this ends the stream */

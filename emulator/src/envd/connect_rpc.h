@@ -31,6 +31,10 @@ typedef struct rpc_user {
 } rpc_user;
 /* "user" / "root"; NULL when unknown. */
 const rpc_user *rpc_user_by_name(const char *name);
+/* 1 and the user's name (truncated to cap) when auth is "Basic
+ * base64(<user>:<anything>)", as Go's Request.BasicAuth reads it; else 0:
+ * the header names no user. */
+int rpc_basic_user(const char *auth, char *name, size_t cap);
 /* Absolute, cleaned sandbox path: "~" and relative paths resolve against home. */
 char *rpc_resolve_path(const rpc_user *u, const char *path);
 

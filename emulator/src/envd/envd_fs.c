@@ -3,7 +3,9 @@
  * the call's user. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "connect_rpc.h"
 #include "envd_watch.h"
@@ -11,9 +13,64 @@
 #include "sandbox.h"
 #include "util.h"
 
-/* Runs one agent file operation; the agent's reply body is the response. */
+/* Go's text for an errno: glibc's, lowercased at its start ("file exists"). */
+static const char *go_errno_text(int err) {
+  static __thread char buf[128];
+  snprintf(buf, sizeof buf, "%s", strerror(err));
+  if (buf[0] >= 'A' && buf[0] <= 'Z') buf[0] = (char)(buf[0] - 'A' + 'a');
+  return buf;
+}
+
+/* What E2B's envd says for the common failures of each operation (its
+ * messages wrap Go's os errors: "lstat <path>: no such file or directory").
+ * body: the agent's reply (a ListDir's first missing component, a MakeDir
+ * whose first look failed). 1 when err is one of them. */
+static int envd_says(rpc_err *e, uint32_t type, int err, const json_t *body, const char *what, const char *dst) {
+  const char *missing = json_string_value(json_object_get(body, "missing"));
+  /* envd works as root, so it never meets a permission error; the ones
+   * e2b-local meets, acting as the call's user, keep their own words */
+  if (err == EACCES || err == EPERM) return 0;
+  if (err == ENOENT && type == IPC_STAT)
+    rpc_fail(e, "not_found", "file not found: lstat %s: no such file or directory", what);
+  else if (type == IPC_STAT)
+    rpc_fail(e, "internal", "error getting file info: lstat %s: %s", what, go_errno_text(err));
+  else if (err == ENOENT && type == IPC_LISTDIR)
+    rpc_fail(e, "not_found", "path not found: lstat %s: no such file or directory", missing ? missing : what);
+  else if (err == ENOTDIR && type == IPC_LISTDIR)
+    rpc_fail(e, "invalid_argument", "path is not a directory: %s", what);
+  else if (type == IPC_MKDIR && json_is_true(json_object_get(body, "stat_failed")))
+    rpc_fail(e, "internal", "error getting file info: stat %s: %s", what, go_errno_text(err));
+  else if (err == EEXIST && type == IPC_MKDIR)
+    rpc_fail(e, "already_exists", "directory already exists: %s", what);
+  else if (err == ENOTDIR && type == IPC_MKDIR)
+    rpc_fail(e, "invalid_argument", "path already exists but it is not a directory: %s", what);
+  else if (err == ENOENT && type == IPC_MOVE)
+    rpc_fail(e, "not_found", "source file not found: rename %s %s: no such file or directory", what, dst);
+  else if (type == IPC_MOVE)
+    rpc_fail(e, "internal", "error renaming: rename %s %s: %s", what, dst, go_errno_text(err));
+  else if (type == IPC_REMOVE)
+    rpc_fail(e, "internal", "error removing file or directory: unlinkat %s: %s", what, go_errno_text(err));
+  else
+    return 0;
+  return 1;
+}
+
+static void other_failure(rpc_err *e, const ipc_msg *reply, const char *what) {
+  const char *detail = json_string_value(json_object_get(reply->body, "message"));
+  if (reply->err == EEXIST)
+    rpc_fail(e, "already_exists", "%s: the directory already exists", what);
+  else if (reply->err == ENOENT)
+    rpc_fail(e, "not_found", "%s: no such file or directory", what);
+  else if (reply->err == E2BIG && detail)
+    rpc_fail(e, "out_of_range", "%s: %s", what, detail);
+  else
+    rpc_fail_errno(e, reply->err, what);
+}
+
+/* Runs one agent file operation; the agent's reply body is the response.
+ * what: the path it acts on; dst: a move's destination (else NULL). */
 static int fs_call(rpc_call *c, uint32_t type, json_t *req, json_t **resp, rpc_err *e,
-                   const char *what) {
+                   const char *what, const char *dst) {
   ipc_msg reply;
   int rc = sandbox_call(c->sb, type, req, &reply);
   json_decref(req);
@@ -22,16 +79,7 @@ static int fs_call(rpc_call *c, uint32_t type, json_t *req, json_t **resp, rpc_e
     return -1;
   }
   if (reply.err) {
-    if (reply.err == ENOTDIR && type == IPC_LISTDIR)
-      rpc_fail(e, "invalid_argument", "%s: path is not a directory", what);
-    else if (reply.err == EEXIST)
-      rpc_fail(e, "already_exists", "%s: the directory already exists", what);
-    else if (reply.err == ENOENT)
-      rpc_fail(e, "not_found", "%s: no such file or directory", what);
-    else if (reply.err == E2BIG && json_string_value(json_object_get(reply.body, "message")))
-      rpc_fail(e, "out_of_range", "%s: %s", what, json_string_value(json_object_get(reply.body, "message")));
-    else
-      rpc_fail_errno(e, reply.err, what);
+    if (!envd_says(e, type, reply.err, reply.body, what, dst)) other_failure(e, &reply, what);
     ipc_msg_clear(&reply);
     return -1;
   }
@@ -61,7 +109,7 @@ static int path_arg(rpc_call *c, const char *field, char **out, rpc_err *e) {
 static int path_call(rpc_call *c, int op, json_t **resp, rpc_err *e) {
   char *path;
   if (path_arg(c, "path", &path, e)) return -1;
-  int rc = fs_call(c, op, as_user(c, json_pack("{s:s}", "path", path)), resp, e, path);
+  int rc = fs_call(c, op, as_user(c, json_pack("{s:s}", "path", path)), resp, e, path, NULL);
   free(path);
   return rc;
 }
@@ -80,7 +128,8 @@ static int list_dir(rpc_call *c, json_t **resp, rpc_err *e) {
   if (path_arg(c, "path", &path, e)) return -1;
   if (depth == 0) depth = 1;
   if (depth > 1000000) depth = 1000000; /* the agent bounds the walk itself */
-  int rc = fs_call(c, IPC_LISTDIR, as_user(c, json_pack("{s:s, s:i}", "path", path, "depth", (int)depth)), resp, e, path);
+  int rc = fs_call(c, IPC_LISTDIR, as_user(c, json_pack("{s:s, s:i}", "path", path, "depth", (int)depth)), resp, e, path,
+                   NULL);
   free(path);
   return rc;
 }
@@ -98,7 +147,7 @@ static int move(rpc_call *c, json_t **resp, rpc_err *e) {
   }
   int rc = fs_call(c, IPC_MOVE,
                    as_user(c, json_pack("{s:s, s:s}", "source", src, "destination", dst)),
-                   resp, e, src);
+                   resp, e, src, dst);
   free(src);
   free(dst);
   return rc;

@@ -139,11 +139,14 @@ static int pstream_fill(void *ctx, sbuf *out) {
     data_envelope(out, kind, (const unsigned char *)s->merged.data, s->merged.len, s->pb);
     return 0;
   }
-  rpc_env_msg(out, end_event(ev->status), s->pb);
+  /* At the request's deadline envd's stream ends with the context's error
+   * and no end event: the request context is done before the process's own
+   * (same timeout, made after it) kills it. */
+  int deadline = done && proc_deadline_hit(s->p);
+  if (!deadline) rpc_env_msg(out, end_event(ev->status), s->pb);
   if (done) {
     rpc_err e = {0};
-    if (proc_deadline_hit(s->p))
-      rpc_fail(&e, "deadline_exceeded", "the process was killed when the request deadline passed");
+    if (deadline) rpc_fail(&e, "deadline_exceeded", "context deadline exceeded");
     rpc_env_end(out, &e);
   }
   proc_event_free(s->sub, ev);
@@ -190,8 +193,10 @@ static json_t *build_env(rpc_call *c, json_t *req_envs) {
     snprintf(key, sizeof key, "%.*s", (int)(eq - *kv), *kv);
     json_object_set_new(merged, key, json_string(eq + 1));
   }
-  json_object_update(merged, c->sb->env_vars);
-  json_object_update(merged, req_envs);
+  json_t *envd_env = sandbox_envd_env(c->sb);
+  json_object_update(merged, envd_env);
+  json_decref(envd_env);
+  json_object_update(merged, req_envs); /* the process's own win */
   json_t *env = json_array();
   const char *k;
   json_t *v;
@@ -227,6 +232,25 @@ static int start_refused(rpc_err *e, ipc_msg *reply, const char *cmd, const char
   ipc_msg_clear(reply);
   return -1;
 }
+/* From 0.5.4 envd runs every command through `/bin/sh -c '... exec nice -n
+ * N "$@"'`, so a command that cannot be executed still starts: nice says
+ * why on stderr and exits 127 (not found) or 126. A refused exec is turned
+ * into that: req's argv becomes a shell saying it. 1 when it did. */
+static int as_envd_wrapper(const ipc_msg *reply, const char *cmd, json_t *req) {
+  static const int exec_errors[] = {ENOENT, EACCES, ENOTDIR, ENOEXEC, ELOOP, ENAMETOOLONG, EISDIR, ETXTBSY, EPERM};
+  int err = reply->err, known = 0;
+  for (size_t i = 0; i < sizeof exec_errors / sizeof *exec_errors; i++) known |= err == exec_errors[i];
+  if (!known || envd_below(ENVD_SINCE_NICE_WRAPPER) || json_is_true(json_object_get(reply->body, "cwd_missing")))
+    return 0;
+  char *why = xasprintf("/usr/bin/nice: '%s': %s", cmd, strerror(err));
+  json_object_set_new(req, "argv", json_pack("[s, s, s, s, s]", "/bin/sh", "-c",
+                                             err == ENOENT ? "printf '%s\\n' \"$1\" >&2; exit 127"
+                                                           : "printf '%s\\n' \"$1\" >&2; exit 126",
+                                             "sh", why));
+  free(why);
+  return 1;
+}
+
 static int start(rpc_call *c, stream_src *src, rpc_err *e) {
   json_t *pc = pj_get(c->msg, "process", NULL);
   const char *cmd = NULL, *cwd = NULL, *tag = NULL;
@@ -278,6 +302,10 @@ static int start(rpc_call *c, stream_src *src, rpc_err *e) {
   spawn_result sp;
   ipc_msg reply;
   int rc = sandbox_spawn(c->sb, req, config, tag, deadline, &sp, &reply);
+  if (!rc && reply.err && as_envd_wrapper(&reply, cmd, req)) {
+    ipc_msg_clear(&reply);
+    rc = sandbox_spawn(c->sb, req, config, tag, deadline, &sp, &reply);
+  }
   json_decref(req);
   json_decref(config);
   if (rc) rpc_fail_errno(e, -rc, "cannot start the process");
@@ -311,7 +339,7 @@ static proc *select_proc(rpc_call *c, rpc_err *e) {
     if (pid)
       rpc_fail(e, "not_found", "process with pid %u not found", pid);
     else
-      rpc_fail(e, "not_found", "process with tag '%s' not found", tag);
+      rpc_fail(e, "not_found", "process with tag %s not found", tag);
   }
   return p;
 }

@@ -116,10 +116,11 @@ static watcher *start_watch(rpc_call *c, rpc_err *e) {
   if (rc) {
     rpc_fail_errno(e, -rc, path);
   } else if (reply.err) {
+    /* envd's words, Go's formatting of its nil error included */
     if (reply.err == ENOTDIR)
-      rpc_fail(e, "invalid_argument", "%s: path is not a directory", path);
+      rpc_fail(e, "invalid_argument", "path %s not a directory: %%!w(<nil>)", path);
     else if (reply.err == ENOENT)
-      rpc_fail(e, "not_found", "%s: no such file or directory", path);
+      rpc_fail(e, "not_found", "path %s not found: stat %s: no such file or directory", path, path);
     else
       rpc_fail_errno(e, reply.err, path);
     ipc_msg_clear(&reply);
@@ -275,7 +276,7 @@ static watcher *named_watcher(rpc_call *c, rpc_err *e) {
     return NULL;
   }
   watcher *w = find_ref(c->sb->id, id);
-  if (!w) rpc_fail(e, "not_found", "watcher '%s' not found", id);
+  if (!w) rpc_fail(e, "not_found", "watcher with id %s not found", id);
   return w;
 }
 

@@ -15,6 +15,7 @@
 #include "codec.h"
 #include "connect_rpc.h"
 #include "envd.h"
+#include "envdver.h"
 #include "files_parse.h"
 #include "sandbox.h"
 #include "util.h"
@@ -35,7 +36,7 @@ static void check_auth(http_req *r, const char *op) {
   struct MHD_Connection *c = r->conn;
   const char *hdr = http_header(c, "X-Access-Token");
   if (hdr) {
-    if (!e2b_secure_streq(hdr, token)) early(r, 401, "invalid access token");
+    if (!e2b_secure_streq(hdr, token)) early(r, 401, "access token present in header but does not match");
     return;
   }
   const char *sig = http_query(c, "signature");
@@ -64,10 +65,15 @@ static void check_auth(http_req *r, const char *op) {
     early(r, 401, "invalid signature");
 }
 
+/* The user of a /files call is its username parameter (default: "user"). */
 static const rpc_user *query_user(http_req *r) {
   const char *name = http_query(r->conn, "username");
   const rpc_user *u = rpc_user_by_name(name && *name ? name : "user");
-  if (!u) early(r, 401, "invalid username");
+  if (!u) {
+    char msg[sizeof r->early_msg];
+    snprintf(msg, sizeof msg, "error looking up user '%.150s': user: unknown user %.150s", name, name);
+    early(r, 401, msg);
+  }
   return u;
 }
 
@@ -89,10 +95,12 @@ static unsigned status_for_errno(int err) {
   }
 }
 
-static enum MHD_Result errno_response(struct MHD_Connection *c, int err, const char *path) {
+/* upload: the failure is an upload's (envd words a directory apart). */
+static enum MHD_Result errno_response(struct MHD_Connection *c, int err, const char *path, int upload) {
   unsigned st = status_for_errno(err);
+  if (err == EISDIR && upload) return http_error(c, 400, "path is a directory: %s", path);
   if (err == EISDIR) return http_error(c, 400, "path '%s' is a directory", path);
-  if (err == ENOENT) return http_error(c, 404, "file '%s' not found", path);
+  if (err == ENOENT) return http_error(c, 404, "path '%s' does not exist", path);
   if (err == ESRCH) return http_error(c, 502, "The sandbox was not found or is not running");
   if (err == EOPNOTSUPP) return http_error(c, 500, "%s: the filesystem does not support file metadata", path);
   if (err == EINVAL) return http_error(c, 400, "path '%s' is not a regular file", path);
@@ -197,27 +205,48 @@ static int pick_encoding(const char *h) {
   return identity && strcasestr(h, "identity") ? 0 : -1;
 }
 
-static enum MHD_Result download(http_req *r) {
-  struct MHD_Connection *c = r->conn;
-  const char *qpath = http_query(c, "path");
-  if (!qpath || !*qpath) return http_error(c, 400, "missing path query parameter");
-  const rpc_user *u = query_user(r);
-  if (!u) return http_error(c, 401, "invalid username");
-  char *path = rpc_resolve_path(u, qpath);
-  json_t *req = json_pack("{s:s, s:i, s:i}", "path", path, "uid", u->uid, "gid", u->gid);
-  ipc_msg reply;
-  int rc = sandbox_call(r->sb, IPC_OPEN_READ, req, &reply);
-  json_decref(req);
-  if (rc || reply.err) {
-    enum MHD_Result res = errno_response(c, rc ? -rc : reply.err, path);
-    if (!rc) ipc_msg_clear(&reply);
-    free(path);
-    return res;
+/* Go's token characters (mime.FormatMediaType's test for a bare value). */
+static int token_char(unsigned char ch) {
+  return ch > ' ' && ch < 0x7f && !strchr("()<>@,;:\\\"/[]?=", ch);
+}
+
+/* Content-Disposition: inline; filename=<the file's name>, as envd (from
+ * 0.5.1) writes it with mime.FormatMediaType: bare when a token, quoted when
+ * printable ASCII, else RFC 2231 (filename*=utf-8''%XX...). Malloc'd. */
+static char *content_disposition(const char *path) {
+  const char *base = strrchr(path, '/');
+  base = base && base[1] ? base + 1 : path;
+  int token = *base != 0, ascii = 1;
+  for (const unsigned char *p = (const unsigned char *)base; *p; p++) {
+    token &= token_char(*p);
+    ascii &= (*p >= ' ' && *p <= '~') || *p == '\t';
   }
-  free(path);
-  uint64_t size = (uint64_t)json_integer_value(json_object_get(reply.body, "size"));
-  int fd = ipc_take_fd(&reply, 0);
-  ipc_msg_clear(&reply);
+  sbuf b = {0};
+  sbuf_append(&b, "inline; filename", 16);
+  if (token || ascii) {
+    sbuf_append(&b, token ? "=" : "=\"", token ? 1 : 2);
+    for (const char *p = base; *p; p++) {
+      if (!token && (*p == '"' || *p == '\\')) sbuf_append(&b, "\\", 1);
+      sbuf_append(&b, p, 1);
+    }
+    if (!token) sbuf_append(&b, "\"", 1);
+  } else {
+    sbuf_append(&b, "*=utf-8''", 9);
+    for (const unsigned char *p = (const unsigned char *)base; *p; p++) {
+      char hex[4];
+      int plain = token_char(*p) && !strchr("*'%", *p);
+      snprintf(hex, sizeof hex, "%%%02X", *p);
+      sbuf_append(&b, plain ? (const char *)p : hex, plain ? 1 : 3);
+    }
+  }
+  sbuf_append(&b, "", 1);
+  return b.data;
+}
+
+/* The file's bytes (fd, owned) as envd serves them: gzip when that is the
+ * coding asked for, else identity with ranges. */
+static enum MHD_Result send_file(http_req *r, int fd, uint64_t size, const char *disposition) {
+  struct MHD_Connection *c = r->conn;
   uint64_t from = 0, to = size ? size - 1 : 0;
   int range = parse_range(http_header(c, "Range"), size, &from, &to);
   /* identity for ranges, and for empty files (clients rely on Content-Length: 0) */
@@ -236,16 +265,20 @@ static enum MHD_Result download(http_req *r) {
     }
     json_t *h = json_pack("[[s,s],[s,s],[s,s]]", "Content-Type", "application/octet-stream", "Content-Encoding", "gzip",
                           "Vary", "Accept-Encoding");
+    if (disposition) json_array_append_new(h, json_pack("[s,s]", "Content-Disposition", disposition));
     enum MHD_Result res = http_stream_h(r, 200, h, MHD_SIZE_UNKNOWN, 0, (stream_src){gz_fill, gz_free, g});
     json_decref(h);
     return res;
   }
   if (range < 0) {
     close(fd);
-    struct MHD_Response *resp = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+    /* Go's http.ServeContent answers it so */
+    static const char why[] = "invalid range: failed to overlap\n";
+    struct MHD_Response *resp = MHD_create_response_from_buffer(sizeof why - 1, (void *)why, MHD_RESPMEM_PERSISTENT);
     char cr[64];
     snprintf(cr, sizeof cr, "bytes */%" PRIu64, size);
     MHD_add_response_header(resp, "Content-Range", cr);
+    MHD_add_response_header(resp, "Content-Type", "text/plain; charset=utf-8");
     enum MHD_Result res = MHD_queue_response(c, 416, resp);
     MHD_destroy_response(resp);
     return res;
@@ -261,6 +294,8 @@ static enum MHD_Result download(http_req *r) {
   }
   MHD_add_response_header(resp, "Content-Type", "application/octet-stream");
   MHD_add_response_header(resp, "Accept-Ranges", "bytes");
+  MHD_add_response_header(resp, "Vary", "Accept-Encoding");
+  if (disposition) MHD_add_response_header(resp, "Content-Disposition", disposition);
   if (range > 0) {
     char cr[96];
     snprintf(cr, sizeof cr, "bytes %" PRIu64 "-%" PRIu64 "/%" PRIu64, from, to, size);
@@ -268,6 +303,32 @@ static enum MHD_Result download(http_req *r) {
   }
   enum MHD_Result res = MHD_queue_response(c, range > 0 ? 206 : 200, resp);
   MHD_destroy_response(resp);
+  return res;
+}
+
+static enum MHD_Result download(http_req *r) {
+  struct MHD_Connection *c = r->conn;
+  const char *qpath = http_query(c, "path");
+  const rpc_user *u = query_user(r);
+  if (!u) return http_error(c, 401, "%s", r->early_msg);
+  char *path = rpc_resolve_path(u, qpath ? qpath : ""); /* none: the user's home */
+  json_t *req = json_pack("{s:s, s:i, s:i}", "path", path, "uid", u->uid, "gid", u->gid);
+  ipc_msg reply;
+  int rc = sandbox_call(r->sb, IPC_OPEN_READ, req, &reply);
+  json_decref(req);
+  if (rc || reply.err) {
+    enum MHD_Result res = errno_response(c, rc ? -rc : reply.err, path, 0);
+    if (!rc) ipc_msg_clear(&reply);
+    free(path);
+    return res;
+  }
+  char *disposition = envd_below(ENVD_SINCE_CONTENT_DISPOSITION) ? NULL : content_disposition(path);
+  free(path);
+  uint64_t size = (uint64_t)json_integer_value(json_object_get(reply.body, "size"));
+  int fd = ipc_take_fd(&reply, 0);
+  ipc_msg_clear(&reply);
+  enum MHD_Result res = send_file(r, fd, size, disposition);
+  free(disposition);
   return res;
 }
 
@@ -424,7 +485,7 @@ static enum MHD_Result upload_complete(http_req *r) {
   if (u->err == EILSEQ) return http_error(r->conn, 400, "invalid or truncated gzip body");
   if (u->err == EEXIST) return http_error(r->conn, 400, "duplicate target path '%s' in one upload", u->err_path);
   if (u->err == EINVAL && !*u->err_path) return http_error(r->conn, 400, "a file part has no filename and no path query was given");
-  if (u->err) return errno_response(r->conn, u->err, u->err_path);
+  if (u->err) return errno_response(r->conn, u->err, u->err_path, 1);
   if (json_array_size(u->results) == 0) return http_error(r->conn, 400, "no file part named 'file' in the upload");
   return http_json(r->conn, 200, json_incref(u->results));
 }
@@ -498,7 +559,7 @@ static void setup_upload(http_req *r) {
     u->pp = MHD_create_post_processor(c, 64 * 1024, part_iter, u);
     if (!u->pp) early(r, 400, "malformed multipart Content-Type (missing boundary?)");
   } else if (ct && strncasecmp(ct, "application/octet-stream", 24) == 0) {
-    if (!u->qpath) early(r, 400, "the path query parameter is required for octet-stream uploads");
+    if (!u->qpath) early(r, 400, "path query parameter is required for raw body upload");
     if (gzip) {
       u->z = xcalloc(1, sizeof *u->z);
       if (inflateInit2(u->z, 16 + MAX_WBITS) != Z_OK) early(r, 500, "cannot initialise gzip decoding");

@@ -231,12 +231,24 @@ static int json_int(json_t *v, long long *out) {
   return -1;
 }
 
+/* The nanoseconds of an RFC 3339 time's fraction (up to 9 digits kept). */
+static int64_t fraction_nanos(const char *text) {
+  const char *dot = strchr(text, '.');
+  int64_t ns = 0;
+  int digits = 0;
+  for (const char *p = dot ? dot + 1 : ""; *p >= '0' && *p <= '9'; p++)
+    if (digits < 9) ns = ns * 10 + (*p - '0'), digits++;
+  for (; digits && digits < 9; digits++) ns *= 10;
+  return ns;
+}
+
 /* google.protobuf.Timestamp from RFC 3339 text. */
 static int encode_timestamp(const pb_field *f, json_t *v, sbuf *out) {
   int64_t ms;
   if (!json_is_string(v) || e2b_time_parse(json_string_value(v), &ms)) return -1;
   int64_t secs = ms >= 0 ? ms / 1000 : -((-ms + 999) / 1000);
   int64_t nanos = (ms - secs * 1000) * 1000000;
+  if (ms >= 0) nanos = fraction_nanos(json_string_value(v)); /* all of it, not only the ms */
   sbuf sub = {0};
   if (secs) {
     wr_key(&sub, 1, WT_VARINT);

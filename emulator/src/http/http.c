@@ -103,6 +103,12 @@ enum MHD_Result http_empty(struct MHD_Connection *c, unsigned status) {
   return queue(c, status, MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT));
 }
 
+enum MHD_Result http_empty_h(struct MHD_Connection *c, unsigned status, const char *name, const char *value) {
+  struct MHD_Response *resp = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+  if (resp && name) MHD_add_response_header(resp, name, value);
+  return queue(c, status, resp);
+}
+
 typedef struct stream_state {
   stream_src src;
   sbuf buf;

@@ -31,6 +31,7 @@ struct http_req {
   int early_status;   /* when set, answer this error at completion */
   char early_msg[400];
   char early_sandbox[64]; /* an edge 502 names the sandbox not found, as E2B's does */
+  const char *early_code; /* a Connect code string: the body is {"code": it, "message"} */
   fault_hit fault;    /* an injected fault that applies to this request */
   int streamed;       /* the response is a stream (drop_mid_stream applies there) */
   int fault_shape;    /* how the injected status answers: FAULT_API, FAULT_CONNECT, FAULT_EDGE */
@@ -76,6 +77,8 @@ enum MHD_Result http_json_hdr(struct MHD_Connection *c, unsigned status, json_t 
 enum MHD_Result http_error(struct MHD_Connection *c, unsigned status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 enum MHD_Result http_empty(struct MHD_Connection *c, unsigned status);
+/* The same with one header (name NULL: none). */
+enum MHD_Result http_empty_h(struct MHD_Connection *c, unsigned status, const char *name, const char *value);
 enum MHD_Result http_bytes(struct MHD_Connection *c, unsigned status, const char *content_type,
                            const void *data, size_t len);
 

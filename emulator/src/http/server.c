@@ -148,6 +148,8 @@ static enum MHD_Result fault_respond(http_req *r) {
  * sandbox as E2B's proxy does ({"sandboxId", "message", "code"}). */
 static enum MHD_Result early_respond(http_req *r) {
   unsigned st = (unsigned)r->early_status;
+  if (r->early_code)
+    return http_json(r->conn, st, json_pack("{s:s, s:o}", "code", r->early_code, "message", pj_text(r->early_msg)));
   if (!r->early_sandbox[0]) return http_error(r->conn, st, "%s", r->early_msg);
   json_t *body = json_pack("{s:o, s:o, s:i}", "sandboxId", pj_text(r->early_sandbox), "message",
                            pj_text(r->early_msg), "code", (int)st);

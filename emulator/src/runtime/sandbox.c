@@ -786,7 +786,7 @@ json_t *sandbox_snapshot(sandbox *sb, const char *name, const char **err) {
   } else {
     /* the sandbox is paused while its files are copied, then goes on */
     int froze = sb->state == SB_RUNNING && runtime_freeze(&sb->rt) == 0;
-    info = store_snapshot_create(sb->id, name, sb->dir, sb->mounts, err);
+    info = store_snapshot_create(sb->id, name, sb->dir, sb->mounts, sb->env_vars, err);
     if (froze) runtime_thaw(&sb->rt);
   }
   pthread_rwlock_unlock(&sb->lock);
@@ -872,6 +872,31 @@ int sandbox_volume_in_use(const char *name) {
       const char *vn = json_string_value(json_object_get(json_array_get(v[i]->volume_mounts, k), "name"));
       if (vn && strcmp(vn, name) == 0) used = 1;
     }
+  sandbox_list_free(v, n);
+  return used;
+}
+
+json_t *sandbox_envd_env(sandbox *sb) {
+  json_t *env = json_deep_copy(sb->env_vars);
+  if (!env) env = json_object();
+  json_object_set_new(env, "E2B_SANDBOX", json_string("true"));
+  json_object_set_new(env, "E2B_SANDBOX_ID", json_string(sb->id));
+  json_object_set_new(env, "E2B_TEMPLATE_ID", json_string(sb->template_id));
+  return env;
+}
+
+int sandbox_template_in_use(const char *template_id) {
+  size_t n;
+  sandbox **v = sandbox_list(&n);
+  int used = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (strcmp(v[i]->template_id, template_id) != 0) continue;
+    pthread_rwlock_rdlock(&v[i]->lock);
+    int state = v[i]->state;
+    pthread_rwlock_unlock(&v[i]->lock);
+    if (state == SB_RUNNING) used = 1;
+    else if (state == SB_PAUSED && !used) used = 2;
+  }
   sandbox_list_free(v, n);
   return used;
 }

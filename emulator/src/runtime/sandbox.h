@@ -150,6 +150,13 @@ size_t sandbox_egress_headers(const char *id, const char *host, struct netrules_
 int sandbox_connect_inside(const char *id, const char *host, int port);
 /* Is a volume mounted by any (running or paused) sandbox? */
 int sandbox_volume_in_use(const char *name);
+/* 1 when a running sandbox was created from the template (or snapshot),
+ * else 2 when a paused one was, else 0. */
+int sandbox_template_in_use(const char *template_id);
+/* The env vars envd gives every process of the sandbox: the create's
+ * envVars, then the ones envd sets itself (E2B_SANDBOX, E2B_SANDBOX_ID,
+ * E2B_TEMPLATE_ID), which those cannot replace. A new object. */
+json_t *sandbox_envd_env(sandbox *sb);
 
 /* Logs and metrics. */
 void sandbox_log(sandbox *sb, int level, json_t *fields, const char *fmt, ...)
