@@ -164,6 +164,15 @@ static int sbx_explain(lua_State *L) {
   return e2bL_push_req(L, u->l, req, &orig);
 }
 
+/* end_async(pid, tag): a dropped kept command's stop, then its files'
+ * removal, in that order, unattended (e2b_proc_end_async). */
+static int sbx_end_async(lua_State *L) {
+  sbx_ud *u = luaL_checkudata(L, 1, SBX_MT);
+  if (!u->s) return 0;
+  e2b_proc_end_async(u->s, (uint32_t)luaL_checkinteger(L, 2), luaL_checkstring(L, 3));
+  return 0;
+}
+
 /* forget_async(tag, user?): removes kept output lazily (the core decides when). */
 static int sbx_forget_async(lua_State *L) {
   sbx_ud *u = luaL_checkudata(L, 1, SBX_MT);
@@ -310,6 +319,7 @@ static const luaL_Reg sbx_methods[] = {
     {"list", sbx_list},             {"move", sbx_move},               {"read", sbx_read},
     {"url", sbx_url},               {"run", sbx_run},                 {"track", sbx_track},
     {"attach", sbx_attach},         {"stop_async", sbx_stop_async},
+    {"end_async", sbx_end_async},
     {"forget_async", sbx_forget_async}, {"flush_forgets", sbx_flush_forgets},
     {"explain", sbx_explain},       {"boot_id", sbx_boot_id},
     {NULL, NULL}};

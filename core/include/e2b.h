@@ -456,6 +456,12 @@ E2B_EXPORT e2b_req *e2b_proc_kill(e2b_sbx *sbx, uint32_t pid, const char *tag, l
 /* The first step of e2b_proc_kill sent unattended (a dropped handle): SIGTERM
  * to a kept command's wrapper, SIGKILL to any other process, by pid. */
 E2B_EXPORT void e2b_proc_stop_async(e2b_sbx *sbx, uint32_t pid, int kept);
+/* A dropped kept command's end and cleanup, unattended and in that order:
+ * one command in the sandbox (as root) sends its wrapper SIGTERM, waits for
+ * it to go (at most 5 s) and removes its kept files. Two requests from here
+ * (a signal, then removes) could land the other way round, leaving the
+ * exit file the dying wrapper writes last; the client may exit meanwhile. */
+E2B_EXPORT void e2b_proc_end_async(e2b_sbx *sbx, uint32_t pid, const char *tag);
 /* Writes data to the process's stdin (its pty with pty = 1) in pieces of
  * at most 1 MiB, one request at a time, then closes its stdin; the data is
  * copied. Stops at the first piece that fails; fails only when that was a

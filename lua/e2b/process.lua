@@ -117,8 +117,13 @@ end
 -- 5.1/LuaJIT run __gc only for userdata, hence the proxy.)
 local function on_collect(self)
   if self._closed or self._detached then return end
-  if not self._exit and not self._killed then self._port.call("stop_async", self.pid, self.tracked) end
-  if self.tracked and self.tag then self._port.call("forget_async", self.tag, self._user) end
+  local kept = self.tracked and self.tag
+  if not self._exit and not self._killed then
+    -- a kept command's files go once its wrapper is gone, which writes last
+    if kept then return self._port.call("end_async", self.pid, self.tag) end
+    self._port.call("stop_async", self.pid, self.tracked)
+  end
+  if kept then self._port.call("forget_async", self.tag, self._user) end
 end
 
 local newproxy = rawget(_G, "newproxy")
