@@ -236,7 +236,11 @@ int e2b_need_sbx(const e2b_sbx *sbx, const char *op, e2b_error *err) {
 }
 
 void e2b_sbx_release(e2b_sbx *s) {
-  if (!s || --s->refs > 0) return;
+  if (!s) return;
+  if (--s->refs > 0) {
+    if (s->outwatch_alone) s->outwatch_alone(s);
+    return;
+  }
   if (s->outwatch_end) s->outwatch_end(s);
   for (size_t i = 0; i < s->forget_count; i++) {
     free(s->forgets[i].hex);

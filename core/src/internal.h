@@ -91,9 +91,13 @@ struct e2b_sbx {
   char *direct_url; /* the sandbox's own envd host: what a signed URL names */
   char *envd_version; /* as the control plane reported it; NULL: unknown */
   struct e2b_outwatch *outwatch; /* while kept-output readers wait on it */
-  /* Ends the outwatch when the handle goes: set by outwatch.c, so the
-   * handle's owner (client.c) need not call up into it by name. */
+  /* Ends the outwatch when the handle goes; outwatch_alone, as each other
+   * reference goes, lets it go (freed by the loop's next round) once
+   * nothing but the watch's own requests holds the handle: a watch
+   * lingering for readers that can no longer come. Set by outwatch.c, so
+   * the handle's owner (client.c) need not call up into it by name. */
   void (*outwatch_end)(e2b_sbx *sbx);
+  void (*outwatch_alone)(e2b_sbx *sbx);
   struct e2b_forget *forgets;    /* kept files the next command may remove */
   size_t forget_count, forget_cap;
   char *large[E2B_LARGE_MAX];    /* tags whose kept files are large: removed at once */
