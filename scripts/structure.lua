@@ -435,6 +435,46 @@ do -- 10. client.lua -> sandbox.lua -> process.lua, files.lua is the only direct
   rule("client.lua -> sandbox.lua -> process.lua/files.lua is the only direction of require", problems)
 end
 
+do -- 11. bench/README.md: every script has a row, every source comment that cites it a design row
+  local BENCH = "bench/README.md"
+  local text, problems = read(BENCH), {}
+  local index = {} -- every backquoted name in the rows of the first table
+  for line in text:sub(1, (text:find("\n## ", 1, true) or #text)):gmatch("[^\n]+") do
+    if line:match("^|") then
+      for name in line:gmatch("`([^`]+)`") do index[name] = true end
+    end
+  end
+  local design = {}
+  local start = text:find("\n## Measurements behind design choices", 1, true)
+  for line in text:sub(start or #text):gmatch("[^\n]+") do
+    if line:match("^|") then
+      local where = line:match("^|[^|]*|([^|]*)|") or ""
+      for path in where:gmatch("`([^`]+)`") do design[path] = true end
+    end
+  end
+  for _, path in ipairs(git_files("bench")) do
+    local base = path:match("^bench/([^/]+)$")
+    if base and base:match("%.[%a]+$") and not base:match("%.md$") and not index[base] then
+      problems[#problems + 1] = path .. " is in no row of " .. BENCH .. "'s first table: add it to its benchmark's row"
+    end
+  end
+  for name in pairs(index) do
+    if name:match("^[%w_]+%.%a+$") and not io.open("bench/" .. name, "rb") then
+      problems[#problems + 1] = BENCH .. " names " .. name .. ", which is not in bench/"
+    end
+  end
+  local p = assert(io.popen("git grep -l -F bench/README.md -- core bindings codec emulator lua 2>/dev/null"))
+  for path in p:lines() do
+    if not design[path] then
+      problems[#problems + 1] = path .. " cites " .. BENCH .. ": add a row naming `" .. path
+        .. "` to its table \"Measurements behind design choices\", with the numbers"
+    end
+  end
+  p:close()
+  table.sort(problems)
+  rule("every bench script is in " .. BENCH .. ", and every source that cites it has its numbers there", problems)
+end
+
 local failed = 0
 for _, r in ipairs(results) do
   if #r.problems == 0 then
