@@ -353,7 +353,7 @@ do -- 6. every source file has a row in the document's file tables, and every ro
     .. ARCH .. " (emulator/src: " .. EMU_README .. "), and every row names a file", problems)
 end
 
-do -- 7. paths and links the document names exist
+do -- 7. paths, links and e2b_ names the document names exist
   local problems, text = {}, read(ARCH)
   for path in text:gmatch("`([%w_.%-]+/[%w_./%-]*%.%a+)`") do
     if not io.open(path, "rb") then problems[#problems + 1] = ARCH .. " names " .. path .. ", which does not exist" end
@@ -363,7 +363,18 @@ do -- 7. paths and links the document names exist
       problems[#problems + 1] = ARCH .. " links to " .. target .. ", which does not exist"
     end
   end
-  rule("every path and link in " .. ARCH .. " exists", problems)
+  local words = {} -- every identifier of the C sources
+  for _, path in ipairs(files) do
+    for word in raw[path]:gmatch("[%a_][%w_]*") do words[word] = true end
+  end
+  for name in text:gmatch("`([eE]2[bB]_[%w_.]*)`") do
+    for word in name:gmatch("[%a_][%w_]*") do
+      if not words[word] then
+        problems[#problems + 1] = ARCH .. " names " .. name .. ", which no C source defines or uses"
+      end
+    end
+  end
+  rule("every path, link and e2b_ name in " .. ARCH .. " exists", problems)
 end
 
 do -- 8. mem.c calls nothing else in libe2b (any file may call it without a circle)
