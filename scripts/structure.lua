@@ -367,7 +367,7 @@ do -- 7. paths, links and e2b_ names the document names exist
   for _, path in ipairs(files) do
     for word in raw[path]:gmatch("[%a_][%w_]*") do words[word] = true end
   end
-  for name in text:gmatch("`([eE]2[bB]_[%w_.]*)`") do
+  for name in text:gmatch("`([eE]2[bB]_[%w_][%w_.]*)`") do
     for word in name:gmatch("[%a_][%w_]*") do
       if not words[word] then
         problems[#problems + 1] = ARCH .. " names " .. name .. ", which no C source defines or uses"
