@@ -165,7 +165,7 @@ else
   record "luacheck (missing)" 0 1
 fi
 
-echo "== structure: short functions, small binding files, no include or call circles"
+echo "== structure: short functions, small binding files, no include or call circles, file tables"
 if lua5.4 scripts/structure.lua >"$LOGS/structure.log" 2>&1; then
   record "structure (scripts/structure.lua)" 1 0
 else

@@ -26,7 +26,6 @@ local Process = rt.class(M, "Process")
 
 local adapter = rt.adapter
 local READ_MAX = 1024 * 1024
-local DEFAULT_MAX_OUTPUT = 64 * 1024 * 1024
 local KILL_SETTLE_MS = 2000
 
 -- envd delivers these two only (SendSignal answers any other "unimplemented").
@@ -359,7 +358,7 @@ function Process:wait(timeout_ms)
   if err then return nil, err end
   -- What is kept is the core's call (core.output, as run's); a wait that
   -- timed out leaves it for the next one.
-  local out = self._output or core.output(DEFAULT_MAX_OUTPUT, "all")
+  local out = self._output or core.output(0, "all") -- 0: the core's default max_output
   self._output = out
   local on = self._on or NO_CALLBACKS
   while true do
