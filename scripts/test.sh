@@ -6,7 +6,7 @@
 #   3. the official E2B JS SDK (npm e2b 2.51.0, v2 routes) against e2b-local;
 #      its versions test drives the alias e2b-2.45 (npm:e2b@2.45.0, v1 routes);
 #      then the official Python SDK (PyPI e2b 2.51.0, spec/pysdk) over HTTPS
-#   4. 1-3 again on a build with AddressSanitizer + UBSan
+#   4. 1-3 again on a build with AddressSanitizer + UBSan (both SDK suites)
 #   5. the busted specs against real E2B when E2B_LIVE=1 and E2B_API_KEY are
 #      set (reported as skipped otherwise)
 #   6. the binding built against LuaJIT 2.1's headers (warnings are errors),
@@ -375,6 +375,7 @@ if build "$ROOT/build-asan" -DE2B_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug; then
   SPEC_ENV="LD_PRELOAD=$ASAN_LIB ASAN_OPTIONS=$ASAN_OPTIONS" run_busted "busted specs (ASan+UBSan)" \
     "$ROOT/build-asan/emulator/e2b-local" lua5.4 "$ROOT/lua/?.lua;;" "$ROOT/build-asan/lib/?.so;;" $ALL_SPECS
   run_sdk "official SDK compatibility (ASan+UBSan)" "$ROOT/build-asan/emulator/e2b-local"
+  run_pysdk "official Python SDK compatibility (ASan+UBSan)" "$ROOT/build-asan/emulator/e2b-local"
 else
   tail -n 40 "$LOGS/build-asan-configure.log" "$LOGS/build-asan-build.log" 2>/dev/null
   record "ASan build" 0 1
