@@ -99,7 +99,7 @@ run_busted() { # suite e2b-local-binary lua lua-path lua-cpath files... (env: SP
 # The official Python SDK (spec/pysdk, pytest): each module starts its own
 # e2b-local and reaches it over HTTPS; three modules at a time (xdist).
 run_pysdk() { # suite e2b-local-binary
-  log="$LOGS/pysdk-$(basename "$(dirname "$2")").log"
+  log="$LOGS/pysdk-$(echo "$1" | tr -c 'a-zA-Z0-9\n' '-').log"
   PYTHONDONTWRITEBYTECODE=1 E2B_LOCAL_BIN=$2 timeout 600 spec/pysdk/.venv/bin/python -m pytest -q -rfE \
     spec/pysdk >"$log" 2>&1
   rc=$?
