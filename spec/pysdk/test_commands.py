@@ -106,3 +106,18 @@ def test_the_command_timeout_ends_the_command(sbx):
     with pytest.raises(TimeoutException):
         sbx.commands.run("sleep 30", timeout=1)
     wait_for(lambda: "sleep 30" not in sbx.commands.run("ps -eo args").stdout, what="the sleep to be gone")
+
+
+def test_envd_names_the_sandbox_in_every_command_and_in_envs(server, sbx):
+    # envd's own variables (E2B_SANDBOX, E2B_SANDBOX_ID, E2B_TEMPLATE_ID):
+    # the sandbox's envs cannot replace them, a command's envs can
+    line = 'echo "$E2B_SANDBOX $E2B_SANDBOX_ID $E2B_TEMPLATE_ID"'
+    template = sbx.get_info().template_id
+    assert sbx.commands.run(line).stdout == f"true {sbx.sandbox_id} {template}\n"
+    assert sbx.commands.run(line, user="root").stdout == f"true {sbx.sandbox_id} {template}\n"
+    spoof = Sandbox.create(timeout=60, envs={"E2B_SANDBOX_ID": "spoofed", "E2B_SANDBOX": "false", "MINE": "1"})
+    try:
+        assert spoof.commands.run(line + '" $MINE"').stdout == f"true {spoof.sandbox_id} {template} 1\n"
+        assert spoof.commands.run(line, envs={"E2B_SANDBOX_ID": "per-command"}).stdout == f"true per-command {template}\n"
+    finally:
+        spoof.kill()

@@ -14,7 +14,7 @@
 static enum MHD_Result h_health(http_req *r) { return http_empty(r->conn, 204); }
 
 static enum MHD_Result h_envs(http_req *r) {
-  return http_json(r->conn, 200, json_incref(r->sb->env_vars));
+  return http_json(r->conn, 200, sandbox_env_vars(r->sb));
 }
 
 static enum MHD_Result h_method(http_req *r) {

@@ -178,7 +178,8 @@ static void env_add(json_t *env, const char *k, const char *v) {
   json_array_append_new(env, json_sprintf("%s=%s", k, v));
 }
 
-/* Defaults, then the sandbox's envVars, then the request's envs (last wins). */
+/* Defaults, then the sandbox's envVars and envd's own E2B_* variables (which
+ * those cannot replace), then the request's envs (last wins), as envd does. */
 static json_t *build_env(rpc_call *c, json_t *req_envs) {
   json_t *merged = json_pack("{s:s, s:s, s:s, s:s, s:s}", "PATH", DEFAULT_PATH, "HOME",
                              c->user->home, "USER", c->user->name, "LOGNAME", c->user->name,
@@ -190,7 +191,9 @@ static json_t *build_env(rpc_call *c, json_t *req_envs) {
     snprintf(key, sizeof key, "%.*s", (int)(eq - *kv), *kv);
     json_object_set_new(merged, key, json_string(eq + 1));
   }
-  json_object_update(merged, c->sb->env_vars);
+  json_t *sandbox_env = sandbox_env_vars(c->sb);
+  json_object_update(merged, sandbox_env);
+  json_decref(sandbox_env);
   json_object_update(merged, req_envs);
   json_t *env = json_array();
   const char *k;

@@ -690,6 +690,14 @@ int sandbox_refresh(sandbox *sb, int duration_s) {
   return rc;
 }
 
+json_t *sandbox_env_vars(const sandbox *sb) {
+  json_t *env = json_deep_copy(sb->env_vars);
+  json_object_set_new(env, "E2B_SANDBOX", json_string("true"));
+  json_object_set_new(env, "E2B_SANDBOX_ID", json_string(sb->id));
+  json_object_set_new(env, "E2B_TEMPLATE_ID", json_string(sb->template_id ? sb->template_id : ""));
+  return env;
+}
+
 json_t *sandbox_snapshot(sandbox *sb, const char *name, const char **err) {
   pthread_rwlock_wrlock(&sb->lock);
   json_t *info = NULL;

@@ -119,6 +119,10 @@ int sandbox_connect(sandbox *sb, int timeout_s, int force_cold, int only_paused,
 
 /* Extends the deadline to now + duration when that is later (refreshes). */
 int sandbox_refresh(sandbox *sb, int duration_s);
+/* What envd gives every process and answers on /envs (new reference): the
+ * sandbox's envVars, then envd's own E2B_SANDBOX ("true"), E2B_SANDBOX_ID
+ * and E2B_TEMPLATE_ID, which those envVars cannot replace. */
+json_t *sandbox_env_vars(const sandbox *sb);
 /* Copies the sandbox's files into a snapshot (frozen meanwhile when running). */
 json_t *sandbox_snapshot(sandbox *sb, const char *name, const char **err);
 /* Replaces the network config; the egress proxy applies it from the next
