@@ -9,6 +9,7 @@ import pytest
 from e2b import (
     NotFoundException,
     Sandbox,
+    SandboxException,
     SandboxNotFoundException,
     SandboxQuery,
     SandboxState,
@@ -39,9 +40,9 @@ def test_create_carries_metadata_envs_and_timeout_into_the_sandbox(server):
 
 
 def test_an_unknown_template_is_refused(server):
-    with pytest.raises(Exception) as err:
-        Sandbox.create(template="no-such-template-" + secrets.token_hex(3), timeout=30)
-    assert "not found" in str(err.value).lower() or isinstance(err.value, NotFoundException), err.value
+    name = "no-such-template-" + secrets.token_hex(3)
+    with pytest.raises(SandboxException, match=f"404: template '{name}' not found"):
+        Sandbox.create(template=name, timeout=30)
 
 
 def test_set_timeout_moves_the_end_both_ways(server):
