@@ -1,7 +1,8 @@
 """The SDK over HTTPS, building every URL from E2B_DOMAIN alone: a fresh
 Python with only E2B_DOMAIN, E2B_API_KEY and SSL_CERT_FILE works, one
 without the CA is refused (verification is real), and a server in the
-sandbox is reached at https://<get_host(port)>, as are signed file URLs."""
+sandbox is reached at https://<get_host(port)>, as are signed file URLs.
+What `e2b-local exec` sets (plain HTTP URLs too) works as well."""
 
 import json
 import os
@@ -49,6 +50,13 @@ def test_without_the_ca_the_certificate_is_refused(server):
     r = client({"E2B_DOMAIN": server.env["E2B_DOMAIN"], "E2B_API_KEY": server.env["E2B_API_KEY"]})
     assert "error" in r, r
     assert "certificate" in r["error"].lower() or "unknownissuer" in r["error"].lower(), r["error"]
+
+
+def test_what_e2b_local_exec_sets_works_too_over_plain_http(server):
+    # E2B_API_URL and E2B_SANDBOX_URL win over the domain: no CA needed
+    env = server.env
+    r = client({name: env[name] for name in ("E2B_API_URL", "E2B_SANDBOX_URL", "E2B_DOMAIN", "E2B_API_KEY")})
+    assert r == {"api": env["E2B_API_URL"], "stdout": "hello\nuser\n", "killed": True}
 
 
 def test_a_wrong_key_is_refused(server):
