@@ -112,7 +112,9 @@ describe("lua-e2b", function()
       { { "create", "--timeout", "-3" }, 'create: --timeout wants a positive number of seconds, got "-3"' },
       { { "info" }, "info: needs a sandbox id" },
       { { "info", "a", "b" }, 'info: unexpected argument "b"' },
-      { { "exec", "only-id" }, "exec: needs a sandbox id and a command" },
+      { { "exec", "only-id" }, "exec: needs a sandbox id and a command (or --pty)" },
+      { { "connect" }, "connect: needs a sandbox id" },
+      { { "connect", "x", "--pty" }, "connect: unknown option --pty" },
       { { "cp", "a", "b" }, "cp: exactly one of SRC and DST must be remote (ID:/path)" },
       { { "pause", "x", "--mode", "deep" }, 'pause: --mode wants "memory" or "filesystem"' },
     }
