@@ -24,6 +24,12 @@ import time
 DEADLINE_S = 30
 
 
+class Failed(Exception):
+    def __init__(self, what, seen):
+        super().__init__(what)
+        self.what, self.seen = what, seen
+
+
 def set_size(fd, rows, cols):
     fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
 
@@ -60,14 +66,12 @@ class Term:
         while needle not in self.seen[start:]:
             now = time.monotonic()
             if now > end:
-                raise SystemExit(json.dumps({"error": "never saw %r" % needle,
-                                             "seen": self.seen.decode("latin-1")}))
+                raise Failed("never saw %r" % needle, self.seen)
             if resend is not None and now - last >= 1:
                 self.type(resend)
                 last = now
             if not self.read_some(0.2):
-                raise SystemExit(json.dumps({"error": "ended before %r" % needle,
-                                             "seen": self.seen.decode("latin-1")}))
+                raise Failed("ended before %r" % needle, self.seen)
 
     def type(self, text):
         os.write(self.fd, text)
@@ -88,7 +92,7 @@ class Term:
             except OSError:
                 pass
             self.read_some(0.1)
-        raise SystemExit(json.dumps({"error": "no tool process"}))
+        raise Failed("no tool process", self.seen)
 
     def finish(self):
         while self.read_some(1):
@@ -107,7 +111,9 @@ def session(t, out):
     out["size"] = "30 100" in t.seen.decode("latin-1")
     # Ctrl-C is a key for the sandbox's terminal, not a signal to the tool
     t.type(b"sleep 300; echo SLEPT\r")
-    t.wait_for(b"AFTER3", resend=b"\x03echo AFTER$((1+2))\r")
+    t.wait_for(b"SLEPT\r\n")  # the line's echo: bash runs it now
+    t.wait_for(b"$ ", resend=b"\x03")  # the prompt again: the sleep was interrupted
+    t.wait_for(b"AFTER3", resend=b"echo AFTER$((1+2))\r")
     set_size(t.fd, 40, 120)
     t.wait_for(b"40 120", resend=b"stty size\r")
     out["resized"] = True
@@ -134,7 +140,12 @@ def main():
     state, command, script = sys.argv[1], sys.argv[2], sys.argv[3]
     t = Term(state, command)
     out = {}
-    {"session": session, "signalled": signalled, "command": command_alone}[script](t, out)
+    try:
+        {"session": session, "signalled": signalled, "command": command_alone}[script](t, out)
+    except Failed as e:
+        os.kill(t.pid, signal.SIGKILL)
+        print(json.dumps({"error": e.what, "seen": e.seen.decode("latin-1")}))
+        return
     out["code"] = t.finish()
     with open(os.path.join(state, "before")) as f:
         before = f.read()
