@@ -78,6 +78,20 @@ E2B_EXPORT unsigned e2b_version_num(void);
 
 /* ==== errors ============================================================== */
 
+/* The defaults a zeroed field means, in one place (bindings publish them,
+ * and the manual's defaults are checked against them). */
+#define E2B_DEFAULT_REQUEST_TIMEOUT_MS 60000L /* e2b_config.request_timeout_ms */
+#define E2B_DEFAULT_BUDGET_MS 60000L          /* e2b_config.budget_ms */
+#define E2B_DEFAULT_MAX_RETRIES 3             /* e2b_config.max_retries */
+#define E2B_DEFAULT_MAX_INFLIGHT 16           /* e2b_config.max_inflight */
+#define E2B_DEFAULT_PAGE_SIZE 100             /* e2b_config.page_size */
+#define E2B_DEFAULT_TEMPLATE "base"           /* e2b_config.template_id (after E2B_TEMPLATE) */
+#define E2B_DEFAULT_DOMAIN "e2b.app"          /* e2b_config.domain (after E2B_DOMAIN) */
+#define E2B_DEFAULT_SANDBOX_TIMEOUT_MS 300000L /* a sandbox's lifetime */
+#define E2B_DEFAULT_READY_TIMEOUT_MS 60000L   /* e2b_provision_opts.ready_timeout_ms */
+#define E2B_DEFAULT_SETUP_TIMEOUT_MS 600000L  /* e2b_provision_opts.setup_timeout_ms */
+#define E2B_DEFAULT_IDLE_TIMEOUT_MS 90000L    /* a command's stream silent this long fails */
+
 /* One code per kind of failure; e2b_code_name gives each a stable short name
  * ("not_found", ...) that bindings can use as an error kind. */
 typedef enum e2b_code {

@@ -134,7 +134,7 @@ function M.new(opts)
   if not h then return nil, err end
   local self = setmetatable({
     _h = h,
-    _timeout_ms = o.timeout_ms or 300000,
+    _timeout_ms = o.timeout_ms or core.DEFAULTS.sandbox_timeout_ms,
     _network = o.network or "all",
     _lifecycle = o.lifecycle,
     _user = o.user or "user",
