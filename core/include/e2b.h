@@ -756,6 +756,34 @@ E2B_EXPORT e2b_req *e2b_snapshot_create(e2b_client *c, const char *sandbox_id, c
 E2B_EXPORT e2b_req *e2b_snapshot_list(e2b_client *c, const char *name, e2b_error *err);
 /* Deletes every snapshot matching name (or that id); none left is success. */
 E2B_EXPORT e2b_req *e2b_snapshot_delete(e2b_client *c, const char *name, e2b_error *err);
+/* -- a sandbox's logs -- */
+
+/* One line of a sandbox's own log, as E2B keeps it (bounded here: at most
+ * 4 KiB of message, 32 fields). */
+typedef struct e2b_log_entry {
+  int64_t timestamp_ms; /* Unix ms */
+  char *level;          /* "debug", "info", "warn" or "error" */
+  char *message;
+  e2b_map fields;       /* E2B's structured fields, as text */
+} e2b_log_entry;
+
+#define E2B_LOGS_MAX 1000 /* entries per call, E2B's most (and its default) */
+typedef struct e2b_logs_opts {
+  int64_t cursor_ms;  /* from this Unix ms on (backward: up to it); 0: from the first (the last) */
+  int limit;          /* 1 .. E2B_LOGS_MAX; 0: E2B_LOGS_MAX */
+  int backward;       /* newest first */
+  const char *level;  /* the least level: "debug", "info", "warn", "error"; NULL: all */
+  const char *search; /* only messages holding this (at most 256 bytes); NULL: all */
+} e2b_logs_opts;
+
+/* GET /v2/sandboxes/{id}/logs: the sandbox's log lines (oldest first unless
+ * backward), a killed sandbox's too while E2B keeps them. Bad options are
+ * E2B_ERR_INVALID_ARGUMENT naming the field, before anything is sent. */
+E2B_EXPORT e2b_req *e2b_sandbox_logs(e2b_client *c, const char *sandbox_id, const e2b_logs_opts *opts,
+                                     e2b_error *err);
+E2B_EXPORT size_t e2b_req_log_count(const e2b_req *req);
+E2B_EXPORT const e2b_log_entry *e2b_req_log_at(const e2b_req *req, size_t i);
+
 E2B_EXPORT size_t e2b_req_snapshot_count(const e2b_req *req);
 E2B_EXPORT const e2b_snapshot *e2b_req_snapshot_at(const e2b_req *req, size_t i);
 
@@ -948,7 +976,8 @@ typedef enum e2b_result_kind {
   E2B_RESULT_RUN,       /* e2b_req_run_result */
   E2B_RESULT_DOCTOR,    /* e2b_req_doctor_report */
   E2B_RESULT_EGRESS,    /* e2b_req_egress_report */
-  E2B_RESULT_BOOT_ID    /* e2b_req_boot_id */
+  E2B_RESULT_BOOT_ID,   /* e2b_req_boot_id */
+  E2B_RESULT_LOGS       /* e2b_req_log_count/_at */
 } e2b_result_kind;
 E2B_EXPORT e2b_result_kind e2b_req_result_kind(const e2b_req *req);
 /* Stops the transfer; the request completes with E2B_ERR_CANCELED. */

@@ -132,12 +132,8 @@ e2b_client *e2b_client_new(e2b_loop *loop, const e2b_config *cfg, e2b_error *err
   } else {
     c->user_agent = strdup("libe2b/" E2B_VERSION);
   }
-  c->max_retries = cfg->max_retries == 0 ? E2B_DEFAULT_MAX_RETRIES
-                   : cfg->max_retries < 0  ? 0
-                                           : cfg->max_retries;
-  c->max_inflight = cfg->max_inflight == 0 ? E2B_DEFAULT_MAX_INFLIGHT
-                    : cfg->max_inflight < 0  ? 0
-                                             : cfg->max_inflight;
+  c->max_retries = cfg->max_retries == 0 ? E2B_DEFAULT_MAX_RETRIES : cfg->max_retries < 0 ? 0 : cfg->max_retries;
+  c->max_inflight = cfg->max_inflight == 0 ? E2B_DEFAULT_MAX_INFLIGHT : cfg->max_inflight < 0 ? 0 : cfg->max_inflight;
   c->page_size = cfg->page_size ? cfg->page_size : E2B_DEFAULT_PAGE_SIZE;
   c->owner = default_owner(cfg->owner);
   if (!c->domain || !c->template_id || !c->api_url || !c->user_agent || !c->owner) goto nomem;

@@ -755,6 +755,40 @@ local function cmd_resume(ctx, opts, args)
   ctx.out(("resumed %s (%s)\n"):format(sbx.id, sbx.sandbox_id))
 end
 
+-- Text a sandbox influenced, safe on a terminal: control bytes as \xNN.
+local function printable(s)
+  return (tostring(s):gsub("[%z\1-\31\127]", function(c) return ("\\x%02x"):format(c:byte()) end))
+end
+
+local LEVELS = { debug = true, info = true, warn = true, error = true }
+
+-- logs: the sandbox's own log lines, oldest first (E2B keeps them; a
+-- killed sandbox's too, for a while).
+local function cmd_logs(ctx, opts, args)
+  local limit = opts.limit and tonumber(opts.limit)
+  if opts.limit and not (limit and limit >= 1 and limit <= 1000 and limit == math.floor(limit)) then
+    return nil, usage_error(("logs: --limit wants a whole number 1 .. 1000, got %q"):format(opts.limit))
+  end
+  if opts.level and not LEVELS[opts.level] then
+    return nil, usage_error(("logs: --level wants debug, info, warn or error, got %q"):format(opts.level))
+  end
+  local client, err = client_for(ctx)
+  if not client then return nil, err end
+  local lines
+  lines, err = client:logs(args[1], { limit = limit, level = opts.level, search = opts.search })
+  if not lines then return nil, err end
+  if opts.json then return ctx.out(to_json(lines, true) .. "\n") end
+  local out = {}
+  for _, l in ipairs(lines) do
+    local fields = {}
+    for _, k in ipairs(sorted_keys(l.fields)) do fields[#fields + 1] = printable(k) .. "=" .. printable(l.fields[k]) end
+    out[#out + 1] = ("%s.%03dZ %s %s%s\n"):format(os.date("!%Y-%m-%dT%H:%M:%S", l.timestamp // 1000),
+      l.timestamp % 1000, printable(l.level), printable(l.message),
+      #fields > 0 and " (" .. table.concat(fields, ", ") .. ")" or "")
+  end
+  ctx.out(table.concat(out))
+end
+
 -- Kills one id: { id, sandbox_id }, false when it was already gone, or nil, err.
 local function kill_one(client, id)
   local info, err = client:describe(id)
@@ -947,6 +981,12 @@ local COMMANDS = {
     summary = "kill an owner's sandboxes (--mine: this host's owner, E2B_OWNER or user@host)",
     more = "--dry-run lists what it would kill and kills nothing.",
     opts = { owner = { arg = true }, mine = {}, ["older-than"] = { arg = true }, ["dry-run"] = {} } },
+  { name = "logs", run = cmd_logs, args = ID_ARG, json = true,
+    usage = "logs ID [--limit N] [--level debug|info|warn|error] [--search TEXT] [--json]",
+    summary = "show a sandbox's own log lines, oldest first (never resumes it)",
+    more = "--limit N (1-1000, E2B's most and default) keeps the oldest N; --level the lines at or above it;\n"
+      .. "--search those whose message holds TEXT. Control bytes print as \\xNN.",
+    opts = { limit = { arg = true, short = "n" }, level = { arg = true }, search = { arg = true } } },
   { name = "doctor", run = cmd_doctor, args = { min = 0, max = 0 }, json = true, usage = "doctor [--json]",
     summary = "show the configuration in use and what the backend supports", opts = {} },
 }

@@ -410,6 +410,12 @@ describe("the reference's records (against e2b-local)", function()
     end
   end)
 
+  it("documents every field of a log line", function()
+    local lines = assert(sbx._client:logs(sbx.sandbox_id))
+    assert.is_true(#lines > 0)
+    assert.are.same({}, missing_from_reference(prefixed("log.", sorted_keys(lines[1]))))
+  end)
+
   it("documents every field of volumes and snapshots", function()
     local client = sbx._client
     local name = "docs-spec-" .. tostring(h.core.now_ms())
