@@ -782,7 +782,7 @@ local function cmd_logs(ctx, opts, args)
   for _, l in ipairs(lines) do
     local fields = {}
     for _, k in ipairs(sorted_keys(l.fields)) do fields[#fields + 1] = printable(k) .. "=" .. printable(l.fields[k]) end
-    out[#out + 1] = ("%s.%03dZ %s %s%s\n"):format(os.date("!%Y-%m-%dT%H:%M:%S", l.timestamp // 1000),
+    out[#out + 1] = ("%s.%03dZ %s %s%s\n"):format(os.date("!%Y-%m-%dT%H:%M:%S", math.floor(l.timestamp / 1000)),
       l.timestamp % 1000, printable(l.level), printable(l.message),
       #fields > 0 and " (" .. table.concat(fields, ", ") .. ")" or "")
   end
