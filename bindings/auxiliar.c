@@ -255,6 +255,20 @@ void e2bL_push_volume(lua_State *L, const e2b_volume *v) {
   e2bL_set_str(L, "token", v->token);
 }
 
+void e2bL_push_log_entry(lua_State *L, const e2b_log_entry *e) {
+  lua_createtable(L, 0, 4);
+  lua_pushinteger(L, (lua_Integer)e->timestamp_ms);
+  lua_setfield(L, -2, "timestamp");
+  e2bL_set_str(L, "level", e->level);
+  e2bL_set_str(L, "message", e->message);
+  lua_createtable(L, 0, (int)e->fields.count);
+  for (size_t i = 0; i < e->fields.count; i++) {
+    lua_pushstring(L, e->fields.values[i]);
+    lua_setfield(L, -2, e->fields.keys[i]);
+  }
+  lua_setfield(L, -2, "fields");
+}
+
 void e2bL_push_doctor(lua_State *L, const e2b_doctor_report *r) {
   lua_createtable(L, 0, 12);
   e2bL_set_bool(L, "auth", r->auth);

@@ -244,6 +244,24 @@ static int client_snapshots(lua_State *L) {
   return e2bL_push_req(L, u->l, e2b_snapshot_list(u->c, luaL_optstring(L, 2, NULL), &err), &err);
 }
 
+/* logs(sandbox_id, {cursor_ms, limit, backward, level, search}) */
+static int client_logs(lua_State *L) {
+  client_ud *u = check_client(L);
+  const char *id = luaL_checkstring(L, 2);
+  e2b_logs_opts o;
+  memset(&o, 0, sizeof o);
+  if (!lua_isnoneornil(L, 3)) {
+    luaL_checktype(L, 3, LUA_TTABLE);
+    o.cursor_ms = (int64_t)e2bL_opt_integer(L, 3, "cursor_ms", 0);
+    o.limit = (int)e2bL_opt_integer(L, 3, "limit", 0);
+    o.backward = e2bL_opt_tristate(L, 3, "backward") == E2B_YES;
+    o.level = e2bL_opt_string(L, 3, "level");
+    o.search = e2bL_opt_string(L, 3, "search");
+  }
+  e2b_error err;
+  return e2bL_push_req(L, u->l, e2b_sandbox_logs(u->c, id, &o, &err), &err);
+}
+
 /* verify_egress{allow_host, allowed_url, denied_url, ip_url, template, timeout_ms} */
 static int client_verify_egress(lua_State *L) {
   client_ud *u = check_client(L);
@@ -284,7 +302,7 @@ static const luaL_Reg client_methods[] = {
     {"config", client_config},       {"create", client_create},       {"pause", client_pause},
     {"sandbox", client_sandbox},     {"provision", client_provision}, {"fork", client_fork},
     {"set_network", client_set_network}, {"snapshot", client_snapshot},
-    {"snapshots", client_snapshots}, {"verify_egress", client_verify_egress},
+    {"snapshots", client_snapshots}, {"verify_egress", client_verify_egress}, {"logs", client_logs},
     {NULL, NULL}};
 
 static const e2bL_class CLIENT = {CLIENT_MT, "client", offsetof(client_ud, c), client_release,

@@ -70,6 +70,9 @@ static void snapshot_at(lua_State *L, const e2b_req *req, size_t i) {
 static void volume_at(lua_State *L, const e2b_req *req, size_t i) {
   e2bL_push_volume(L, e2b_req_volume_at(req, i));
 }
+static void log_at(lua_State *L, const e2b_req *req, size_t i) {
+  e2bL_push_log_entry(L, e2b_req_log_at(req, i));
+}
 
 static int push_true(lua_State *L, const e2b_req *req) {
   (void)req;
@@ -128,7 +131,8 @@ static const struct {
     [E2B_RESULT_RUN] = {.push = push_run},
     [E2B_RESULT_DOCTOR] = {.push = push_doctor},
     [E2B_RESULT_EGRESS] = {.push = push_egress},
-    [E2B_RESULT_BOOT_ID] = {.push = push_boot_id}};
+    [E2B_RESULT_BOOT_ID] = {.push = push_boot_id},
+    [E2B_RESULT_LOGS] = {e2b_req_log_count, log_at, NULL}};
 
 /* result() -> value | nil, err; raises if called before the request is done. */
 static int req_result(lua_State *L) {

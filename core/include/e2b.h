@@ -78,6 +78,20 @@ E2B_EXPORT unsigned e2b_version_num(void);
 
 /* ==== errors ============================================================== */
 
+/* The defaults a zeroed field means, in one place (bindings publish them,
+ * and the manual's defaults are checked against them). */
+#define E2B_DEFAULT_REQUEST_TIMEOUT_MS 60000L /* e2b_config.request_timeout_ms */
+#define E2B_DEFAULT_BUDGET_MS 60000L          /* e2b_config.budget_ms */
+#define E2B_DEFAULT_MAX_RETRIES 3             /* e2b_config.max_retries */
+#define E2B_DEFAULT_MAX_INFLIGHT 16           /* e2b_config.max_inflight */
+#define E2B_DEFAULT_PAGE_SIZE 100             /* e2b_config.page_size */
+#define E2B_DEFAULT_TEMPLATE "base"           /* e2b_config.template_id (after E2B_TEMPLATE) */
+#define E2B_DEFAULT_DOMAIN "e2b.app"          /* e2b_config.domain (after E2B_DOMAIN) */
+#define E2B_DEFAULT_SANDBOX_TIMEOUT_MS 300000L /* a sandbox's lifetime */
+#define E2B_DEFAULT_READY_TIMEOUT_MS 60000L   /* e2b_provision_opts.ready_timeout_ms */
+#define E2B_DEFAULT_SETUP_TIMEOUT_MS 600000L  /* e2b_provision_opts.setup_timeout_ms */
+#define E2B_DEFAULT_IDLE_TIMEOUT_MS 90000L    /* a command's stream silent this long fails */
+
 /* One code per kind of failure; e2b_code_name gives each a stable short name
  * ("not_found", ...) that bindings can use as an error kind. */
 typedef enum e2b_code {
@@ -748,6 +762,34 @@ E2B_EXPORT e2b_req *e2b_snapshot_create(e2b_client *c, const char *sandbox_id, c
 E2B_EXPORT e2b_req *e2b_snapshot_list(e2b_client *c, const char *name, e2b_error *err);
 /* Deletes every snapshot matching name (or that id); none left is success. */
 E2B_EXPORT e2b_req *e2b_snapshot_delete(e2b_client *c, const char *name, e2b_error *err);
+/* -- a sandbox's logs -- */
+
+/* One line of a sandbox's own log, as E2B keeps it (bounded here: at most
+ * 4 KiB of message, 32 fields). */
+typedef struct e2b_log_entry {
+  int64_t timestamp_ms; /* Unix ms */
+  char *level;          /* "debug", "info", "warn" or "error" */
+  char *message;
+  e2b_map fields;       /* E2B's structured fields, as text */
+} e2b_log_entry;
+
+#define E2B_LOGS_MAX 1000 /* entries per call, E2B's most (and its default) */
+typedef struct e2b_logs_opts {
+  int64_t cursor_ms;  /* from this Unix ms on (backward: up to it); 0: from the first (the last) */
+  int limit;          /* 1 .. E2B_LOGS_MAX; 0: E2B_LOGS_MAX */
+  int backward;       /* newest first */
+  const char *level;  /* the least level: "debug", "info", "warn", "error"; NULL: all */
+  const char *search; /* only messages holding this (at most 256 bytes); NULL: all */
+} e2b_logs_opts;
+
+/* GET /v2/sandboxes/{id}/logs: the sandbox's log lines (oldest first unless
+ * backward), a killed sandbox's too while E2B keeps them. Bad options are
+ * E2B_ERR_INVALID_ARGUMENT naming the field, before anything is sent. */
+E2B_EXPORT e2b_req *e2b_sandbox_logs(e2b_client *c, const char *sandbox_id, const e2b_logs_opts *opts,
+                                     e2b_error *err);
+E2B_EXPORT size_t e2b_req_log_count(const e2b_req *req);
+E2B_EXPORT const e2b_log_entry *e2b_req_log_at(const e2b_req *req, size_t i);
+
 E2B_EXPORT size_t e2b_req_snapshot_count(const e2b_req *req);
 E2B_EXPORT const e2b_snapshot *e2b_req_snapshot_at(const e2b_req *req, size_t i);
 
@@ -940,7 +982,8 @@ typedef enum e2b_result_kind {
   E2B_RESULT_RUN,       /* e2b_req_run_result */
   E2B_RESULT_DOCTOR,    /* e2b_req_doctor_report */
   E2B_RESULT_EGRESS,    /* e2b_req_egress_report */
-  E2B_RESULT_BOOT_ID    /* e2b_req_boot_id */
+  E2B_RESULT_BOOT_ID,   /* e2b_req_boot_id */
+  E2B_RESULT_LOGS       /* e2b_req_log_count/_at */
 } e2b_result_kind;
 E2B_EXPORT e2b_result_kind e2b_req_result_kind(const e2b_req *req);
 /* Stops the transfer; the request completes with E2B_ERR_CANCELED. */

@@ -19,9 +19,6 @@
 #define E2B_UPLOAD_LOW_WATER (1u << 20)   /* upload backlog at which the producer is told to send more */
 #define E2B_UPLOAD_QUEUE_CAP (1u << 20)   /* queued upload bytes a producer should not exceed */
 #define E2B_IDLE_CONNECTIONS 64L        /* finished connections curl keeps for reuse */
-#define E2B_DEFAULT_REQUEST_TIMEOUT_MS 60000L
-#define E2B_DEFAULT_BUDGET_MS 60000L
-#define E2B_DEFAULT_SANDBOX_TIMEOUT_MS 300000L
 #define E2B_ENVD_PORT 49983
 
 typedef struct e2b_bridge e2b_bridge;

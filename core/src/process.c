@@ -42,7 +42,7 @@ const e2b_error *e2b_proc_stream_cut(const e2b_req *stream, const char *op, e2b_
 static int add_stream_headers(e2b_req *req, long keepalive_s, long idle_ms, long timeout_ms,
                               e2b_error *err) {
   char v[32];
-  if (idle_ms <= 0) idle_ms = 90000;
+  if (idle_ms <= 0) idle_ms = E2B_DEFAULT_IDLE_TIMEOUT_MS;
   if (keepalive_s <= 0) keepalive_s = idle_ms / 3000 > 0 ? idle_ms / 3000 : 1;
   if (keepalive_s > 50) keepalive_s = 50;
   req->idle_ms = idle_ms; /* watched by the transfer's idle timer */

@@ -134,7 +134,7 @@ function M.new(opts)
   if not h then return nil, err end
   local self = setmetatable({
     _h = h,
-    _timeout_ms = o.timeout_ms or 300000,
+    _timeout_ms = o.timeout_ms or core.DEFAULTS.sandbox_timeout_ms,
     _network = o.network or "all",
     _lifecycle = o.lifecycle,
     _user = o.user or "user",
@@ -382,6 +382,34 @@ function Client:_by_name(op, name, optional)
     if not ok then return nil, err end
   end
   return rt.finish(self._h[op](self._h, name))
+end
+
+local LOGS_SPEC = {
+  limit = "positive", cursor_ms = "count", backward = "boolean",
+  level = check.oneof("debug", "info", "warn", "error"), search = "string",
+}
+
+--- A sandbox's own log lines, as E2B keeps them (a killed sandbox's too,
+-- while it does): `GET /v2/sandboxes/{id}/logs`. Never resumes it.
+-- @tparam string id logical or provider id
+-- @tparam[opt] table opts
+-- @tparam[opt=1000] int opts.limit 1-1000 lines
+-- @tparam[opt] int opts.cursor_ms from this Unix time (ms) on; with backward, up to it
+-- @tparam[opt] boolean opts.backward newest first
+-- @tparam[opt] string opts.level the least level: "debug", "info", "warn", "error"
+-- @tparam[opt] string opts.search only lines whose message holds it (at most 256 bytes)
+-- @treturn {table,...} array of { timestamp (Unix ms), level, message, fields }
+-- @return or nil, err
+function Client:logs(id, opts)
+  local o, err = check.options("logs", opts, LOGS_SPEC)
+  if not o then return nil, err end
+  local info
+  info, err = self:describe(id)
+  -- a killed sandbox is no longer described, but E2B keeps its logs
+  if not info and not (err.kind == "not_found" and core.utf8_valid(id) and id:match("^[%l%d]+$")) then
+    return nil, err
+  end
+  return self:_by_id("logs", "id", "logs", info and info.sandbox_id or id, o)
 end
 
 --- Lists snapshots, every page.
