@@ -180,7 +180,8 @@ static void push_joined(lua_State *L, e2b_req *req, e2b_proc_event ev, size_t ma
 
 /* One event of a process stream (and of a run: the chunks it hands on):
  *   "start", pid | "stdout"|"stderr"|"pty", bytes (<= max, consecutive chunks
- *   of one stream joined) | "end", exit_code, exited, status, error. */
+ *   of one stream joined) | "end", exit_code, exited, status, error |
+ *   "fs", name, type (a directory watch). */
 static int push_event(lua_State *L, e2b_req *req, e2b_proc_event ev, size_t max) {
   switch (ev.type) {
   case E2B_EVENT_START:
@@ -188,6 +189,12 @@ static int push_event(lua_State *L, e2b_req *req, e2b_proc_event ev, size_t max)
     lua_pushinteger(L, ev.pid);
     e2b_req_consume(req, 0);
     return 2;
+  case E2B_EVENT_FS: /* a watch's change: "fs", name, type */
+    lua_pushliteral(L, "fs");
+    lua_pushlstring(L, (const char *)ev.data, ev.len);
+    lua_pushstring(L, ev.status);
+    e2b_req_consume(req, ev.len);
+    return 3;
   case E2B_EVENT_END:
     lua_pushliteral(L, "end");
     lua_pushinteger(L, ev.exit_code);

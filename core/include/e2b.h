@@ -399,7 +399,9 @@ typedef enum e2b_event_type {
   E2B_EVENT_STDOUT, /* data, len */
   E2B_EVENT_STDERR, /* data, len */
   E2B_EVENT_PTY,    /* data, len */
-  E2B_EVENT_END     /* exit_code, exited, status, error */
+  E2B_EVENT_END,    /* exit_code, exited, status, error */
+  E2B_EVENT_FS      /* e2b_fs_watch: data, len (the name, relative to the watched
+                       directory), status ("create", "write", "remove", "rename", "chmod") */
 } e2b_event_type;
 
 typedef struct e2b_proc_event {
@@ -582,6 +584,24 @@ E2B_EXPORT e2b_req *e2b_fs_mkdir(e2b_sbx *sbx, const char *path, const char *use
 E2B_EXPORT e2b_req *e2b_fs_move(e2b_sbx *sbx, const char *from, const char *to, const char *user,
                      e2b_error *err);
 E2B_EXPORT e2b_req *e2b_fs_remove(e2b_sbx *sbx, const char *path, const char *user, e2b_error *err);
+
+/* Watching a directory (envd's WatchDir, as the SDKs' files.watchDir). */
+typedef struct e2b_watch_opts {
+  const char *user;       /* NULL: envd's default user */
+  int recursive;          /* 1: also the directories below (envd 0.1.4 or later); 0: not */
+  long timeout_ms;        /* the watch ends (E2B_ERR_TIMEOUT) after this long; 0: no limit */
+  long idle_timeout_ms;   /* a stream silent this long (not even a keepalive) fails with
+                             E2B_ERR_TIMEOUT; 0: 90000 */
+} e2b_watch_opts;
+
+/* Starts watching path (a directory) as a stream: E2B_EVENT_START once
+ * envd watches, then E2B_EVENT_FS per change (e2b_req_next_event). The
+ * queue is bounded: a reader behind pauses the stream (envd then drops
+ * what it cannot send). It ends by timeout_ms, by e2b_req_cancel or
+ * e2b_req_free, or with the error that cut it (a missing path:
+ * E2B_ERR_NOT_FOUND, not a directory: E2B_ERR_INVALID_ARGUMENT). */
+E2B_EXPORT e2b_req *e2b_fs_watch(e2b_sbx *sbx, const char *path, const e2b_watch_opts *opts,
+                                 e2b_error *err);
 
 E2B_EXPORT const e2b_entry *e2b_req_entry(const e2b_req *req);          /* stat, mkdir, move */
 E2B_EXPORT size_t e2b_req_entry_count(const e2b_req *req);              /* list */

@@ -174,6 +174,27 @@ function Sandbox:processes()
   return self:_envd(self._h:processes())
 end
 
+--- Kills a process by pid or tag without attaching to it (the SDKs'
+-- commands.kill): SIGKILL to its group, true once it is gone.
+-- @param target pid (positive integer) or tag (string)
+-- @treturn boolean true when it was killed, false when no such process runs
+-- @return or nil, err
+function Sandbox:kill_process(target)
+  if type(target) ~= "string" and not (type(target) == "number" and target >= 1 and target == math.floor(target)) then
+    return nil, errors.invalid("kill_process", "target", "must be a pid (positive integer) or a tag")
+  end
+  -- SIGKILL only if envd lists it (not_found: none runs), then its group,
+  -- which may take 2 s to go, as Process:kill allows it
+  local ok, err = self:_envd(self._h:signal(target, 9))
+  if not ok then
+    if errors.is(err, "not_found") then return false end
+    return nil, err
+  end
+  ok, err = self:_envd(self._h:kill(target, 2000))
+  if not ok then return nil, err end
+  return true
+end
+
 -- ---- ports ----
 
 --- The host name a port of the sandbox is served at.
