@@ -71,6 +71,20 @@ static void volume_at(lua_State *L, const e2b_req *req, size_t i) {
   e2bL_push_volume(L, e2b_req_volume_at(req, i));
 }
 
+static void metric_at(lua_State *L, const e2b_req *req, size_t i) {
+  const e2b_metric *m = e2b_req_metric_at(req, i);
+  lua_createtable(L, 0, 8);
+  e2bL_set_int(L, "timestamp", m->timestamp_ms);
+  e2bL_set_int(L, "cpu_count", m->cpu_count);
+  lua_pushnumber(L, m->cpu_used_pct);
+  lua_setfield(L, -2, "cpu_used_pct");
+  e2bL_set_int(L, "mem_used", m->mem_used);
+  e2bL_set_int(L, "mem_total", m->mem_total);
+  e2bL_set_int(L, "mem_cache", m->mem_cache);
+  e2bL_set_int(L, "disk_used", m->disk_used);
+  e2bL_set_int(L, "disk_total", m->disk_total);
+}
+
 static int push_true(lua_State *L, const e2b_req *req) {
   (void)req;
   lua_pushboolean(L, 1);
@@ -128,7 +142,8 @@ static const struct {
     [E2B_RESULT_RUN] = {.push = push_run},
     [E2B_RESULT_DOCTOR] = {.push = push_doctor},
     [E2B_RESULT_EGRESS] = {.push = push_egress},
-    [E2B_RESULT_BOOT_ID] = {.push = push_boot_id}};
+    [E2B_RESULT_BOOT_ID] = {.push = push_boot_id},
+    [E2B_RESULT_METRICS] = {e2b_req_metric_count, metric_at, NULL}};
 
 /* result() -> value | nil, err; raises if called before the request is done. */
 static int req_result(lua_State *L) {

@@ -304,7 +304,13 @@ typedef struct e2b_list_opts {
   unsigned states;          /* E2B_LIST_* bits; 0 = both */
   int limit;                /* 1..100; 0 = server default */
   const char *next_token;   /* from the previous page, or NULL */
+  const char *template_id;  /* only sandboxes of this template id or alias; NULL: any */
+  int64_t started_after_ms; /* only sandboxes started at or after (epoch ms); 0: any */
+  int order;                /* by start time: 0 = E2B's default (newest first),
+                               E2B_ORDER_ASC or E2B_ORDER_DESC */
 } e2b_list_opts;
+#define E2B_ORDER_ASC 1
+#define E2B_ORDER_DESC 2
 
 typedef struct e2b_req e2b_req;
 
@@ -332,6 +338,26 @@ E2B_EXPORT e2b_req *e2b_sandbox_set_timeout(e2b_client *c, const char *sandbox_i
  * only once the sandbox is paused (a sandbox already paused counts); a
  * success answer that did not pause it is an error, never success. */
 E2B_EXPORT e2b_req *e2b_sandbox_pause(e2b_client *c, const char *sandbox_id, int memory, e2b_error *err);
+
+/* One sample of a sandbox's resource use (GET /sandboxes/{id}/metrics). */
+typedef struct e2b_metric {
+  int64_t timestamp_ms;       /* when it was taken (E2B reports whole seconds) */
+  int cpu_count;
+  double cpu_used_pct;        /* 0-100 per the whole sandbox */
+  int64_t mem_used, mem_total; /* bytes */
+  int64_t mem_cache;          /* bytes of page cache (0 when not reported) */
+  int64_t disk_used, disk_total; /* bytes */
+} e2b_metric;
+
+/* The sandbox's samples between start_ms and end_ms (epoch ms; 0: E2B's
+ * default, the sandbox's start / now), oldest first; the interval is
+ * widened to whole seconds. Negative, or end before start:
+ * E2B_ERR_INVALID_ARGUMENT naming start or end. Results:
+ * e2b_req_metric_count/_at. */
+E2B_EXPORT e2b_req *e2b_sandbox_metrics(e2b_client *c, const char *sandbox_id, int64_t start_ms,
+                                        int64_t end_ms, e2b_error *err);
+E2B_EXPORT size_t e2b_req_metric_count(const e2b_req *req);
+E2B_EXPORT const e2b_metric *e2b_req_metric_at(const e2b_req *req, size_t i);
 
 /* Results. Valid until the request is freed. */
 E2B_EXPORT const e2b_sandbox_info *e2b_req_sandbox(const e2b_req *req);           /* create, connect, get */
@@ -954,7 +980,8 @@ typedef enum e2b_result_kind {
   E2B_RESULT_RUN,       /* e2b_req_run_result */
   E2B_RESULT_DOCTOR,    /* e2b_req_doctor_report */
   E2B_RESULT_EGRESS,    /* e2b_req_egress_report */
-  E2B_RESULT_BOOT_ID    /* e2b_req_boot_id */
+  E2B_RESULT_BOOT_ID,   /* e2b_req_boot_id */
+  E2B_RESULT_METRICS    /* e2b_req_metric_count/_at */
 } e2b_result_kind;
 E2B_EXPORT e2b_result_kind e2b_req_result_kind(const e2b_req *req);
 /* Stops the transfer; the request completes with E2B_ERR_CANCELED. */

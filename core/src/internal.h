@@ -410,6 +410,9 @@ int e2b_sbx_prepare_rpc(e2b_sbx *sbx, e2b_req *req, const char *method_path, con
 /* ---- control.c: raw control-plane calls ---- */
 e2b_req *e2b_control(e2b_client *c, const char *op, const char *method, const char *path,
                      json_t *body, req_parse_fn parse, int idempotent, e2b_error *err);
+/* The list filters beyond metadata and state (template, started_after,
+ * order): 0, or -1 with err naming the field. */
+int e2b_list_filters_check(const e2b_list_opts *o, const char *op, e2b_error *err);
 e2b_req *e2b_on_sandbox(e2b_client *c, const char *op, const char *method, const char *id,
                         const char *suffix, json_t *body, req_parse_fn parse, int idempotent,
                         e2b_error *err);

@@ -36,6 +36,13 @@ function M.to_info(raw)
     owner = raw.owner,
     started_at = raw.started_at,
     end_at = raw.end_at,
+    cpu_count = raw.cpu_count,
+    memory_mb = raw.memory_mb,
+    disk_size_mb = raw.disk_size_mb,
+    envd_version = raw.envd_version,
+    domain = raw.domain,
+    lifecycle = raw.on_timeout and { on_timeout = raw.on_timeout, auto_resume = raw.auto_resume } or nil,
+    network = raw.network,
   }
 end
 
@@ -225,6 +232,21 @@ function Sandbox:url(port, scheme)
     scheme = (scheme == "wss" or scheme == "ws") and "ws" or "http"
   end
   return scheme .. "://" .. host
+end
+
+local METRICS_SPEC = { start = "count", end_ = "count" }
+
+--- Samples of the sandbox's resource use, oldest first (the SDKs' getMetrics).
+-- @tparam[opt] table opts
+-- @tparam[opt] int opts.start epoch ms (default: the sandbox's start)
+-- @tparam[opt] int opts.end_ epoch ms (default: now); not before start
+-- @treturn {table,...} array of { timestamp (epoch ms), cpu_count, cpu_used_pct,
+--   mem_used, mem_total, mem_cache, disk_used, disk_total (bytes) }
+-- @return or nil, err
+function Sandbox:metrics(opts)
+  local o, err = check.options("metrics", opts, METRICS_SPEC)
+  if not o then return nil, err end
+  return self:_finish(self._port.call("metrics", self.sandbox_id, o.start, o.end_))
 end
 
 -- ---- lifecycle ----

@@ -131,4 +131,75 @@ describe("parity with the SDKs", function()
       assert.are.same({ "invalid_argument", "target" }, { err.kind, err.field })
     end)
   end)
+
+  describe("metrics and info", function()
+    it("gives samples with cpu, memory and disk numbers", function()
+      local t0 = os.time() * 1000
+      local samples
+      assert(h.eventually(function()
+        samples = assert(sbx:metrics())
+        return #samples > 0
+      end, 30000))
+      local m = samples[#samples]
+      assert.is_true(m.cpu_count >= 1 and m.cpu_used_pct >= 0)
+      assert.is_true(m.mem_total > 0 and m.mem_used >= 0 and m.disk_total > 0 and m.disk_used >= 0)
+      assert.is_true(m.timestamp > t0 - 3600 * 1000 and m.timestamp <= os.time() * 1000 + 1000)
+      -- an interval that ended before the sandbox started holds nothing
+      assert.are.same({}, assert(sbx:metrics({ start = 1000, end_ = 2000 })))
+    end)
+
+    it("refuses a bad interval, naming the field", function()
+      local _, err = sbx:metrics({ start = -1 })
+      assert.are.same({ "invalid_argument", "start" }, { err.kind, err.field })
+      _, err = sbx:metrics({ start = 5000, end_ = 1000 })
+      assert.are.equal("invalid_argument", err.kind)
+      assert.matches("end", err.message)
+    end)
+
+    it("info and describe carry resources, envd version and times", function()
+      for _, info in ipairs({ assert(sbx:info()), assert(sbx._client:describe(sbx.sandbox_id)) }) do
+        assert.is_true(info.cpu_count >= 1 and info.memory_mb >= 1)
+        assert.is_string(info.envd_version)
+        assert.is_true(info.started_at > 0 and info.end_at > info.started_at)
+      end
+      assert.is_true(assert(sbx:info()).disk_size_mb >= 1)
+    end)
+  end)
+
+  describe("listing page by page", function()
+    it("hands one page and the token of the next, and filters by template and start", function()
+      local c = sbx._client
+      local other = h.sandbox(nil, c)
+      local seen, token, pages = {}, nil, 0
+      repeat
+        local page
+        page, token = assert(c:list_page({ limit = 1, next_token = token }))
+        assert.is_true(#page <= 1)
+        for _, i in ipairs(page) do seen[i.sandbox_id] = true end
+        pages = pages + 1
+      until not token
+      assert.is_true(seen[sbx.sandbox_id] and seen[other.sandbox_id] and pages >= 2)
+      local asc = assert(c:list({ order = "asc" }))
+      local desc = assert(c:list({ order = "desc" }))
+      assert.is_true(#asc >= 2 and asc[1].started_at <= asc[#asc].started_at)
+      assert.is_true(desc[1].started_at >= desc[#desc].started_at)
+      assert.are.same({}, assert(c:list({ template = "no-such-template" })))
+      local later = assert(c:list({ started_after = os.time() * 1000 + 3600 * 1000 }))
+      assert.are.same({}, later)
+      assert.is_true(#assert(c:list({ template = "base" })) >= 2)
+    end)
+
+    it("refuses bad paging and filters, naming the field", function()
+      local c = sbx._client
+      for field, opts in pairs({
+        limit = { limit = 0 }, next_token = { next_token = "" }, template = { template = "" },
+        started_after = { started_after = -1 }, order = { order = "up" },
+      }) do
+        local _, err = c:list_page(opts)
+        assert.are.same({ "invalid_argument", field }, { err.kind, err.field })
+      end
+      local _, err = c:list_page({ limit = 101 })
+      assert.are.equal("invalid_argument", err.kind)
+    end)
+  end)
 end)
