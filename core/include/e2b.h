@@ -260,6 +260,15 @@ typedef struct e2b_sandbox_info {
   char *on_timeout;           /* lifecycle: "kill" | "pause" | NULL */
   int auto_resume;            /* lifecycle: -1 unknown, 0, 1 */
   e2b_map metadata;
+  /* Network, as GET /sandboxes/{id} reports it (lists answer none of it). */
+  int allow_internet_access;  /* -1 not reported, 0, 1 */
+  int network;                /* 1: a network object was reported (the fields below) */
+  char **allow_out;           /* network.allowOut */
+  size_t allow_out_count;
+  char **deny_out;            /* network.denyOut */
+  size_t deny_out_count;
+  int allow_public_traffic;   /* network.allowPublicTraffic: -1 not reported, 0, 1 */
+  char *mask_request_host;    /* network.maskRequestHost, or NULL */
 } e2b_sandbox_info;
 
 /* Option structs: every one is meant to start zeroed (`e2b_create_opts o

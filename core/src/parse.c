@@ -120,10 +120,49 @@ static const str_field sandbox_strings[] = {
     {SANDBOX_AT(domain), "domain", NULL}};
 #define SANDBOX_STRINGS (sizeof sandbox_strings / sizeof *sandbox_strings)
 
+static void list_clear(char **v, size_t n) {
+  for (size_t i = 0; i < n; i++) free(v[i]);
+  free(v);
+}
+
+/* The strings of a JSON array (others skipped) into *out: 0, -1 no memory. */
+static int parse_list(json_t *arr, char ***out, size_t *n) {
+  *n = 0;
+  size_t cap = json_array_size(arr);
+  if (!cap) return 0;
+  if (!(*out = calloc(cap, sizeof **out))) return -1;
+  for (size_t i = 0; i < cap; i++) {
+    const char *v = json_string_value(json_array_get(arr, i));
+    if (v && !((*out)[(*n)++] = strdup(v))) return -1;
+  }
+  return 0;
+}
+
+/* bool field of obj: 1, 0, or -1 when absent or not a boolean. */
+static int tri_field(json_t *obj, const char *name) {
+  json_t *v = json_object_get(obj, name);
+  return json_is_boolean(v) ? json_is_true(v) : -1;
+}
+
+static int parse_network(json_t *obj, e2b_sandbox_info *out) {
+  json_t *net = json_object_get(obj, "network");
+  out->allow_internet_access = tri_field(obj, "allowInternetAccess");
+  out->allow_public_traffic = -1;
+  if (!json_is_object(net)) return 0;
+  out->network = 1;
+  out->allow_public_traffic = tri_field(net, "allowPublicTraffic");
+  return parse_list(json_object_get(net, "allowOut"), &out->allow_out, &out->allow_out_count) ||
+         parse_list(json_object_get(net, "denyOut"), &out->deny_out, &out->deny_out_count) ||
+         dup_field(&out->mask_request_host, net, "maskRequestHost", NULL);
+}
+
 void e2b_sandbox_info_clear(e2b_sandbox_info *sb) {
   free_strings(sb, sandbox_strings, SANDBOX_STRINGS);
   e2b_free_secret(sb->envd_access_token);
   free(sb->on_timeout);
+  list_clear(sb->allow_out, sb->allow_out_count);
+  list_clear(sb->deny_out, sb->deny_out_count);
+  free(sb->mask_request_host);
   map_clear(&sb->metadata);
   memset(sb, 0, sizeof *sb);
 }
@@ -156,7 +195,8 @@ int e2b_parse_sandbox(json_t *obj, e2b_sandbox_info *out) {
     json_t *ar = json_object_get(lifecycle, "autoResume");
     if (json_is_boolean(ar)) out->auto_resume = json_is_true(ar);
   }
-  if (parse_map(json_object_get(obj, "metadata"), &out->metadata) != 0) goto fail;
+  if (parse_map(json_object_get(obj, "metadata"), &out->metadata) != 0 || parse_network(obj, out) != 0)
+    goto fail;
   return 0;
 fail:
   e2b_sandbox_info_clear(out);

@@ -42,6 +42,7 @@ function M.to_info(raw)
     envd_version = raw.envd_version,
     domain = raw.domain,
     lifecycle = raw.on_timeout and { on_timeout = raw.on_timeout, auto_resume = raw.auto_resume } or nil,
+    allow_internet_access = raw.allow_internet_access,
     network = raw.network,
   }
 end

@@ -164,6 +164,17 @@ describe("parity with the SDKs", function()
       end
       assert.is_true(assert(sbx:info()).disk_size_mb >= 1)
     end)
+
+    it("info shows the network and lifecycle the sandbox was made with", function()
+      local net = h.sandbox({ network = { allow = { "example.com" } }, lifecycle = { on_timeout = "pause" } },
+        sbx._client)
+      local info = assert(net:info())
+      assert.is_false(info.allow_internet_access == nil)
+      assert.are.same({ "example.com" }, info.network.allow_out)
+      assert.are.same({ "0.0.0.0/0" }, info.network.deny_out)
+      assert.are.equal("pause", info.lifecycle.on_timeout)
+      assert.is_true(assert(sbx:info()).allow_internet_access)
+    end)
   end)
 
   describe("listing page by page", function()
