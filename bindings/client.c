@@ -253,10 +253,12 @@ static int client_snapshot(lua_State *L) {
   return e2bL_push_req(L, u->l, req, &err);
 }
 
+/* snapshots(name?, sandbox_id?) */
 static int client_snapshots(lua_State *L) {
   client_ud *u = check_client(L);
   e2b_error err;
-  return e2bL_push_req(L, u->l, e2b_snapshot_list(u->c, luaL_optstring(L, 2, NULL), &err), &err);
+  e2b_req *req = e2b_snapshot_list_for(u->c, luaL_optstring(L, 2, NULL), luaL_optstring(L, 3, NULL), &err);
+  return e2bL_push_req(L, u->l, req, &err);
 }
 
 /* verify_egress{allow_host, allowed_url, denied_url, ip_url, template, timeout_ms} */

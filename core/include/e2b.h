@@ -795,6 +795,9 @@ E2B_EXPORT e2b_req *e2b_snapshot_create(e2b_client *c, const char *sandbox_id, c
                              e2b_error *err);
 /* Every snapshot (name NULL) or those matching name, on every page. */
 E2B_EXPORT e2b_req *e2b_snapshot_list(e2b_client *c, const char *name, e2b_error *err);
+/* The same, only the snapshots taken of sandbox_id (NULL: of any sandbox). */
+E2B_EXPORT e2b_req *e2b_snapshot_list_for(e2b_client *c, const char *name, const char *sandbox_id,
+                                          e2b_error *err);
 /* Deletes every snapshot matching name (or that id); none left is success. */
 E2B_EXPORT e2b_req *e2b_snapshot_delete(e2b_client *c, const char *name, e2b_error *err);
 E2B_EXPORT size_t e2b_req_snapshot_count(const e2b_req *req);

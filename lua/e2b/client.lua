@@ -422,12 +422,31 @@ end
 -- @tparam[opt] string name only those matching it
 -- @treturn {table,...} array of { id, snapshot_id, names }
 -- @return or nil, err
-function Client:snapshots(name)
-  local list, err = self:_by_name("snapshots", name, true)
-  if not list then return nil, err end
+local function snapshot_records(list)
   local out = {}
   for i, s in ipairs(list) do out[i] = { id = s.snapshot_id, snapshot_id = s.snapshot_id, names = s.names } end
   return out
+end
+
+function Client:snapshots(name)
+  local list, err = self:_by_name("snapshots", name, true)
+  if not list then return nil, err end
+  return snapshot_records(list)
+end
+
+--- Lists snapshots, every page, as the SDKs' listSnapshots filters them.
+-- @tparam[opt] table opts
+-- @tparam[opt] string opts.name only those matching it
+-- @tparam[opt] string opts.sandbox_id only those taken of this sandbox (a provider id)
+-- @treturn {table,...} array of { id, snapshot_id, names }
+-- @return or nil, err
+function Client:list_snapshots(opts)
+  local o, err = check.options("list_snapshots", opts, { name = "nonempty", sandbox_id = "nonempty" })
+  if not o then return nil, err end
+  local list
+  list, err = rt.finish(self._h:snapshots(o.name, o.sandbox_id))
+  if not list then return nil, err end
+  return snapshot_records(list)
 end
 
 --- Deletes every snapshot matching name (or that id); none left is success.

@@ -144,8 +144,9 @@ describe("parity with the SDKs", function()
       assert.is_true(m.cpu_count >= 1 and m.cpu_used_pct >= 0)
       assert.is_true(m.mem_total > 0 and m.mem_used >= 0 and m.disk_total > 0 and m.disk_used >= 0)
       assert.is_true(m.timestamp > t0 - 3600 * 1000 and m.timestamp <= os.time() * 1000 + 1000)
-      -- an interval that ended before the sandbox started holds nothing
-      assert.are.same({}, assert(sbx:metrics({ start = 1000, end_ = 2000 })))
+      -- an interval that ended before the sandbox started holds nothing (e2b-local;
+      -- E2B's retention rules for such an interval are its own)
+      if not h.live then assert.are.same({}, assert(sbx:metrics({ start = 1000, end_ = 2000 }))) end
     end)
 
     it("refuses a bad interval, naming the field", function()
@@ -198,6 +199,25 @@ describe("parity with the SDKs", function()
       local later = assert(c:list({ started_after = os.time() * 1000 + 3600 * 1000 }))
       assert.are.same({}, later)
       assert.is_true(#assert(c:list({ template = "base" })) >= 2)
+    end)
+
+    it("lists the snapshots of one sandbox", function()
+      local c = sbx._client
+      local other = h.sandbox(nil, c)
+      local name = "parity-" .. tostring(os.time())
+      local mine = assert(sbx:snapshot(name .. "-a"))
+      local theirs = assert(other:snapshot(name .. "-b"))
+      local ids = {}
+      for _, s in ipairs(assert(c:list_snapshots({ sandbox_id = sbx.sandbox_id }))) do ids[s.id] = true end
+      assert.is_true(ids[mine.id])
+      assert.is_nil(ids[theirs.id])
+      assert.are.equal(1, #assert(c:list_snapshots({ sandbox_id = other.sandbox_id, name = name .. "-b" })))
+      -- the core refuses the shape before any request; its message names the field
+      local _, err = c:list_snapshots({ sandbox_id = "Not An Id" })
+      assert.are.equal("invalid_argument", err.kind)
+      assert.matches("sandbox_id", err.message, 1, true)
+      assert(c:delete_snapshot(name .. "-a"))
+      assert(c:delete_snapshot(name .. "-b"))
     end)
 
     it("refuses bad paging and filters, naming the field", function()
