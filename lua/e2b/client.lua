@@ -418,16 +418,16 @@ function Client:_by_name(op, name, optional)
   return rt.finish(self._h[op](self._h, name))
 end
 
---- Lists snapshots, every page.
--- @tparam[opt] string name only those matching it
--- @treturn {table,...} array of { id, snapshot_id, names }
--- @return or nil, err
 local function snapshot_records(list)
   local out = {}
   for i, s in ipairs(list) do out[i] = { id = s.snapshot_id, snapshot_id = s.snapshot_id, names = s.names } end
   return out
 end
 
+--- Lists snapshots, every page.
+-- @tparam[opt] string name only those matching it
+-- @treturn {table,...} array of { id, snapshot_id, names }
+-- @return or nil, err
 function Client:snapshots(name)
   local list, err = self:_by_name("snapshots", name, true)
   if not list then return nil, err end
