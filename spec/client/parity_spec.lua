@@ -51,10 +51,14 @@ describe("parity with the SDKs", function()
       w:stop()
     end)
 
-    it("fails as not_found for a missing directory", function()
+    it("fails as not_found for a missing directory, invalid_argument for a file", function()
       local w, err = files:watch_dir("/tmp/no-such-dir")
       assert.is_nil(w)
       assert.are.equal("not_found", err.kind)
+      assert(files:write("/tmp/plain-file", "f"))
+      w, err = files:watch_dir("/tmp/plain-file")
+      assert.is_nil(w)
+      assert.are.equal("invalid_argument", err.kind)
     end)
 
     it("delivers every event of a burst to a reader that comes later", function()
@@ -124,6 +128,14 @@ describe("parity with the SDKs", function()
       assert.is_true(assert(sbx:kill_process(pid)))
       for _, q in ipairs(assert(sbx:processes())) do assert.are_not.equal(pid, q.pid) end
       assert.is_false(sbx:kill_process(pid))
+    end)
+
+    it("kills a process by tag", function()
+      local p = assert(sbx:spawn("sleep 600", { tag = "parity-kill" }))
+      p:detach()
+      assert.is_true(assert(sbx:kill_process("parity-kill")))
+      for _, q in ipairs(assert(sbx:processes())) do assert.are_not.equal("parity-kill", q.tag) end
+      assert.is_false(sbx:kill_process("parity-kill"))
     end)
 
     it("refuses a target that is no pid or tag", function()
