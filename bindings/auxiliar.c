@@ -179,6 +179,16 @@ static void set_strings(lua_State *L, const char *k, char *const *s, size_t n) {
   lua_setfield(L, -2, k);
 }
 
+/* t.network = { allow_out, deny_out, allow_public_traffic, mask_request_host } */
+static void push_network(lua_State *L, const e2b_sandbox_info *s) {
+  lua_createtable(L, 0, 4);
+  set_strings(L, "allow_out", s->allow_out, s->allow_out_count);
+  set_strings(L, "deny_out", s->deny_out, s->deny_out_count);
+  e2bL_set_bool(L, "allow_public_traffic", s->allow_public_traffic);
+  e2bL_set_str(L, "mask_request_host", s->mask_request_host);
+  lua_setfield(L, -2, "network");
+}
+
 void e2bL_push_sandbox(lua_State *L, const e2b_sandbox_info *s) {
   lua_createtable(L, 0, 16);
   e2bL_set_str(L, "sandbox_id", s->sandbox_id);
@@ -199,6 +209,8 @@ void e2bL_push_sandbox(lua_State *L, const e2b_sandbox_info *s) {
   if (s->disk_size_mb) e2bL_set_int(L, "disk_size_mb", s->disk_size_mb);
   e2bL_set_str(L, "on_timeout", s->on_timeout);
   e2bL_set_bool(L, "auto_resume", s->auto_resume);
+  e2bL_set_bool(L, "allow_internet_access", s->allow_internet_access);
+  if (s->network) push_network(L, s);
   /* The identity keys are the core's stored format: Lua gets their meaning
    * (id, owner) and the caller's own pairs, never the keys themselves. */
   const char *id = NULL, *owner = NULL;

@@ -314,6 +314,22 @@ static int sbx_url(lua_State *L) {
   return 1;
 }
 
+/* watch(path, {user=, recursive=, timeout_ms=}?) -> watch stream request */
+static int sbx_watch(lua_State *L) {
+  sbx_ud *u = check_sbx(L);
+  e2b_watch_opts o = {0};
+  if (lua_istable(L, 3)) {
+    o.user = e2bL_opt_string(L, 3, "user");
+    o.timeout_ms = (long)e2bL_opt_integer(L, 3, "timeout_ms", 0);
+    lua_getfield(L, 3, "recursive");
+    o.recursive = lua_toboolean(L, -1);
+    lua_pop(L, 1);
+  }
+  e2b_error err;
+  e2b_req *req = e2b_fs_watch(u->s, luaL_checkstring(L, 2), &o, &err);
+  return e2bL_push_req(L, u->l, req, &err);
+}
+
 static const luaL_Reg sbx_methods[] = {
     {"close_stdin", sbx_close_stdin}, {"signal", sbx_signal},         {"resize", sbx_resize},
     {"list", sbx_list},             {"move", sbx_move},               {"read", sbx_read},
@@ -321,7 +337,7 @@ static const luaL_Reg sbx_methods[] = {
     {"attach", sbx_attach},         {"stop_async", sbx_stop_async},
     {"end_async", sbx_end_async},
     {"forget_async", sbx_forget_async}, {"flush_forgets", sbx_flush_forgets},
-    {"explain", sbx_explain},       {"boot_id", sbx_boot_id},
+    {"explain", sbx_explain},       {"boot_id", sbx_boot_id},     {"watch", sbx_watch},
     {NULL, NULL}};
 
 const e2bL_class e2bL_sbx_class = {SBX_MT, "sandbox handle", offsetof(sbx_ud, s), sbx_release,

@@ -274,6 +274,15 @@ typedef struct e2b_sandbox_info {
   char *on_timeout;           /* lifecycle: "kill" | "pause" | NULL */
   int auto_resume;            /* lifecycle: -1 unknown, 0, 1 */
   e2b_map metadata;
+  /* Network, as GET /sandboxes/{id} reports it (lists answer none of it). */
+  int allow_internet_access;  /* -1 not reported, 0, 1 */
+  int network;                /* 1: a network object was reported (the fields below) */
+  char **allow_out;           /* network.allowOut */
+  size_t allow_out_count;
+  char **deny_out;            /* network.denyOut */
+  size_t deny_out_count;
+  int allow_public_traffic;   /* network.allowPublicTraffic: -1 not reported, 0, 1 */
+  char *mask_request_host;    /* network.maskRequestHost, or NULL */
 } e2b_sandbox_info;
 
 /* Option structs: every one is meant to start zeroed (`e2b_create_opts o
@@ -318,7 +327,13 @@ typedef struct e2b_list_opts {
   unsigned states;          /* E2B_LIST_* bits; 0 = both */
   int limit;                /* 1..100; 0 = server default */
   const char *next_token;   /* from the previous page, or NULL */
+  const char *template_id;  /* only sandboxes of this template id or alias; NULL: any */
+  int64_t started_after_ms; /* only sandboxes started at or after (epoch ms); 0: any */
+  int order;                /* by start time: 0 = E2B's default (newest first),
+                               E2B_ORDER_ASC or E2B_ORDER_DESC */
 } e2b_list_opts;
+#define E2B_ORDER_ASC 1
+#define E2B_ORDER_DESC 2
 
 typedef struct e2b_req e2b_req;
 
@@ -346,6 +361,26 @@ E2B_EXPORT e2b_req *e2b_sandbox_set_timeout(e2b_client *c, const char *sandbox_i
  * only once the sandbox is paused (a sandbox already paused counts); a
  * success answer that did not pause it is an error, never success. */
 E2B_EXPORT e2b_req *e2b_sandbox_pause(e2b_client *c, const char *sandbox_id, int memory, e2b_error *err);
+
+/* One sample of a sandbox's resource use (GET /sandboxes/{id}/metrics). */
+typedef struct e2b_metric {
+  int64_t timestamp_ms;       /* when it was taken (E2B reports whole seconds) */
+  int cpu_count;
+  double cpu_used_pct;        /* 0-100 per the whole sandbox */
+  int64_t mem_used, mem_total; /* bytes */
+  int64_t mem_cache;          /* bytes of page cache (0 when not reported) */
+  int64_t disk_used, disk_total; /* bytes */
+} e2b_metric;
+
+/* The sandbox's samples between start_ms and end_ms (epoch ms; 0: E2B's
+ * default, the sandbox's start / now), oldest first; the interval is
+ * widened to whole seconds. Negative, or end before start:
+ * E2B_ERR_INVALID_ARGUMENT naming start or end. Results:
+ * e2b_req_metric_count/_at. */
+E2B_EXPORT e2b_req *e2b_sandbox_metrics(e2b_client *c, const char *sandbox_id, int64_t start_ms,
+                                        int64_t end_ms, e2b_error *err);
+E2B_EXPORT size_t e2b_req_metric_count(const e2b_req *req);
+E2B_EXPORT const e2b_metric *e2b_req_metric_at(const e2b_req *req, size_t i);
 
 /* Results. Valid until the request is freed. */
 E2B_EXPORT const e2b_sandbox_info *e2b_req_sandbox(const e2b_req *req);           /* create, connect, get */
@@ -413,7 +448,9 @@ typedef enum e2b_event_type {
   E2B_EVENT_STDOUT, /* data, len */
   E2B_EVENT_STDERR, /* data, len */
   E2B_EVENT_PTY,    /* data, len */
-  E2B_EVENT_END     /* exit_code, exited, status, error */
+  E2B_EVENT_END,    /* exit_code, exited, status, error */
+  E2B_EVENT_FS      /* e2b_fs_watch: data, len (the name, relative to the watched
+                       directory), status ("create", "write", "remove", "rename", "chmod") */
 } e2b_event_type;
 
 typedef struct e2b_proc_event {
@@ -603,6 +640,24 @@ E2B_EXPORT e2b_req *e2b_fs_move(e2b_sbx *sbx, const char *from, const char *to, 
                      e2b_error *err);
 E2B_EXPORT e2b_req *e2b_fs_remove(e2b_sbx *sbx, const char *path, const char *user, e2b_error *err);
 
+/* Watching a directory (envd's WatchDir, as the SDKs' files.watchDir). */
+typedef struct e2b_watch_opts {
+  const char *user;       /* NULL: envd's default user */
+  int recursive;          /* 1: also the directories below (envd 0.1.4 or later); 0: not */
+  long timeout_ms;        /* the watch ends (E2B_ERR_TIMEOUT) after this long; 0: no limit */
+  long idle_timeout_ms;   /* a stream silent this long (not even a keepalive) fails with
+                             E2B_ERR_TIMEOUT; 0: 90000 */
+} e2b_watch_opts;
+
+/* Starts watching path (a directory) as a stream: E2B_EVENT_START once
+ * envd watches, then E2B_EVENT_FS per change (e2b_req_next_event). The
+ * queue is bounded: a reader behind pauses the stream (envd then drops
+ * what it cannot send). It ends by timeout_ms, by e2b_req_cancel or
+ * e2b_req_free, or with the error that cut it (a missing path:
+ * E2B_ERR_NOT_FOUND, not a directory: E2B_ERR_INVALID_ARGUMENT). */
+E2B_EXPORT e2b_req *e2b_fs_watch(e2b_sbx *sbx, const char *path, const e2b_watch_opts *opts,
+                                 e2b_error *err);
+
 E2B_EXPORT const e2b_entry *e2b_req_entry(const e2b_req *req);          /* stat, mkdir, move */
 E2B_EXPORT size_t e2b_req_entry_count(const e2b_req *req);              /* list */
 E2B_EXPORT const e2b_entry *e2b_req_entry_at(const e2b_req *req, size_t i);
@@ -760,6 +815,9 @@ E2B_EXPORT e2b_req *e2b_snapshot_create(e2b_client *c, const char *sandbox_id, c
                              e2b_error *err);
 /* Every snapshot (name NULL) or those matching name, on every page. */
 E2B_EXPORT e2b_req *e2b_snapshot_list(e2b_client *c, const char *name, e2b_error *err);
+/* The same, only the snapshots taken of sandbox_id (NULL: of any sandbox). */
+E2B_EXPORT e2b_req *e2b_snapshot_list_for(e2b_client *c, const char *name, const char *sandbox_id,
+                                          e2b_error *err);
 /* Deletes every snapshot matching name (or that id); none left is success. */
 E2B_EXPORT e2b_req *e2b_snapshot_delete(e2b_client *c, const char *name, e2b_error *err);
 /* -- a sandbox's logs -- */
@@ -983,7 +1041,8 @@ typedef enum e2b_result_kind {
   E2B_RESULT_DOCTOR,    /* e2b_req_doctor_report */
   E2B_RESULT_EGRESS,    /* e2b_req_egress_report */
   E2B_RESULT_BOOT_ID,   /* e2b_req_boot_id */
-  E2B_RESULT_LOGS       /* e2b_req_log_count/_at */
+  E2B_RESULT_LOGS,      /* e2b_req_log_count/_at */
+  E2B_RESULT_METRICS    /* e2b_req_metric_count/_at */
 } e2b_result_kind;
 E2B_EXPORT e2b_result_kind e2b_req_result_kind(const e2b_req *req);
 /* Stops the transfer; the request completes with E2B_ERR_CANCELED. */

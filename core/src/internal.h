@@ -209,6 +209,7 @@ struct e2b_req {
   char op[32];
 
   req_body_mode mode;
+  int watch_all;      /* BODY_WATCH: queue every event, typed (e2b_fs_watch) */
   req_error_style error_style;
   req_parse_fn parse;
   int ok_status_min, ok_status_max;
@@ -291,6 +292,7 @@ int e2b_envd_need(const e2b_sbx *sbx, const char *op, const char *feature, const
                   e2b_error *err);
 #define E2B_ENVD_CLOSE_STDIN "0.5.2"  /* process.Process/CloseStdin */
 #define E2B_ENVD_WATCH_ENTRY "0.6.3"  /* WatchDir's includeEntry */
+#define E2B_ENVD_WATCH_RECURSIVE "0.1.4" /* WatchDir's recursive */
 /* free()s the pointers of obj at offsets (an E2B_FIELDS list; NULL: none). */
 void e2b_free_fields(void *obj, const size_t *offsets);
 /* The same, then obj itself (NULL: nothing): a result struct's free. */
@@ -409,6 +411,9 @@ int e2b_sbx_prepare_rpc(e2b_sbx *sbx, e2b_req *req, const char *method_path, con
 /* ---- control.c: raw control-plane calls ---- */
 e2b_req *e2b_control(e2b_client *c, const char *op, const char *method, const char *path,
                      json_t *body, req_parse_fn parse, int idempotent, e2b_error *err);
+/* The list filters beyond metadata and state (template, started_after,
+ * order): 0, or -1 with err naming the field. */
+int e2b_list_filters_check(const e2b_list_opts *o, const char *op, e2b_error *err);
 e2b_req *e2b_on_sandbox(e2b_client *c, const char *op, const char *method, const char *id,
                         const char *suffix, json_t *body, req_parse_fn parse, int idempotent,
                         e2b_error *err);
@@ -429,6 +434,7 @@ int e2b_proc_opts_check(const e2b_proc_opts *o, e2b_error *err);
 const e2b_error *e2b_proc_stream_cut(const e2b_req *stream, const char *op, e2b_error *scratch);
 /* What a stream carries, for e2b_sbx_stream_rpc. */
 #define E2B_STREAM_WATCH 1u  /* WatchDir events (else process events) */
+#define E2B_STREAM_WATCH_ALL 4u /* with E2B_STREAM_WATCH: every event, typed (e2b_fs_watch) */
 #define E2B_STREAM_EVENTS 2u /* events only, never a command's output: curl gets a small
                               * receive buffer (E2B_EVENT_STREAM_BUFFER), since thousands
                               * of such streams may be open at once */
@@ -580,7 +586,7 @@ int e2b_parse_items(json_t *list, size_t size, int (*item)(json_t *, void *), vo
 int e2b_parse_proc_event(const char *json, size_t len, queued **node, e2b_error *err);
 /* A filesystem event of a watch stream (never handed to users). */
 #define E2B_EVENT_FS_INTERNAL ((e2b_event_type)100)
-int e2b_parse_watch_event(const char *json, size_t len, queued **node, e2b_error *err);
+int e2b_parse_watch_event(const char *json, size_t len, int all, queued **node, e2b_error *err);
 const char *e2b_json_str(json_t *obj, const char *camel, const char *snake);
 /* An integer field (a number, a whole real or a decimal string) within
  * [lo, hi] into *out (0 when absent); -1 when present and not one. */

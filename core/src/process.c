@@ -77,6 +77,7 @@ e2b_req *e2b_sbx_stream_rpc(e2b_sbx *sbx, const char *op, const char *method_pat
   json_decref(body);
   if (rc == 0) rc = add_stream_headers(req, keepalive_s, idle_ms, timeout_ms, err);
   if (flags & E2B_STREAM_WATCH) req->mode = BODY_WATCH;
+  req->watch_all = (flags & E2B_STREAM_WATCH_ALL) != 0;
   /* curl's default 16 KiB receive buffer per transfer is most of what an
    * idle stream costs; events are small and rare, output is not. */
   if (flags & E2B_STREAM_EVENTS) curl_easy_setopt(req->easy, CURLOPT_BUFFERSIZE, E2B_EVENT_STREAM_BUFFER);

@@ -386,7 +386,8 @@ static int on_envelope(e2b_req *req) {
   }
   queued *node = NULL;
   int rc = req->mode == BODY_WATCH
-               ? e2b_parse_watch_event((const char *)d->payload, d->payload_len, &node, &req->err)
+               ? e2b_parse_watch_event((const char *)d->payload, d->payload_len, req->watch_all, &node,
+                                       &req->err)
                : e2b_parse_proc_event((const char *)d->payload, d->payload_len, &node, &req->err);
   if (rc != 0) return -1;
   if (node) push_queued(req, node);

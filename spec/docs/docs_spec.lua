@@ -106,6 +106,7 @@ local CLASSES = {
   { prefix = "sbx:", class = require("e2b.sandbox").Sandbox, file = "lua/e2b/sandbox.lua", T = "Sandbox" },
   { prefix = "proc:", class = require("e2b.process").Process, file = "lua/e2b/process.lua", T = "Process" },
   { prefix = "sbx.files:", class = require("e2b.files").Files, file = "lua/e2b/files.lua", T = "Files" },
+  { prefix = "watch:", class = require("e2b.watch").Watch, file = "lua/e2b/watch.lua", T = "Watch" },
 }
 
 -- e2b.ngx needs nginx to load: its functions are read from its source.
@@ -135,10 +136,10 @@ describe("the reference (docs/manual.md and the LDoc comments)", function()
     assert.are.same({}, undocumented_functions("lua/e2b/errors.lua", "M", sorted_keys(e2b.errors)))
   end)
 
-  it("documents every method of client, sandbox, process and files objects", function()
+  it("documents every method of client, sandbox, process, files and watch objects", function()
     for _, c in ipairs(CLASSES) do
       local names = methods(c.class)
-      assert.is_true(#names > 3, c.prefix)
+      assert.is_true(#names >= 3, c.prefix)
       assert.are.same({}, missing_from_reference(prefixed(c.prefix, names)))
       assert.are.same({}, undocumented_functions(c.file, c.T, names))
     end
@@ -375,6 +376,12 @@ describe("the reference's records (against e2b-local)", function()
   it("documents every field of sandboxes, processes and their results", function()
     assert.are.same({}, missing_from_reference(prefixed("sbx.", sorted_keys(sbx))))
     assert.are.same({}, missing_from_reference(prefixed("info.", sorted_keys(assert(sbx:info())))))
+    local metrics
+    assert(h.eventually(function()
+      metrics = assert(sbx:metrics())
+      return #metrics > 0
+    end, 30000))
+    assert.are.same({}, missing_from_reference(prefixed("metric.", sorted_keys(metrics[1]))))
 
     local r = assert(sbx:run("printf out; printf err >&2; exit 3"))
     assert.are.same({}, missing_from_reference(prefixed("result.", sorted_keys(r))))
