@@ -133,6 +133,18 @@ static void usage(FILE *f) {
 
 static void version(void) { printf("e2b-local %s\n", E2B_LOCAL_VERSION); }
 
+/* --sandbox-uid-base: a whole block below 2^31, above the host's usual ids. */
+static long parse_uid_base(const char *s) {
+  char *end;
+  long n = strtol(s, &end, 0);
+  if (!*s || *end || n < (long)IDS_BLOCK || n > 0x80000000L - (long)IDS_BLOCK) {
+    fprintf(stderr, "e2b-local: invalid --sandbox-uid-base '%s' (expected %u to %ld)\n", s, IDS_BLOCK,
+            0x80000000L - (long)IDS_BLOCK);
+    return -1;
+  }
+  return n;
+}
+
 static int parse_listen(const char *s, char host[64], int *port_out) {
   const char *colon = strrchr(s, ':');
   if (!colon || colon == s || (size_t)(colon - s) >= 64) return -1;
@@ -245,14 +257,7 @@ static int parse_args(int argc, char **argv, int exec_mode, options *o) {
       }
       o->sandbox_pids = n;
     } else if (strcmp(a, "--sandbox-uid-base") == 0 && has_val) {
-      char *end;
-      long n = strtol(argv[++i], &end, 0);
-      if (!*argv[i] || *end || n < (long)IDS_BLOCK || n > 0x80000000L - (long)IDS_BLOCK) {
-        fprintf(stderr, "e2b-local: invalid --sandbox-uid-base '%s' (expected %u to %ld)\n", argv[i], IDS_BLOCK,
-                0x80000000L - (long)IDS_BLOCK);
-        return -1;
-      }
-      o->uid_base = n;
+      if ((o->uid_base = parse_uid_base(argv[++i])) < 0) return -1;
     } else if (strcmp(a, "--latency") == 0 && has_val) {
       char *end;
       long ms = strtol(argv[++i], &end, 10);
