@@ -255,11 +255,14 @@ int runtime_isolated(void) { return g_bwrap != NULL; }
 
 /* Whether bubblewrap runs as a sandbox would with its own uids: the state
  * directory and the agent bound through the idmapping, the agent run. */
+static char *traversal_anchor(const char *path);
+
 static int probe_own_ids(const char *state) {
   sandbox_ids ids;
   int rc = ids_acquire(&ids);
   if (rc) return rc;
-  ids_path paths[] = {{state, 1}, {"/usr", 0}};
+  char *anchor = traversal_anchor(state);
+  ids_path paths[] = {{anchor, 1}, {"/usr", 0}};
   char *argv[] = {g_bwrap, "--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
                   "--unshare-net", "--as-pid-1", "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev",
                   "--tmpfs", "/run", "--bind", (char *)state, "/run/state", "--ro-bind", g_self,
@@ -280,6 +283,7 @@ static int probe_own_ids(const char *state) {
   while (pid > 0 && waitpid(pid, &st, 0) < 0 && errno == EINTR) {
   }
   ids_release(&ids);
+  free(anchor);
   if (pid < 0) return -errno;
   return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -EPERM;
 }
@@ -657,16 +661,38 @@ static int path_within(const char *a, const char *b) {
   return strncmp(a, b, n) == 0 && (a[n] == '/' || a[n] == '\0' || (n == 1 && b[0] == '/'));
 }
 
-static void plan_add(ids_path *v, int *n, const char *path, int required) {
-  struct stat st;
-  if (!path || *n >= MAX_IDMAPS || path[0] != '/' || lstat(path, &st) != 0 || S_ISLNK(st.st_mode)) return;
-  for (int i = 0; i < *n; i++) {
-    if (path_within(path, v[i].path)) { /* already seen through v[i] */
-      v[i].required |= required;
-      return;
-    }
+/* The paths a sandbox sees through its idmapping, and their strings. */
+typedef struct idmap_plan {
+  ids_path v[MAX_IDMAPS];
+  char *owned[MAX_IDMAPS];
+  int n;
+} idmap_plan;
+
+static void plan_free(idmap_plan *p) {
+  for (int i = 0; i < p->n; i++) free(p->owned[i]);
+  p->n = 0;
+}
+
+/* Bubblewrap, root of the sandbox's namespace only, cannot cross a host
+ * directory others may not enter (a 0700 parent of the state directory):
+ * the idmapping starts there, where the sandbox's root is its owner. */
+static char *traversal_anchor(const char *path) {
+  char *p = xstrdup(path);
+  for (char *s = strchr(p + 1, '/'); s; s = strchr(s + 1, '/')) {
+    *s = '\0';
+    struct stat st;
+    if (stat(p, &st) == 0 && !(st.st_mode & S_IXOTH)) return p;
+    *s = '/';
   }
-  v[(*n)++] = (ids_path){path, required};
+  return p;
+}
+
+static void plan_add(idmap_plan *p, const char *path, int required) {
+  struct stat st;
+  if (!path || p->n >= MAX_IDMAPS || path[0] != '/' || lstat(path, &st) != 0 || S_ISLNK(st.st_mode)) return;
+  char *anchor = traversal_anchor(path);
+  p->owned[p->n] = anchor;
+  p->v[p->n++] = (ids_path){anchor, required};
 }
 
 static int by_length(const void *a, const void *b) {
@@ -675,22 +701,28 @@ static int by_length(const void *a, const void *b) {
 }
 
 /* What the sandbox sees through its idmapping: its state (required), the
- * host's system and the directories bound from elsewhere (as they can be),
- * each once: a directory above another first, the one below it dropped. */
-static int plan_idmaps(ids_path *v, const runtime_config *cfg, char **self_dir) {
-  ids_path all[MAX_IDMAPS];
-  int n = 0, out = 0;
-  all[n++] = (ids_path){g_state_root, 1};
+ * host's system and the directories bound from elsewhere (as they can be);
+ * each once, a directory above another first, the one below dropped (its
+ * mount carries the idmapping). Returns how many, first in p->v. */
+static int plan_idmaps(idmap_plan *p, const runtime_config *cfg) {
+  plan_add(p, g_state_root, 1);
   static const char *sys[] = {"/usr", "/etc", "/opt", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32", NULL};
-  for (int i = 0; sys[i]; i++) plan_add(all, &n, sys[i], 0);
+  for (int i = 0; sys[i]; i++) plan_add(p, sys[i], 0);
   for (size_t i = 0; i < json_array_size(cfg->mounts); i++)
-    plan_add(all, &n, json_string_value(json_object_get(json_array_get(cfg->mounts, i), "src")), 0);
-  *self_dir = xstrdup(g_self);
-  char *slash = strrchr(*self_dir, '/');
-  if (slash && slash != *self_dir) *slash = '\0';
-  plan_add(all, &n, *self_dir, 0);
-  qsort(all, (size_t)n, sizeof *all, by_length);
-  for (int i = 0; i < n; i++) plan_add(v, &out, all[i].path, all[i].required);
+    plan_add(p, json_string_value(json_object_get(json_array_get(cfg->mounts, i), "src")), 0);
+  char *self_dir = xstrdup(g_self);
+  char *slash = strrchr(self_dir, '/');
+  if (slash && slash != self_dir) *slash = '\0';
+  plan_add(p, self_dir, 0);
+  free(self_dir);
+  qsort(p->v, (size_t)p->n, sizeof *p->v, by_length);
+  int out = 0;
+  for (int i = 0; i < p->n; i++) {
+    int seen = -1;
+    for (int j = 0; j < out && seen < 0; j++) seen = path_within(p->v[i].path, p->v[j].path) ? j : -1;
+    if (seen >= 0) p->v[seen].required |= p->v[i].required;
+    else p->v[out++] = p->v[i];
+  }
   return out;
 }
 
@@ -708,7 +740,7 @@ static char *make_cgroup(const char *id, const limits *lim) {
 }
 
 /* The spawn of a sandbox with its own uids: its block, and its idmapped paths. */
-static int own_ids_job(runtime *rt, const runtime_config *cfg, spawn_job *job, ids_path *paths, char **self_dir) {
+static int own_ids_job(runtime *rt, const runtime_config *cfg, spawn_job *job, idmap_plan *plan) {
   if (!g_own_ids) return 0;
   int rc = ids_acquire(&rt->ids);
   if (rc) {
@@ -716,8 +748,8 @@ static int own_ids_job(runtime *rt, const runtime_config *cfg, spawn_job *job, i
     return rc;
   }
   job->ids = &rt->ids;
-  job->idmaps = paths;
-  job->nidmaps = plan_idmaps(paths, cfg, self_dir);
+  job->nidmaps = plan_idmaps(plan, cfg);
+  job->idmaps = plan->v;
   return 0;
 }
 
@@ -729,9 +761,8 @@ int runtime_start(runtime *rt, const runtime_config *cfg) {
   if (!rc) rc = write_boot_id(cfg->dir);
   if (rc) return rc;
   spawn_job job = {0};
-  ids_path idmaps[MAX_IDMAPS];
-  char *self_dir = NULL;
-  if ((rc = own_ids_job(rt, cfg, &job, idmaps, &self_dir)) != 0) return rc;
+  idmap_plan plan = {.n = 0};
+  if ((rc = own_ids_job(rt, cfg, &job, &plan)) != 0) return rc;
   /* With bwrap, never a sandbox without its filter: fail closed. */
   int filter = g_bwrap ? (g_filter ? sandbox_filter_fd(g_filter, g_filter_len) : -ENOSYS) : -1;
   int sv[2] = {-1, -1}, logfd = -1;
@@ -743,7 +774,7 @@ int runtime_start(runtime *rt, const runtime_config *cfg) {
     if (sv[1] >= 0) close(sv[1]);
     if (filter >= 0) close(filter);
     ids_release(&rt->ids);
-    free(self_dir);
+    plan_free(&plan);
     return rc;
   }
   limits_create(&rt->lim, cfg->id, cfg->mem_bytes, cfg->pids_max);
@@ -767,7 +798,7 @@ int runtime_start(runtime *rt, const runtime_config *cfg) {
   close(sv[1]);
   close(logfd);
   if (filter >= 0) close(filter);
-  free(self_dir);
+  plan_free(&plan);
   if (err) {
     close(sv[0]);
     limits_destroy(&rt->lim);
