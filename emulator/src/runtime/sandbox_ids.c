@@ -7,11 +7,13 @@
 #include <grp.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -115,36 +117,31 @@ static int become(uint32_t id) {
 
 /* The helper: as the block's first uid (so it owns the namespace, and the
  * kernel charges the namespace's users to that uid), a new user namespace;
- * it says so on `up`, then waits for `hold` to close. Async-signal-safe. */
-static void userns_helper(uint32_t base, int up, int hold, int hold_w) {
+ * it says so on `up` and waits to be killed. Not for a pipe's end: another
+ * thread's helper, forked meanwhile, may hold a copy of any of its pipes.
+ * Async-signal-safe. */
+static void userns_helper(uint32_t base, int up, pid_t server) {
   char c = 1;
-  close(hold_w); /* else its own copy keeps `hold` open */
-  if (become(base) != 0 || unshare(CLONE_NEWUSER) != 0 || write(up, &c, 1) != 1)
-    _exit(1);
-  while (read(hold, &c, 1) < 0 && errno == EINTR) {
-  }
-  _exit(0);
+  if (become(base) != 0 || unshare(CLONE_NEWUSER) != 0) _exit(1);
+  /* after the new uid, which clears it: gone with the server */
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != server || write(up, &c, 1) != 1) _exit(1);
+  for (;;) pause();
 }
 
 /* The helper's namespace, mapped, as a descriptor: 0 or -errno. */
 static int make_userns(uint32_t base, int *out) {
-  int up[2], hold[2];
+  int up[2];
   if (pipe2(up, O_CLOEXEC) != 0) return -errno;
-  if (pipe2(hold, O_CLOEXEC) != 0) {
-    int e = errno;
-    close(up[0]);
-    close(up[1]);
-    return -e;
-  }
+  pid_t server = getpid();
   pid_t pid = fork();
-  if (pid == 0) userns_helper(base, up[1], hold[0], hold[1]);
+  if (pid == 0) userns_helper(base, up[1], server);
   int rc = pid < 0 ? -errno : 0;
   close(up[1]);
-  close(hold[0]);
   char c;
   ssize_t r = -1;
   while (!rc && (r = read(up[0], &c, 1)) < 0 && errno == EINTR) {
   }
+  close(up[0]);
   if (!rc && r != 1) rc = -EPERM; /* the helper could not make it */
   if (!rc) rc = write_map(pid, "uid_map", base);
   if (!rc) rc = write_map(pid, "gid_map", base);
@@ -154,8 +151,7 @@ static int make_userns(uint32_t base, int *out) {
     *out = open(path, O_RDONLY | O_CLOEXEC);
     if (*out < 0) rc = -errno;
   }
-  close(up[0]);
-  close(hold[1]);
+  if (pid > 0) kill(pid, SIGKILL); /* our child, not yet reaped: the pid is still its */
   while (pid > 0 && waitpid(pid, NULL, 0) < 0 && errno == EINTR) {
   }
   return rc;
