@@ -213,6 +213,40 @@ describe("kernel interface containment", function()
     h.assert_healthy({ bystander }, client)
   end)
 
+  it("takes a sandbox's host uids from --sandbox-uid-base, in blocks of 65536, and refuses a base with no block", function()
+    local base = 0x74000000
+    local tag = h.core.uuid4():sub(1, 8)
+    local log = h.with_local_server("--sandbox-uid-base " .. base, function(c2)
+      local sbx = assert(c2:create{})
+      for _, user in ipairs({ "root", "user" }) do
+        local uid = host_uid_of(sbx, user, tag .. "-" .. user)
+        assert(uid >= base and uid < 0x80000000, "host uid " .. uid .. " is outside the blocks from " .. base)
+        assert.are.equal(user == "root" and 0 or 1000, (uid - base) % 65536)
+      end
+      assert(sbx:kill())
+    end)
+    assert.truthy(log:find("each sandbox runs as host uids of its own", 1, true), log)
+    for _, bad in ipairs({ "5", "2147483647", "x" }) do
+      local out = h.host(h.shell_quote(h.e2b_local_bin()) .. " serve --sandbox-uid-base " .. bad .. " 2>&1; echo rc=$?")
+      assert.truthy(out:find("invalid --sandbox-uid-base '" .. bad .. "'", 1, true), out)
+      assert.truthy(out:find("rc=2\n", 1, true), out)
+    end
+  end)
+
+  it("gives sandboxes host uids of their own with a state directory below one others may not enter", function()
+    local parent = h.host("mktemp -d"):match("%S+") -- 0700, the server's
+    local tag = h.core.uuid4():sub(1, 8)
+    local ok, err = pcall(h.with_local_server, "--state " .. parent .. "/state", function(c2)
+      local sbx = assert(c2:create{})
+      assert(host_uid_of(sbx, "user", tag) >= 65536, "user is not a uid of its own")
+      assert(sbx.files:write("/home/user/f", "x"))
+      assert.are.equal("user\nx", assert(sbx:run("stat -c %U /home/user/f; cat /home/user/f")).stdout)
+      assert(sbx:kill())
+    end)
+    h.host("rm -rf " .. h.shell_quote(parent))
+    assert(ok, err)
+  end)
+
   it("keeps a per-user kernel limit one sandbox exhausts (inotify instances) from another and the server", function()
     local max = tonumber(h.host("cat /proc/sys/fs/inotify/max_user_instances"))
     assert(max and max > 0, "no fs.inotify.max_user_instances")
