@@ -253,10 +253,10 @@ void runtime_init(int force_no_isolation, int force_no_freezer, long sandbox_pid
 
 int runtime_isolated(void) { return g_bwrap != NULL; }
 
-/* Whether bubblewrap runs as a sandbox would with its own uids: the state
- * directory and the agent bound through the idmapping, the agent run. */
 static char *traversal_anchor(const char *path);
 
+/* Whether bubblewrap runs as a sandbox would with its own uids: the state
+ * directory and the agent bound through the idmapping, the agent run. */
 static int probe_own_ids(const char *state) {
   sandbox_ids ids;
   int rc = ids_acquire(&ids);
@@ -274,8 +274,7 @@ static int probe_own_ids(const char *state) {
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
-    rc = ids_enter(&ids, paths, 2);
-    if (rc) _exit(rc == -EPERM ? 124 : 125);
+    if (ids_enter(&ids, paths, 2) != 0) _exit(125);
     execv(argv[0], argv);
     _exit(127);
   }
