@@ -256,7 +256,8 @@ int runtime_isolated(void) { return g_bwrap != NULL; }
 static char *traversal_anchor(const char *path);
 
 /* Whether bubblewrap runs as a sandbox would with its own uids: the state
- * directory and the agent bound through the idmapping, the agent run. */
+ * directory and the agent bound through the idmapping, the agent run. 0,
+ * -errno when no block's namespace could be made, 1 when bubblewrap failed. */
 static int probe_own_ids(const char *state) {
   sandbox_ids ids;
   int rc = ids_acquire(&ids);
@@ -284,17 +285,22 @@ static int probe_own_ids(const char *state) {
   ids_release(&ids);
   free(anchor);
   if (pid < 0) return -errno;
-  return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -EPERM;
+  return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : 1;
 }
 
 int runtime_own_ids(const char *state_dir, uint32_t base) {
   if (!g_bwrap) return 0; /* no isolation: sandboxes are the server's own children */
   const char *why = NULL;
   char *root = realpath(state_dir, NULL);
+  char buf[160];
+  int rc = 0;
   if (geteuid() != 0) why = "the server is not root";
   else if (ids_configure(base) != 0) why = "no block of 65536 ids fits below 2^31 there";
-  else if (!root || probe_own_ids(root) != 0)
-    why = "this kernel or the state directory's filesystem refuses a user namespace or an idmapped mount";
+  else if (!root) why = "the state directory has no absolute path";
+  else if ((rc = probe_own_ids(root)) < 0)
+    why = (snprintf(buf, sizeof buf, "no user namespace for a block of ids: %s", strerror(-rc)), buf);
+  else if (rc > 0)
+    why = "bubblewrap cannot run in one: no idmapped mount of the state directory's filesystem here?";
   if (why) {
     log_msg("WARNING: sandboxes share host uids (%s): one sandbox can exhaust a per-user kernel limit "
             "(inotify instances, processes…) for the others and for the server", why);
