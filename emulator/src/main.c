@@ -49,6 +49,7 @@ typedef struct options {
   const char *api;            /* --api live | self-hosted | self-hosted-no-connect */
   const char *envd_version;   /* --envd-version: the envd sandboxes report and act as */
   long sandbox_pids;          /* all sandboxes' processes and threads; 0: the default */
+  long uid_base;              /* --sandbox-uid-base: the first sandbox's host uid; 0: the default */
   int latency_ms;             /* --latency: a remote service's delay (netstats.h) */
   int no_isolation, no_freezer, log_requests;
   char **cmd; /* exec */
@@ -119,6 +120,11 @@ static void usage(FILE *f) {
           "                       (each also has its own cap of 1024); default: three\n"
           "                       quarters of the host's pid_max, so the host and the\n"
           "                       server always keep the rest\n"
+          "  --sandbox-uid-base N with a root server, each running sandbox has host uids\n"
+          "                       of its own, a block of 65536 from N + k*65536 (its root\n"
+          "                       is the first, its user the first + 1000), up to 2^31;\n"
+          "                       use ids no host user or container has; default\n"
+          "                       1879048192 (0x70000000)\n"
           "  --no-isolation       run sandboxes as plain child processes (no bubblewrap)\n"
           "  --no-freezer         pause with SIGSTOP/SIGCONT instead of the cgroup freezer\n"
           "  --version            print the version and exit\n"
@@ -126,6 +132,18 @@ static void usage(FILE *f) {
 }
 
 static void version(void) { printf("e2b-local %s\n", E2B_LOCAL_VERSION); }
+
+/* --sandbox-uid-base: a whole block below 2^31, above the host's usual ids. */
+static long parse_uid_base(const char *s) {
+  char *end;
+  long n = strtol(s, &end, 0);
+  if (!*s || *end || n < (long)IDS_BLOCK || n > 0x80000000L - (long)IDS_BLOCK) {
+    fprintf(stderr, "e2b-local: invalid --sandbox-uid-base '%s' (expected %u to %ld)\n", s, IDS_BLOCK,
+            0x80000000L - (long)IDS_BLOCK);
+    return -1;
+  }
+  return n;
+}
 
 static int parse_listen(const char *s, char host[64], int *port_out) {
   const char *colon = strrchr(s, ':');
@@ -238,6 +256,8 @@ static int parse_args(int argc, char **argv, int exec_mode, options *o) {
         return -1;
       }
       o->sandbox_pids = n;
+    } else if (strcmp(a, "--sandbox-uid-base") == 0 && has_val) {
+      if ((o->uid_base = parse_uid_base(argv[++i])) < 0) return -1;
     } else if (strcmp(a, "--latency") == 0 && has_val) {
       char *end;
       long ms = strtol(argv[++i], &end, 10);
@@ -447,6 +467,7 @@ static int start_all(const options *o, running *run) {
     run->state_is_temp = 1;
   }
   guard_start(run->state_dir); /* before any sandbox boots: restored ones, template builds */
+  runtime_own_ids(run->state_dir, o->uid_base ? (uint32_t)o->uid_base : IDS_DEFAULT_BASE);
   if (!(run->api_key = choose_api_key(o, run->state_is_temp ? NULL : run->state_dir))) return -1;
   g_server.api_key = run->api_key;
   g_server.log_requests = o->log_requests;

@@ -129,6 +129,34 @@ local function hide_frozen(pid)
   return dir
 end
 
+-- Holds every inotify instance it can get (as many as the per-user limit
+-- leaves), prints how many and the errno that stopped it, keeps them.
+local INOTIFY_HOG = [[
+import ctypes, time
+libc = ctypes.CDLL(None, use_errno=True)
+held = 0
+while libc.inotify_init1(0) >= 0:
+    held += 1
+print(held, ctypes.get_errno(), flush=True)
+time.sleep(1000)
+]]
+
+local INOTIFY_ONE = [[
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+print("ok" if libc.inotify_init1(0) >= 0 else "errno=%d" % ctypes.get_errno())
+]]
+
+-- Starts a background process in sbx as user, named by tag so the host finds
+-- it; returns its host uid (the real one, from the host's /proc).
+local function host_uid_of(sbx, user, tag)
+  run(sbx, "(exec -a e2b-uid-" .. tag .. " sleep 1000) >/dev/null 2>&1 </dev/null &", { user = user })
+  local pid = h.eventually(function() return h.host("pgrep -f '^e2b-uid-" .. tag .. "'"):match("%d+") end)
+  assert(pid, "the sandbox's sleep was not found")
+  local status = h.host("cat /proc/" .. pid .. "/status")
+  return assert(tonumber(status:match("\nUid:%s+(%d+)")), status)
+end
+
 describe("kernel interface containment", function()
   local client, bystander
   setup(function() client = h.client() end)
@@ -165,6 +193,88 @@ describe("kernel interface containment", function()
     h.assert_healthy({ bystander }, client)
   end)
 
+  it("runs each sandbox's users as host uids of its own: never another sandbox's nor the server's", function()
+    local server_pid = assert(h.server_process(), "not run under e2b-local exec")
+    local server_status = h.host("cat /proc/" .. server_pid .. "/status")
+    local server_uid = assert(tonumber(server_status:match("\nUid:%s+(%d+)")), server_status)
+    local tag = h.core.uuid4():sub(1, 8)
+    local a, b = h.sandbox({}, client), h.sandbox({}, client)
+    local seen = {}
+    for i, sbx in ipairs({ a, b }) do
+      for _, user in ipairs({ "root", "user" }) do
+        local uid = host_uid_of(sbx, user, tag .. "-" .. i .. user)
+        assert.are_not.equal(server_uid, uid, user .. " of sandbox " .. i .. " runs as the server's uid")
+        assert.is_nil(seen[uid], user .. " of sandbox " .. i .. " shares host uid " .. uid .. " with " .. tostring(seen[uid]))
+        seen[uid] = user .. " of sandbox " .. i
+      end
+      -- inside, the identities are still E2B's
+      assert.are.equal("0\n1000\n", run(sbx, "id -u && setpriv --reuid 1000 --regid 1000 --clear-groups id -u").stdout)
+    end
+    h.assert_healthy({ bystander }, client)
+  end)
+
+  it("takes a sandbox's host uids from --sandbox-uid-base, in blocks of 65536, and refuses a base with no block", function()
+    local base = 0x74000000
+    local tag = h.core.uuid4():sub(1, 8)
+    local log = h.with_local_server("--sandbox-uid-base " .. base, function(c2)
+      local sbx = assert(c2:create{})
+      for _, user in ipairs({ "root", "user" }) do
+        local uid = host_uid_of(sbx, user, tag .. "-" .. user)
+        assert(uid >= base and uid < 0x80000000, "host uid " .. uid .. " is outside the blocks from " .. base)
+        assert.are.equal(user == "root" and 0 or 1000, (uid - base) % 65536)
+      end
+      assert(sbx:kill())
+    end)
+    assert.truthy(log:find("each sandbox runs as host uids of its own", 1, true), log)
+    for _, bad in ipairs({ "5", "2147483647", "x" }) do
+      local out = h.host(h.shell_quote(h.e2b_local_bin()) .. " serve --sandbox-uid-base " .. bad .. " 2>&1; echo rc=$?")
+      assert.truthy(out:find("invalid --sandbox-uid-base '" .. bad .. "'", 1, true), out)
+      assert.truthy(out:find("rc=2\n", 1, true), out)
+    end
+  end)
+
+  it("gives sandboxes host uids of their own with a state directory below one others may not enter", function()
+    local parent = h.host("mktemp -d"):match("%S+") -- 0700, the server's
+    local tag = h.core.uuid4():sub(1, 8)
+    local ok, err = pcall(h.with_local_server, "--state " .. parent .. "/state", function(c2)
+      local sbx = assert(c2:create{})
+      assert(host_uid_of(sbx, "user", tag) >= 65536, "user is not a uid of its own")
+      assert(sbx.files:write("/home/user/f", "x"))
+      assert.are.equal("user\nx", assert(sbx:run("stat -c %U /home/user/f; cat /home/user/f")).stdout)
+      assert(sbx:kill())
+    end)
+    h.host("rm -rf " .. h.shell_quote(parent))
+    assert(ok, err)
+  end)
+
+  it("keeps a per-user kernel limit one sandbox exhausts (inotify instances) from another and the server", function()
+    local max = tonumber(h.host("cat /proc/sys/fs/inotify/max_user_instances"))
+    assert(max and max > 0, "no fs.inotify.max_user_instances")
+    local a, b = h.sandbox({}, client), h.sandbox({}, client)
+    for _, user in ipairs({ "user", "root" }) do
+      run(a, "(python3 -c " .. h.shell_quote(INOTIFY_HOG) .. " >/tmp/hog-" .. user .. " 2>&1 </dev/null &)",
+        { user = user })
+    end
+    local function held(user)
+      local out = h.eventually(function()
+        local o = run(a, "cat /tmp/hog-" .. user).stdout
+        return o:match("^%d+ %d+\n$") and o
+      end)
+      return assert(out, "the hog never said what it held"):match("^(%d+) (%d+)")
+    end
+    local user_held, user_errno = held("user")
+    local _, root_errno = held("root")
+    -- A took all it could: the limit stopped it (EMFILE), not something else
+    assert.are.equal("24", user_errno)
+    assert.are.equal("24", root_errno)
+    assert(tonumber(user_held) <= max, user_held)
+    for _, user in ipairs({ "user", "root" }) do
+      assert.are.equal("ok\n", py(b, INOTIFY_ONE, user), user .. " of another sandbox cannot inotify_init1")
+    end
+    assert.are.equal("ok\n", h.host("python3 -c " .. h.shell_quote(INOTIFY_ONE)), "the server's uid cannot inotify_init1")
+    h.assert_healthy({ bystander }, client)
+  end)
+
   it("shares no keyring with the host or another sandbox", function()
     local tag = h.core.uuid4():sub(1, 8)
     local host_key = h.host("python3 -c " .. h.shell_quote(keys_program(([[
@@ -182,7 +292,7 @@ print("add", add("e2b-planted-%s", b"planted"))]]):format(tag, serial, tag)))
       local planted = h.host("python3 -c " .. h.shell_quote(keys_program(
         ('print(search("e2b-planted-%s"))'):format(tag))))
       assert.truthy(planted:find("errno=", 1, true), planted)
-      -- user in one sandbox and user in another share a uid, never a keyring
+      -- user in one sandbox and user in another: never a keyring
       assert.are.equal("errno=1\n", py(a, keys_program(('print(add("e2b-user-%s", b"u"))'):format(tag)), "user"))
       assert.are.equal("errno=1\n", py(b, keys_program(('print(search("e2b-user-%s"))'):format(tag)), "user"))
     end)

@@ -149,3 +149,36 @@ test('kill removes a 2,000-deep tree a user built, and the server stays up', asy
   assert.equal(await Sandbox.kill(sbx.sandboxId, S.opts), false)
   await assertHealthy()
 })
+
+// Holds every inotify instance it can (the per-user limit), says how many and
+// the errno that stopped it, and keeps them.
+const INOTIFY_HOG = `python3 -c '
+import ctypes, time
+libc = ctypes.CDLL(None, use_errno=True)
+held = 0
+while libc.inotify_init1(0) >= 0:
+    held += 1
+print(held, ctypes.get_errno(), flush=True)
+time.sleep(1000)'`
+
+test("a sandbox holding every inotify instance it may leaves another sandbox's watchDir working", async () => {
+  const a = await sandbox()
+  const b = await sandbox()
+  for (const user of ['user', 'root'])
+    await a.commands.run(`(${INOTIFY_HOG} >/tmp/hog-${user} 2>&1 </dev/null &)`, { user })
+  for (const user of ['user', 'root']) {
+    let out = ''
+    for (let i = 0; i < 200 && !/^\d+ 24\n$/.test(out); i++) {
+      out = (await a.commands.run(`cat /tmp/hog-${user}`)).stdout
+      if (!/^\d+ 24\n$/.test(out)) await sleep(50)
+    }
+    assert.match(out, /^\d+ 24\n$/, `${user}'s hog did not reach the limit (EMFILE)`)
+  }
+  const seen = []
+  const w = await b.files.watchDir('/home/user', (e) => seen.push(e.name))
+  await b.files.write('/home/user/watched', 'x')
+  for (let i = 0; i < 100 && !seen.includes('watched'); i++) await sleep(50)
+  await w.stop()
+  assert.ok(seen.includes('watched'), JSON.stringify(seen))
+  await assertHealthy(a)
+})

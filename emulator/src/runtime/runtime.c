@@ -32,6 +32,7 @@
 #define FREEZER_ROOT "/sys/fs/cgroup/freezer/e2b-local"
 #define AGENT_PATH "/run/e2b/envd"
 #define MAX_ARGS 512
+#define MAX_IDMAPS 32 /* paths a sandbox sees through its idmapping */
 #define FILTER_FD 4 /* the child's descriptor bwrap reads the seccomp program from */
 #define FILTER_FD_STR STR(FILTER_FD)
 #define STR_(x) #x
@@ -48,6 +49,10 @@ static size_t g_filter_len;
 /* E2B_LOCAL_SPAWN_HOLD_MS: how long a forked sandbox waits before its exec,
  * standing in for bubblewrap's own start-up (a spec kills the server then). */
 static long g_spawn_hold_ms;
+/* runtime_own_ids: each sandbox runs as host uids of its own; the state
+ * directory (absolute) its files are bound from, through its idmapping */
+static int g_own_ids;
+static char *g_state_root;
 
 /* Sandboxes are forked by one long-lived thread: PR_SET_PDEATHSIG (bwrap's
  * --die-with-parent) fires when the forking *thread* exits, and HTTP
@@ -58,6 +63,9 @@ typedef struct spawn_job {
   int sock;          /* becomes fd 3 of the child */
   int log;           /* becomes fd 1 and 2: a pipe the server reads (agentlog.c) */
   int filter;        /* becomes FILTER_FD (the seccomp program), or -1 */
+  const sandbox_ids *ids; /* its own host uids, or NULL */
+  const ids_path *idmaps; /* what it sees through its idmapping */
+  int nidmaps;
   pid_t pid;
   int err, done;
 } spawn_job;
@@ -103,6 +111,11 @@ static pid_t fork_sandbox(const spawn_job *j) {
     ssize_t w = write(oom, "-1000", 5);
     (void)w;
     close(oom);
+  }
+  /* Last as root: the sandbox's own uids. */
+  if (j->ids) {
+    if (ids_enter(j->ids, j->idmaps, j->nidmaps) != 0) _exit(125);
+    die_with_server(server); /* a new uid cleared the death signal */
   }
   setsid(); /* a ^C on the server's terminal must not reach sandboxes */
   /* No host descriptor crosses but the socket: not the server's stdout or
@@ -168,6 +181,9 @@ void runtime_shutdown(void) {
   g_ca_file = g_ca_dest = g_bundle_file = g_bundle_dest = NULL;
   free(g_filter);
   g_filter = NULL;
+  free(g_state_root);
+  g_state_root = NULL;
+  g_own_ids = 0;
   limits_shutdown();
 }
 
@@ -237,6 +253,67 @@ void runtime_init(int force_no_isolation, int force_no_freezer, long sandbox_pid
 }
 
 int runtime_isolated(void) { return g_bwrap != NULL; }
+
+static char *traversal_anchor(const char *path);
+
+/* Whether bubblewrap runs as a sandbox would with its own uids: the state
+ * directory and the agent bound through the idmapping, the agent run. 0,
+ * -errno when no block's namespace could be made, 1 when bubblewrap failed. */
+static int probe_own_ids(const char *state) {
+  sandbox_ids ids;
+  int rc = ids_acquire(&ids);
+  if (rc) return rc;
+  char *anchor = traversal_anchor(state);
+  ids_path paths[] = {{anchor, 1}, {"/usr", 0}};
+  char *argv[] = {g_bwrap, "--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
+                  "--unshare-net", "--as-pid-1", "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev",
+                  "--tmpfs", "/run", "--bind", (char *)state, "/run/state", "--ro-bind", g_self,
+                  AGENT_PATH, AGENT_PATH, "--version", NULL};
+  pid_t pid = fork();
+  if (pid == 0) {
+    int nul = open("/dev/null", O_RDWR);
+    if (nul < 0 || dup2(nul, 0) < 0 || dup2(nul, 1) < 0 || dup2(nul, 2) < 0) _exit(125);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    if (ids_enter(&ids, paths, 2) != 0) _exit(125);
+    execv(argv[0], argv);
+    _exit(127);
+  }
+  int st = 0;
+  while (pid > 0 && waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+  }
+  ids_release(&ids);
+  free(anchor);
+  if (pid < 0) return -errno;
+  return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : 1;
+}
+
+int runtime_own_ids(const char *state_dir, uint32_t base) {
+  if (!g_bwrap) return 0; /* no isolation: sandboxes are the server's own children */
+  const char *why = NULL;
+  char *root = realpath(state_dir, NULL);
+  char buf[160];
+  int rc = 0;
+  if (geteuid() != 0) why = "the server is not root";
+  else if (ids_configure(base) != 0) why = "no block of 65536 ids fits below 2^31 there";
+  else if (!root) why = "the state directory has no absolute path";
+  else if ((rc = probe_own_ids(root)) < 0)
+    why = (snprintf(buf, sizeof buf, "no user namespace for a block of ids: %s", strerror(-rc)), buf);
+  else if (rc > 0)
+    why = "bubblewrap cannot run in one: no idmapped mount of the state directory's filesystem here?";
+  if (why) {
+    log_msg("WARNING: sandboxes share host uids (%s): one sandbox can exhaust a per-user kernel limit "
+            "(inotify instances, processes…) for the others and for the server", why);
+    free(root);
+    return 0;
+  }
+  g_state_root = root;
+  g_own_ids = 1;
+  log_msg("each sandbox runs as host uids of its own: a block of %u from %u up (%u blocks)", IDS_BLOCK, ids_base(),
+          ids_slots());
+  return 1;
+}
 
 /* Without namespaces, commands running as the user reach their home through
  * the host path, so the state directories must be traversable (not listable). */
@@ -584,6 +661,77 @@ static void build_env(argvec *e) {
   e->v[e->n] = NULL;
 }
 
+/* a is b or below it */
+static int path_within(const char *a, const char *b) {
+  size_t n = strlen(b);
+  return strncmp(a, b, n) == 0 && (a[n] == '/' || a[n] == '\0' || (n == 1 && b[0] == '/'));
+}
+
+/* The paths a sandbox sees through its idmapping, and their strings. */
+typedef struct idmap_plan {
+  ids_path v[MAX_IDMAPS];
+  char *owned[MAX_IDMAPS];
+  int n;
+} idmap_plan;
+
+static void plan_free(idmap_plan *p) {
+  for (int i = 0; i < p->n; i++) free(p->owned[i]);
+  p->n = 0;
+}
+
+/* Bubblewrap, root of the sandbox's namespace only, cannot cross a host
+ * directory others may not enter (a 0700 parent of the state directory):
+ * the idmapping starts there, where the sandbox's root is its owner. */
+static char *traversal_anchor(const char *path) {
+  char *p = xstrdup(path);
+  for (char *s = strchr(p + 1, '/'); s; s = strchr(s + 1, '/')) {
+    *s = '\0';
+    struct stat st;
+    if (stat(p, &st) == 0 && !(st.st_mode & S_IXOTH)) return p;
+    *s = '/';
+  }
+  return p;
+}
+
+static void plan_add(idmap_plan *p, const char *path, int required) {
+  struct stat st;
+  if (!path || p->n >= MAX_IDMAPS || path[0] != '/' || lstat(path, &st) != 0 || S_ISLNK(st.st_mode)) return;
+  char *anchor = traversal_anchor(path);
+  p->owned[p->n] = anchor;
+  p->v[p->n++] = (ids_path){anchor, required};
+}
+
+static int by_length(const void *a, const void *b) {
+  size_t x = strlen(((const ids_path *)a)->path), y = strlen(((const ids_path *)b)->path);
+  return (x > y) - (x < y);
+}
+
+/* What the sandbox sees through its idmapping: its state (required), the
+ * host's system and the directories bound from elsewhere (as they can be);
+ * each once, a directory above another first, the one below dropped (its
+ * mount carries the idmapping). Returns how many, first in p->v. */
+static int plan_idmaps(idmap_plan *p, const runtime_config *cfg) {
+  plan_add(p, g_state_root, 1);
+  static const char *sys[] = {"/usr", "/etc", "/opt", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32", NULL};
+  for (int i = 0; sys[i]; i++) plan_add(p, sys[i], 0);
+  for (size_t i = 0; i < json_array_size(cfg->mounts); i++)
+    plan_add(p, json_string_value(json_object_get(json_array_get(cfg->mounts, i), "src")), 0);
+  char *self_dir = xstrdup(g_self);
+  char *slash = strrchr(self_dir, '/');
+  if (slash && slash != self_dir) *slash = '\0';
+  plan_add(p, self_dir, 0);
+  free(self_dir);
+  qsort(p->v, (size_t)p->n, sizeof *p->v, by_length);
+  int out = 0;
+  for (int i = 0; i < p->n; i++) {
+    int seen = -1;
+    for (int j = 0; j < out && seen < 0; j++) seen = path_within(p->v[i].path, p->v[j].path) ? j : -1;
+    if (seen >= 0) p->v[seen].required |= p->v[i].required;
+    else p->v[out++] = p->v[i];
+  }
+  return out;
+}
+
 /* The cgroup that freezes the sandbox (and lists its processes): v2's is
  * the sandbox's limits directory, v1's a freezer hierarchy of its own. */
 static char *make_cgroup(const char *id, const limits *lim) {
@@ -597,31 +745,49 @@ static char *make_cgroup(const char *id, const limits *lim) {
   return p;
 }
 
+/* The spawn of a sandbox with its own uids: its block, and its idmapped paths. */
+static int own_ids_job(runtime *rt, const runtime_config *cfg, spawn_job *job, idmap_plan *plan) {
+  if (!g_own_ids) return 0;
+  int rc = ids_acquire(&rt->ids);
+  if (rc) {
+    log_msg("sandbox %s: no host uids of its own to run as: %s", cfg->id, strerror(-rc));
+    return rc;
+  }
+  job->ids = &rt->ids;
+  job->nidmaps = plan_idmaps(plan, cfg);
+  job->idmaps = plan->v;
+  return 0;
+}
+
 int runtime_start(runtime *rt, const runtime_config *cfg) {
   memset(rt, 0, sizeof *rt);
   rt->sock = -1;
+  rt->ids.userns = rt->ids.lock = -1;
   int rc = runtime_prepare_dir(cfg->dir);
   if (!rc) rc = write_boot_id(cfg->dir);
   if (rc) return rc;
+  spawn_job job = {0};
+  idmap_plan plan = {.n = 0};
+  if ((rc = own_ids_job(rt, cfg, &job, &plan)) != 0) return rc;
   /* With bwrap, never a sandbox without its filter: fail closed. */
   int filter = g_bwrap ? (g_filter ? sandbox_filter_fd(g_filter, g_filter_len) : -ENOSYS) : -1;
-  if (g_bwrap && filter < 0) return filter;
-  int sv[2];
-  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
-    rc = -errno;
+  int sv[2] = {-1, -1}, logfd = -1;
+  if (g_bwrap && filter < 0) rc = filter;
+  else if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) rc = -errno;
+  else if ((logfd = agentlog_start(cfg->id)) < 0) rc = logfd;
+  if (rc) {
+    if (sv[0] >= 0) close(sv[0]);
+    if (sv[1] >= 0) close(sv[1]);
     if (filter >= 0) close(filter);
+    ids_release(&rt->ids);
+    plan_free(&plan);
     return rc;
-  }
-  int logfd = agentlog_start(cfg->id);
-  if (logfd < 0) {
-    close(sv[0]);
-    close(sv[1]);
-    if (filter >= 0) close(filter);
-    return logfd;
   }
   limits_create(&rt->lim, cfg->id, cfg->mem_bytes, cfg->pids_max);
   rt->cgroup = make_cgroup(cfg->id, &rt->lim);
-  spawn_job job = {.sock = sv[1], .log = logfd, .filter = filter};
+  job.sock = sv[1];
+  job.log = logfd;
+  job.filter = filter;
   job.procs[0] = rt->cgroup && g_freezer == 1 ? xasprintf("%s/cgroup.procs", rt->cgroup) : NULL;
   limits_procs(&rt->lim, job.procs + (job.procs[0] ? 1 : 0));
   argvec a = {0}, e = {0};
@@ -638,9 +804,11 @@ int runtime_start(runtime *rt, const runtime_config *cfg) {
   close(sv[1]);
   close(logfd);
   if (filter >= 0) close(filter);
+  plan_free(&plan);
   if (err) {
     close(sv[0]);
     limits_destroy(&rt->lim);
+    ids_release(&rt->ids);
     return -err;
   }
   rt->pid = pid;
@@ -844,5 +1012,6 @@ void runtime_stop(runtime *rt) {
     rt->cgroup = NULL;
   }
   limits_destroy(&rt->lim);
+  ids_release(&rt->ids); /* every process of the sandbox is gone: its block is free */
   rt->pid = 0;
 }

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "sandbox_ids.h"
 #include "sandbox_limits.h"
 
 typedef struct runtime {
@@ -16,6 +17,7 @@ typedef struct runtime {
   char *cgroup; /* freezer cgroup directory, or NULL */
   int frozen_by_signal;
   limits lim;   /* memory and pids cgroups */
+  sandbox_ids ids; /* its own host uids (with runtime_own_ids), else userns and lock -1 */
 } runtime;
 
 typedef struct runtime_config {
@@ -31,6 +33,12 @@ typedef struct runtime_config {
  * sandbox_pids from --sandbox-pids (0: the default, see limits_init). */
 void runtime_init(int force_no_isolation, int force_no_freezer, long sandbox_pids);
 int runtime_isolated(void);
+/* With bubblewrap and a root server: each sandbox runs as host uids of its
+ * own (sandbox_ids.h), its state under state_dir bound through idmapped
+ * mounts. Probes it once, before any sandbox boots; when the host cannot
+ * (no root, no idmapped mounts there), logs a warning and sandboxes share
+ * host uids as before. 1 when on. */
+int runtime_own_ids(const char *state_dir, uint32_t base);
 mode_t runtime_state_dir_mode(void);
 /* Sandboxes trust e2b-local's CA (ca_file, its certificate only: never the
  * key): bound read-only at ca_dest, and appended to a copy of the host's
