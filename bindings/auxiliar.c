@@ -33,6 +33,10 @@ static void e2bL_push_error_table(lua_State *L, const e2b_error *err) {
   }
   lua_pushboolean(L, err->retryable);
   lua_setfield(L, -2, "retryable");
+  if (err->field[0]) {
+    lua_pushstring(L, err->field);
+    lua_setfield(L, -2, "field");
+  }
   if (err->retry_after_ms >= 0) {
     lua_pushinteger(L, (lua_Integer)err->retry_after_ms);
     lua_setfield(L, -2, "retry_after_ms");

@@ -264,11 +264,7 @@ function Client:create(opts)
     auto_pause = lc.auto_pause,
     auto_pause_memory = lc.auto_pause_memory,
     auto_resume = lc.auto_resume,
-    network = {
-      allow_internet_access = net.allow_internet_access,
-      allow_out = net.allow_out,
-      deny_out = net.deny_out,
-    },
+    network = net,
     ready_timeout_ms = ready == 0 and -1 or ready,
     setup_script = setup and setup.script,
     setup_name = setup and setup.name,

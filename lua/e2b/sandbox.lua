@@ -269,12 +269,9 @@ end
 -- @treturn boolean true
 -- @return or nil, err (allow with deny, or transforms: kind "unsupported")
 function Sandbox:set_network(net)
-  local fields, err = policy.network("set_network", net, "policy")
+  local fields, err = policy.network("set_network", net, true)
   if not fields then return nil, err end
-  return self:_finish(self._port.call("set_network", self.sandbox_id, {
-    allow_internet_access = fields.allow_internet_access,
-    allow_out = fields.allow_out, deny_out = fields.deny_out,
-  }))
+  return self:_finish(self._port.call("set_network", self.sandbox_id, fields))
 end
 
 local FORK_SPEC = { count = "positive", timeout_ms = "positive_ms", on_close = check.oneof("kill", "pause", "leave") }
