@@ -147,7 +147,8 @@ static int check_rules(const e2b_network *n, const char *op, e2b_error *err) {
   return 0;
 }
 
-/* host:port as Go's net.SplitHostPort reads it, port 1-65535. */
+/* host:port as Go's net.SplitHostPort splits it (a port is required and
+ * must be 1-65535 when port_required; otherwise any port text, or none). */
 static int host_port_ok(const char *a, int port_required) {
   const char *colon = strrchr(a, ':');
   const char *host_end = colon;
@@ -160,13 +161,16 @@ static int host_port_ok(const char *a, int port_required) {
     return 0; /* too many colons */
   }
   if (!colon) return !port_required && *a;
-  if (host_end == a || !colon[1] || strlen(colon + 1) > 5) return 0;
+  if (host_end == a) return 0;
+  if (!port_required) return 1;
+  const char *p = colon + 1;
+  if (!*p || strlen(p) > 5) return 0;
   long v = 0;
-  for (const char *p = colon + 1; *p; p++) {
+  for (; *p; p++) {
     if (*p < '0' || *p > '9') return 0;
     v = v * 10 + (*p - '0');
   }
-  return !port_required || (v >= 1 && v <= 65535);
+  return v >= 1 && v <= 65535;
 }
 
 static int check_proxy(const e2b_egress_proxy *p, const char *op, e2b_error *err) {
@@ -187,7 +191,7 @@ static int check_proxy(const e2b_egress_proxy *p, const char *op, e2b_error *err
 static int mask_ok(const char *m) {
   if (!*m) return 0;
   for (const unsigned char *p = (const unsigned char *)m; *p; p++)
-    if (*p <= 0x20 || *p >= 0x7f || *p == '/') return 0;
+    if (*p <= 0x20 || *p >= 0x7f) return 0;
   return host_port_ok(m, 0);
 }
 

@@ -131,17 +131,17 @@ static void rules_are_held_to_e2b_limits(void) {
 }
 
 static void ingress_only_at_create(void) {
-  e2b_network n = {.allow_public_traffic = E2B_NO, .mask_request_host = "${PORT}-x.example.com"};
+  e2b_network n = {.allow_public_traffic = E2B_NO, .mask_request_host = "masked.example:${PORT}"};
   e2b_error err;
   json_t *f = create_fields(&n, &err);
   json_t *net = json_object_get(f, "network");
   CHECK(json_is_false(json_object_get(net, "allowPublicTraffic")));
-  CHECK_STR(json_string_value(json_object_get(net, "maskRequestHost")), "${PORT}-x.example.com");
+  CHECK_STR(json_string_value(json_object_get(net, "maskRequestHost")), "masked.example:${PORT}");
   json_decref(f);
   refused(&n, 1, E2B_ERR_INVALID_ARGUMENT, "network.allow_public_traffic");
   n.allow_public_traffic = 0;
   refused(&n, 1, E2B_ERR_INVALID_ARGUMENT, "network.mask_request_host");
-  const char *bad[] = {"", "a b.com", "h\xc3\xa9.com", "a:b:c", "a.com/x"};
+  const char *bad[] = {"", "a b.com", "h\xc3\xa9.com", "a:b:c", ":80"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     n.mask_request_host = bad[i];
     refused(&n, 0, E2B_ERR_INVALID_ARGUMENT, "network.mask_request_host");
