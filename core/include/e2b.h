@@ -245,6 +245,24 @@ typedef enum e2b_state {
   E2B_STATE_PAUSED
 } e2b_state;
 
+/* A sandbox's network as E2B reports it (a get's answer; create, connect
+ * and list leave it unreported). Bounded: at most 1024 entries per list,
+ * 64 rule domains, 64 headers per domain. */
+typedef struct e2b_network_info {
+  int allow_internet_access;   /* -1 when not reported */
+  int allow_public_traffic;    /* -1 when not reported */
+  char *mask_request_host;     /* NULL when not set */
+  char **allow_out;            /* network.allowOut as stored */
+  size_t allow_out_count;
+  char **deny_out;             /* network.denyOut as stored (an allow list comes with "0.0.0.0/0") */
+  size_t deny_out_count;
+  char **rule_domains;         /* network.rules: domain i's headers are rule_headers[i] */
+  e2b_map *rule_headers;
+  size_t rule_count;
+  char *egress_proxy_address;  /* NULL: no proxy */
+  char *egress_proxy_username; /* E2B never returns the password */
+} e2b_network_info;
+
 /* A sandbox as the control plane describes it (create, connect, get, list). */
 typedef struct e2b_sandbox_info {
   char *sandbox_id;
@@ -262,6 +280,7 @@ typedef struct e2b_sandbox_info {
   char *on_timeout;           /* lifecycle: "kill" | "pause" | NULL */
   int auto_resume;            /* lifecycle: -1 unknown, 0, 1 */
   e2b_map metadata;
+  e2b_network_info network;
 } e2b_sandbox_info;
 
 /* Option structs: every one is meant to start zeroed (`e2b_create_opts o

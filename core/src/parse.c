@@ -120,7 +120,83 @@ static const str_field sandbox_strings[] = {
     {SANDBOX_AT(domain), "domain", NULL}};
 #define SANDBOX_STRINGS (sizeof sandbox_strings / sizeof *sandbox_strings)
 
+/* ---- a sandbox's network (GET /sandboxes/{id}) ---- */
+
+#define NET_LIST_MAX 1024
+#define NET_RULES_MAX 64
+
+static void free_list(char **v, size_t n) {
+  for (size_t i = 0; i < n; i++) free(v[i]);
+  free(v);
+}
+
+static void network_info_clear(e2b_network_info *n) {
+  free_list(n->allow_out, n->allow_out_count);
+  free_list(n->deny_out, n->deny_out_count);
+  for (size_t i = 0; i < n->rule_count; i++) map_clear(&n->rule_headers[i]);
+  free_list(n->rule_domains, n->rule_count);
+  free(n->rule_headers);
+  free(n->mask_request_host);
+  free(n->egress_proxy_address);
+  free(n->egress_proxy_username);
+  memset(n, 0, sizeof *n);
+}
+
+/* The strings of array a (others skipped), at most NET_LIST_MAX. */
+static int parse_list(json_t *a, char ***out, size_t *count) {
+  size_t n = json_array_size(a) < NET_LIST_MAX ? json_array_size(a) : NET_LIST_MAX;
+  if (n == 0) return 0;
+  if (!(*out = calloc(n, sizeof **out))) return -1;
+  for (size_t i = 0; i < n; i++) {
+    const char *v = json_string_value(json_array_get(a, i));
+    if (!v) continue;
+    if (!((*out)[*count] = strdup(v))) return -1;
+    (*count)++;
+  }
+  return 0;
+}
+
+/* rules: { domain: [ {transform: {headers: {...}}} ] } -> the first rule's headers. */
+static int parse_rules(json_t *rules, e2b_network_info *n) {
+  size_t cap = json_object_size(rules) < NET_RULES_MAX ? json_object_size(rules) : NET_RULES_MAX;
+  if (cap == 0) return 0;
+  n->rule_domains = calloc(cap, sizeof *n->rule_domains);
+  n->rule_headers = calloc(cap, sizeof *n->rule_headers);
+  if (!n->rule_domains || !n->rule_headers) return -1;
+  const char *domain;
+  json_t *list;
+  json_object_foreach(rules, domain, list) {
+    if (n->rule_count == cap) break;
+    json_t *headers = json_object_get(json_object_get(json_array_get(list, 0), "transform"), "headers");
+    if (json_object_size(headers) > 64) continue;
+    size_t i = n->rule_count;
+    if (!(n->rule_domains[i] = strdup(domain))) return -1;
+    n->rule_count++;
+    if (parse_map(headers, &n->rule_headers[i]) != 0) return -1;
+  }
+  return 0;
+}
+
+static int parse_network(json_t *obj, e2b_network_info *n) {
+  json_t *inet = json_object_get(obj, "allowInternetAccess"), *net = json_object_get(obj, "network");
+  n->allow_internet_access = json_is_boolean(inet) ? json_is_true(inet) : -1;
+  n->allow_public_traffic = -1;
+  if (!json_is_object(net)) return 0;
+  json_t *pub = json_object_get(net, "allowPublicTraffic"), *proxy = json_object_get(net, "egressProxy");
+  if (json_is_boolean(pub)) n->allow_public_traffic = json_is_true(pub);
+  if (dup_field(&n->mask_request_host, net, "maskRequestHost", NULL) ||
+      parse_list(json_object_get(net, "allowOut"), &n->allow_out, &n->allow_out_count) ||
+      parse_list(json_object_get(net, "denyOut"), &n->deny_out, &n->deny_out_count) ||
+      parse_rules(json_object_get(net, "rules"), n))
+    return -1;
+  if (json_is_object(proxy) && (dup_field(&n->egress_proxy_address, proxy, "address", NULL) ||
+                                dup_field(&n->egress_proxy_username, proxy, "username", NULL)))
+    return -1;
+  return 0;
+}
+
 void e2b_sandbox_info_clear(e2b_sandbox_info *sb) {
+  network_info_clear(&sb->network);
   free_strings(sb, sandbox_strings, SANDBOX_STRINGS);
   e2b_free_secret(sb->envd_access_token);
   free(sb->on_timeout);
@@ -131,6 +207,7 @@ void e2b_sandbox_info_clear(e2b_sandbox_info *sb) {
 int e2b_parse_sandbox(json_t *obj, e2b_sandbox_info *out) {
   memset(out, 0, sizeof *out);
   out->auto_resume = -1;
+  out->network.allow_internet_access = out->network.allow_public_traffic = -1;
   if (!json_is_object(obj) || !e2b_json_str(obj, "sandboxID", NULL)) return -1;
   if (dup_strings(out, obj, sandbox_strings, SANDBOX_STRINGS) ||
       dup_field(&out->envd_access_token, obj, "envdAccessToken", NULL))
@@ -156,7 +233,9 @@ int e2b_parse_sandbox(json_t *obj, e2b_sandbox_info *out) {
     json_t *ar = json_object_get(lifecycle, "autoResume");
     if (json_is_boolean(ar)) out->auto_resume = json_is_true(ar);
   }
-  if (parse_map(json_object_get(obj, "metadata"), &out->metadata) != 0) goto fail;
+  if (parse_map(json_object_get(obj, "metadata"), &out->metadata) != 0 ||
+      parse_network(obj, &out->network) != 0)
+    goto fail;
   return 0;
 fail:
   e2b_sandbox_info_clear(out);

@@ -25,6 +25,18 @@ local Sandbox = rt.class(M, "Sandbox")
 
 
 -- The info record (docs/manual.md, "Records"), from a control-plane sandbox table.
+-- The network E2B reports, rules shaped as the create option takes them.
+local function network_info(net)
+  if not net then return nil end
+  local out = {}
+  for k, v in pairs(net) do out[k] = v end
+  if net.rules then
+    out.rules = {}
+    for domain, headers in pairs(net.rules) do out.rules[domain] = { headers = headers } end
+  end
+  return out
+end
+
 function M.to_info(raw)
   return {
     id = raw.id,
@@ -36,6 +48,7 @@ function M.to_info(raw)
     owner = raw.owner,
     started_at = raw.started_at,
     end_at = raw.end_at,
+    network = network_info(raw.network),
   }
 end
 

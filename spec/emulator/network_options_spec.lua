@@ -87,6 +87,23 @@ describe("network options", function()
     assert.are.equal("masked.example:8000|-", body)
   end)
 
+  it("describe() gives back the network options E2B reports", function()
+    local sbx, c = h.sandbox({ network = { allow = { "example.com" }, allow_public_traffic = false,
+      mask_request_host = "masked.example:${PORT}", rules = { ["example.com"] = { headers = { ["X-A"] = "b" } } } } })
+    local net = assert(c:describe(sbx.id)).network
+    assert.are.same({ "example.com" }, net.allow_out)
+    assert.are.same({ "0.0.0.0/0" }, net.deny_out)
+    assert.is_false(net.allow_public_traffic)
+    assert.are.equal("masked.example:${PORT}", net.mask_request_host)
+    assert.are.same({ ["example.com"] = { headers = { ["X-A"] = "b" } } }, net.rules)
+    assert.is_false(net.allow_internet_access) -- E2B folds the catch-all deny in
+    local open = h.sandbox({}, c)
+    net = assert(c:describe(open.id)).network
+    assert.is_true(net.allow_internet_access)
+    assert.is_nil(net.allow_out)
+    assert.is_nil(net.rules)
+  end)
+
   it("refuses what E2B refuses, naming the field, before any call", function()
     local c = h.client({ api_url = "http://127.0.0.1:1", sandbox_url = "http://127.0.0.1:1" })
     local cases = {
