@@ -47,6 +47,28 @@ describe("e2b-local's network fields", function()
     assert.are.equal(201, (create({ secure = true, network = { allowPublicTraffic = false } })))
   end)
 
+  it("refuses allowOut domain names without denyOut 0.0.0.0/0, at create and update", function()
+    for _, fields in ipairs({
+      { network = { allowOut = { "example.com" } } },
+      { allow_internet_access = false, network = { allowOut = { "example.com" } } },
+      { network = { allowOut = { "example.com" }, denyOut = { "10.0.0.0/8" } } },
+      { network = { allowOut = { "*.example.com" } } },
+    }) do
+      local status, text = create(fields)
+      assert.are.equal(400, status, text)
+    end
+    assert.are.equal(201, (create({ network = { allowOut = { "example.com" }, denyOut = { "0.0.0.0/0" } } })))
+    local status, text = api("POST", "/sandboxes", cjson.encode({ templateID = "base", timeout = 30 }))
+    assert.are.equal(201, status, text)
+    local id = cjson.decode(text).sandboxID
+    status = api("PUT", "/sandboxes/" .. id .. "/network", cjson.encode({ allowOut = { "example.com" } }))
+    local ok_status = api("PUT", "/sandboxes/" .. id .. "/network",
+      cjson.encode({ allowOut = { "example.com" }, denyOut = { "0.0.0.0/0" } }))
+    api("DELETE", "/sandboxes/" .. id)
+    assert.are.equal(400, status)
+    assert.are.equal(204, ok_status)
+  end)
+
   it("holds rules to E2B's limits: 10 domains, one rule each, 20 headers, 64-byte names, 2048-byte values", function()
     local eleven = {}
     for i = 1, 11 do eleven[("h%d.example.com"):format(i)] = rule({ A = "b" }) end

@@ -126,12 +126,40 @@ static int validate_list(json_t *list, const char *field, int names_ok, const ch
   return 0;
 }
 
+/* Does list name a domain (an entry that parses as a name)? */
+static int names_a_domain(json_t *list) {
+  for (size_t i = 0; i < json_array_size(list); i++) {
+    rule r;
+    if (parse_entry(json_string_value(json_array_get(list, i)), 1, &r) != 0) continue;
+    int name = r.kind == R_NAME || r.kind == R_WILDCARD;
+    free(r.name);
+    if (name) return 1;
+  }
+  return 0;
+}
+
+/* denyOut holds E2B's catch-all entry, spelled exactly so (E2B compares the string). */
+static int denies_all_literally(json_t *list) {
+  for (size_t i = 0; i < json_array_size(list); i++) {
+    const char *s = json_string_value(json_array_get(list, i));
+    if (s && strcmp(s, "0.0.0.0/0") == 0) return 1;
+  }
+  return 0;
+}
+
 int netpolicy_validate(json_t *allow_out, json_t *deny_out, char *err, size_t cap) {
   if (validate_list(allow_out, "allowOut", 1,
-                    "an IP address, a CIDR block or a domain name (example.com, *.example.com)", err, cap))
+                    "an IP address, a CIDR block or a domain name (example.com, *.example.com)", err, cap) ||
+      validate_list(deny_out, "denyOut", 0,
+                    "an IP address or a CIDR block (domain names are not supported in deny rules)", err, cap))
     return -1;
-  return validate_list(deny_out, "denyOut", 0,
-                       "an IP address or a CIDR block (domain names are not supported in deny rules)", err, cap);
+  /* E2B: a name can only be allowed out of a catch-all deny (allow_internet_access
+   * false does not count: E2B looks at the list) */
+  if (names_a_domain(allow_out) && !denies_all_literally(deny_out)) {
+    snprintf(err, cap, "network.allowOut names domains, so network.denyOut must include 0.0.0.0/0");
+    return -1;
+  }
+  return 0;
 }
 
 static void add_rules(json_t *arr, int names_ok, rule **v, size_t *n) {
