@@ -277,10 +277,14 @@ function Sandbox:keep_alive(ms)
   return self:_deadline("keep_alive", ms)
 end
 
---- Replaces the egress policy of the running sandbox.
--- @param net "all", "none", { allow = {hosts, IPs, CIDRs} } or { deny = {IPs, CIDRs} }
+--- Replaces the egress policy of the running sandbox: allow/deny, rules and
+-- egress proxy together (what it leaves out is cleared).
+-- @param net "all", "none", or a table: allow = {hosts, IPs, CIDRs} or
+--   deny = {IPs, CIDRs}, allow_internet_access, rules = { [domain] = { headers } },
+--   egress_proxy = { address, username, password } (docs/manual.md, "Sandboxes")
 -- @treturn boolean true
--- @return or nil, err (allow with deny, or transforms: kind "unsupported")
+-- @return or nil, err (allow with deny: kind "unsupported"; create-only options
+--   allow_public_traffic and mask_request_host: "invalid_argument")
 function Sandbox:set_network(net)
   local fields, err = policy.network("set_network", net, true)
   if not fields then return nil, err end

@@ -102,6 +102,11 @@ describe("network options", function()
     assert.is_true(net.allow_internet_access)
     assert.is_nil(net.allow_out)
     assert.is_nil(net.rules)
+    -- the ingress options exist only at create
+    for _, k in ipairs({ "allow_public_traffic", "mask_request_host" }) do
+      local _, err = open:set_network({ [k] = k == "mask_request_host" and "a.example" or false })
+      assert.are.same({ "invalid_argument", "network." .. k }, { err.kind, err.field })
+    end
   end)
 
   it("refuses what E2B refuses, naming the field, before any call", function()
