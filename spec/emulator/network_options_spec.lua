@@ -69,6 +69,19 @@ describe("network options", function()
     assert.are.equal("localhost:" .. port .. "|-", get("localhost"))
   end)
 
+  it("allow_internet_access = false: no egress, as \"none\"; true: open", function()
+    local url, stop = h.http_server("hello", { internet = true })
+    finally(stop)
+    local function get(sbx)
+      return assert(sbx:run({ "curl", "-s", "--max-time", "5", url .. "/" })).stdout
+    end
+    local off, c = h.sandbox({ network = { allow_internet_access = false } })
+    local on = h.sandbox({ network = { allow_internet_access = true } }, c)
+    assert.are.equal("hello", get(on))
+    assert.are.equal("", get(off))
+    assert.is_false(assert(c:describe(off.id)).network.allow_internet_access)
+  end)
+
   it("allow_public_traffic = false: the port proxy answers only with the traffic token", function()
     local sbx = h.sandbox({ network = { allow_public_traffic = false } })
     assert.is_string(sbx.traffic_token)
