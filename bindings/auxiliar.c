@@ -183,33 +183,28 @@ static void set_strings(lua_State *L, const char *k, char *const *s, size_t n) {
   lua_setfield(L, -2, k);
 }
 
-/* t.network = { allow_internet_access, allow_public_traffic, mask_request_host,
- * allow_out, deny_out, rules = { [domain] = { Name = value } }, egress_proxy =
- * { address, username } }, only when E2B reported any of it. */
-static void set_network(lua_State *L, const e2b_network_info *n) {
-  if (n->allow_internet_access < 0 && n->allow_public_traffic < 0 && !n->mask_request_host &&
-      !n->allow_out_count && !n->deny_out_count && !n->rule_count && !n->egress_proxy_address)
-    return;
-  lua_createtable(L, 0, 8);
-  e2bL_set_bool(L, "allow_internet_access", n->allow_internet_access);
-  e2bL_set_bool(L, "allow_public_traffic", n->allow_public_traffic);
-  e2bL_set_str(L, "mask_request_host", n->mask_request_host);
-  if (n->allow_out_count) set_strings(L, "allow_out", n->allow_out, n->allow_out_count);
-  if (n->deny_out_count) set_strings(L, "deny_out", n->deny_out, n->deny_out_count);
-  if (n->rule_count) {
-    lua_createtable(L, 0, (int)n->rule_count);
-    for (size_t i = 0; i < n->rule_count; i++) {
-      const e2b_map *m = &n->rule_headers[i];
+/* t.network = { allow_out, deny_out, allow_public_traffic, mask_request_host,
+ * rules = { [domain] = { Name = value } }, egress_proxy = { address, username } } */
+static void push_network(lua_State *L, const e2b_sandbox_info *s) {
+  lua_createtable(L, 0, 6);
+  set_strings(L, "allow_out", s->allow_out, s->allow_out_count);
+  set_strings(L, "deny_out", s->deny_out, s->deny_out_count);
+  e2bL_set_bool(L, "allow_public_traffic", s->allow_public_traffic);
+  e2bL_set_str(L, "mask_request_host", s->mask_request_host);
+  if (s->rule_count) {
+    lua_createtable(L, 0, (int)s->rule_count);
+    for (size_t i = 0; i < s->rule_count; i++) {
+      const e2b_map *m = &s->rule_headers[i];
       lua_createtable(L, 0, (int)m->count);
       for (size_t k = 0; k < m->count; k++) e2bL_set_str(L, m->keys[k], m->values[k]);
-      lua_setfield(L, -2, n->rule_domains[i]);
+      lua_setfield(L, -2, s->rule_domains[i]);
     }
     lua_setfield(L, -2, "rules");
   }
-  if (n->egress_proxy_address) {
+  if (s->egress_proxy_address) {
     lua_createtable(L, 0, 2);
-    e2bL_set_str(L, "address", n->egress_proxy_address);
-    e2bL_set_str(L, "username", n->egress_proxy_username);
+    e2bL_set_str(L, "address", s->egress_proxy_address);
+    e2bL_set_str(L, "username", s->egress_proxy_username);
     lua_setfield(L, -2, "egress_proxy");
   }
   lua_setfield(L, -2, "network");
@@ -235,7 +230,8 @@ void e2bL_push_sandbox(lua_State *L, const e2b_sandbox_info *s) {
   if (s->disk_size_mb) e2bL_set_int(L, "disk_size_mb", s->disk_size_mb);
   e2bL_set_str(L, "on_timeout", s->on_timeout);
   e2bL_set_bool(L, "auto_resume", s->auto_resume);
-  set_network(L, &s->network);
+  e2bL_set_bool(L, "allow_internet_access", s->allow_internet_access);
+  if (s->network) push_network(L, s);
   /* The identity keys are the core's stored format: Lua gets their meaning
    * (id, owner) and the caller's own pairs, never the keys themselves. */
   const char *id = NULL, *owner = NULL;
@@ -290,6 +286,20 @@ void e2bL_push_volume(lua_State *L, const e2b_volume *v) {
   e2bL_set_str(L, "volume_id", v->volume_id);
   e2bL_set_str(L, "name", v->name);
   e2bL_set_str(L, "token", v->token);
+}
+
+void e2bL_push_log_entry(lua_State *L, const e2b_log_entry *e) {
+  lua_createtable(L, 0, 4);
+  lua_pushinteger(L, (lua_Integer)e->timestamp_ms);
+  lua_setfield(L, -2, "timestamp");
+  e2bL_set_str(L, "level", e->level);
+  e2bL_set_str(L, "message", e->message);
+  lua_createtable(L, 0, (int)e->fields.count);
+  for (size_t i = 0; i < e->fields.count; i++) {
+    lua_pushstring(L, e->fields.values[i]);
+    lua_setfield(L, -2, e->fields.keys[i]);
+  }
+  lua_setfield(L, -2, "fields");
 }
 
 void e2bL_push_doctor(lua_State *L, const e2b_doctor_report *r) {

@@ -72,6 +72,7 @@ void e2bL_push_entry(lua_State *L, const e2b_entry *e);
 void e2bL_push_proc_info(lua_State *L, const e2b_proc_info *p);
 void e2bL_push_snapshot(lua_State *L, const e2b_snapshot *sn);
 void e2bL_push_volume(lua_State *L, const e2b_volume *v);
+void e2bL_push_log_entry(lua_State *L, const e2b_log_entry *e);
 void e2bL_push_doctor(lua_State *L, const e2b_doctor_report *r);
 void e2bL_push_egress(lua_State *L, const e2b_egress_report *r);
 void e2bL_push_run(lua_State *L, const e2b_run_result *r);

@@ -153,11 +153,17 @@ static int client_pause(lua_State *L) {
   return e2bL_push_req(L, u->l, req, &err);
 }
 
-/* Reads {metadata=, states={"running"|"paused"...}, limit=, next_token=} at t. */
+/* Reads {metadata=, states={"running"|"paused"...}, limit=, next_token=,
+ * template=, started_after= (epoch ms), order= ("asc"|"desc")} at t; an
+ * order it does not know goes to the core as out of range. */
 static void read_list_opts(lua_State *L, int t, e2b_list_opts *o) {
   o->metadata = e2bL_opt_kvs(L, t, "metadata", &o->metadata_count);
   o->limit = (int)e2bL_opt_integer(L, t, "limit", 0);
   o->next_token = e2bL_opt_string(L, t, "next_token");
+  o->template_id = e2bL_opt_string(L, t, "template");
+  o->started_after_ms = (int64_t)e2bL_opt_integer(L, t, "started_after", 0);
+  const char *order = e2bL_opt_string(L, t, "order");
+  o->order = !order ? 0 : strcmp(order, "asc") == 0 ? E2B_ORDER_ASC : strcmp(order, "desc") == 0 ? E2B_ORDER_DESC : -1;
   lua_getfield(L, t, "states");
   if (lua_istable(L, -1)) {
     for (int i = 1; i <= (int)lua_rawlen(L, -1); i++) {
@@ -217,6 +223,15 @@ static int client_by_id_ms(lua_State *L) {
   lua_Integer ms = by_id_ms[row].required ? luaL_checkinteger(L, 3) : luaL_optinteger(L, 3, 0);
   e2b_error err;
   return e2bL_push_req(L, u->l, by_id_ms[row].call(u->c, id, (long)ms, &err), &err);
+}
+
+/* metrics(sandbox_id, start_ms?, end_ms?) */
+static int client_metrics(lua_State *L) {
+  client_ud *u = check_client(L);
+  e2b_error err;
+  e2b_req *req = e2b_sandbox_metrics(u->c, luaL_checkstring(L, 2), (int64_t)luaL_optinteger(L, 3, 0),
+                                     (int64_t)luaL_optinteger(L, 4, 0), &err);
+  return e2bL_push_req(L, u->l, req, &err);
 }
 
 static int client_by_list(lua_State *L) {
@@ -289,10 +304,30 @@ static int client_snapshot(lua_State *L) {
   return e2bL_push_req(L, u->l, req, &err);
 }
 
+/* snapshots(name?, sandbox_id?) */
 static int client_snapshots(lua_State *L) {
   client_ud *u = check_client(L);
   e2b_error err;
-  return e2bL_push_req(L, u->l, e2b_snapshot_list(u->c, luaL_optstring(L, 2, NULL), &err), &err);
+  e2b_req *req = e2b_snapshot_list_for(u->c, luaL_optstring(L, 2, NULL), luaL_optstring(L, 3, NULL), &err);
+  return e2bL_push_req(L, u->l, req, &err);
+}
+
+/* logs(sandbox_id, {cursor_ms, limit, backward, level, search}) */
+static int client_logs(lua_State *L) {
+  client_ud *u = check_client(L);
+  const char *id = luaL_checkstring(L, 2);
+  e2b_logs_opts o;
+  memset(&o, 0, sizeof o);
+  if (!lua_isnoneornil(L, 3)) {
+    luaL_checktype(L, 3, LUA_TTABLE);
+    o.cursor_ms = (int64_t)e2bL_opt_integer(L, 3, "cursor_ms", 0);
+    o.limit = (int)e2bL_opt_integer(L, 3, "limit", 0);
+    o.backward = e2bL_opt_tristate(L, 3, "backward") == E2B_YES;
+    o.level = e2bL_opt_string(L, 3, "level");
+    o.search = e2bL_opt_string(L, 3, "search");
+  }
+  e2b_error err;
+  return e2bL_push_req(L, u->l, e2b_sandbox_logs(u->c, id, &o, &err), &err);
 }
 
 /* verify_egress{allow_host, allowed_url, denied_url, ip_url, template, timeout_ms} */
@@ -335,7 +370,8 @@ static const luaL_Reg client_methods[] = {
     {"config", client_config},       {"create", client_create},       {"pause", client_pause},
     {"sandbox", client_sandbox},     {"provision", client_provision}, {"fork", client_fork},
     {"set_network", client_set_network}, {"snapshot", client_snapshot},
-    {"snapshots", client_snapshots}, {"verify_egress", client_verify_egress},
+    {"snapshots", client_snapshots}, {"verify_egress", client_verify_egress}, {"logs", client_logs},
+    {"metrics", client_metrics},
     {NULL, NULL}};
 
 static const e2bL_class CLIENT = {CLIENT_MT, "client", offsetof(client_ud, c), client_release,

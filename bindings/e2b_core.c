@@ -61,6 +61,44 @@ static int core_set_error_metatable(lua_State *L) {
   return 0;
 }
 
+/* core.DEFAULTS: what a zeroed field of libe2b means (e2b.h's E2B_DEFAULT_*),
+ * so Lua's defaults and the manual's can be the core's. */
+static void push_defaults(lua_State *L) {
+  static const struct {
+    const char *name;
+    lua_Integer value;
+  } numbers[] = {{"request_timeout_ms", E2B_DEFAULT_REQUEST_TIMEOUT_MS},
+                 {"budget_ms", E2B_DEFAULT_BUDGET_MS},
+                 {"max_retries", E2B_DEFAULT_MAX_RETRIES},
+                 {"max_inflight", E2B_DEFAULT_MAX_INFLIGHT},
+                 {"page_size", E2B_DEFAULT_PAGE_SIZE},
+                 {"sandbox_timeout_ms", E2B_DEFAULT_SANDBOX_TIMEOUT_MS},
+                 {"ready_timeout_ms", E2B_DEFAULT_READY_TIMEOUT_MS},
+                 {"setup_timeout_ms", E2B_DEFAULT_SETUP_TIMEOUT_MS},
+                 {"idle_timeout_ms", E2B_DEFAULT_IDLE_TIMEOUT_MS},
+                 {"max_output", (lua_Integer)E2B_DEFAULT_MAX_OUTPUT}};
+  lua_createtable(L, 0, (int)(sizeof numbers / sizeof numbers[0]) + 2);
+  for (size_t i = 0; i < sizeof numbers / sizeof numbers[0]; i++) {
+    lua_pushinteger(L, numbers[i].value);
+    lua_setfield(L, -2, numbers[i].name);
+  }
+  lua_pushliteral(L, E2B_DEFAULT_TEMPLATE);
+  lua_setfield(L, -2, "template");
+  lua_pushliteral(L, E2B_DEFAULT_DOMAIN);
+  lua_setfield(L, -2, "domain");
+}
+
+/* core.KINDS: every error kind the core can return (e2b_code_name of each
+ * code but E2B_OK; past the last code the name is "sandbox" again). */
+static void push_kinds(lua_State *L) {
+  lua_newtable(L);
+  for (int c = E2B_OK + 1; c < 256; c++) {
+    const char *name = e2b_code_name((e2b_code)c);
+    if (c != E2B_ERR_SANDBOX && strcmp(name, e2b_code_name(E2B_ERR_SANDBOX)) == 0) break;
+    lua_pushstring(L, name);
+    lua_rawseti(L, -2, c);
+  }
+}
 
 /* The one symbol the module exports (the rest is hidden: CMakeLists.txt). */
 __attribute__((visibility("default"))) int luaopen_e2b_core(lua_State *L) {
@@ -89,5 +127,9 @@ __attribute__((visibility("default"))) int luaopen_e2b_core(lua_State *L) {
   lua_setfield(L, -2, "META_OWNER");
   lua_pushstring(L, E2B_META_PREFIX);
   lua_setfield(L, -2, "META_PREFIX");
+  push_defaults(L);
+  lua_setfield(L, -2, "DEFAULTS");
+  push_kinds(L);
+  lua_setfield(L, -2, "KINDS");
   return 1;
 }

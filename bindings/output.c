@@ -15,10 +15,11 @@ static output_ud *check_output(lua_State *L) {
   return u;
 }
 
-/* output(max_output, keep?, chunks_stdout?, chunks_stderr?) */
+/* output(max_output, keep?, chunks_stdout?, chunks_stderr?); max_output 0
+ * is the core's default (E2B_DEFAULT_MAX_OUTPUT), so Lua keeps no copy of it */
 int e2bL_core_output(lua_State *L) {
   lua_Integer max = luaL_checkinteger(L, 1);
-  luaL_argcheck(L, max > 0, 1, "max_output must be positive");
+  luaL_argcheck(L, max >= 0, 1, "max_output must not be negative");
   e2b_keep keep = e2bL_keep_of(L, luaL_optstring(L, 2, NULL));
   unsigned chunks = (lua_toboolean(L, 3) ? E2B_STREAM_STDOUT : 0) | (lua_toboolean(L, 4) ? E2B_STREAM_STDERR : 0);
   output_ud *u = compat_newuserdata(L, sizeof *u);

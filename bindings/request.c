@@ -70,6 +70,23 @@ static void snapshot_at(lua_State *L, const e2b_req *req, size_t i) {
 static void volume_at(lua_State *L, const e2b_req *req, size_t i) {
   e2bL_push_volume(L, e2b_req_volume_at(req, i));
 }
+static void log_at(lua_State *L, const e2b_req *req, size_t i) {
+  e2bL_push_log_entry(L, e2b_req_log_at(req, i));
+}
+
+static void metric_at(lua_State *L, const e2b_req *req, size_t i) {
+  const e2b_metric *m = e2b_req_metric_at(req, i);
+  lua_createtable(L, 0, 8);
+  e2bL_set_int(L, "timestamp", m->timestamp_ms);
+  e2bL_set_int(L, "cpu_count", m->cpu_count);
+  lua_pushnumber(L, m->cpu_used_pct);
+  lua_setfield(L, -2, "cpu_used_pct");
+  e2bL_set_int(L, "mem_used", m->mem_used);
+  e2bL_set_int(L, "mem_total", m->mem_total);
+  e2bL_set_int(L, "mem_cache", m->mem_cache);
+  e2bL_set_int(L, "disk_used", m->disk_used);
+  e2bL_set_int(L, "disk_total", m->disk_total);
+}
 
 static int push_true(lua_State *L, const e2b_req *req) {
   (void)req;
@@ -128,7 +145,9 @@ static const struct {
     [E2B_RESULT_RUN] = {.push = push_run},
     [E2B_RESULT_DOCTOR] = {.push = push_doctor},
     [E2B_RESULT_EGRESS] = {.push = push_egress},
-    [E2B_RESULT_BOOT_ID] = {.push = push_boot_id}};
+    [E2B_RESULT_BOOT_ID] = {.push = push_boot_id},
+    [E2B_RESULT_LOGS] = {e2b_req_log_count, log_at, NULL},
+    [E2B_RESULT_METRICS] = {e2b_req_metric_count, metric_at, NULL}};
 
 /* result() -> value | nil, err; raises if called before the request is done. */
 static int req_result(lua_State *L) {
@@ -180,7 +199,8 @@ static void push_joined(lua_State *L, e2b_req *req, e2b_proc_event ev, size_t ma
 
 /* One event of a process stream (and of a run: the chunks it hands on):
  *   "start", pid | "stdout"|"stderr"|"pty", bytes (<= max, consecutive chunks
- *   of one stream joined) | "end", exit_code, exited, status, error. */
+ *   of one stream joined) | "end", exit_code, exited, status, error |
+ *   "fs", name, type (a directory watch). */
 static int push_event(lua_State *L, e2b_req *req, e2b_proc_event ev, size_t max) {
   switch (ev.type) {
   case E2B_EVENT_START:
@@ -188,6 +208,12 @@ static int push_event(lua_State *L, e2b_req *req, e2b_proc_event ev, size_t max)
     lua_pushinteger(L, ev.pid);
     e2b_req_consume(req, 0);
     return 2;
+  case E2B_EVENT_FS: /* a watch's change: "fs", name, type */
+    lua_pushliteral(L, "fs");
+    lua_pushlstring(L, (const char *)ev.data, ev.len);
+    lua_pushstring(L, ev.status);
+    e2b_req_consume(req, ev.len);
+    return 3;
   case E2B_EVENT_END:
     lua_pushliteral(L, "end");
     lua_pushinteger(L, ev.exit_code);

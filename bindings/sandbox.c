@@ -164,6 +164,15 @@ static int sbx_explain(lua_State *L) {
   return e2bL_push_req(L, u->l, req, &orig);
 }
 
+/* end_async(pid, tag): a dropped kept command's stop, then its files'
+ * removal, in that order, unattended (e2b_proc_end_async). */
+static int sbx_end_async(lua_State *L) {
+  sbx_ud *u = luaL_checkudata(L, 1, SBX_MT);
+  if (!u->s) return 0;
+  e2b_proc_end_async(u->s, (uint32_t)luaL_checkinteger(L, 2), luaL_checkstring(L, 3));
+  return 0;
+}
+
 /* forget_async(tag, user?): removes kept output lazily (the core decides when). */
 static int sbx_forget_async(lua_State *L) {
   sbx_ud *u = luaL_checkudata(L, 1, SBX_MT);
@@ -305,13 +314,30 @@ static int sbx_url(lua_State *L) {
   return 1;
 }
 
+/* watch(path, {user=, recursive=, timeout_ms=}?) -> watch stream request */
+static int sbx_watch(lua_State *L) {
+  sbx_ud *u = check_sbx(L);
+  e2b_watch_opts o = {0};
+  if (lua_istable(L, 3)) {
+    o.user = e2bL_opt_string(L, 3, "user");
+    o.timeout_ms = (long)e2bL_opt_integer(L, 3, "timeout_ms", 0);
+    lua_getfield(L, 3, "recursive");
+    o.recursive = lua_toboolean(L, -1);
+    lua_pop(L, 1);
+  }
+  e2b_error err;
+  e2b_req *req = e2b_fs_watch(u->s, luaL_checkstring(L, 2), &o, &err);
+  return e2bL_push_req(L, u->l, req, &err);
+}
+
 static const luaL_Reg sbx_methods[] = {
     {"close_stdin", sbx_close_stdin}, {"signal", sbx_signal},         {"resize", sbx_resize},
     {"list", sbx_list},             {"move", sbx_move},               {"read", sbx_read},
     {"url", sbx_url},               {"run", sbx_run},                 {"track", sbx_track},
     {"attach", sbx_attach},         {"stop_async", sbx_stop_async},
+    {"end_async", sbx_end_async},
     {"forget_async", sbx_forget_async}, {"flush_forgets", sbx_flush_forgets},
-    {"explain", sbx_explain},       {"boot_id", sbx_boot_id},
+    {"explain", sbx_explain},       {"boot_id", sbx_boot_id},     {"watch", sbx_watch},
     {NULL, NULL}};
 
 const e2bL_class e2bL_sbx_class = {SBX_MT, "sandbox handle", offsetof(sbx_ud, s), sbx_release,

@@ -53,7 +53,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     queued *q = NULL;
     e2b_error err;
     memset(&err, 0, sizeof err);
-    if (e2b_parse_watch_event(json, len, &q, &err) == 0 && q && q->ev.len > len) abort();
+    if (e2b_parse_watch_event(json, len, (int)(len & 1), &q, &err) == 0 && q && q->ev.len > len) abort();
     free(q);
     return 0;
   }

@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 # a recommendation of clang, and recommendations are not installed here.
 # luajit2/libluajit2-5.1-dev are OpenResty's LuaJIT branch: the one Debian's
 # libnginx-mod-http-lua is built against (plain luajit conflicts with it).
-PACKAGES="build-essential cmake pkg-config git ca-certificates curl procps python3
+PACKAGES="build-essential cmake pkg-config git ca-certificates curl procps python3 python3-venv
   lua5.4 liblua5.4-dev lua-cjson lua-busted luarocks lua-ldoc
   libcurl4-openssl-dev libmbedtls-dev libjansson-dev libmicrohttpd-dev zlib1g-dev bubblewrap
   luajit2 libluajit2-5.1-dev nginx-light libnginx-mod-http-lua lua-socket lua-check
@@ -60,6 +60,15 @@ if ! node_fits; then
   node_fits || fail "Node.js $NODE_PIN (node on PATH is still $(node --version 2>/dev/null))"
   echo "setup: node $(node --version) at $(command -v node)"
 fi
+
+# The official Python SDK the tests run (spec/pysdk): a venv holding exactly
+# the pinned requirements, their hashes checked, from PyPI (python3-venv
+# gives Debian's python3 its venv module and pip).
+PYSDK=spec/pysdk/.venv
+echo "setup: the official Python SDK for spec/pysdk (python3 -m venv $PYSDK, pip install -r spec/pysdk/requirements.txt)"
+[ -x "$PYSDK/bin/python" ] || python3 -m venv "$PYSDK" >>"$LOG" 2>&1 || fail "python3 -m venv $PYSDK"
+"$PYSDK/bin/pip" install --disable-pip-version-check --require-hashes -r spec/pysdk/requirements.txt >>"$LOG" 2>&1 ||
+  fail "pip install -r spec/pysdk/requirements.txt"
 
 # e2b-local's HTTPS names (api.e2b.localhost, <port>-<id>.e2b.localhost) are
 # under .localhost, which nss-myhostname resolves to loopback (RFC 6761) --

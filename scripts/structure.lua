@@ -1,6 +1,7 @@
 -- structure.lua: checks the shape rules of docs/architecture.md on the C
--- sources, so a change that breaks one is caught by the suite, not by a
--- reviewer. Run from the top of a checkout: `lua5.4 scripts/structure.lua`.
+-- and Lua sources, and the document's file tables against the tree, so a
+-- change that breaks one is caught by the suite, not by a reviewer. Run
+-- from the top of a checkout: `lua5.4 scripts/structure.lua`.
 -- Prints one line per rule ("ok" or "FAIL" with the places) and exits 1
 -- when any rule fails. It reads the files as text: comments and string
 -- literals are blanked first, and a function is a top-level `{` whose
@@ -264,6 +265,225 @@ do -- 5. no call circles between files
     end
   end
   rule("no two files call each other, directly or through others", found)
+end
+
+-- The document against the tree. docs/architecture.md has one file table
+-- per layer (the table under each heading below); e2b-local's files are in
+-- emulator/README.md's tables, which the document points to. Every source
+-- file must have a row (a `.h` may share its `.c`'s), and every file a row
+-- names must exist, so the document cannot drift from the code unseen.
+local ARCH, EMU_README = "docs/architecture.md", "emulator/README.md"
+local LAYERS = {
+  { dir = "core/src/", doc = ARCH, heading = "## The core", pattern = "%.[ch]$" },
+  { dir = "bindings/", doc = ARCH, heading = "## The binding", pattern = "%.[ch]$" },
+  { dir = "lua/e2b/", doc = ARCH, heading = "## The Lua layer", pattern = "%.lua$" },
+  { dir = "lua/", doc = ARCH, heading = "## The Lua layer", pattern = "^lua/[^/]+%.lua$" },
+  { dir = "emulator/src/", doc = EMU_README, heading = "## How it works", pattern = "%.[ch]$" },
+}
+
+local function git_files(dir)
+  local out = {}
+  local p = assert(io.popen("git ls-files -- " .. dir .. " 2>/dev/null"))
+  for path in p:lines() do out[#out + 1] = path end
+  p:close()
+  return out
+end
+
+-- The names in backquotes in the table rows of one `## ` section of a
+-- markdown text (a row is a line that starts with `|`).
+local function table_names(text, heading)
+  local start = text:find("\n" .. heading, 1, true)
+  if not start then return nil end
+  local stop = text:find("\n## ", start + 1, true) or #text
+  local names = {}
+  for line in text:sub(start, stop):gmatch("[^\n]+") do
+    if line:match("^|") then
+      local first = line:match("^|([^|]*)|")
+      for name in (first or ""):gmatch("`([^`]+)`") do names[name] = true end
+    end
+  end
+  return names
+end
+
+local function layer_problems(layer, text, problems)
+  local names = table_names(text, layer.heading)
+  if not names then
+    problems[#problems + 1] = string.format("%s has no section %q", layer.doc, layer.heading)
+    return
+  end
+  for _, path in ipairs(git_files(layer.dir)) do
+    if path:match(layer.pattern) and (layer.dir ~= "lua/" or not path:find("/", 5, true)) then
+      local base = path:match("[^/]+$")
+      local sibling = base:match("^(.*)%.h$")
+      if not names[base] and not (sibling and names[sibling .. ".c"]) then
+        problems[#problems + 1] = string.format(
+          "%s is in no file table: add a row for `%s` to the table under %q in %s",
+          path, base, layer.heading, layer.doc)
+      end
+    end
+  end
+  for name in pairs(names) do
+    if name:match("^[%w_]+%.[ch]$") or name:match("^[%w_]+%.lua$") then
+      local known = false
+      for _, other in ipairs(LAYERS) do -- a section may hold the files of several dirs
+        if other.doc == layer.doc and other.heading == layer.heading then
+          for _, path in ipairs(git_files(other.dir)) do
+            if path:match("[^/]+$") == name then known = true end
+          end
+        end
+      end
+      if not known then
+        problems[#problems + 1] = string.format("%s names `%s` under %q, which is no file of %s",
+          layer.doc, name, layer.heading, layer.dir)
+      end
+    end
+  end
+end
+
+do -- 6. every source file has a row in the document's file tables, and every row a file
+  local problems = {}
+  for _, layer in ipairs(LAYERS) do layer_problems(layer, read(layer.doc), problems) end
+  local once, seen = {}, {}
+  for _, p in ipairs(problems) do
+    if not seen[p] then seen[p], once[#once + 1] = true, p end
+  end
+  problems = once
+  table.sort(problems)
+  rule("every file of core/src, bindings, lua and emulator/src has a row in "
+    .. ARCH .. " (emulator/src: " .. EMU_README .. "), and every row names a file", problems)
+end
+
+do -- 7. paths, links and e2b_ names the document names exist
+  local problems, text = {}, read(ARCH)
+  for path in text:gmatch("`([%w_.%-]+/[%w_./%-]*%.%a+)`") do
+    if not io.open(path, "rb") then problems[#problems + 1] = ARCH .. " names " .. path .. ", which does not exist" end
+  end
+  for target in text:gmatch("%]%(([^)#]+)[^)]*%)") do
+    if not target:match("^%a+:") and not io.open("docs/" .. target, "rb") then
+      problems[#problems + 1] = ARCH .. " links to " .. target .. ", which does not exist"
+    end
+  end
+  local words = {} -- every identifier of the C sources
+  for _, path in ipairs(files) do
+    for word in raw[path]:gmatch("[%a_][%w_]*") do words[word] = true end
+  end
+  for name in text:gmatch("`([eE]2[bB]_[%w_][%w_.]*)`") do
+    for word in name:gmatch("[%a_][%w_]*") do
+      if not words[word] then
+        problems[#problems + 1] = ARCH .. " names " .. name .. ", which no C source defines or uses"
+      end
+    end
+  end
+  rule("every path, link and e2b_ name in " .. ARCH .. " exists", problems)
+end
+
+do -- 8. mem.c calls nothing else in libe2b (any file may call it without a circle)
+  local defined, problems = {}, {}
+  for _, path in ipairs(files) do
+    if path:match("^core/src/.*%.c$") and path ~= "core/src/mem.c" then
+      for _, f in ipairs(functions(code[path])) do
+        if not f.static then defined[f.name] = path end
+      end
+    end
+  end
+  local seen = {}
+  for word in (code["core/src/mem.c"] or ""):gmatch("[%a_][%w_]*") do
+    if defined[word] and not seen[word] then
+      seen[word] = true
+      problems[#problems + 1] = "core/src/mem.c calls " .. word .. " (" .. defined[word] .. ")"
+    end
+  end
+  rule("core/src/mem.c calls no other file of libe2b", problems)
+end
+
+-- Lua sources with comments and string literals blanked (long brackets
+-- included), so a name in a comment or a message is not read as code.
+local function lua_code(text)
+  text = text:gsub("%-%-%[(=*)%[.-%]%1%]", "")
+  text = text:gsub("%[(=*)%[.-%]%1%]", '""')
+  text = text:gsub("%-%-[^\n]*", "")
+  text = text:gsub('"[^"\n]*"', '""'):gsub("'[^'\n]*'", "''")
+  return text
+end
+
+local lua_files = {}
+for _, path in ipairs(git_files("lua")) do
+  if path:match("%.lua$") then lua_files[#lua_files + 1] = path end
+end
+
+do -- 9. a Lua module reads no other module's `_` fields
+  local problems = {}
+  for _, path in ipairs(lua_files) do
+    local src = lua_code(read(path))
+    local own = {}
+    for name in src:gmatch("[.:](_[%a][%w_]*)%s*=[^=]") do own[name] = true end
+    for name in src:gmatch("function%s+[%w_.]+[.:](_[%a][%w_]*)") do own[name] = true end
+    for name in src:gmatch("[{,]%s*(_[%a][%w_]*)%s*=[^=]") do own[name] = true end
+    -- each `._name` / `:_name` with what stands before it (`a._b._c` is two reads)
+    for at, name in src:gmatch("()[.:](_[%a][%w_]*)") do
+      local obj = src:sub(1, at - 1):match("([%w_]+)%s*$") or src:sub(1, at - 1):match("(%S)%s*$")
+      if obj ~= "self" and not own[name] and not name:match("^__") then
+        problems[#problems + 1] = string.format("%s reads %s.%s, a field another module keeps private", path, obj, name)
+      end
+    end
+  end
+  rule("no Lua module reads another module's `_` fields", problems)
+end
+
+do -- 10. client.lua -> sandbox.lua -> process.lua, files.lua is the only direction of require
+  local order = { ["e2b.client"] = 1, ["e2b.sandbox"] = 2, ["e2b.process"] = 3, ["e2b.files"] = 3 }
+  local problems = {}
+  for _, path in ipairs(lua_files) do
+    local mod = path:gsub("^lua/", ""):gsub("%.lua$", ""):gsub("/", ".")
+    local src = read(path):gsub("%-%-[^\n]*", "")
+    for target in src:gmatch("require%s*%(?%s*[\"']([%w_.]+)[\"']") do
+      if order[mod] and order[target] and order[target] <= order[mod] and target ~= mod then
+        problems[#problems + 1] =
+          string.format("%s requires %s (the order is client, sandbox, process/files)", path, target)
+      end
+    end
+  end
+  rule("client.lua -> sandbox.lua -> process.lua/files.lua is the only direction of require", problems)
+end
+
+do -- 11. bench/README.md: every script has a row, every source comment that cites it a design row
+  local BENCH = "bench/README.md"
+  local text, problems = read(BENCH), {}
+  local index = {} -- every backquoted name in the rows of the first table
+  for line in text:sub(1, (text:find("\n## ", 1, true) or #text)):gmatch("[^\n]+") do
+    if line:match("^|") then
+      for name in line:gmatch("`([^`]+)`") do index[name] = true end
+    end
+  end
+  local design = {}
+  local start = text:find("\n## Measurements behind design choices", 1, true)
+  for line in text:sub(start or #text):gmatch("[^\n]+") do
+    if line:match("^|") then
+      local where = line:match("^|[^|]*|([^|]*)|") or ""
+      for path in where:gmatch("`([^`]+)`") do design[path] = true end
+    end
+  end
+  for _, path in ipairs(git_files("bench")) do
+    local base = path:match("^bench/([^/]+)$")
+    if base and base:match("%.[%a]+$") and not base:match("%.md$") and not index[base] then
+      problems[#problems + 1] = path .. " is in no row of " .. BENCH .. "'s first table: add it to its benchmark's row"
+    end
+  end
+  for name in pairs(index) do
+    if name:match("^[%w_]+%.%a+$") and not io.open("bench/" .. name, "rb") then
+      problems[#problems + 1] = BENCH .. " names " .. name .. ", which is not in bench/"
+    end
+  end
+  local p = assert(io.popen("git grep -l -F bench/README.md -- core bindings codec emulator lua 2>/dev/null"))
+  for path in p:lines() do
+    if not design[path] then
+      problems[#problems + 1] = path .. " cites " .. BENCH .. ": add a row naming `" .. path
+        .. "` to its table \"Measurements behind design choices\", with the numbers"
+    end
+  end
+  p:close()
+  table.sort(problems)
+  rule("every bench script is in " .. BENCH .. ", and every source that cites it has its numbers there", problems)
 end
 
 local failed = 0

@@ -4,8 +4,9 @@
 #   2. busted specs (spec/**), Lua 5.4, the tree's module against the tree's
 #      e2b-local (one e2b-local exec per spec file, three files at a time)
 #   3. the official E2B JS SDK (npm e2b 2.51.0, v2 routes) against e2b-local;
-#      its versions test drives the alias e2b-2.45 (npm:e2b@2.45.0, v1 routes)
-#   4. 1-3 again on a build with AddressSanitizer + UBSan
+#      its versions test drives the alias e2b-2.45 (npm:e2b@2.45.0, v1 routes);
+#      then the official Python SDK (PyPI e2b 2.51.0, spec/pysdk) over HTTPS
+#   4. 1-3 again on a build with AddressSanitizer + UBSan (both SDK suites)
 #   5. the busted specs against real E2B when E2B_LIVE=1 and E2B_API_KEY are
 #      set (reported as skipped otherwise)
 #   6. the binding built against LuaJIT 2.1's headers (warnings are errors),
@@ -95,6 +96,24 @@ run_busted() { # suite e2b-local-binary lua lua-path lua-cpath files... (env: SP
   record "$suite" "$pass" "$fail"
 }
 
+# The official Python SDK (spec/pysdk, pytest): each module starts its own
+# e2b-local and reaches it over HTTPS; three modules at a time (xdist).
+run_pysdk() { # suite e2b-local-binary
+  log="$LOGS/pysdk-$(echo "$1" | tr -c 'a-zA-Z0-9\n' '-').log"
+  PYTHONDONTWRITEBYTECODE=1 E2B_LOCAL_BIN=$2 timeout 600 spec/pysdk/.venv/bin/python -m pytest -q -rfE \
+    spec/pysdk >"$log" 2>&1
+  rc=$?
+  last=$(tail -n 1 "$log")
+  pass=$(echo "$last" | grep -oE '[0-9]+ passed' | cut -d' ' -f1)
+  fail=$(echo "$last" | grep -oE '[0-9]+ failed' | cut -d' ' -f1)
+  errors=$(echo "$last" | grep -oE '[0-9]+ errors?' | cut -d' ' -f1)
+  fail=$((${fail:-0} + ${errors:-0}))
+  # no count, or a failing run that counted no failure (a crash, a timeout)
+  if [ -z "$pass$fail" ] || { [ "$rc" != 0 ] && [ "$fail" = 0 ]; }; then fail=$((fail + 1)); fi
+  [ "$fail" = 0 ] || grep -E '^(FAILED|ERROR) |Error|assert' "$log" | head -60
+  record "$1" "${pass:-0}" "$fail"
+}
+
 run_sdk() { # suite e2b-local-binary [sdk-package]
   log="$LOGS/sdk-$(basename "$(dirname "$2")")-$(echo "$1" | tr -c 'a-zA-Z0-9\n' '-').log"
   # each test file starts its own e2b-local: three files at a time
@@ -106,8 +125,13 @@ run_sdk() { # suite e2b-local-binary [sdk-package]
   record "$1" "$pass" "$fail"
 }
 
-echo "== installing the official SDK for the compatibility suite"
+echo "== installing the official SDKs for the compatibility suites"
 npm ci --prefix spec/sdk --no-audit --no-fund --loglevel=error >"$LOGS/npm.log" 2>&1 || cat "$LOGS/npm.log"
+# spec/pysdk/.venv: what scripts/setup.sh makes, brought to the pinned
+# requirements (nothing is fetched when they are already met)
+{ [ -x spec/pysdk/.venv/bin/python ] || python3 -m venv spec/pysdk/.venv; } >"$LOGS/pip.log" 2>&1 &&
+  spec/pysdk/.venv/bin/pip install --disable-pip-version-check --require-hashes \
+    -r spec/pysdk/requirements.txt >>"$LOGS/pip.log" 2>&1 || cat "$LOGS/pip.log"
 
 echo "== build (warnings are errors)"
 if build "$ROOT/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo; then
@@ -165,7 +189,7 @@ else
   record "luacheck (missing)" 0 1
 fi
 
-echo "== structure: short functions, small binding files, no include or call circles"
+echo "== structure: short functions, small binding files, no include or call circles, file tables"
 if lua5.4 scripts/structure.lua >"$LOGS/structure.log" 2>&1; then
   record "structure (scripts/structure.lua)" 1 0
 else
@@ -202,6 +226,9 @@ run_busted "busted specs (Lua 5.4)" "$ROOT/build/emulator/e2b-local" lua5.4 \
 # routes) through create, connect, commands, files, pause, list and kill.
 echo "== official JS SDK e2b@$(node -p 'require("./spec/sdk/package.json").dependencies.e2b') (and 2.45's routes) against e2b-local"
 run_sdk "official SDK compatibility" "$ROOT/build/emulator/e2b-local"
+
+echo "== official Python SDK e2b==$(sed -nE 's/^e2b==([^ ]+).*/\1/p' spec/pysdk/requirements.txt) (sync and async clients, HTTPS) against e2b-local"
+run_pysdk "official Python SDK compatibility" "$ROOT/build/emulator/e2b-local"
 
 echo "== binding against LuaJIT 2.1's headers (warnings are errors)"
 if build "$ROOT/build-luajit" -DLUA_VERSION=5.1 -DE2B_BUILD_TESTS=OFF -DE2B_BUILD_EMULATOR=OFF; then
@@ -348,6 +375,7 @@ if build "$ROOT/build-asan" -DE2B_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug; then
   SPEC_ENV="LD_PRELOAD=$ASAN_LIB ASAN_OPTIONS=$ASAN_OPTIONS" run_busted "busted specs (ASan+UBSan)" \
     "$ROOT/build-asan/emulator/e2b-local" lua5.4 "$ROOT/lua/?.lua;;" "$ROOT/build-asan/lib/?.so;;" $ALL_SPECS
   run_sdk "official SDK compatibility (ASan+UBSan)" "$ROOT/build-asan/emulator/e2b-local"
+  run_pysdk "official Python SDK compatibility (ASan+UBSan)" "$ROOT/build-asan/emulator/e2b-local"
 else
   tail -n 40 "$LOGS/build-asan-configure.log" "$LOGS/build-asan-build.log" 2>/dev/null
   record "ASan build" 0 1

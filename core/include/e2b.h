@@ -78,6 +78,20 @@ E2B_EXPORT unsigned e2b_version_num(void);
 
 /* ==== errors ============================================================== */
 
+/* The defaults a zeroed field means, in one place (bindings publish them,
+ * and the manual's defaults are checked against them). */
+#define E2B_DEFAULT_REQUEST_TIMEOUT_MS 60000L /* e2b_config.request_timeout_ms */
+#define E2B_DEFAULT_BUDGET_MS 60000L          /* e2b_config.budget_ms */
+#define E2B_DEFAULT_MAX_RETRIES 3             /* e2b_config.max_retries */
+#define E2B_DEFAULT_MAX_INFLIGHT 16           /* e2b_config.max_inflight */
+#define E2B_DEFAULT_PAGE_SIZE 100             /* e2b_config.page_size */
+#define E2B_DEFAULT_TEMPLATE "base"           /* e2b_config.template_id (after E2B_TEMPLATE) */
+#define E2B_DEFAULT_DOMAIN "e2b.app"          /* e2b_config.domain (after E2B_DOMAIN) */
+#define E2B_DEFAULT_SANDBOX_TIMEOUT_MS 300000L /* a sandbox's lifetime */
+#define E2B_DEFAULT_READY_TIMEOUT_MS 60000L   /* e2b_provision_opts.ready_timeout_ms */
+#define E2B_DEFAULT_SETUP_TIMEOUT_MS 600000L  /* e2b_provision_opts.setup_timeout_ms */
+#define E2B_DEFAULT_IDLE_TIMEOUT_MS 90000L    /* a command's stream silent this long fails */
+
 /* One code per kind of failure; e2b_code_name gives each a stable short name
  * ("not_found", ...) that bindings can use as an error kind. */
 typedef enum e2b_code {
@@ -245,24 +259,6 @@ typedef enum e2b_state {
   E2B_STATE_PAUSED
 } e2b_state;
 
-/* A sandbox's network as E2B reports it (a get's answer; create, connect
- * and list leave it unreported). Bounded: at most 1024 entries per list,
- * 64 rule domains, 64 headers per domain. */
-typedef struct e2b_network_info {
-  int allow_internet_access;   /* -1 when not reported */
-  int allow_public_traffic;    /* -1 when not reported */
-  char *mask_request_host;     /* NULL when not set */
-  char **allow_out;            /* network.allowOut as stored */
-  size_t allow_out_count;
-  char **deny_out;             /* network.denyOut as stored (an allow list comes with "0.0.0.0/0") */
-  size_t deny_out_count;
-  char **rule_domains;         /* network.rules: domain i's headers are rule_headers[i] */
-  e2b_map *rule_headers;
-  size_t rule_count;
-  char *egress_proxy_address;  /* NULL: no proxy */
-  char *egress_proxy_username; /* E2B never returns the password */
-} e2b_network_info;
-
 /* A sandbox as the control plane describes it (create, connect, get, list). */
 typedef struct e2b_sandbox_info {
   char *sandbox_id;
@@ -280,7 +276,20 @@ typedef struct e2b_sandbox_info {
   char *on_timeout;           /* lifecycle: "kill" | "pause" | NULL */
   int auto_resume;            /* lifecycle: -1 unknown, 0, 1 */
   e2b_map metadata;
-  e2b_network_info network;
+  /* Network, as GET /sandboxes/{id} reports it (lists answer none of it). */
+  int allow_internet_access;  /* -1 not reported, 0, 1 */
+  int network;                /* 1: a network object was reported (the fields below) */
+  char **allow_out;           /* network.allowOut */
+  size_t allow_out_count;
+  char **deny_out;            /* network.denyOut */
+  size_t deny_out_count;
+  int allow_public_traffic;   /* network.allowPublicTraffic: -1 not reported, 0, 1 */
+  char *mask_request_host;    /* network.maskRequestHost, or NULL */
+  char **rule_domains;        /* network.rules: domain i's headers are rule_headers[i] */
+  e2b_map *rule_headers;
+  size_t rule_count;
+  char *egress_proxy_address;  /* network.egressProxy, or NULL */
+  char *egress_proxy_username; /* E2B never returns the password */
 } e2b_sandbox_info;
 
 /* Option structs: every one is meant to start zeroed (`e2b_create_opts o
@@ -377,7 +386,13 @@ typedef struct e2b_list_opts {
   unsigned states;          /* E2B_LIST_* bits; 0 = both */
   int limit;                /* 1..100; 0 = server default */
   const char *next_token;   /* from the previous page, or NULL */
+  const char *template_id;  /* only sandboxes of this template id or alias; NULL: any */
+  int64_t started_after_ms; /* only sandboxes started at or after (epoch ms); 0: any */
+  int order;                /* by start time: 0 = E2B's default (newest first),
+                               E2B_ORDER_ASC or E2B_ORDER_DESC */
 } e2b_list_opts;
+#define E2B_ORDER_ASC 1
+#define E2B_ORDER_DESC 2
 
 typedef struct e2b_req e2b_req;
 
@@ -405,6 +420,26 @@ E2B_EXPORT e2b_req *e2b_sandbox_set_timeout(e2b_client *c, const char *sandbox_i
  * only once the sandbox is paused (a sandbox already paused counts); a
  * success answer that did not pause it is an error, never success. */
 E2B_EXPORT e2b_req *e2b_sandbox_pause(e2b_client *c, const char *sandbox_id, int memory, e2b_error *err);
+
+/* One sample of a sandbox's resource use (GET /sandboxes/{id}/metrics). */
+typedef struct e2b_metric {
+  int64_t timestamp_ms;       /* when it was taken (E2B reports whole seconds) */
+  int cpu_count;
+  double cpu_used_pct;        /* 0-100 per the whole sandbox */
+  int64_t mem_used, mem_total; /* bytes */
+  int64_t mem_cache;          /* bytes of page cache (0 when not reported) */
+  int64_t disk_used, disk_total; /* bytes */
+} e2b_metric;
+
+/* The sandbox's samples between start_ms and end_ms (epoch ms; 0: E2B's
+ * default, the sandbox's start / now), oldest first; the interval is
+ * widened to whole seconds. Negative, or end before start:
+ * E2B_ERR_INVALID_ARGUMENT naming start or end. Results:
+ * e2b_req_metric_count/_at. */
+E2B_EXPORT e2b_req *e2b_sandbox_metrics(e2b_client *c, const char *sandbox_id, int64_t start_ms,
+                                        int64_t end_ms, e2b_error *err);
+E2B_EXPORT size_t e2b_req_metric_count(const e2b_req *req);
+E2B_EXPORT const e2b_metric *e2b_req_metric_at(const e2b_req *req, size_t i);
 
 /* Results. Valid until the request is freed. */
 E2B_EXPORT const e2b_sandbox_info *e2b_req_sandbox(const e2b_req *req);           /* create, connect, get */
@@ -472,7 +507,9 @@ typedef enum e2b_event_type {
   E2B_EVENT_STDOUT, /* data, len */
   E2B_EVENT_STDERR, /* data, len */
   E2B_EVENT_PTY,    /* data, len */
-  E2B_EVENT_END     /* exit_code, exited, status, error */
+  E2B_EVENT_END,    /* exit_code, exited, status, error */
+  E2B_EVENT_FS      /* e2b_fs_watch: data, len (the name, relative to the watched
+                       directory), status ("create", "write", "remove", "rename", "chmod") */
 } e2b_event_type;
 
 typedef struct e2b_proc_event {
@@ -529,6 +566,12 @@ E2B_EXPORT e2b_req *e2b_proc_kill(e2b_sbx *sbx, uint32_t pid, const char *tag, l
 /* The first step of e2b_proc_kill sent unattended (a dropped handle): SIGTERM
  * to a kept command's wrapper, SIGKILL to any other process, by pid. */
 E2B_EXPORT void e2b_proc_stop_async(e2b_sbx *sbx, uint32_t pid, int kept);
+/* A dropped kept command's end and cleanup, unattended and in that order:
+ * one command in the sandbox (as root) sends its wrapper SIGTERM, waits for
+ * it to go (at most 5 s) and removes its kept files. Two requests from here
+ * (a signal, then removes) could land the other way round, leaving the
+ * exit file the dying wrapper writes last; the client may exit meanwhile. */
+E2B_EXPORT void e2b_proc_end_async(e2b_sbx *sbx, uint32_t pid, const char *tag);
 /* Writes data to the process's stdin (its pty with pty = 1) in pieces of
  * at most 1 MiB, one request at a time, then closes its stdin; the data is
  * copied. Stops at the first piece that fails; fails only when that was a
@@ -655,6 +698,24 @@ E2B_EXPORT e2b_req *e2b_fs_mkdir(e2b_sbx *sbx, const char *path, const char *use
 E2B_EXPORT e2b_req *e2b_fs_move(e2b_sbx *sbx, const char *from, const char *to, const char *user,
                      e2b_error *err);
 E2B_EXPORT e2b_req *e2b_fs_remove(e2b_sbx *sbx, const char *path, const char *user, e2b_error *err);
+
+/* Watching a directory (envd's WatchDir, as the SDKs' files.watchDir). */
+typedef struct e2b_watch_opts {
+  const char *user;       /* NULL: envd's default user */
+  int recursive;          /* 1: also the directories below (envd 0.1.4 or later); 0: not */
+  long timeout_ms;        /* the watch ends (E2B_ERR_TIMEOUT) after this long; 0: no limit */
+  long idle_timeout_ms;   /* a stream silent this long (not even a keepalive) fails with
+                             E2B_ERR_TIMEOUT; 0: 90000 */
+} e2b_watch_opts;
+
+/* Starts watching path (a directory) as a stream: E2B_EVENT_START once
+ * envd watches, then E2B_EVENT_FS per change (e2b_req_next_event). The
+ * queue is bounded: a reader behind pauses the stream (envd then drops
+ * what it cannot send). It ends by timeout_ms, by e2b_req_cancel or
+ * e2b_req_free, or with the error that cut it (a missing path:
+ * E2B_ERR_NOT_FOUND, not a directory: E2B_ERR_INVALID_ARGUMENT). */
+E2B_EXPORT e2b_req *e2b_fs_watch(e2b_sbx *sbx, const char *path, const e2b_watch_opts *opts,
+                                 e2b_error *err);
 
 E2B_EXPORT const e2b_entry *e2b_req_entry(const e2b_req *req);          /* stat, mkdir, move */
 E2B_EXPORT size_t e2b_req_entry_count(const e2b_req *req);              /* list */
@@ -807,8 +868,39 @@ E2B_EXPORT e2b_req *e2b_snapshot_create(e2b_client *c, const char *sandbox_id, c
                              e2b_error *err);
 /* Every snapshot (name NULL) or those matching name, on every page. */
 E2B_EXPORT e2b_req *e2b_snapshot_list(e2b_client *c, const char *name, e2b_error *err);
+/* The same, only the snapshots taken of sandbox_id (NULL: of any sandbox). */
+E2B_EXPORT e2b_req *e2b_snapshot_list_for(e2b_client *c, const char *name, const char *sandbox_id,
+                                          e2b_error *err);
 /* Deletes every snapshot matching name (or that id); none left is success. */
 E2B_EXPORT e2b_req *e2b_snapshot_delete(e2b_client *c, const char *name, e2b_error *err);
+/* -- a sandbox's logs -- */
+
+/* One line of a sandbox's own log, as E2B keeps it (bounded here: at most
+ * 4 KiB of message, 32 fields). */
+typedef struct e2b_log_entry {
+  int64_t timestamp_ms; /* Unix ms */
+  char *level;          /* "debug", "info", "warn" or "error" */
+  char *message;
+  e2b_map fields;       /* E2B's structured fields, as text */
+} e2b_log_entry;
+
+#define E2B_LOGS_MAX 1000 /* entries per call, E2B's most (and its default) */
+typedef struct e2b_logs_opts {
+  int64_t cursor_ms;  /* from this Unix ms on (backward: up to it); 0: from the first (the last) */
+  int limit;          /* 1 .. E2B_LOGS_MAX; 0: E2B_LOGS_MAX */
+  int backward;       /* newest first */
+  const char *level;  /* the least level: "debug", "info", "warn", "error"; NULL: all */
+  const char *search; /* only messages holding this (at most 256 bytes); NULL: all */
+} e2b_logs_opts;
+
+/* GET /v2/sandboxes/{id}/logs: the sandbox's log lines (oldest first unless
+ * backward), a killed sandbox's too while E2B keeps them. Bad options are
+ * E2B_ERR_INVALID_ARGUMENT naming the field, before anything is sent. */
+E2B_EXPORT e2b_req *e2b_sandbox_logs(e2b_client *c, const char *sandbox_id, const e2b_logs_opts *opts,
+                                     e2b_error *err);
+E2B_EXPORT size_t e2b_req_log_count(const e2b_req *req);
+E2B_EXPORT const e2b_log_entry *e2b_req_log_at(const e2b_req *req, size_t i);
+
 E2B_EXPORT size_t e2b_req_snapshot_count(const e2b_req *req);
 E2B_EXPORT const e2b_snapshot *e2b_req_snapshot_at(const e2b_req *req, size_t i);
 
@@ -1001,7 +1093,9 @@ typedef enum e2b_result_kind {
   E2B_RESULT_RUN,       /* e2b_req_run_result */
   E2B_RESULT_DOCTOR,    /* e2b_req_doctor_report */
   E2B_RESULT_EGRESS,    /* e2b_req_egress_report */
-  E2B_RESULT_BOOT_ID    /* e2b_req_boot_id */
+  E2B_RESULT_BOOT_ID,   /* e2b_req_boot_id */
+  E2B_RESULT_LOGS,      /* e2b_req_log_count/_at */
+  E2B_RESULT_METRICS    /* e2b_req_metric_count/_at */
 } e2b_result_kind;
 E2B_EXPORT e2b_result_kind e2b_req_result_kind(const e2b_req *req);
 /* Stops the transfer; the request completes with E2B_ERR_CANCELED. */

@@ -110,11 +110,11 @@ e2b_client *e2b_client_new(e2b_loop *loop, const e2b_config *cfg, e2b_error *err
                                                   : E2B_DEFAULT_REQUEST_TIMEOUT_MS;
   c->budget_ms = cfg->budget_ms ? cfg->budget_ms : E2B_DEFAULT_BUDGET_MS;
   const char *domain = env_or(cfg->domain, "E2B_DOMAIN");
-  c->domain = strdup(domain ? domain : "e2b.app");
+  c->domain = strdup(domain ? domain : E2B_DEFAULT_DOMAIN);
   const char *key = env_or(cfg->api_key, "E2B_API_KEY");
   c->api_key = e2b_strdup0(key);
   const char *tmpl = env_or(cfg->template_id, "E2B_TEMPLATE");
-  c->template_id = strdup(tmpl ? tmpl : "base");
+  c->template_id = strdup(tmpl ? tmpl : E2B_DEFAULT_TEMPLATE);
   const char *sandbox_url = env_or(cfg->sandbox_url, "E2B_SANDBOX_URL");
   c->sandbox_url = trim_slash(e2b_strdup0(sandbox_url));
   c->ca_file = e2b_strdup0(ca_file);
@@ -132,9 +132,9 @@ e2b_client *e2b_client_new(e2b_loop *loop, const e2b_config *cfg, e2b_error *err
   } else {
     c->user_agent = strdup("libe2b/" E2B_VERSION);
   }
-  c->max_retries = cfg->max_retries == 0 ? 3 : cfg->max_retries < 0 ? 0 : cfg->max_retries;
-  c->max_inflight = cfg->max_inflight == 0 ? 16 : cfg->max_inflight < 0 ? 0 : cfg->max_inflight;
-  c->page_size = cfg->page_size ? cfg->page_size : 100;
+  c->max_retries = cfg->max_retries == 0 ? E2B_DEFAULT_MAX_RETRIES : cfg->max_retries < 0 ? 0 : cfg->max_retries;
+  c->max_inflight = cfg->max_inflight == 0 ? E2B_DEFAULT_MAX_INFLIGHT : cfg->max_inflight < 0 ? 0 : cfg->max_inflight;
+  c->page_size = cfg->page_size ? cfg->page_size : E2B_DEFAULT_PAGE_SIZE;
   c->owner = default_owner(cfg->owner);
   if (!c->domain || !c->template_id || !c->api_url || !c->user_agent || !c->owner) goto nomem;
   if ((key && !c->api_key) || (sandbox_url && !c->sandbox_url) || (ca_file && !c->ca_file)) goto nomem;
@@ -236,7 +236,11 @@ int e2b_need_sbx(const e2b_sbx *sbx, const char *op, e2b_error *err) {
 }
 
 void e2b_sbx_release(e2b_sbx *s) {
-  if (!s || --s->refs > 0) return;
+  if (!s) return;
+  if (--s->refs > 0) {
+    if (s->outwatch_alone) s->outwatch_alone(s);
+    return;
+  }
   if (s->outwatch_end) s->outwatch_end(s);
   for (size_t i = 0; i < s->forget_count; i++) {
     free(s->forgets[i].hex);

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* A sandbox id travels as one path segment, and only in a shape E2B takes
  * (else it answers 400): refused here, before any request. */
@@ -359,6 +360,41 @@ e2b_req *e2b_sandbox_set_network(e2b_client *c, const char *sandbox_id, const e2
   return e2b_on_sandbox(c, op, "PUT", sandbox_id, "/network", body, e2b_parse_nothing, 1, err);
 }
 
+int e2b_list_filters_check(const e2b_list_opts *o, const char *op, e2b_error *err) {
+  const char *bad = o->template_id && (!*o->template_id || !e2b_utf8_valid(o->template_id, strlen(o->template_id)))
+                        ? "template"
+                    : o->started_after_ms < 0 || o->started_after_ms > INT64_C(253402300799999) ? "started_after"
+                    : o->order < 0 || o->order > E2B_ORDER_DESC ? "order"
+                                                                : NULL;
+  if (!bad) return 0;
+  e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "%s is out of range", bad);
+  return -1;
+}
+
+/* &template=..&startedAfter=<RFC 3339, UTC>&order=asc|desc, as set. */
+static int append_filters_query(growbuf *q, const e2b_list_opts *o) {
+  int rc = 0;
+  if (o->template_id) {
+    char *t = e2b_url_escape(o->template_id);
+    rc |= !t || e2b_growbuf_append(q, "&template=", 10) || e2b_growbuf_append(q, t, strlen(t));
+    free(t);
+  }
+  if (o->started_after_ms) {
+    time_t secs = (time_t)(o->started_after_ms / 1000);
+    struct tm tm;
+    char v[64];
+    gmtime_r(&secs, &tm);
+    size_t n = strftime(v, sizeof v, "&startedAfter=%Y-%m-%dT%H:%M:%S", &tm);
+    n += (size_t)snprintf(v + n, sizeof v - n, ".%03dZ", (int)(o->started_after_ms % 1000));
+    rc |= e2b_growbuf_append(q, v, n);
+  }
+  if (o->order) {
+    const char *v = o->order == E2B_ORDER_ASC ? "&order=asc" : "&order=desc";
+    rc |= e2b_growbuf_append(q, v, strlen(v));
+  }
+  return rc;
+}
+
 /* metadata=k=v&k2=v2 with each key and value escaped, then the whole string
  * escaped once more as the parameter value — exactly what the SDKs send. */
 static int append_metadata_query(growbuf *q, const e2b_kv *kv, size_t n) {
@@ -395,7 +431,9 @@ e2b_req *e2b_sandbox_list(e2b_client *c, const e2b_list_opts *o, e2b_error *err)
     e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "state: unknown state bit");
     return NULL;
   }
-  if (check_kvs(o->metadata, o->metadata_count, "metadata", op, err) != 0) return NULL;
+  if (check_kvs(o->metadata, o->metadata_count, "metadata", op, err) != 0 ||
+      e2b_list_filters_check(o, op, err) != 0)
+    return NULL;
   growbuf q = {0};
   unsigned states = o->states ? o->states : E2B_LIST_RUNNING | E2B_LIST_PAUSED;
   int rc = e2b_growbuf_append(&q, "/v2/sandboxes?state=", 20);
@@ -413,6 +451,7 @@ e2b_req *e2b_sandbox_list(e2b_client *c, const e2b_list_opts *o, e2b_error *err)
     free(tok);
   }
   rc |= append_metadata_query(&q, o->metadata, o->metadata_count);
+  rc |= append_filters_query(&q, o);
   if (rc) {
     e2b_growbuf_free(&q);
     e2b_err_set(err, E2B_ERR_UNAVAILABLE, op, "out of memory");

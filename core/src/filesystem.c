@@ -265,3 +265,29 @@ e2b_req *e2b_envd_health(e2b_sbx *sbx, e2b_error *err) {
   e2b_req_set_unary(req, sbx->client);
   return e2b_req_start(req, err) == 0 ? req : NULL;
 }
+
+static int watch_opts_check(const e2b_watch_opts *o, const char *op, e2b_error *err) {
+  const char *bad = o->recursive != 0 && o->recursive != 1 ? "recursive"
+                    : o->timeout_ms < 0                    ? "timeout_ms"
+                    : o->idle_timeout_ms < 0               ? "idle_timeout_ms"
+                                                           : NULL;
+  if (bad) {
+    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "%s is out of range", bad);
+    return -1;
+  }
+  return check_text(o->user, "user", op, 0, err);
+}
+
+e2b_req *e2b_fs_watch(e2b_sbx *sbx, const char *path, const e2b_watch_opts *opts, e2b_error *err) {
+  const char *op = "files.watch";
+  const e2b_watch_opts none = {0};
+  const e2b_watch_opts *o = opts ? opts : &none;
+  if (e2b_need_sbx(sbx, op, err) || check_text(path, "path", op, 1, err) || watch_opts_check(o, op, err))
+    return NULL;
+  if (o->recursive && e2b_envd_need(sbx, op, "recursive watching", E2B_ENVD_WATCH_RECURSIVE, err))
+    return NULL;
+  json_t *body = json_pack("{s:s, s:b}", "path", path, "recursive", o->recursive);
+  return e2b_sbx_stream_rpc(sbx, op, "/filesystem.Filesystem/WatchDir", o->user, body, 30,
+                            o->idle_timeout_ms ? o->idle_timeout_ms : 90000, o->timeout_ms,
+                            E2B_STREAM_WATCH | E2B_STREAM_EVENTS | E2B_STREAM_WATCH_ALL, err);
+}

@@ -101,6 +101,25 @@ e2b_req *e2b_proc_forget(e2b_sbx *sbx, const char *tag, e2b_error *err) {
   return op;
 }
 
+/* e2b_proc_end_async's command: $1 the wrapper's pid, $2 its files' prefix. */
+static const char END_SCRIPT[] =
+    "kill -TERM \"$1\" 2>/dev/null; i=0\n"
+    "while kill -0 \"$1\" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done\n"
+    "rm -f -- \"$2.out\" \"$2.err\" \"$2.exit\" \"$2.boot\"\n";
+
+void e2b_proc_end_async(e2b_sbx *sbx, uint32_t pid, const char *tag) {
+  char *prefix = sbx && pid && tag && *tag ? e2b_kept_prefix(tag) : NULL;
+  if (!prefix) return;
+  char pidstr[16];
+  snprintf(pidstr, sizeof pidstr, "%u", pid);
+  const char *args[] = {"-c", END_SCRIPT, "e2b-end", pidstr, prefix};
+  e2b_proc_opts o = {.cmd = "/bin/sh", .args = args, .arg_count = 5, .user = "root"};
+  e2b_error err;
+  e2b_req *req = e2b_proc_start(sbx, &o, &err);
+  if (req) e2b_req_autofree(req);
+  free(prefix);
+}
+
 static void forget_now(e2b_sbx *sbx, const char *hex) {
   e2b_error err;
   e2b_req *req = forget_hex(sbx, hex, &err);

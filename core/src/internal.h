@@ -19,9 +19,6 @@
 #define E2B_UPLOAD_LOW_WATER (1u << 20)   /* upload backlog at which the producer is told to send more */
 #define E2B_UPLOAD_QUEUE_CAP (1u << 20)   /* queued upload bytes a producer should not exceed */
 #define E2B_IDLE_CONNECTIONS 64L        /* finished connections curl keeps for reuse */
-#define E2B_DEFAULT_REQUEST_TIMEOUT_MS 60000L
-#define E2B_DEFAULT_BUDGET_MS 60000L
-#define E2B_DEFAULT_SANDBOX_TIMEOUT_MS 300000L
 #define E2B_ENVD_PORT 49983
 
 typedef struct e2b_bridge e2b_bridge;
@@ -91,9 +88,13 @@ struct e2b_sbx {
   char *direct_url; /* the sandbox's own envd host: what a signed URL names */
   char *envd_version; /* as the control plane reported it; NULL: unknown */
   struct e2b_outwatch *outwatch; /* while kept-output readers wait on it */
-  /* Ends the outwatch when the handle goes: set by outwatch.c, so the
-   * handle's owner (client.c) need not call up into it by name. */
+  /* Ends the outwatch when the handle goes; outwatch_alone, as each other
+   * reference goes, lets it go (freed by the loop's next round) once
+   * nothing but the watch's own requests holds the handle: a watch
+   * lingering for readers that can no longer come. Set by outwatch.c, so
+   * the handle's owner (client.c) need not call up into it by name. */
   void (*outwatch_end)(e2b_sbx *sbx);
+  void (*outwatch_alone)(e2b_sbx *sbx);
   struct e2b_forget *forgets;    /* kept files the next command may remove */
   size_t forget_count, forget_cap;
   char *large[E2B_LARGE_MAX];    /* tags whose kept files are large: removed at once */
@@ -208,6 +209,7 @@ struct e2b_req {
   char op[32];
 
   req_body_mode mode;
+  int watch_all;      /* BODY_WATCH: queue every event, typed (e2b_fs_watch) */
   req_error_style error_style;
   req_parse_fn parse;
   int ok_status_min, ok_status_max;
@@ -290,6 +292,7 @@ int e2b_envd_need(const e2b_sbx *sbx, const char *op, const char *feature, const
                   e2b_error *err);
 #define E2B_ENVD_CLOSE_STDIN "0.5.2"  /* process.Process/CloseStdin */
 #define E2B_ENVD_WATCH_ENTRY "0.6.3"  /* WatchDir's includeEntry */
+#define E2B_ENVD_WATCH_RECURSIVE "0.1.4" /* WatchDir's recursive */
 /* free()s the pointers of obj at offsets (an E2B_FIELDS list; NULL: none). */
 void e2b_free_fields(void *obj, const size_t *offsets);
 /* The same, then obj itself (NULL: nothing): a result struct's free. */
@@ -414,6 +417,9 @@ int e2b_sbx_prepare_rpc(e2b_sbx *sbx, e2b_req *req, const char *method_path, con
 /* ---- control.c: raw control-plane calls ---- */
 e2b_req *e2b_control(e2b_client *c, const char *op, const char *method, const char *path,
                      json_t *body, req_parse_fn parse, int idempotent, e2b_error *err);
+/* The list filters beyond metadata and state (template, started_after,
+ * order): 0, or -1 with err naming the field. */
+int e2b_list_filters_check(const e2b_list_opts *o, const char *op, e2b_error *err);
 e2b_req *e2b_on_sandbox(e2b_client *c, const char *op, const char *method, const char *id,
                         const char *suffix, json_t *body, req_parse_fn parse, int idempotent,
                         e2b_error *err);
@@ -434,6 +440,7 @@ int e2b_proc_opts_check(const e2b_proc_opts *o, e2b_error *err);
 const e2b_error *e2b_proc_stream_cut(const e2b_req *stream, const char *op, e2b_error *scratch);
 /* What a stream carries, for e2b_sbx_stream_rpc. */
 #define E2B_STREAM_WATCH 1u  /* WatchDir events (else process events) */
+#define E2B_STREAM_WATCH_ALL 4u /* with E2B_STREAM_WATCH: every event, typed (e2b_fs_watch) */
 #define E2B_STREAM_EVENTS 2u /* events only, never a command's output: curl gets a small
                               * receive buffer (E2B_EVENT_STREAM_BUFFER), since thousands
                               * of such streams may be open at once */
@@ -585,7 +592,7 @@ int e2b_parse_items(json_t *list, size_t size, int (*item)(json_t *, void *), vo
 int e2b_parse_proc_event(const char *json, size_t len, queued **node, e2b_error *err);
 /* A filesystem event of a watch stream (never handed to users). */
 #define E2B_EVENT_FS_INTERNAL ((e2b_event_type)100)
-int e2b_parse_watch_event(const char *json, size_t len, queued **node, e2b_error *err);
+int e2b_parse_watch_event(const char *json, size_t len, int all, queued **node, e2b_error *err);
 const char *e2b_json_str(json_t *obj, const char *camel, const char *snake);
 /* An integer field (a number, a whole real or a decimal string) within
  * [lo, hi] into *out (0 when absent); -1 when present and not one. */

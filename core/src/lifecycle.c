@@ -55,6 +55,9 @@ typedef struct find_state {
   e2b_kv *metadata; /* owned */
   size_t metadata_n;
   unsigned states;
+  char *template_id; /* owned; the filters each page carries */
+  int64_t started_after_ms;
+  int order;
   e2b_req *child;
   char *token;
   int pages;
@@ -82,7 +85,10 @@ static void find_advance(e2b_req *op) {
                       .metadata_count = s->metadata_n,
                       .states = s->states,
                       .limit = s->client->page_size,
-                      .next_token = s->token};
+                      .next_token = s->token,
+                      .template_id = s->template_id,
+                      .started_after_ms = s->started_after_ms,
+                      .order = s->order};
   e2b_error err;
   s->child = e2b_op_child(op, e2b_sandbox_list(s->client, &lo, &err));
   if (!s->child) e2b_op_finish(op, &err);
@@ -91,7 +97,7 @@ static void find_advance(e2b_req *op) {
 #define FIND_AT(f) offsetof(find_state, f)
 static const e2b_op_kind find_kind = {.size = sizeof(find_state), .children = E2B_FIELDS(FIND_AT(child)),
                                       .kvs = E2B_FIELDS(FIND_AT(metadata), FIND_AT(metadata_n)),
-                                      .allocs = E2B_FIELDS(FIND_AT(token)),
+                                      .allocs = E2B_FIELDS(FIND_AT(token), FIND_AT(template_id)),
                                       .holds = E2B_OP_HOLDS_CLIENT, .ref = FIND_AT(client)};
 
 e2b_req *e2b_sandbox_find(e2b_client *c, const e2b_list_opts *o, e2b_error *err) {
@@ -99,20 +105,20 @@ e2b_req *e2b_sandbox_find(e2b_client *c, const e2b_list_opts *o, e2b_error *err)
   e2b_error_clear(err);
   if (!o) o = &defaults;
   /* Validate as the page call will, before anything starts. */
-  e2b_list_opts probe = *o;
-  probe.limit = 0;
-  probe.next_token = NULL;
   if (o->states & ~(E2B_LIST_RUNNING | E2B_LIST_PAUSED)) {
     e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, "list", "state: unknown state bit");
     return NULL;
   }
-  (void)probe;
+  if (e2b_list_filters_check(o, "list", err) != 0) return NULL;
   e2b_req *op = e2b_op_new(&find_kind, c, NULL, "list", find_advance, NULL, err);
   if (!op) return NULL;
   find_state *s = op->state;
   if (e2b_kv_dup(&s->metadata, o->metadata, o->metadata_count) != 0) return e2b_op_nomem(op, err);
   s->metadata_n = o->metadata_count;
   s->states = o->states;
+  if (o->template_id && !(s->template_id = strdup(o->template_id))) return e2b_op_nomem(op, err);
+  s->started_after_ms = o->started_after_ms;
+  s->order = o->order;
   return e2b_req_typed(op, E2B_RESULT_SANDBOXES);
 }
 
@@ -240,8 +246,8 @@ static int resolve(e2b_req *op, id_state *s) {
 enum { DESCRIBE_DETAIL = 20 };
 
 /* A sandbox found by its logical id was described by a list, which leaves
- * its network out: a get adds it. When the get fails (the sandbox went in
- * between), the list's description stands. */
+ * its network out: a get's description replaces it. When the get fails
+ * (the sandbox went in between), the list's description stands. */
 static void describe_advance(e2b_req *op) {
   id_state *s = op->state;
   e2b_error err;
@@ -255,9 +261,10 @@ static void describe_advance(e2b_req *op) {
   }
   if (!e2b_req_done(s->child)) return;
   if (!e2b_req_error(s->child) && s->child->sandbox_count == 1) {
-    e2b_network_info n = op->sandboxes[0].network;
-    op->sandboxes[0].network = s->child->sandboxes[0].network;
-    s->child->sandboxes[0].network = n;
+    /* the get's description, network included, replaces the list's */
+    e2b_sandbox_info listed = op->sandboxes[0];
+    op->sandboxes[0] = s->child->sandboxes[0];
+    s->child->sandboxes[0] = listed;
   }
   e2b_req_free(s->child);
   s->child = NULL;

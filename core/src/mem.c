@@ -1,7 +1,8 @@
-/* mem.c — owned-memory helpers every layer of libe2b uses: growing arrays,
- * NULL-safe copies, freeing a struct's owned fields, wiping secrets. They
- * call nothing else in the library, so any file may call them without
- * making a circle (scripts/structure.lua checks). */
+/* mem.c — owned-memory helpers every layer of libe2b uses: growing arrays
+ * and byte buffers (growbuf), NULL-safe copies, freeing a struct's owned
+ * fields, wiping secrets. They call nothing else in the library, so any
+ * file may call them without making a circle (scripts/structure.lua
+ * checks). */
 #include "internal.h"
 
 #include <stdint.h>
@@ -31,4 +32,25 @@ void e2b_free_owned(void *obj, const size_t *offsets) {
   if (!obj) return;
   e2b_free_fields(obj, offsets);
   free(obj);
+}
+
+int e2b_growbuf_append(growbuf *b, const void *data, size_t len) {
+  if (len == 0) return 0;
+  if (b->len + len + 1 > b->cap) {
+    size_t cap = b->cap ? b->cap : 1024;
+    while (cap < b->len + len + 1) cap *= 2;
+    char *p = realloc(b->data, cap);
+    if (!p) return -1;
+    b->data = p;
+    b->cap = cap;
+  }
+  memcpy(b->data + b->len, data, len);
+  b->len += len;
+  b->data[b->len] = 0;
+  return 0;
+}
+
+void e2b_growbuf_free(growbuf *b) {
+  free(b->data);
+  memset(b, 0, sizeof *b);
 }

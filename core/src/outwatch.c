@@ -28,7 +28,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define RETRY_MIN_MS 50
+/* The first retry after a loss comes late enough for the readers' own look
+ * (a killed sandbox's Connect answers 502, then the control plane 404) to
+ * have said the sandbox is gone, so a gone sandbox gets no new watch. */
+#define RETRY_MIN_MS 200
 #define RETRY_MAX_MS 2000
 /* How often parked readers' processes are looked for: a SIGKILLed parked
  * command is reported ended within about this plus one list. */
@@ -204,7 +207,7 @@ static void watch_advance(e2b_req *op) {
   look_step(w);
   int64_t now = e2b_now_ms();
   if (!w->n && w->stream && now >= w->idle_since + LINGER_MS) lost(w);
-  if (!w->stream && w->n && now >= w->retry_at) start_stream(w);
+  if (!w->stream && w->n && now >= w->retry_at && !e2b_sbx_gone(w->sbx)) start_stream(w);
   if (w->stream) stream_events(w);
   if (w->parked && !w->look && now >= w->next_look_ms) look(w);
   rearm(w);
@@ -234,11 +237,30 @@ static struct e2b_outwatch *watch_new(e2b_sbx *sbx, const char *dir) {
   return w;
 }
 
+/* The references to its sandbox the watch's own requests hold. */
+static int own_refs(const struct e2b_outwatch *w) {
+  return (w->stream != NULL) + (w->list != NULL) + (w->look != NULL);
+}
+
+/* A watch nobody waits on that is all that holds its sandbox would keep
+ * the handle (and its stream) for nobody: it lets go. Not freed here, as
+ * this runs inside whatever released a reference (the watch's own advance
+ * included): the loop's next round frees it, and its requests release the
+ * handle's last references then. */
+static void let_go_if_alone(e2b_sbx *sbx) {
+  struct e2b_outwatch *w = sbx->outwatch;
+  if (!w || w->n || sbx->refs != own_refs(w)) return;
+  sbx->outwatch = NULL;
+  e2b_op_finish(w->op, NULL);
+  e2b_req_autofree(w->op);
+}
+
 int e2b_outwatch_subscribe(e2b_sbx *sbx, const char *dir, const char *prefix, e2b_req *op,
                            e2b_wake_fn wake) {
   if (!sbx->outwatch) {
     if (!(sbx->outwatch = watch_new(sbx, dir))) return -1;
-    sbx->outwatch_end = e2b_outwatch_free; /* the handle calls it as it goes */
+    sbx->outwatch_end = e2b_outwatch_free; /* the handle calls these as its references go */
+    sbx->outwatch_alone = let_go_if_alone;
   }
   struct e2b_outwatch *w = sbx->outwatch;
   if (w->n == w->cap) {

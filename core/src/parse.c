@@ -120,86 +120,85 @@ static const str_field sandbox_strings[] = {
     {SANDBOX_AT(domain), "domain", NULL}};
 #define SANDBOX_STRINGS (sizeof sandbox_strings / sizeof *sandbox_strings)
 
-/* ---- a sandbox's network (GET /sandboxes/{id}) ---- */
-
-#define NET_LIST_MAX 1024
-#define NET_RULES_MAX 64
-
-static void free_list(char **v, size_t n) {
+static void list_clear(char **v, size_t n) {
   for (size_t i = 0; i < n; i++) free(v[i]);
   free(v);
 }
 
-static void network_info_clear(e2b_network_info *n) {
-  free_list(n->allow_out, n->allow_out_count);
-  free_list(n->deny_out, n->deny_out_count);
-  for (size_t i = 0; i < n->rule_count; i++) map_clear(&n->rule_headers[i]);
-  free_list(n->rule_domains, n->rule_count);
-  free(n->rule_headers);
-  free(n->mask_request_host);
-  free(n->egress_proxy_address);
-  free(n->egress_proxy_username);
-  memset(n, 0, sizeof *n);
-}
-
-/* The strings of array a (others skipped), at most NET_LIST_MAX. */
-static int parse_list(json_t *a, char ***out, size_t *count) {
-  size_t n = json_array_size(a) < NET_LIST_MAX ? json_array_size(a) : NET_LIST_MAX;
-  if (n == 0) return 0;
-  if (!(*out = calloc(n, sizeof **out))) return -1;
-  for (size_t i = 0; i < n; i++) {
-    const char *v = json_string_value(json_array_get(a, i));
-    if (!v) continue;
-    if (!((*out)[*count] = strdup(v))) return -1;
-    (*count)++;
+/* The strings of a JSON array (others skipped) into *out: 0, -1 no memory. */
+static int parse_list(json_t *arr, char ***out, size_t *n) {
+  *n = 0;
+  size_t cap = json_array_size(arr);
+  if (!cap) return 0;
+  if (!(*out = calloc(cap, sizeof **out))) return -1;
+  for (size_t i = 0; i < cap; i++) {
+    const char *v = json_string_value(json_array_get(arr, i));
+    if (v && !((*out)[(*n)++] = strdup(v))) return -1;
   }
   return 0;
 }
 
-/* rules: { domain: [ {transform: {headers: {...}}} ] } -> the first rule's headers. */
-static int parse_rules(json_t *rules, e2b_network_info *n) {
+#define NET_RULES_MAX 64
+
+/* rules: { domain: [ {transform: {headers: {...}}} ] } -> the first rule's
+ * headers, at most NET_RULES_MAX domains of at most 64 headers. */
+static int parse_rules(json_t *rules, e2b_sandbox_info *out) {
   size_t cap = json_object_size(rules) < NET_RULES_MAX ? json_object_size(rules) : NET_RULES_MAX;
   if (cap == 0) return 0;
-  n->rule_domains = calloc(cap, sizeof *n->rule_domains);
-  n->rule_headers = calloc(cap, sizeof *n->rule_headers);
-  if (!n->rule_domains || !n->rule_headers) return -1;
+  out->rule_domains = calloc(cap, sizeof *out->rule_domains);
+  out->rule_headers = calloc(cap, sizeof *out->rule_headers);
+  if (!out->rule_domains || !out->rule_headers) return -1;
   const char *domain;
   json_t *list;
   json_object_foreach(rules, domain, list) {
-    if (n->rule_count == cap) break;
+    if (out->rule_count == cap) break;
     json_t *headers = json_object_get(json_object_get(json_array_get(list, 0), "transform"), "headers");
     if (json_object_size(headers) > 64) continue;
-    size_t i = n->rule_count;
-    if (!(n->rule_domains[i] = strdup(domain))) return -1;
-    n->rule_count++;
-    if (parse_map(headers, &n->rule_headers[i]) != 0) return -1;
+    size_t i = out->rule_count;
+    if (!(out->rule_domains[i] = strdup(domain))) return -1;
+    out->rule_count++;
+    if (parse_map(headers, &out->rule_headers[i]) != 0) return -1;
   }
   return 0;
 }
 
-static int parse_network(json_t *obj, e2b_network_info *n) {
-  json_t *inet = json_object_get(obj, "allowInternetAccess"), *net = json_object_get(obj, "network");
-  n->allow_internet_access = json_is_boolean(inet) ? json_is_true(inet) : -1;
-  n->allow_public_traffic = -1;
+/* bool field of obj: 1, 0, or -1 when absent or not a boolean. */
+static int tri_field(json_t *obj, const char *name) {
+  json_t *v = json_object_get(obj, name);
+  return json_is_boolean(v) ? json_is_true(v) : -1;
+}
+
+static int parse_network(json_t *obj, e2b_sandbox_info *out) {
+  json_t *net = json_object_get(obj, "network");
+  out->allow_internet_access = tri_field(obj, "allowInternetAccess");
+  out->allow_public_traffic = -1;
   if (!json_is_object(net)) return 0;
-  json_t *pub = json_object_get(net, "allowPublicTraffic"), *proxy = json_object_get(net, "egressProxy");
-  if (json_is_boolean(pub)) n->allow_public_traffic = json_is_true(pub);
-  if (dup_field(&n->mask_request_host, net, "maskRequestHost", NULL) ||
-      parse_list(json_object_get(net, "allowOut"), &n->allow_out, &n->allow_out_count) ||
-      parse_list(json_object_get(net, "denyOut"), &n->deny_out, &n->deny_out_count) ||
-      parse_rules(json_object_get(net, "rules"), n))
+  out->network = 1;
+  out->allow_public_traffic = tri_field(net, "allowPublicTraffic");
+  json_t *proxy = json_object_get(net, "egressProxy");
+  if (parse_list(json_object_get(net, "allowOut"), &out->allow_out, &out->allow_out_count) ||
+      parse_list(json_object_get(net, "denyOut"), &out->deny_out, &out->deny_out_count) ||
+      dup_field(&out->mask_request_host, net, "maskRequestHost", NULL) ||
+      parse_rules(json_object_get(net, "rules"), out))
     return -1;
-  if (json_is_object(proxy) && (dup_field(&n->egress_proxy_address, proxy, "address", NULL) ||
-                                dup_field(&n->egress_proxy_username, proxy, "username", NULL)))
+  if (json_is_object(proxy) && (dup_field(&out->egress_proxy_address, proxy, "address", NULL) ||
+                                dup_field(&out->egress_proxy_username, proxy, "username", NULL)))
     return -1;
   return 0;
 }
 
 void e2b_sandbox_info_clear(e2b_sandbox_info *sb) {
-  network_info_clear(&sb->network);
   free_strings(sb, sandbox_strings, SANDBOX_STRINGS);
   e2b_free_secret(sb->envd_access_token);
   free(sb->on_timeout);
+  list_clear(sb->allow_out, sb->allow_out_count);
+  list_clear(sb->deny_out, sb->deny_out_count);
+  free(sb->mask_request_host);
+  for (size_t i = 0; i < sb->rule_count; i++) map_clear(&sb->rule_headers[i]);
+  list_clear(sb->rule_domains, sb->rule_count);
+  free(sb->rule_headers);
+  free(sb->egress_proxy_address);
+  free(sb->egress_proxy_username);
   map_clear(&sb->metadata);
   memset(sb, 0, sizeof *sb);
 }
@@ -207,7 +206,6 @@ void e2b_sandbox_info_clear(e2b_sandbox_info *sb) {
 int e2b_parse_sandbox(json_t *obj, e2b_sandbox_info *out) {
   memset(out, 0, sizeof *out);
   out->auto_resume = -1;
-  out->network.allow_internet_access = out->network.allow_public_traffic = -1;
   if (!json_is_object(obj) || !e2b_json_str(obj, "sandboxID", NULL)) return -1;
   if (dup_strings(out, obj, sandbox_strings, SANDBOX_STRINGS) ||
       dup_field(&out->envd_access_token, obj, "envdAccessToken", NULL))
@@ -233,8 +231,7 @@ int e2b_parse_sandbox(json_t *obj, e2b_sandbox_info *out) {
     json_t *ar = json_object_get(lifecycle, "autoResume");
     if (json_is_boolean(ar)) out->auto_resume = json_is_true(ar);
   }
-  if (parse_map(json_object_get(obj, "metadata"), &out->metadata) != 0 ||
-      parse_network(obj, &out->network) != 0)
+  if (parse_map(json_object_get(obj, "metadata"), &out->metadata) != 0 || parse_network(obj, out) != 0)
     goto fail;
   return 0;
 fail:
@@ -535,38 +532,60 @@ static int grows(const char *type) {
                    strcmp(type, "EVENT_TYPE_CHMOD") != 0);
 }
 
+/* The public name of an envd event type (e2b_fs_watch), NULL when unknown. */
+static const char *fs_event_name(const char *type) {
+  static const char *const names[] = {"create", "write", "remove", "rename", "chmod"};
+  static const char *const wire[] = {"EVENT_TYPE_CREATE", "EVENT_TYPE_WRITE", "EVENT_TYPE_REMOVE",
+                                     "EVENT_TYPE_RENAME", "EVENT_TYPE_CHMOD"};
+  for (size_t i = 0; type && i < sizeof names / sizeof *names; i++)
+    if (strcmp(type, wire[i]) == 0) return names[i];
+  return NULL;
+}
+
+/* The node of a watch's start (fs NULL) or of a filesystem event: for the
+ * outwatch (all 0) E2B_EVENT_FS_INTERNAL with the entry's size, for
+ * e2b_fs_watch E2B_EVENT_FS with its type in status. Counted against the
+ * queue by name plus a fixed overhead, so a reader behind pauses the stream
+ * however short the names. */
+static queued *watch_node(json_t *fs, int all, const char *kind, e2b_error *err) {
+  const char *name = fs ? e2b_json_str(fs, "name", NULL) : NULL;
+  size_t nl = name ? strlen(name) : 0;
+  queued *q = new_node(nl);
+  if (!q) {
+    e2b_err_set(err, E2B_ERR_UNAVAILABLE, NULL, "out of memory");
+    return NULL;
+  }
+  q->ev.type = !fs ? E2B_EVENT_START : all ? E2B_EVENT_FS : E2B_EVENT_FS_INTERNAL;
+  q->ev.data = (const uint8_t *)(q + 1);
+  if (nl) memcpy(q + 1, name, nl);
+  q->ev.len = nl;
+  q->ev.status = kind;
+  if (all) q->len = nl + sizeof *q;
+  /* An entry says the size, absent meaning 0 (proto3 JSON omits zero
+   * values); no entry, or a size out of range, says nothing (-1). */
+  int64_t size;
+  json_t *entry = json_object_get(fs, "entry");
+  q->size = json_is_object(entry) && e2b_json_int(entry, "size", NULL, 0, INT64_MAX, &size) == 0 ? size : -1;
+  return q;
+}
+
 /* A WatchDir message: the watch's start (type START), a filesystem event
- * (type E2B_EVENT_FS_INTERNAL, data = the entry's name) or a keepalive
- * (*node NULL). */
-int e2b_parse_watch_event(const char *json, size_t len, queued **node, e2b_error *err) {
+ * (see watch_node; the outwatch gets only those that can mean more bytes,
+ * e2b_fs_watch those of a known type) or nothing (*node NULL). */
+int e2b_parse_watch_event(const char *json, size_t len, int all, queued **node, e2b_error *err) {
   *node = NULL;
   json_t *root = json_loadb(json, len, 0, NULL);
   json_t *fs = json_object_get(root, "filesystem");
+  const char *type = json_is_object(fs) ? e2b_json_str(fs, "type", NULL) : NULL;
   int rc = 0;
   if (!json_is_object(root)) {
     e2b_err_set(err, E2B_ERR_PROTOCOL, NULL, "watch message is not a JSON object");
     rc = -1;
-  } else if (json_is_object(fs) && !grows(e2b_json_str(fs, "type", NULL))) {
-    /* a removal, rename or mode change: nothing to read */
+  } else if (json_is_object(fs) && (all ? !fs_event_name(type) : !grows(type))) {
+    /* outwatch: nothing to read; e2b_fs_watch: a type it does not know */
   } else if (json_object_get(root, "start") || json_is_object(fs)) {
-    const char *name = json_is_object(fs) ? e2b_json_str(fs, "name", NULL) : NULL;
-    size_t nl = name ? strlen(name) : 0;
-    queued *q = new_node(nl);
-    if (!q) {
-      e2b_err_set(err, E2B_ERR_UNAVAILABLE, NULL, "out of memory");
-      rc = -1;
-    } else {
-      q->ev.type = json_is_object(fs) ? E2B_EVENT_FS_INTERNAL : E2B_EVENT_START;
-      q->ev.data = (const uint8_t *)(q + 1);
-      if (nl) memcpy(q + 1, name, nl);
-      q->ev.len = nl;
-      /* An entry says the size, absent meaning 0 (proto3 JSON omits zero
-       * values); no entry, or a size out of range, says nothing (-1). */
-      int64_t size;
-      json_t *entry = json_object_get(fs, "entry");
-      q->size = json_is_object(entry) && e2b_json_int(entry, "size", NULL, 0, INT64_MAX, &size) == 0 ? size : -1;
-      *node = q;
-    }
+    *node = watch_node(json_is_object(fs) ? fs : NULL, all, fs_event_name(type), err);
+    if (!*node) rc = -1;
   } else if (!json_object_get(root, "keepalive")) {
     e2b_err_set(err, E2B_ERR_PROTOCOL, NULL, "unknown watch event");
     rc = -1;

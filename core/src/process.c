@@ -42,7 +42,7 @@ const e2b_error *e2b_proc_stream_cut(const e2b_req *stream, const char *op, e2b_
 static int add_stream_headers(e2b_req *req, long keepalive_s, long idle_ms, long timeout_ms,
                               e2b_error *err) {
   char v[32];
-  if (idle_ms <= 0) idle_ms = 90000;
+  if (idle_ms <= 0) idle_ms = E2B_DEFAULT_IDLE_TIMEOUT_MS;
   if (keepalive_s <= 0) keepalive_s = idle_ms / 3000 > 0 ? idle_ms / 3000 : 1;
   if (keepalive_s > 50) keepalive_s = 50;
   req->idle_ms = idle_ms; /* watched by the transfer's idle timer */
@@ -77,6 +77,7 @@ e2b_req *e2b_sbx_stream_rpc(e2b_sbx *sbx, const char *op, const char *method_pat
   json_decref(body);
   if (rc == 0) rc = add_stream_headers(req, keepalive_s, idle_ms, timeout_ms, err);
   if (flags & E2B_STREAM_WATCH) req->mode = BODY_WATCH;
+  req->watch_all = (flags & E2B_STREAM_WATCH_ALL) != 0;
   /* curl's default 16 KiB receive buffer per transfer is most of what an
    * idle stream costs; events are small and rare, output is not. */
   if (flags & E2B_STREAM_EVENTS) curl_easy_setopt(req->easy, CURLOPT_BUFFERSIZE, E2B_EVENT_STREAM_BUFFER);

@@ -452,8 +452,8 @@ static int copy_opts(prov_state *s, const e2b_provision_opts *o, e2b_error *err)
   if (e2b_kv_dup(&s->volumes, co->volume_mounts, co->volume_mount_count) != 0) return -1;
   s->volumes_n = co->volume_mount_count;
   if (network_parts(s, o, err) != 0) return -1;
-  s->ready_timeout_ms = o->ready_timeout_ms ? o->ready_timeout_ms : 60000;
-  s->setup_timeout_ms = o->setup_timeout_ms ? o->setup_timeout_ms : 600000;
+  s->ready_timeout_ms = o->ready_timeout_ms ? o->ready_timeout_ms : E2B_DEFAULT_READY_TIMEOUT_MS;
+  s->setup_timeout_ms = o->setup_timeout_ms ? o->setup_timeout_ms : E2B_DEFAULT_SETUP_TIMEOUT_MS;
   if (o->user && !(s->user = strdup(o->user))) return -1;
   if (o->setup_script) {
     const char *name = o->setup_name ? o->setup_name : "e2b-setup.sh";

@@ -130,9 +130,12 @@ e2b_req *e2b_snapshot_create(e2b_client *c, const char *sandbox_id, const char *
                        E2B_RESULT_SNAPSHOTS);
 }
 
-static e2b_req *snapshot_page(e2b_client *c, const char *name, const char *token, e2b_error *err) {
+static e2b_req *snapshot_page(e2b_client *c, const char *name, const char *sandbox_id, const char *token,
+                              e2b_error *err) {
   growbuf q = {0};
   int rc = e2b_growbuf_append(&q, "/snapshots?limit=100", 20);
+  if (sandbox_id) /* a sandbox id's shape needs no escaping (checked) */
+    rc |= e2b_growbuf_append(&q, "&sandboxID=", 11) || e2b_growbuf_append(&q, sandbox_id, strlen(sandbox_id));
   if (name) {
     char *n = e2b_url_escape(name);
     rc |= !n || e2b_growbuf_append(&q, "&name=", 6) || e2b_growbuf_append(&q, n, strlen(n));
@@ -189,6 +192,7 @@ e2b_req *e2b_volume_list(e2b_client *c, e2b_error *err) {
 typedef struct by_name_state {
   e2b_client *client;
   char *name;      /* NULL: every item */
+  char *sandbox_id; /* snapshots: only those taken of this sandbox; NULL: any */
   int volumes;
   e2b_req *child;
   char *token;
@@ -231,7 +235,7 @@ static int by_name_list(e2b_req *op, by_name_state *s) {
     if (!s->token) return 1;
   }
   s->child = e2b_op_child(op, s->volumes ? e2b_volume_list(s->client, &err)
-                                         : snapshot_page(s->client, s->name, s->token, &err));
+                                         : snapshot_page(s->client, s->name, s->sandbox_id, s->token, &err));
   if (!s->child) return e2b_op_finish(op, &err), -1;
   return 0;
 }
@@ -290,7 +294,8 @@ static void delete_advance(e2b_req *op) {
 static const e2b_op_kind by_name_kind = {
     .size = sizeof(by_name_state), .children = E2B_FIELDS(BY_NAME_AT(child)),
     .fanouts = E2B_FIELDS(BY_NAME_AT(deletes), BY_NAME_AT(delete_count)),
-    .allocs = E2B_FIELDS(BY_NAME_AT(name), BY_NAME_AT(token)), .holds = E2B_OP_HOLDS_CLIENT,
+    .allocs = E2B_FIELDS(BY_NAME_AT(name), BY_NAME_AT(sandbox_id), BY_NAME_AT(token)),
+    .holds = E2B_OP_HOLDS_CLIENT,
     .ref = BY_NAME_AT(client), .key = BY_NAME_AT(name)};
 
 static e2b_req *by_name(e2b_client *c, const char *opname, const char *name, int volumes,
@@ -301,9 +306,20 @@ static e2b_req *by_name(e2b_client *c, const char *opname, const char *name, int
 }
 
 e2b_req *e2b_snapshot_list(e2b_client *c, const char *name, e2b_error *err) {
+  return e2b_snapshot_list_for(c, name, NULL, err);
+}
+
+e2b_req *e2b_snapshot_list_for(e2b_client *c, const char *name, const char *sandbox_id, e2b_error *err) {
   e2b_error_clear(err);
   if (name && check_name(name, "name", "snapshots", err)) return NULL;
-  return e2b_req_typed(by_name(c, "snapshots", name, 0, list_advance, err), E2B_RESULT_SNAPSHOTS);
+  if (sandbox_id && (!e2b_sandbox_id_len(sandbox_id) || strlen(sandbox_id) > 256)) {
+    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, "snapshots", "sandbox_id is not a sandbox id (lowercase letters and digits)");
+    return NULL;
+  }
+  e2b_req *op = by_name(c, "snapshots", name, 0, list_advance, err);
+  by_name_state *s = op ? op->state : NULL;
+  if (s && sandbox_id && !(s->sandbox_id = strdup(sandbox_id))) return e2b_op_nomem(op, err);
+  return e2b_req_typed(op, E2B_RESULT_SNAPSHOTS);
 }
 
 e2b_req *e2b_snapshot_delete(e2b_client *c, const char *name, e2b_error *err) {

@@ -901,7 +901,7 @@ static e2b_req *new_op(e2b_sbx *sbx, const char *op, const char *tag, long idle_
   if (!req) return NULL;
   track_state *s = req->state;
   s->self = s->start.op = req;
-  s->idle_ms = idle_ms > 0 ? idle_ms : 90000;
+  s->idle_ms = idle_ms > 0 ? idle_ms : E2B_DEFAULT_IDLE_TIMEOUT_MS;
   s->tracked = 1;
   s->nonempty = -1;
   s->poll_ms = POLL_MIN_MS;

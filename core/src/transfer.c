@@ -8,31 +8,8 @@
 #include <string.h>
 #include <strings.h>
 
-/* ---- growable buffers ---- */
-
 /* The parser of a 2xx whose body says nothing we keep. */
 int e2b_parse_nothing(e2b_req *req, json_t *body, e2b_error *err) { return 0; }
-
-int e2b_growbuf_append(growbuf *b, const void *data, size_t len) {
-  if (len == 0) return 0;
-  if (b->len + len + 1 > b->cap) {
-    size_t cap = b->cap ? b->cap : 1024;
-    while (cap < b->len + len + 1) cap *= 2;
-    char *p = realloc(b->data, cap);
-    if (!p) return -1;
-    b->data = p;
-    b->cap = cap;
-  }
-  memcpy(b->data + b->len, data, len);
-  b->len += len;
-  b->data[b->len] = 0;
-  return 0;
-}
-
-void e2b_growbuf_free(growbuf *b) {
-  free(b->data);
-  memset(b, 0, sizeof *b);
-}
 
 /* ---- upload pieces ---- */
 
@@ -409,7 +386,8 @@ static int on_envelope(e2b_req *req) {
   }
   queued *node = NULL;
   int rc = req->mode == BODY_WATCH
-               ? e2b_parse_watch_event((const char *)d->payload, d->payload_len, &node, &req->err)
+               ? e2b_parse_watch_event((const char *)d->payload, d->payload_len, req->watch_all, &node,
+                                       &req->err)
                : e2b_parse_proc_event((const char *)d->payload, d->payload_len, &node, &req->err);
   if (rc != 0) return -1;
   if (node) push_queued(req, node);

@@ -220,7 +220,7 @@ static void out_of_range_numbers_are_refused(void) {
 static int64_t watch_size(const char *json) {
   queued *q = NULL;
   e2b_error err;
-  if (e2b_parse_watch_event(json, strlen(json), &q, &err) != 0 || !q) return -2;
+  if (e2b_parse_watch_event(json, strlen(json), 0, &q, &err) != 0 || !q) return -2;
   int64_t size = q->size;
   free(q);
   return size;
@@ -238,7 +238,32 @@ static void watch_event_sizes_follow_proto3_defaults(void) {
                    "\"entry\":{\"size\":-1}}}") == -1);
 }
 
+/* e2b_fs_watch's events: every known type, named as the SDKs name it, each
+ * counted against the stream's queue (an empty name too), so a slow reader
+ * pauses the stream; an unknown type is skipped, a removal kept. */
+static void public_watch_events_are_typed_and_counted(void) {
+  static const char *const wire[] = {"CREATE", "WRITE", "REMOVE", "RENAME", "CHMOD"};
+  static const char *const name[] = {"create", "write", "remove", "rename", "chmod"};
+  char json[160];
+  for (int i = 0; i < 5; i++) {
+    snprintf(json, sizeof json, "{\"filesystem\":{\"name\":\"d/x\",\"type\":\"EVENT_TYPE_%s\"}}", wire[i]);
+    queued *q = NULL;
+    e2b_error err;
+    CHECK(e2b_parse_watch_event(json, strlen(json), 1, &q, &err) == 0 && q);
+    CHECK(q->ev.type == E2B_EVENT_FS && strcmp(q->ev.status, name[i]) == 0);
+    CHECK(q->ev.len == 3 && memcmp(q->ev.data, "d/x", 3) == 0 && q->len > sizeof *q);
+    free(q);
+  }
+  const char *odd = "{\"filesystem\":{\"name\":\"\",\"type\":\"EVENT_TYPE_OTHER\"}}";
+  queued *q = NULL;
+  e2b_error err;
+  CHECK(e2b_parse_watch_event(odd, strlen(odd), 1, &q, &err) == 0 && q == NULL);
+  const char *removed = "{\"filesystem\":{\"name\":\"a\",\"type\":\"EVENT_TYPE_REMOVE\"}}";
+  CHECK(e2b_parse_watch_event(removed, strlen(removed), 0, &q, &err) == 0 && q == NULL);
+}
+
 int main(void) {
+  RUN(public_watch_events_are_typed_and_counted);
   RUN(out_of_range_numbers_are_refused);
   RUN(sandbox_detail_maps_every_field);
   RUN(sandbox_without_id_is_refused);

@@ -42,6 +42,20 @@ static int verify(const char *ca_file, const char *leaf_pem, const char *name) {
   return rc;
 }
 
+/* Occurrences of needle in a certificate's DER (from its PEM). */
+static int der_count(const char *pem, const unsigned char *needle, size_t nlen) {
+  mbedtls_x509_crt crt;
+  mbedtls_x509_crt_init(&crt);
+  int count = -1;
+  if (mbedtls_x509_crt_parse(&crt, (const unsigned char *)pem, strlen(pem) + 1) == 0) {
+    count = 0;
+    for (size_t i = 0; i + nlen <= crt.raw.len; i++)
+      if (memcmp(crt.raw.p + i, needle, nlen) == 0) count++;
+  }
+  mbedtls_x509_crt_free(&crt);
+  return count;
+}
+
 static char root[] = "/tmp/test_tls_ca.XXXXXX";
 static char dir[sizeof root + 4]; /* root/tls: the CA's directory */
 
@@ -86,6 +100,30 @@ static void test_create_load_issue(void) {
   free(key);
 }
 
+/* RFC 5758 3.2: an ecdsa-with-SHA256 AlgorithmIdentifier has no parameters
+ * (not even NULL), in the signed part and around the signature alike. Strict
+ * verifiers (rustls/webpki: the Python SDK's HTTP client) refuse the NULL. */
+static const unsigned char ALG_BARE[] = {0x30, 0x0a, 0x06, 0x08, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x04, 0x03, 0x02};
+static const unsigned char ALG_NULL[] = {0x06, 0x08, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x04, 0x03, 0x02, 0x05, 0x00};
+
+static void test_ecdsa_signature_algorithm_has_no_parameters(void) {
+  char err[256] = "";
+  tls_ca *ca = open_ca();
+  if (!ca) return;
+  char *ca_pem = slurp(tls_ca_cert_file(ca));
+  const char *names[] = {"e2b.localhost", "*.e2b.localhost"};
+  tls_leaf leaf;
+  CHECK(tls_ca_issue(ca, names, 2, 30, &leaf, err, sizeof err) == 0);
+  CHECK(ca_pem && der_count(ca_pem, ALG_BARE, sizeof ALG_BARE) == 2);
+  CHECK(ca_pem && der_count(ca_pem, ALG_NULL, sizeof ALG_NULL) == 0);
+  CHECK(leaf.cert_pem && der_count(leaf.cert_pem, ALG_BARE, sizeof ALG_BARE) == 2);
+  CHECK(leaf.cert_pem && der_count(leaf.cert_pem, ALG_NULL, sizeof ALG_NULL) == 0);
+  CHECK(leaf.cert_pem && verify(tls_ca_cert_file(ca), leaf.cert_pem, "api.e2b.localhost") == 0);
+  tls_leaf_free(&leaf);
+  tls_ca_close(ca);
+  free(ca_pem);
+}
+
 static void test_refusals(void) {
   char err[256] = "";
   tls_ca *ca = open_ca();
@@ -112,6 +150,7 @@ int main(void) {
   snprintf(dir, sizeof dir, "%s/tls", root);
   RUN(test_create_load_issue);
   RUN(test_refusals);
+  RUN(test_ecdsa_signature_algorithm_has_no_parameters);
   char *cmd = xasprintf("rm -rf '%s'", root);
   if (system(cmd) != 0) fprintf(stderr, "cannot remove %s\n", root);
   free(cmd);

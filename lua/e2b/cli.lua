@@ -361,6 +361,7 @@ local function feed_stdin(proc, state)
       e2b.sleep(STDIN_POLL_MS)
     elseif chunk == nil then
       if rerr then state.failed = state.failed or { message = "exec: stdin: " .. rerr } return end
+      if state.pty then return end -- a pty has no end of input: the command's shell decides
       local ok, err = proc:close_stdin()
       if not ok and err.kind ~= "not_found" then state.warn = err end
       return
@@ -405,11 +406,21 @@ local function watch_once(proc, state, now)
   end
 end
 
+-- The size of this tool's terminal (80x24 when it has none).
+local function terminal_size()
+  local core = require("e2b.core")
+  local cols, rows = core.tty_size(0)
+  if not cols then cols, rows = core.tty_size(1) end
+  return { cols = cols or 80, rows = rows or 24 }
+end
+
 local function watch(proc, state)
   local e2b = require("e2b")
-  local now_ms = require("e2b.core").now_ms
+  local core = require("e2b.core")
   while not state.ended do
-    watch_once(proc, state, now_ms())
+    watch_once(proc, state, core.now_ms())
+    -- a resize the command misses (it may have just ended) only costs its layout
+    if state.pty and core.take_resize() and not state.ended then proc:resize(terminal_size()) end
     if not state.ended then e2b.sleep(EXEC_POLL_MS) end
   end
 end
@@ -448,36 +459,70 @@ local function exec_outcome(ctx, proc, state, read_ok, read_err)
 end
 
 local function run_exec(ctx, opts, sbx, cmd, env, timeout_ms, feed)
-  local e2b = require("e2b")
-  local proc, err = sbx:spawn(cmd, { user = opts.user, cwd = opts.cwd, env = env, stdin = feed or nil,
+  local e2b, core = require("e2b"), require("e2b.core")
+  local proc, err = sbx:spawn(cmd, { user = opts.user, cwd = opts.cwd, env = env,
+    stdin = (feed and not opts.pty) or nil, pty = opts.pty and terminal_size() or nil,
     timeout_ms = timeout_ms and timeout_ms + BACKSTOP_MS, keep_output = false })
   if not proc then return nil, err end
-  local state = { timeout = opts.timeout, deadline = timeout_ms and require("e2b.core").now_ms() + timeout_ms }
+  local state = { timeout = opts.timeout, deadline = timeout_ms and core.now_ms() + timeout_ms, pty = opts.pty }
+  -- At a terminal, every key is the command's from now (Ctrl-C too): raw mode.
+  if feed == "tty" and opts.pty then
+    local ok, terr = core.tty_raw(0)
+    if not ok then proc:kill() proc:close() return nil, { message = "exec: the terminal: " .. terr } end
+  end
   local tasks = { e2b.spawn(watch, proc, state) }
   if feed then tasks[2] = e2b.spawn(feed_stdin, proc, state) end
   local read_ok, read_err = read_to_end(ctx, proc)
   state.ended = true
   for _, t in ipairs(tasks) do t:wait() end
+  core.tty_restore()
   local code
   code, err = exec_outcome(ctx, proc, state, read_ok, read_err)
   proc:close()
   return code, err
 end
 
-local function cmd_exec(ctx, opts, args)
-  local env, err = pairs_arg("exec", "env", opts.env)
+-- What a pty's command gets unless --env says otherwise, as E2B's SDKs
+-- give it.
+local PTY_ENV = { TERM = "xterm-256color", LANG = "C.UTF-8", LC_ALL = "C.UTF-8" }
+
+-- The command exec runs (nil, usage error without one) and its env.
+-- One word is a shell command line (bash -l -c, as E2B's SDKs run a
+-- string); more words are an argv, run without a shell; none, with --pty,
+-- an interactive login shell, as E2B's terminal.
+local function exec_command(verb, opts, args)
+  local env, err = pairs_arg(verb, "env", opts.env)
   if err then return nil, err end
-  local timeout_ms
-  timeout_ms, err = seconds_arg("exec", "timeout", opts.timeout)
+  if #args < 2 and not opts.pty then
+    return nil, usage_error(verb .. ": needs a sandbox id and a command (or --pty)")
+  end
+  if not opts.pty then return #args == 2 and args[2] or { unpack(args, 2) }, env end
+  env = env or {}
+  for k, v in pairs(PTY_ENV) do env[k] = env[k] or v end
+  if #args == 1 then return { "/bin/bash", "-i", "-l" }, env end
+  return #args == 2 and args[2] or { unpack(args, 2) }, env
+end
+
+-- Where exec's input comes from: "tty", "open" (a pipe or file), or false
+-- (none: a closed stdin, --no-stdin, or a terminal without --pty). Asked
+-- before the loop opens its sockets: a closed stdin's fd 0 would be one
+-- of them.
+local function exec_input(opts)
+  local fd = require("e2b.core").fd_state(0)
+  if opts["no-stdin"] or fd == "closed" or (fd == "tty" and not opts.pty) then return false end
+  return fd
+end
+
+local function cmd_exec(ctx, opts, args, verb)
+  verb = verb or "exec"
+  local cmd, env = exec_command(verb, opts, args)
+  if not cmd then return nil, env end
+  local timeout_ms, err = seconds_arg(verb, "timeout", opts.timeout)
   if err then return nil, err end
-  -- One word is a shell command line (bash -l -c, as E2B's SDKs run a
-  -- string); more words are an argv, run without a shell.
-  local cmd = #args == 2 and args[2] or { unpack(args, 2) }
   local core = require("e2b.core")
-  -- Asked before the loop opens its sockets: a closed stdin's fd 0 would
-  -- be one of them. A terminal is no input (no pty is asked for).
-  local feed = not opts["no-stdin"] and core.fd_state(0) == "open"
+  local feed = exec_input(opts)
   core.trap_signals()
+  if opts.pty then core.trap_resize() end
   local ok, code, cerr = pcall(function()
     local client, sbx
     client, err = client_for(ctx)
@@ -488,9 +533,16 @@ local function cmd_exec(ctx, opts, args)
     if signo then return 128 + signo end
     return run_exec(ctx, opts, sbx, cmd, env, timeout_ms, feed)
   end)
+  core.tty_restore()
   core.untrap_signals()
   if not ok then error(code, 0) end
   return code, cerr
+end
+
+-- connect ID: an operator's word for exec --pty ID (E2B's CLI has it).
+local function cmd_connect(ctx, opts, args)
+  opts.pty = true
+  return cmd_exec(ctx, opts, args, "connect")
 end
 
 -- "ID:/path" -> id, path; anything else is local. A local path with a colon
@@ -703,6 +755,40 @@ local function cmd_resume(ctx, opts, args)
   ctx.out(("resumed %s (%s)\n"):format(sbx.id, sbx.sandbox_id))
 end
 
+-- Text a sandbox influenced, safe on a terminal: control bytes as \xNN.
+local function printable(s)
+  return (tostring(s):gsub("[%z\1-\31\127]", function(c) return ("\\x%02x"):format(c:byte()) end))
+end
+
+local LEVELS = { debug = true, info = true, warn = true, error = true }
+
+-- logs: the sandbox's own log lines, oldest first (E2B keeps them; a
+-- killed sandbox's too, for a while).
+local function cmd_logs(ctx, opts, args)
+  local limit = opts.limit and tonumber(opts.limit)
+  if opts.limit and not (limit and limit >= 1 and limit <= 1000 and limit == math.floor(limit)) then
+    return nil, usage_error(("logs: --limit wants a whole number 1 .. 1000, got %q"):format(opts.limit))
+  end
+  if opts.level and not LEVELS[opts.level] then
+    return nil, usage_error(("logs: --level wants debug, info, warn or error, got %q"):format(opts.level))
+  end
+  local client, err = client_for(ctx)
+  if not client then return nil, err end
+  local lines
+  lines, err = client:logs(args[1], { limit = limit, level = opts.level, search = opts.search })
+  if not lines then return nil, err end
+  if opts.json then return ctx.out(to_json(lines, true) .. "\n") end
+  local out = {}
+  for _, l in ipairs(lines) do
+    local fields = {}
+    for _, k in ipairs(sorted_keys(l.fields)) do fields[#fields + 1] = printable(k) .. "=" .. printable(l.fields[k]) end
+    out[#out + 1] = ("%s.%03dZ %s %s%s\n"):format(os.date("!%Y-%m-%dT%H:%M:%S", math.floor(l.timestamp / 1000)),
+      l.timestamp % 1000, printable(l.level), printable(l.message),
+      #fields > 0 and " (" .. table.concat(fields, ", ") .. ")" or "")
+  end
+  ctx.out(table.concat(out))
+end
+
 -- Kills one id: { id, sandbox_id }, false when it was already gone, or nil, err.
 local function kill_one(client, id)
   local info, err = client:describe(id)
@@ -831,6 +917,7 @@ end
 -- ---- command table and help ----
 
 local ID_ARG = { min = 1, max = 1, what = "a sandbox id" }
+local ID_ARG_ONWARD = { min = 1, what = "a sandbox id" }
 
 local COMMANDS = {
   { name = "list", run = cmd_list, args = { min = 0, max = 0 }, json = true,
@@ -850,17 +937,24 @@ local COMMANDS = {
              metadata = { arg = true, many = true, short = "m" }, env = { arg = true, many = true, short = "e" },
              owner = { arg = true } } },
   { name = "exec", run = cmd_exec, stop_after = 1,
-    args = { min = 2, what = "a sandbox id and a command (exec ID -- CMD ARGS...)" },
-    usage = "exec ID [--user U] [--cwd DIR] [--env KEY=VALUE]... [--timeout SECONDS] [--no-stdin] "
-      .. "-- CMD [ARGS...]",
+    args = { min = 1, what = "a sandbox id and a command (or --pty)" },
+    usage = "exec ID [--user U] [--cwd DIR] [--env KEY=VALUE]... [--timeout SECONDS] [--no-stdin] [--pty] "
+      .. "[--] CMD [ARGS...]",
     summary = "run a command, streaming its output; exits with the command's exit code",
     more = "One CMD word is a shell command line (bash -l -c); more words are an argv run without a shell.\n"
       .. "A paused sandbox is resumed first. Stdin, unless a terminal or --no-stdin, streams into the\n"
       .. "command's. SIGINT, SIGTERM and SIGHUP are forwarded to it (as SIGTERM, SIGKILL 3 s later),\n"
-      .. "then the exit status is 128+N; --timeout kills it and exits 124.",
+      .. "then the exit status is 128+N; --timeout kills it and exits 124.\n"
+      .. "--pty runs it (default: an interactive login bash) on a pseudo-terminal of this terminal's size,\n"
+      .. "which is raw meanwhile (every key, Ctrl-C too, is the command's) and follows its resizes.",
     opts = { user = { arg = true, short = "u" }, cwd = { arg = true, short = "c" },
              env = { arg = true, many = true, short = "e" }, timeout = { arg = true },
-             ["no-stdin"] = { short = "n" } } },
+             ["no-stdin"] = { short = "n" }, pty = { short = "t" } } },
+  { name = "connect", run = cmd_connect, stop_after = 1, args = ID_ARG_ONWARD,
+    usage = "connect ID [--user U] [--cwd DIR] [--env KEY=VALUE]... [-- CMD [ARGS...]]",
+    summary = "an interactive terminal in a sandbox (exec --pty; default: a login bash)",
+    opts = { user = { arg = true, short = "u" }, cwd = { arg = true, short = "c" },
+             env = { arg = true, many = true, short = "e" } } },
   { name = "cp", run = cmd_cp, json = true,
     args = { min = 2, max = 2, what = "a source and a destination (cp SRC DST)" },
     usage = "cp [--quiet] [--user U] SRC DST   (one of them ID:/path; - is stdin/stdout)",
@@ -887,6 +981,12 @@ local COMMANDS = {
     summary = "kill an owner's sandboxes (--mine: this host's owner, E2B_OWNER or user@host)",
     more = "--dry-run lists what it would kill and kills nothing.",
     opts = { owner = { arg = true }, mine = {}, ["older-than"] = { arg = true }, ["dry-run"] = {} } },
+  { name = "logs", run = cmd_logs, args = ID_ARG, json = true,
+    usage = "logs ID [--limit N] [--level debug|info|warn|error] [--search TEXT] [--json]",
+    summary = "show a sandbox's own log lines, oldest first (never resumes it)",
+    more = "--limit N (1-1000, E2B's most and default) keeps the oldest N; --level the lines at or above it;\n"
+      .. "--search those whose message holds TEXT. Control bytes print as \\xNN.",
+    opts = { limit = { arg = true, short = "n" }, level = { arg = true }, search = { arg = true } } },
   { name = "doctor", run = cmd_doctor, args = { min = 0, max = 0 }, json = true, usage = "doctor [--json]",
     summary = "show the configuration in use and what the backend supports", opts = {} },
 }

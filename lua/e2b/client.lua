@@ -136,7 +136,7 @@ function M.new(opts)
   if not h then return nil, err end
   local self = setmetatable({
     _h = h,
-    _timeout_ms = o.timeout_ms or 300000,
+    _timeout_ms = o.timeout_ms or core.DEFAULTS.sandbox_timeout_ms,
     _network = o.network or "all",
     _lifecycle = o.lifecycle,
     _user = o.user or "user",
@@ -307,19 +307,53 @@ local STATE_CHECK = function(v)
   end
 end
 
+local LIST_SPEC = {
+  metadata = "string_map", state = STATE_CHECK, template = "nonempty", started_after = "count",
+  order = check.oneof("asc", "desc"),
+}
+
+-- The core's list options from checked opts.
+local function list_opts(o)
+  return {
+    metadata = o.metadata, states = o.state, template = o.template, started_after = o.started_after,
+    order = o.order, limit = o.limit, next_token = o.next_token,
+  }
+end
+
 --- Lists sandboxes, every page.
 -- @tparam[opt] table opts
 -- @tparam[opt] table opts.metadata { key = value }: all pairs must match
 -- @tparam[opt] table opts.state array of "running" / "paused" (default both)
+-- @tparam[opt] string opts.template only sandboxes of this template id or alias
+-- @tparam[opt] int opts.started_after only sandboxes started at or after (epoch ms)
+-- @tparam[opt] string opts.order "asc" or "desc" by start time (default: newest first)
 -- @treturn {table,...} array of info
 -- @return or nil, err
 function Client:list(opts)
-  local o, err = check.options("list", opts, { metadata = "string_map", state = STATE_CHECK })
+  local o, err = check.options("list", opts, LIST_SPEC)
   if not o then return nil, err end
   local raws
-  raws, err = rt.finish(self._h:find({ metadata = o.metadata, states = o.state }))
+  raws, err = rt.finish(self._h:find(list_opts(o)))
   if not raws then return nil, err end
   return infos(raws)
+end
+
+local PAGE_SPEC = { limit = "positive", next_token = "nonempty" }
+for k, v in pairs(LIST_SPEC) do PAGE_SPEC[k] = v end
+
+--- Lists one page of sandboxes, as the SDKs' paginator does.
+-- @tparam[opt] table opts list's filters, plus:
+-- @tparam[opt] int opts.limit sandboxes on the page, 1-100 (default: E2B's)
+-- @tparam[opt] string opts.next_token where the previous page ended
+-- @treturn {table,...} array of info
+-- @treturn string|nil the next page's token; nil on the last page
+-- @return or nil, err
+function Client:list_page(opts)
+  local o, err = check.options("list_page", opts, PAGE_SPEC)
+  if not o then return nil, err end
+  local raws, token = rt.finish(self._h:list(list_opts(o)))
+  if not raws then return nil, token end
+  return infos(raws), token
 end
 
 --- Kills a sandbox by logical or provider id. Idempotent: an absent sandbox
@@ -382,6 +416,40 @@ function Client:_by_name(op, name, optional)
   return rt.finish(self._h[op](self._h, name))
 end
 
+local LOGS_SPEC = {
+  limit = "positive", cursor_ms = "count", backward = "boolean",
+  level = check.oneof("debug", "info", "warn", "error"), search = "string",
+}
+
+--- A sandbox's own log lines, as E2B keeps them (a killed sandbox's too,
+-- while it does): `GET /v2/sandboxes/{id}/logs`. Never resumes it.
+-- @tparam string id logical or provider id
+-- @tparam[opt] table opts
+-- @tparam[opt=1000] int opts.limit 1-1000 lines
+-- @tparam[opt] int opts.cursor_ms from this Unix time (ms) on; with backward, up to it
+-- @tparam[opt] boolean opts.backward newest first
+-- @tparam[opt] string opts.level the least level: "debug", "info", "warn", "error"
+-- @tparam[opt] string opts.search only lines whose message holds it (at most 256 bytes)
+-- @treturn {table,...} array of { timestamp (Unix ms), level, message, fields }
+-- @return or nil, err
+function Client:logs(id, opts)
+  local o, err = check.options("logs", opts, LOGS_SPEC)
+  if not o then return nil, err end
+  local info
+  info, err = self:describe(id)
+  -- a killed sandbox is no longer described, but E2B keeps its logs
+  if not info and not (err.kind == "not_found" and core.utf8_valid(id) and id:match("^[%l%d]+$")) then
+    return nil, err
+  end
+  return self:_by_id("logs", "id", "logs", info and info.sandbox_id or id, o)
+end
+
+local function snapshot_records(list)
+  local out = {}
+  for i, s in ipairs(list) do out[i] = { id = s.snapshot_id, snapshot_id = s.snapshot_id, names = s.names } end
+  return out
+end
+
 --- Lists snapshots, every page.
 -- @tparam[opt] string name only those matching it
 -- @treturn {table,...} array of { id, snapshot_id, names }
@@ -389,9 +457,22 @@ end
 function Client:snapshots(name)
   local list, err = self:_by_name("snapshots", name, true)
   if not list then return nil, err end
-  local out = {}
-  for i, s in ipairs(list) do out[i] = { id = s.snapshot_id, snapshot_id = s.snapshot_id, names = s.names } end
-  return out
+  return snapshot_records(list)
+end
+
+--- Lists snapshots, every page, as the SDKs' listSnapshots filters them.
+-- @tparam[opt] table opts
+-- @tparam[opt] string opts.name only those matching it
+-- @tparam[opt] string opts.sandbox_id only those taken of this sandbox (a provider id)
+-- @treturn {table,...} array of { id, snapshot_id, names }
+-- @return or nil, err
+function Client:list_snapshots(opts)
+  local o, err = check.options("list_snapshots", opts, { name = "nonempty", sandbox_id = "nonempty" })
+  if not o then return nil, err end
+  local list
+  list, err = rt.finish(self._h:snapshots(o.name, o.sandbox_id))
+  if not list then return nil, err end
+  return snapshot_records(list)
 end
 
 --- Deletes every snapshot matching name (or that id); none left is success.

@@ -6,11 +6,12 @@ local core = require("e2b.core")
 local check = require("e2b.check")
 local errors = require("e2b.errors")
 local rt = require("e2b.rt")
+local Watch = require("e2b.watch")
 
 local M = {}
 
 --- A sandbox's filesystem: `sbx.files`. Paths are sandbox paths; every
--- operation runs as the client's user. Every method returns nil, err on
+-- operation runs as the client's user, or as opts.user where it takes opts. Every method returns nil, err on
 -- failure.
 -- @type Files
 local Files = rt.class(M, "Files")
@@ -19,7 +20,9 @@ local adapter = rt.adapter
 local CHUNK = 1024 * 1024
 -- files:read's default bound: a whole value past it belongs in read_to.
 local READ_MAX = 256 * 1024 * 1024
-local READ_SPEC = { max_bytes = "positive" }
+local READ_SPEC = { max_bytes = "positive", user = "nonempty" }
+-- The per-call user alone (stat, mkdir, remove, rename, exists).
+local USER_SPEC = { user = "nonempty" }
 local UPLOAD_HIGH_WATER = 1024 * 1024
 
 -- M.new(sbx, port) -> files; port: what it may ask of its sandbox (user,
@@ -28,8 +31,9 @@ function M.new(sbx, port)
   return setmetatable({ _sbx = sbx, _port = port }, Files)
 end
 
-function Files:_user()
-  return self._port.user
+-- The user an operation runs as: opts.user, else the client's.
+function Files:_user(o)
+  return o and o.user or self._port.user
 end
 
 local function entry(e)
@@ -88,8 +92,8 @@ end
 -- Streams a download into target (a core.buffer or an open file) in C,
 -- without a Lua string per chunk; returns the byte count. Past max bytes
 -- (when given) it stops: an envd answer may be endless.
-function Files:_drain(op, path, target, progress, max)
-  local req, err = self:_start_read(op, path)
+function Files:_drain(op, path, target, progress, max, user)
+  local req, err = self:_start_read(op, path, user)
   if not req then return nil, err end
   local total = 0
   while true do
@@ -126,7 +130,7 @@ function Files:read(path, opts)
   if not o then return nil, err end
   local buf = core.buffer()
   local n
-  n, err = self:_drain("files.read", path, buf, nil, o.max_bytes or READ_MAX)
+  n, err = self:_drain("files.read", path, buf, nil, o.max_bytes or READ_MAX, o.user)
   if not n then return nil, err end
   return buf:take()
 end
@@ -148,7 +152,7 @@ end
 
 -- Progress reporting for long transfers: opts.progress(done, total) after
 -- each chunk (total when known, else nil).
-local PROGRESS_SPEC = { progress = "function" }
+local PROGRESS_SPEC = { progress = "function", user = "nonempty" }
 
 -- import and export: the directory checked, then opts -> opts | nil, err.
 local function tree_args(op, dir, opts)
@@ -198,8 +202,8 @@ function Files:read_to(path, sink, opts)
   o, err = check.options(op, opts, PROGRESS_SPEC)
   if not o then return nil, err end
   -- An open file takes the bytes straight from the core's queue.
-  if io.type(sink) == "file" then return self:_drain(op, path, sink, o.progress) end
-  return self:_download(op, path, counting_sink(emit, o.progress))
+  if io.type(sink) == "file" then return self:_drain(op, path, sink, o.progress, nil, o.user) end
+  return self:_download(op, path, counting_sink(emit, o.progress), o.user)
 end
 
 -- A string or a chunk function as a chunk function (strings go in CHUNK slices).
@@ -258,7 +262,7 @@ local function upload_file(req, file, progress)
   end
 end
 
-local WRITE_SPEC = { mode = "count", exclusive = "boolean", progress = "function" }
+local WRITE_SPEC = { mode = "count", exclusive = "boolean", progress = "function", user = "nonempty" }
 
 --- Writes a file (parent directories are created).
 -- @tparam string path
@@ -286,7 +290,7 @@ function Files:write(path, data, opts)
   if o.mode and o.mode > 4095 then return nil, errors.invalid(op, "mode", "must be at most 0o7777") end
   if o.exclusive then
     local exists
-    exists, err = self:exists(path)
+    exists, err = self:exists(path, { user = o.user })
     if exists == nil then return nil, err end
     if exists then
       return nil, errors.new("conflict", op, ("%s already exists"):format(path),
@@ -294,7 +298,7 @@ function Files:write(path, data, opts)
     end
   end
   local req
-  req, err = self._port.call("write", path, self:_user())
+  req, err = self._port.call("write", path, self:_user(o))
   if not req then return nil, self._port.envd_err(err) end
   local feed_err
   if file then
@@ -311,7 +315,7 @@ function Files:write(path, data, opts)
   if not written then return nil, self._port.envd_err(err) end
   if o.mode then
     local res
-    res, err = self._sbx:run({ "chmod", ("%o"):format(o.mode), written }, {})
+    res, err = self._sbx:run({ "chmod", ("%o"):format(o.mode), written }, { user = o.user })
     if not res then return nil, err end
     if res.exit_code ~= 0 then
       return nil, errors.new("sandbox", op, "chmod failed: " .. res.stderr,
@@ -326,31 +330,36 @@ function Files:_finish(req, err)
   return self._port.envd(req, err)
 end
 
--- stat, mkdir and remove: path checked, then envd's call of that name on
--- it, as the client's user.
-function Files:_on_path(call, path)
+-- stat, mkdir and remove: path and opts checked, then envd's call of that
+-- name on it, as opts.user or the client's user.
+function Files:_on_path(call, path, opts)
   local ok, err = check_path("files." .. call, path)
+  if ok then ok, err = check.options("files." .. call, opts, USER_SPEC) end
   if not ok then return nil, err end
-  return self:_finish(self._port.call(call, path, self:_user()))
+  return self:_finish(self._port.call(call, path, self:_user(ok)))
 end
 
 --- Describes a path.
 -- @tparam string path
+-- @tparam[opt] table opts
+-- @tparam[opt] string opts.user the sandbox user to look as (default: the client's)
 -- @treturn table entry { name, path, type ("file", "dir", "symlink", "unknown"), size,
 --   mode, permissions, owner, group, modified_at (epoch ms), symlink_target }
 -- @return or nil, err (kind "not_found" when absent)
-function Files:stat(path)
-  local e, err = self:_on_path("stat", path)
+function Files:stat(path, opts)
+  local e, err = self:_on_path("stat", path, opts)
   if not e then return nil, err end
   return entry(e)
 end
 
 --- Whether a path exists ("could not look" is an error, not false).
 -- @tparam string path
+-- @tparam[opt] table opts
+-- @tparam[opt] string opts.user as in `Files:stat`
 -- @treturn boolean
 -- @return or nil, err
-function Files:exists(path)
-  local e, err = self:stat(path)
+function Files:exists(path, opts)
+  local e, err = self:stat(path, opts)
   if e then return true end
   if errors.is(err, "not_found") then return false end
   return nil, err
@@ -360,16 +369,17 @@ end
 -- @tparam string path
 -- @tparam[opt] table opts
 -- @tparam[opt=1] int opts.depth levels to descend, positive
+-- @tparam[opt] string opts.user the sandbox user to list as
 -- @treturn {table,...} array of entry (see `Files:stat`)
 -- @return or nil, err
 function Files:list(path, opts)
   local ok, err = check_path("files.list", path)
   if not ok then return nil, err end
   local o
-  o, err = check.options("files.list", opts, { depth = "positive" })
+  o, err = check.options("files.list", opts, { depth = "positive", user = "nonempty" })
   if not o then return nil, err end
   local list
-  list, err = self:_finish(self._port.call("list", path, o.depth or 1, self:_user()))
+  list, err = self:_finish(self._port.call("list", path, o.depth or 1, self:_user(o)))
   if not list then return nil, err end
   local out = {}
   for i, e in ipairs(list) do out[i] = entry(e) end
@@ -378,13 +388,15 @@ end
 
 --- Makes a directory and its parents; an existing directory is success.
 -- @tparam string path
+-- @tparam[opt] table opts
+-- @tparam[opt] string opts.user the sandbox user to make it as
 -- @treturn boolean true
 -- @return or nil, err
-function Files:mkdir(path)
-  local e, err = self:_on_path("mkdir", path)
+function Files:mkdir(path, opts)
+  local e, err = self:_on_path("mkdir", path, opts)
   if e then return true end
   if errors.is(err, "conflict") then
-    local st = self:stat(path)
+    local st = self:stat(path, opts)
     if st and st.type == "dir" then return true end
   end
   return nil, err
@@ -392,25 +404,50 @@ end
 
 --- Removes a file or a whole directory.
 -- @tparam string path
+-- @tparam[opt] table opts
+-- @tparam[opt] string opts.user the sandbox user to remove it as
 -- @treturn boolean true
 -- @return or nil, err
-function Files:remove(path)
-  return self:_on_path("remove", path)
+function Files:remove(path, opts)
+  return self:_on_path("remove", path, opts)
 end
 
 --- Moves a path.
 -- @tparam string from
 -- @tparam string to
+-- @tparam[opt] table opts
+-- @tparam[opt] string opts.user the sandbox user to move it as
 -- @treturn table the entry of to
 -- @return or nil, err
-function Files:rename(from, to)
+function Files:rename(from, to, opts)
   local ok, err = check_path("files.rename", from, "from")
   if ok then ok, err = check_path("files.rename", to, "to") end
+  if ok then ok, err = check.options("files.rename", opts, USER_SPEC) end
   if not ok then return nil, err end
   local e
-  e, err = self:_finish(self._port.call("move", from, to, self:_user()))
+  e, err = self:_finish(self._port.call("move", from, to, self:_user(ok)))
   if not e then return nil, err end
   return entry(e)
+end
+
+local WATCH_SPEC = { user = "nonempty", recursive = "boolean", timeout_ms = "ms" }
+
+--- Watches a directory for changes, as the SDKs' files.watchDir does;
+-- returns once envd watches it.
+-- @tparam string path a directory
+-- @tparam[opt] table opts
+-- @tparam[opt=false] boolean opts.recursive the directories below too
+-- @tparam[opt] string opts.user the sandbox user to watch as
+-- @tparam[opt=60000] int opts.timeout_ms the watch ends after this long (0: never)
+-- @treturn e2b.watch.Watch
+-- @return or nil, err (kind "not_found" for a missing path)
+function Files:watch_dir(path, opts)
+  local ok, err = check_path("files.watch_dir", path)
+  if ok then ok, err = check.options("files.watch_dir", opts, WATCH_SPEC) end
+  if not ok then return nil, err end
+  return Watch.start(self._port, path, {
+    user = self:_user(ok), recursive = ok.recursive, timeout_ms = ok.timeout_ms or 60000,
+  })
 end
 
 -- ---- trees as tar streams ----
@@ -446,7 +483,7 @@ function Files:import(dir, tar_source, opts)
   source = counting_source(source, o.progress, type(tar_source) == "string" and #tar_source or nil)
   local proc
   proc, err = self._sbx:spawn({ "sh", "-c", 'mkdir -p "$1" && exec tar -x -f - -C "$1"', "import", dir },
-    { stdin = true, user = self:_user() })
+    { stdin = true, user = self:_user(o) })
   if not proc then return nil, err end
   -- Each write completes before the next chunk is pulled: bounded memory.
   -- tar accepts an archive cut at a block boundary, so the end-of-archive
@@ -506,7 +543,7 @@ function Files:export(dir, sink, opts)
   if not emit then return nil, err end
   emit = counting_sink(emit, o.progress)
   local proc
-  proc, err = self._sbx:spawn({ "tar", "-c", "-f", "-", "-C", dir, "." }, { user = self:_user() })
+  proc, err = self._sbx:spawn({ "tar", "-c", "-f", "-", "-C", dir, "." }, { user = self:_user(o) })
   if not proc then return nil, err end
   local total, stderr = 0, {}
   while true do
@@ -631,7 +668,7 @@ function Files:sync(local_dir, remote_dir, opts)
   -- The host's tar builds the archive; it is read in bounded chunks.
   local pipe = io.popen("tar -c -f - -C " .. shell_quote(local_dir) .. " . 2>/dev/null", "r")
   if not pipe then return nil, errors.new("sandbox", op, "could not run the local tar") end
-  ok, err = self:import(remote_dir, function() return pipe:read(CHUNK) end, { progress = o.progress })
+  ok, err = self:import(remote_dir, function() return pipe:read(CHUNK) end, { progress = o.progress, user = o.user })
   local closed, _, code = pipe:close()
   if ok and not closed then
     return nil, errors.new("sandbox", op, ("the local tar failed (exit %s)"):format(tostring(code)),
@@ -647,15 +684,16 @@ end
 -- @tparam[opt] table opts
 -- @tparam[opt="read"] string opts.operation "read" or "write"
 -- @tparam[opt] int opts.expires_ms positive; default no expiry
+-- @tparam[opt] string opts.user the sandbox user the URL acts as
 -- @treturn string
 -- @return or nil, err
 function Files:url(path, opts)
   local o, err = check.options("files.url", opts, {
-    operation = check.oneof("read", "write"), expires_ms = "positive_ms",
+    operation = check.oneof("read", "write"), expires_ms = "positive_ms", user = "nonempty",
   })
   if not o then return nil, err end
   local expires = o.expires_ms and math.floor((core.time_ms() + o.expires_ms) / 1000) or 0
-  return self._port.call("url", path, o.operation or "read", self:_user(), expires)
+  return self._port.call("url", path, o.operation or "read", self:_user(o), expires)
 end
 
 return M

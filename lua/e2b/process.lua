@@ -26,7 +26,6 @@ local Process = rt.class(M, "Process")
 
 local adapter = rt.adapter
 local READ_MAX = 1024 * 1024
-local DEFAULT_MAX_OUTPUT = 64 * 1024 * 1024
 local KILL_SETTLE_MS = 2000
 
 -- envd delivers these two only (SendSignal answers any other "unimplemented").
@@ -117,8 +116,13 @@ end
 -- 5.1/LuaJIT run __gc only for userdata, hence the proxy.)
 local function on_collect(self)
   if self._closed or self._detached then return end
-  if not self._exit and not self._killed then self._port.call("stop_async", self.pid, self.tracked) end
-  if self.tracked and self.tag then self._port.call("forget_async", self.tag, self._user) end
+  local kept = self.tracked and self.tag
+  if not self._exit and not self._killed then
+    -- a kept command's files go once its wrapper is gone, which writes last
+    if kept then return self._port.call("end_async", self.pid, self.tag) end
+    self._port.call("stop_async", self.pid, self.tracked)
+  end
+  if kept then self._port.call("forget_async", self.tag, self._user) end
 end
 
 local newproxy = rawget(_G, "newproxy")
@@ -354,7 +358,7 @@ function Process:wait(timeout_ms)
   if err then return nil, err end
   -- What is kept is the core's call (core.output, as run's); a wait that
   -- timed out leaves it for the next one.
-  local out = self._output or core.output(DEFAULT_MAX_OUTPUT, "all")
+  local out = self._output or core.output(0, "all") -- 0: the core's default max_output
   self._output = out
   local on = self._on or NO_CALLBACKS
   while true do

@@ -23,8 +23,6 @@ local M = {}
 -- @field files the sandbox's filesystem (`e2b.files.Files`)
 local Sandbox = rt.class(M, "Sandbox")
 
-
--- The info record (docs/manual.md, "Records"), from a control-plane sandbox table.
 -- The network E2B reports, rules shaped as the create option takes them.
 local function network_info(net)
   if not net then return nil end
@@ -37,6 +35,7 @@ local function network_info(net)
   return out
 end
 
+-- The info record (docs/manual.md, "Records"), from a control-plane sandbox table.
 function M.to_info(raw)
   return {
     id = raw.id,
@@ -48,6 +47,13 @@ function M.to_info(raw)
     owner = raw.owner,
     started_at = raw.started_at,
     end_at = raw.end_at,
+    cpu_count = raw.cpu_count,
+    memory_mb = raw.memory_mb,
+    disk_size_mb = raw.disk_size_mb,
+    envd_version = raw.envd_version,
+    domain = raw.domain,
+    lifecycle = raw.on_timeout and { on_timeout = raw.on_timeout, auto_resume = raw.auto_resume } or nil,
+    allow_internet_access = raw.allow_internet_access,
     network = network_info(raw.network),
   }
 end
@@ -187,6 +193,27 @@ function Sandbox:processes()
   return self:_envd(self._h:processes())
 end
 
+--- Kills a process by pid or tag without attaching to it (the SDKs'
+-- commands.kill): SIGKILL to its group, true once it is gone.
+-- @param target pid (positive integer) or tag (string)
+-- @treturn boolean true when it was killed, false when no such process runs
+-- @return or nil, err
+function Sandbox:kill_process(target)
+  if type(target) ~= "string" and not (type(target) == "number" and target >= 1 and target == math.floor(target)) then
+    return nil, errors.invalid("kill_process", "target", "must be a pid (positive integer) or a tag")
+  end
+  -- SIGKILL only if envd lists it (not_found: none runs), then its group,
+  -- which may take 2 s to go, as Process:kill allows it
+  local ok, err = self:_envd(self._h:signal(target, 9))
+  if not ok then
+    if errors.is(err, "not_found") then return false end
+    return nil, err
+  end
+  ok, err = self:_envd(self._h:kill(target, 2000))
+  if not ok then return nil, err end
+  return true
+end
+
 -- ---- ports ----
 
 --- The host name a port of the sandbox is served at.
@@ -217,6 +244,21 @@ function Sandbox:url(port, scheme)
     scheme = (scheme == "wss" or scheme == "ws") and "ws" or "http"
   end
   return scheme .. "://" .. host
+end
+
+local METRICS_SPEC = { start = "count", end_ = "count" }
+
+--- Samples of the sandbox's resource use, oldest first (the SDKs' getMetrics).
+-- @tparam[opt] table opts
+-- @tparam[opt] int opts.start epoch ms (default: the sandbox's start)
+-- @tparam[opt] int opts.end_ epoch ms (default: now); not before start
+-- @treturn {table,...} array of { timestamp (epoch ms), cpu_count, cpu_used_pct,
+--   mem_used, mem_total, mem_cache, disk_used, disk_total (bytes) }
+-- @return or nil, err
+function Sandbox:metrics(opts)
+  local o, err = check.options("metrics", opts, METRICS_SPEC)
+  if not o then return nil, err end
+  return self:_finish(self._port.call("metrics", self.sandbox_id, o.start, o.end_))
 end
 
 -- ---- lifecycle ----

@@ -106,6 +106,49 @@ describe("lua-e2b as a Unix tool", function()
     assert.are.same({ "", "", 0 }, { out, err, code })
   end)
 
+  -- The tool on a terminal of its own, driven by spec/pty_driver.py (a
+  -- person at a terminal); returns what the driver saw.
+  local function at_terminal(args, script)
+    local dir = os.tmpname()
+    os.remove(dir)
+    assert(os.execute("mkdir " .. dir))
+    local json = h.host(("python3 spec/pty_driver.py %s %s %s"):format(dir,
+      h.shell_quote("env -u LD_PRELOAD " .. tool.cmd(args)), script))
+    h.host("rm -rf " .. h.shell_quote(dir))
+    local seen = require("cjson").decode(json)
+    assert.is_nil(seen.error, (seen.error or "") .. ": " .. tostring(seen.seen))
+    return seen
+  end
+
+  it("exec --pty is an interactive terminal: raw keys in, output out, resize, the remote exit status", function()
+    local seen = at_terminal({ "exec", "--pty", id }, "session")
+    assert.is_true(seen.raw, "the terminal is raw while the sandbox's shell has it")
+    assert.is_true(seen.size, "the pty starts at the terminal's size (30 rows, 100 columns)\n" .. seen.seen)
+    assert.is_true(seen.resized)
+    assert.are.equal(7, seen.code, seen.seen)
+    assert.is_true(seen.restored, "the terminal's modes are back as they were")
+    assert.is_nil(seen.seen:find("\nSLEPT", 1, true), "Ctrl-C reached the sandbox's sleep, not the tool")
+  end)
+
+  it("connect ID is exec --pty ID, and a signal to it restores the terminal", function()
+    local seen = at_terminal({ "connect", id }, "signalled")
+    assert.are.equal(143, seen.code, seen.seen)
+    assert.is_true(seen.restored, "the terminal's modes are back as they were")
+  end)
+
+  it("exec --pty runs the command given after --, at a terminal or not", function()
+    local seen = at_terminal({ "exec", "--pty", id, "--", "echo READY$((6*7)); tty; exit 5" }, "command")
+    assert.are.equal(5, seen.code, seen.seen)
+    assert.truthy(seen.seen:find("/dev/pts/", 1, true), seen.seen)
+    assert.is_true(seen.restored)
+    -- no terminal here: input still goes to the command's pty, the size is 80x24
+    local out, err, code = run({ "exec", "--pty", id, "--", "stty size; read x; echo got=$x" }, nil,
+      "< /etc/hostname")
+    assert.are.equal(0, code, err)
+    assert.truthy(out:find("24 80\r\n", 1, true), out)
+    assert.truthy(out:find("got=" .. read_file("/etc/hostname"):gsub("\n", ""), 1, true), out)
+  end)
+
   -- a local tree: <dir>/a.bin and <dir>/sub/b.txt
   local function local_tree()
     local dir = os.tmpname()

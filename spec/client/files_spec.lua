@@ -220,9 +220,15 @@ describe("files", function()
   end)
 
   it("reports a path permission problem as permission, never auth", function()
-    local ok, err = files:write("/usr/not-allowed", "x")
-    assert.is_nil(ok)
-    assert.are.equal("permission", err.kind, tostring(err))
+    local ok, err
+    -- E2B's envd opens files as root (it only chowns what it creates), so
+    -- there the write succeeds: the refusal is e2b-local's, which acts as
+    -- the user (run against envd 0.6.13 built from e2b-dev/infra).
+    if not h.live then
+      ok, err = files:write("/usr/not-allowed", "x")
+      assert.is_nil(ok)
+      assert.are.equal("permission", err.kind, tostring(err))
+    end
     ok, err = sbx:run("true")
     assert.is_true(ok and ok.ok)
     local _, rerr = files:read("/root/.bashrc-absent-or-not")

@@ -106,6 +106,7 @@ local CLASSES = {
   { prefix = "sbx:", class = require("e2b.sandbox").Sandbox, file = "lua/e2b/sandbox.lua", T = "Sandbox" },
   { prefix = "proc:", class = require("e2b.process").Process, file = "lua/e2b/process.lua", T = "Process" },
   { prefix = "sbx.files:", class = require("e2b.files").Files, file = "lua/e2b/files.lua", T = "Files" },
+  { prefix = "watch:", class = require("e2b.watch").Watch, file = "lua/e2b/watch.lua", T = "Watch" },
 }
 
 -- e2b.ngx needs nginx to load: its functions are read from its source.
@@ -135,10 +136,10 @@ describe("the reference (docs/manual.md and the LDoc comments)", function()
     assert.are.same({}, undocumented_functions("lua/e2b/errors.lua", "M", sorted_keys(e2b.errors)))
   end)
 
-  it("documents every method of client, sandbox, process and files objects", function()
+  it("documents every method of client, sandbox, process, files and watch objects", function()
     for _, c in ipairs(CLASSES) do
       local names = methods(c.class)
-      assert.is_true(#names > 3, c.prefix)
+      assert.is_true(#names >= 3, c.prefix)
       assert.are.same({}, missing_from_reference(prefixed(c.prefix, names)))
       assert.are.same({}, undocumented_functions(c.file, c.T, names))
     end
@@ -192,6 +193,168 @@ describe("the reference (docs/manual.md and the LDoc comments)", function()
   end)
 end)
 
+-- ---- the manual's tables against the code ----
+
+local manual = slurp("docs/manual.md")
+
+-- The rows of the first table after marker: arrays of trimmed cells (an
+-- escaped \| stays in its cell).
+local function table_after(text, marker)
+  local at = assert(text:find(marker, 1, true), marker)
+  local rows, started = {}, false
+  for line in text:sub(at):gmatch("[^\n]*") do
+    if line:sub(1, 1) == "|" then
+      started = true
+      if not line:match("^|%-") then
+        local cells = {}
+        for cell in line:gsub("\\|", "\1"):gmatch("|([^|]*)") do
+          cells[#cells + 1] = cell:gsub("\1", "|"):match("^%s*(.-)%s*$")
+        end
+        if cells[#cells] == "" then cells[#cells] = nil end
+        rows[#rows + 1] = cells
+      end
+    elseif started and line ~= "" then
+      break
+    end
+  end
+  assert.is_true(#rows > 2, marker)
+  table.remove(rows, 1) -- the header
+  return rows
+end
+
+-- The default a cell states: a number when it starts with one or names one
+-- in parentheses ("64 MiB" in bytes), else the first quoted string, else nil
+-- ("none", "env ...", prose).
+local function stated(cell)
+  local n, unit = cell:match("^(%d+)%s*(%a*)")
+  if not n then n = cell:match("%((%d+)%)") end
+  if n then return tonumber(n) * (unit == "MiB" and 1048576 or 1) end
+  return cell:match('^[^"]-"([^"]*)"')
+end
+
+local D = h.core.DEFAULTS
+
+-- What the code uses when an option is left out, by "scope.option": the
+-- core's published defaults and a client's own resolved fields.
+local function code_defaults()
+  local c = assert(e2b.client{})
+  return {
+    ["client.request_timeout_ms"] = c.request_timeout_ms, ["client.budget_ms"] = c.budget_ms,
+    ["client.max_retries"] = D.max_retries, ["client.max_concurrent"] = D.max_inflight,
+    ["client.page_size"] = D.page_size, ["client.template"] = D.template, ["client.domain"] = D.domain,
+    ["client.timeout_ms"] = c._timeout_ms, ["client.network"] = c._network, ["client.user"] = c._user,
+    ["client.on_close"] = c._on_close, ["client.ready_timeout_ms"] = D.ready_timeout_ms,
+    ["create.timeout_ms"] = c._timeout_ms, ["create.network"] = c._network,
+    ["create.ready_timeout_ms"] = D.ready_timeout_ms, ["create.on_close"] = c._on_close,
+    ["create.setup.timeout_ms"] = D.setup_timeout_ms,
+    ["command.idle_timeout_ms"] = D.idle_timeout_ms, ["command.max_output"] = D.max_output,
+    ["command.user"] = c._user,
+  }
+end
+
+-- Stated defaults that name no value of the code (a shape, or a choice the
+-- code makes by testing for the other value).
+local NOMINAL = {
+  ["client.owner"] = "a pattern: <user>@<hostname>",
+  ["command.env_mode"] = 'the code tests for "replace"',
+  ["command.keep"] = 'the code tests for "tail" and "none"',
+  ["command.tag"] = "a pattern: e2b-<uuid>",
+}
+
+-- "client `x`", "client/create `x`, ...", "command / attach `x`" -> scope.x
+local function where_to_change(cell)
+  local scope, name = cell:match("^(%a+)[^`]*`([%w_.]+)`")
+  if scope == "client" or scope == "create" or scope == "command" then return scope .. "." .. name end
+end
+
+describe("the manual's defaults and kinds (docs/manual.md against the code)", function()
+  it("states every client, create and command default as the code has it", function()
+    local expected, wrong, checked = code_defaults(), {}, 0
+    local function check(key, value)
+      if value == nil or NOMINAL[key] then return end
+      checked = checked + 1
+      if expected[key] == nil then
+        wrong[#wrong + 1] = key .. ": the manual states " .. tostring(value) .. ", the spec knows no code value"
+      elseif expected[key] ~= value then
+        wrong[#wrong + 1] = ("%s: the manual states %s, the code uses %s"):format(key, tostring(value),
+          tostring(expected[key]))
+      end
+    end
+    for scope, marker in pairs({ client = "`e2b.client(opts)` options:",
+                                 create = "`client:create(opts)` options",
+                                 command = "Command options (`sbx:run` and `sbx:spawn`):" }) do
+      for _, row in ipairs(table_after(manual, marker)) do
+        check(scope .. "." .. assert(row[1]:match("^`([%w_]+)`"), row[1]), stated(row[3]))
+      end
+    end
+    for _, row in ipairs(table_after(manual, "### Defaults")) do
+      local key = row[3] and where_to_change(row[3])
+      if key then check(key, stated(row[2])) end
+    end
+    assert.are.same({}, wrong)
+    assert.is_true(checked >= 25, "only " .. checked .. " defaults were read: the tables' shape changed?")
+  end)
+
+  it("lists exactly the error kinds the core returns, as e2b.errors does", function()
+    local in_manual = {}
+    for _, row in ipairs(table_after(manual, "| kind | when |")) do
+      in_manual[#in_manual + 1] = assert(row[1]:match("^`([%w_]+)`$"), row[1])
+    end
+    table.sort(in_manual)
+    local core_kinds = {}
+    for _, k in ipairs(h.core.KINDS) do core_kinds[#core_kinds + 1] = k end
+    table.sort(core_kinds)
+    assert.is_true(#core_kinds >= 12)
+    assert.are.same(core_kinds, in_manual)
+    assert.are.same(core_kinds, sorted_keys(e2b.errors.KINDS))
+  end)
+end)
+
+-- Every --flag in text (lower case: --OPTION is a placeholder), as a
+-- sorted array.
+local function flags_in(text)
+  local set = {}
+  for f in text:gmatch("%f[%w-]%-%-(%l[%l%d-]*)") do set["--" .. f] = true end
+  return sorted_keys(set)
+end
+
+describe("the CLI's manual page (docs/cli.md against lua-e2b's help)", function()
+  local cli = require("e2b.cli")
+
+  -- What `lua-e2b ARGS...` prints on stdout, run in-process.
+  local function help(args)
+    local parts = {}
+    local out = { write = function(self, ...)
+      for i = 1, select("#", ...) do parts[#parts + 1] = tostring((select(i, ...))) end
+      return self
+    end }
+    assert.are.equal(0, cli.main(args, { stdout = out, stderr = out }))
+    return table.concat(parts)
+  end
+
+  it("names every flag `--help` and `help VERB` print, and no other", function()
+    local texts = { help({ "--help" }) }
+    for _, c in ipairs(cli.COMMANDS) do
+      local text = help({ "help", c.name })
+      texts[#texts + 1] = text
+      -- and each verb's help names every option it takes
+      for name in pairs(c.opts) do
+        assert.truthy(text:find("--" .. name, 1, true), ("help %s: --%s"):format(c.name, name))
+      end
+    end
+    local printed = flags_in(table.concat(texts, "\n"))
+    assert.is_true(#printed >= 20, "only " .. #printed .. " flags found in the help")
+    assert.are.same(printed, flags_in(slurp("docs/cli.md")))
+  end)
+
+  it("names every verb the tool has", function()
+    local page = slurp("docs/cli.md")
+    for _, c in ipairs(cli.COMMANDS) do
+      assert.truthy(page:find("\n| `" .. c.name .. "[ `]"), c.name .. " missing from docs/cli.md's table")
+    end
+  end)
+end)
+
 if h.live then return end
 
 describe("the reference's records (against e2b-local)", function()
@@ -213,6 +376,12 @@ describe("the reference's records (against e2b-local)", function()
   it("documents every field of sandboxes, processes and their results", function()
     assert.are.same({}, missing_from_reference(prefixed("sbx.", sorted_keys(sbx))))
     assert.are.same({}, missing_from_reference(prefixed("info.", sorted_keys(assert(sbx:info())))))
+    local metrics
+    assert(h.eventually(function()
+      metrics = assert(sbx:metrics())
+      return #metrics > 0
+    end, 30000))
+    assert.are.same({}, missing_from_reference(prefixed("metric.", sorted_keys(metrics[1]))))
 
     local r = assert(sbx:run("printf out; printf err >&2; exit 3"))
     assert.are.same({}, missing_from_reference(prefixed("result.", sorted_keys(r))))
@@ -246,6 +415,12 @@ describe("the reference's records (against e2b-local)", function()
     for _, e in ipairs(list) do
       assert.are.same({}, missing_from_reference(prefixed("entry.", sorted_keys(e))))
     end
+  end)
+
+  it("documents every field of a log line", function()
+    local lines = assert(sbx._client:logs(sbx.sandbox_id))
+    assert.is_true(#lines > 0)
+    assert.are.same({}, missing_from_reference(prefixed("log.", sorted_keys(lines[1]))))
   end)
 
   it("documents every field of volumes and snapshots", function()

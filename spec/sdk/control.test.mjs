@@ -290,6 +290,12 @@ test('logs: v1 {logs, logEntries} and v2 {logs} with cursor, direction, level an
   assert.ok(v1.logs.some((l) => /process \d+ started/.test(l.line)))
   const e = v1.logEntries[0]
   assert.deepEqual(Object.keys(e).sort(), ['fields', 'level', 'message', 'timestamp'])
+  // E2B's fields are a map of strings (SandboxLogEntry.fields: additionalProperties string)
+  const started = v1.logEntries.find((l) => /process \d+ started/.test(l.message))
+  assert.equal(typeof started.fields.pid, 'string')
+  for (const l of v1.logEntries) {
+    for (const v of Object.values(l.fields)) assert.equal(typeof v, 'string', JSON.stringify(l))
+  }
   const v2 = await (await api(`/v2/sandboxes/${sbx.sandboxId}/logs?cursor=${t0 - 10_000}&search=paused`)).json()
   assert.deepEqual(v2.logs.map((l) => l.message), ['sandbox paused (memory)'])
   const back = await (await api(`/v2/sandboxes/${sbx.sandboxId}/logs?direction=backward&limit=1`)).json()

@@ -217,7 +217,8 @@ test('list v2: state (comma and %2C), metadata, limit, X-Next-Token only when mo
 // ---- envd routing and auth ----
 
 test('envd: /health 204, /envs, routing by header and by 49983-<id> Host', async () => {
-  const sb = await create({ envVars: { FOO: 'bar' } })
+  // /envs: the sandbox's envVars and envd's own E2B_* variables, which those cannot replace
+  const sb = await create({ envVars: { FOO: 'bar', E2B_SANDBOX_ID: 'spoofed' } })
   assert.equal((await envd(sb, '/health')).status, 204)
   assert.deepEqual(await (await envd(sb, '/envs')).json(),
     { FOO: 'bar', E2B_SANDBOX: 'true', E2B_SANDBOX_ID: sb.sandboxID, E2B_TEMPLATE_ID: sb.templateID })

@@ -181,7 +181,8 @@ static void env_add(json_t *env, const char *k, const char *v) {
   json_array_append_new(env, json_sprintf("%s=%s", k, v));
 }
 
-/* Defaults, then the sandbox's envVars, then the request's envs (last wins). */
+/* Defaults, then the sandbox's envVars and envd's own E2B_* variables (which
+ * those cannot replace), then the request's envs (last wins), as envd does. */
 static json_t *build_env(rpc_call *c, json_t *req_envs) {
   json_t *merged = json_pack("{s:s, s:s, s:s, s:s, s:s}", "PATH", DEFAULT_PATH, "HOME",
                              c->user->home, "USER", c->user->name, "LOGNAME", c->user->name,

@@ -23,6 +23,8 @@
 #include <mbedtls/entropy.h>
 #include <mbedtls/oid.h>
 #include <mbedtls/pk.h>
+#include <mbedtls/md.h>
+#include <mbedtls/pem.h>
 #include <mbedtls/platform_util.h>
 #include <mbedtls/x509_crt.h>
 
@@ -33,6 +35,7 @@
 #define SAN_CAP 9000
 #define CA_DAYS 3650
 #define MAX_NAMES 32
+#define DER_CAP 8192
 
 struct tls_ca {
   pthread_mutex_t mu; /* the DRBG is not thread-safe */
@@ -86,6 +89,88 @@ typedef struct cert_spec {
   size_t san_len;
 } cert_spec;
 
+/* ---- ecdsa-with-SHA256 without parameters ----
+ * mbedTLS 2.28 writes the signature algorithm as { ecdsa-with-SHA256, NULL };
+ * RFC 5758 (3.2) says its parameters are absent, and strict verifiers
+ * (rustls/webpki, which the Python SDK's HTTP client uses) refuse the NULL.
+ * So a certificate is rebuilt: its signed part with the bare identifier,
+ * signed again, the same bare identifier beside the signature. */
+
+static const unsigned char ALG_WITH_NULL[] = {0x30, 0x0c, 0x06, 0x08, 0x2a, 0x86, 0x48,
+                                              0xce, 0x3d, 0x04, 0x03, 0x02, 0x05, 0x00};
+static const unsigned char ALG_BARE[] = {0x30, 0x0a, 0x06, 0x08, 0x2a, 0x86,
+                                         0x48, 0xce, 0x3d, 0x04, 0x03, 0x02};
+#define SEQ (MBEDTLS_ASN1_CONSTRUCTED | MBEDTLS_ASN1_SEQUENCE)
+
+/* Where the TBSCertificate's signature AlgorithmIdentifier lies in der:
+ * *tbs..*tbs_end the TBS contents, *alg its identifier. 0, or -1. */
+static int find_tbs_alg(const unsigned char *der, size_t len, const unsigned char **tbs,
+                        const unsigned char **tbs_end, const unsigned char **alg) {
+  unsigned char *p = (unsigned char *)der;
+  const unsigned char *end = der + len;
+  size_t n;
+  if (mbedtls_asn1_get_tag(&p, end, &n, SEQ) || mbedtls_asn1_get_tag(&p, end, &n, SEQ)) return -1;
+  *tbs = p;
+  *tbs_end = p + n;
+  if (mbedtls_asn1_get_tag(&p, *tbs_end, &n, MBEDTLS_ASN1_CONTEXT_SPECIFIC | MBEDTLS_ASN1_CONSTRUCTED))
+    return -1;
+  p += n;
+  if (mbedtls_asn1_get_tag(&p, *tbs_end, &n, MBEDTLS_ASN1_INTEGER)) return -1;
+  p += n;
+  *alg = p;
+  return 0;
+}
+
+/* Writes (back to front, ending at *p) an element: tag, length, then the
+ * parts' bytes in order. Returns its length, or an mbedTLS error. */
+static int write_element(unsigned char **p, unsigned char *start, unsigned char tag,
+                         const unsigned char *const *parts, const size_t *lens, int nparts) {
+  size_t total = 0;
+  for (int i = nparts; i-- > 0;) {
+    int rc = mbedtls_asn1_write_raw_buffer(p, start, parts[i], lens[i]);
+    if (rc < 0) return rc;
+    total += (size_t)rc;
+  }
+  int a = mbedtls_asn1_write_len(p, start, total);
+  int b = a < 0 ? a : mbedtls_asn1_write_tag(p, start, tag);
+  return b < 0 ? b : (int)(total + (size_t)a + (size_t)b);
+}
+
+/* The certificate der (as mbedTLS wrote it) as PEM, with bare identifiers.
+ * buf holds three regions, each filled back to front: the new signed part,
+ * the signature's BIT STRING, the certificate. */
+static int bare_ecdsa_pem(tls_ca *ca, mbedtls_pk_context *issuer_key, const unsigned char *der,
+                          size_t len, unsigned char *pem, size_t cap) {
+  const unsigned char *tbs, *tbs_end, *alg;
+  if (find_tbs_alg(der, len, &tbs, &tbs_end, &alg) != 0 || tbs_end - alg < (long)sizeof ALG_WITH_NULL ||
+      memcmp(alg, ALG_WITH_NULL, sizeof ALG_WITH_NULL) != 0)
+    return MBEDTLS_ERR_X509_INVALID_ALG;
+  unsigned char *buf = xmalloc(3 * DER_CAP), *t = buf + DER_CAP, *bits = buf + 2 * DER_CAP,
+                *crt = buf + 3 * DER_CAP;
+  const unsigned char *after = alg + sizeof ALG_WITH_NULL;
+  const unsigned char *tparts[] = {tbs, ALG_BARE, after};
+  size_t tlens[] = {(size_t)(alg - tbs), sizeof ALG_BARE, (size_t)(tbs_end - after)};
+  int tlen = write_element(&t, buf, SEQ, tparts, tlens, 3);
+  unsigned char hash[32], sig[1 + MBEDTLS_PK_SIGNATURE_MAX_SIZE];
+  size_t slen = 0, olen = 0;
+  int rc = tlen < 0 ? tlen : mbedtls_md(mbedtls_md_info_from_type(MBEDTLS_MD_SHA256), t, (size_t)tlen, hash);
+  sig[0] = 0; /* the BIT STRING's count of unused bits */
+  if (!rc)
+    rc = mbedtls_pk_sign(issuer_key, MBEDTLS_MD_SHA256, hash, sizeof hash, sig + 1, &slen,
+                         mbedtls_ctr_drbg_random, &ca->drbg);
+  const unsigned char *sparts[] = {sig};
+  size_t slens[] = {slen + 1};
+  int blen = rc ? rc : write_element(&bits, buf + DER_CAP, MBEDTLS_ASN1_BIT_STRING, sparts, slens, 1);
+  const unsigned char *cparts[] = {t, ALG_BARE, bits};
+  size_t clens[] = {(size_t)tlen, sizeof ALG_BARE, (size_t)blen};
+  int clen = blen < 0 ? blen : write_element(&crt, buf + 2 * DER_CAP, SEQ, cparts, clens, 3);
+  rc = clen < 0 ? clen
+                : mbedtls_pem_write_buffer("-----BEGIN CERTIFICATE-----\n", "-----END CERTIFICATE-----\n",
+                                           crt, (size_t)clen, pem, cap, &olen);
+  free(buf);
+  return rc;
+}
+
 /* Signs spec with the CA's key (or its own, for the CA itself); PEM into pem. */
 static int write_cert(tls_ca *ca, const cert_spec *spec, mbedtls_pk_context *issuer_key,
                       const char *issuer, unsigned char *pem, size_t cap) {
@@ -120,7 +205,10 @@ static int write_cert(tls_ca *ca, const cert_spec *spec, mbedtls_pk_context *iss
     rc = mbedtls_x509write_crt_set_extension(&w, MBEDTLS_OID_SUBJECT_ALT_NAME,
                                              MBEDTLS_OID_SIZE(MBEDTLS_OID_SUBJECT_ALT_NAME), 0,
                                              spec->san, spec->san_len);
-  if (!rc) rc = mbedtls_x509write_crt_pem(&w, pem, cap, mbedtls_ctr_drbg_random, &ca->drbg);
+  unsigned char *der = xmalloc(DER_CAP);
+  int len = rc ? rc : mbedtls_x509write_crt_der(&w, der, DER_CAP, mbedtls_ctr_drbg_random, &ca->drbg);
+  rc = len < 0 ? len : bare_ecdsa_pem(ca, issuer_key, der + DER_CAP - len, (size_t)len, pem, cap);
+  free(der);
   mbedtls_mpi_free(&serial);
   mbedtls_x509write_crt_free(&w);
   return rc;

@@ -192,6 +192,21 @@ static void write_meta(sandbox *sb) {
 
 /* ---- logs and metrics ---- */
 
+/* fields as E2B's: a map of strings (a number is written out). */
+static json_t *string_fields(json_t *fields) {
+  const char *key;
+  json_t *v;
+  void *tmp;
+  json_object_foreach_safe(fields, tmp, key, v) {
+    if (json_is_string(v)) continue;
+    char *text = json_is_integer(v) ? xasprintf("%lld", (long long)json_integer_value(v))
+                                    : json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+    json_object_set_new(fields, key, json_string(text ? text : ""));
+    free(text);
+  }
+  return fields;
+}
+
 void sandbox_log(sandbox *sb, int level, json_t *fields, const char *fmt, ...) {
   char msg[512];
   va_list ap;
@@ -210,7 +225,7 @@ void sandbox_log(sandbox *sb, int level, json_t *fields, const char *fmt, ...) {
   l->ts_ms = now_ms();
   l->level = level;
   l->message = xstrdup(msg);
-  l->fields = fields ? fields : json_object();
+  l->fields = fields ? string_fields(fields) : json_object();
   pthread_mutex_unlock(&sb->aux_mu);
 }
 
