@@ -67,6 +67,22 @@ int e2b_is_ip_or_cidr(const char *s) {
   return v <= bits;
 }
 
+/* An IP or CIDR whose address, as written, is all zeros (0.0.0.0, ::),
+ * other than the catch-all "0.0.0.0/0": E2B refuses it (nftables cannot
+ * take it). */
+static int unspecified(const char *s) {
+  if (!e2b_is_ip_or_cidr(s) || strcmp(s, ALL_TRAFFIC) == 0) return 0;
+  char host[64];
+  size_t n = strcspn(s, "/");
+  memcpy(host, s, n);
+  host[n] = '\0';
+  unsigned char buf[16] = {0};
+  size_t len = inet_pton(AF_INET, host, buf) == 1 ? 4 : (inet_pton(AF_INET6, host, buf), 16);
+  for (size_t i = 0; i < len; i++)
+    if (buf[i]) return 0;
+  return 1;
+}
+
 static int check_list(const char *const *s, size_t n, const char *name, int ips_only, const char *op,
                       e2b_error *err) {
   for (size_t i = 0; i < n; i++) {
@@ -74,6 +90,9 @@ static int check_list(const char *const *s, size_t n, const char *name, int ips_
       return refuse_at(err, op, "entries must be non-empty strings", "network.%s[%zu]", name, i + 1);
     if (ips_only && !e2b_is_ip_or_cidr(s[i]))
       return refuse_at(err, op, "deny rules take IPs or CIDRs only (E2B cannot deny by domain)",
+                       "network.%s[%zu]", name, i + 1);
+    if (unspecified(s[i]))
+      return refuse_at(err, op, "an unspecified address (0.0.0.0, ::) is refused by E2B; all traffic is 0.0.0.0/0",
                        "network.%s[%zu]", name, i + 1);
   }
   return 0;

@@ -71,7 +71,8 @@ static void allow_with_deny_is_unsupported(void) {
 }
 
 static void deny_takes_ips_and_cidrs_only(void) {
-  const char *bad[][1] = {{"example.com"}, {"10.0.0.0/33"}, {"::1/129"}, {"1.2.3"}, {""}};
+  const char *bad[][1] = {{"example.com"}, {"10.0.0.0/33"}, {"::1/129"}, {"1.2.3"}, {""},
+                          {"0.0.0.0"}, {"::/0"}, {"0.0.0.0/8"}};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     e2b_network n = {.deny_out = bad[i], .deny_out_count = 1};
     refused(&n, 0, E2B_ERR_INVALID_ARGUMENT, "network.deny[1]");
@@ -79,6 +80,16 @@ static void deny_takes_ips_and_cidrs_only(void) {
   const char *empty[] = {"ok.com", ""};
   e2b_network n = {.allow_out = empty, .allow_out_count = 2};
   refused(&n, 0, E2B_ERR_INVALID_ARGUMENT, "network.allow[2]");
+  /* E2B refuses unspecified addresses, but for the catch-all 0.0.0.0/0 */
+  const char *unspec[] = {"0.0.0.0/0", "0.0.0.0/1"};
+  n = (e2b_network){.allow_out = unspec, .allow_out_count = 2};
+  refused(&n, 0, E2B_ERR_INVALID_ARGUMENT, "network.allow[2]");
+  const char *wide[] = {"0.0.0.0/0", "1.0.0.0/1", "::1/0"};
+  n = (e2b_network){.allow_out = wide, .allow_out_count = 3};
+  e2b_error err;
+  json_t *f = e2b_network_fields(&n, 0, "create", &err);
+  CHECK(f != NULL);
+  json_decref(f);
 }
 
 static void rules_become_transforms(void) {

@@ -86,7 +86,7 @@ static void test_loopback_reached_only_when_listed(void) {
 static void test_this_machine_is_never_the_internet(void) {
   /* allow-all, a deny-list and wide allow CIDRs never name this machine */
   netpolicy *open = policy(1, NULL, NULL), *denylist = policy(1, NULL, "[\"10.0.0.0/8\"]");
-  netpolicy *wide = policy(1, "[\"0.0.0.0/0\", \"0.0.0.0/1\", \"::/0\", \"192.168.0.0/16\"]", "[\"0.0.0.0/0\"]");
+  netpolicy *wide = policy(1, "[\"0.0.0.0/0\", \"1.0.0.0/1\", \"::1/0\", \"192.168.0.0/16\"]", "[\"0.0.0.0/0\"]");
   netpolicy *all[] = {open, denylist, wide};
   const char *machine[] = {"127.0.0.1", "127.1.2.3", "::1", "0.0.0.0", "::", "169.254.169.254", "fe80::1"};
   for (size_t i = 0; i < 3; i++) {
@@ -116,7 +116,8 @@ static void test_this_machine_is_never_the_internet(void) {
   netpolicy_free(noloop);
 }
 
-/* E2B: a name is allowed only out of a catch-all deny spelled "0.0.0.0/0". */
+/* E2B: a name is allowed only out of a catch-all deny spelled "0.0.0.0/0";
+ * an unspecified address is refused. */
 static void test_names_need_the_catch_all_deny(void) {
   const char *bad[][2] = {{"[\"x.example\"]", NULL}, {"[\"*.x.example\"]", "[\"10.0.0.0/8\"]"},
                           {"[\"x.example\"]", "[\"0.0.0.0/1\", \"128.0.0.0/1\"]"}};
@@ -126,6 +127,14 @@ static void test_names_need_the_catch_all_deny(void) {
     CHECK(netpolicy_validate(a, d, err, sizeof err) != 0);
     json_decref(a);
     json_decref(d);
+  }
+  /* nor an unspecified address (0.0.0.0, ::) but the catch-all */
+  const char *unspec[] = {"[\"0.0.0.0\"]", "[\"::/0\"]", "[\"0.0.0.0/8\"]", "[\"0.0.0.0/1\"]"};
+  for (size_t i = 0; i < sizeof unspec / sizeof *unspec; i++) {
+    json_t *l = json_loads(unspec[i], 0, NULL);
+    CHECK(netpolicy_validate(l, NULL, err, sizeof err) != 0);
+    CHECK(netpolicy_validate(NULL, l, err, sizeof err) != 0);
+    json_decref(l);
   }
   json_t *ips = json_loads("[\"1.1.1.1\", \"10.0.0.0/8\"]", 0, NULL);
   CHECK(netpolicy_validate(ips, NULL, err, sizeof err) == 0);

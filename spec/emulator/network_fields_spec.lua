@@ -69,6 +69,17 @@ describe("e2b-local's network fields", function()
     assert.are.equal(204, ok_status)
   end)
 
+  it("refuses unspecified addresses (0.0.0.0, ::) in allowOut and denyOut but the catch-all 0.0.0.0/0", function()
+    for _, net in ipairs({
+      { denyOut = { "0.0.0.0" } }, { denyOut = { "::/0" } }, { denyOut = { "0.0.0.0/8" } },
+      { allowOut = { "0.0.0.0/1" }, denyOut = { "0.0.0.0/0" } }, { allowOut = { "::" } },
+    }) do
+      local status, text = create({ network = net })
+      assert.are.equal(400, status, cjson.encode(net) .. ": " .. tostring(text))
+    end
+    assert.are.equal(201, (create({ network = { allowOut = { "0.0.0.0/0", "::1/0" }, denyOut = { "0.0.0.0/0" } } })))
+  end)
+
   it("holds rules to E2B's limits: 10 domains, one rule each, 20 headers, 64-byte names, 2048-byte values", function()
     local eleven = {}
     for i = 1, 11 do eleven[("h%d.example.com"):format(i)] = rule({ A = "b" }) end

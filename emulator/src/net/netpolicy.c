@@ -110,6 +110,23 @@ static int parse_entry(const char *s, int names_ok, rule *r) {
 
 static int is_all(const rule *r) { return r->kind == R_CIDR && r->prefix == 0; }
 
+/* An address or CIDR whose address as written is all zeros (0.0.0.0, ::,
+ * 0.0.0.0/8), but the catch-all "0.0.0.0/0": E2B refuses it (400). */
+static int unspecified_literal(const char *s) {
+  if (strcmp(s, "0.0.0.0/0") == 0) return 0;
+  char buf[64];
+  size_t n = strcspn(s, "/");
+  if (n >= sizeof buf) return 0;
+  memcpy(buf, s, n);
+  buf[n] = '\0';
+  uint8_t a[16] = {0};
+  size_t len = inet_pton(AF_INET, buf, a) == 1 ? 4 : inet_pton(AF_INET6, buf, a) == 1 ? 16 : 0;
+  if (!len) return 0;
+  for (size_t i = 0; i < len; i++)
+    if (a[i]) return 0;
+  return 1;
+}
+
 /* Every entry of list (the field named field) parses, as a name too where
  * names_ok; else -1 with err naming the entry and what it may be. */
 static int validate_list(json_t *list, const char *field, int names_ok, const char *may_be, char *err,
@@ -119,6 +136,10 @@ static int validate_list(json_t *list, const char *field, int names_ok, const ch
     rule r;
     if (parse_entry(s, names_ok, &r) != 0) {
       snprintf(err, cap, "network.%s entry '%.80s' is not %s", field, s ? s : "", may_be);
+      return -1;
+    }
+    if (r.kind == R_CIDR && unspecified_literal(s)) {
+      snprintf(err, cap, "network.%s entry '%.80s' is an unspecified address (0.0.0.0/0 is all traffic)", field, s);
       return -1;
     }
     free(r.name);
