@@ -33,6 +33,10 @@ static void e2bL_push_error_table(lua_State *L, const e2b_error *err) {
   }
   lua_pushboolean(L, err->retryable);
   lua_setfield(L, -2, "retryable");
+  if (err->field[0]) {
+    lua_pushstring(L, err->field);
+    lua_setfield(L, -2, "field");
+  }
   if (err->retry_after_ms >= 0) {
     lua_pushinteger(L, (lua_Integer)err->retry_after_ms);
     lua_setfield(L, -2, "retry_after_ms");
@@ -179,13 +183,30 @@ static void set_strings(lua_State *L, const char *k, char *const *s, size_t n) {
   lua_setfield(L, -2, k);
 }
 
-/* t.network = { allow_out, deny_out, allow_public_traffic, mask_request_host } */
+/* t.network = { allow_out, deny_out, allow_public_traffic, mask_request_host,
+ * rules = { [domain] = { Name = value } }, egress_proxy = { address, username } } */
 static void push_network(lua_State *L, const e2b_sandbox_info *s) {
-  lua_createtable(L, 0, 4);
+  lua_createtable(L, 0, 6);
   set_strings(L, "allow_out", s->allow_out, s->allow_out_count);
   set_strings(L, "deny_out", s->deny_out, s->deny_out_count);
   e2bL_set_bool(L, "allow_public_traffic", s->allow_public_traffic);
   e2bL_set_str(L, "mask_request_host", s->mask_request_host);
+  if (s->rule_count) {
+    lua_createtable(L, 0, (int)s->rule_count);
+    for (size_t i = 0; i < s->rule_count; i++) {
+      const e2b_map *m = &s->rule_headers[i];
+      lua_createtable(L, 0, (int)m->count);
+      for (size_t k = 0; k < m->count; k++) e2bL_set_str(L, m->keys[k], m->values[k]);
+      lua_setfield(L, -2, s->rule_domains[i]);
+    }
+    lua_setfield(L, -2, "rules");
+  }
+  if (s->egress_proxy_address) {
+    lua_createtable(L, 0, 2);
+    e2bL_set_str(L, "address", s->egress_proxy_address);
+    e2bL_set_str(L, "username", s->egress_proxy_username);
+    lua_setfield(L, -2, "egress_proxy");
+  }
   lua_setfield(L, -2, "network");
 }
 

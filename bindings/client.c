@@ -77,12 +77,63 @@ static void read_create_opts(lua_State *L, int t, e2b_create_opts *o) {
   o->volume_mounts = e2bL_opt_kvs(L, t, "volume_mounts", &o->volume_mount_count);
 }
 
-/* Reads { allow_internet_access, allow_out, deny_out } at t. */
+/* Reads rules = { [domain] = { [header] = value } } at t into scratch left
+ * on the stack (the Lua layer has checked the shape). */
+static const e2b_net_rule *read_rules(lua_State *L, int t, size_t *count) {
+  *count = 0;
+  lua_getfield(L, t, "rules");
+  int m = lua_gettop(L);
+  if (!lua_istable(L, m)) return NULL;
+  size_t n = 0;
+  for (lua_pushnil(L); lua_next(L, m); lua_pop(L, 1)) {
+    if (lua_type(L, -2) != LUA_TSTRING) luaL_error(L, "rules: keys must be strings");
+    n++;
+  }
+  e2b_net_rule *r = n ? compat_newuserdata(L, n * sizeof *r) : NULL;
+  size_t i = 0;
+  for (lua_pushnil(L); lua_next(L, m); lua_pop(L, 1)) r[i++].domain = lua_tostring(L, -2);
+  luaL_checkstack(L, (int)n + 4, "rules");
+  for (i = 0; i < n; i++) r[i].headers = e2bL_opt_kvs(L, m, r[i].domain, &r[i].header_count);
+  *count = n;
+  return r;
+}
+
+static const e2b_egress_proxy *read_proxy(lua_State *L, int t) {
+  lua_getfield(L, t, "egress_proxy");
+  int m = lua_gettop(L);
+  if (!lua_istable(L, m)) return NULL;
+  e2b_egress_proxy *p = compat_newuserdata(L, sizeof *p);
+  p->address = e2bL_opt_string(L, m, "address");
+  p->username = e2bL_opt_string(L, m, "username");
+  p->password = e2bL_opt_string(L, m, "password");
+  return p;
+}
+
+/* Reads { allow_internet_access, allow_out, deny_out, rules, egress_proxy,
+ * allow_public_traffic, mask_request_host } at t (scratch stays on the stack). */
 static void read_network(lua_State *L, int t, e2b_network *n) {
   memset(n, 0, sizeof *n);
   n->allow_internet_access = e2bL_opt_tristate(L, t, "allow_internet_access");
   n->allow_out = e2bL_opt_strings(L, t, "allow_out", &n->allow_out_count);
   n->deny_out = e2bL_opt_strings(L, t, "deny_out", &n->deny_out_count);
+  n->allow_public_traffic = e2bL_opt_tristate(L, t, "allow_public_traffic");
+  n->mask_request_host = e2bL_opt_string(L, t, "mask_request_host");
+  n->rules = read_rules(L, t, &n->rule_count);
+  n->egress_proxy = read_proxy(L, t);
+}
+
+/* network_check(policy, update) -> true | nil, err: libe2b's judgement of
+ * a network policy (read as read_network), without any call. */
+int e2bL_core_network_check(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  int update = lua_toboolean(L, 2);
+  const char *op = luaL_optstring(L, 3, update ? "set_network" : "create");
+  e2b_network net;
+  read_network(L, 1, &net);
+  e2b_error err;
+  if (e2b_network_check(&net, update, op, &err) != 0) return e2bL_push_fail(L, &err);
+  lua_pushboolean(L, 1);
+  return 1;
 }
 
 static int client_create(lua_State *L) {

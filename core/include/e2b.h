@@ -120,6 +120,8 @@ typedef struct e2b_error {
   long retry_after_ms;   /* from Retry-After, or -1 */
   char op[32];           /* operation name, e.g. "create", "process.start" */
   char message[E2B_ERROR_SIZE];
+  char field[64];        /* the option at fault (E2B_ERR_INVALID_ARGUMENT, E2B_ERR_UNSUPPORTED),
+                            e.g. "network.deny[2]"; "" when none is named */
 } e2b_error;
 
 /* "not_found", "auth", ... ("ok" for E2B_OK). */
@@ -283,6 +285,11 @@ typedef struct e2b_sandbox_info {
   size_t deny_out_count;
   int allow_public_traffic;   /* network.allowPublicTraffic: -1 not reported, 0, 1 */
   char *mask_request_host;    /* network.maskRequestHost, or NULL */
+  char **rule_domains;        /* network.rules: domain i's headers are rule_headers[i] */
+  e2b_map *rule_headers;
+  size_t rule_count;
+  char *egress_proxy_address;  /* network.egressProxy, or NULL */
+  char *egress_proxy_username; /* E2B never returns the password */
 } e2b_sandbox_info;
 
 /* Option structs: every one is meant to start zeroed (`e2b_create_opts o
@@ -294,6 +301,56 @@ typedef struct e2b_sandbox_info {
 #define E2B_DEFAULT 0
 #define E2B_YES 1
 #define E2B_NO (-1)
+
+/* Headers one destination's requests get (network.rules): the rule for
+ * an exact name wins, else the longest "*.suffix" wildcard (subdomains
+ * only). A rule grants no access: allow_out decides. */
+typedef struct e2b_net_rule {
+  const char *domain;    /* "api.example.com" or "*.example.com" (no IPs, no bare "*") */
+  const e2b_kv *headers; /* set on (or replacing) the request's header of that name */
+  size_t header_count;   /* 0-20; names: HTTP tokens of at most 64 bytes; values: at most 2048 */
+} e2b_net_rule;
+
+/* A SOCKS5 proxy E2B tunnels the sandbox's outbound TCP through (after the
+ * allow/deny filtering). */
+typedef struct e2b_egress_proxy {
+  const char *address;  /* "host:port", port 1-65535 */
+  const char *username; /* NULL: none; at most 255 bytes */
+  const char *password; /* only with username; at most 255 bytes; never returned by E2B */
+} e2b_egress_proxy;
+
+/* A network policy. libe2b decides what E2B can enforce and translates it
+ * into E2B's fields (e2b_sandbox_create, e2b_sandbox_provision,
+ * e2b_sandbox_set_network):
+ *   open egress (all zero)        -> allow_internet_access true
+ *   allow_internet_access E2B_NO  -> no egress (allow_out still allowed)
+ *   allow_out given               -> only those: network.allowOut, denyOut ["0.0.0.0/0"]
+ *   deny_out given                -> those IPs/CIDRs denied, the rest open
+ * deny_out together with allow_out or E2B_NO: E2B_ERR_UNSUPPORTED naming
+ * network.deny (E2B's allow rules override its deny rules), except the
+ * entry "0.0.0.0/0" itself; a deny entry that is no IP or CIDR:
+ * E2B_ERR_INVALID_ARGUMENT naming network.deny[i] (E2B cannot deny by
+ * domain). Errors name the field in err->field. */
+typedef struct e2b_network {
+  int allow_internet_access;      /* 0: E2B_YES; E2B_NO: deny all egress but allow_out */
+  const char *const *allow_out;   /* hosts ("*.example.com" too), IPs, CIDRs */
+  size_t allow_out_count;
+  const char *const *deny_out;    /* IPs, CIDRs */
+  size_t deny_out_count;
+  const e2b_net_rule *rules;      /* network.rules; at most 10 domains */
+  size_t rule_count;
+  const e2b_egress_proxy *egress_proxy; /* NULL: traffic goes out directly */
+  /* ingress: only at create (an update naming them: E2B_ERR_INVALID_ARGUMENT) */
+  int allow_public_traffic;       /* 0: E2B_YES; E2B_NO: the sandbox's port URLs need the
+                                     traffic access token (requires a secure sandbox) */
+  const char *mask_request_host;  /* Host header the sandbox's servers see; "${PORT}" is
+                                     replaced with the port; printable ASCII, host[:port] */
+} e2b_network;
+
+/* Judges a network policy as the calls that take one do (update: as
+ * e2b_sandbox_set_network, which takes no ingress fields), without any
+ * I/O: 0, or -1 with err (err->field names the option). */
+E2B_EXPORT int e2b_network_check(const e2b_network *net, int update, const char *op, e2b_error *err);
 
 typedef struct e2b_create_opts {
   const char *template_id;           /* NULL: the client's template */
@@ -308,11 +365,13 @@ typedef struct e2b_create_opts {
   int auto_pause;                    /* 0: omitted (E2B kills at the deadline); E2B_YES, E2B_NO */
   int auto_pause_memory;             /* 0: omitted; set only with auto_pause = E2B_YES */
   int auto_resume;                   /* 0: omitted; E2B_YES only with auto_pause = E2B_YES */
-  const char *const *allow_out;      /* network.allowOut (hosts, IPs, CIDRs) */
+  const char *const *allow_out;      /* as e2b_network's allow_out (only these) */
   size_t allow_out_count;
-  const char *const *deny_out;       /* network.denyOut (IPs, CIDRs) */
+  const char *const *deny_out;       /* as e2b_network's deny_out (IPs, CIDRs) */
   size_t deny_out_count;
   int network;                       /* 1: send a network object even when both lists are empty */
+  const e2b_network *net;            /* the network policy (see e2b_network); when set, the four
+                                        fields above must be left 0 */
   int v1_route;                      /* 1: POST /sandboxes only (see e2b_sandbox_create) */
   const e2b_kv *volume_mounts;       /* key: absolute mount path, value: volume name */
   size_t volume_mount_count;
@@ -767,15 +826,8 @@ E2B_EXPORT e2b_req *e2b_sandbox_reap(e2b_client *c, const char *owner, long olde
 E2B_EXPORT e2b_req *e2b_sandbox_reap_preview(e2b_client *c, const char *owner, long older_than_ms,
                                              e2b_error *err);
 
-typedef struct e2b_network {
-  int allow_internet_access;      /* 0: E2B_YES; E2B_NO: deny all egress but allow_out */
-  const char *const *allow_out;   /* hosts, IPs, CIDRs */
-  size_t allow_out_count;
-  const char *const *deny_out;    /* IPs, CIDRs */
-  size_t deny_out_count;
-} e2b_network;
-
-/* Replaces a running sandbox's egress rules (PUT /sandboxes/{id}/network). */
+/* Replaces a running sandbox's egress policy, rules and egress proxy (PUT
+ * /sandboxes/{id}/network): what net leaves out is cleared. */
 E2B_EXPORT e2b_req *e2b_sandbox_set_network(e2b_client *c, const char *sandbox_id, const e2b_network *net,
                                  e2b_error *err);
 
@@ -789,8 +841,9 @@ typedef struct e2b_provision_opts {
   const char *setup_name;     /* file name under /tmp; NULL: "e2b-setup.sh" */
   long setup_timeout_ms;      /* 0: 600000 */
   const char *user;           /* user for the setup run; NULL: envd's default */
-  const e2b_network *network; /* applied after setup (setup needs the network to install
-                                 things); without setup it is part of the create call */
+  const e2b_network *network; /* egress applied after setup (setup needs the network to
+                                 install things); without setup, and always for the ingress
+                                 fields, part of the create call */
 } e2b_provision_opts;
 
 /* Creates a sandbox: creates are serialised within one client; an explicit

@@ -46,28 +46,10 @@ static int check_kvs(const e2b_kv *kv, size_t n, const char *field, const char *
   return 0;
 }
 
-static int check_strings(const char *const *s, size_t n, const char *field, const char *op,
-                         e2b_error *err) {
-  for (size_t i = 0; i < n; i++) {
-    if (!s || !s[i] || !*s[i] || !e2b_utf8_valid(s[i], strlen(s[i]))) {
-      e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "%s: entries must be non-empty strings",
-                  field);
-      return -1;
-    }
-  }
-  return 0;
-}
-
 static json_t *kv_object(const e2b_kv *kv, size_t n) {
   json_t *o = json_object();
   for (size_t i = 0; o && i < n; i++) json_object_set_new(o, kv[i].key, json_string(kv[i].value));
   return o;
-}
-
-static json_t *string_array(const char *const *s, size_t n) {
-  json_t *a = json_array();
-  for (size_t i = 0; a && i < n; i++) json_array_append_new(a, json_string(s[i]));
-  return a;
 }
 
 static long ceil_seconds(long ms) { return (ms + 999) / 1000; }
@@ -160,10 +142,20 @@ static int validate_create(const e2b_create_opts *o, e2b_error *err) {
   }
   if (check_kvs(o->metadata, o->metadata_count, "metadata", op, err) ||
       check_kvs(o->env, o->env_count, "env", op, err) ||
-      check_kvs(o->volume_mounts, o->volume_mount_count, "volume_mounts", op, err) ||
-      check_strings(o->allow_out, o->allow_out_count, "network.allow", op, err) ||
-      check_strings(o->deny_out, o->deny_out_count, "network.deny", op, err))
+      check_kvs(o->volume_mounts, o->volume_mount_count, "volume_mounts", op, err))
     return -1;
+  if (o->net && (o->allow_internet_access || o->allow_out_count || o->deny_out_count || o->network)) {
+    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op,
+                "net: give the network policy either in net or in the flat fields, not both");
+    if (err) snprintf(err->field, sizeof err->field, "net");
+    return -1;
+  }
+  if (o->net && o->net->allow_public_traffic == E2B_NO && o->secure == E2B_NO) {
+    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op,
+                "network.allow_public_traffic: false requires a secure sandbox (E2B refuses it otherwise)");
+    if (err) snprintf(err->field, sizeof err->field, "network.allow_public_traffic");
+    return -1;
+  }
   /* The lifecycle combinations E2B's SDKs refuse before sending a create. */
   if (e2b_create_tristates_check(o, op, err)) return -1;
   if (o->auto_pause_memory != E2B_DEFAULT && o->auto_pause != E2B_YES) {
@@ -195,13 +187,20 @@ static void add_lifecycle(json_t *body, const e2b_create_opts *o) {
   }
 }
 
-static void add_network_and_volumes(json_t *body, const e2b_create_opts *o) {
-  if (o->network || o->allow_out_count || o->deny_out_count) {
-    json_t *net = json_object();
-    if (o->allow_out_count) json_object_set_new(net, "allowOut", string_array(o->allow_out, o->allow_out_count));
-    if (o->deny_out_count) json_object_set_new(net, "denyOut", string_array(o->deny_out, o->deny_out_count));
-    json_object_set_new(body, "network", net);
-  }
+/* The policy (o->net, or the flat fields) translated by network.c. */
+static int add_network(json_t *body, const e2b_create_opts *o, e2b_error *err) {
+  e2b_network flat = {.allow_internet_access = o->allow_internet_access,
+                      .allow_out = o->allow_out, .allow_out_count = o->allow_out_count,
+                      .deny_out = o->deny_out, .deny_out_count = o->deny_out_count};
+  json_t *fields = e2b_network_fields(o->net ? o->net : &flat, 0, "create", err);
+  if (!fields) return -1;
+  if (o->network && !json_object_get(fields, "network")) json_object_set_new(fields, "network", json_object());
+  json_object_update(body, fields);
+  json_decref(fields);
+  return 0;
+}
+
+static void add_volumes(json_t *body, const e2b_create_opts *o) {
   if (o->volume_mount_count) {
     json_t *mounts = json_array();
     for (size_t i = 0; i < o->volume_mount_count; i++) {
@@ -227,11 +226,14 @@ json_t *e2b_create_body(const e2b_client *c, const e2b_create_opts *o, int v1, e
   json_object_set_new(body, "templateID", json_string(o->template_id ? o->template_id : c->template_id));
   json_object_set_new(body, "timeout", json_integer(ceil_seconds(timeout_ms)));
   if (v1) json_object_set_new(body, "secure", json_boolean(o->secure != E2B_NO));
-  json_object_set_new(body, "allow_internet_access", json_boolean(o->allow_internet_access != E2B_NO));
+  if (add_network(body, o, err)) {
+    json_decref(body);
+    return NULL;
+  }
   if (o->metadata_count) json_object_set_new(body, "metadata", kv_object(o->metadata, o->metadata_count));
   if (o->env_count) json_object_set_new(body, "envVars", kv_object(o->env, o->env_count));
   add_lifecycle(body, o);
-  add_network_and_volumes(body, o);
+  add_volumes(body, o);
   return body;
 }
 
@@ -349,19 +351,12 @@ e2b_req *e2b_sandbox_set_network(e2b_client *c, const char *sandbox_id, const e2
   e2b_error_clear(err);
   if (!net) {
     e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "network is required");
+    if (err) snprintf(err->field, sizeof err->field, "network");
     return NULL;
   }
-  if (e2b_tristate_check(net->allow_internet_access, "network.allow_internet_access", op, err) ||
-      check_strings(net->allow_out, net->allow_out_count, "network.allow", op, err) ||
-      check_strings(net->deny_out, net->deny_out_count, "network.deny", op, err))
-    return NULL;
   /* The update replaces the whole egress configuration. */
-  json_t *body = json_object();
-  json_object_set_new(body, "allow_internet_access", json_boolean(net->allow_internet_access != E2B_NO));
-  if (net->allow_out_count)
-    json_object_set_new(body, "allowOut", string_array(net->allow_out, net->allow_out_count));
-  if (net->deny_out_count)
-    json_object_set_new(body, "denyOut", string_array(net->deny_out, net->deny_out_count));
+  json_t *body = e2b_network_fields(net, 1, op, err);
+  if (!body) return NULL;
   return e2b_on_sandbox(c, op, "PUT", sandbox_id, "/network", body, e2b_parse_nothing, 1, err);
 }
 

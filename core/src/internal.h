@@ -360,6 +360,12 @@ int e2b_take_sandboxes(e2b_req *dst, e2b_req *src);
  * options are refused. e2b_api_create POSTs it (owning it) to that route. */
 json_t *e2b_create_body(const e2b_client *c, const e2b_create_opts *o, int v1, e2b_error *err);
 e2b_req *e2b_api_create(e2b_client *c, json_t *body, int v1, e2b_error *err);
+/* network.c: a network policy judged (update: for PUT /sandboxes/{id}/network,
+ * which takes no ingress fields) — 0, or -1 with err naming the field — and
+ * translated: for a create {"allow_internet_access", "network"?} to set over
+ * the body, for an update the PUT body. n NULL: open egress. */
+json_t *e2b_network_fields(const e2b_network *n, int update, const char *op, e2b_error *err);
+int e2b_is_ip_or_cidr(const char *s);
 /* create.c: e2b_sandbox_create with extra's members (borrowed; NULL: none)
  * set over the body, for what the options cannot say (a fork's copy of its
  * parent's network and volume mounts). */

@@ -143,6 +143,7 @@ typedef struct id_state {
   int have_info;
   int memory;        /* pause */
   int polls;
+  int detailed;      /* describe: op->sandboxes[0] came from a get (network included) */
 } id_state;
 
 static void id_release(void *p) {
@@ -236,13 +237,38 @@ static int resolve(e2b_req *op, id_state *s) {
     e2b_req_free(s->child);
     s->child = NULL;
     s->stage = RESOLVED;
+    s->detailed = 1;
     return 1;
   }
   return op->sandbox_count ? 1 : 0;
 }
 
+enum { DESCRIBE_DETAIL = 20 };
+
+/* A sandbox found by its logical id was described by a list, which leaves
+ * its network out: a get's description replaces it. When the get fails
+ * (the sandbox went in between), the list's description stands. */
 static void describe_advance(e2b_req *op) {
-  if (resolve(op, op->state) == 1) e2b_op_finish(op, NULL);
+  id_state *s = op->state;
+  e2b_error err;
+  if (s->stage != DESCRIBE_DETAIL) {
+    if (resolve(op, s) != 1) return;
+    if (s->detailed) return e2b_op_finish(op, NULL);
+    s->stage = DESCRIBE_DETAIL;
+    s->child = e2b_op_child(op, e2b_sandbox_get(s->client, op->sandboxes[0].sandbox_id, &err));
+    if (!s->child) return e2b_op_finish(op, NULL);
+    return;
+  }
+  if (!e2b_req_done(s->child)) return;
+  if (!e2b_req_error(s->child) && s->child->sandbox_count == 1) {
+    /* the get's description, network included, replaces the list's */
+    e2b_sandbox_info listed = op->sandboxes[0];
+    op->sandboxes[0] = s->child->sandboxes[0];
+    s->child->sandboxes[0] = listed;
+  }
+  e2b_req_free(s->child);
+  s->child = NULL;
+  e2b_op_finish(op, NULL);
 }
 
 e2b_req *e2b_sandbox_describe(e2b_client *c, const char *id, e2b_error *err) {

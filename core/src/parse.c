@@ -138,6 +138,30 @@ static int parse_list(json_t *arr, char ***out, size_t *n) {
   return 0;
 }
 
+#define NET_RULES_MAX 64
+
+/* rules: { domain: [ {transform: {headers: {...}}} ] } -> the first rule's
+ * headers, at most NET_RULES_MAX domains of at most 64 headers. */
+static int parse_rules(json_t *rules, e2b_sandbox_info *out) {
+  size_t cap = json_object_size(rules) < NET_RULES_MAX ? json_object_size(rules) : NET_RULES_MAX;
+  if (cap == 0) return 0;
+  out->rule_domains = calloc(cap, sizeof *out->rule_domains);
+  out->rule_headers = calloc(cap, sizeof *out->rule_headers);
+  if (!out->rule_domains || !out->rule_headers) return -1;
+  const char *domain;
+  json_t *list;
+  json_object_foreach(rules, domain, list) {
+    if (out->rule_count == cap) break;
+    json_t *headers = json_object_get(json_object_get(json_array_get(list, 0), "transform"), "headers");
+    if (json_object_size(headers) > 64) continue;
+    size_t i = out->rule_count;
+    if (!(out->rule_domains[i] = strdup(domain))) return -1;
+    out->rule_count++;
+    if (parse_map(headers, &out->rule_headers[i]) != 0) return -1;
+  }
+  return 0;
+}
+
 /* bool field of obj: 1, 0, or -1 when absent or not a boolean. */
 static int tri_field(json_t *obj, const char *name) {
   json_t *v = json_object_get(obj, name);
@@ -151,9 +175,16 @@ static int parse_network(json_t *obj, e2b_sandbox_info *out) {
   if (!json_is_object(net)) return 0;
   out->network = 1;
   out->allow_public_traffic = tri_field(net, "allowPublicTraffic");
-  return parse_list(json_object_get(net, "allowOut"), &out->allow_out, &out->allow_out_count) ||
-         parse_list(json_object_get(net, "denyOut"), &out->deny_out, &out->deny_out_count) ||
-         dup_field(&out->mask_request_host, net, "maskRequestHost", NULL);
+  json_t *proxy = json_object_get(net, "egressProxy");
+  if (parse_list(json_object_get(net, "allowOut"), &out->allow_out, &out->allow_out_count) ||
+      parse_list(json_object_get(net, "denyOut"), &out->deny_out, &out->deny_out_count) ||
+      dup_field(&out->mask_request_host, net, "maskRequestHost", NULL) ||
+      parse_rules(json_object_get(net, "rules"), out))
+    return -1;
+  if (json_is_object(proxy) && (dup_field(&out->egress_proxy_address, proxy, "address", NULL) ||
+                                dup_field(&out->egress_proxy_username, proxy, "username", NULL)))
+    return -1;
+  return 0;
 }
 
 void e2b_sandbox_info_clear(e2b_sandbox_info *sb) {
@@ -163,6 +194,11 @@ void e2b_sandbox_info_clear(e2b_sandbox_info *sb) {
   list_clear(sb->allow_out, sb->allow_out_count);
   list_clear(sb->deny_out, sb->deny_out_count);
   free(sb->mask_request_host);
+  for (size_t i = 0; i < sb->rule_count; i++) map_clear(&sb->rule_headers[i]);
+  list_clear(sb->rule_domains, sb->rule_count);
+  free(sb->rule_headers);
+  free(sb->egress_proxy_address);
+  free(sb->egress_proxy_username);
   map_clear(&sb->metadata);
   memset(sb, 0, sizeof *sb);
 }

@@ -42,10 +42,8 @@ typedef struct prov_state {
   char *template_id;
   e2b_kv *metadata, *env, *volumes; /* owned */
   size_t metadata_n, env_n, volumes_n;
-  char **allow, **deny;
-  size_t allow_n, deny_n;
-  int has_network;
-  e2b_network network;
+  json_t *net_create; /* members set over the create body (network.c), or NULL */
+  json_t *net_update; /* the PUT /network body after setup, or NULL */
   char id[E2B_UUID_SIZE > 256 ? E2B_UUID_SIZE : 257];
   int explicit_id;
   long ready_timeout_ms;
@@ -105,22 +103,6 @@ static void release_create_slot(e2b_req *op, prov_state *s) {
 
 /* ---- state ---- */
 
-static void free_strings(char **v, size_t n) {
-  for (size_t i = 0; i < n; i++) free(v[i]);
-  free(v);
-}
-
-static char **dup_strings(const char *const *v, size_t n) {
-  char **out = calloc(n + 1, sizeof *out);
-  for (size_t i = 0; out && i < n; i++) {
-    if (!(out[i] = strdup(v[i]))) {
-      free_strings(out, i);
-      return NULL;
-    }
-  }
-  return out;
-}
-
 /* Kills an allocation nobody will own; the request frees itself. */
 static void discard_detached(e2b_client *c, const char *sandbox_id) {
   e2b_error err;
@@ -134,8 +116,8 @@ static void prov_release(void *p) {
   if (s->allocated && !s->succeeded) discard_detached(s->client, s->sandbox.sandbox_id);
   e2b_sandbox_info_clear(&s->sandbox);
   if (s->sbx) e2b_sbx_release(s->sbx);
-  free_strings(s->allow, s->allow_n);
-  free_strings(s->deny, s->deny_n);
+  json_decref(s->net_create);
+  json_decref(s->net_update);
 }
 
 /* ---- steps ---- */
@@ -170,20 +152,12 @@ static e2b_req *start_create(e2b_req *op, prov_state *s, e2b_error *err) {
   o.env_count = s->env_n;
   o.volume_mounts = s->volumes;
   o.volume_mount_count = s->volumes_n;
-  if (s->has_network && !s->setup) {
-    /* No setup to prepare: the policy is part of the create call. */
-    o.allow_internet_access = s->network.allow_internet_access;
-    o.allow_out = (const char *const *)s->allow;
-    o.allow_out_count = s->allow_n;
-    o.deny_out = (const char *const *)s->deny;
-    o.deny_out_count = s->deny_n;
-    o.network = s->allow_n || s->deny_n;
-  } else {
-    o.allow_internet_access = E2B_DEFAULT;
-    o.allow_out_count = o.deny_out_count = 0;
-    o.network = 0;
-  }
-  return e2b_op_child(op, e2b_sandbox_create(s->client, &o, err));
+  /* the policy goes as extra members (network.c built them) */
+  o.allow_internet_access = E2B_DEFAULT;
+  o.allow_out_count = o.deny_out_count = 0;
+  o.network = 0;
+  o.net = NULL;
+  return e2b_op_child(op, e2b_create_with(s->client, &o, s->net_create, err));
 }
 
 static void add_metadata(prov_state *s) {
@@ -374,14 +348,10 @@ static void stage_network(e2b_req *op, prov_state *s, const e2b_error *cerr) {
   e2b_error err;
   /* Without a setup script the policy went with the create call; open
    * egress is how the sandbox was created: nothing to change either way. */
-  if (!s->has_network || !s->setup ||
-      (s->network.allow_internet_access != E2B_NO && !s->allow_n && !s->deny_n))
-    return succeed(op, s);
+  if (!s->net_update) return succeed(op, s);
   if (!s->child) {
-    e2b_network n = s->network;
-    n.allow_out = (const char *const *)s->allow;
-    n.deny_out = (const char *const *)s->deny;
-    e2b_req *r = e2b_sandbox_set_network(s->client, s->sandbox.sandbox_id, &n, &err);
+    e2b_req *r = e2b_on_sandbox(s->client, "set_network", "PUT", s->sandbox.sandbox_id, "/network",
+                                json_incref(s->net_update), e2b_parse_nothing, 1, &err);
     return started(op, s, e2b_op_child(op, r), &err);
   }
   if (cerr) return fail_after_allocation(op, s, cerr);
@@ -421,12 +391,45 @@ static void prov_advance(e2b_req *op) {
 
 /* ---- entry point: everything is validated and copied before anything starts ---- */
 
+/* The policy: o->network, else the create options' own. */
+static e2b_network policy_of(const e2b_provision_opts *o) {
+  const e2b_create_opts *co = &o->create;
+  if (o->network) return *o->network;
+  if (co->net) return *co->net;
+  return (e2b_network){.allow_internet_access = co->allow_internet_access,
+                       .allow_out = co->allow_out, .allow_out_count = co->allow_out_count,
+                       .deny_out = co->deny_out, .deny_out_count = co->deny_out_count};
+}
+
+/* Egress that changes nothing: open, no rules, no proxy. */
+static int egress_open(const e2b_network *n) {
+  return n->allow_internet_access != E2B_NO && !n->allow_out_count && !n->deny_out_count &&
+         !n->rule_count && !n->egress_proxy;
+}
+
+/* Without setup the whole policy goes with the create call; with setup
+ * only the ingress fields do, and the egress follows the setup (which
+ * needs the network to install things). Already checked: cannot fail but
+ * for memory. */
+static int network_parts(prov_state *s, const e2b_provision_opts *o, e2b_error *err) {
+  e2b_network n = policy_of(o);
+  if (!o->setup_script || egress_open(&n)) {
+    s->net_create = e2b_network_fields(&n, 0, "create", err);
+    return s->net_create ? 0 : -1;
+  }
+  e2b_network ingress = {.allow_public_traffic = n.allow_public_traffic,
+                         .mask_request_host = n.mask_request_host};
+  n.allow_public_traffic = E2B_DEFAULT;
+  n.mask_request_host = NULL;
+  s->net_create = e2b_network_fields(&ingress, 0, "create", err);
+  s->net_update = s->net_create ? e2b_network_fields(&n, 1, "create", err) : NULL;
+  return s->net_update ? 0 : -1;
+}
+
 static int copy_opts(prov_state *s, const e2b_provision_opts *o, e2b_error *err) {
   const e2b_create_opts *co = &o->create;
   s->create = *co;
   s->template_id = e2b_strdup0(co->template_id);
-  s->has_network = o->network != NULL;
-  if (o->network) s->network = *o->network;
   /* Our keys beside the caller's metadata. */
   size_t n = co->metadata_count;
   e2b_kv *md = calloc(n + 3, sizeof *md);
@@ -448,18 +451,7 @@ static int copy_opts(prov_state *s, const e2b_provision_opts *o, e2b_error *err)
   s->env_n = co->env_count;
   if (e2b_kv_dup(&s->volumes, co->volume_mounts, co->volume_mount_count) != 0) return -1;
   s->volumes_n = co->volume_mount_count;
-  const char *const *allow = o->network ? o->network->allow_out : co->allow_out;
-  const char *const *deny = o->network ? o->network->deny_out : co->deny_out;
-  s->allow_n = o->network ? o->network->allow_out_count : co->allow_out_count;
-  s->deny_n = o->network ? o->network->deny_out_count : co->deny_out_count;
-  if (!o->network && (co->allow_out_count || co->deny_out_count || co->network ||
-                      co->allow_internet_access != E2B_DEFAULT)) {
-    /* A policy given in the create options applies the same way. */
-    s->has_network = 1;
-    s->network.allow_internet_access = co->allow_internet_access;
-  }
-  if (!(s->allow = dup_strings(allow, s->allow_n)) || !(s->deny = dup_strings(deny, s->deny_n)))
-    return -1;
+  if (network_parts(s, o, err) != 0) return -1;
   s->ready_timeout_ms = o->ready_timeout_ms ? o->ready_timeout_ms : E2B_DEFAULT_READY_TIMEOUT_MS;
   s->setup_timeout_ms = o->setup_timeout_ms ? o->setup_timeout_ms : E2B_DEFAULT_SETUP_TIMEOUT_MS;
   if (o->user && !(s->user = strdup(o->user))) return -1;
@@ -471,7 +463,6 @@ static int copy_opts(prov_state *s, const e2b_provision_opts *o, e2b_error *err)
     s->setup_len = o->setup_len;
     snprintf(s->setup_path, pn, "/tmp/%s", name);
   }
-  (void)err;
   return 0;
 }
 
@@ -506,9 +497,15 @@ static int check_opts(const e2b_provision_opts *o, const char *op, e2b_error *er
   }
   /* The raw create validates the rest; run it on a dry copy now, before any I/O. */
   e2b_create_opts dry = o->create;
-  if (e2b_create_tristates_check(&dry, op, err) ||
-      (o->network && e2b_tristate_check(o->network->allow_internet_access, "network.allow_internet_access", op, err)))
+  if (e2b_create_tristates_check(&dry, op, err)) return -1;
+  e2b_network n = policy_of(o);
+  if (e2b_network_check(&n, 0, op, err)) return -1;
+  if (n.allow_public_traffic == E2B_NO && dry.secure == E2B_NO) {
+    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op,
+                "network.allow_public_traffic: false requires a secure sandbox (E2B refuses it otherwise)");
+    if (err) snprintf(err->field, sizeof err->field, "network.allow_public_traffic");
     return -1;
+  }
   if (dry.auto_pause_memory != E2B_DEFAULT && dry.auto_pause != E2B_YES) {
     e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op,
                 "lifecycle.keep_memory only applies when on_timeout is \"pause\"");

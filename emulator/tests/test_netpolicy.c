@@ -70,7 +70,7 @@ static void test_an_allowed_name_never_reaches_this_machine(void) {
 }
 
 static void test_loopback_reached_only_when_listed(void) {
-  netpolicy *by_cidr = policy(0, "[\"x.example\", \"127.0.0.1/32\"]", NULL);
+  netpolicy *by_cidr = policy(0, "[\"x.example\", \"127.0.0.1/32\"]", "[\"0.0.0.0/0\"]");
   CHECK(netpolicy_allows(by_cidr, "x.example", addr("127.0.0.1"), 1));
   CHECK(netpolicy_allows(by_cidr, NULL, addr("127.0.0.1"), 1));
   CHECK(!netpolicy_allows(by_cidr, "x.example", addr("127.0.0.2"), 1));
@@ -86,7 +86,7 @@ static void test_loopback_reached_only_when_listed(void) {
 static void test_this_machine_is_never_the_internet(void) {
   /* allow-all, a deny-list and wide allow CIDRs never name this machine */
   netpolicy *open = policy(1, NULL, NULL), *denylist = policy(1, NULL, "[\"10.0.0.0/8\"]");
-  netpolicy *wide = policy(1, "[\"0.0.0.0/0\", \"0.0.0.0/1\", \"::/0\", \"192.168.0.0/16\"]", "[\"0.0.0.0/0\"]");
+  netpolicy *wide = policy(1, "[\"0.0.0.0/0\", \"1.0.0.0/1\", \"::1/0\", \"192.168.0.0/16\"]", "[\"0.0.0.0/0\"]");
   netpolicy *all[] = {open, denylist, wide};
   const char *machine[] = {"127.0.0.1", "127.1.2.3", "::1", "0.0.0.0", "::", "169.254.169.254", "fe80::1"};
   for (size_t i = 0; i < 3; i++) {
@@ -116,6 +116,31 @@ static void test_this_machine_is_never_the_internet(void) {
   netpolicy_free(noloop);
 }
 
+/* E2B: a name is allowed only out of a catch-all deny spelled "0.0.0.0/0";
+ * an unspecified address is refused. */
+static void test_names_need_the_catch_all_deny(void) {
+  const char *bad[][2] = {{"[\"x.example\"]", NULL}, {"[\"*.x.example\"]", "[\"10.0.0.0/8\"]"},
+                          {"[\"x.example\"]", "[\"0.0.0.0/1\", \"128.0.0.0/1\"]"}};
+  char err[256];
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    json_t *a = json_loads(bad[i][0], 0, NULL), *d = bad[i][1] ? json_loads(bad[i][1], 0, NULL) : NULL;
+    CHECK(netpolicy_validate(a, d, err, sizeof err) != 0);
+    json_decref(a);
+    json_decref(d);
+  }
+  /* nor an unspecified address (0.0.0.0, ::) but the catch-all */
+  const char *unspec[] = {"[\"0.0.0.0\"]", "[\"::/0\"]", "[\"0.0.0.0/8\"]", "[\"0.0.0.0/1\"]"};
+  for (size_t i = 0; i < sizeof unspec / sizeof *unspec; i++) {
+    json_t *l = json_loads(unspec[i], 0, NULL);
+    CHECK(netpolicy_validate(l, NULL, err, sizeof err) != 0);
+    CHECK(netpolicy_validate(NULL, l, err, sizeof err) != 0);
+    json_decref(l);
+  }
+  json_t *ips = json_loads("[\"1.1.1.1\", \"10.0.0.0/8\"]", 0, NULL);
+  CHECK(netpolicy_validate(ips, NULL, err, sizeof err) == 0);
+  json_decref(ips);
+}
+
 static void test_a_narrower_deny_beats_an_allowed_name(void) {
   netpolicy *p = policy(1, "[\"*.corp.example\"]", "[\"0.0.0.0/0\", \"10.0.0.0/8\", \"fd00::/8\"]");
   CHECK(!netpolicy_allows(p, "db.corp.example", addr("10.1.2.3"), 0));
@@ -123,7 +148,7 @@ static void test_a_narrower_deny_beats_an_allowed_name(void) {
   CHECK(netpolicy_allows(p, "db.corp.example", addr("93.184.216.34"), 0));
   netpolicy_free(p);
   /* an allowOut CIDR still wins over a deny CIDR (allow beats deny) */
-  netpolicy *q = policy(1, "[\"*.corp.example\", \"10.1.0.0/16\"]", "[\"10.0.0.0/8\"]");
+  netpolicy *q = policy(1, "[\"*.corp.example\", \"10.1.0.0/16\"]", "[\"0.0.0.0/0\", \"10.0.0.0/8\"]");
   CHECK(netpolicy_allows(q, "db.corp.example", addr("10.1.2.3"), 0));
   CHECK(!netpolicy_allows(q, "db.corp.example", addr("10.2.0.1"), 0));
   CHECK(netpolicy_allows(q, NULL, addr("10.1.2.3"), 0));
@@ -151,6 +176,7 @@ int main(void) {
   RUN(test_loopback_reached_only_when_listed);
   RUN(test_this_machine_is_never_the_internet);
   RUN(test_a_narrower_deny_beats_an_allowed_name);
+  RUN(test_names_need_the_catch_all_deny);
   RUN(test_every_spelling_of_this_host_is_loopback);
   return TESTING_DONE();
 }

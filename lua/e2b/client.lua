@@ -103,8 +103,10 @@ end
 -- @tparam[opt] string opts.template default template: env E2B_TEMPLATE, else "base"
 -- @tparam[opt=300000] int opts.timeout_ms default sandbox lifetime (also what connect
 --   and resume ask for)
--- @param[opt="all"] opts.network default network policy: "all", "none",
---   { allow = {hosts, IPs, CIDRs} } or { deny = {IPs, CIDRs} }
+-- @param[opt="all"] opts.network default network policy: "all", "none", or a table
+--   { allow = {hosts, IPs, CIDRs} } or { deny = {IPs, CIDRs} }, with rules,
+--   egress_proxy, allow_internet_access, allow_public_traffic, mask_request_host
+--   (docs/manual.md, "Sandboxes")
 -- @tparam[opt] table opts.lifecycle default lifecycle (see `Client:create`)
 -- @tparam[opt="user"] string opts.user user for commands, files and setup
 -- @tparam[opt] string opts.owner owner tag, default env E2B_OWNER, else "<user>@<hostname>"
@@ -215,7 +217,7 @@ local CREATE_SPEC = with_sandbox_defaults({
 -- @tparam[opt] int opts.timeout_ms lifetime, positive; default: the client's (300000)
 -- @tparam[opt] table opts.env { NAME = value } for every command (and setup)
 -- @tparam[opt] table opts.metadata { key = value }; keys starting with lua_e2b_ are reserved
--- @param[opt] opts.network policy; default: the client's ("all")
+-- @param[opt] opts.network policy (as `new`'s); default: the client's ("all")
 -- @tparam[opt] table opts.lifecycle { on_timeout = "kill"|"pause", keep_memory = bool
 --   (only with "pause"), auto_resume = bool (requires "pause", not keep_memory = false) }
 -- @tparam[opt=true] boolean opts.secure envd requires the access token
@@ -264,11 +266,7 @@ function Client:create(opts)
     auto_pause = lc.auto_pause,
     auto_pause_memory = lc.auto_pause_memory,
     auto_resume = lc.auto_resume,
-    network = {
-      allow_internet_access = net.allow_internet_access,
-      allow_out = net.allow_out,
-      deny_out = net.deny_out,
-    },
+    network = net,
     ready_timeout_ms = ready == 0 and -1 or ready,
     setup_script = setup and setup.script,
     setup_name = setup and setup.name,

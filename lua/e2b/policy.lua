@@ -1,75 +1,126 @@
--- e2b.policy: lua-e2b's network and lifecycle policies mapped to E2B's
--- create fields, with every combination E2B cannot honour refused before
--- allocation.
+-- e2b.policy: lua-e2b's network and lifecycle policies as the core takes
+-- them. For the network the core decides (libe2b's e2b_network: what E2B
+-- cannot enforce is refused there, before allocation); this module only
+-- checks the table's shape, so that a wrong type names its field, and
+-- converts it.
+local core = require("e2b.core")
 local errors = require("e2b.errors")
 
 local M = {}
-
-local ALL_TRAFFIC = "0.0.0.0/0"
 
 local function list_of_strings(v)
   if type(v) ~= "table" then return false end
   local n = 0
   for _ in pairs(v) do n = n + 1 end
   for i = 1, n do
-    if type(v[i]) ~= "string" or v[i] == "" then return false end
+    if type(v[i]) ~= "string" then return false end
   end
   return true
 end
 
--- network(op, policy) -> fields for core create/update | nil, err
---   "all"            -> internet on
---   "none"           -> internet off
---   { allow = {...} } -> denyOut everything, allowOut the list (hosts, IPs, CIDRs);
---                       an empty list blocks all egress
---   { deny = {...} }  -> denyOut the CIDRs, everything else allowed
--- allow together with deny is unsupported: E2B's allow rules override deny
--- rules, while a deny list inside an allow list would need the opposite.
-function M.network(op, policy, field)
-  field = field or "network"
+local function string_map(v)
+  if type(v) ~= "table" then return false end
+  for k, x in pairs(v) do
+    if type(k) ~= "string" or type(x) ~= "string" then return false end
+  end
+  return true
+end
+
+-- rules = { [domain] = { headers = { Name = value } } } -> { [domain] = headers }
+local function convert_rules(op, rules, field)
+  if type(rules) ~= "table" then
+    return nil, errors.invalid(op, field, "must be a table { [domain] = { headers = {...} } }")
+  end
+  local out = {}
+  for domain, rule in pairs(rules) do
+    local at = ("%s[%s]"):format(field, tostring(domain))
+    if type(domain) ~= "string" or type(rule) ~= "table" then
+      return nil, errors.invalid(op, at, "must be { headers = { Name = value } } under a domain name")
+    end
+    for k in pairs(rule) do
+      if k ~= "headers" then return nil, errors.invalid(op, at .. "." .. tostring(k), "unknown option") end
+    end
+    if not string_map(rule.headers or {}) then
+      return nil, errors.invalid(op, at .. ".headers", "must be a table of strings { Name = value }")
+    end
+    out[domain] = rule.headers or {}
+  end
+  return out
+end
+
+local PROXY_KEYS = { address = true, username = true, password = true }
+
+local function check_proxy(op, p, field)
+  if type(p) ~= "table" then
+    return nil, errors.invalid(op, field, "must be a table { address, username, password }")
+  end
+  for k, v in pairs(p) do
+    if not PROXY_KEYS[k] then return nil, errors.invalid(op, field .. "." .. tostring(k), "unknown option") end
+    if type(v) ~= "string" then return nil, errors.invalid(op, field .. "." .. k, "must be a string") end
+  end
+  return p
+end
+
+local TABLE_KEYS = {
+  allow = "list", deny = "list", allow_internet_access = "boolean", allow_public_traffic = "boolean",
+  mask_request_host = "string", rules = "rules", egress_proxy = "proxy",
+}
+
+local function check_key(op, policy, k, field)
+  local kind, v, at = TABLE_KEYS[k], policy[k], field .. "." .. tostring(k)
+  if k == "transform" or k == "transforms" then
+    return errors.new("unsupported", op, at .. ": request transforms are given as rules "
+      .. "({ rules = { [domain] = { headers = {...} } } })", { field = at, retryable = false })
+  elseif not kind then
+    return errors.invalid(op, at, "unknown option")
+  elseif kind == "list" and not list_of_strings(v) then
+    return errors.invalid(op, at, "must be an array of strings")
+  elseif (kind == "boolean" or kind == "string") and type(v) ~= kind then
+    return errors.invalid(op, at, "must be a " .. kind)
+  end
+end
+
+-- network(op, policy[, update]) -> fields for the core | nil, err
+--   "all"  -> internet on;  "none" -> internet off
+--   { allow = {...} }   -> only those (hosts, IPs, CIDRs); an empty list: nothing
+--   { deny = {...} }    -> those IPs/CIDRs denied, everything else allowed
+--   plus rules, egress_proxy, allow_internet_access and, at create only,
+--   allow_public_traffic and mask_request_host.
+-- Errors name fields "network.*", as the core's do.
+function M.network(op, policy, update)
+  local field = "network"
   if policy == "all" then
     return { allow_internet_access = true }
   elseif policy == "none" then
     return { allow_internet_access = false }
   elseif type(policy) ~= "table" then
-    return nil, errors.invalid(op, field, 'must be "all", "none" or a table with allow or deny')
+    return nil, errors.invalid(op, field, 'must be "all", "none" or a table of options')
   end
   for k in pairs(policy) do
-    if k == "transform" or k == "transforms" or k == "rules" then
-      return nil, errors.new("unsupported", op,
-        field .. ": request transforms are not supported (E2B's per-host transforms cannot be "
-          .. "limited to the requests that need them; credentials are never injected more broadly)",
-        { field = field .. "." .. k, retryable = false })
-    elseif k ~= "allow" and k ~= "deny" then
-      return nil, errors.invalid(op, field .. "." .. tostring(k), "unknown option")
-    end
+    local err = check_key(op, policy, k, field)
+    if err then return nil, err end
   end
-  local allow, deny = policy.allow, policy.deny
-  if allow ~= nil and not list_of_strings(allow) then
-    return nil, errors.invalid(op, field .. ".allow", "must be an array of hosts, IPs or CIDRs")
+  local out = {
+    allow_out = policy.allow, deny_out = policy.deny,
+    allow_internet_access = policy.allow_internet_access,
+    allow_public_traffic = policy.allow_public_traffic,
+    mask_request_host = policy.mask_request_host,
+  }
+  -- an empty allow list allows nothing
+  if policy.allow and #policy.allow == 0 then out.allow_internet_access = false end
+  local err
+  if policy.rules ~= nil then
+    out.rules, err = convert_rules(op, policy.rules, field .. ".rules")
+    if not out.rules then return nil, err end
   end
-  if deny ~= nil and not list_of_strings(deny) then
-    return nil, errors.invalid(op, field .. ".deny", "must be an array of IPs or CIDRs")
+  if policy.egress_proxy ~= nil then
+    out.egress_proxy, err = check_proxy(op, policy.egress_proxy, field .. ".egress_proxy")
+    if not out.egress_proxy then return nil, err end
   end
-  if allow and deny and #deny > 0 then
-    return nil, errors.new("unsupported", op,
-      field .. ": deny CIDRs together with an allow list cannot be enforced on E2B "
-        .. "(its allow rules take precedence over deny rules)",
-      { field = field .. ".deny", retryable = false })
-  end
-  if deny then
-    for i, d in ipairs(deny) do
-      if not d:match("^[%x:%.]+/?%d*$") then
-        return nil, errors.invalid(op, ("%s.deny[%d]"):format(field, i),
-          "deny rules take IPs or CIDRs only (E2B cannot deny by domain)")
-      end
-    end
-  end
-  if allow then
-    return { allow_internet_access = true, network = true, allow_out = allow,
-             deny_out = { ALL_TRAFFIC } }
-  end
-  return { allow_internet_access = true, network = true, deny_out = deny }
+  local ok
+  ok, err = core.network_check(out, update, op)
+  if not ok then return nil, errors.new(err.kind, op, err.message, { field = err.field, retryable = false }) end
+  return out
 end
 
 -- lifecycle(op, lc) -> { auto_pause, auto_pause_memory, auto_resume } | nil, err

@@ -23,6 +23,17 @@ local M = {}
 -- @field files the sandbox's filesystem (`e2b.files.Files`)
 local Sandbox = rt.class(M, "Sandbox")
 
+-- The network E2B reports, rules shaped as the create option takes them.
+local function network_info(net)
+  if not net then return nil end
+  local out = {}
+  for k, v in pairs(net) do out[k] = v end
+  if net.rules then
+    out.rules = {}
+    for domain, headers in pairs(net.rules) do out.rules[domain] = { headers = headers } end
+  end
+  return out
+end
 
 -- The info record (docs/manual.md, "Records"), from a control-plane sandbox table.
 function M.to_info(raw)
@@ -43,7 +54,7 @@ function M.to_info(raw)
     domain = raw.domain,
     lifecycle = raw.on_timeout and { on_timeout = raw.on_timeout, auto_resume = raw.auto_resume } or nil,
     allow_internet_access = raw.allow_internet_access,
-    network = raw.network,
+    network = network_info(raw.network),
   }
 end
 
@@ -308,17 +319,18 @@ function Sandbox:keep_alive(ms)
   return self:_deadline("keep_alive", ms)
 end
 
---- Replaces the egress policy of the running sandbox.
--- @param net "all", "none", { allow = {hosts, IPs, CIDRs} } or { deny = {IPs, CIDRs} }
+--- Replaces the egress policy of the running sandbox: allow/deny, rules and
+-- egress proxy together (what it leaves out is cleared).
+-- @param net "all", "none", or a table: allow = {hosts, IPs, CIDRs} or
+--   deny = {IPs, CIDRs}, allow_internet_access, rules = { [domain] = { headers } },
+--   egress_proxy = { address, username, password } (docs/manual.md, "Sandboxes")
 -- @treturn boolean true
--- @return or nil, err (allow with deny, or transforms: kind "unsupported")
+-- @return or nil, err (allow with deny: kind "unsupported"; create-only options
+--   allow_public_traffic and mask_request_host: "invalid_argument")
 function Sandbox:set_network(net)
-  local fields, err = policy.network("set_network", net, "policy")
+  local fields, err = policy.network("set_network", net, true)
   if not fields then return nil, err end
-  return self:_finish(self._port.call("set_network", self.sandbox_id, {
-    allow_internet_access = fields.allow_internet_access,
-    allow_out = fields.allow_out, deny_out = fields.deny_out,
-  }))
+  return self:_finish(self._port.call("set_network", self.sandbox_id, fields))
 end
 
 local FORK_SPEC = { count = "positive", timeout_ms = "positive_ms", on_close = check.oneof("kill", "pause", "leave") }

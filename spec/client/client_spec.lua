@@ -89,14 +89,24 @@ describe("client configuration", function()
   it("refuses network policies E2B cannot enforce as unsupported, before allocation", function()
     local c = h.client({ api_url = "http://127.0.0.1:1" })
     local cases = {
-      { { allow = { "example.com" }, deny = { "10.0.0.0/8" } }, "unsupported" },
-      { { allow = { "example.com" }, transform = {} }, "unsupported" },
-      { { deny = { "example.com" } }, "invalid_argument" },
+      { { allow = { "example.com" }, deny = { "10.0.0.0/8" } }, "unsupported", "network.deny" },
+      { { allow = { "example.com" }, transform = {} }, "unsupported", "network.transform" },
+      { { deny = { "example.com" } }, "invalid_argument", "network.deny[1]" },
+      { { deny = { "10.0.0.0/8", "10.0.0.0/33" } }, "invalid_argument", "network.deny[2]" },
     }
     for _, case in ipairs(cases) do
       local _, err = c:create({ network = case[1] })
-      assert.are.equal(case[2], err.kind)
+      assert.are.equal(case[2], err.kind, tostring(err))
+      assert.are.equal(case[3], err.field, tostring(err))
     end
+  end)
+
+  it("takes its network rules from libe2b: the kind and field the C core gives", function()
+    local core = require("e2b.core")
+    local _, cerr = core.network_check({ allow_out = { "a.com" }, deny_out = { "10.0.0.0/8" } })
+    local _, lerr = e2b.client({ api_url = "http://127.0.0.1:1", network = { allow = { "a.com" }, deny = { "10.0.0.0/8" } } })
+    assert.are.same({ "unsupported", "network.deny" }, { cerr.kind, cerr.field })
+    assert.are.same({ cerr.kind, cerr.field }, { lerr.kind, lerr.field })
   end)
 end)
 

@@ -254,7 +254,7 @@ test('network: without isolation a restricted policy is refused with 400, never 
     const opts = sdkOpts(srv.env)
     await assert.rejects(Sandbox.create({ ...opts, allowInternetAccess: false }), /400.*isolation/)
     await assert.rejects(Sandbox.create({ ...opts, network: { denyOut: ['10.0.0.0/8'] } }), /400.*isolation/)
-    const sbx = await Sandbox.create({ ...opts, network: { allowOut: ['example.com'] } })
+    const sbx = await Sandbox.create({ ...opts, network: { allowOut: ['1.1.1.1'] } })
     await assert.rejects(sbx.updateNetwork({ denyOut: ['0.0.0.0/0'] }), /400.*isolation/)
     assert.equal((await sbx.commands.run('echo "[$http_proxy]"')).stdout, '[]\n', 'no forwarder, no proxy variables')
     await sbx.kill()

@@ -260,6 +260,26 @@ bad:
   return NULL;
 }
 
+/* maskRequestHost as E2B takes it: a string that Go's net.SplitHostPort
+ * splits (or a bare host: no port), the host in ASCII. Any port text is
+ * kept ("${PORT}" is replaced when a request is proxied). */
+static int check_mask(json_t *m, opts_err *e) {
+  if (!m || json_is_null(m)) return 0;
+  const char *s = json_string_value(m);
+  int ok = s != NULL;
+  for (const unsigned char *c = (const unsigned char *)s; ok && *c; c++) ok = *c >= 0x21 && *c < 0x7f;
+  if (ok && s[0] == '[') {
+    const char *close = strchr(s, ']');
+    ok = close && close > s + 1 && (!close[1] || close[1] == ':') && !strchr(close + 1 + (close[1] != 0), ':');
+  } else if (ok) {
+    const char *colon = strchr(s, ':');
+    ok = colon != s && (!colon || !strchr(colon + 1, ':'));
+  }
+  if (ok && *s) return 0;
+  snprintf(e->msg, sizeof e->msg, "network.maskRequestHost must be an ASCII host or host:port");
+  return -1;
+}
+
 /* NewSandbox (v1) or NewSandboxV2 -> params (borrowing from b). Returns 0,
  * or -1 with e->msg. Unknown fields are ignored, as E2B's schema allows. */
 static int parse_create(json_t *b, int v2, sandbox_params *p, opts_err *e) {
@@ -290,6 +310,14 @@ static int parse_create(json_t *b, int v2, sandbox_params *p, opts_err *e) {
   p->network = json_is_object(net) ? net : NULL;
   p->public_traffic = 1;
   if (p->network && get_bool(p->network, "allowPublicTraffic", 1, &p->public_traffic, e)) return -1;
+  if (p->network && check_mask(json_object_get(p->network, "maskRequestHost"), e)) return -1;
+  /* E2B: without public traffic, envd must be secured too */
+  if (!p->public_traffic && !p->secure) {
+    snprintf(e->msg, sizeof e->msg,
+             "network.allowPublicTraffic false needs a secure sandbox ('secure': true): restricted traffic "
+             "with an open envd is refused");
+    return -1;
+  }
   if (network_mode(p->network, p->allow_internet, &p->allow_internet, e)) return -1;
   /* As on E2B the gateway is the client's to start inside the sandbox after
    * create (the SDK runs mcp-gateway); the server only checks the shape. */

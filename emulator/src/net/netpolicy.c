@@ -110,6 +110,23 @@ static int parse_entry(const char *s, int names_ok, rule *r) {
 
 static int is_all(const rule *r) { return r->kind == R_CIDR && r->prefix == 0; }
 
+/* An address or CIDR whose address as written is all zeros (0.0.0.0, ::,
+ * 0.0.0.0/8), but the catch-all "0.0.0.0/0": E2B refuses it (400). */
+static int unspecified_literal(const char *s) {
+  if (strcmp(s, "0.0.0.0/0") == 0) return 0;
+  char buf[64];
+  size_t n = strcspn(s, "/");
+  if (n >= sizeof buf) return 0;
+  memcpy(buf, s, n);
+  buf[n] = '\0';
+  uint8_t a[16] = {0};
+  size_t len = inet_pton(AF_INET, buf, a) == 1 ? 4 : inet_pton(AF_INET6, buf, a) == 1 ? 16 : 0;
+  if (!len) return 0;
+  for (size_t i = 0; i < len; i++)
+    if (a[i]) return 0;
+  return 1;
+}
+
 /* Every entry of list (the field named field) parses, as a name too where
  * names_ok; else -1 with err naming the entry and what it may be. */
 static int validate_list(json_t *list, const char *field, int names_ok, const char *may_be, char *err,
@@ -121,17 +138,49 @@ static int validate_list(json_t *list, const char *field, int names_ok, const ch
       snprintf(err, cap, "network.%s entry '%.80s' is not %s", field, s ? s : "", may_be);
       return -1;
     }
+    if (r.kind == R_CIDR && unspecified_literal(s)) {
+      snprintf(err, cap, "network.%s entry '%.80s' is an unspecified address (0.0.0.0/0 is all traffic)", field, s);
+      return -1;
+    }
     free(r.name);
+  }
+  return 0;
+}
+
+/* Does list name a domain (an entry that parses as a name)? */
+static int names_a_domain(json_t *list) {
+  for (size_t i = 0; i < json_array_size(list); i++) {
+    rule r;
+    if (parse_entry(json_string_value(json_array_get(list, i)), 1, &r) != 0) continue;
+    int name = r.kind == R_NAME || r.kind == R_WILDCARD;
+    free(r.name);
+    if (name) return 1;
+  }
+  return 0;
+}
+
+/* denyOut holds E2B's catch-all entry, spelled exactly so (E2B compares the string). */
+static int denies_all_literally(json_t *list) {
+  for (size_t i = 0; i < json_array_size(list); i++) {
+    const char *s = json_string_value(json_array_get(list, i));
+    if (s && strcmp(s, "0.0.0.0/0") == 0) return 1;
   }
   return 0;
 }
 
 int netpolicy_validate(json_t *allow_out, json_t *deny_out, char *err, size_t cap) {
   if (validate_list(allow_out, "allowOut", 1,
-                    "an IP address, a CIDR block or a domain name (example.com, *.example.com)", err, cap))
+                    "an IP address, a CIDR block or a domain name (example.com, *.example.com)", err, cap) ||
+      validate_list(deny_out, "denyOut", 0,
+                    "an IP address or a CIDR block (domain names are not supported in deny rules)", err, cap))
     return -1;
-  return validate_list(deny_out, "denyOut", 0,
-                       "an IP address or a CIDR block (domain names are not supported in deny rules)", err, cap);
+  /* E2B: a name can only be allowed out of a catch-all deny (allow_internet_access
+   * false does not count: E2B looks at the list) */
+  if (names_a_domain(allow_out) && !denies_all_literally(deny_out)) {
+    snprintf(err, cap, "network.allowOut names domains, so network.denyOut must include 0.0.0.0/0");
+    return -1;
+  }
+  return 0;
 }
 
 static void add_rules(json_t *arr, int names_ok, rule **v, size_t *n) {

@@ -48,7 +48,7 @@ static int value_ok(json_t *v) {
  * label), optionally after "*.". -1 when it is none of those. */
 static int norm_key(const char *key, char *out, size_t cap) {
   size_t n = strlen(key);
-  if (n == 0 || n >= cap || n > 255) return -1;
+  if (n == 0 || n >= cap || n > NETRULES_DOMAIN_MAX) return -1;
   for (size_t i = 0; i <= n; i++) out[i] = (char)(key[i] >= 'A' && key[i] <= 'Z' ? key[i] + 32 : key[i]);
   const char *h = strncmp(out, "*.", 2) == 0 ? out + 2 : out;
   size_t hn = strlen(h);

@@ -14,13 +14,16 @@
 #include <jansson.h>
 #include <stddef.h>
 
-/* Bounds (emulator/README.md, egress). */
-#define NETRULES_MAX_DOMAINS 64
-#define NETRULES_MAX_RULES 16     /* rules for one domain */
-#define NETRULES_MAX_HEADERS 32   /* headers of one rule */
-#define NETRULES_NAME_MAX 128
-#define NETRULES_VALUE_MAX 8192
-#define NETRULES_BYTES_MAX 16384  /* one domain's headers as sent: "Name: value\r\n" */
+/* Bounds: E2B's (e2b-dev/infra, packages/api, sandbox create), so that
+ * e2b-local takes nothing E2B refuses (emulator/README.md, egress). */
+#define NETRULES_MAX_DOMAINS 10
+#define NETRULES_DOMAIN_MAX 128   /* bytes of a key */
+#define NETRULES_MAX_RULES 1      /* rules for one domain */
+#define NETRULES_MAX_HEADERS 20   /* headers of one rule */
+#define NETRULES_NAME_MAX 64
+#define NETRULES_VALUE_MAX 2048
+/* one domain's headers as sent ("Name: value\r\n"): what the bounds above allow */
+#define NETRULES_BYTES_MAX (NETRULES_MAX_RULES * NETRULES_MAX_HEADERS * (NETRULES_NAME_MAX + NETRULES_VALUE_MAX + 4))
 
 typedef struct netrules_hdr {
   char *name, *value;

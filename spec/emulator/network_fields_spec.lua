@@ -1,0 +1,114 @@
+-- e2b-local refuses the network fields E2B's API refuses (e2b-dev/infra,
+-- packages/api: sandbox create), with 400 and nothing created: never more
+-- lenient than E2B. Sent raw, as any SDK could send them.
+local h = require("spec.helpers")
+local cjson = require("cjson")
+
+if h.live then return end
+
+-- The control plane, as the SDKs call it; the API key goes to curl in a
+-- private file, never on its command line. -> status, body
+local function api(method, path, body)
+  local header = os.tmpname()
+  local f = assert(io.open(header, "w"))
+  f:write("X-API-Key: ", assert(os.getenv("E2B_API_KEY")), "\n")
+  f:close()
+  local cmd = ("curl -s -w '\\n%%{http_code}' -X %s -H @%s -H 'Content-Type: application/json' %s %s")
+    :format(method, header, body and ("--data-binary " .. h.shell_quote(body)) or "",
+      h.shell_quote(os.getenv("E2B_API_URL") .. path))
+  local out = h.host(cmd)
+  os.remove(header)
+  local text, status = out:match("^(.*)\n(%d+)$")
+  return tonumber(status), text
+end
+
+local function create(fields)
+  local body = { templateID = "base", timeout = 30 }
+  for k, v in pairs(fields) do body[k] = v end
+  local status, text = api("POST", "/sandboxes", cjson.encode(body))
+  if status == 201 then api("DELETE", "/sandboxes/" .. cjson.decode(text).sandboxID) end
+  return status, text
+end
+
+local function rule(headers) return { { transform = { headers = headers } } } end
+
+describe("e2b-local's network fields", function()
+  it("refuses a maskRequestHost E2B refuses: not a string, not host[:port], not ASCII", function()
+    for _, mask in ipairs({ 5, "a:b:c", "h\195\169.example", "[::1" }) do
+      local status, text = create({ secure = true, network = { maskRequestHost = mask } })
+      assert.are.equal(400, status, tostring(mask) .. ": " .. tostring(text))
+    end
+    assert.are.equal(201, (create({ secure = true, network = { maskRequestHost = "masked.example:${PORT}" } })))
+  end)
+
+  it("refuses allowPublicTraffic false on a sandbox that is not secure", function()
+    local status, text = create({ secure = false, network = { allowPublicTraffic = false } })
+    assert.are.equal(400, status, text)
+    assert.are.equal(201, (create({ secure = true, network = { allowPublicTraffic = false } })))
+  end)
+
+  it("refuses allowOut domain names without denyOut 0.0.0.0/0, at create and update", function()
+    for _, fields in ipairs({
+      { network = { allowOut = { "example.com" } } },
+      { allow_internet_access = false, network = { allowOut = { "example.com" } } },
+      { network = { allowOut = { "example.com" }, denyOut = { "10.0.0.0/8" } } },
+      { network = { allowOut = { "*.example.com" } } },
+    }) do
+      local status, text = create(fields)
+      assert.are.equal(400, status, text)
+    end
+    assert.are.equal(201, (create({ network = { allowOut = { "example.com" }, denyOut = { "0.0.0.0/0" } } })))
+    local status, text = api("POST", "/sandboxes", cjson.encode({ templateID = "base", timeout = 30 }))
+    assert.are.equal(201, status, text)
+    local id = cjson.decode(text).sandboxID
+    status = api("PUT", "/sandboxes/" .. id .. "/network", cjson.encode({ allowOut = { "example.com" } }))
+    local ok_status = api("PUT", "/sandboxes/" .. id .. "/network",
+      cjson.encode({ allowOut = { "example.com" }, denyOut = { "0.0.0.0/0" } }))
+    api("DELETE", "/sandboxes/" .. id)
+    assert.are.equal(400, status)
+    assert.are.equal(204, ok_status)
+  end)
+
+  it("refuses unspecified addresses (0.0.0.0, ::) in allowOut and denyOut but the catch-all 0.0.0.0/0", function()
+    for _, net in ipairs({
+      { denyOut = { "0.0.0.0" } }, { denyOut = { "::/0" } }, { denyOut = { "0.0.0.0/8" } },
+      { allowOut = { "0.0.0.0/1" }, denyOut = { "0.0.0.0/0" } }, { allowOut = { "::" } },
+    }) do
+      local status, text = create({ network = net })
+      assert.are.equal(400, status, cjson.encode(net) .. ": " .. tostring(text))
+    end
+    assert.are.equal(201, (create({ network = { allowOut = { "0.0.0.0/0", "::1/0" }, denyOut = { "0.0.0.0/0" } } })))
+  end)
+
+  it("holds rules to E2B's limits: 10 domains, one rule each, 20 headers, 64-byte names, 2048-byte values", function()
+    local eleven = {}
+    for i = 1, 11 do eleven[("h%d.example.com"):format(i)] = rule({ A = "b" }) end
+    local twenty_one = {}
+    for i = 1, 21 do twenty_one[("X-H%d"):format(i)] = "v" end
+    local bad = {
+      eleven,
+      { ["a.example.com"] = { { transform = { headers = { A = "b" } } }, {} } },
+      { ["a.example.com"] = rule(twenty_one) },
+      { ["a.example.com"] = rule({ [("N"):rep(65)] = "v" }) },
+      { ["a.example.com"] = rule({ A = ("v"):rep(2049) }) },
+      { [("d"):rep(60) .. "." .. ("d"):rep(60) .. ".example.com"] = rule({ A = "b" }) },
+    }
+    for i, rules in ipairs(bad) do
+      local status, text = create({ network = { rules = rules } })
+      assert.are.equal(400, status, ("case %d: %s"):format(i, tostring(text)))
+    end
+    -- each at the limit is taken
+    local ten, twenty = {}, {}
+    for i = 1, 10 do ten[("h%d.example.com"):format(i)] = rule({ A = "b" }) end
+    for i = 1, 20 do twenty[("X-H%d"):format(i)] = "v" end
+    local good = {
+      ten,
+      { ["a.example.com"] = rule(twenty) },
+      { ["a.example.com"] = rule({ [("N"):rep(64)] = ("v"):rep(2048) }) },
+    }
+    for i, rules in ipairs(good) do
+      local status, text = create({ network = { rules = rules } })
+      assert.are.equal(201, status, ("case %d: %s"):format(i, tostring(text)))
+    end
+  end)
+end)
