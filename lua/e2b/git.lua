@@ -117,7 +117,9 @@ function Git:_run(op, repo, argv, o, creds, allowed)
   local r, err = self._sbx:run(cmd, { env = env, user = o.user, cwd = o.cwd, timeout_ms = o.timeout_ms,
                                       keep_output = false })
   if not r then
-    if type(err) == "table" then err.message, err.stderr = scrub(err.message, secret), scrub(err.stderr, secret) end
+    if type(err) == "table" then
+      for _, k in ipairs({ "message", "stdout", "stderr" }) do err[k] = scrub(err[k], secret) end
+    end
     return nil, err
   end
   if r.exit_code ~= 0 and not (allowed and allowed[r.exit_code]) then return nil, exit_error(op, r, secret) end
