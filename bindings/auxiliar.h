@@ -109,5 +109,7 @@ int e2bL_core_network_check(lua_State *L);
 int e2bL_core_client(lua_State *L);
 /* Adds hostio.c's functions to the module table on top of the stack. */
 void e2bL_open_hostio(lua_State *L);
+/* Adds git.c's functions (git_check, git_status) likewise. */
+void e2bL_open_git(lua_State *L);
 
 #endif

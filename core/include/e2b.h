@@ -1111,6 +1111,58 @@ E2B_EXPORT int e2b_req_wait(e2b_req *req, long timeout_ms);
 /* The request's loop. */
 E2B_EXPORT e2b_loop *e2b_req_loop(const e2b_req *req);
 
+/* ---- git in a sandbox: the rules sbx.git applies (git.c) ----
+ * Pure functions, no I/O: the Lua module builds git's argv from values these
+ * accepted (each value one argv element, never a shell string) and reads
+ * `git status --porcelain=v2 --branch -z` with e2b_git_status_parse. */
+typedef enum {
+  E2B_GIT_REF,  /* a branch or remote name: git's check-ref-format rules, no leading '-' */
+  E2B_GIT_URL,  /* a repository URL or path: no leading '-', no control bytes, no
+                   password in it (credentials go by username/password/token) */
+  E2B_GIT_PATH, /* a path in the sandbox: no NUL, not empty */
+  E2B_GIT_LINE, /* one line of text (author name, email, config value): no NUL, CR or LF */
+  E2B_GIT_TEXT, /* text (a commit message): no NUL, not empty */
+  E2B_GIT_KEY   /* a config key section[.subsection].name: no '=', no control bytes */
+} e2b_git_value;
+/* NULL when v (len bytes) is acceptable as that kind of value, else why not
+ * (a static string, never quoting v: it may be a secret). */
+E2B_EXPORT const char *e2b_git_check(e2b_git_value kind, const char *v, size_t len);
+
+/* What `# branch.*` headers said. Strings point into the parsed buffer
+ * (not NUL-terminated; NULL when absent). */
+typedef struct {
+  const char *oid;      /* the commit, or NULL before the first ("(initial)") */
+  size_t oid_len;
+  const char *branch;   /* NULL when detached */
+  size_t branch_len;
+  const char *upstream; /* NULL without one */
+  size_t upstream_len;
+  long ahead, behind;   /* 0 without an upstream */
+  int detached;
+} e2b_git_head;
+
+/* One changed path. xy[0] is the index's status letter, xy[1] the worktree's
+ * ('.' unchanged, '?' untracked, '!' ignored); kind is the record: '1'
+ * changed, '2' renamed or copied (orig set), 'u' unmerged, '?' untracked,
+ * '!' ignored. */
+typedef struct {
+  char kind;
+  char xy[2];
+  const char *path;
+  size_t path_len;
+  const char *orig;
+  size_t orig_len;
+} e2b_git_entry;
+
+/* Called per entry; a non-zero return stops the parse, which returns it. */
+typedef int (*e2b_git_entry_fn)(void *ud, const e2b_git_entry *entry);
+/* Parses the bytes of `git status --porcelain=v2 --branch -z`: fills *head,
+ * calls fn per entry in order. 0 on success; -1 on bytes git would not write
+ * (*why says what; the sandbox is untrusted, so nothing here aborts or reads
+ * past len); fn's value when it stopped the parse. */
+E2B_EXPORT int e2b_git_status_parse(const char *buf, size_t len, e2b_git_head *head,
+                                    e2b_git_entry_fn fn, void *ud, const char **why);
+
 #ifdef __cplusplus
 }
 #endif

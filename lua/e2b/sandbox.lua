@@ -5,6 +5,7 @@ local errors = require("e2b.errors")
 local rt = require("e2b.rt")
 local Process = require("e2b.process")
 local Files = require("e2b.files")
+local Git = require("e2b.git")
 local policy = require("e2b.policy")
 
 
@@ -21,6 +22,7 @@ local M = {}
 -- @field traffic_token value for the e2b-traffic-access-token header, or nil
 -- @field domain the domain its ports are served under
 -- @field files the sandbox's filesystem (`e2b.files.Files`)
+-- @field git git in the sandbox (`e2b.git.Git`)
 local Sandbox = rt.class(M, "Sandbox")
 
 -- The network E2B reports, rules shaped as the create option takes them.
@@ -94,6 +96,7 @@ function M.new(port, raw, opts)
   }, Sandbox)
   self._envd_port = envd_port(self)
   self.files = Files.new(self, self._envd_port)
+  self.git = Git.new(self)
   return self
 end
 

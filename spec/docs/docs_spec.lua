@@ -107,6 +107,7 @@ local CLASSES = {
   { prefix = "proc:", class = require("e2b.process").Process, file = "lua/e2b/process.lua", T = "Process" },
   { prefix = "sbx.files:", class = require("e2b.files").Files, file = "lua/e2b/files.lua", T = "Files" },
   { prefix = "watch:", class = require("e2b.watch").Watch, file = "lua/e2b/watch.lua", T = "Watch" },
+  { prefix = "sbx.git:", class = require("e2b.git").Git, file = "lua/e2b/git.lua", T = "Git" },
 }
 
 -- e2b.ngx needs nginx to load: its functions are read from its source.
@@ -136,7 +137,7 @@ describe("the reference (docs/manual.md and the LDoc comments)", function()
     assert.are.same({}, undocumented_functions("lua/e2b/errors.lua", "M", sorted_keys(e2b.errors)))
   end)
 
-  it("documents every method of client, sandbox, process, files and watch objects", function()
+  it("documents every method of client, sandbox, process, files, watch and git objects", function()
     for _, c in ipairs(CLASSES) do
       local names = methods(c.class)
       assert.is_true(#names >= 3, c.prefix)
