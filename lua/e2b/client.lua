@@ -3,6 +3,7 @@
 -- live in libe2b; this file checks options and shapes results.
 -- @module e2b.client
 local core = require("e2b.core")
+local cancel = require("e2b.cancel")
 local check = require("e2b.check")
 local errors = require("e2b.errors")
 local policy = require("e2b.policy")
@@ -193,6 +194,7 @@ end
 
 local CREATE_SPEC = with_sandbox_defaults({
   id = "nonempty",
+  cancel = "cancel",
   env = "string_map",
   metadata = "string_map",
   secure = "boolean",
@@ -253,7 +255,8 @@ function Client:create(opts)
   end
   local ready = o.ready_timeout_ms or self._ready_timeout_ms
   local raw
-  raw, err = rt.finish(self._h:provision({
+  -- canceled, the core's provision destroys what it made (as on any failure)
+  raw, err = cancel.scope(o.cancel, rt.finish, self._h:provision({
     id = o.id,
     template = o.template,
     timeout_ms = o.timeout_ms or self._timeout_ms,

@@ -97,13 +97,12 @@ describe("cancel tokens", function()
 
   it("end a create with kind canceled and leave no sandbox", function()
     local before = #assert(client:list({ metadata = { cancelspec = "1" } }))
-    local started = false
+    -- its setup script holds the create until the cancel comes: the
+    -- canceller waits until the sandbox is listed, then cancels
     local res, err = canceled_from_another_task(function()
-      if started then return true end
-      started = true
-      return false
+      return #assert(client:list({ metadata = { cancelspec = "1" } })) > before
     end, function(c)
-      return client:create({ metadata = { cancelspec = "1" }, cancel = c })
+      return client:create({ metadata = { cancelspec = "1" }, setup = "sleep 60", cancel = c })
     end)
     assert.is_nil(res)
     assert.are.equal("canceled", err.kind)

@@ -158,6 +158,13 @@ describe("the reference (docs/manual.md and the LDoc comments)", function()
     assert.are.same({}, undocumented_functions("lua/e2b/ngx.lua", "Task", names))
   end)
 
+  it("documents every method of a cancel token", function()
+    local names = methods(getmetatable(e2b.cancel_token()).__index)
+    assert.are.same({ "cancel", "is_canceled" }, names)
+    assert.are.same({}, missing_from_reference(prefixed("token:", names)))
+    assert.are.same({}, undocumented_functions("lua/e2b/cancel.lua", "Token", names))
+  end)
+
   it("documents both scheduler adapters' interface", function()
     local sched = require("e2b.sched")
     assert.are.same({}, missing_from_reference(prefixed("adapter.", sorted_keys(sched))))
@@ -169,7 +176,7 @@ describe("the reference (docs/manual.md and the LDoc comments)", function()
   end)
 
   it("names no method the code does not have", function()
-    local by_prefix = { task = { wait = true, done = true } }
+    local by_prefix = { task = { wait = true, done = true }, token = getmetatable(e2b.cancel_token()).__index }
     for _, c in ipairs(CLASSES) do
       by_prefix[c.prefix:sub(1, -2)] = c.class
     end
