@@ -266,6 +266,16 @@ local function upload_file(req, file, progress)
   end
 end
 
+-- feed(req, op, data, progress) -> nil | err: feeds an upload request (of
+-- e2b_file_write's or e2b_vol_write's kind) from data, a string, a chunk
+-- function or an open file, with bounded memory, and ends it; err when the
+-- source failed (the request is canceled then).
+function M.feed(req, op, data, progress)
+  if io.type(data) == "file" then return upload_file(req, data, progress) end
+  return upload(req, counting_source(chunk_source(op, data, "data"), progress,
+    type(data) == "string" and #data or nil))
+end
+
 local WRITE_SPEC = { mode = "count", exclusive = "boolean", progress = "function", user = "nonempty",
                      cancel = "cancel" }
 
@@ -298,7 +308,6 @@ end
 
 -- write with its arguments checked (under the call's cancel token).
 function Files:_write(op, path, data, o)
-  local file = io.type(data) == "file"
   local err
   if o.exclusive then
     local exists
@@ -312,13 +321,7 @@ function Files:_write(op, path, data, o)
   local req
   req, err = self._port.call("write", path, self:_user(o))
   if not req then return nil, self._port.envd_err(err) end
-  local feed_err
-  if file then
-    feed_err = upload_file(req, data, o.progress)
-  else
-    feed_err = upload(req, counting_source(chunk_source(op, data, "data"), o.progress,
-      type(data) == "string" and #data or nil))
-  end
+  local feed_err = M.feed(req, op, data, o.progress)
   while not req:done() do adapter.await(req) end
   local written
   written, err = req:result()

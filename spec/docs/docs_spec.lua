@@ -107,6 +107,7 @@ local CLASSES = {
   { prefix = "proc:", class = require("e2b.process").Process, file = "lua/e2b/process.lua", T = "Process" },
   { prefix = "sbx.files:", class = require("e2b.files").Files, file = "lua/e2b/files.lua", T = "Files" },
   { prefix = "watch:", class = require("e2b.watch").Watch, file = "lua/e2b/watch.lua", T = "Watch" },
+  { prefix = "vol:", class = require("e2b.volume").Volume, file = "lua/e2b/volume.lua", T = "Volume" },
 }
 
 -- e2b.ngx needs nginx to load: its functions are read from its source.
