@@ -76,7 +76,7 @@ describe("volume content", function()
     assert.are.equal("not_found", missing.kind)
     assert.are.equal("/a/b/c", assert(vol:mkdir("/a/b/c", { force = true })).path)
     local m = assert(vol:write("/a/m", "x", { mode = tonumber("600", 8) }))
-    assert.are.equal(tonumber("600", 8), m.mode & tonumber("777", 8))
+    assert.are.equal(tonumber("600", 8), m.mode % 512)
   end)
 
   it("says not_found for a missing path", function()
@@ -104,7 +104,7 @@ describe("volume content", function()
     local size, piece = 48 * 1048576, 1048576
     local pattern = {}
     for i = 0, 255 do pattern[#pattern + 1] = string.char((i * 7) % 256) end
-    local block = table.concat(pattern):rep(piece // 256)
+    local block = table.concat(pattern):rep(math.floor(piece / 256))
     local ref = block .. table.concat(pattern) -- any chunk of at most a MiB, at any offset
     local sent = 0
     collectgarbage()
