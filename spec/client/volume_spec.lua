@@ -79,6 +79,14 @@ describe("volume content", function()
     assert.are.equal(tonumber("600", 8), m.mode % 512)
   end)
 
+  it("makes a forced write's missing parent directories, as E2B's ensureDirs does", function()
+    local _, err = vol:write("/p/q/r.txt", "x")
+    assert.are.equal("not_found", err.kind)
+    assert(vol:write("/p/q/r.txt", "deep", { force = true }))
+    assert.are.equal("deep", assert(vol:read("/p/q/r.txt")))
+    assert.are.equal("directory", assert(vol:stat("/p/q")).type)
+  end)
+
   it("says not_found for a missing path", function()
     for _, call in ipairs({
       function() return vol:read("/missing") end,
