@@ -58,7 +58,8 @@ M.spawn = adapter.spawn
 M.sleep = adapter.sleep
 
 --- Makes a cancel token: pass it as a call's `cancel` option (run, spawn,
--- files:read, read_to, write, client:create); token:cancel(), from another
+-- files:read, read_to, write, client:create, a volume's read, read_to,
+-- write); token:cancel(), from another
 -- task, ends that call with kind "canceled".
 -- @function cancel_token
 -- @treturn e2b.cancel.Token

@@ -107,7 +107,7 @@ local function write(self, op, path, data, o)
 end
 
 --- Writes a file into the volume. An existing file is kind "conflict"
--- unless opts.force.
+-- unless opts.force, which also makes missing parent directories.
 -- @tparam string path
 -- @param data a string, a function returning chunks (strings), then nil, or an open file
 -- @tparam[opt] table opts `uid`, `gid` (0-4294967295), `mode` (at most 0o777) of a new
