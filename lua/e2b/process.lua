@@ -213,7 +213,13 @@ local function spawn(port, cmd, o)
   -- anyone): a token canceled meanwhile ends the handle at once.
   if o.cancel then
     proc._cancel_token = o.cancel
-    cancel.hook(o.cancel, proc, function() proc:_cancel() end)
+    -- held weakly: a token that lives on never keeps a dropped handle (and
+    -- its finalizer) from being collected, on Lua 5.1 too (no ephemerons)
+    local ref = setmetatable({ proc }, { __mode = "v" })
+    cancel.hook(o.cancel, proc, function()
+      local p = ref[1]
+      if p then p:_cancel() end
+    end)
   end
   return proc
 end
