@@ -87,6 +87,18 @@ describe("volume content", function()
     assert.are.equal("directory", assert(vol:stat("/p/q")).type)
   end)
 
+  it("changes an entry's owner and mode (the SDKs' updateMetadata)", function()
+    assert(vol:write("/meta.txt", "m"))
+    local e = assert(vol:set_metadata("/meta.txt", { mode = tonumber("640", 8), uid = 0, gid = 0 }))
+    assert.are.equal(tonumber("640", 8), e.mode % 512)
+    assert.are.equal(0, e.uid)
+    assert.are.equal(0, assert(vol:stat("/meta.txt")).gid)
+    local _, err = vol:set_metadata("/meta.txt", { mode = tonumber("4755", 8) })
+    assert.are.equal("mode", err.field)
+    _, err = vol:set_metadata("/missing", { mode = tonumber("600", 8) })
+    assert.are.equal("not_found", err.kind)
+  end)
+
   it("says not_found for a missing path", function()
     for _, call in ipairs({
       function() return vol:read("/missing") end,
