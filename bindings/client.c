@@ -170,7 +170,7 @@ static const struct { const char *name; vol_path_fn call; } vol_path[] = {
 
 /* name(volume_id, token, path, { uid =, gid =, mode =, force = }) */
 static const struct { const char *name; vol_opts_fn call; } vol_opts[] = {
-    {"vol_mkdir", e2b_vol_mkdir}, {"vol_write", e2b_vol_write}};
+    {"vol_mkdir", e2b_vol_mkdir}, {"vol_write", e2b_vol_write}, {"vol_set_metadata", e2b_vol_set_metadata}};
 
 static int client_vol_path(lua_State *L) {
   client_ud *u = check_client(L);

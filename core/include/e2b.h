@@ -904,6 +904,10 @@ E2B_EXPORT e2b_req *e2b_vol_list(e2b_client *c, const char *volume_id, const cha
                                  unsigned depth, e2b_error *err);
 E2B_EXPORT e2b_req *e2b_vol_mkdir(e2b_client *c, const char *volume_id, const char *token, const char *path,
                                   const e2b_vol_write_opts *opts, e2b_error *err);
+/* Changes the owner and mode of an entry (the SDKs' updateMetadata): the
+ * fields opts->given names (force is not read); the entry as it is then. */
+E2B_EXPORT e2b_req *e2b_vol_set_metadata(e2b_client *c, const char *volume_id, const char *token,
+                                         const char *path, const e2b_vol_write_opts *opts, e2b_error *err);
 /* Removes a file, or a directory with everything in it. */
 E2B_EXPORT e2b_req *e2b_vol_remove(e2b_client *c, const char *volume_id, const char *token, const char *path,
                                    e2b_error *err);

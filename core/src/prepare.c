@@ -74,7 +74,7 @@ int e2b_client_prepare_control(e2b_client *c, e2b_req *req, const char *method, 
 /* A volume content call: the API host, but the volume's own token (a
  * bearer secret, never the API key, which that API does not take). */
 int e2b_client_prepare_volume(e2b_client *c, e2b_req *req, const char *method, const char *path,
-                              const char *token, e2b_error *err) {
+                              const char *token, json_t *body, e2b_error *err) {
   if (set_url(req, c->api_url, path, err) != 0) return -1;
   req->client = c;
   e2b_client_retain(c);
@@ -91,7 +91,7 @@ int e2b_client_prepare_volume(e2b_client *c, e2b_req *req, const char *method, c
   e2b_free_secret(bearer);
   if (rc != 0 || e2b_req_add_header(req, "Accept", "application/json", err) != 0 ||
       /* curl would otherwise wait for "100 Continue" before an upload */
-      e2b_req_add_header(req, "Expect", "", err) != 0)
+      e2b_req_add_header(req, "Expect", "", err) != 0 || set_json_body(req, body, err) != 0)
     return -1;
   return set_method(req, method);
 }

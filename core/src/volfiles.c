@@ -160,24 +160,33 @@ static void write_query(const e2b_vol_write_opts *o, char *q, size_t cap) {
   if (o->force) snprintf(q + n, cap - n, "&force=true");
 }
 
-/* A content request, prepared (not started): the volume's token as bearer. */
-static e2b_req *content_req(e2b_client *c, const char *op, const char *method, const char *id, const char *token,
-                            const char *kind, const char *path, const char *extra, e2b_error *err) {
+/* A content request, prepared (not started): the volume's token as bearer;
+ * body (taken, NULL: none) as JSON. */
+static e2b_req *content_req_body(e2b_client *c, const char *op, const char *method, const char *id,
+                                 const char *token, const char *kind, const char *path, const char *extra,
+                                 json_t *body, e2b_error *err) {
   char *pq = content_path(id, kind, path, extra);
   e2b_req *req = pq ? e2b_req_new(c->loop, op, err) : NULL;
   if (!pq) e2b_err_set(err, E2B_ERR_UNAVAILABLE, op, "out of memory");
-  if (req && e2b_client_prepare_volume(c, req, method, pq, token, err) != 0) {
+  if (req && e2b_client_prepare_volume(c, req, method, pq, token, body, err) != 0) {
     e2b_req_free(req);
     req = NULL;
   }
+  json_decref(body);
   free(pq);
   return req;
 }
 
+/* The same without a body. */
+static e2b_req *content_req(e2b_client *c, const char *op, const char *method, const char *id, const char *token,
+                            const char *kind, const char *path, const char *extra, e2b_error *err) {
+  return content_req_body(c, op, method, id, token, kind, path, extra, NULL, err);
+}
+
 /* A call answered with entries (or nothing, for remove). */
 static e2b_req *entries_call(e2b_client *c, const char *op, const char *method, const char *id, const char *token,
-                             const char *kind, const char *path, const char *extra, e2b_error *err) {
-  e2b_req *req = content_req(c, op, method, id, token, kind, path, extra, err);
+                             const char *kind, const char *path, const char *extra, json_t *body, e2b_error *err) {
+  e2b_req *req = content_req_body(c, op, method, id, token, kind, path, extra, body, err);
   if (!req) return NULL;
   req->mode = BODY_BUFFER;
   req->parse = strcmp(method, "DELETE") ? parse_entries : e2b_parse_nothing;
@@ -191,7 +200,7 @@ static e2b_req *entries_call(e2b_client *c, const char *op, const char *method, 
 e2b_req *e2b_vol_stat(e2b_client *c, const char *volume_id, const char *token, const char *path,
                       e2b_error *err) {
   if (check_call(volume_id, token, path, "volume.stat", err)) return NULL;
-  return entries_call(c, "volume.stat", "GET", volume_id, token, "path", path, "", err);
+  return entries_call(c, "volume.stat", "GET", volume_id, token, "path", path, "", NULL, err);
 }
 
 e2b_req *e2b_vol_list(e2b_client *c, const char *volume_id, const char *token, const char *path, unsigned depth,
@@ -204,7 +213,7 @@ e2b_req *e2b_vol_list(e2b_client *c, const char *volume_id, const char *token, c
   }
   char q[32];
   snprintf(q, sizeof q, "&depth=%u", depth);
-  return entries_call(c, op, "GET", volume_id, token, "dir", path, q, err);
+  return entries_call(c, op, "GET", volume_id, token, "dir", path, q, NULL, err);
 }
 
 e2b_req *e2b_vol_mkdir(e2b_client *c, const char *volume_id, const char *token, const char *path,
@@ -213,13 +222,24 @@ e2b_req *e2b_vol_mkdir(e2b_client *c, const char *volume_id, const char *token, 
   if (check_call(volume_id, token, path, op, err) || check_write_opts(opts, op, err)) return NULL;
   char q[96];
   write_query(opts, q, sizeof q);
-  return entries_call(c, op, "POST", volume_id, token, "dir", path, q, err);
+  return entries_call(c, op, "POST", volume_id, token, "dir", path, q, NULL, err);
 }
 
 e2b_req *e2b_vol_remove(e2b_client *c, const char *volume_id, const char *token, const char *path,
                         e2b_error *err) {
   if (check_call(volume_id, token, path, "volume.remove", err)) return NULL;
-  return entries_call(c, "volume.remove", "DELETE", volume_id, token, "path", path, "", err);
+  return entries_call(c, "volume.remove", "DELETE", volume_id, token, "path", path, "", NULL, err);
+}
+
+e2b_req *e2b_vol_set_metadata(e2b_client *c, const char *volume_id, const char *token, const char *path,
+                              const e2b_vol_write_opts *opts, e2b_error *err) {
+  const char *op = "volume.set_metadata";
+  if (check_call(volume_id, token, path, op, err) || check_write_opts(opts, op, err)) return NULL;
+  json_t *body = json_object();
+  if (opts && (opts->given & E2B_VOL_UID)) json_object_set_new(body, "uid", json_integer(opts->uid));
+  if (opts && (opts->given & E2B_VOL_GID)) json_object_set_new(body, "gid", json_integer(opts->gid));
+  if (opts && (opts->given & E2B_VOL_MODE)) json_object_set_new(body, "mode", json_integer(opts->mode));
+  return entries_call(c, op, "PATCH", volume_id, token, "path", path, "", body, err);
 }
 
 e2b_req *e2b_vol_read(e2b_client *c, const char *volume_id, const char *token, const char *path,

@@ -158,6 +158,24 @@ function Volume:mkdir(path, opts)
   return one(rt.finish(self._port.call("vol_mkdir", path, o)))
 end
 
+local META_SPEC = { uid = OWNER.uid, gid = OWNER.gid, mode = OWNER.mode }
+
+--- Changes the owner and mode of a file or directory (the SDKs'
+-- updateMetadata); a symlink or a file with other hard links is refused.
+-- @tparam string path
+-- @tparam table opts `uid`, `gid` (0-4294967295), `mode` (at most 0o777): those given change
+-- @treturn table the entry as it is then
+-- @return or nil, err
+function Volume:set_metadata(path, opts)
+  local op = "volume.set_metadata"
+  local ok, err = check_path(op, path)
+  if not ok then return nil, err end
+  local o
+  o, err = check.options(op, opts, META_SPEC)
+  if not o then return nil, err end
+  return one(rt.finish(self._port.call("vol_set_metadata", path, o)))
+end
+
 --- Removes a file, or a directory with everything in it.
 -- @tparam string path
 -- @treturn boolean true
