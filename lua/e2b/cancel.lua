@@ -20,6 +20,9 @@ local function pack(...)
   return { n = select("#", ...), ... }
 end
 
+-- Lua 5.2+ and LuaJIT yield across pcall; PUC 5.1 does not.
+local PROTECT = not (_VERSION == "Lua 5.1" and not rawget(_G, "jit"))
+
 local Token = {}
 Token.__index = Token
 
@@ -87,12 +90,18 @@ function M.scope(token, fn, ...)
   local key = here()
   local prev = active[key]
   active[key] = token
-  -- no pcall: under PUC 5.1 it would stop the waits inside fn from yielding.
-  -- A call that raises leaves its coroutine, which ends, or the main thread,
-  -- whose next scoped call sets its own token.
-  local r = pack(fn(...))
-  active[key] = prev
-  return unpack(r, 1, r.n)
+  if not PROTECT then
+    -- PUC 5.1 cannot yield across pcall: a call that raises (a callback's
+    -- error) leaves the token active on its coroutine until the next
+    -- scoped call there sets its own
+    local r = pack(fn(...))
+    active[key] = prev
+    return unpack(r, 1, r.n)
+  end
+  local r = pack(pcall(fn, ...))
+  active[key] = prev -- also when fn raised: later calls here are not the token's
+  if not r[1] then error(r[2], 0) end
+  return unpack(r, 2, r.n)
 end
 
 -- watch(reqs) -> the active token (nil: none) once reqs are registered
