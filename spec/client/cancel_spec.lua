@@ -111,6 +111,26 @@ describe("cancel tokens", function()
     end, 10000), "a sandbox was left behind")
   end)
 
+  it("end a create canceled while its allocation is unanswered and leave no sandbox", function()
+    if h.live then return end -- needs e2b-local's fault injection (a stalled create)
+    local before = #assert(client:list({ metadata = { cancelspec = "2" } }))
+    h.faults({ { match = "POST /v2/sandboxes", action = "stall", ms = 1500, count = 1 },
+               { match = "POST /sandboxes", action = "stall", ms = 1500, count = 1 } })
+    local t0 = h.now_ms()
+    local res, err = canceled_from_another_task(function() return h.now_ms() - t0 > 300 end, function(c)
+      return client:create({ metadata = { cancelspec = "2" }, cancel = c })
+    end)
+    h.faults()
+    assert.is_nil(res)
+    assert.are.equal("canceled", err.kind)
+    -- the server allocates it once its stall (the rule's 1.5 s) is over and
+    -- the client kills it then: look only after that, until it is gone
+    local function stall_over() return h.now_ms() - t0 > 1500 end
+    assert.is_true(h.eventually(function()
+      return stall_over() and #assert(client:list({ metadata = { cancelspec = "2" } })) == before
+    end, 10000), "a sandbox was left behind")
+  end)
+
   it("cancel a call given an already canceled token before it sends anything", function()
     local c = e2b.cancel_token()
     c:cancel()
