@@ -193,7 +193,7 @@ static const struct { const char *name; by_id_fn call; } by_id[] = {
     {"info", e2b_sandbox_get},         {"kill", e2b_sandbox_kill},
     {"describe", e2b_sandbox_describe}, {"destroy", e2b_sandbox_destroy},
     {"create_volume", e2b_volume_create}, {"delete_snapshot", e2b_snapshot_delete},
-    {"delete_volume", e2b_volume_delete}};
+    {"delete_volume", e2b_volume_delete}, {"volume_open", e2b_volume_open}};
 
 /* name(id, ms): ms optional (0) or required */
 static const struct { const char *name; by_id_ms_fn call; int required; } by_id_ms[] = {
@@ -208,6 +208,62 @@ static const struct { const char *name; by_list_fn call; } by_list[] = {
 /* name() */
 static const struct { const char *name; plain_fn call; } plain[] = {
     {"volumes", e2b_volume_list}, {"doctor", e2b_doctor}};
+
+/* A volume's content: name(volume_id, token, path, ...) */
+typedef e2b_req *(*vol_path_fn)(e2b_client *c, const char *id, const char *token, const char *path,
+                                e2b_error *err);
+typedef e2b_req *(*vol_opts_fn)(e2b_client *c, const char *id, const char *token, const char *path,
+                                const e2b_vol_write_opts *o, e2b_error *err);
+
+/* name(volume_id, token, path) */
+static const struct { const char *name; vol_path_fn call; } vol_path[] = {
+    {"vol_stat", e2b_vol_stat}, {"vol_remove", e2b_vol_remove}, {"vol_read", e2b_vol_read}};
+
+/* name(volume_id, token, path, { uid =, gid =, mode =, force = }) */
+static const struct { const char *name; vol_opts_fn call; } vol_opts[] = {
+    {"vol_mkdir", e2b_vol_mkdir}, {"vol_write", e2b_vol_write}, {"vol_set_metadata", e2b_vol_set_metadata}};
+
+static int client_vol_path(lua_State *L) {
+  client_ud *u = check_client(L);
+  e2b_error err;
+  e2b_req *req = vol_path[E2BL_ROW(L)].call(u->c, luaL_checkstring(L, 2), luaL_checkstring(L, 3),
+                                            luaL_checkstring(L, 4), &err);
+  return e2bL_push_req(L, u->l, req, &err);
+}
+
+static int client_vol_opts(lua_State *L) {
+  client_ud *u = check_client(L);
+  e2b_vol_write_opts o;
+  memset(&o, 0, sizeof o);
+  if (!lua_isnoneornil(L, 5)) {
+    luaL_checktype(L, 5, LUA_TTABLE);
+    static const char *const names[] = {"uid", "gid", "mode"};
+    uint32_t *fields[] = {&o.uid, &o.gid, &o.mode};
+    for (unsigned i = 0; i < 3; i++) {
+      lua_Integer v = e2bL_opt_integer(L, 5, names[i], -1);
+      if (v < 0) continue; /* absent (the Lua layer checked the range) */
+      if (v > (lua_Integer)UINT32_MAX) luaL_error(L, "%s is out of range", names[i]);
+      *fields[i] = (uint32_t)v;
+      o.given |= 1u << i;
+    }
+    lua_getfield(L, 5, "force");
+    o.force = lua_toboolean(L, -1);
+    lua_pop(L, 1);
+  }
+  e2b_error err;
+  e2b_req *req = vol_opts[E2BL_ROW(L)].call(u->c, luaL_checkstring(L, 2), luaL_checkstring(L, 3),
+                                            luaL_checkstring(L, 4), &o, &err);
+  return e2bL_push_req(L, u->l, req, &err);
+}
+
+/* vol_list(volume_id, token, path, depth) */
+static int client_vol_list(lua_State *L) {
+  client_ud *u = check_client(L);
+  e2b_error err;
+  e2b_req *req = e2b_vol_list(u->c, luaL_checkstring(L, 2), luaL_checkstring(L, 3), luaL_checkstring(L, 4),
+                              (unsigned)luaL_optinteger(L, 5, 1), &err);
+  return e2bL_push_req(L, u->l, req, &err);
+}
 
 static int client_by_id(lua_State *L) {
   client_ud *u = check_client(L);
@@ -371,7 +427,7 @@ static const luaL_Reg client_methods[] = {
     {"sandbox", client_sandbox},     {"provision", client_provision}, {"fork", client_fork},
     {"set_network", client_set_network}, {"snapshot", client_snapshot},
     {"snapshots", client_snapshots}, {"verify_egress", client_verify_egress}, {"logs", client_logs},
-    {"metrics", client_metrics},
+    {"metrics", client_metrics}, {"vol_list", client_vol_list},
     {NULL, NULL}};
 
 static const e2bL_class CLIENT = {CLIENT_MT, "client", offsetof(client_ud, c), client_release,
@@ -383,4 +439,6 @@ void e2bL_open_client(lua_State *L) {
   e2bL_add_rows(L, CLIENT_MT, client_by_id_ms, E2BL_ROWS(by_id_ms));
   e2bL_add_rows(L, CLIENT_MT, client_by_list, E2BL_ROWS(by_list));
   e2bL_add_rows(L, CLIENT_MT, client_plain, E2BL_ROWS(plain));
+  e2bL_add_rows(L, CLIENT_MT, client_vol_path, E2BL_ROWS(vol_path));
+  e2bL_add_rows(L, CLIENT_MT, client_vol_opts, E2BL_ROWS(vol_opts));
 }

@@ -70,6 +70,21 @@ static void snapshot_at(lua_State *L, const e2b_req *req, size_t i) {
 static void volume_at(lua_State *L, const e2b_req *req, size_t i) {
   e2bL_push_volume(L, e2b_req_volume_at(req, i));
 }
+static void vol_entry_at(lua_State *L, const e2b_req *req, size_t i) {
+  const e2b_vol_entry *e = e2b_req_vol_entry_at(req, i);
+  lua_createtable(L, 0, 11);
+  e2bL_set_str(L, "name", e->name);
+  e2bL_set_str(L, "path", e->path);
+  e2bL_set_str(L, "type", e->type);
+  e2bL_set_int(L, "size", e->size);
+  e2bL_set_int(L, "mode", e->mode);
+  e2bL_set_int(L, "uid", e->uid);
+  e2bL_set_int(L, "gid", e->gid);
+  if (e->target) e2bL_set_str(L, "target", e->target);
+  e2bL_set_int(L, "atime", e->atime_ms);
+  e2bL_set_int(L, "mtime", e->mtime_ms);
+  e2bL_set_int(L, "ctime", e->ctime_ms);
+}
 static void log_at(lua_State *L, const e2b_req *req, size_t i) {
   e2bL_push_log_entry(L, e2b_req_log_at(req, i));
 }
@@ -147,7 +162,8 @@ static const struct {
     [E2B_RESULT_EGRESS] = {.push = push_egress},
     [E2B_RESULT_BOOT_ID] = {.push = push_boot_id},
     [E2B_RESULT_LOGS] = {e2b_req_log_count, log_at, NULL},
-    [E2B_RESULT_METRICS] = {e2b_req_metric_count, metric_at, NULL}};
+    [E2B_RESULT_METRICS] = {e2b_req_metric_count, metric_at, NULL},
+    [E2B_RESULT_VOL_ENTRIES] = {e2b_req_vol_entry_count, vol_entry_at, NULL}};
 
 /* result() -> value | nil, err; raises if called before the request is done. */
 static int req_result(lua_State *L) {

@@ -12,6 +12,7 @@
 local core = require("e2b.core")
 local rt = require("e2b.rt")
 local errors = require("e2b.errors")
+local cancel = require("e2b.cancel")
 
 local M = {}
 
@@ -55,6 +56,14 @@ M.spawn = adapter.spawn
 -- @function sleep
 -- @tparam int ms milliseconds
 M.sleep = adapter.sleep
+
+--- Makes a cancel token: pass it as a call's `cancel` option (run, spawn,
+-- files:read, read_to, write, client:create, a volume's read, read_to,
+-- write); token:cancel(), from another
+-- task, ends that call with kind "canceled".
+-- @function cancel_token
+-- @treturn e2b.cancel.Token
+M.cancel_token = cancel.new
 
 --- Makes a client: one E2B account and endpoint with its defaults.
 -- Unset options fall back to E2B_API_KEY, E2B_DOMAIN, E2B_API_URL,

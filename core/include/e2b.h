@@ -916,6 +916,64 @@ E2B_EXPORT e2b_req *e2b_volume_list(e2b_client *c, e2b_error *err);
 E2B_EXPORT e2b_req *e2b_volume_delete(e2b_client *c, const char *name, e2b_error *err);
 E2B_EXPORT size_t e2b_req_volume_count(const e2b_req *req);
 E2B_EXPORT const e2b_volume *e2b_req_volume_at(const e2b_req *req, size_t i);
+/* The volume with that name or id, with the token its content API needs
+ * (E2B's GET /volumes/{volumeID}, found by name through the list first):
+ * one e2b_volume (E2B_RESULT_VOLUMES); E2B_ERR_NOT_FOUND when none. */
+E2B_EXPORT e2b_req *e2b_volume_open(e2b_client *c, const char *name_or_id, e2b_error *err);
+
+/* -- a volume's content (E2B's /volumecontent/{volumeID}/path|dir|file on the
+ * API host, authorized by the volume's own token, as the SDKs' Volume) --
+ * Every call takes the volume's id and token (from e2b_volume_create or
+ * e2b_volume_open) and a path inside the volume ("/" its root). The token is
+ * a secret: sent as a bearer header only, never in an error. */
+typedef struct e2b_vol_entry {
+  char *name;
+  char *path;              /* from the volume's root, "/a/b" */
+  const char *type;        /* "file" | "directory" | "symlink" | "unknown" */
+  int64_t size;
+  uint32_t mode;           /* permission bits */
+  uint32_t uid, gid;
+  char *target;            /* a symlink's target, else NULL */
+  int64_t atime_ms, mtime_ms, ctime_ms;
+} e2b_vol_entry;
+
+/* Owner and mode of what a write or mkdir creates. Zeroed: the server's
+ * defaults (its owner and modes), no force. */
+#define E2B_VOL_UID 1u
+#define E2B_VOL_GID 2u
+#define E2B_VOL_MODE 4u
+typedef struct e2b_vol_write_opts {
+  unsigned given;          /* E2B_VOL_UID | E2B_VOL_GID | E2B_VOL_MODE: the fields set below */
+  uint32_t uid, gid;
+  uint32_t mode;           /* permission bits, at most 0777 */
+  int force;               /* write: replace an existing file; mkdir: make parents, an
+                              existing directory is success */
+} e2b_vol_write_opts;
+
+/* stat: one entry; list: the entries under path, depth levels deep (1..32). */
+E2B_EXPORT e2b_req *e2b_vol_stat(e2b_client *c, const char *volume_id, const char *token, const char *path,
+                                 e2b_error *err);
+E2B_EXPORT e2b_req *e2b_vol_list(e2b_client *c, const char *volume_id, const char *token, const char *path,
+                                 unsigned depth, e2b_error *err);
+E2B_EXPORT e2b_req *e2b_vol_mkdir(e2b_client *c, const char *volume_id, const char *token, const char *path,
+                                  const e2b_vol_write_opts *opts, e2b_error *err);
+/* Changes the owner and mode of an entry (the SDKs' updateMetadata): the
+ * fields opts->given names (force is not read); the entry as it is then. */
+E2B_EXPORT e2b_req *e2b_vol_set_metadata(e2b_client *c, const char *volume_id, const char *token,
+                                         const char *path, const e2b_vol_write_opts *opts, e2b_error *err);
+/* Removes a file, or a directory with everything in it. */
+E2B_EXPORT e2b_req *e2b_vol_remove(e2b_client *c, const char *volume_id, const char *token, const char *path,
+                                   e2b_error *err);
+/* Streams the file's bytes (e2b_req_next_chunk, bounded like e2b_file_read). */
+E2B_EXPORT e2b_req *e2b_vol_read(e2b_client *c, const char *volume_id, const char *token, const char *path,
+                                 e2b_error *err);
+/* Uploads a file: feed it with e2b_req_send and end with e2b_req_send_end
+ * (bounded, as e2b_file_write); the result is the written file's entry. An
+ * existing file is E2B_ERR_CONFLICT unless opts->force. */
+E2B_EXPORT e2b_req *e2b_vol_write(e2b_client *c, const char *volume_id, const char *token, const char *path,
+                                  const e2b_vol_write_opts *opts, e2b_error *err);
+E2B_EXPORT size_t e2b_req_vol_entry_count(const e2b_req *req);
+E2B_EXPORT const e2b_vol_entry *e2b_req_vol_entry_at(const e2b_req *req, size_t i);
 
 /* -- running a command to completion -- */
 
@@ -1095,7 +1153,8 @@ typedef enum e2b_result_kind {
   E2B_RESULT_EGRESS,    /* e2b_req_egress_report */
   E2B_RESULT_BOOT_ID,   /* e2b_req_boot_id */
   E2B_RESULT_LOGS,      /* e2b_req_log_count/_at */
-  E2B_RESULT_METRICS    /* e2b_req_metric_count/_at */
+  E2B_RESULT_METRICS,   /* e2b_req_metric_count/_at */
+  E2B_RESULT_VOL_ENTRIES /* e2b_req_vol_entry_count/_at: a volume's stat, list, mkdir, write */
 } e2b_result_kind;
 E2B_EXPORT e2b_result_kind e2b_req_result_kind(const e2b_req *req);
 /* Stops the transfer; the request completes with E2B_ERR_CANCELED. */

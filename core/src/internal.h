@@ -413,6 +413,8 @@ int e2b_client_prepare_control(e2b_client *c, e2b_req *req, const char *method, 
                                json_t *body, e2b_error *err);
 int e2b_sbx_prepare_rpc(e2b_sbx *sbx, e2b_req *req, const char *method_path, const char *user,
                         json_t *body, int stream, e2b_error *err);
+int e2b_client_prepare_volume(e2b_client *c, e2b_req *req, const char *method, const char *path,
+                              const char *token, json_t *body, e2b_error *err);
 
 /* ---- control.c: raw control-plane calls ---- */
 e2b_req *e2b_control(e2b_client *c, const char *op, const char *method, const char *path,

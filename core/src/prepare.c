@@ -71,6 +71,31 @@ int e2b_client_prepare_control(e2b_client *c, e2b_req *req, const char *method, 
   return set_method(req, method);
 }
 
+/* A volume content call: the API host, but the volume's own token (a
+ * bearer secret, never the API key, which that API does not take). */
+int e2b_client_prepare_volume(e2b_client *c, e2b_req *req, const char *method, const char *path,
+                              const char *token, json_t *body, e2b_error *err) {
+  if (set_url(req, c->api_url, path, err) != 0) return -1;
+  req->client = c;
+  e2b_client_retain(c);
+  req->error_style = ERR_CONTROL;
+  curl_easy_setopt(req->easy, CURLOPT_USERAGENT, c->user_agent);
+  size_t n = strlen(token) + 8;
+  char *bearer = malloc(n);
+  if (!bearer) {
+    e2b_err_set(err, E2B_ERR_UNAVAILABLE, req->op, "out of memory");
+    return -1;
+  }
+  snprintf(bearer, n, "Bearer %s", token);
+  int rc = e2b_req_add_header(req, "Authorization", bearer, err);
+  e2b_free_secret(bearer);
+  if (rc != 0 || e2b_req_add_header(req, "Accept", "application/json", err) != 0 ||
+      /* curl would otherwise wait for "100 Continue" before an upload */
+      e2b_req_add_header(req, "Expect", "", err) != 0 || set_json_body(req, body, err) != 0)
+    return -1;
+  return set_method(req, method);
+}
+
 /* Headers every envd request carries, whichever host it goes to. */
 int e2b_sbx_prepare_envd(e2b_sbx *s, e2b_req *req, const char *path_and_query, e2b_error *err);
 int e2b_sbx_prepare_envd(e2b_sbx *s, e2b_req *req, const char *path_and_query, e2b_error *err) {

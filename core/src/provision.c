@@ -110,8 +110,44 @@ static void discard_detached(e2b_client *c, const char *sandbox_id) {
   if (kill) e2b_req_autofree(kill);
 }
 
+/* A create still in flight (or answered and not yet read) when its
+ * provision goes (canceled, freed): its answer is awaited unattended and the
+ * sandbox it made killed, so a cancel never leaves one behind. */
+typedef struct orphan_state {
+  e2b_client *client;
+  e2b_req *create;
+} orphan_state;
+
+static void orphan_advance(e2b_req *op) {
+  orphan_state *s = op->state;
+  if (!e2b_req_done(s->create)) return;
+  if (!e2b_req_error(s->create) && s->create->sandbox_count)
+    discard_detached(s->client, s->create->sandboxes[0].sandbox_id);
+  e2b_op_finish(op, NULL);
+}
+
+#define ORPHAN_AT(f) offsetof(orphan_state, f)
+static const e2b_op_kind orphan_kind = {.size = sizeof(orphan_state), .children = E2B_FIELDS(ORPHAN_AT(create)),
+                                        .holds = E2B_OP_HOLDS_CLIENT, .ref = ORPHAN_AT(client)};
+
+static void adopt_create(e2b_client *c, e2b_req *create) {
+  e2b_error err;
+  e2b_req *op = e2b_op_new(&orphan_kind, c, NULL, "create", orphan_advance, NULL, &err);
+  if (!op) { /* no memory: the create is canceled, as before */
+    e2b_req_free(create);
+    return;
+  }
+  ((orphan_state *)op->state)->create = e2b_op_child(op, create);
+  e2b_req_autofree(op);
+  e2b_op_kick(op); /* it may be answered already */
+}
+
 static void prov_release(void *p) {
   prov_state *s = p;
+  if (s->stage == P_CREATE && s->child && !s->allocated) {
+    adopt_create(s->client, s->child);
+    s->child = NULL;
+  }
   release_create_slot(s->self, s);
   if (s->allocated && !s->succeeded) discard_detached(s->client, s->sandbox.sandbox_id);
   e2b_sandbox_info_clear(&s->sandbox);

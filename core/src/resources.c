@@ -332,6 +332,50 @@ e2b_req *e2b_volume_delete(e2b_client *c, const char *name, e2b_error *err) {
   return by_name(c, "delete_volume", name, 1, delete_advance, err);
 }
 
+/* Open: the list's first match by name or id, then GET /volumes/{id}, whose
+ * answer (with the token) replaces the matches as the result. */
+static void open_advance(e2b_req *op) {
+  by_name_state *s = op->state;
+  e2b_error err;
+  if (!s->listed) {
+    if (by_name_list(op, s) != 1) return;
+    s->listed = 1;
+    item_list *l = op->result;
+    const char *id = NULL;
+    for (size_t i = 0; l && i < l->n && !id; i++)
+      if (matches(s, l, i)) id = l->volumes[i].volume_id;
+    if (!id) {
+      e2b_err_set(&err, E2B_ERR_NOT_FOUND, op->op, "no volume has that name or id");
+      return e2b_op_finish(op, &err);
+    }
+    char *path = e2b_id_path("/volumes", id, "");
+    if (!path) {
+      e2b_err_set(&err, E2B_ERR_UNAVAILABLE, op->op, "out of memory");
+      return e2b_op_finish(op, &err);
+    }
+    s->child = e2b_op_child(op, e2b_control(s->client, "volume", "GET", path, NULL, parse_volumes, 1, &err));
+    free(path);
+    if (!s->child) e2b_op_finish(op, &err);
+    return;
+  }
+  if (!e2b_req_done(s->child)) return;
+  const e2b_error *cerr = e2b_req_error(s->child);
+  if (cerr) return e2b_op_finish(op, cerr);
+  item_list *l = op->result;
+  for (size_t i = 0; i < l->n; i++) volume_clear(&l->volumes[i]);
+  l->n = 0;
+  if (take_items(op, s->child, 1) != 0 || l->n != 1) {
+    e2b_err_set(&err, E2B_ERR_PROTOCOL, op->op, "the volume's answer holds no volume");
+    return e2b_op_finish(op, &err);
+  }
+  e2b_op_finish(op, NULL);
+}
+
+e2b_req *e2b_volume_open(e2b_client *c, const char *name_or_id, e2b_error *err) {
+  if (check_name(name_or_id, "name", "volume", err)) return NULL;
+  return e2b_req_typed(by_name(c, "volume", name_or_id, 1, open_advance, err), E2B_RESULT_VOLUMES);
+}
+
 size_t e2b_req_snapshot_count(const e2b_req *req) {
   const item_list *l = req->result_kind == E2B_RESULT_SNAPSHOTS ? req->result : NULL;
   return l ? l->n : 0;

@@ -1,6 +1,7 @@
 -- e2b.check: option validation, done before any allocation or I/O.
 -- A failure is an invalid_argument error naming the field; unknown keys are
 -- refused so a typo never silently does nothing.
+local cancel = require("e2b.cancel")
 local errors = require("e2b.errors")
 
 local M = {}
@@ -49,6 +50,7 @@ M.types = {
   positive = int_from(1, "must be a positive integer"),
   string_map = string_map,
   string_list = string_list,
+  cancel = cancel.checker,
 }
 
 -- oneof("a", "b") -> checker

@@ -3,11 +3,13 @@
 -- live in libe2b; this file checks options and shapes results.
 -- @module e2b.client
 local core = require("e2b.core")
+local cancel = require("e2b.cancel")
 local check = require("e2b.check")
 local errors = require("e2b.errors")
 local policy = require("e2b.policy")
 local rt = require("e2b.rt")
 local Sandbox = require("e2b.sandbox")
+local Volume = require("e2b.volume")
 
 local M = {}
 
@@ -195,6 +197,7 @@ end
 
 local CREATE_SPEC = with_sandbox_defaults({
   id = "nonempty",
+  cancel = "cancel",
   env = "string_map",
   metadata = "string_map",
   secure = "boolean",
@@ -255,7 +258,8 @@ function Client:create(opts)
   end
   local ready = o.ready_timeout_ms or self._ready_timeout_ms
   local raw
-  raw, err = rt.finish(self._h:provision({
+  -- canceled, the core's provision destroys what it made (as on any failure)
+  raw, err = cancel.scope(o.cancel, rt.finish, self._h:provision({
     id = o.id,
     template = o.template,
     timeout_ms = o.timeout_ms or self._timeout_ms,
@@ -502,6 +506,23 @@ function Client:volumes()
   local out = {}
   for i, v in ipairs(list) do out[i] = { id = v.volume_id, name = v.name } end
   return out
+end
+
+--- Opens a volume's content (the SDKs' Volume): its files read, written,
+-- listed, made and removed with the volume's own token, which the core
+-- fetches (GET /volumes/{id}) and keeps out of sight.
+-- @tparam string name_or_id
+-- @treturn e2b.volume.Volume
+-- @return or nil, err (kind "not_found" when no volume has that name or id)
+function Client:volume(name_or_id)
+  local ok, err = check.value("volume", "name", name_or_id, "nonempty")
+  if not ok then return nil, err end
+  local list
+  list, err = rt.finish(self._h:volume_open(name_or_id))
+  if not list then return nil, err end
+  local raw, h = list[1], self._h
+  local id, token = raw.volume_id, raw.token
+  return Volume.new({ call = function(name, ...) return h[name](h, id, token, ...) end }, raw)
 end
 
 --- Deletes a volume by name or id; an absent one is success.

@@ -3,6 +3,7 @@
 -- or writing a file of any size holds at most a few MiB.
 -- @module e2b.files
 local core = require("e2b.core")
+local cancel = require("e2b.cancel")
 local check = require("e2b.check")
 local errors = require("e2b.errors")
 local rt = require("e2b.rt")
@@ -20,7 +21,7 @@ local adapter = rt.adapter
 local CHUNK = 1024 * 1024
 -- files:read's default bound: a whole value past it belongs in read_to.
 local READ_MAX = 256 * 1024 * 1024
-local READ_SPEC = { max_bytes = "positive", user = "nonempty" }
+local READ_SPEC = { max_bytes = "positive", user = "nonempty", cancel = "cancel" }
 -- The per-call user alone (stat, mkdir, remove, rename, exists).
 local USER_SPEC = { user = "nonempty" }
 local UPLOAD_HIGH_WATER = 1024 * 1024
@@ -130,7 +131,7 @@ function Files:read(path, opts)
   if not o then return nil, err end
   local buf = core.buffer()
   local n
-  n, err = self:_drain("files.read", path, buf, nil, o.max_bytes or READ_MAX, o.user)
+  n, err = cancel.scope(o.cancel, self._drain, self, "files.read", path, buf, nil, o.max_bytes or READ_MAX, o.user)
   if not n then return nil, err end
   return buf:take()
 end
@@ -153,6 +154,7 @@ end
 -- Progress reporting for long transfers: opts.progress(done, total) after
 -- each chunk (total when known, else nil).
 local PROGRESS_SPEC = { progress = "function", user = "nonempty" }
+local READ_TO_SPEC = { progress = "function", user = "nonempty", cancel = "cancel" }
 
 -- import and export: the directory checked, then opts -> opts | nil, err.
 local function tree_args(op, dir, opts)
@@ -199,11 +201,13 @@ function Files:read_to(path, sink, opts)
   local emit, err = sink_fn(op, sink)
   if not emit then return nil, err end
   local o
-  o, err = check.options(op, opts, PROGRESS_SPEC)
+  o, err = check.options(op, opts, READ_TO_SPEC)
   if not o then return nil, err end
   -- An open file takes the bytes straight from the core's queue.
-  if io.type(sink) == "file" then return self:_drain(op, path, sink, o.progress, nil, o.user) end
-  return self:_download(op, path, counting_sink(emit, o.progress), o.user)
+  if io.type(sink) == "file" then
+    return cancel.scope(o.cancel, self._drain, self, op, path, sink, o.progress, nil, o.user)
+  end
+  return cancel.scope(o.cancel, self._download, self, op, path, counting_sink(emit, o.progress), o.user)
 end
 
 -- A string or a chunk function as a chunk function (strings go in CHUNK slices).
@@ -262,7 +266,18 @@ local function upload_file(req, file, progress)
   end
 end
 
-local WRITE_SPEC = { mode = "count", exclusive = "boolean", progress = "function", user = "nonempty" }
+-- feed(req, op, data, progress) -> nil | err: feeds an upload request (of
+-- e2b_file_write's or e2b_vol_write's kind) from data, a string, a chunk
+-- function or an open file, with bounded memory, and ends it; err when the
+-- source failed (the request is canceled then).
+function M.feed(req, op, data, progress)
+  if io.type(data) == "file" then return upload_file(req, data, progress) end
+  return upload(req, counting_source(chunk_source(op, data, "data"), progress,
+    type(data) == "string" and #data or nil))
+end
+
+local WRITE_SPEC = { mode = "count", exclusive = "boolean", progress = "function", user = "nonempty",
+                     cancel = "cancel" }
 
 --- Writes a file (parent directories are created).
 -- @tparam string path
@@ -288,6 +303,12 @@ function Files:write(path, data, opts)
   o, err = check.options(op, opts, WRITE_SPEC)
   if not o then return nil, err end
   if o.mode and o.mode > 4095 then return nil, errors.invalid(op, "mode", "must be at most 0o7777") end
+  return cancel.scope(o.cancel, self._write, self, op, path, data, o)
+end
+
+-- write with its arguments checked (under the call's cancel token).
+function Files:_write(op, path, data, o)
+  local err
   if o.exclusive then
     local exists
     exists, err = self:exists(path, { user = o.user })
@@ -300,13 +321,7 @@ function Files:write(path, data, opts)
   local req
   req, err = self._port.call("write", path, self:_user(o))
   if not req then return nil, self._port.envd_err(err) end
-  local feed_err
-  if file then
-    feed_err = upload_file(req, data, o.progress)
-  else
-    feed_err = upload(req, counting_source(chunk_source(op, data, "data"), o.progress,
-      type(data) == "string" and #data or nil))
-  end
+  local feed_err = M.feed(req, op, data, o.progress)
   while not req:done() do adapter.await(req) end
   local written
   written, err = req:result()

@@ -9,6 +9,7 @@
 -- decided there; this module hands it the options and calls the callbacks
 -- with the chunks it passes on.
 -- @module e2b.process
+local cancel = require("e2b.cancel")
 local check = require("e2b.check")
 local core = require("e2b.core")
 local errors = require("e2b.errors")
@@ -68,6 +69,7 @@ local COMMON = {
   keep = check.oneof("all", "tail", "none"),
   tag = "nonempty",
   keep_output = "boolean",
+  cancel = "cancel",
 }
 
 local RUN_SPEC = setmetatable({
@@ -116,6 +118,12 @@ end
 -- 5.1/LuaJIT run __gc only for userdata, hence the proxy.)
 local function on_collect(self)
   if self._closed or self._detached then return end
+  self:_end_unattended()
+end
+
+-- Ends the process group and removes kept output without waiting (the
+-- finalizer's way, and a cancel token's).
+function Process:_end_unattended()
   local kept = self.tracked and self.tag
   if not self._exit and not self._killed then
     -- a kept command's files go once its wrapper is gone, which writes last
@@ -171,8 +179,23 @@ local function started(port, req, offsets)
   return new_process(port, req, info, offsets)
 end
 
+-- A cancel token's end of a spawned handle: the process group ended and
+-- its kept files removed as a collected handle's are (unattended: cancel()
+-- never waits), its stream canceled, and every read or wait from now on
+-- fails with kind "canceled".
+function Process:_cancel()
+  if self._closed or self._canceled then return end
+  self._canceled = true
+  if not self._detached then self:_end_unattended() end
+  self._detached = true -- what close() would send is sent
+  self._req:cancel()
+end
+
 -- Starts a checked command.
 local function spawn(port, cmd, o)
+  if o.cancel and o.cancel:is_canceled() then
+    return nil, errors.new("canceled", "spawn", "the call's cancel token was canceled", { retryable = false })
+  end
   local start = start_opts(port, cmd, o)
   local req, err = port.call("track", start, o.env_mode == "replace", o.keep_output ~= false, false,
     o.park)
@@ -186,6 +209,18 @@ local function spawn(port, cmd, o)
   -- The core feeds the bytes (in pieces) and closes stdin; its feed fails
   -- only when the input never reached the process (read reports it).
   if type(o.stdin) == "string" then proc._feeding = port.call("feed", proc:_target(), o.stdin, proc._pty) end
+  -- The start is never canceled half-way (a process could start unknown to
+  -- anyone): a token canceled meanwhile ends the handle at once.
+  if o.cancel then
+    proc._cancel_token = o.cancel
+    -- held weakly: a token that lives on never keeps a dropped handle (and
+    -- its finalizer) from being collected, on Lua 5.1 too (no ephemerons)
+    local ref = setmetatable({ proc }, { __mode = "v" })
+    cancel.hook(o.cancel, proc, function()
+      local p = ref[1]
+      if p then p:_cancel() end
+    end)
+  end
   return proc
 end
 
@@ -247,6 +282,9 @@ function Process:_next(deadline)
     -- closed by another task while this one waited: never a bare nil (that
     -- means "exited, all read"), never a read of a closed request
     if self._closed then return nil, errors.new("canceled", "read", "the process handle was closed") end
+    if self._canceled then
+      return nil, errors.new("canceled", "read", "the spawn's cancel token was canceled", { retryable = false })
+    end
     local kind, a, b, c, d = self._req:read(READ_MAX)
     if kind == "stdout" or kind == "stderr" or kind == "pty" then
       self._offsets[kind] = self._offsets[kind] + #a
@@ -286,6 +324,9 @@ function Process:_deadline(op, timeout_ms)
     if not ok then return nil, err end
   end
   if self._closed then return nil, errors.new("canceled", op, "process handle is closed") end
+  if self._canceled then
+    return nil, errors.new("canceled", op, "the spawn's cancel token was canceled", { retryable = false })
+  end
   return timeout_ms and adapter.now_ms() + timeout_ms
 end
 
@@ -382,10 +423,8 @@ end
 -- (e2b_run_with): this hands it the options, calls the callbacks with the
 -- chunks it passes on while it runs, and returns its result or its error
 -- (with what the command wrote, past a failure after the start).
-function M.run(port, cmd, opts)
-  local o, err = check_command("run", cmd, opts, RUN_SPEC)
-  if not o then return nil, err end
-  local req
+local function run(port, cmd, o)
+  local req, err
   req, err = port.call("run", start_opts(port, cmd, o), {
     stdin = o.stdin, max_output = o.max_output, keep = o.keep,
     chunks_stdout = o.on_stdout ~= nil, chunks_stderr = o.on_stderr ~= nil,
@@ -407,6 +446,13 @@ function M.run(port, cmd, opts)
   err = port.envd_err(err)
   err.stdout, err.stderr, err.pid = stdout, stderr, pid
   return nil, err
+end
+
+function M.run(port, cmd, opts)
+  local o, err = check_command("run", cmd, opts, RUN_SPEC)
+  if not o then return nil, err end
+  -- canceled, the core's run kills the group as a timeout does (its release)
+  return cancel.scope(o.cancel, run, port, cmd, o)
 end
 
 -- ---- control ----
@@ -510,6 +556,7 @@ end
 function Process:close()
   if self._closed then return end
   self._closed = true
+  if self._cancel_token then cancel.unhook(self._cancel_token, self) end
   if not self._detached then
     if not self._exit and not self._killed then self:kill() end
     -- Cleanup need not be waited for: the loop sends it unattended.

@@ -22,6 +22,7 @@
 --   orphan(t)           optional: a failed task with no group nobody joined.
 --   check(what)         optional: raises when the caller cannot wait here.
 -- A group is { live = count, orphans = { failed tasks nobody joined } }.
+local cancel = require("e2b.cancel")
 local unpack = table.unpack or unpack
 
 local M = {}
@@ -98,16 +99,19 @@ function M.new(prim)
 
   function S.await(reqs, deadline)
     check("a lua-e2b call")
-    local ids
-    if type(reqs) == "table" then
-      ids = {}
-      for i = 1, #reqs do ids[i] = reqs[i]:id() end
-    else
-      ids = { reqs:id() }
+    if type(reqs) ~= "table" then reqs = { reqs } end
+    -- a call made with a cancel token: its token may cancel these meanwhile
+    local token = cancel.watch(reqs)
+    local ids = {}
+    for i = 1, #reqs do
+      if token and reqs[i]:done() then return true end -- canceled already
+      ids[i] = reqs[i]:id()
     end
     local entry = { ids = ids, woken = false }
     register(entry)
-    return prim.park(entry, deadline)
+    local woke = prim.park(entry, deadline)
+    if token then cancel.unwatch(token, reqs) end
+    return woke
   end
 
   -- ---- tasks ----

@@ -108,6 +108,7 @@ local CLASSES = {
   { prefix = "sbx.files:", class = require("e2b.files").Files, file = "lua/e2b/files.lua", T = "Files" },
   { prefix = "watch:", class = require("e2b.watch").Watch, file = "lua/e2b/watch.lua", T = "Watch" },
   { prefix = "sbx.git:", class = require("e2b.git").Git, file = "lua/e2b/git.lua", T = "Git" },
+  { prefix = "vol:", class = require("e2b.volume").Volume, file = "lua/e2b/volume.lua", T = "Volume" },
 }
 
 -- e2b.ngx needs nginx to load: its functions are read from its source.
@@ -159,6 +160,13 @@ describe("the reference (docs/manual.md and the LDoc comments)", function()
     assert.are.same({}, undocumented_functions("lua/e2b/ngx.lua", "Task", names))
   end)
 
+  it("documents every method of a cancel token", function()
+    local names = methods(getmetatable(e2b.cancel_token()).__index)
+    assert.are.same({ "cancel", "is_canceled" }, names)
+    assert.are.same({}, missing_from_reference(prefixed("token:", names)))
+    assert.are.same({}, undocumented_functions("lua/e2b/cancel.lua", "Token", names))
+  end)
+
   it("documents both scheduler adapters' interface", function()
     local sched = require("e2b.sched")
     assert.are.same({}, missing_from_reference(prefixed("adapter.", sorted_keys(sched))))
@@ -170,7 +178,7 @@ describe("the reference (docs/manual.md and the LDoc comments)", function()
   end)
 
   it("names no method the code does not have", function()
-    local by_prefix = { task = { wait = true, done = true } }
+    local by_prefix = { task = { wait = true, done = true }, token = getmetatable(e2b.cancel_token()).__index }
     for _, c in ipairs(CLASSES) do
       by_prefix[c.prefix:sub(1, -2)] = c.class
     end
@@ -429,6 +437,16 @@ describe("the reference's records (against e2b-local)", function()
     local name = "docs-spec-" .. tostring(h.core.now_ms())
     local vol = assert(client:create_volume(name))
     assert.are.same({}, missing_from_reference(prefixed("volume.", sorted_keys(vol))))
+    local content = assert(client:volume(name))
+    assert.are.same({}, missing_from_reference(prefixed("vol.", sorted_keys(content))))
+    assert(content:mkdir("/d"))
+    local mounter = assert(client:create({ volumes = { ["/mnt/v"] = name } }))
+    assert(mounter:run("ln -s /etc/hostname /mnt/v/d/link"))
+    assert(mounter:kill())
+    for _, e in ipairs(assert(content:list("/d"))) do
+      assert.are.same({}, missing_from_reference(prefixed("vol_entry.", sorted_keys(e))))
+    end
+    assert.are.same({}, missing_from_reference(prefixed("vol_entry.", sorted_keys(assert(content:stat("/d"))))))
     assert(client:delete_volume(name))
     local snap = assert(sbx:snapshot(name))
     assert.are.same({}, missing_from_reference(prefixed("snapshot.", sorted_keys(snap))))

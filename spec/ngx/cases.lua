@@ -184,6 +184,32 @@ case("closing a handle while another task reads it ends that read with canceled"
   eq("canceled", kind(err), "error kind")
 end)
 
+case("a cancel token ends a run from another task with canceled, its command killed", function(e2b, ctx)
+  local sbx = ctx.sandbox()
+  local c, up = e2b.cancel_token(), false
+  local tag = "ngx-cancel-" .. tostring(math.random(1e9))
+  local res, err = e2b.run(function()
+    local t = e2b.spawn(function()
+      return sbx:run("echo up; sleep 30", { tag = tag, cancel = c, on_stdout = function() up = true end })
+    end)
+    while not up do e2b.sleep(5) end
+    c:cancel()
+    return t:wait()
+  end)
+  eq(nil, res, "result")
+  eq("canceled", kind(err), "error kind")
+  local listed = true
+  for _ = 1, 100 do -- the kill was sent unattended: look until it is gone (at most 5 s)
+    listed = false
+    for _, p in ipairs(assert(sbx:processes())) do
+      if p.tag == tag then listed = true end
+    end
+    if not listed then break end
+    e2b.sleep(50)
+  end
+  eq(false, listed, "command still listed")
+end)
+
 case("a command past its timeout_ms fails with kind timeout", function(_, ctx)
   local sbx = ctx.sandbox()
   local res, err = sbx:run("sleep 30", { timeout_ms = 300 })

@@ -72,6 +72,15 @@ test('volume content: write, read, list, stat, mkdir, updateMetadata and remove'
   await Volume.destroy(vol.volumeId, S.opts)
 })
 
+test('volume content: a forced write makes missing parents (E2B\'s ensureDirs), an unforced one is not found', async () => {
+  const vol = await newVolume('vp')
+  await assert.rejects(vol.writeFile('/m/n/f.txt', 'x', at()), VolumePathNotFoundError)
+  await vol.writeFile('/m/n/f.txt', 'made', at({ force: true }))
+  assert.equal(await vol.readFile('/m/n/f.txt', at()), 'made')
+  assert.equal((await vol.getInfo('/m/n', at())).type, 'directory')
+  await Volume.destroy(vol.volumeId, S.opts)
+})
+
 test('volume content: only the volume\'s own token is accepted; an unknown volume is not found', async () => {
   const vol = await newVolume('vt')
   const other = await newVolume('vo')

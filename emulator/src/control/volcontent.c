@@ -357,28 +357,38 @@ static int make_one(vc_req *v, int pfd, const char *name, long uid, long gid, lo
   return rc;
 }
 
+/* Makes every directory of v->rel's first upto bytes that is missing,
+ * each opened beneath the last (none may be a symlink); 0 or -1. */
+static int make_dirs(vc_req *v, size_t upto, long uid, long gid, long mode) {
+  char saved = v->rel[upto];
+  v->rel[upto] = '\0';
+  int rc = 0, cur = dup(v->root);
+  char *p = v->rel;
+  while (rc >= 0 && cur >= 0 && *p) {
+    char *slash = strchr(p, '/');
+    if (slash) *slash = '\0';
+    rc = make_one(v, cur, p, uid, gid, mode);
+    int next = rc >= 0 && slash ? beneath(cur, p, O_PATH | O_DIRECTORY | O_NOFOLLOW, 0) : -1;
+    if (rc >= 0 && slash && next < 0) rc = -1, fail_errno(v, errno);
+    if (slash) *slash = '/';
+    close(cur);
+    cur = next;
+    if (!slash) break;
+    p = slash + 1;
+  }
+  if (cur >= 0) close(cur);
+  v->rel[upto] = saved;
+  return rc < 0 ? -1 : 0;
+}
+
 static enum MHD_Result h_mkdir(http_req *r) {
   vc_req *v = r->ctx;
   long uid, gid, mode;
   if (owner_mode(r, v, &uid, &gid, &mode, 0755) != 0) return vc_error(r, (unsigned)v->status, v->msg);
   if (!*v->rel) return vc_error(r, 409, "the volume's root already exists");
   int force = query_true(r, "force"), rc = 0;
-  if (force) { /* parents first, each opened beneath the last: none may be a symlink */
-    int cur = dup(v->root);
-    char *p = v->rel;
-    while (rc >= 0 && cur >= 0) {
-      char *slash = strchr(p, '/');
-      if (slash) *slash = '\0';
-      rc = make_one(v, cur, p, uid, gid, mode);
-      int next = rc >= 0 && slash ? beneath(cur, p, O_PATH | O_DIRECTORY | O_NOFOLLOW, 0) : -1;
-      if (rc >= 0 && slash && next < 0) rc = -1, fail_errno(v, errno);
-      if (slash) *slash = '/';
-      close(cur);
-      cur = next;
-      if (!slash) break;
-      p = slash + 1;
-    }
-    if (cur >= 0) close(cur);
+  if (force) {
+    rc = make_dirs(v, strlen(v->rel), uid, gid, mode);
   } else {
     const char *name;
     int pfd = open_parent(v, &name);
@@ -417,9 +427,13 @@ static void open_upload(http_req *r, vc_req *v) {
     fail(v, 400, "the path query parameter must name a file%.200s", "");
     return;
   }
-  int flags = O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY;
+  int flags = O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, force = query_true(r, "force");
+  /* forced, missing parents are made first (E2B's file create does: its
+   * ensureDirs), owned as the file; without force a missing one is 404 */
+  char *slash = strrchr(v->rel, '/');
+  if (force && slash && make_dirs(v, (size_t)(slash - v->rel), uid, gid, 0755) != 0) return;
   int fd = beneath(v->root, v->rel, flags | O_CREAT | O_EXCL, (mode_t)mode), created = fd >= 0;
-  if (fd < 0 && errno == EEXIST && query_true(r, "force")) fd = beneath(v->root, v->rel, flags, 0);
+  if (fd < 0 && errno == EEXIST && force) fd = beneath(v->root, v->rel, flags, 0);
   if (fd < 0) {
     fail_errno(v, errno);
     return;
