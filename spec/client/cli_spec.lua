@@ -118,6 +118,15 @@ describe("lua-e2b", function()
       { { "logs", "x", "--limit", "0" }, 'logs: --limit wants a whole number 1 .. 1000, got "0"' },
       { { "logs", "x", "--limit", "1001" }, 'logs: --limit wants a whole number 1 .. 1000, got "1001"' },
       { { "logs", "x", "--level", "loud" }, 'logs: --level wants debug, info, warn or error, got "loud"' },
+      { { "watch", "x" }, "watch: needs a sandbox id and a directory" },
+      { { "watch", "x", "/d", "--timeout", "0" }, 'watch: --timeout wants a positive number of seconds, got "0"' },
+      { { "watch", "x", "/d", "--follow" }, "watch: unknown option --follow" },
+      { { "watch", "x", "/d", "--user" }, "watch: --user needs a value" },
+      { { "metrics" }, "metrics: needs a sandbox id" },
+      { { "metrics", "x", "--since", "60", "--start", "1" }, "metrics: --since and --start exclude each other" },
+      { { "metrics", "x", "--since", "-1" }, 'metrics: --since wants a positive number of seconds, got "-1"' },
+      { { "metrics", "x", "--start", "soon" }, 'metrics: --start wants epoch milliseconds (a whole number), got "soon"' },
+      { { "metrics", "x", "--start", "10", "--end", "5" }, "metrics: --end is before the window's start" },
       { { "connect", "x", "--pty" }, "connect: unknown option --pty" },
       { { "cp", "a", "b" }, "cp: exactly one of SRC and DST must be remote (ID:/path)" },
       { { "pause", "x", "--mode", "deep" }, 'pause: --mode wants "memory" or "filesystem"' },
@@ -220,6 +229,33 @@ describe("lua-e2b", function()
     assert.truthy(out:find("\\x1b]0;x\\x07", 1, true), out)
     assert.is_nil(out:find("[%z\1-\9\11-\31\127]"), out)
     out, err, code = run({ "logs", "no-such-sandbox-" .. tag })
+    assert.are.equal(1, code, out)
+    assert.truthy(err:find("not_found", 1, true), err)
+  end)
+
+  it("metrics shows a running sandbox's samples as a table, and --json parses to them", function()
+    local id, sid = create()
+    local out, err, code = run({ "metrics", id })
+    assert.are.equal(0, code, err)
+    local header, rows = out:match("^([^\n]*)\n(.*)$")
+    assert.truthy(header:find("^TIME%s+CPU%s+CPUS%s+MEMORY USED / TOTAL%s+DISK USED / TOTAL$"), out)
+    assert.truthy(rows:find("^%d%d%d%d%-%d%d%-%d%dT%d%d:%d%d:%d%dZ%s+[%d.]+%%%s+%d+%s+[%d.]+ %a+ / [%d.]+ %a+%s+"), out)
+    local since = os.time() * 1000 - 3600 * 1000
+    out, err, code = run({ "metrics", sid, "--json", "--start", tostring(since) })
+    assert.are.equal(0, code, err)
+    local samples = cjson.decode(out)
+    assert.is_true(#samples >= 1, out)
+    for _, m in ipairs(samples) do
+      for _, k in ipairs({ "timestamp", "cpu_used_pct", "cpu_count", "mem_used", "mem_total", "disk_used",
+                           "disk_total" }) do
+        assert.are.equal("number", type(m[k]), k)
+      end
+      assert.is_true(m.mem_used <= m.mem_total and m.timestamp >= since - 1000, out)
+    end
+    out, err, code = run({ "metrics", id, "--json", "--since", "3600" })
+    assert.are.equal(0, code, err)
+    assert.is_true(#cjson.decode(out) >= 1, out)
+    out, err, code = run({ "metrics", "no-such-sandbox-" .. tag })
     assert.are.equal(1, code, out)
     assert.truthy(err:find("not_found", 1, true), err)
   end)

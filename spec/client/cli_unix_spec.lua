@@ -106,6 +106,83 @@ describe("lua-e2b as a Unix tool", function()
     assert.are.same({ "", "", 0 }, { out, err, code })
   end)
 
+  -- A `lua-e2b watch` of dir, started and known to be watching: a sandbox
+  -- loop touches dir/probe until the tool prints it (no sleep guesses when
+  -- envd's watch begins); the loop is killed before this returns.
+  local function watching(dir, extra)
+    assert.are.equal(0, select(3, run({ "exec", id, "--", "mkdir -p " .. dir .. "/sub" }, nil, "< /dev/null")))
+    local args = { "watch", id, dir }
+    for _, a in ipairs(extra or {}) do args[#args + 1] = a end
+    local t = start(args)
+    local probe = assert(sbx:spawn("while :; do touch " .. dir .. "/probe; sleep 0.2; done"))
+    repeat
+      local line = t.p:read("l")
+      assert(line, "the watch ended before it saw the probe")
+    until line:find("probe", 1, true)
+    probe:kill()
+    probe:close()
+    return t
+  end
+
+  -- The lines t prints until want(line) is true for all of wanted; -> all lines read.
+  local function read_until(t, wanted)
+    local seen, lines = {}, {}
+    local left = #wanted
+    while left > 0 do
+      local line = assert(t.p:read("l"), "the watch ended early: " .. table.concat(lines, "\n"))
+      lines[#lines + 1] = line
+      for i, w in ipairs(wanted) do
+        if not seen[i] and line == w then seen[i], left = true, left - 1 end
+      end
+    end
+    return lines
+  end
+
+  it("watch prints each change a sandbox command makes as TYPE NAME, escaped, and SIGINT ends it with 130",
+    function()
+    local t = watching("/home/user/w1", { "--recursive" })
+    local out, err, code = run({ "exec", id, "--",
+      "printf x > /home/user/w1/a.txt; printf y > \"/home/user/w1/sub/$(printf 'b\\033c')\"" }, nil, "< /dev/null")
+    assert.are.same({ "", "", 0 }, { out, err, code })
+    local lines = read_until(t, { "create a.txt", "write a.txt", "create sub/b\\x1bc" })
+    for _, l in ipairs(lines) do
+      assert.truthy(l:find("^%l+ %S+$"), l)   -- TYPE NAME, no raw control byte
+    end
+    assert(os.execute("kill -INT " .. t.pid))
+    out, err, code = t.finish()
+    assert.are.equal(130, code, err)
+    assert.are.equal("", err)
+    assert.is_nil(out:find("[%z\1-\9\11-\31\127]"), out)
+  end)
+
+  it("watch --json prints one {type, name} object per line, SIGTERM ends it with 143", function()
+    local t = watching("/home/user/w2", { "--json" })
+    assert.are.equal(0, select(3, run({ "exec", id, "--", "printf j > /home/user/w2/j.txt" }, nil, "< /dev/null")))
+    local cjson = require("cjson")
+    local got
+    repeat
+      local line = assert(t.p:read("l"), "the watch ended early")
+      local ev = cjson.decode(line)
+      assert.are.equal("string", type(ev.type), line)
+      assert.are.equal("string", type(ev.name), line)
+      if ev.name == "j.txt" and ev.type == "create" then got = ev end
+    until got
+    assert.are.same({ type = "create", name = "j.txt" }, got)
+    assert(os.execute("kill -TERM " .. t.pid))
+    local _, err, code = t.finish()
+    assert.are.same({ "", 143 }, { err, code })
+  end)
+
+  it("watch exits 0 when --timeout passes, and 1 naming not_found for a missing directory", function()
+    assert.are.equal(0, select(3, run({ "exec", id, "--", "mkdir -p /home/user/w3" }, nil, "< /dev/null")))
+    local out, err, code = run({ "watch", id, "/home/user/w3", "--timeout", "0.5" }, nil, "< /dev/null")
+    assert.are.same({ "", "", 0 }, { out, err, code })
+    out, err, code = run({ "watch", id, "/home/user/no-such-dir" }, nil, "< /dev/null")
+    assert.are.equal(1, code, err)
+    assert.are.equal("", out)
+    assert.truthy(err:find("^lua%-e2b: [^\n]*not_found"), err)
+  end)
+
   -- The tool on a terminal of its own, driven by spec/pty_driver.py (a
   -- person at a terminal); returns what the driver saw.
   local function at_terminal(args, script)
