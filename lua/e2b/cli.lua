@@ -7,7 +7,8 @@
 -- isatty(name) -> boolean for "stderr", so the tool can be run in-process.
 -- Exit codes: 0 success, 1 a failure (one line on stderr: "lua-e2b: <err>"),
 -- 2 a usage error; `exec` exits with the command's own code, 128+N when
--- this tool got signal N (forwarded to the command), 124 on --timeout.
+-- this tool got signal N (forwarded to the command), 124 on --timeout;
+-- `watch` 128+N on signal N, 0 on --timeout.
 local M = {}
 
 local PROG = "lua-e2b"
@@ -789,6 +790,108 @@ local function cmd_logs(ctx, opts, args)
   ctx.out(table.concat(out))
 end
 
+-- watch: one line per change in a sandbox directory, written as it comes,
+-- until the watch ends, --timeout (exit 0) or a trapped signal (128+N, as
+-- exec). The watch itself never times out: this loop looks at the signals
+-- and the deadline every EXEC_POLL_MS between events.
+-- Whether w:next's error is only "nothing came within the wait" (the watch
+-- goes on; its own timeout is off here, so no other timeout ends it).
+local function idle(err)
+  return err.kind == "timeout" and err.op == "files.watch" and tostring(err.message):find("^no change within") ~= nil
+end
+
+local function watch_loop(ctx, opts, w, deadline)
+  local core, out = require("e2b.core"), ctx.streams.stdout
+  while true do
+    local signo = core.take_signal()
+    if signo then return 128 + signo end
+    if deadline and core.now_ms() >= deadline then return 0 end
+    local ev, err = w:next(EXEC_POLL_MS)
+    if ev then
+      out:write(opts.json and to_json({ type = ev.type, name = ev.name }) .. "\n"
+        or ("%s %s\n"):format(printable(ev.type), printable(ev.name)))
+      if out.flush then out:flush() end
+    elseif not err then
+      return 0
+    elseif not idle(err) then
+      return nil, err
+    end
+  end
+end
+
+local function cmd_watch(ctx, opts, args)
+  local timeout_ms, err = seconds_arg("watch", "timeout", opts.timeout)
+  if err then return nil, err end
+  local core = require("e2b.core")
+  core.trap_signals()
+  local ok, code, cerr = pcall(function()
+    local client, sbx, w
+    client, err = client_for(ctx)
+    if not client then return nil, err end
+    sbx, err = client:resume(args[1])
+    if not sbx then return nil, err end
+    w, err = sbx.files:watch_dir(args[2], { recursive = opts.recursive or nil, user = opts.user, timeout_ms = 0 })
+    if not w then return nil, err end
+    local c, lerr = watch_loop(ctx, opts, w, timeout_ms and core.now_ms() + timeout_ms)
+    w:stop()
+    return c, lerr
+  end)
+  core.untrap_signals()
+  if not ok then error(code, 0) end
+  return code, cerr
+end
+
+-- A point in time in epoch ms (a whole number >= 0), or nil, usage error.
+local function epoch_ms_arg(option, word)
+  if word == nil then return nil end
+  local n = tonumber(word)
+  if not n or n < 0 or n ~= math.floor(n) or n == math.huge then
+    return nil, usage_error(("metrics: --%s wants epoch milliseconds (a whole number), got %q"):format(option, word))
+  end
+  return n
+end
+
+-- The window metrics asks for: start and end_ in epoch ms (nil: E2B's default).
+local function metrics_window(opts)
+  if opts.since and opts.start then return nil, usage_error("metrics: --since and --start exclude each other") end
+  local since_ms, err = seconds_arg("metrics", "since", opts.since)
+  if err then return nil, err end
+  local w = {}
+  w.start, err = epoch_ms_arg("start", opts.start)
+  if err then return nil, err end
+  w.end_, err = epoch_ms_arg("end", opts["end"])
+  if err then return nil, err end
+  if since_ms then w.start = math.max(0, os.time() * 1000 - since_ms) end
+  if w.start and w.end_ and w.end_ < w.start then
+    return nil, usage_error("metrics: --end is before the window's start")
+  end
+  return w
+end
+
+local function used_of_text(used, total)
+  return ("%s / %s"):format(human_size(used or 0), human_size(total or 0))
+end
+
+-- metrics: the sandbox's resource samples, oldest first.
+local function cmd_metrics(ctx, opts, args)
+  local window, err = metrics_window(opts)
+  if not window then return nil, err end
+  local client, sbx, samples
+  client, err = client_for(ctx)
+  if not client then return nil, err end
+  sbx, err = client:resume(args[1])
+  if not sbx then return nil, err end
+  samples, err = sbx:metrics(window)
+  if not samples then return nil, err end
+  if opts.json then return ctx.out(to_json(samples, true) .. "\n") end
+  local rows = {}
+  for _, m in ipairs(samples) do
+    rows[#rows + 1] = { iso_time(m.timestamp), ("%.1f%%"):format(m.cpu_used_pct or 0), tostring(m.cpu_count or "-"),
+      used_of_text(m.mem_used, m.mem_total), used_of_text(m.disk_used, m.disk_total) }
+  end
+  ctx.out(table_text({ "TIME", "CPU", "CPUS", "MEMORY USED / TOTAL", "DISK USED / TOTAL" }, rows))
+end
+
 -- Kills one id: { id, sandbox_id }, false when it was already gone, or nil, err.
 local function kill_one(client, id)
   local info, err = client:describe(id)
@@ -987,6 +1090,20 @@ local COMMANDS = {
     more = "--limit N (1-1000, E2B's most and default) keeps the oldest N; --level the lines at or above it;\n"
       .. "--search those whose message holds TEXT. Control bytes print as \\xNN.",
     opts = { limit = { arg = true, short = "n" }, level = { arg = true }, search = { arg = true } } },
+  { name = "watch", run = cmd_watch, args = { min = 2, max = 2, what = "a sandbox id and a directory" },
+    json = true, usage = "watch ID PATH [--recursive] [--user U] [--timeout SECONDS] [--json]",
+    summary = "print the changes in a sandbox directory as they happen, one line each",
+    more = "Each line is TYPE NAME (create, write, remove, rename or chmod; NAME relative to PATH;\n"
+      .. "control bytes as \\xNN), or with --json one object {type, name} per line. It runs until the\n"
+      .. "watch ends, --timeout SECONDS pass (exit 0), or SIGINT, SIGTERM or SIGHUP (exit 128+N).\n"
+      .. "A paused sandbox is resumed first.",
+    opts = { recursive = { short = "r" }, user = { arg = true, short = "u" }, timeout = { arg = true } } },
+  { name = "metrics", run = cmd_metrics, args = ID_ARG, json = true,
+    usage = "metrics ID [--since SECONDS | --start EPOCH_MS] [--end EPOCH_MS] [--json]",
+    summary = "show a sandbox's resource samples (cpu, memory, disk), oldest first",
+    more = "Default window: from the sandbox's start to now. --since SECONDS: the last SECONDS;\n"
+      .. "--start and --end: epoch milliseconds. A paused sandbox is resumed first.",
+    opts = { since = { arg = true }, start = { arg = true }, ["end"] = { arg = true } } },
   { name = "doctor", run = cmd_doctor, args = { min = 0, max = 0 }, json = true, usage = "doctor [--json]",
     summary = "show the configuration in use and what the backend supports", opts = {} },
 }
@@ -1010,7 +1127,8 @@ Also read: http_proxy, HTTPS_PROXY, ALL_PROXY, NO_PROXY (libcurl's proxies, lowe
   directories), LUA_PATH and LUA_CPATH (the Lua interpreter's).
 IDs are a sandbox's logical id (create --id) or its E2B sandbox id.
 Exit status: 0, 1 a failure, 2 a usage error; exec: the command's, 128+N on
-signal N, 124 when --timeout expired.
+signal N, 124 when --timeout expired; watch: 0 when --timeout expired, 128+N on
+signal N.
 ]]
 
 local function main_help()
