@@ -87,6 +87,17 @@ for _, https in ipairs({ false, true }) do
   end)
 end
 
+describe("a run's round trips", function()
+  -- Kept output (the default) reaches the caller inlined at the end of the
+  -- Start stream it already has: no read, no watch, no extra request.
+  it("are one request for a kept run(), as for an unkept one", function()
+    for _, what in ipairs({ "run", "unkept" }) do
+      local _, _, requests = cost(what, N, false)
+      assert.are.equal(N, requests, what)
+    end
+  end)
+end)
+
 describe("e2b-local's counters", function()
   it("count each new connection, its TLS handshake and its requests, per listener", function()
     local before = stats.read()
