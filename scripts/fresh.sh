@@ -1,7 +1,9 @@
 #!/bin/bash
 # Checks that README.md's two opening commands pass on a fresh Debian 12:
 # bootstraps a bookworm root (debootstrap --variant=minbase), copies this
-# checkout into /root/lua-e2b inside it and runs each command there by chroot,
+# checkout into /root/lua-e2b inside it and runs each command there as root
+# of that tree (its own mount namespace, pivoted into it, as a machine that
+# booted it: a chroot would forbid the user namespaces e2b-local needs),
 # as root, with a clean environment. Each command gets its own untouched copy
 # of the root (command 2 is a claim about a fresh machine too, so it does not
 # inherit command 1's set-up). Takes 15-20 min (2 cores): not part of
@@ -20,9 +22,9 @@
 #
 # What it needs from the host:
 #   - Linux, run as root with CAP_SYS_ADMIN: it mounts (bind, proc, rbind)
-#     and chroots; the kernel must let root inside a chroot create mount,
-#     pid, net and ipc namespaces (bubblewrap, which e2b-local sandboxes run
-#     in), so not an unprivileged container
+#     and pivots into the root; the kernel must let root there create user,
+#     mount, pid, net and ipc namespaces (bubblewrap and e2b-local's own uid
+#     blocks, which sandboxes run in), so not an unprivileged container
 #   - a Debian-like host (dpkg; apt-get to install what is missing), git,
 #     util-linux (mount, findmnt, flock), tar, and debootstrap with gpgv and
 #     debian-archive-keyring, which it installs if missing
@@ -105,7 +107,7 @@ need_host() {
     # shellcheck disable=SC2086 # one word per package
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing >/dev/null
   fi
-  for p in git mount umount findmnt flock tar chroot; do
+  for p in git mount umount findmnt flock tar unshare pivot_root; do
     command -v "$p" >/dev/null || die "needs $p on the host"
   done
 }
@@ -204,7 +206,7 @@ kill_cgroup() {
   CG=""
 }
 
-# Without a cgroup (or for what escaped it): processes chrooted below dir.
+# Without a cgroup (or for what escaped it): processes whose root is below dir.
 kill_by_root() { # dir
   local p r
   for p in /proc/[0-9]*; do
@@ -352,9 +354,14 @@ run_command() { # n command: in a fresh root
   r="$WORK/root-$n"
   new_root "$n"
   say "command $n: $cmd"
-  say "  in $r (chroot, clean environment), log: $log"
+  say "  in $r (its own mount namespace pivoted into it, clean environment), log: $log"
+  # pivot_root, not chroot: the kernel refuses a user namespace to a process
+  # whose root is not its mount namespace's (e2b-local gives each sandbox
+  # host uids of its own through one), and a fresh machine has no chroot.
   run_job "$log" env -i HOME=/root PATH="$CLEAN_PATH" TERM=dumb \
-    chroot "$r" /bin/sh -c "cd /root/lua-e2b && $cmd" || rc=$?
+    unshare --mount --propagation private /bin/sh -c 'cd "$1" && mkdir -p .oldroot &&
+      pivot_root . .oldroot && exec /bin/sh -c "umount -l /.oldroot && rmdir /.oldroot &&
+      cd /root/lua-e2b && $2"' fresh "$r" "$cmd" || rc=$?
   report "$n" "$rc" $((SECONDS - start)) "$log"
   keep_test_logs "$n" "$r"
   release "$r"
