@@ -247,6 +247,23 @@ describe("kernel interface containment", function()
     assert(ok, err)
   end)
 
+  it("gives sandboxes host uids of their own when its own binary lies below a directory others may not enter", function()
+    -- as after the README's set-up in a checkout under /root (0700): the
+    -- agent is the server's binary, bound from where it lies
+    local parent = h.host("mktemp -d"):match("%S+") -- 0700, the server's
+    h.host("cp " .. h.shell_quote(h.e2b_local_bin()) .. " " .. parent .. "/e2b-local")
+    local bin, tag = h.e2b_local_bin, h.core.uuid4():sub(1, 8)
+    h.e2b_local_bin = function() return parent .. "/e2b-local" end
+    local ok, err = pcall(h.with_local_server, "", function(c2)
+      local sbx = assert(c2:create{})
+      assert(host_uid_of(sbx, "user", tag) >= 65536, "user is not a uid of its own")
+      assert(sbx:kill())
+    end)
+    h.e2b_local_bin = bin
+    h.host("rm -rf " .. h.shell_quote(parent))
+    assert(ok, err)
+  end)
+
   it("keeps a per-user kernel limit one sandbox exhausts (inotify instances) from another and the server", function()
     local max = tonumber(h.host("cat /proc/sys/fs/inotify/max_user_instances"))
     assert(max and max > 0, "no fs.inotify.max_user_instances")

@@ -264,7 +264,14 @@ static int probe_own_ids(const char *state) {
   int rc = ids_acquire(&ids);
   if (rc) return rc;
   char *anchor = traversal_anchor(state);
-  ids_path paths[] = {{anchor, 1}, {"/usr", 0}};
+  /* the server's own binary is the agent: bound from where it lies, which
+   * may be below a directory others may not enter (a checkout in /root) */
+  char *self_dir = xstrdup(g_self);
+  char *slash = strrchr(self_dir, '/');
+  if (slash && slash != self_dir) *slash = '\0';
+  char *self_anchor = traversal_anchor(self_dir);
+  free(self_dir);
+  ids_path paths[] = {{anchor, 1}, {"/usr", 0}, {self_anchor, 0}};
   char *argv[] = {g_bwrap, "--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
                   "--unshare-net", "--as-pid-1", "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev",
                   "--tmpfs", "/run", "--bind", (char *)state, "/run/state", "--ro-bind", g_self,
@@ -276,7 +283,7 @@ static int probe_own_ids(const char *state) {
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
-    if (ids_enter(&ids, paths, 2) != 0) _exit(125);
+    if (ids_enter(&ids, paths, 3) != 0) _exit(125);
     execv(argv[0], argv);
     _exit(127);
   }
@@ -285,6 +292,7 @@ static int probe_own_ids(const char *state) {
   }
   ids_release(&ids);
   free(anchor);
+  free(self_anchor);
   if (pid < 0) return -errno;
   return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : 1;
 }
