@@ -21,20 +21,6 @@ function M.cmd(args, env)
   return table.concat(words, " ")
 end
 
--- run(args, env, stdin_redirect) -> stdout, stderr, exit code (stdout and
--- stderr byte-exact); stdin_redirect is shell text such as "< file".
-function M.run(args, env, stdin_redirect)
-  local errf, codef = os.tmpname(), os.tmpname()
-  local p = assert(io.popen(("env -u LD_PRELOAD sh -c %s"):format(h.shell_quote(
-    M.cmd(args, env) .. " " .. (stdin_redirect or "") .. " 2>" .. errf .. "; echo $? >" .. codef)), "r"))
-  local out = p:read("a")
-  p:close()
-  local err, code = h.read_file(errf), tonumber(h.read_file(codef))
-  os.remove(errf)
-  os.remove(codef)
-  return out, err, code
-end
-
 -- start(args, stdin_redirect, env) -> a running tool: pid, a pipe of its
 -- stdout (p), and finish() -> rest of stdout, stderr, exit code. The tool's
 -- pid is its shell's (the shell execs it); the status comes back through a
@@ -54,6 +40,12 @@ function M.start(args, stdin_redirect, env)
     return out, err, code
   end
   return t
+end
+
+-- run(args, env, stdin_redirect) -> stdout, stderr, exit code (stdout and
+-- stderr byte-exact); stdin_redirect is shell text such as "< file".
+function M.run(args, env, stdin_redirect)
+  return M.start(args, stdin_redirect, env).finish()
 end
 
 return M

@@ -29,6 +29,13 @@ local function check_path(op, path)
   return check.value(op, "path", path, "nonempty")
 end
 
+-- A call's path, then its options against spec: the options, or nil, err.
+local function check_call(op, path, opts, spec)
+  local ok, err = check_path(op, path)
+  if not ok then return nil, err end
+  return check.options(op, opts, spec)
+end
+
 -- the core's bounds (volfiles.c), checked here to name the field
 local function id_checker(v)
   if type(v) ~= "number" or v ~= math.floor(v) or v < 0 or v > 4294967295 then
@@ -62,10 +69,7 @@ end
 -- @return or nil, err
 function Volume:read(path, opts)
   local op = "volume.read"
-  local ok, err = check_path(op, path)
-  if not ok then return nil, err end
-  local o
-  o, err = check.options(op, opts, { max_bytes = "positive", cancel = "cancel" })
+  local o, err = check_call(op, path, opts, { max_bytes = "positive", cancel = "cancel" })
   if not o then return nil, err end
   local data
   data, err = self._files:read(path, o)
@@ -134,10 +138,7 @@ end
 -- @return or nil, err
 function Volume:list(path, opts)
   local op = "volume.list"
-  local ok, err = check_path(op, path)
-  if not ok then return nil, err end
-  local o
-  o, err = check.options(op, opts, { depth = "positive" })
+  local o, err = check_call(op, path, opts, { depth = "positive" })
   if not o then return nil, err end
   return rt.finish(self._port.call("vol_list", path, o.depth or 1))
 end
@@ -150,10 +151,7 @@ end
 -- @return or nil, err
 function Volume:mkdir(path, opts)
   local op = "volume.mkdir"
-  local ok, err = check_path(op, path)
-  if not ok then return nil, err end
-  local o
-  o, err = check.options(op, opts, OWNER)
+  local o, err = check_call(op, path, opts, OWNER)
   if not o then return nil, err end
   return one(rt.finish(self._port.call("vol_mkdir", path, o)))
 end
@@ -168,10 +166,7 @@ local META_SPEC = { uid = OWNER.uid, gid = OWNER.gid, mode = OWNER.mode }
 -- @return or nil, err
 function Volume:set_metadata(path, opts)
   local op = "volume.set_metadata"
-  local ok, err = check_path(op, path)
-  if not ok then return nil, err end
-  local o
-  o, err = check.options(op, opts, META_SPEC)
+  local o, err = check_call(op, path, opts, META_SPEC)
   if not o then return nil, err end
   return one(rt.finish(self._port.call("vol_set_metadata", path, o)))
 end
