@@ -1,4 +1,4 @@
-/* fuzz_git.c — libFuzzer target for core/src/git.c: the reader of `git status
+/* fuzz_git.c — libFuzzer target for core/src/envd/git.c: the reader of `git status
  * --porcelain=v2 --branch -z`, whose bytes a sandbox controls, and the value
  * checks. Every path and header it hands back must lie inside the input,
  * entry kinds and status letters must be ones git writes, and a refusal

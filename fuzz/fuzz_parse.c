@@ -1,4 +1,4 @@
-/* fuzz_parse.c — libFuzzer target for core/src/parse.c: control-plane and
+/* fuzz_parse.c — libFuzzer target for core/src/control/parse.c: control-plane and
  * proto3 JSON into libe2b's result structs, and process stream messages
  * (including the data-event fast path that cuts the base64 out before
  * jansson sees the message), WatchDir messages, and the unwrapping of a
