@@ -163,17 +163,8 @@ typedef struct e2b_op_kind {
   size_t key;                   /* the char * field that gets e2b_op_new's key copied (list it in allocs) */
 } e2b_op_kind;
 
-/* How the loop reaches a request's owner (transfer.c) without calling into
- * it by name: loop.c knows requests, timers and this table only. */
-typedef struct e2b_req_hooks {
-  void (*completed)(e2b_req *req, CURLcode rc); /* curl finished the transfer */
-  void (*timer)(e2b_req *req);                  /* its timer fired */
-  void (*release)(e2b_req *req);                /* an unattended request is done */
-} e2b_req_hooks;
-
 struct e2b_req {
   e2b_loop *loop;
-  const e2b_req_hooks *hooks;
   /* composite requests only */
   req_advance_fn advance;
   void *state;
@@ -279,8 +270,9 @@ void e2b_err_from_connect(e2b_error *err, const char *connect_code, const char *
                           const char *op);
 e2b_code e2b_code_from_connect(const char *connect_code);
 
-/* The files of the transport depend one way: prepare.c -> transfer.c ->
- * client.c -> loop.c; loop.c reaches requests through req->hooks only. */
+/* The files of the transport depend one way, each calling only those after
+ * it: step.c -> req.c -> transfer.c -> queue.c, upload.c -> loop.c (and
+ * prepare.c, op.c -> req.c). step.c calls req.c and transfer.c by name. */
 
 /* ---- mem.c: owned-memory helpers (they call nothing else) ---- */
 char *e2b_strdup0(const char *s); /* NULL-safe strdup */
@@ -305,9 +297,11 @@ void e2b_free_secret(char *secret);
  * NULL when out of memory, items and *cap untouched. */
 void *e2b_grow(void *items, size_t *cap, size_t size, size_t first);
 
-/* ---- loop.c: the loop, timers, notifications ---- */
+/* ---- loop.c: the loop object, its timers and its list to notify ---- */
 int64_t e2b_now_ms(void);
 void e2b_loop_retain(e2b_loop *loop);
+/* The fields every request starts with (a transfer or a composite op). */
+void e2b_req_init(e2b_req *req, e2b_loop *loop, const char *op);
 void e2b_req_arm_timer(e2b_req *req, int64_t delay_ms);
 void e2b_req_disarm_timer(e2b_req *req);
 void e2b_req_mark_dirty(e2b_req *req);
@@ -315,12 +309,9 @@ void e2b_req_mark_dirty(e2b_req *req);
  * cache at the transfers running plus E2B_IDLE_CONNECTIONS idle ones. */
 void e2b_loop_count_transfer(e2b_loop *loop, int delta);
 
-/* ---- transfer.c: HTTP transfers ---- */
-/* The fields every request starts with (a transfer or a composite op). */
-void e2b_req_init(e2b_req *req, e2b_loop *loop, const char *op);
-e2b_req *e2b_req_new(e2b_loop *loop, const char *op, e2b_error *err);
-int e2b_req_add_header(e2b_req *req, const char *name, const char *value, e2b_error *err);
-int e2b_req_start(e2b_req *req, e2b_error *err); /* adds to the multi; frees req on failure */
+/* ---- step.c: stepping the loop (the public e2b_loop_step, e2b_req_wait) ---- */
+
+/* ---- req.c: the request object (the public e2b_req_* accessors) ---- */
 /* Says what a new request's result is (e2b_req_result_kind): every public
  * constructor returns through it. NULL passes through. */
 e2b_req *e2b_req_typed(e2b_req *req, e2b_result_kind kind);
@@ -331,6 +322,42 @@ void e2b_req_fail(e2b_req *req, const e2b_error *err);
  * connection goes back to the pool instead of being closed under it. What
  * composites call on their children. */
 void e2b_req_release(e2b_req *req);
+/* req's timer fired (step.c): a composite advances, a lingering stream
+ * ends, a transfer retries or checks its idle budget. */
+void e2b_req_timer_fired(e2b_req *req);
+
+/* ---- queue.c: what a request hands its reader ---- */
+/* A node for len bytes of a download: a spare one when it fits, else new. */
+queued *e2b_queue_chunk(e2b_req *req, size_t len);
+/* Queues node for the reader (a process's end event may be held a while,
+ * until the body ends: END_HOLD_MS). */
+void e2b_queue_push(e2b_req *req, queued *node);
+void e2b_queue_release_end(e2b_req *req); /* the held end event goes to the reader now */
+void e2b_queue_free(e2b_req *req);
+queued *e2b_req_pop_node(e2b_req *req);
+void e2b_req_push_node(e2b_req *req, queued *node);
+
+/* ---- upload.c: what a caller uploads ---- */
+/* curl's read callback of an upload (CURLOPT_READFUNCTION, a mime part's). */
+size_t e2b_upload_read_cb(char *buf, size_t size, size_t n, void *ud);
+void e2b_upload_free(e2b_req *req);
+
+/* ---- transfer.c: HTTP transfers, curl only ---- */
+e2b_req *e2b_req_new(e2b_loop *loop, const char *op, e2b_error *err);
+int e2b_req_add_header(e2b_req *req, const char *name, const char *value, e2b_error *err);
+int e2b_req_start(e2b_req *req, e2b_error *err); /* adds to the multi; frees req on failure */
+/* curl finished req's transfer with rc, the loop having taken it out of the
+ * multi (step.c): the answer is judged, retried or delivered. */
+void e2b_transfer_completed(e2b_req *req, CURLcode rc);
+/* req's own timer (e2b_req_timer_fired): a retry's backoff ended, a held
+ * end event or the idle budget is due. */
+void e2b_transfer_timer(e2b_req *req);
+/* Ends req with err at once (e2b_req_fail): curl lets go of it, its
+ * control-plane slot and its timer are freed. */
+void e2b_transfer_stop(e2b_req *req, const e2b_error *err);
+/* Takes req out of the multi, the slot queue, its slot and the timers. */
+void e2b_transfer_detach(e2b_req *req);
+void e2b_transfer_free(e2b_req *req); /* what the transfer owns (e2b_req_free) */
 /* Marks req as a unary call of c: each attempt is capped by request_timeout_ms
  * and all of them together (with backoff) by budget_ms. */
 void e2b_req_set_unary(e2b_req *req, const e2b_client *c);
@@ -348,8 +375,6 @@ void e2b_growbuf_free(growbuf *b);
 /* Takes req out of the client queue head..tail it waits in (a control slot,
  * the create slot): unlinks it and finds the new tail. */
 void e2b_queue_remove(e2b_req **head, e2b_req **tail, e2b_req *req);
-queued *e2b_req_pop_node(e2b_req *req);
-void e2b_req_push_node(e2b_req *req, queued *node);
 
 /* ---- lifecycle.c: helpers shared by composites ---- */
 int64_t e2b_wall_ms(void);

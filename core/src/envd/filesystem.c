@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-size_t e2b_upload_read_cb(char *buf, size_t size, size_t n, void *ud);
 int e2b_sbx_prepare_envd(e2b_sbx *s, e2b_req *req, const char *path_and_query, e2b_error *err);
 
 static int check_text(const char *s, const char *field, const char *op, int required,

@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-size_t e2b_upload_read_cb(char *buf, size_t size, size_t n, void *ud);
 
 typedef struct vol_entries {
   e2b_vol_entry *items;

@@ -1,7 +1,9 @@
-/* transfer.c — one HTTP transfer as an e2b_req: the curl callbacks that
- * feed bodies, streams and uploads, bounded queues with backpressure,
- * retries of idempotent calls with jittered backoff (honouring
- * Retry-After), and the client's cap on control-plane requests in flight. */
+/* transfer.c — one HTTP transfer, curl's side of a request: building and
+ * starting the easy handle, its header and body callbacks (buffered
+ * answers, Connect streams, downloads), retries of idempotent calls with
+ * jittered backoff (honouring Retry-After) within the call's budget, and
+ * the client's cap on control-plane requests in flight. What a transfer
+ * hands its reader is queue.c's; what it uploads, upload.c's. */
 #include "internal.h"
 
 #include <stdlib.h>
@@ -11,93 +13,7 @@
 /* The parser of a 2xx whose body says nothing we keep. */
 int e2b_parse_nothing(e2b_req *req, json_t *body, e2b_error *err) { return 0; }
 
-/* ---- upload pieces ---- */
-
-/* One piece of an upload, as the producer handed it over. */
-typedef struct sendbuf {
-  struct sendbuf *next;
-  size_t len, off, cap;
-  char data[];
-} sendbuf;
-
-static void free_sends(e2b_req *req) {
-  while (req->send_head) {
-    sendbuf *next = req->send_head->next;
-    free(req->send_head);
-    req->send_head = next;
-  }
-  req->send_tail = NULL;
-  req->send_pending = 0;
-  free(req->send_spare);
-  req->send_spare = NULL;
-  free(req->send_fill);
-  req->send_fill = NULL;
-}
-
-/* Reusing a taken piece for the next one (callers send equal pieces)
- * spares malloc a fresh mapping, its page faults and its return to the
- * kernel for every MiB. */
-static void spare_send(e2b_req *req, sendbuf *b) {
-  if (req->send_spare && req->send_spare->cap >= b->cap) {
-    free(b);
-    return;
-  }
-  free(req->send_spare);
-  req->send_spare = b;
-}
-
-/* ---- download chunk nodes, reused the same way (at most a queue's worth) ---- */
-
-#define SPARE_CHUNKS 16
-
-/* A spare node is taken only for at least half its size, so the queue's
- * memory stays within twice the bytes it counts. */
-static queued *chunk_node(e2b_req *req, size_t len) {
-  queued *node = req->spare;
-  if (node && node->cap >= len && node->cap / 2 <= len) {
-    req->spare = node->next;
-    req->spare_count--;
-  } else {
-    if (!(node = malloc(sizeof *node + len))) return NULL;
-    node->cap = len;
-  }
-  size_t cap = node->cap;
-  memset(node, 0, sizeof *node);
-  node->cap = cap;
-  return node;
-}
-
-static void recycle(e2b_req *req, queued *node) {
-  if (node->cap == 0 || req->spare_count >= SPARE_CHUNKS) {
-    free(node);
-    return;
-  }
-  node->next = req->spare;
-  req->spare = node;
-  req->spare_count++;
-}
-
-static void free_spare_chunks(e2b_req *req) {
-  while (req->spare) {
-    queued *next = req->spare->next;
-    free(req->spare);
-    req->spare = next;
-  }
-  req->spare_count = 0;
-}
-
-/* ---- life cycle ---- */
-
-static const e2b_req_hooks transfer_hooks;
-
-void e2b_req_init(e2b_req *req, e2b_loop *loop, const char *op) {
-  req->loop = loop;
-  req->hooks = &transfer_hooks;
-  e2b_loop_retain(loop);
-  snprintf(req->op, sizeof req->op, "%s", op);
-  e2b_error_clear(&req->err);
-  req->retry_after_ms = -1;
-}
+/* ---- the easy handle ---- */
 
 e2b_req *e2b_req_new(e2b_loop *loop, const char *op, e2b_error *err) {
   /* curl's error buffer lives after the struct: composites, which share the
@@ -131,32 +47,15 @@ nomem:
   return -1;
 }
 
-static void free_queue(e2b_req *req) {
-  queued *q = req->queue_head;
-  while (q) {
-    queued *next = q->next;
-    free(q);
-    q = next;
-  }
-  req->queue_head = req->queue_tail = NULL;
-  req->queued_bytes = 0;
-  free(req->held_end);
-  req->held_end = NULL;
-  free(req->current);
-  req->current = NULL;
-  free_spare_chunks(req);
-}
-
-static void free_results(e2b_req *req) {
-  for (size_t i = 0; i < req->sandbox_count; i++) e2b_sandbox_info_clear(&req->sandboxes[i]);
-  free(req->sandboxes);
-  for (size_t i = 0; i < req->entry_count; i++) e2b_entry_clear(&req->entries[i]);
-  free(req->entries);
-  for (size_t i = 0; i < req->proc_count; i++) e2b_proc_info_clear(&req->procs[i]);
-  free(req->procs);
-  free(req->next_token);
-  free(req->written_path);
-  if (req->result_free) req->result_free(req->result);
+/* What the transfer owns, freed with its request (e2b_req_free). */
+void e2b_transfer_free(e2b_req *req) {
+  if (req->easy) curl_easy_cleanup(req->easy);
+  curl_slist_free_all(req->headers);
+  curl_mime_free(req->mime);
+  e2b_growbuf_free(&req->request_body);
+  e2b_growbuf_free(&req->response_body);
+  e2b_upload_free(req);
+  e2b_envelope_decoder_free(&req->decoder);
 }
 
 /* ---- the control-plane cap ---- */
@@ -188,7 +87,7 @@ static void unqueue(e2b_req *req) {
   req->queued = 0;
 }
 
-static void detach(e2b_req *req) {
+void e2b_transfer_detach(e2b_req *req) {
   if (req->added) {
     curl_multi_remove_handle(req->loop->multi, req->easy);
     e2b_loop_count_transfer(req->loop, -1);
@@ -202,94 +101,14 @@ static void detach(e2b_req *req) {
   req->waiting_retry = 0;
 }
 
-void e2b_req_free(e2b_req *req) {
-  if (!req) return;
-  if (req->autofree) req->loop->unattended--;
-  detach(req);
-  for (e2b_req **p = &req->loop->dirty; *p; p = &(*p)->dirty_next) {
-    if (*p == req) {
-      *p = req->dirty_next;
-      break;
-    }
-  }
-  if (req->state_free) req->state_free(req); /* a composite's (op.c) */
-  if (req->easy) curl_easy_cleanup(req->easy);
-  curl_slist_free_all(req->headers);
-  curl_mime_free(req->mime);
-  e2b_growbuf_free(&req->request_body);
-  e2b_growbuf_free(&req->response_body);
-  free_sends(req);
-  e2b_envelope_decoder_free(&req->decoder);
-  free_queue(req);
-  free_results(req);
-  if (req->sbx) e2b_sbx_release(req->sbx);
-  if (req->client) e2b_client_release(req->client);
-  e2b_loop_release(req->loop);
-  free(req);
-}
-
-void e2b_req_autofree(e2b_req *req) {
-  req->notify = NULL;
-  if (!req->autofree) req->loop->unattended++;
-  req->autofree = 1;
-  if (req->done) e2b_req_mark_dirty(req); /* the next round frees it */
-}
-
-static void release_end(e2b_req *req);
-
-/* How long a finished process's stream may take to end its body once
- * nobody reads it (e2b_req_release). */
-#define LINGER_MS 2000
-
-void e2b_req_release(e2b_req *req) {
-  if (!req) return;
-  if (!req->added || req->done || req->autofree || req->mode != BODY_EVENTS || !req->proc_ended) {
-    e2b_req_free(req);
-    return;
-  }
-  req->parent = NULL;
-  req->lingering = 1;
-  e2b_req_autofree(req);
-  e2b_req_arm_timer(req, LINGER_MS);
-}
-
-void e2b_req_fail(e2b_req *req, const e2b_error *err) {
+void e2b_transfer_stop(e2b_req *req, const e2b_error *err) {
   if (req->done) return;
-  release_end(req);
+  e2b_queue_release_end(req);
   req->err = *err;
   if (!req->err.op[0]) snprintf(req->err.op, sizeof req->err.op, "%s", req->op);
   req->done = 1;
-  detach(req);
+  e2b_transfer_detach(req);
   e2b_req_mark_dirty(req);
-}
-
-void e2b_req_cancel(e2b_req *req) {
-  if (req->done) return;
-  e2b_error err;
-  e2b_err_set(&err, E2B_ERR_CANCELED, req->op, "canceled");
-  e2b_req_fail(req, &err);
-}
-
-int e2b_req_done(const e2b_req *req) { return req->done; }
-
-const e2b_error *e2b_req_error(const e2b_req *req) {
-  return req->done && req->err.code != E2B_OK ? &req->err : NULL;
-}
-
-int e2b_req_status(const e2b_req *req) { return req->status; }
-
-e2b_result_kind e2b_req_result_kind(const e2b_req *req) { return req->result_kind; }
-
-e2b_req *e2b_req_typed(e2b_req *req, e2b_result_kind kind) {
-  if (req) req->result_kind = kind;
-  return req;
-}
-
-e2b_loop *e2b_req_loop(const e2b_req *req) { return req->loop; }
-
-void e2b_req_set_notify(e2b_req *req, e2b_notify_fn fn, void *userdata) {
-  req->notify = fn;
-  req->notify_ud = userdata;
 }
 
 /* ---- curl callbacks ---- */
@@ -313,47 +132,6 @@ static size_t on_header(char *line, size_t size, size_t n, void *ud) {
 
 static int is_ok_status(const e2b_req *req) {
   return req->status >= req->ok_status_min && req->status <= req->ok_status_max;
-}
-
-static void enqueue(e2b_req *req, queued *node) {
-  if (req->queue_tail)
-    req->queue_tail->next = node;
-  else
-    req->queue_head = node;
-  req->queue_tail = node;
-  req->queued_bytes += node->len;
-  e2b_req_mark_dirty(req);
-}
-
-/* A process's end event is handed on once its stream's body has ended too
- * (the end-of-stream message and the body's last bytes follow it at
- * once), or END_HOLD_MS after it at the latest: a caller that starts its
- * next command on seeing the end then finds this connection free again,
- * rather than opening another while this one finishes. The body's end
- * comes in the same breath from envd; the bound only matters for a server
- * that never ends it, and 200 ms was short enough that a loaded host
- * (load 12: the suite's three spec files at a time beside other builds)
- * handed the end over first and the next command opened a connection. */
-#define END_HOLD_MS 1000
-
-static void push_queued(e2b_req *req, queued *node) {
-  if (req->mode == BODY_EVENTS && !req->advance && node->ev.type == E2B_EVENT_END && !req->done) {
-    req->proc_ended = 1;
-    if (!req->held_end) {
-      req->held_end = node;
-      e2b_req_arm_timer(req, END_HOLD_MS);
-      return;
-    }
-  }
-  enqueue(req, node);
-}
-
-/* The held end event goes to the reader now. */
-static void release_end(e2b_req *req) {
-  queued *node = req->held_end;
-  if (!node) return;
-  req->held_end = NULL;
-  enqueue(req, node);
 }
 
 static void fail_protocol(e2b_req *req, const char *what) {
@@ -390,7 +168,7 @@ static int on_envelope(e2b_req *req) {
                                        &req->err)
                : e2b_parse_proc_event((const char *)d->payload, d->payload_len, &node, &req->err);
   if (rc != 0) return -1;
-  if (node) push_queued(req, node);
+  if (node) e2b_queue_push(req, node);
   return 0;
 }
 
@@ -416,7 +194,7 @@ static size_t on_stream_body(e2b_req *req, const uint8_t *data, size_t len) {
 }
 
 static size_t on_chunk_body(e2b_req *req, const uint8_t *data, size_t len) {
-  queued *node = chunk_node(req, len);
+  queued *node = e2b_queue_chunk(req, len);
   if (!node) {
     e2b_err_set(&req->err, E2B_ERR_UNAVAILABLE, req->op, "out of memory");
     return 0;
@@ -426,7 +204,7 @@ static size_t on_chunk_body(e2b_req *req, const uint8_t *data, size_t len) {
   node->ev.data = (const uint8_t *)(node + 1);
   node->ev.len = len;
   node->len = len;
-  push_queued(req, node);
+  e2b_queue_push(req, node);
   return len;
 }
 
@@ -469,41 +247,6 @@ static size_t on_body(char *data, size_t size, size_t n, void *ud) {
   return on_chunk_body(req, (const uint8_t *)data, len);
 }
 
-static size_t on_upload(char *buf, size_t size, size_t n, void *ud) {
-  e2b_req *req = ud;
-  size_t room = size * n, before = req->send_pending, given = 0;
-  if (before == 0) {
-    if (req->send_ended) return 0;
-    req->send_paused = 1;
-    return CURL_READFUNC_PAUSE;
-  }
-  while (given < room && req->send_head) {
-    sendbuf *b = req->send_head;
-    size_t take = b->len - b->off < room - given ? b->len - b->off : room - given;
-    memcpy(buf + given, b->data + b->off, take);
-    b->off += take;
-    given += take;
-    if (b->off == b->len) {
-      req->send_head = b->next;
-      if (!req->send_head) req->send_tail = NULL;
-      spare_send(req, b);
-    }
-  }
-  req->send_pending -= given;
-  /* The producer hears when the backlog falls to the low-water mark, not
-   * only once it is gone: refilled before curl runs dry, the upload never
-   * stalls on a round trip through the caller. */
-  if (req->send_pending == 0 ||
-      (before > E2B_UPLOAD_LOW_WATER && req->send_pending <= E2B_UPLOAD_LOW_WATER))
-    e2b_req_mark_dirty(req);
-  return given;
-}
-
-size_t e2b_upload_read_cb(char *buf, size_t size, size_t n, void *ud);
-size_t e2b_upload_read_cb(char *buf, size_t size, size_t n, void *ud) {
-  return on_upload(buf, size, n, ud);
-}
-
 static void finish_buffered(e2b_req *req) {
   if (!req->parse) return;
   json_error_t jerr;
@@ -532,7 +275,7 @@ static void idle_check(e2b_req *req) {
   e2b_error err;
   e2b_err_set(&err, E2B_ERR_TIMEOUT, req->op,
               "idle timeout: the stream was silent for %ld ms (idle_timeout_ms)", req->idle_ms);
-  e2b_req_fail(req, &err);
+  e2b_transfer_stop(req, &err);
 }
 
 static const e2b_client *req_client(const e2b_req *req) {
@@ -640,9 +383,10 @@ static void retry_now(e2b_req *req) {
   start_transfer(req);
 }
 
-static void complete(e2b_req *req, CURLcode rc) {
+/* curl finished req's transfer with rc (the loop took it out of the multi). */
+void e2b_transfer_completed(e2b_req *req, CURLcode rc) {
   if (req->done) return;
-  release_end(req);
+  e2b_queue_release_end(req);
   if (req->client) release_slot(req);
   if (req->err.code == E2B_OK) {
     long code = 0;
@@ -672,23 +416,16 @@ static void complete(e2b_req *req, CURLcode rc) {
   e2b_req_mark_dirty(req);
 }
 
-/* A timer of req fired: a retry's backoff ended, a composite's wait is
- * over, or a stream's idle budget is to be checked. */
-static void on_timer(e2b_req *req) {
-  if (req->waiting_retry)
+/* req's own timer fired (e2b_req_timer_fired): a retry's backoff ended,
+ * or a stream's held end event or idle budget is due. */
+void e2b_transfer_timer(e2b_req *req) {
+  if (req->waiting_retry) {
     retry_now(req);
-  else if (req->advance)
-    e2b_req_mark_dirty(req); /* composites advance on their timer */
-  else if (req->lingering)
-    e2b_req_fail(req, &(e2b_error){.code = E2B_ERR_TIMEOUT}); /* its connection is closed with it */
-  else {
-    release_end(req); /* if held: the body still has not ended, the idle check takes over */
-    idle_check(req);
+    return;
   }
+  e2b_queue_release_end(req); /* if held: the body still has not ended, the idle check takes over */
+  idle_check(req);
 }
-
-/* What the loop calls back: it knows requests only through this table. */
-static const e2b_req_hooks transfer_hooks = {complete, on_timer, e2b_req_free};
 
 /* ---- starting ---- */
 
@@ -710,7 +447,7 @@ static void start_transfer(e2b_req *req) {
   if (!cap_attempt(req)) {
     budget_spent(req);
     e2b_error spent = req->err;
-    e2b_req_fail(req, &spent);
+    e2b_transfer_stop(req, &spent);
     return;
   }
   req->attempts++;
@@ -723,7 +460,7 @@ static void start_transfer(e2b_req *req) {
   if (curl_multi_add_handle(req->loop->multi, req->easy) != CURLM_OK) {
     e2b_error err;
     e2b_err_set(&err, E2B_ERR_UNAVAILABLE, req->op, "could not start the transfer");
-    e2b_req_fail(req, &err);
+    e2b_transfer_stop(req, &err);
     return;
   }
   req->added = 1;
@@ -768,170 +505,3 @@ int e2b_req_start(e2b_req *req, e2b_error *err) {
 }
 
 /* ---- stream consumers ---- */
-
-static void maybe_unpause(e2b_req *req) {
-  /* A composite refills its queue from its children when asked. */
-  if (req->advance) {
-    if (req->throttled && !req->done && req->queued_bytes < E2B_STREAM_QUEUE_CAP / 2) {
-      req->throttled = 0;
-      e2b_req_mark_dirty(req);
-    }
-    return;
-  }
-  if (req->recv_paused && !req->done && req->queued_bytes < E2B_STREAM_QUEUE_CAP / 2) {
-    req->recv_paused = 0;
-    curl_easy_pause(req->easy, CURLPAUSE_CONT);
-  }
-}
-
-static int take_queued(e2b_req *req) {
-  free(req->current);
-  req->current = NULL;
-  queued *node = req->queue_head;
-  if (!node) {
-    maybe_unpause(req);
-    return req->done ? -1 : 0;
-  }
-  req->queue_head = node->next;
-  if (!req->queue_head) req->queue_tail = NULL;
-  req->queued_bytes -= node->len;
-  req->current = node;
-  maybe_unpause(req);
-  return 1;
-}
-
-int e2b_req_next_event(e2b_req *req, e2b_proc_event *ev) {
-  int rc = take_queued(req);
-  if (rc == 1)
-    *ev = req->current->ev;
-  else
-    memset(ev, 0, sizeof *ev);
-  return rc;
-}
-
-int e2b_req_next_chunk(e2b_req *req, const uint8_t **data, size_t *len) {
-  int rc = take_queued(req);
-  *data = rc == 1 ? req->current->ev.data : NULL;
-  *len = rc == 1 ? req->current->ev.len : 0;
-  return rc;
-}
-
-size_t e2b_req_queued(const e2b_req *req) { return req->queued_bytes; }
-
-int e2b_req_peek_event(e2b_req *req, e2b_proc_event *ev) {
-  if (!req->queue_head) {
-    memset(ev, 0, sizeof *ev);
-    maybe_unpause(req);
-    return req->done ? -1 : 0;
-  }
-  *ev = req->queue_head->ev;
-  return 1;
-}
-
-void e2b_req_consume(e2b_req *req, size_t n) {
-  queued *head = req->queue_head;
-  if (!head) return;
-  if (head->ev.len > n) {
-    head->ev.data += n;
-    head->ev.len -= n;
-    head->len -= n;
-    req->queued_bytes -= n;
-  } else {
-    req->queue_head = head->next;
-    if (!req->queue_head) req->queue_tail = NULL;
-    req->queued_bytes -= head->len;
-    recycle(req, head);
-  }
-  maybe_unpause(req);
-}
-
-/* Moves queued output between requests without copying (composites). */
-queued *e2b_req_pop_node(e2b_req *req) {
-  queued *node = req->queue_head;
-  if (!node) return NULL;
-  req->queue_head = node->next;
-  if (!req->queue_head) req->queue_tail = NULL;
-  req->queued_bytes -= node->len;
-  node->next = NULL;
-  maybe_unpause(req);
-  return node;
-}
-
-void e2b_req_push_node(e2b_req *req, queued *node) {
-  node->next = NULL;
-  push_queued(req, node);
-}
-
-/* ---- upload producers ---- */
-
-static void wake_upload(e2b_req *req) {
-  if (req->send_paused) {
-    req->send_paused = 0;
-    curl_easy_pause(req->easy, CURLPAUSE_CONT);
-  }
-}
-
-/* The spare piece, or a new one, with room for len bytes (not queued). */
-static sendbuf *send_piece(e2b_req *req, size_t len) {
-  sendbuf *b = req->send_spare;
-  if (b && b->cap >= len) {
-    req->send_spare = NULL;
-  } else if ((b = malloc(sizeof *b + len))) {
-    b->cap = len;
-  } else {
-    return NULL;
-  }
-  b->next = NULL;
-  b->len = 0;
-  b->off = 0;
-  return b;
-}
-
-static void queue_piece(e2b_req *req, sendbuf *b) {
-  if (req->send_tail)
-    req->send_tail->next = b;
-  else
-    req->send_head = b;
-  req->send_tail = b;
-  req->send_pending += b->len;
-  req->send_started = 1;
-  wake_upload(req);
-}
-
-int e2b_req_send(e2b_req *req, const void *data, size_t len) {
-  if (req->done || req->send_ended) return -1;
-  if (len == 0) return 0;
-  sendbuf *b = send_piece(req, len);
-  if (!b) return -1;
-  memcpy(b->data, data, len);
-  b->len = len;
-  queue_piece(req, b);
-  return 0;
-}
-
-void *e2b_req_send_room(e2b_req *req, size_t max) {
-  if (req->done || req->send_ended || max == 0) return NULL;
-  if (req->send_fill && req->send_fill->cap >= max) return req->send_fill->data;
-  if (req->send_fill) spare_send(req, req->send_fill);
-  req->send_fill = send_piece(req, max);
-  return req->send_fill ? req->send_fill->data : NULL;
-}
-
-int e2b_req_send_commit(e2b_req *req, size_t n) {
-  sendbuf *b = req->send_fill;
-  if (!b || n > b->cap || req->done || req->send_ended) return -1;
-  if (n == 0) return 0; /* the room stays for the next call */
-  req->send_fill = NULL;
-  b->len = n;
-  queue_piece(req, b);
-  return 0;
-}
-
-int e2b_req_send_end(e2b_req *req) {
-  if (req->done) return -1;
-  req->send_ended = 1;
-  wake_upload(req);
-  return 0;
-}
-
-size_t e2b_req_send_pending(const e2b_req *req) { return req->send_pending; }
