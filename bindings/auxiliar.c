@@ -437,15 +437,3 @@ void *e2bL_new_ud(lua_State *L, size_t size, const e2bL_class *c, lloop *l, void
   luaL_setmetatable(L, c->name);
   return u;
 }
-
-void e2bL_add_rows(lua_State *L, const char *name, lua_CFunction fn, const void *rows, size_t n,
-                   size_t stride) {
-  luaL_getmetatable(L, name);
-  lua_getfield(L, -1, "__index");
-  for (size_t i = 0; i < n; i++) {
-    lua_pushinteger(L, (lua_Integer)i);
-    lua_pushcclosure(L, fn, 1);
-    lua_setfield(L, -2, *(const char *const *)((const char *)rows + i * stride));
-  }
-  lua_pop(L, 2);
-}

@@ -86,14 +86,6 @@ void e2bL_push_partial(lua_State *L, const e2b_run_result *r);
 e2b_keep e2bL_keep_of(lua_State *L, const char *keep);
 loop_ud *e2bL_check_loop(lua_State *L, int idx);
 void e2bL_new_class(lua_State *L, const char *name, const luaL_Reg *methods, lua_CFunction gc);
-/* Table-driven methods: for each row of a table of calls (rows of `stride`
- * bytes, each starting with its method name), sets a closure of fn in the
- * methods of class `name`, with the row's index as its upvalue. */
-void e2bL_add_rows(lua_State *L, const char *name, lua_CFunction fn, const void *rows, size_t n,
-                   size_t stride);
-#define E2BL_ROWS(rows) (rows), sizeof(rows) / sizeof *(rows), sizeof *(rows)
-/* The row index of the running table-driven method. */
-#define E2BL_ROW(L) ((size_t)lua_tointeger((L), lua_upvalueindex(1)))
 
 /* Each object file registers its metatable. */
 void e2bL_open_loop(lua_State *L);

@@ -181,34 +181,13 @@ static void read_list_opts(lua_State *L, int t, e2b_list_opts *o) {
   lua_pop(L, 1);
 }
 
-/* Calls of one shape each, picked by row (E2BL_ROW): the method's name and
- * its core call. */
+/* Calls of one shape each share a body (by_id, by_id_ms, ...); each Lua
+ * method is a C function of its own, named after it and registered beside
+ * it in client_methods. */
 typedef e2b_req *(*by_id_fn)(e2b_client *c, const char *id, e2b_error *err);
 typedef e2b_req *(*by_id_ms_fn)(e2b_client *c, const char *id, long ms, e2b_error *err);
 typedef e2b_req *(*by_list_fn)(e2b_client *c, const e2b_list_opts *o, e2b_error *err);
 typedef e2b_req *(*plain_fn)(e2b_client *c, e2b_error *err);
-
-/* name(id) */
-static const struct { const char *name; by_id_fn call; } by_id[] = {
-    {"info", e2b_sandbox_get},         {"kill", e2b_sandbox_kill},
-    {"describe", e2b_sandbox_describe}, {"destroy", e2b_sandbox_destroy},
-    {"create_volume", e2b_volume_create}, {"delete_snapshot", e2b_snapshot_delete},
-    {"delete_volume", e2b_volume_delete}, {"volume_open", e2b_volume_open}};
-
-/* name(id, ms): ms optional (0) or required */
-static const struct { const char *name; by_id_ms_fn call; int required; } by_id_ms[] = {
-    {"attach", e2b_sandbox_attach, 0}, {"resume", e2b_sandbox_resume, 0},
-    {"reap", e2b_sandbox_reap, 0}, {"reap_preview", e2b_sandbox_reap_preview, 0},
-    {"set_timeout", e2b_sandbox_set_timeout, 1}, {"keep_alive", e2b_sandbox_keep_alive, 1}};
-
-/* list{metadata=, states=, limit=, next_token=}: one page; find{metadata=, states=}: every page */
-static const struct { const char *name; by_list_fn call; } by_list[] = {
-    {"list", e2b_sandbox_list}, {"find", e2b_sandbox_find}};
-
-/* name() */
-static const struct { const char *name; plain_fn call; } plain[] = {
-    {"volumes", e2b_volume_list}, {"doctor", e2b_doctor}};
-
 /* A volume's content: name(volume_id, token, path, ...) */
 typedef e2b_req *(*vol_path_fn)(e2b_client *c, const char *id, const char *token, const char *path,
                                 e2b_error *err);
@@ -216,22 +195,16 @@ typedef e2b_req *(*vol_opts_fn)(e2b_client *c, const char *id, const char *token
                                 const e2b_vol_write_opts *o, e2b_error *err);
 
 /* name(volume_id, token, path) */
-static const struct { const char *name; vol_path_fn call; } vol_path[] = {
-    {"vol_stat", e2b_vol_stat}, {"vol_remove", e2b_vol_remove}, {"vol_read", e2b_vol_read}};
-
-/* name(volume_id, token, path, { uid =, gid =, mode =, force = }) */
-static const struct { const char *name; vol_opts_fn call; } vol_opts[] = {
-    {"vol_mkdir", e2b_vol_mkdir}, {"vol_write", e2b_vol_write}, {"vol_set_metadata", e2b_vol_set_metadata}};
-
-static int client_vol_path(lua_State *L) {
+static int vol_path(lua_State *L, vol_path_fn call) {
   client_ud *u = check_client(L);
   e2b_error err;
-  e2b_req *req = vol_path[E2BL_ROW(L)].call(u->c, luaL_checkstring(L, 2), luaL_checkstring(L, 3),
+  e2b_req *req = call(u->c, luaL_checkstring(L, 2), luaL_checkstring(L, 3),
                                             luaL_checkstring(L, 4), &err);
   return e2bL_push_req(L, u->l, req, &err);
 }
 
-static int client_vol_opts(lua_State *L) {
+/* name(volume_id, token, path, { uid =, gid =, mode =, force = }) */
+static int vol_opts(lua_State *L, vol_opts_fn call) {
   client_ud *u = check_client(L);
   e2b_vol_write_opts o;
   memset(&o, 0, sizeof o);
@@ -251,7 +224,7 @@ static int client_vol_opts(lua_State *L) {
     lua_pop(L, 1);
   }
   e2b_error err;
-  e2b_req *req = vol_opts[E2BL_ROW(L)].call(u->c, luaL_checkstring(L, 2), luaL_checkstring(L, 3),
+  e2b_req *req = call(u->c, luaL_checkstring(L, 2), luaL_checkstring(L, 3),
                                             luaL_checkstring(L, 4), &o, &err);
   return e2bL_push_req(L, u->l, req, &err);
 }
@@ -265,20 +238,21 @@ static int client_vol_list(lua_State *L) {
   return e2bL_push_req(L, u->l, req, &err);
 }
 
-static int client_by_id(lua_State *L) {
+/* name(id) */
+static int by_id(lua_State *L, by_id_fn call) {
   client_ud *u = check_client(L);
   e2b_error err;
-  e2b_req *req = by_id[E2BL_ROW(L)].call(u->c, luaL_checkstring(L, 2), &err);
+  e2b_req *req = call(u->c, luaL_checkstring(L, 2), &err);
   return e2bL_push_req(L, u->l, req, &err);
 }
 
-static int client_by_id_ms(lua_State *L) {
+/* name(id, ms): ms optional (0) or required */
+static int by_id_ms(lua_State *L, by_id_ms_fn call, int required) {
   client_ud *u = check_client(L);
-  size_t row = E2BL_ROW(L);
   const char *id = luaL_checkstring(L, 2);
-  lua_Integer ms = by_id_ms[row].required ? luaL_checkinteger(L, 3) : luaL_optinteger(L, 3, 0);
+  lua_Integer ms = required ? luaL_checkinteger(L, 3) : luaL_optinteger(L, 3, 0);
   e2b_error err;
-  return e2bL_push_req(L, u->l, by_id_ms[row].call(u->c, id, (long)ms, &err), &err);
+  return e2bL_push_req(L, u->l, call(u->c, id, (long)ms, &err), &err);
 }
 
 /* metrics(sandbox_id, start_ms?, end_ms?) */
@@ -290,7 +264,8 @@ static int client_metrics(lua_State *L) {
   return e2bL_push_req(L, u->l, req, &err);
 }
 
-static int client_by_list(lua_State *L) {
+/* list{metadata=, states=, limit=, next_token=}: one page; find{metadata=, states=}: every page */
+static int by_list(lua_State *L, by_list_fn call) {
   client_ud *u = check_client(L);
   e2b_list_opts o;
   memset(&o, 0, sizeof o);
@@ -299,14 +274,40 @@ static int client_by_list(lua_State *L) {
     read_list_opts(L, 2, &o);
   }
   e2b_error err;
-  return e2bL_push_req(L, u->l, by_list[E2BL_ROW(L)].call(u->c, &o, &err), &err);
+  return e2bL_push_req(L, u->l, call(u->c, &o, &err), &err);
 }
 
-static int client_plain(lua_State *L) {
+/* name() */
+static int plain(lua_State *L, plain_fn call) {
   client_ud *u = check_client(L);
   e2b_error err;
-  return e2bL_push_req(L, u->l, plain[E2BL_ROW(L)].call(u->c, &err), &err);
+  return e2bL_push_req(L, u->l, call(u->c, &err), &err);
 }
+
+static int client_info(lua_State *L) { return by_id(L, e2b_sandbox_get); }
+static int client_kill(lua_State *L) { return by_id(L, e2b_sandbox_kill); }
+static int client_describe(lua_State *L) { return by_id(L, e2b_sandbox_describe); }
+static int client_destroy(lua_State *L) { return by_id(L, e2b_sandbox_destroy); }
+static int client_create_volume(lua_State *L) { return by_id(L, e2b_volume_create); }
+static int client_delete_snapshot(lua_State *L) { return by_id(L, e2b_snapshot_delete); }
+static int client_delete_volume(lua_State *L) { return by_id(L, e2b_volume_delete); }
+static int client_volume_open(lua_State *L) { return by_id(L, e2b_volume_open); }
+static int client_attach(lua_State *L) { return by_id_ms(L, e2b_sandbox_attach, 0); }
+static int client_resume(lua_State *L) { return by_id_ms(L, e2b_sandbox_resume, 0); }
+static int client_reap(lua_State *L) { return by_id_ms(L, e2b_sandbox_reap, 0); }
+static int client_reap_preview(lua_State *L) { return by_id_ms(L, e2b_sandbox_reap_preview, 0); }
+static int client_set_timeout(lua_State *L) { return by_id_ms(L, e2b_sandbox_set_timeout, 1); }
+static int client_keep_alive(lua_State *L) { return by_id_ms(L, e2b_sandbox_keep_alive, 1); }
+static int client_list(lua_State *L) { return by_list(L, e2b_sandbox_list); }
+static int client_find(lua_State *L) { return by_list(L, e2b_sandbox_find); }
+static int client_volumes(lua_State *L) { return plain(L, e2b_volume_list); }
+static int client_doctor(lua_State *L) { return plain(L, e2b_doctor); }
+static int client_vol_stat(lua_State *L) { return vol_path(L, e2b_vol_stat); }
+static int client_vol_remove(lua_State *L) { return vol_path(L, e2b_vol_remove); }
+static int client_vol_read(lua_State *L) { return vol_path(L, e2b_vol_read); }
+static int client_vol_mkdir(lua_State *L) { return vol_opts(L, e2b_vol_mkdir); }
+static int client_vol_write(lua_State *L) { return vol_opts(L, e2b_vol_write); }
+static int client_vol_set_metadata(lua_State *L) { return vol_opts(L, e2b_vol_set_metadata); }
 
 /* provision{ <create fields>, id, ready_timeout_ms, setup_script, setup_name,
  *            setup_timeout_ms, user, network = {...} } */
@@ -423,22 +424,46 @@ static int client_sandbox(lua_State *L) {
 }
 
 static const luaL_Reg client_methods[] = {
-    {"config", client_config},       {"create", client_create},       {"pause", client_pause},
-    {"sandbox", client_sandbox},     {"provision", client_provision}, {"fork", client_fork},
-    {"set_network", client_set_network}, {"snapshot", client_snapshot},
-    {"snapshots", client_snapshots}, {"verify_egress", client_verify_egress}, {"logs", client_logs},
-    {"metrics", client_metrics}, {"vol_list", client_vol_list},
+    {"config", client_config},
+    {"create", client_create},
+    {"pause", client_pause},
+    {"sandbox", client_sandbox},
+    {"provision", client_provision},
+    {"fork", client_fork},
+    {"set_network", client_set_network},
+    {"snapshot", client_snapshot},
+    {"snapshots", client_snapshots},
+    {"verify_egress", client_verify_egress},
+    {"logs", client_logs},
+    {"metrics", client_metrics},
+    {"info", client_info},
+    {"kill", client_kill},
+    {"describe", client_describe},
+    {"destroy", client_destroy},
+    {"create_volume", client_create_volume},
+    {"delete_snapshot", client_delete_snapshot},
+    {"delete_volume", client_delete_volume},
+    {"volume_open", client_volume_open},
+    {"attach", client_attach},
+    {"resume", client_resume},
+    {"reap", client_reap},
+    {"reap_preview", client_reap_preview},
+    {"set_timeout", client_set_timeout},
+    {"keep_alive", client_keep_alive},
+    {"list", client_list},
+    {"find", client_find},
+    {"volumes", client_volumes},
+    {"doctor", client_doctor},
+    {"vol_list", client_vol_list},
+    {"vol_stat", client_vol_stat},
+    {"vol_remove", client_vol_remove},
+    {"vol_read", client_vol_read},
+    {"vol_mkdir", client_vol_mkdir},
+    {"vol_write", client_vol_write},
+    {"vol_set_metadata", client_vol_set_metadata},
     {NULL, NULL}};
 
 static const e2bL_class CLIENT = {CLIENT_MT, "client", offsetof(client_ud, c), client_release,
                                   client_methods};
 
-void e2bL_open_client(lua_State *L) {
-  e2bL_open_class(L, &CLIENT);
-  e2bL_add_rows(L, CLIENT_MT, client_by_id, E2BL_ROWS(by_id));
-  e2bL_add_rows(L, CLIENT_MT, client_by_id_ms, E2BL_ROWS(by_id_ms));
-  e2bL_add_rows(L, CLIENT_MT, client_by_list, E2BL_ROWS(by_list));
-  e2bL_add_rows(L, CLIENT_MT, client_plain, E2BL_ROWS(plain));
-  e2bL_add_rows(L, CLIENT_MT, client_vol_path, E2BL_ROWS(vol_path));
-  e2bL_add_rows(L, CLIENT_MT, client_vol_opts, E2BL_ROWS(vol_opts));
-}
+void e2bL_open_client(lua_State *L) { e2bL_open_class(L, &CLIENT); }

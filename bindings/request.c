@@ -251,9 +251,7 @@ static int push_event(lua_State *L, e2b_req *req, e2b_proc_event ev, size_t max)
 /* read(max) on a process stream: one event (push_event); read_bytes(max) on
  * a download: bytes (<= max). Either: nil (nothing queued yet) | false
  * (the stream is over; see result()). */
-static const struct { const char *name; int events; } takes[] = {{"read", 1}, {"read_bytes", 0}};
-
-static int req_take(lua_State *L) {
+static int take(lua_State *L, int events) {
   req_ud *r = check_req(L);
   lua_Integer max = luaL_optinteger(L, 2, 1 << 20);
   luaL_argcheck(L, max > 0, 2, "max must be positive");
@@ -266,10 +264,13 @@ static int req_take(lua_State *L) {
       lua_pushboolean(L, 0);
     return 1;
   }
-  if (takes[E2BL_ROW(L)].events) return push_event(L, r->req, ev, (size_t)max);
+  if (events) return push_event(L, r->req, ev, (size_t)max);
   push_joined(L, r->req, ev, (size_t)max, 0);
   return 1;
 }
+
+static int req_read(lua_State *L) { return take(L, 1); }
+static int req_read_bytes(lua_State *L) { return take(L, 0); }
 
 /* The FILE of an open Lua file at idx, else NULL. Every Lua's file
  * userdata starts with its FILE pointer (5.1 and LuaJIT: NULL once closed;
@@ -383,15 +384,21 @@ static int req_cancel(lua_State *L) {
 static void req_release(void *ud) { e2b_req_free(((req_ud *)ud)->req); }
 
 static const luaL_Reg req_methods[] = {
-    {"id", req_id},           {"done", req_done},       {"result", req_result},
+    {"id", req_id},
+    {"done", req_done},
+    {"result", req_result},
+    {"read", req_read},
+    {"read_bytes", req_read_bytes},
     {"drain", req_drain},
-    {"send", req_send},       {"send_from", req_send_from}, {"finish", req_finish},
-    {"pending", req_pending}, {"cancel", req_cancel},
-    {"process", req_process}, {"killed", req_killed}, {NULL, NULL}};
+    {"send", req_send},
+    {"send_from", req_send_from},
+    {"finish", req_finish},
+    {"pending", req_pending},
+    {"cancel", req_cancel},
+    {"process", req_process},
+    {"killed", req_killed},
+    {NULL, NULL}};
 
 static const e2bL_class REQ = {REQ_MT, "request", offsetof(req_ud, req), req_release, req_methods};
 
-void e2bL_open_req(lua_State *L) {
-  e2bL_open_class(L, &REQ);
-  e2bL_add_rows(L, REQ_MT, req_take, E2BL_ROWS(takes));
-}
+void e2bL_open_req(lua_State *L) { e2bL_open_class(L, &REQ); }

@@ -218,60 +218,54 @@ static int sbx_resize(lua_State *L) {
   return e2bL_push_req(L, u->l, req, &err);
 }
 
-/* Calls of one shape each, picked by row (E2BL_ROW). */
+/* Calls of one shape each share a body (by_path, by_bytes, ...); each Lua
+ * method is a C function of its own, registered beside its name in
+ * sbx_methods. */
 typedef e2b_req *(*by_path_fn)(e2b_sbx *sbx, const char *path, const char *user, e2b_error *err);
-typedef e2b_req *(*plain_fn)(e2b_sbx *sbx, e2b_error *err);
-typedef e2b_req *(*by_target_ms_fn)(e2b_sbx *sbx, uint32_t pid, const char *tag, long ms, e2b_error *err);
 typedef e2b_req *(*bytes_fn)(e2b_sbx *sbx, uint32_t pid, const char *tag, const void *data, size_t len,
                              int pty, e2b_error *err);
 
-/* name(path, user?); write's request is an upload: feed it with send/finish */
-static const struct { const char *name; by_path_fn call; } by_path[] = {
-    {"stat", e2b_fs_stat}, {"mkdir", e2b_fs_mkdir}, {"remove", e2b_fs_remove}, {"write", e2b_file_write}};
-
-/* name() */
-static const struct { const char *name; plain_fn call; } plain[] = {
-    {"processes", e2b_proc_list}};
-
-/* name(pid_or_tag, ms): ms optional (0) or required. kill's ms: how long
- * the group may take to go (SIGKILL, done once it is gone: kill.c) */
-static const struct { const char *name; by_target_ms_fn call; int required; } by_target_ms[] = {
-    {"kill", e2b_proc_kill, 1}};
-
 /* name(pid_or_tag, bytes, pty?): feed writes in pieces, then closes stdin */
-static const struct { const char *name; bytes_fn call; } by_bytes[] = {
-    {"send_input", e2b_proc_send_input}, {"feed", e2b_proc_feed}};
-
-static int sbx_by_bytes(lua_State *L) {
+static int by_bytes(lua_State *L, bytes_fn call) {
   proc_target t;
   sbx_ud *u = check_proc(L, &t);
   size_t len;
   const char *data = luaL_checklstring(L, 3, &len);
   e2b_error err;
-  e2b_req *req = by_bytes[E2BL_ROW(L)].call(u->s, t.pid, t.tag, data, len, lua_toboolean(L, 4), &err);
+  e2b_req *req = call(u->s, t.pid, t.tag, data, len, lua_toboolean(L, 4), &err);
   return e2bL_push_req(L, u->l, req, &err);
 }
 
-static int sbx_by_target_ms(lua_State *L) {
+static int sbx_send_input(lua_State *L) { return by_bytes(L, e2b_proc_send_input); }
+static int sbx_feed(lua_State *L) { return by_bytes(L, e2b_proc_feed); }
+
+/* kill(pid_or_tag, ms): ms is how long the group may take to go (SIGKILL,
+ * done once it is gone: kill.c) */
+static int sbx_kill(lua_State *L) {
   proc_target t;
   sbx_ud *u = check_proc(L, &t);
-  size_t row = E2BL_ROW(L);
-  lua_Integer ms = by_target_ms[row].required ? luaL_checkinteger(L, 3) : luaL_optinteger(L, 3, 0);
+  lua_Integer ms = luaL_checkinteger(L, 3);
   e2b_error err;
-  return e2bL_push_req(L, u->l, by_target_ms[row].call(u->s, t.pid, t.tag, (long)ms, &err), &err);
+  return e2bL_push_req(L, u->l, e2b_proc_kill(u->s, t.pid, t.tag, (long)ms, &err), &err);
 }
 
-static int sbx_by_path(lua_State *L) {
+/* name(path, user?); write's request is an upload: feed it with send/finish */
+static int by_path(lua_State *L, by_path_fn call) {
   sbx_ud *u = check_sbx(L);
   e2b_error err;
-  e2b_req *req = by_path[E2BL_ROW(L)].call(u->s, luaL_checkstring(L, 2), luaL_optstring(L, 3, NULL), &err);
+  e2b_req *req = call(u->s, luaL_checkstring(L, 2), luaL_optstring(L, 3, NULL), &err);
   return e2bL_push_req(L, u->l, req, &err);
 }
 
-static int sbx_plain(lua_State *L) {
+static int sbx_stat(lua_State *L) { return by_path(L, e2b_fs_stat); }
+static int sbx_mkdir(lua_State *L) { return by_path(L, e2b_fs_mkdir); }
+static int sbx_remove(lua_State *L) { return by_path(L, e2b_fs_remove); }
+static int sbx_write(lua_State *L) { return by_path(L, e2b_file_write); }
+
+static int sbx_processes(lua_State *L) {
   sbx_ud *u = check_sbx(L);
   e2b_error err;
-  return e2bL_push_req(L, u->l, plain[E2BL_ROW(L)].call(u->s, &err), &err);
+  return e2bL_push_req(L, u->l, e2b_proc_list(u->s, &err), &err);
 }
 
 static int sbx_list(lua_State *L) {
@@ -331,22 +325,34 @@ static int sbx_watch(lua_State *L) {
 }
 
 static const luaL_Reg sbx_methods[] = {
-    {"close_stdin", sbx_close_stdin}, {"signal", sbx_signal},         {"resize", sbx_resize},
-    {"list", sbx_list},             {"move", sbx_move},               {"read", sbx_read},
-    {"url", sbx_url},               {"run", sbx_run},                 {"track", sbx_track},
-    {"attach", sbx_attach},         {"stop_async", sbx_stop_async},
+    {"close_stdin", sbx_close_stdin},
+    {"signal", sbx_signal},
+    {"resize", sbx_resize},
+    {"send_input", sbx_send_input},
+    {"feed", sbx_feed},
+    {"kill", sbx_kill},
+    {"processes", sbx_processes},
+    {"stat", sbx_stat},
+    {"mkdir", sbx_mkdir},
+    {"remove", sbx_remove},
+    {"write", sbx_write},
+    {"list", sbx_list},
+    {"move", sbx_move},
+    {"read", sbx_read},
+    {"url", sbx_url},
+    {"watch", sbx_watch},
+    {"run", sbx_run},
+    {"track", sbx_track},
+    {"attach", sbx_attach},
+    {"stop_async", sbx_stop_async},
     {"end_async", sbx_end_async},
-    {"forget_async", sbx_forget_async}, {"flush_forgets", sbx_flush_forgets},
-    {"explain", sbx_explain},       {"boot_id", sbx_boot_id},     {"watch", sbx_watch},
+    {"forget_async", sbx_forget_async},
+    {"flush_forgets", sbx_flush_forgets},
+    {"explain", sbx_explain},
+    {"boot_id", sbx_boot_id},
     {NULL, NULL}};
 
 const e2bL_class e2bL_sbx_class = {SBX_MT, "sandbox handle", offsetof(sbx_ud, s), sbx_release,
                                    sbx_methods};
 
-void e2bL_open_sbx(lua_State *L) {
-  e2bL_open_class(L, &e2bL_sbx_class);
-  e2bL_add_rows(L, SBX_MT, sbx_by_path, E2BL_ROWS(by_path));
-  e2bL_add_rows(L, SBX_MT, sbx_plain, E2BL_ROWS(plain));
-  e2bL_add_rows(L, SBX_MT, sbx_by_bytes, E2BL_ROWS(by_bytes));
-  e2bL_add_rows(L, SBX_MT, sbx_by_target_ms, E2BL_ROWS(by_target_ms));
-}
+void e2bL_open_sbx(lua_State *L) { e2bL_open_class(L, &e2bL_sbx_class); }
