@@ -149,7 +149,7 @@ static void record_list(doctor_state *s, e2b_doctor_report *r, e2b_req *done,
     return;
   }
   /* Pagination is visible only with more than one sandbox; otherwise unknown. */
-  r->pagination = done->sandbox_count > 1 ? 0 : done->next_token ? 1 : -1;
+  r->pagination = e2b_req_sandbox_count(done) > 1 ? 0 : e2b_req_next_token(done) ? 1 : -1;
   s->stage = D_LIMITS;
 }
 
@@ -163,9 +163,10 @@ static void record_create(doctor_state *s, e2b_doctor_report *r, e2b_req *done,
     return;
   }
   r->create_route = strdup(s->box.client->create_route == E2B_ROUTE_V1 ? "/sandboxes" : "/v2/sandboxes");
-  s->box.sb = done->sandboxes[0];
-  memset(&done->sandboxes[0], 0, sizeof s->box.sb);
-  done->sandbox_count = 0;
+  if (e2b_take_sandbox(done, &s->box.sb) != 0) {
+    s->stage = D_VOLUMES;
+    return;
+  }
   s->box.allocated = 1;
   r->envd_version = e2b_strdup0(s->box.sb.envd_version);
   e2b_error e2;
@@ -394,14 +395,11 @@ static void egress_advance(e2b_req *op) {
       if (!e2b_req_done(s->child)) return;
       const e2b_error *cerr = e2b_req_error(s->child);
       if (s->stage == V_CREATE) {
-        if (cerr) {
+        if (cerr || e2b_take_sandbox(s->child, &s->box.sb) != 0) {
           snprintf(r->detail, sizeof r->detail, "could not create the probe sandbox: %.200s",
-                   cerr->message);
+                   cerr ? cerr->message : "the answer names no sandbox");
           s->stage = V_DONE;
         } else {
-          s->box.sb = s->child->sandboxes[0];
-          memset(&s->child->sandboxes[0], 0, sizeof s->box.sb);
-          s->child->sandbox_count = 0;
           s->box.allocated = 1;
           s->box.sbx = e2b_sbx_new(s->box.client, s->box.sb.sandbox_id, s->box.sb.envd_access_token,
                                    s->box.sb.domain, &err);

@@ -232,19 +232,12 @@ struct e2b_req {
   int send_ended;
   int send_paused;
 
-  /* results */
-  e2b_sandbox_info *sandboxes;
-  size_t sandbox_count;
-  char *next_token;
-  int resumed;
-  e2b_entry *entries;
-  size_t entry_count;
-  e2b_proc_info *procs;
-  size_t proc_count;
-  char *written_path;
-  void *result;                 /* composite results (type per operation) */
+  /* the one result slot: what the request carries once done, freed with it
+   * by result_free, whose identity also tells its shape to the file that
+   * made it (e2b_sandboxes); result_kind says which accessors read it */
+  void *result;
   void (*result_free)(void *);
-  e2b_result_kind result_kind;  /* what the accessors read (e2b_req_result_kind) */
+  e2b_result_kind result_kind;
 
   e2b_notify_fn notify;
   void *notify_ud;
@@ -379,6 +372,9 @@ void e2b_queue_remove(e2b_req **head, e2b_req **tail, e2b_req *req);
 /* ---- lifecycle.c: helpers shared by composites ---- */
 int64_t e2b_wall_ms(void);
 int e2b_take_sandboxes(e2b_req *dst, e2b_req *src);
+/* Moves the first sandbox of req's result to *out (req keeps none): -1 when
+ * it has none. */
+int e2b_take_sandbox(e2b_req *req, e2b_sandbox_info *out);
 
 /* control.c: the create body for the v2 route (NewSandboxV2) or, with v1,
  * the v1 one (NewSandbox: the same and `secure`); NULL with err when the
@@ -395,8 +391,22 @@ int e2b_is_ip_or_cidr(const char *s);
  * set over the body, for what the options cannot say (a fork's copy of its
  * parent's network and volume mounts). */
 e2b_req *e2b_create_with(e2b_client *c, const e2b_create_opts *o, json_t *extra, e2b_error *err);
-/* GET /sandboxes/{id}: the sandbox (e2b_req_sandbox) and, in req->result,
- * the answer's JSON object itself (for fields the record does not keep). */
+/* What the control plane's sandbox answers leave in the result slot
+ * (E2B_RESULT_SANDBOX, _SANDBOXES; control.c). */
+typedef struct e2b_sandbox_set {
+  e2b_sandbox_info *items;
+  size_t count;
+  char *next_token; /* a page's: the next page's token; NULL on the last */
+  int resumed;      /* a connect's: it resumed a paused sandbox (201) */
+  json_t *detail;   /* a GET /sandboxes/{id}'s answer itself (e2b_api_detail) */
+} e2b_sandbox_set;
+/* req's sandbox list, made empty on first use: NULL when out of memory or
+ * when the slot holds a result of another shape. */
+e2b_sandbox_set *e2b_sandboxes(e2b_req *req);
+/* The same to read: never NULL (an empty list when req holds none). */
+const e2b_sandbox_set *e2b_sandboxes_in(const e2b_req *req);
+/* GET /sandboxes/{id}: the sandbox (e2b_req_sandbox) and, in the list's
+ * detail, the answer's JSON object itself (for fields the record does not keep). */
 e2b_req *e2b_api_detail(e2b_client *c, const char *sandbox_id, e2b_error *err);
 
 /* ---- op.c: composite requests ---- */
@@ -451,7 +461,7 @@ e2b_req *e2b_on_sandbox(e2b_client *c, const char *op, const char *method, const
                         const char *suffix, json_t *body, req_parse_fn parse, int idempotent,
                         e2b_error *err);
 char *e2b_id_path(const char *prefix, const char *id, const char *suffix);
-int e2b_take_next_token(e2b_req *req, e2b_error *err);
+int e2b_take_next_token(e2b_req *req, char **out, e2b_error *err);
 e2b_req *e2b_api_pause(e2b_client *c, const char *sandbox_id, int memory, e2b_error *err);
 e2b_req *e2b_api_refresh(e2b_client *c, const char *sandbox_id, long seconds, e2b_error *err);
 e2b_req *e2b_api_resume(e2b_client *c, const char *sandbox_id, long timeout_ms, e2b_error *err);

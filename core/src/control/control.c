@@ -77,23 +77,51 @@ e2b_req *e2b_control(e2b_client *c, const char *op, const char *method, const ch
   return e2b_req_start(req, err) == 0 ? req : NULL;
 }
 
+/* ---- the sandbox list: what sandbox answers leave in the result slot ---- */
+
+static void sandbox_list_free(void *p) {
+  e2b_sandbox_set *l = p;
+  for (size_t i = 0; i < l->count; i++) e2b_sandbox_info_clear(&l->items[i]);
+  free(l->items);
+  free(l->next_token);
+  json_decref(l->detail);
+  free(l);
+}
+
+e2b_sandbox_set *e2b_sandboxes(e2b_req *req) {
+  if (req->result) return req->result_free == sandbox_list_free ? req->result : NULL;
+  if (!(req->result = calloc(1, sizeof(e2b_sandbox_set)))) return NULL;
+  req->result_free = sandbox_list_free;
+  return req->result;
+}
+
+const e2b_sandbox_set *e2b_sandboxes_in(const e2b_req *req) {
+  static const e2b_sandbox_set none;
+  return req->result && req->result_free == sandbox_list_free ? req->result : &none;
+}
+
 static int parse_one_sandbox(e2b_req *req, json_t *body, e2b_error *err) {
-  req->sandboxes = calloc(1, sizeof *req->sandboxes);
-  if (!req->sandboxes || e2b_parse_sandbox(body, &req->sandboxes[0]) != 0) {
+  e2b_sandbox_set *l = e2b_sandboxes(req);
+  if (!l || !(l->items = calloc(1, sizeof *l->items))) {
+    e2b_err_set(err, E2B_ERR_UNAVAILABLE, req->op, "out of memory");
+    return -1;
+  }
+  if (e2b_parse_sandbox(body, &l->items[0]) != 0) {
     e2b_err_set(err, E2B_ERR_PROTOCOL, req->op, "response is not a sandbox object");
     return -1;
   }
-  req->sandbox_count = 1;
-  req->resumed = req->status == 201;
+  l->count = 1;
+  l->resumed = req->status == 201;
   return 0;
 }
 
-/* Pages carry the next token in a header (absent or empty on the last page). */
-int e2b_take_next_token(e2b_req *req, e2b_error *err) {
+/* Pages carry the next token in a header (absent or empty on the last
+ * page); out is where it goes. */
+int e2b_take_next_token(e2b_req *req, char **out, e2b_error *err) {
   struct curl_header *h = NULL;
   if (curl_easy_header(req->easy, "X-Next-Token", 0, CURLH_HEADER, -1, &h) == CURLHE_OK && h &&
       h->value && *h->value) {
-    if (!(req->next_token = strdup(h->value))) {
+    if (!(*out = strdup(h->value))) {
       e2b_err_set(err, E2B_ERR_UNAVAILABLE, req->op, "out of memory");
       return -1;
     }
@@ -108,12 +136,17 @@ static int parse_sandbox_list(e2b_req *req, json_t *body, e2b_error *err) {
     e2b_err_set(err, E2B_ERR_PROTOCOL, req->op, "response is not a list of sandboxes");
     return -1;
   }
+  e2b_sandbox_set *l = e2b_sandboxes(req);
+  if (!l) {
+    e2b_err_set(err, E2B_ERR_UNAVAILABLE, req->op, "out of memory");
+    return -1;
+  }
   void *items;
-  int rc = e2b_parse_items(body, sizeof *req->sandboxes, sandbox_item, &items, &req->sandbox_count, req->op,
+  int rc = e2b_parse_items(body, sizeof *l->items, sandbox_item, &items, &l->count, req->op,
                            "list item %zu is not a sandbox", err);
-  req->sandboxes = items;
+  l->items = items;
   if (rc != 0) return -1;
-    return e2b_take_next_token(req, err);
+  return e2b_take_next_token(req, &l->next_token, err);
 }
 
 int e2b_tristate_check(int v, const char *field, const char *op, e2b_error *err) {
@@ -298,12 +331,9 @@ e2b_req *e2b_api_resume(e2b_client *c, const char *sandbox_id, long timeout_ms, 
   return e2b_on_sandbox(c, "resume", "POST", sandbox_id, "/resume", body, parse_one_sandbox, 1, err);
 }
 
-static void free_json(void *p) { json_decref(p); }
-
 static int parse_detail(e2b_req *req, json_t *body, e2b_error *err) {
   if (parse_one_sandbox(req, body, err) != 0) return -1;
-  req->result = json_incref(body);
-  req->result_free = free_json;
+  e2b_sandboxes(req)->detail = json_incref(body);
   return 0;
 }
 
@@ -462,12 +492,11 @@ e2b_req *e2b_sandbox_list(e2b_client *c, const e2b_list_opts *o, e2b_error *err)
   return e2b_req_typed(req, E2B_RESULT_SANDBOXES);
 }
 
-const e2b_sandbox_info *e2b_req_sandbox(const e2b_req *req) {
-  return req->sandbox_count ? &req->sandboxes[0] : NULL;
-}
-size_t e2b_req_sandbox_count(const e2b_req *req) { return req->sandbox_count; }
+const e2b_sandbox_info *e2b_req_sandbox(const e2b_req *req) { return e2b_req_sandbox_at(req, 0); }
+size_t e2b_req_sandbox_count(const e2b_req *req) { return e2b_sandboxes_in(req)->count; }
 const e2b_sandbox_info *e2b_req_sandbox_at(const e2b_req *req, size_t i) {
-  return i < req->sandbox_count ? &req->sandboxes[i] : NULL;
+  const e2b_sandbox_set *l = e2b_sandboxes_in(req);
+  return i < l->count ? &l->items[i] : NULL;
 }
-const char *e2b_req_next_token(const e2b_req *req) { return req->next_token; }
-int e2b_req_resumed(const e2b_req *req) { return req->resumed; }
+const char *e2b_req_next_token(const e2b_req *req) { return e2b_sandboxes_in(req)->next_token; }
+int e2b_req_resumed(const e2b_req *req) { return e2b_sandboxes_in(req)->resumed; }

@@ -85,12 +85,12 @@ static int build_meta(fork_state *s) {
 /* The parent as read: a running sandbox whose settings a fork can have. */
 static void read_done(e2b_req *op, fork_state *s) {
   e2b_req *r = s->child;
-  s->parent = r->sandboxes[0];
+  if (e2b_take_sandbox(r, &s->parent) != 0)
+    return fail(op, E2B_ERR_PROTOCOL, "the sandbox's description names no sandbox");
   s->have_parent = 1;
-  r->sandbox_count = 0;
   if (s->parent.state == E2B_STATE_PAUSED)
     return fail(op, E2B_ERR_CONFLICT, "the sandbox is paused and cannot be forked; resume it first");
-  if (take_settings(op, s, r->result) != 0) return;
+  if (take_settings(op, s, e2b_sandboxes_in(r)->detail) != 0) return;
   if (build_meta(s) != 0) return fail(op, E2B_ERR_UNAVAILABLE, "out of memory");
   char name[128];
   snprintf(name, sizeof name, "lua-e2b-fork-%.64s-%lld", s->sandbox_id, (long long)e2b_wall_ms());
@@ -123,8 +123,8 @@ static void undo(e2b_req *op, fork_state *s) {
     if (s->stage == FORK_DROP) return e2b_op_finish(op, &s->failure);
     s->killed++;
   }
-  if (s->killed < op->sandbox_count) {
-    s->child = e2b_op_child(op, e2b_sandbox_kill(s->client, op->sandboxes[s->killed].sandbox_id, &err));
+  if (s->killed < e2b_req_sandbox_count(op)) {
+    s->child = e2b_op_child(op, e2b_sandbox_kill(s->client, e2b_req_sandbox_at(op, s->killed)->sandbox_id, &err));
     if (!s->child) s->killed++, e2b_op_kick(op); /* could not even ask: go on with the rest */
     return;
   }
@@ -136,12 +136,13 @@ static void undo(e2b_req *op, fork_state *s) {
 static void start_undo(e2b_req *op, fork_state *s, const e2b_error *why) {
   s->failure = *why;
   snprintf(s->failure.op, sizeof s->failure.op, "%s", op->op);
-  if (op->sandbox_count) {
+  size_t started = e2b_req_sandbox_count(op);
+  if (started) {
     char detail[E2B_ERROR_SIZE];
     snprintf(detail, sizeof detail, "%s", why->message);
     snprintf(s->failure.message, sizeof s->failure.message,
-             "fork %zu of %d did not start (%.300s); the %zu that did were killed", op->sandbox_count + 1,
-             s->count, detail, op->sandbox_count);
+             "fork %zu of %d did not start (%.300s); the %zu that did were killed", started + 1,
+             s->count, detail, started);
   }
   e2b_req_free(s->child);
   s->child = NULL;
@@ -163,7 +164,7 @@ static void create_next(e2b_req *op, fork_state *s) {
   }
   e2b_req_free(s->child);
   s->child = NULL;
-  if (op->sandbox_count == (size_t)s->count) return e2b_op_finish(op, NULL);
+  if (e2b_req_sandbox_count(op) == (size_t)s->count) return e2b_op_finish(op, NULL);
   if (!(s->child = e2b_op_child(op, create_one(s, &err)))) start_undo(op, s, &err);
 }
 

@@ -19,15 +19,26 @@ int64_t e2b_wall_ms(void) {
 
 /* Moves src's sandbox results to the end of dst's. */
 int e2b_take_sandboxes(e2b_req *dst, e2b_req *src) {
-  if (!src->sandbox_count) return 0;
-  e2b_sandbox_info *p = realloc(dst->sandboxes, (dst->sandbox_count + src->sandbox_count) * sizeof *p);
+  e2b_sandbox_set *from = e2b_sandboxes_in(src)->count ? e2b_sandboxes(src) : NULL, *to;
+  if (!from) return 0;
+  if (!(to = e2b_sandboxes(dst))) return -1;
+  e2b_sandbox_info *p = realloc(to->items, (to->count + from->count) * sizeof *p);
   if (!p) return -1;
-  dst->sandboxes = p;
-  memcpy(p + dst->sandbox_count, src->sandboxes, src->sandbox_count * sizeof *p);
-  dst->sandbox_count += src->sandbox_count;
-  free(src->sandboxes);
-  src->sandboxes = NULL;
-  src->sandbox_count = 0;
+  to->items = p;
+  memcpy(p + to->count, from->items, from->count * sizeof *p);
+  to->count += from->count;
+  free(from->items);
+  from->items = NULL;
+  from->count = 0;
+  return 0;
+}
+
+int e2b_take_sandbox(e2b_req *req, e2b_sandbox_info *out) {
+  e2b_sandbox_set *l = e2b_sandboxes_in(req)->count ? e2b_sandboxes(req) : NULL;
+  if (!l) return -1;
+  *out = l->items[0];
+  memset(&l->items[0], 0, sizeof *out);
+  l->count = 0; /* the rest (a list's) is cleared with the request */
   return 0;
 }
 
@@ -69,9 +80,10 @@ static void find_advance(e2b_req *op) {
     if (!e2b_req_done(s->child)) return;
     if (child_failed(op, &s->child)) return;
     if (e2b_take_sandboxes(op, s->child) != 0) return nomem(op);
+    e2b_sandbox_set *page = e2b_sandboxes(s->child);
     free(s->token);
-    s->token = s->child->next_token;
-    s->child->next_token = NULL;
+    s->token = page ? page->next_token : NULL;
+    if (page) page->next_token = NULL;
     e2b_req_free(s->child);
     s->child = NULL;
     if (!s->token) return e2b_op_finish(op, NULL);
@@ -143,7 +155,7 @@ typedef struct id_state {
   int have_info;
   int memory;        /* pause */
   int polls;
-  int detailed;      /* describe: op->sandboxes[0] came from a get (network included) */
+  int detailed;      /* describe: op's sandbox came from a get (network included) */
 } id_state;
 
 static void id_release(void *p) {
@@ -198,7 +210,7 @@ static int unknown_id(e2b_req *op, const char *id) {
 /* Stage machine shared by describe and destroy: resolve id to one sandbox. */
 enum { RESOLVE_FIND = 0, RESOLVE_INFO, RESOLVED };
 
-/* Returns 1 once op holds exactly one sandbox (op->sandboxes[0]), 0 while
+/* Returns 1 once op holds exactly one sandbox (its result's first), 0 while
  * working, -1 when op finished (with an error or, for tolerate_missing,
  * with s->stage = RESOLVED and no sandbox). */
 static int resolve(e2b_req *op, id_state *s) {
@@ -211,7 +223,7 @@ static int resolve(e2b_req *op, id_state *s) {
     }
     if (!e2b_req_done(s->child)) return 0;
     if (child_failed(op, &s->child)) return -1;
-    size_t n = s->child->sandbox_count;
+    size_t n = e2b_req_sandbox_count(s->child);
     if (n > 1) return conflict(op, n, s->id), -1;
     if (n == 1) {
       if (e2b_take_sandboxes(op, s->child) != 0) return nomem(op), -1;
@@ -240,7 +252,7 @@ static int resolve(e2b_req *op, id_state *s) {
     s->detailed = 1;
     return 1;
   }
-  return op->sandbox_count ? 1 : 0;
+  return e2b_req_sandbox_count(op) ? 1 : 0;
 }
 
 enum { DESCRIBE_DETAIL = 20 };
@@ -255,16 +267,17 @@ static void describe_advance(e2b_req *op) {
     if (resolve(op, s) != 1) return;
     if (s->detailed) return e2b_op_finish(op, NULL);
     s->stage = DESCRIBE_DETAIL;
-    s->child = e2b_op_child(op, e2b_sandbox_get(s->client, op->sandboxes[0].sandbox_id, &err));
+    s->child = e2b_op_child(op, e2b_sandbox_get(s->client, e2b_req_sandbox(op)->sandbox_id, &err));
     if (!s->child) return e2b_op_finish(op, NULL);
     return;
   }
   if (!e2b_req_done(s->child)) return;
-  if (!e2b_req_error(s->child) && s->child->sandbox_count == 1) {
+  if (!e2b_req_error(s->child) && e2b_req_sandbox_count(s->child) == 1) {
     /* the get's description, network included, replaces the list's */
-    e2b_sandbox_info listed = op->sandboxes[0];
-    op->sandboxes[0] = s->child->sandboxes[0];
-    s->child->sandboxes[0] = listed;
+    e2b_sandbox_info *mine = e2b_sandboxes(op)->items, *got = e2b_sandboxes(s->child)->items;
+    e2b_sandbox_info listed = mine[0];
+    mine[0] = got[0];
+    got[0] = listed;
   }
   e2b_req_free(s->child);
   s->child = NULL;
@@ -295,7 +308,7 @@ static void destroy_advance(e2b_req *op) {
     s->stage = DESTROY_KILL;
   }
   if (!s->child) {
-    s->child = e2b_op_child(op, e2b_sandbox_kill(s->client, op->sandboxes[0].sandbox_id, &err));
+    s->child = e2b_op_child(op, e2b_sandbox_kill(s->client, e2b_req_sandbox(op)->sandbox_id, &err));
     if (!s->child) return e2b_op_finish(op, &err);
     return;
   }
@@ -367,12 +380,12 @@ static void attach_connected(e2b_req *op, id_state *s) {
   if (s->stage != ATTACH_CONNECT) s->client->connect_route = E2B_CONNECT_RESUME;
   else s->client->connect_route = E2B_CONNECT_ROUTE;
   if (e2b_take_sandboxes(op, s->child) != 0) return nomem(op);
-  op->resumed = e2b_req_resumed(s->child);
+  e2b_sandboxes(op)->resumed = e2b_req_resumed(s->child);
 }
 
 /* Refresh state and deadline; keep the connect answer's token and domain. */
 static void attach_reinfo(e2b_req *op, id_state *s, const e2b_sandbox_info *got) {
-  e2b_sandbox_info *res = &op->sandboxes[0];
+  e2b_sandbox_info *res = &e2b_sandboxes(op)->items[0];
   res->state = got->state;
   res->started_at_ms = got->started_at_ms;
   res->end_at_ms = got->end_at_ms;
@@ -397,14 +410,12 @@ static void attach_advance(e2b_req *op) {
   if (next) {
     s->stage = next;
   } else if (!child_failed(op, &s->child)) {
-    e2b_sandbox_info *got = s->child->sandbox_count ? &s->child->sandboxes[0] : NULL;
+    e2b_sandbox_info *got = e2b_req_sandbox_count(s->child) ? &e2b_sandboxes(s->child)->items[0] : NULL;
     if (!got && s->stage != ATTACH_EXTEND) return nomem(op);
     switch (s->stage) {
     case ATTACH_INFO:
-      s->info = *got; /* keep the metadata and the deadline */
+      e2b_take_sandbox(s->child, &s->info); /* keep the metadata and the deadline */
       s->have_info = 1;
-      memset(got, 0, sizeof *got);
-      s->child->sandbox_count = 0;
       s->stage = ATTACH_CONNECT;
       break;
     case ATTACH_EXTEND: s->stage = ATTACH_DETAIL; break;
@@ -449,12 +460,12 @@ static void resume_advance(e2b_req *op) {
     }
     if (!e2b_req_done(s->child)) return;
     if (child_failed(op, &s->child)) return;
-    size_t n = s->child->sandbox_count;
+    size_t n = e2b_req_sandbox_count(s->child);
     if (n > 1) return conflict(op, n, s->id);
     if (!n && unknown_id(op, s->id)) return;
     /* No logical id matched: the id may be E2B's own sandbox id, as for
      * describe and destroy; the info call then says whether it exists. */
-    s->sandbox_id = strdup(n ? s->child->sandboxes[0].sandbox_id : s->id);
+    s->sandbox_id = strdup(n ? e2b_req_sandbox(s->child)->sandbox_id : s->id);
     e2b_req_free(s->child);
     s->child = NULL;
     if (!s->sandbox_id) return nomem(op);
@@ -501,7 +512,7 @@ static void pause_advance(e2b_req *op) {
   }
   if (!e2b_req_done(s->child)) return;
   if (child_failed(op, &s->child)) return;
-  e2b_state state = s->child->sandboxes[0].state;
+  e2b_state state = e2b_req_sandbox(s->child)->state;
   e2b_req_free(s->child);
   s->child = NULL;
   if (state == E2B_STATE_PAUSED) return e2b_op_finish(op, NULL);
@@ -551,7 +562,7 @@ static void keep_alive_advance(e2b_req *op) {
     return;
   }
   int64_t want = e2b_wall_ms() + s->timeout_ms;
-  int64_t end = s->child->sandbox_count ? s->child->sandboxes[0].end_at_ms : 0;
+  int64_t end = e2b_req_sandbox_count(s->child) ? e2b_req_sandbox(s->child)->end_at_ms : 0;
   e2b_req_free(s->child);
   s->child = NULL;
   switch (stage) {
@@ -604,20 +615,22 @@ static void reap_advance(e2b_req *op) {
     if (ferr) return e2b_op_finish(op, ferr);
     /* Keep only the old enough; kill them all at once (the client's cap
      * bounds how many requests are really in flight). */
-    size_t n = s->find->sandbox_count, keep = 0;
-    e2b_sandbox_info *sb = s->find->sandboxes;
+    e2b_sandbox_set *found = e2b_sandboxes(s->find);
+    if (!found) return nomem(op);
+    size_t n = found->count, keep = 0;
+    e2b_sandbox_info *sb = found->items;
     for (size_t i = 0; i < n; i++) {
       if (sb[i].started_at_ms && sb[i].started_at_ms <= s->cutoff)
         sb[keep++] = sb[i];
       else
         e2b_sandbox_info_clear(&sb[i]);
     }
-    s->find->sandbox_count = keep;
+    found->count = keep;
     if (e2b_take_sandboxes(op, s->find) != 0) return nomem(op);
     if (s->dry_run) return e2b_op_finish(op, NULL);
     if (!(s->kills = calloc(keep + 1, sizeof *s->kills))) return nomem(op);
     for (size_t i = 0; i < keep; i++) {
-      s->kills[i] = e2b_op_child(op, e2b_sandbox_kill(s->client, op->sandboxes[i].sandbox_id, &err));
+      s->kills[i] = e2b_op_child(op, e2b_sandbox_kill(s->client, e2b_req_sandbox_at(op, i)->sandbox_id, &err));
       if (!s->kills[i]) return e2b_op_finish(op, &err);
       s->kill_count++;
     }
@@ -625,6 +638,7 @@ static void reap_advance(e2b_req *op) {
   for (size_t i = 0; i < s->kill_count; i++)
     if (!e2b_req_done(s->kills[i])) return;
   /* Report only what this call killed (or found already gone). */
+  e2b_sandbox_set *mine = s->kill_count ? e2b_sandboxes(op) : NULL;
   size_t kept = 0;
   for (size_t i = 0; i < s->kill_count; i++) {
     const e2b_error *kerr = e2b_req_error(s->kills[i]);
@@ -632,9 +646,9 @@ static void reap_advance(e2b_req *op) {
       e2b_error first = *kerr;
       return e2b_op_finish(op, &first);
     }
-    op->sandboxes[kept++] = op->sandboxes[i];
+    mine->items[kept++] = mine->items[i];
   }
-  op->sandbox_count = kept;
+  if (mine) mine->count = kept;
   e2b_op_finish(op, NULL);
 }
 

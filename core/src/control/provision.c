@@ -121,8 +121,8 @@ typedef struct orphan_state {
 static void orphan_advance(e2b_req *op) {
   orphan_state *s = op->state;
   if (!e2b_req_done(s->create)) return;
-  if (!e2b_req_error(s->create) && s->create->sandbox_count)
-    discard_detached(s->client, s->create->sandboxes[0].sandbox_id);
+  if (!e2b_req_error(s->create) && e2b_req_sandbox_count(s->create))
+    discard_detached(s->client, e2b_req_sandbox(s->create)->sandbox_id);
   e2b_op_finish(op, NULL);
 }
 
@@ -245,9 +245,9 @@ static void stage_precheck(e2b_req *op, prov_state *s, const e2b_error *cerr) {
   e2b_error err;
   if (!s->child) return started(op, s, find_id(op, s, &err), &err);
   if (cerr) return fail_after_allocation(op, s, cerr);
-  if (s->child->sandbox_count > 0) {
+  if (e2b_req_sandbox_count(s->child) > 0) {
     e2b_err_set(&err, E2B_ERR_CONFLICT, "create", "a sandbox with id \"%s\" already exists (%s)",
-                s->id, s->child->sandboxes[0].sandbox_id);
+                s->id, e2b_req_sandbox(s->child)->sandbox_id);
     err.retryable = 0;
     return fail_after_allocation(op, s, &err);
   }
@@ -258,9 +258,10 @@ static void stage_create(e2b_req *op, prov_state *s, const e2b_error *cerr) {
   e2b_error err;
   if (!s->child) return started(op, s, start_create(op, s, &err), &err);
   if (cerr) return fail_after_allocation(op, s, cerr);
-  s->sandbox = s->child->sandboxes[0];
-  memset(&s->child->sandboxes[0], 0, sizeof s->sandbox);
-  s->child->sandbox_count = 0;
+  if (e2b_take_sandbox(s->child, &s->sandbox) != 0) {
+    e2b_err_set(&err, E2B_ERR_PROTOCOL, "create", "the create answer names no sandbox");
+    return fail_after_allocation(op, s, &err);
+  }
   s->allocated = 1;
   add_metadata(s);
   next_stage(op, s, s->explicit_id ? P_POSTCHECK : P_READY);
@@ -271,7 +272,7 @@ static void stage_postcheck(e2b_req *op, prov_state *s, const e2b_error *cerr) {
   if (!s->child) return started(op, s, find_id(op, s, &err), &err);
   release_create_slot(op, s);
   if (cerr) return fail_after_allocation(op, s, cerr);
-  if (s->child->sandbox_count > 1) {
+  if (e2b_req_sandbox_count(s->child) > 1) {
     e2b_err_set(&err, E2B_ERR_CONFLICT, "create",
                 "another sandbox with id \"%s\" was created concurrently; this one was removed",
                 s->id);
@@ -369,12 +370,13 @@ static void succeed(e2b_req *op, prov_state *s) {
   e2b_req_free(s->child);
   s->child = NULL;
   s->sandbox.state = E2B_STATE_RUNNING;
-  if (!(op->sandboxes = calloc(1, sizeof *op->sandboxes))) {
+  e2b_sandbox_set *l = e2b_sandboxes(op);
+  if (!l || !(l->items = calloc(1, sizeof *l->items))) {
     e2b_err_set(&err, E2B_ERR_UNAVAILABLE, "create", "out of memory");
     return fail_after_allocation(op, s, &err);
   }
-  op->sandboxes[0] = s->sandbox;
-  op->sandbox_count = 1;
+  l->items[0] = s->sandbox;
+  l->count = 1;
   memset(&s->sandbox, 0, sizeof s->sandbox);
   s->succeeded = 1;
   e2b_op_finish(op, NULL);

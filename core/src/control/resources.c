@@ -9,6 +9,7 @@ typedef struct item_list {
   e2b_snapshot *snapshots;
   e2b_volume *volumes;
   size_t n;
+  char *next_token; /* a snapshot page's: the next page's token */
 } item_list;
 
 static void snapshot_clear(e2b_snapshot *s) {
@@ -32,6 +33,7 @@ static void items_free(void *p) {
   }
   free(l->snapshots);
   free(l->volumes);
+  free(l->next_token);
   free(l);
 }
 
@@ -41,7 +43,7 @@ static item_list *items_of(e2b_req *req) {
     if (!(req->result = calloc(1, sizeof(item_list)))) return NULL;
     req->result_free = items_free;
   }
-  return req->result;
+  return req->result_free == items_free ? req->result : NULL;
 }
 
 static int parse_snapshot(json_t *o, e2b_snapshot *out) {
@@ -94,7 +96,7 @@ static int parse_items(e2b_req *req, json_t *body, e2b_error *err, int volumes) 
       return -1;
     }
   }
-  return volumes ? 0 : e2b_take_next_token(req, err);
+  return volumes ? 0 : e2b_take_next_token(req, &l->next_token, err);
 nomem:
   e2b_err_set(err, E2B_ERR_UNAVAILABLE, req->op, "out of memory");
   return -1;
@@ -227,9 +229,10 @@ static int by_name_list(e2b_req *op, by_name_state *s) {
       e2b_err_set(&err, E2B_ERR_UNAVAILABLE, op->op, "out of memory");
       return e2b_op_finish(op, &err), -1;
     }
+    item_list *page = items_of(s->child);
     free(s->token);
-    s->token = s->child->next_token;
-    s->child->next_token = NULL;
+    s->token = page ? page->next_token : NULL;
+    if (page) page->next_token = NULL;
     e2b_req_free(s->child);
     s->child = NULL;
     if (!s->token) return 1;

@@ -26,13 +26,43 @@ static int check_text(const char *s, const char *field, const char *op, int requ
   return 0;
 }
 
+/* What entry answers leave in the result slot (E2B_RESULT_ENTRY, _ENTRIES). */
+typedef struct entry_list {
+  e2b_entry *items;
+  size_t count;
+} entry_list;
+
+static void entry_list_free(void *p) {
+  entry_list *l = p;
+  for (size_t i = 0; i < l->count; i++) e2b_entry_clear(&l->items[i]);
+  free(l->items);
+  free(l);
+}
+
+/* req's entry list, made empty (NULL: out of memory). */
+static entry_list *entries_new(e2b_req *req, e2b_error *err) {
+  if (!(req->result = calloc(1, sizeof(entry_list)))) {
+    e2b_err_set(err, E2B_ERR_UNAVAILABLE, req->op, "out of memory");
+    return NULL;
+  }
+  req->result_free = entry_list_free;
+  return req->result;
+}
+
+static const entry_list *entries_in(const e2b_req *req) {
+  static const entry_list none;
+  return req->result && req->result_free == entry_list_free ? req->result : &none;
+}
+
 static int parse_entry_field(e2b_req *req, json_t *body, e2b_error *err) {
-  req->entries = calloc(1, sizeof *req->entries);
-  if (!req->entries || e2b_parse_entry(json_object_get(body, "entry"), &req->entries[0]) != 0) {
+  entry_list *l = entries_new(req, err);
+  if (!l) return -1;
+  if (!(l->items = calloc(1, sizeof *l->items)) ||
+      e2b_parse_entry(json_object_get(body, "entry"), &l->items[0]) != 0) {
     e2b_err_set(err, E2B_ERR_PROTOCOL, req->op, "response has no entry");
     return -1;
   }
-  req->entry_count = 1;
+  l->count = 1;
   return 0;
 }
 
@@ -46,10 +76,12 @@ static int entry_item(json_t *obj, void *out) {
 }
 
 static int parse_entries(e2b_req *req, json_t *body, e2b_error *err) {
+  entry_list *l = entries_new(req, err);
+  if (!l) return -1;
   void *items;
-  int rc = e2b_parse_items(json_object_get(body, "entries"), sizeof *req->entries, entry_item, &items,
-                           &req->entry_count, req->op, "entry %zu is malformed", err);
-  req->entries = items;
+  int rc = e2b_parse_items(json_object_get(body, "entries"), sizeof *l->items, entry_item, &items,
+                           &l->count, req->op, "entry %zu is malformed", err);
+  l->items = items;
   return rc;
 }
 
@@ -105,10 +137,11 @@ e2b_req *e2b_fs_move(e2b_sbx *sbx, const char *from, const char *to, const char 
       E2B_RESULT_ENTRY);
 }
 
-const e2b_entry *e2b_req_entry(const e2b_req *req) { return req->entry_count ? &req->entries[0] : NULL; }
-size_t e2b_req_entry_count(const e2b_req *req) { return req->entry_count; }
+const e2b_entry *e2b_req_entry(const e2b_req *req) { return e2b_req_entry_at(req, 0); }
+size_t e2b_req_entry_count(const e2b_req *req) { return entries_in(req)->count; }
 const e2b_entry *e2b_req_entry_at(const e2b_req *req, size_t i) {
-  return i < req->entry_count ? &req->entries[i] : NULL;
+  const entry_list *l = entries_in(req);
+  return i < l->count ? &l->items[i] : NULL;
 }
 
 /* ---- /files ---- */
@@ -182,10 +215,11 @@ static int parse_written(e2b_req *req, json_t *body, e2b_error *err) {
     e2b_err_set(err, E2B_ERR_PROTOCOL, req->op, "upload answered without the written path");
     return -1;
   }
-  if (!(req->written_path = strdup(path))) {
+  if (!(req->result = strdup(path))) {
     e2b_err_set(err, E2B_ERR_UNAVAILABLE, req->op, "out of memory");
     return -1;
   }
+  req->result_free = free;
   return 0;
 }
 
@@ -211,7 +245,9 @@ e2b_req *e2b_file_write(e2b_sbx *sbx, const char *path, const char *user, e2b_er
   return e2b_req_typed(e2b_req_start(req, err) == 0 ? req : NULL, E2B_RESULT_WRITTEN);
 }
 
-const char *e2b_req_written_path(const e2b_req *req) { return req->written_path; }
+const char *e2b_req_written_path(const e2b_req *req) {
+  return req->result_kind == E2B_RESULT_WRITTEN ? req->result : NULL;
+}
 
 char *e2b_file_url(e2b_sbx *sbx, const char *path, const char *operation, const char *user,
                    int64_t expires_unix, e2b_error *err) {

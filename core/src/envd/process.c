@@ -311,15 +311,40 @@ static int proc_item(json_t *obj, void *out) {
   return 0;
 }
 
+/* What a process list leaves in the result slot (E2B_RESULT_PROCS). */
+typedef struct proc_list {
+  e2b_proc_info *items;
+  size_t count;
+} proc_list;
+
+static void proc_list_free(void *p) {
+  proc_list *l = p;
+  for (size_t i = 0; i < l->count; i++) e2b_proc_info_clear(&l->items[i]);
+  free(l->items);
+  free(l);
+}
+
+static const proc_list *procs_in(const e2b_req *req) {
+  static const proc_list none;
+  return req->result && req->result_free == proc_list_free ? req->result : &none;
+}
+
 static int parse_proc_list(e2b_req *req, json_t *body, e2b_error *err) {
   if (body && !json_is_object(body)) {
     e2b_err_set(err, E2B_ERR_PROTOCOL, req->op, "response is not an object");
     return -1;
   }
+  proc_list *l = calloc(1, sizeof *l);
+  if (!l) {
+    e2b_err_set(err, E2B_ERR_UNAVAILABLE, req->op, "out of memory");
+    return -1;
+  }
+  req->result = l;
+  req->result_free = proc_list_free;
   void *items;
-  int rc = e2b_parse_items(json_object_get(body, "processes"), sizeof *req->procs, proc_item, &items,
-                           &req->proc_count, req->op, "process %zu is malformed", err);
-  req->procs = items;
+  int rc = e2b_parse_items(json_object_get(body, "processes"), sizeof *l->items, proc_item, &items,
+                           &l->count, req->op, "process %zu is malformed", err);
+  l->items = items;
   return rc;
 }
 
@@ -332,7 +357,8 @@ e2b_req *e2b_proc_list(e2b_sbx *sbx, e2b_error *err) {
   return e2b_req_typed(req, E2B_RESULT_PROCS);
 }
 
-size_t e2b_req_proc_count(const e2b_req *req) { return req->proc_count; }
+size_t e2b_req_proc_count(const e2b_req *req) { return procs_in(req)->count; }
 const e2b_proc_info *e2b_req_proc_at(const e2b_req *req, size_t i) {
-  return i < req->proc_count ? &req->procs[i] : NULL;
+  const proc_list *l = procs_in(req);
+  return i < l->count ? &l->items[i] : NULL;
 }

@@ -8,18 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void free_results(e2b_req *req) {
-  for (size_t i = 0; i < req->sandbox_count; i++) e2b_sandbox_info_clear(&req->sandboxes[i]);
-  free(req->sandboxes);
-  for (size_t i = 0; i < req->entry_count; i++) e2b_entry_clear(&req->entries[i]);
-  free(req->entries);
-  for (size_t i = 0; i < req->proc_count; i++) e2b_proc_info_clear(&req->procs[i]);
-  free(req->procs);
-  free(req->next_token);
-  free(req->written_path);
-  if (req->result_free) req->result_free(req->result);
-}
-
 void e2b_req_free(e2b_req *req) {
   if (!req) return;
   if (req->autofree) req->loop->unattended--;
@@ -33,7 +21,7 @@ void e2b_req_free(e2b_req *req) {
   if (req->state_free) req->state_free(req); /* a composite's (op.c) */
   e2b_transfer_free(req);
   e2b_queue_free(req);
-  free_results(req);
+  if (req->result_free) req->result_free(req->result);
   if (req->sbx) e2b_sbx_release(req->sbx);
   if (req->client) e2b_client_release(req->client);
   e2b_loop_release(req->loop);
