@@ -88,7 +88,7 @@ E2B_EXPORT unsigned e2b_version_num(void);
 #define E2B_DEFAULT_TEMPLATE "base"           /* e2b_config.template_id (after E2B_TEMPLATE) */
 #define E2B_DEFAULT_DOMAIN "e2b.app"          /* e2b_config.domain (after E2B_DOMAIN) */
 #define E2B_DEFAULT_SANDBOX_TIMEOUT_MS 300000L /* a sandbox's lifetime */
-#define E2B_DEFAULT_READY_TIMEOUT_MS 60000L   /* e2b_provision_opts.ready_timeout_ms */
+#define E2B_DEFAULT_READY_TIMEOUT_MS 0L       /* e2b_provision_opts.ready_timeout_ms: no wait */
 #define E2B_DEFAULT_SETUP_TIMEOUT_MS 600000L  /* e2b_provision_opts.setup_timeout_ms */
 #define E2B_DEFAULT_IDLE_TIMEOUT_MS 90000L    /* a command's stream silent this long fails */
 
@@ -835,7 +835,8 @@ E2B_EXPORT e2b_req *e2b_sandbox_set_network(e2b_client *c, const char *sandbox_i
 typedef struct e2b_provision_opts {
   e2b_create_opts create;     /* the caller's metadata; logical id and owner are added */
   const char *id;             /* logical id; NULL: a new UUIDv4 */
-  long ready_timeout_ms;      /* wait for envd at most this long; 0: 60000, < 0: do not wait */
+  long ready_timeout_ms;      /* > 0: wait for envd's /health at most this long; 0 or < 0: do
+                               * not (E2B answers a create once envd is up, as the SDKs rely on) */
   const char *setup_script;   /* uploaded, made executable, run with create.env; NULL: none */
   size_t setup_len;
   const char *setup_name;     /* file name under /tmp; NULL: "e2b-setup.sh" */

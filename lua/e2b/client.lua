@@ -113,7 +113,8 @@ end
 -- @tparam[opt="user"] string opts.user user for commands, files and setup
 -- @tparam[opt] string opts.owner owner tag, default env E2B_OWNER, else "<user>@<hostname>"
 -- @tparam[opt="kill"] string opts.on_close "kill", "pause" or "leave"
--- @tparam[opt=60000] int opts.ready_timeout_ms default wait for envd at create; 0: none
+-- @tparam[opt=0] int opts.ready_timeout_ms default wait for envd at create; 0: none (E2B answers a
+--   create once envd is up)
 -- @treturn Client
 -- @return or nil, err (kind "invalid_argument" naming the field)
 function M.new(opts)
@@ -226,7 +227,7 @@ local CREATE_SPEC = with_sandbox_defaults({
 -- @tparam[opt=true] boolean opts.secure envd requires the access token
 -- @param[opt] opts.setup a script string, or { script, name = "e2b-setup.sh" (under /tmp),
 --   timeout_ms = 600000 }; run as the client's user with env; a non-zero exit: kind "sandbox"
--- @tparam[opt] int opts.ready_timeout_ms wait for envd; default the client's (60000); 0: none
+-- @tparam[opt] int opts.ready_timeout_ms wait for envd's /health; default the client's (0: none)
 -- @tparam[opt] string opts.on_close "kill", "pause" or "leave"; default the client's ("kill")
 -- @tparam[opt] table opts.volumes { [absolute mount path] = volume name }
 -- @treturn e2b.sandbox.Sandbox an owned sandbox

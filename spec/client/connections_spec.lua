@@ -31,6 +31,8 @@ local WORKLOAD = [[
     assert(sbx:info())
     assert(sbx:set_timeout(300000))
     assert(c:list())
+  elseif what == "create" then
+    assert(assert(c:create{}):kill())
   end
 ]]
 
@@ -95,6 +97,16 @@ describe("a run's round trips", function()
       local _, _, requests = cost(what, N, false)
       assert.are.equal(N, requests, what)
     end
+  end)
+end)
+
+describe("a create's round trips", function()
+  -- E2B answers a create once the sandbox's envd is up (its orchestrator
+  -- waits for envd before it answers), and the official SDKs send nothing
+  -- more: a create is one request, and with the kill after it, two.
+  it("are one request, as the SDK's, unless a readiness wait is asked for", function()
+    local _, _, requests = cost("create", N, false)
+    assert.are.equal(2 * N, requests)
   end)
 end)
 

@@ -285,7 +285,9 @@ static void stage_postcheck(e2b_req *op, prov_state *s, const e2b_error *cerr) {
 static void stage_ready(e2b_req *op, prov_state *s, const e2b_error *cerr) {
   e2b_error err;
   enum stage next = s->setup ? P_SETUP_WRITE : P_NETWORK;
-  if (s->ready_timeout_ms < 0) return next_stage(op, s, next);
+  /* E2B's orchestrator answers a create once envd answered it: the wait is
+   * only for a caller who asks for it (ready_timeout_ms > 0). */
+  if (s->ready_timeout_ms <= 0) return next_stage(op, s, next);
   if (!s->sbx) {
     s->sbx = e2b_sbx_new(s->client, s->sandbox.sandbox_id, s->sandbox.envd_access_token,
                          s->sandbox.domain, &err);
@@ -314,7 +316,7 @@ static void stage_ready(e2b_req *op, prov_state *s, const e2b_error *cerr) {
 
 static void stage_setup_write(e2b_req *op, prov_state *s, const e2b_error *cerr) {
   e2b_error err;
-  /* With ready_timeout_ms < 0 the readiness stage made no handle. */
+  /* Without a readiness wait that stage made no handle. */
   if (!s->sbx && !(s->sbx = e2b_sbx_new(s->client, s->sandbox.sandbox_id,
                                         s->sandbox.envd_access_token, s->sandbox.domain, &err)))
     return fail_after_allocation(op, s, &err);
