@@ -163,75 +163,53 @@ typedef struct e2b_op_kind {
   size_t key;                   /* the char * field that gets e2b_op_new's key copied (list it in allocs) */
 } e2b_op_kind;
 
-struct e2b_req {
-  e2b_loop *loop;
-  /* composite requests only */
-  req_advance_fn advance;
-  void *state;
-  const e2b_op_kind *kind; /* what the state owns */
-  void (*state_free)(e2b_req *req); /* op.c's, so e2b_req_free frees a composite's state */
-  e2b_req *parent;     /* set on children of a composite */
-  /* timers */
-  int64_t timer_at_ms; /* 0: not armed */
-  /* retries (transfers) */
-  int idempotent;      /* may be repeated after any retryable failure */
-  int sends;           /* e2b_req_no_replay: this attempt's sends so far (curl's pre-request calls) */
-  int replay_refused;  /* curl wanted to send it again: refused */
-  int proc_ended;      /* a process stream whose end event arrived */
-  queued *held_end;    /* that end event, held until the body ends (transfer.c) */
-  int lingering;       /* released, finishing its body unattended (e2b_req_release) */
-  int attempts;
-  int waiting_retry;
-  int queued;          /* waiting for a control-plane slot */
-  e2b_req *queue_next;
-  int holds_slot;
-  int autofree;        /* nobody waits: the loop frees it once it completes */
-  int throttled;       /* composite stopped filling its queue: the reader is behind */
-  long idle_ms;        /* streams: fail when nothing arrives for this long */
-  long unary_ms;       /* unary calls: per-attempt timeout (0: a stream, no cap) */
-  int64_t budget_end_ms; /* unary calls: no attempt or retry past this (set at the first) */
-  int64_t last_byte_ms; /* streams: when the last byte (or header) arrived */
-  e2b_client *client;
-  e2b_sbx *sbx;
-  CURL *easy;
-  struct curl_slist *headers;
-  curl_mime *mime;
-  char *curl_error;    /* transfers: CURL_ERROR_SIZE bytes after the struct (composites: NULL) */
-  char op[32];
-
-  req_body_mode mode;
-  int watch_all;      /* BODY_WATCH: queue every event, typed (e2b_fs_watch) */
-  req_error_style error_style;
-  req_parse_fn parse;
+/* What transfer.c alone keeps of a transfer: its curl buffers, its attempts
+ * and budgets, the stream decoder (req->xfer). */
+typedef struct e2b_xfer {
+  char *curl_error;      /* CURL_ERROR_SIZE bytes after the request (composites: NULL) */
+  int added;             /* the easy handle is in the multi */
   int ok_status_min, ok_status_max;
-
-  int added;          /* handle is in the multi */
-  int done;
-  int status;
-  long retry_after_ms;
-  e2b_error err;
-
   growbuf request_body;
   growbuf response_body; /* BUFFER bodies and error bodies */
-
-  /* streams */
+  long retry_after_ms;   /* the answer's Retry-After (-1: none) */
+  int attempts;
+  int waiting_retry;
+  int sends;             /* e2b_req_no_replay: this attempt's sends so far (curl's pre-request calls) */
+  int replay_refused;    /* curl wanted to send it again: refused */
+  long unary_ms;         /* unary calls: per-attempt timeout (0: a stream, no cap) */
+  int64_t budget_end_ms; /* unary calls: no attempt or retry past this (set at the first) */
+  int64_t last_byte_ms;  /* streams: when the last byte (or header) arrived */
   e2b_envelope_decoder decoder;
   int end_stream_seen;
-  int recv_paused;
-  queued *queue_head, *queue_tail;
-  size_t queued_bytes;
-  queued *current;     /* event or chunk last handed out; freed on the next call */
-  queued *spare;       /* downloads: consumed chunk nodes kept for reuse */
-  unsigned spare_count;
+} e2b_xfer;
 
-  /* uploads: what the producer sent, in the pieces it sent (never copied again) */
-  struct sendbuf *send_head, *send_tail, *send_spare; /* spare: a taken piece kept for reuse */
-  struct sendbuf *send_fill; /* e2b_req_send_room: the piece the caller is filling */
-  size_t send_pending; /* bytes queued and not yet taken by curl */
-  int send_started;    /* bytes were queued: the request cannot be replayed */
-  int send_ended;
-  int send_paused;
+/* What a caller uploads, in the pieces it sent, never copied again
+ * (upload.c; req->up). */
+typedef struct e2b_upload {
+  struct sendbuf *head, *tail, *spare; /* spare: a taken piece kept for reuse */
+  struct sendbuf *fill;  /* e2b_req_send_room: the piece the caller is filling */
+  size_t pending;        /* bytes queued and not yet taken by curl */
+  int started;           /* bytes were queued: the request cannot be replayed */
+  int ended;
+  int paused;
+} e2b_upload;
 
+struct e2b_req {
+  /* the object (req.c) */
+  e2b_loop *loop;
+  char op[32];
+  e2b_client *client;  /* the one it is made for (a reference), or */
+  e2b_sbx *sbx;        /* the sandbox handle (a reference) */
+  int done;
+  int status;          /* the HTTP status of a transfer's answer */
+  e2b_error err;
+  int autofree;        /* nobody waits: the loop frees it once it completes */
+  int lingering;       /* released, finishing its body unattended (e2b_req_release) */
+  int64_t timer_at_ms; /* 0: not armed (loop.c) */
+  e2b_notify_fn notify;
+  void *notify_ud;
+  int dirty;           /* in the loop's list to notify (loop.c) */
+  e2b_req *dirty_next;
   /* the one result slot: what the request carries once done, freed with it
    * by result_free, whose identity also tells its shape to the file that
    * made it (e2b_sandboxes); result_kind says which accessors read it */
@@ -239,10 +217,41 @@ struct e2b_req {
   void (*result_free)(void *);
   e2b_result_kind result_kind;
 
-  e2b_notify_fn notify;
-  void *notify_ud;
-  int dirty;
-  e2b_req *dirty_next;
+  /* a composite (op.c) */
+  req_advance_fn advance;
+  void *state;
+  const e2b_op_kind *kind; /* what the state owns */
+  void (*state_free)(e2b_req *req); /* op.c's, so e2b_req_free frees a composite's state */
+  e2b_req *parent;     /* set on children of a composite */
+  int throttled;       /* composite stopped filling its queue: the reader is behind */
+
+  /* a transfer, as its call's constructor sets it up (control/, envd/) */
+  CURL *easy;
+  struct curl_slist *headers;
+  curl_mime *mime;
+  req_body_mode mode;
+  int watch_all;       /* BODY_WATCH: queue every event, typed (e2b_fs_watch) */
+  req_error_style error_style;
+  req_parse_fn parse;
+  int idempotent;      /* may be repeated after any retryable failure */
+  long idle_ms;        /* streams: fail when nothing arrives for this long */
+  /* its control-plane slot (transfer.c) */
+  int queued;          /* waiting for a control-plane slot */
+  e2b_req *queue_next;
+  int holds_slot;
+  e2b_xfer xfer;       /* transfer.c's own */
+
+  /* what it hands its reader (queue.c) */
+  queued *queue_head, *queue_tail;
+  size_t queued_bytes;
+  int recv_paused;     /* the transfer is paused: the reader is behind */
+  queued *current;     /* event or chunk last handed out; freed on the next call */
+  queued *spare;       /* downloads: consumed chunk nodes kept for reuse */
+  unsigned spare_count;
+  int proc_ended;      /* a process stream whose end event arrived */
+  queued *held_end;    /* that end event, held until the body ends */
+
+  e2b_upload up;       /* what a caller uploads (upload.c) */
 };
 
 /* ---- bridge.c ---- */

@@ -73,7 +73,7 @@ void e2b_req_init(e2b_req *req, e2b_loop *loop, const char *op) {
   e2b_loop_retain(loop);
   snprintf(req->op, sizeof req->op, "%s", op);
   e2b_error_clear(&req->err);
-  req->retry_after_ms = -1;
+  req->xfer.retry_after_ms = -1;
 }
 
 /* ---- timers ---- */

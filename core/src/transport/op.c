@@ -56,7 +56,7 @@ e2b_req *e2b_op_new(const e2b_op_kind *kind, e2b_client *c, e2b_sbx *sbx, const 
   req->state_free = op_state_free;
   if (kind->holds == E2B_OP_HOLDS_CLIENT) e2b_client_retain(*(e2b_client **)at(state, kind->ref) = c);
   if (kind->holds == E2B_OP_HOLDS_SBX) e2b_sbx_retain(*(e2b_sbx **)at(state, kind->ref) = sbx);
-  e2b_envelope_decoder_init(&req->decoder, E2B_MAX_ENVELOPE);
+  e2b_envelope_decoder_init(&req->xfer.decoder, E2B_MAX_ENVELOPE);
   e2b_op_kick(req); /* the first step runs from the loop, like every later one */
   if (key && !(*(char **)at(state, kind->key) = strdup(key))) return e2b_op_nomem(req, err);
   return req;

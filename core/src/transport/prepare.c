@@ -12,14 +12,14 @@
 static int set_json_body(e2b_req *req, json_t *body, e2b_error *err) {
   if (!body) return 0;
   char *text = json_dumps(body, JSON_COMPACT);
-  if (!text || e2b_growbuf_append(&req->request_body, text, strlen(text)) != 0) {
+  if (!text || e2b_growbuf_append(&req->xfer.request_body, text, strlen(text)) != 0) {
     free(text);
     e2b_err_set(err, E2B_ERR_UNAVAILABLE, req->op, "out of memory");
     return -1;
   }
   free(text);
-  curl_easy_setopt(req->easy, CURLOPT_POSTFIELDS, req->request_body.data);
-  curl_easy_setopt(req->easy, CURLOPT_POSTFIELDSIZE, (long)req->request_body.len);
+  curl_easy_setopt(req->easy, CURLOPT_POSTFIELDS, req->xfer.request_body.data);
+  curl_easy_setopt(req->easy, CURLOPT_POSTFIELDSIZE, (long)req->xfer.request_body.len);
   return e2b_req_add_header(req, "Content-Type", "application/json", err);
 }
 
@@ -27,7 +27,7 @@ static int set_method(e2b_req *req, const char *method) {
   if (strcmp(method, "GET") == 0) return 0;
   if (strcmp(method, "POST") == 0) {
     curl_easy_setopt(req->easy, CURLOPT_POST, 1L);
-    if (req->request_body.len == 0) {
+    if (req->xfer.request_body.len == 0) {
       curl_easy_setopt(req->easy, CURLOPT_POSTFIELDS, "");
       curl_easy_setopt(req->easy, CURLOPT_POSTFIELDSIZE, 0L);
     }
@@ -179,10 +179,10 @@ int e2b_sbx_prepare_rpc(e2b_sbx *s, e2b_req *req, const char *method_path, const
     e2b_err_set(err, E2B_ERR_UNAVAILABLE, req->op, "out of memory");
     return -1;
   }
-  e2b_growbuf_free(&req->request_body);
-  req->request_body = (growbuf){text, len, len + 1}; /* taken as it is, not copied */
-  curl_easy_setopt(req->easy, CURLOPT_POSTFIELDS, req->request_body.data);
-  curl_easy_setopt(req->easy, CURLOPT_POSTFIELDSIZE, (long)req->request_body.len);
+  e2b_growbuf_free(&req->xfer.request_body);
+  req->xfer.request_body = (growbuf){text, len, len + 1}; /* taken as it is, not copied */
+  curl_easy_setopt(req->easy, CURLOPT_POSTFIELDS, req->xfer.request_body.data);
+  curl_easy_setopt(req->easy, CURLOPT_POSTFIELDSIZE, (long)req->xfer.request_body.len);
   return e2b_req_add_header(req, "Content-Type",
                             stream ? "application/connect+json" : "application/json", err);
 }

@@ -41,7 +41,7 @@ void e2b_req_autofree(e2b_req *req) {
 
 void e2b_req_release(e2b_req *req) {
   if (!req) return;
-  if (!req->added || req->done || req->autofree || req->mode != BODY_EVENTS || !req->proc_ended) {
+  if (!req->xfer.added || req->done || req->autofree || req->mode != BODY_EVENTS || !req->proc_ended) {
     e2b_req_free(req);
     return;
   }

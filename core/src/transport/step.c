@@ -65,7 +65,7 @@ static void drain_completions(e2b_loop *loop) {
     CURLcode rc = msg->data.result;
     curl_multi_remove_handle(loop->multi, msg->easy_handle);
     e2b_loop_count_transfer(loop, -1);
-    req->added = 0;
+    req->xfer.added = 0;
     e2b_transfer_completed(req, rc);
   }
 }

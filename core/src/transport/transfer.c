@@ -24,11 +24,11 @@ e2b_req *e2b_req_new(e2b_loop *loop, const char *op, e2b_error *err) {
     e2b_err_set(err, E2B_ERR_UNAVAILABLE, op, "out of memory");
     return NULL;
   }
-  req->curl_error = (char *)(req + 1);
+  req->xfer.curl_error = (char *)(req + 1);
   e2b_req_init(req, loop, op);
-  req->ok_status_min = 200;
-  req->ok_status_max = 299;
-  e2b_envelope_decoder_init(&req->decoder, E2B_MAX_ENVELOPE);
+  req->xfer.ok_status_min = 200;
+  req->xfer.ok_status_max = 299;
+  e2b_envelope_decoder_init(&req->xfer.decoder, E2B_MAX_ENVELOPE);
   return req;
 }
 
@@ -52,10 +52,10 @@ void e2b_transfer_free(e2b_req *req) {
   if (req->easy) curl_easy_cleanup(req->easy);
   curl_slist_free_all(req->headers);
   curl_mime_free(req->mime);
-  e2b_growbuf_free(&req->request_body);
-  e2b_growbuf_free(&req->response_body);
+  e2b_growbuf_free(&req->xfer.request_body);
+  e2b_growbuf_free(&req->xfer.response_body);
   e2b_upload_free(req);
-  e2b_envelope_decoder_free(&req->decoder);
+  e2b_envelope_decoder_free(&req->xfer.decoder);
 }
 
 /* ---- the control-plane cap ---- */
@@ -88,17 +88,17 @@ static void unqueue(e2b_req *req) {
 }
 
 void e2b_transfer_detach(e2b_req *req) {
-  if (req->added) {
+  if (req->xfer.added) {
     curl_multi_remove_handle(req->loop->multi, req->easy);
     e2b_loop_count_transfer(req->loop, -1);
-    req->added = 0;
+    req->xfer.added = 0;
   }
   if (req->client) {
     unqueue(req);
     release_slot(req);
   }
   e2b_req_disarm_timer(req);
-  req->waiting_retry = 0;
+  req->xfer.waiting_retry = 0;
 }
 
 void e2b_transfer_stop(e2b_req *req, const e2b_error *err) {
@@ -116,22 +116,22 @@ void e2b_transfer_stop(e2b_req *req, const e2b_error *err) {
 static size_t on_header(char *line, size_t size, size_t n, void *ud) {
   e2b_req *req = ud;
   size_t len = size * n;
-  req->last_byte_ms = e2b_now_ms();
+  req->xfer.last_byte_ms = e2b_now_ms();
   if (len > 12 && strncmp(line, "HTTP/", 5) == 0) {
     long code = 0;
     curl_easy_getinfo(req->easy, CURLINFO_RESPONSE_CODE, &code);
     req->status = (int)code;
     /* A new status line (after 100 Continue or a redirect) starts afresh. */
-    req->response_body.len = 0;
+    req->xfer.response_body.len = 0;
   } else if (len > 12 && strncasecmp(line, "retry-after:", 12) == 0) {
     long secs = strtol(line + 12, NULL, 10);
-    if (secs >= 0) req->retry_after_ms = secs * 1000;
+    if (secs >= 0) req->xfer.retry_after_ms = secs * 1000;
   }
   return len;
 }
 
 static int is_ok_status(const e2b_req *req) {
-  return req->status >= req->ok_status_min && req->status <= req->ok_status_max;
+  return req->status >= req->xfer.ok_status_min && req->status <= req->xfer.ok_status_max;
 }
 
 static void fail_protocol(e2b_req *req, const char *what) {
@@ -140,8 +140,8 @@ static void fail_protocol(e2b_req *req, const char *what) {
 
 /* Handles one complete Connect envelope of a process stream. */
 static int on_envelope(e2b_req *req) {
-  e2b_envelope_decoder *d = &req->decoder;
-  if (req->end_stream_seen) {
+  e2b_envelope_decoder *d = &req->xfer.decoder;
+  if (req->xfer.end_stream_seen) {
     fail_protocol(req, "data after the end of the stream");
     return -1;
   }
@@ -150,7 +150,7 @@ static int on_envelope(e2b_req *req) {
     return -1;
   }
   if (d->flags & E2B_ENV_FLAG_END_STREAM) {
-    req->end_stream_seen = 1;
+    req->xfer.end_stream_seen = 1;
     json_t *root = json_loadb((const char *)d->payload, d->payload_len, 0, NULL);
     json_t *error = json_object_get(root, "error");
     if (!json_is_object(root)) {
@@ -176,11 +176,11 @@ static size_t on_stream_body(e2b_req *req, const uint8_t *data, size_t len) {
   size_t pos = 0;
   while (pos < len) {
     size_t used = 0;
-    e2b_envelope_status st = e2b_envelope_feed(&req->decoder, data + pos, len - pos, &used);
+    e2b_envelope_status st = e2b_envelope_feed(&req->xfer.decoder, data + pos, len - pos, &used);
     pos += used;
     if (st == E2B_ENV_FRAME) {
       int rc = on_envelope(req);
-      e2b_envelope_decoder_reset(&req->decoder);
+      e2b_envelope_decoder_reset(&req->xfer.decoder);
       if (rc != 0) return 0; /* aborts the transfer; req->err says why */
     } else if (st == E2B_ENV_TOO_LARGE) {
       fail_protocol(req, "stream message larger than 16 MiB");
@@ -211,18 +211,18 @@ static size_t on_chunk_body(e2b_req *req, const uint8_t *data, size_t len) {
 static size_t on_body(char *data, size_t size, size_t n, void *ud) {
   e2b_req *req = ud;
   size_t len = size * n;
-  req->last_byte_ms = e2b_now_ms();
+  req->xfer.last_byte_ms = e2b_now_ms();
   if (req->status == 0) {
     long code = 0;
     curl_easy_getinfo(req->easy, CURLINFO_RESPONSE_CODE, &code);
     req->status = (int)code;
   }
   if (req->mode == BODY_BUFFER || !is_ok_status(req)) {
-    if (req->response_body.len + len > E2B_MAX_JSON_BODY) {
+    if (req->xfer.response_body.len + len > E2B_MAX_JSON_BODY) {
       fail_protocol(req, "response body larger than 16 MiB");
       return 0;
     }
-    if (e2b_growbuf_append(&req->response_body, data, len) != 0) return 0;
+    if (e2b_growbuf_append(&req->xfer.response_body, data, len) != 0) return 0;
     return len;
   }
   /* Once bytes reach the consumer, repeating the request could repeat them. */
@@ -232,8 +232,8 @@ static size_t on_body(char *data, size_t size, size_t n, void *ud) {
    * redirected): its body, which for a kept command holds the whole wrapper
    * script, and its header list are no longer needed while the stream may
    * stay open for hours. */
-  if (req->mode != BODY_CHUNKS && (req->request_body.data || req->headers)) {
-    e2b_growbuf_free(&req->request_body);
+  if (req->mode != BODY_CHUNKS && (req->xfer.request_body.data || req->headers)) {
+    e2b_growbuf_free(&req->xfer.request_body);
     curl_slist_free_all(req->headers);
     req->headers = NULL;
   }
@@ -251,8 +251,8 @@ static void finish_buffered(e2b_req *req) {
   if (!req->parse) return;
   json_error_t jerr;
   json_t *root = NULL;
-  if (req->response_body.len > 0) {
-    root = json_loadb(req->response_body.data, req->response_body.len, JSON_DECODE_ANY, &jerr);
+  if (req->xfer.response_body.len > 0) {
+    root = json_loadb(req->xfer.response_body.data, req->xfer.response_body.len, JSON_DECODE_ANY, &jerr);
     if (!root) {
       e2b_err_set(&req->err, E2B_ERR_PROTOCOL, req->op, "response is not JSON: %s", jerr.text);
       return;
@@ -267,7 +267,7 @@ static void finish_buffered(e2b_req *req) {
  * idle: the silence is ours. */
 static void idle_check(e2b_req *req) {
   if (req->done || !req->idle_ms) return;
-  int64_t quiet = e2b_now_ms() - req->last_byte_ms;
+  int64_t quiet = e2b_now_ms() - req->xfer.last_byte_ms;
   if (req->recv_paused || quiet < req->idle_ms) {
     e2b_req_arm_timer(req, req->recv_paused ? req->idle_ms : req->idle_ms - quiet);
     return;
@@ -283,7 +283,7 @@ static const e2b_client *req_client(const e2b_req *req) {
 }
 
 void e2b_req_set_unary(e2b_req *req, const e2b_client *c) {
-  req->unary_ms = c->request_timeout_ms;
+  req->xfer.unary_ms = c->request_timeout_ms;
   curl_easy_setopt(req->easy, CURLOPT_TIMEOUT_MS, c->request_timeout_ms);
 }
 
@@ -296,8 +296,8 @@ static int on_prereq(void *cls, char *conn_primary_ip, char *conn_local_ip, int 
   (void)conn_primary_port;
   (void)conn_local_port;
   e2b_req *req = cls;
-  if (req->sends++ == 0) return CURL_PREREQFUNC_OK;
-  req->replay_refused = 1;
+  if (req->xfer.sends++ == 0) return CURL_PREREQFUNC_OK;
+  req->xfer.replay_refused = 1;
   return CURL_PREREQFUNC_ABORT;
 }
 
@@ -310,18 +310,18 @@ static void budget_spent(e2b_req *req) {
   const e2b_client *c = req_client(req);
   e2b_err_set(&req->err, E2B_ERR_TIMEOUT, req->op,
               "no answer within the call's total budget of %ld ms (budget_ms), %d attempt%s",
-              c ? c->budget_ms : 0, req->attempts, req->attempts == 1 ? "" : "s");
+              c ? c->budget_ms : 0, req->xfer.attempts, req->xfer.attempts == 1 ? "" : "s");
 }
 
 /* Caps this attempt by what is left of the call's budget; 0 once it is spent. */
 static int cap_attempt(e2b_req *req) {
   const e2b_client *c = req_client(req);
-  if (!req->unary_ms || !c) return 1;
+  if (!req->xfer.unary_ms || !c) return 1;
   int64_t now = e2b_now_ms();
-  if (!req->budget_end_ms) req->budget_end_ms = now + c->budget_ms;
-  int64_t left = req->budget_end_ms - now;
+  if (!req->xfer.budget_end_ms) req->xfer.budget_end_ms = now + c->budget_ms;
+  int64_t left = req->xfer.budget_end_ms - now;
   if (left <= 0) return 0;
-  curl_easy_setopt(req->easy, CURLOPT_TIMEOUT_MS, (long)(left < req->unary_ms ? left : req->unary_ms));
+  curl_easy_setopt(req->easy, CURLOPT_TIMEOUT_MS, (long)(left < req->xfer.unary_ms ? left : req->xfer.unary_ms));
   return 1;
 }
 
@@ -331,7 +331,7 @@ static void name_budget(e2b_req *req) {
   curl_easy_getinfo(req->easy, CURLINFO_CONNECT_TIME_T, &connected);
   const e2b_client *c = req_client(req);
   long request_ms = c ? c->request_timeout_ms : 0;
-  if (req->budget_end_ms && e2b_now_ms() >= req->budget_end_ms - 5) return budget_spent(req);
+  if (req->xfer.budget_end_ms && e2b_now_ms() >= req->xfer.budget_end_ms - 5) return budget_spent(req);
   if (connected == 0)
     snprintf(req->err.message, sizeof req->err.message,
              "connect timeout: no connection within %ld ms (request_timeout_ms)", request_ms);
@@ -349,9 +349,9 @@ static int never_reached_server(const e2b_req *req, CURLcode rc) {
 }
 
 static int64_t backoff_ms(const e2b_req *req) {
-  if (req->retry_after_ms >= 0) return req->retry_after_ms < 60000 ? req->retry_after_ms : 60000;
+  if (req->xfer.retry_after_ms >= 0) return req->xfer.retry_after_ms < 60000 ? req->xfer.retry_after_ms : 60000;
   int64_t cap = 250;
-  for (int i = 1; i < req->attempts && cap < 4000; i++) cap *= 2;
+  for (int i = 1; i < req->xfer.attempts && cap < 4000; i++) cap *= 2;
   unsigned char r = 0;
   e2b_random_bytes(&r, 1);
   return cap / 2 + (cap / 2) * r / 255; /* jitter in [cap/2, cap] */
@@ -360,13 +360,13 @@ static int64_t backoff_ms(const e2b_req *req) {
 /* Decides whether a failed attempt is repeated; arms the retry timer if so. */
 static int schedule_retry(e2b_req *req, CURLcode rc) {
   const e2b_client *c = req->client ? req->client : req->sbx ? req->sbx->client : NULL;
-  if (!c || req->attempts > c->max_retries || req->mode == BODY_EVENTS || req->mode == BODY_WATCH) return 0;
+  if (!c || req->xfer.attempts > c->max_retries || req->mode == BODY_EVENTS || req->mode == BODY_WATCH) return 0;
   if (!req->err.retryable) return 0;
   if (!req->idempotent && !never_reached_server(req, rc)) return 0;
-  if (req->mime || req->send_started || req->send_ended) return 0; /* uploads are not replayed */
+  if (req->mime || req->up.started || req->up.ended) return 0; /* uploads are not replayed */
   int64_t wait = backoff_ms(req);
-  if (req->budget_end_ms && e2b_now_ms() + wait >= req->budget_end_ms) return 0;
-  req->waiting_retry = 1;
+  if (req->xfer.budget_end_ms && e2b_now_ms() + wait >= req->xfer.budget_end_ms) return 0;
+  req->xfer.waiting_retry = 1;
   e2b_req_arm_timer(req, wait);
   if (req->client) release_slot(req);
   return 1;
@@ -375,11 +375,11 @@ static int schedule_retry(e2b_req *req, CURLcode rc) {
 static void start_transfer(e2b_req *req);
 
 static void retry_now(e2b_req *req) {
-  req->waiting_retry = 0;
+  req->xfer.waiting_retry = 0;
   e2b_error_clear(&req->err);
   req->status = 0;
-  req->retry_after_ms = -1;
-  req->response_body.len = 0;
+  req->xfer.retry_after_ms = -1;
+  req->xfer.response_body.len = 0;
   start_transfer(req);
 }
 
@@ -392,20 +392,20 @@ void e2b_transfer_completed(e2b_req *req, CURLcode rc) {
     long code = 0;
     curl_easy_getinfo(req->easy, CURLINFO_RESPONSE_CODE, &code);
     if (code) req->status = (int)code;
-    if (rc == CURLE_ABORTED_BY_CALLBACK && req->replay_refused) {
+    if (rc == CURLE_ABORTED_BY_CALLBACK && req->xfer.replay_refused) {
       e2b_err_set(&req->err, E2B_ERR_UNAVAILABLE, req->op,
                   "the connection closed before any answer; the request is not sent again, as the "
                   "server may have carried it out");
     } else if (rc != CURLE_OK) {
-      e2b_err_from_curl(&req->err, rc, req->op, req->curl_error);
+      e2b_err_from_curl(&req->err, rc, req->op, req->xfer.curl_error);
       if (rc == CURLE_OPERATION_TIMEDOUT) name_budget(req);
     } else if (!is_ok_status(req)) {
       e2b_err_from_http(&req->err, req->status, req->error_style, req->op,
-                        req->response_body.data, req->response_body.len, req->retry_after_ms);
+                        req->xfer.response_body.data, req->xfer.response_body.len, req->xfer.retry_after_ms);
     } else if (req->mode == BODY_BUFFER) {
       finish_buffered(req);
-    } else if ((req->mode == BODY_EVENTS || req->mode == BODY_WATCH) && !req->end_stream_seen) {
-      fail_protocol(req, e2b_envelope_idle(&req->decoder)
+    } else if ((req->mode == BODY_EVENTS || req->mode == BODY_WATCH) && !req->xfer.end_stream_seen) {
+      fail_protocol(req, e2b_envelope_idle(&req->xfer.decoder)
                              ? "stream ended without an end-of-stream message"
                              : "stream ended inside a message");
     }
@@ -419,7 +419,7 @@ void e2b_transfer_completed(e2b_req *req, CURLcode rc) {
 /* req's own timer fired (e2b_req_timer_fired): a retry's backoff ended,
  * or a stream's held end event or idle budget is due. */
 void e2b_transfer_timer(e2b_req *req) {
-  if (req->waiting_retry) {
+  if (req->xfer.waiting_retry) {
     retry_now(req);
     return;
   }
@@ -450,11 +450,11 @@ static void start_transfer(e2b_req *req) {
     e2b_transfer_stop(req, &spent);
     return;
   }
-  req->attempts++;
-  req->sends = 0;
-  req->replay_refused = 0;
+  req->xfer.attempts++;
+  req->xfer.sends = 0;
+  req->xfer.replay_refused = 0;
   if (req->idle_ms) {
-    req->last_byte_ms = e2b_now_ms();
+    req->xfer.last_byte_ms = e2b_now_ms();
     e2b_req_arm_timer(req, req->idle_ms);
   }
   if (curl_multi_add_handle(req->loop->multi, req->easy) != CURLM_OK) {
@@ -463,7 +463,7 @@ static void start_transfer(e2b_req *req) {
     e2b_transfer_stop(req, &err);
     return;
   }
-  req->added = 1;
+  req->xfer.added = 1;
   e2b_loop_count_transfer(req->loop, +1);
 }
 
@@ -481,7 +481,7 @@ static void start_queued(e2b_client *c) {
 int e2b_req_start(e2b_req *req, e2b_error *err) {
   CURL *e = req->easy;
   curl_easy_setopt(e, CURLOPT_PRIVATE, (char *)req);
-  curl_easy_setopt(e, CURLOPT_ERRORBUFFER, req->curl_error);
+  curl_easy_setopt(e, CURLOPT_ERRORBUFFER, req->xfer.curl_error);
   curl_easy_setopt(e, CURLOPT_HTTPHEADER, req->headers);
   curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
   curl_easy_setopt(e, CURLOPT_HEADERDATA, req);
