@@ -273,11 +273,14 @@ void e2b_err_from_connect(e2b_error *err, const char *connect_code, const char *
 e2b_code e2b_code_from_connect(const char *connect_code);
 
 /* The files of the transport depend one way, each calling only those after
- * it: step.c -> req.c -> transfer.c -> queue.c, upload.c -> loop.c (and
- * prepare.c, op.c -> req.c). step.c calls req.c and transfer.c by name. */
+ * it: step.c -> req.c -> transfer.c -> queue.c, upload.c -> loop.c ->
+ * bridge.c; prepare.c calls transfer.c, op.c calls req.c. step.c calls
+ * req.c and transfer.c by name. */
 
 /* ---- mem.c: owned-memory helpers (they call nothing else) ---- */
 char *e2b_strdup0(const char *s); /* NULL-safe strdup */
+int e2b_growbuf_append(growbuf *b, const void *data, size_t len);
+void e2b_growbuf_free(growbuf *b);
 
 /* envdver.c: 1 when the sandbox reports an envd older than need; and a
  * refusal (unsupported, naming feature and need) of a call that needs it. */
@@ -371,12 +374,10 @@ void e2b_req_set_unary(e2b_req *req, const e2b_client *c);
 void e2b_req_no_replay(e2b_req *req);
 /* The req_parse_fn of calls whose 2xx body carries nothing to keep. */
 int e2b_parse_nothing(e2b_req *req, json_t *body, e2b_error *err);
-int e2b_growbuf_append(growbuf *b, const void *data, size_t len);
-void e2b_growbuf_free(growbuf *b);
 
-/* Takes req out of the client queue head..tail it waits in (a control slot,
- * the create slot): unlinks it and finds the new tail. */
-void e2b_queue_remove(e2b_req **head, e2b_req **tail, e2b_req *req);
+/* Takes req out of the client's waiting list head..tail (for a control
+ * slot, or the create slot): unlinks it and finds the new tail. */
+void e2b_slot_queue_remove(e2b_req **head, e2b_req **tail, e2b_req *req);
 
 /* ---- lifecycle.c: helpers shared by composites ---- */
 int64_t e2b_wall_ms(void);

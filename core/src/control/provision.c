@@ -83,7 +83,7 @@ static void take_slot_or_queue(e2b_req *op, prov_state *s) {
 static void release_create_slot(e2b_req *op, prov_state *s) {
   e2b_client *c = s->client;
   if (s->queued) {
-    e2b_queue_remove(&c->create_queue_head, &c->create_queue_tail, op);
+    e2b_slot_queue_remove(&c->create_queue_head, &c->create_queue_tail, op);
     s->queued = 0;
   }
   if (!s->holds_slot) return;

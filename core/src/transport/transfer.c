@@ -69,7 +69,7 @@ static void release_slot(e2b_req *req) {
   start_queued(req->client);
 }
 
-void e2b_queue_remove(e2b_req **head, e2b_req **tail, e2b_req *req) {
+void e2b_slot_queue_remove(e2b_req **head, e2b_req **tail, e2b_req *req) {
   for (e2b_req **p = head; *p; p = &(*p)->queue_next) {
     if (*p == req) {
       *p = req->queue_next;
@@ -83,7 +83,7 @@ void e2b_queue_remove(e2b_req **head, e2b_req **tail, e2b_req *req) {
 
 static void unqueue(e2b_req *req) {
   if (!req->queued) return;
-  e2b_queue_remove(&req->client->queue_head, &req->client->queue_tail, req);
+  e2b_slot_queue_remove(&req->client->queue_head, &req->client->queue_tail, req);
   req->queued = 0;
 }
 
