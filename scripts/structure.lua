@@ -396,6 +396,33 @@ do -- 8. mem.c calls nothing else in libe2b (any file may call it without a circ
   rule("core/src/mem.c calls no other file of libe2b", problems)
 end
 
+do -- 9. the transport is one chain: each file of core/src/transport/ calls only those below it
+  -- The order docs/architecture.md gives ("Shape rules"); a file not listed
+  -- is outside the chain and may call any of it (op.c, prepare.c).
+  local CHAIN = { "step.c", "req.c", "transfer.c", "queue.c", "upload.c", "loop.c", "bridge.c" }
+  local rank, owner, problems = {}, {}, {}
+  for i, name in ipairs(CHAIN) do rank["core/src/transport/" .. name] = i end
+  for _, path in ipairs(files) do
+    if rank[path] then
+      for _, f in ipairs(functions(code[path])) do
+        if not f.static then owner[f.name] = path end
+      end
+    end
+  end
+  for path, r in pairs(rank) do
+    local seen = {}
+    for word in (code[path] or ""):gmatch("[%a_][%w_]*") do
+      local target = owner[word]
+      if target and target ~= path and rank[target] < r and not seen[word] then
+        seen[word] = true
+        problems[#problems + 1] = string.format("%s calls %s (%s), which is above it", path, word, target)
+      end
+    end
+  end
+  table.sort(problems)
+  rule("core/src/transport calls one way: " .. table.concat(CHAIN, " -> "), problems)
+end
+
 -- Lua sources with comments and string literals blanked (long brackets
 -- included), so a name in a comment or a message is not read as code.
 local function lua_code(text)
@@ -411,7 +438,7 @@ for _, path in ipairs(git_files("lua")) do
   if path:match("%.lua$") then lua_files[#lua_files + 1] = path end
 end
 
-do -- 9. a Lua module reads no other module's `_` fields
+do -- 10. a Lua module reads no other module's `_` fields
   local problems = {}
   for _, path in ipairs(lua_files) do
     local src = lua_code(read(path))
@@ -430,7 +457,7 @@ do -- 9. a Lua module reads no other module's `_` fields
   rule("no Lua module reads another module's `_` fields", problems)
 end
 
-do -- 10. client.lua -> sandbox.lua -> process.lua, files.lua is the only direction of require
+do -- 11. client.lua -> sandbox.lua -> process.lua, files.lua is the only direction of require
   local order = { ["e2b.client"] = 1, ["e2b.sandbox"] = 2, ["e2b.process"] = 3, ["e2b.files"] = 3 }
   local problems = {}
   for _, path in ipairs(lua_files) do
@@ -446,7 +473,7 @@ do -- 10. client.lua -> sandbox.lua -> process.lua, files.lua is the only direct
   rule("client.lua -> sandbox.lua -> process.lua/files.lua is the only direction of require", problems)
 end
 
-do -- 11. bench/README.md: every script has a row, every source comment that cites it a design row
+do -- 12. bench/README.md: every script has a row, every source comment that cites it a design row
   local BENCH = "bench/README.md"
   local text, problems = read(BENCH), {}
   local index = {} -- every backquoted name in the rows of the first table
