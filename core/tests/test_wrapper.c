@@ -11,8 +11,7 @@
 
 /* Which script starts the kept string s (a piece only it holds). */
 static int script_has(const char *s, const char *piece) {
-  const char *args[] = {"-l", "-c", s};
-  e2b_proc_opts opts = {.cmd = "/bin/bash", .args = args, .arg_count = 3};
+  e2b_proc_opts opts = {.shell = s};
   e2b_wrapped w;
   CHECK(e2b_wrap(&w, &opts, "/tmp/.e2b-proc/ab", 0, NULL, 0) == 0);
   CHECK(w.opts.arg_count == 6 && strcmp(w.opts.args[3], "e2b-sh") == 0);
@@ -51,8 +50,7 @@ static void a_lone_program_is_execd_by_the_subshell(void) {
 
 /* The last part of the list s that its script execs (E2B_TAIL), or NULL. */
 static const char *list_tail(const char *s, char *out, size_t n) {
-  const char *args[] = {"-l", "-c", s};
-  e2b_proc_opts opts = {.cmd = "/bin/bash", .args = args, .arg_count = 3};
+  e2b_proc_opts opts = {.shell = s};
   e2b_wrapped w;
   CHECK(e2b_wrap(&w, &opts, "/tmp/.e2b-proc/ab", 0, NULL, 0) == 0);
   const char *tail = NULL;
@@ -99,6 +97,20 @@ static void argv_commands_are_not_strings(void) {
   CHECK_STR(w.opts.args[2], "e2b-proc");
   CHECK_STR(w.opts.args[4], "echo");
   e2b_wrapped_free(&w);
+  /* an argv that spells bash -l -c is an argv: nothing reads a string back out of it */
+  const char *bash[] = {"-l", "-c", "true"};
+  e2b_proc_opts spelled = {.cmd = "/bin/bash", .args = bash, .arg_count = 3};
+  CHECK(e2b_wrap(&w, &spelled, "/tmp/.e2b-proc/ab", 0, NULL, 0) == 0);
+  CHECK_STR(w.opts.args[2], "e2b-proc");
+  CHECK_STR(w.opts.args[4], "/bin/bash");
+  e2b_wrapped_free(&w);
+  /* not kept, a command string is spelled out for envd */
+  e2b_proc_opts str = {.shell = "echo hi"};
+  CHECK(e2b_wrap(&w, &str, NULL, 1, NULL, 0) == 0);
+  CHECK(w.opts.shell == NULL && strcmp(w.opts.args[2], "e2b-env") == 0);
+  CHECK_STR(w.opts.args[3], "/bin/bash");
+  CHECK_STR(w.opts.args[6], "echo hi");
+  e2b_wrapped_free(&w);
 }
 
 /* The script a kept command's wrapper runs (E2B_PROC), parkable or not. */
@@ -109,8 +121,7 @@ static const char *wrapper_script(const e2b_wrapped *w) {
 }
 
 static void only_a_parkable_wrapper_traps_every_signal(void) {
-  const char *args[] = {"-l", "-c", "sleep 9"};
-  e2b_proc_opts opts = {.cmd = "/bin/bash", .args = args, .arg_count = 3};
+  e2b_proc_opts opts = {.shell = "sleep 9"};
   for (int parkable = 0; parkable < 2; parkable++) {
     e2b_wrapped w;
     CHECK(e2b_wrap(&w, &opts, "/tmp/.e2b-proc/ab", 0, NULL, parkable) == 0);

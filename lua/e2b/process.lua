@@ -91,15 +91,15 @@ local function check_command(op, cmd, opts, spec)
   return check.options(op, opts, spec)
 end
 
--- The core start options for a command string (run by bash -l, as E2B's
--- SDKs do) or an argv array (no shell).
+-- The core start options for a command string (shell: the core runs it
+-- with bash -l -c, as E2B's SDKs do) or an argv array (no shell).
 local function start_opts(port, cmd, o)
   local start = {
     env = o.env, cwd = o.cwd, user = o.user or port.user, tag = o.tag,
     stdin = o.stdin ~= nil, timeout_ms = o.timeout_ms, idle_timeout_ms = o.idle_timeout_ms,
   }
   if type(cmd) == "string" then
-    start.cmd, start.args = "/bin/bash", { "-l", "-c", cmd }
+    start.shell = cmd
   else
     start.cmd = cmd[1]
     start.args = {}

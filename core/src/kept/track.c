@@ -974,9 +974,6 @@ e2b_req *e2b_proc_track(e2b_sbx *sbx, const e2b_proc_opts *opts, unsigned flags,
   const char *op = "process.start";
   /* The caller's own fields are checked as they are (the wrapper moves them). */
   if (e2b_need_sbx(sbx, op, err) || e2b_proc_opts_check(opts, err) != 0) return NULL;
-  e2b_proc_opts spelled;
-  const char *argv[3];
-  opts = e2b_proc_opts_spelled(opts, &spelled, argv);
   char gen[E2B_UUID_SIZE + 8];
   const char *tag = tag_of(opts, gen, sizeof gen);
   if (!tag) {
@@ -986,7 +983,7 @@ e2b_req *e2b_proc_track(e2b_sbx *sbx, const e2b_proc_opts *opts, unsigned flags,
   e2b_req *req = new_op(sbx, op, tag, opts->idle_timeout_ms, err);
   if (!req) return NULL;
   track_state *s = req->state;
-  if (set_prefix(s) != 0 || !(s->cmd = strdup(opts->cmd))) return e2b_op_nomem(req, err);
+  if (set_prefix(s) != 0 || !(s->cmd = strdup(opts->shell ? "/bin/bash" : opts->cmd))) return e2b_op_nomem(req, err);
   s->tracked = !(flags & E2B_TRACK_NO_KEEP) && opts->pty_cols == 0;
   s->at_end = (flags & E2B_TRACK_AT_END) != 0;
   s->park_mode = flags & E2B_TRACK_PARK       ? PARK_ALWAYS

@@ -315,7 +315,7 @@ static size_t wrap_args(const char **args, const e2b_proc_opts *opts, const char
   size_t a = 0;
   int keep = prefix != NULL;
   if (sh_script) {
-    const char *line[] = {"-l", "-c", sh_script, "e2b-sh", prefix, opts->args[2]};
+    const char *line[] = {"-l", "-c", sh_script, "e2b-sh", prefix, opts->shell};
     for (size_t i = 0; i < 6; i++) args[a++] = line[i];
     return a;
   }
@@ -330,11 +330,20 @@ static size_t wrap_args(const char **args, const e2b_proc_opts *opts, const char
   return a;
 }
 
-/* The kept command string of opts (bash -l -c S), or NULL. */
-static const char *kept_string(const e2b_proc_opts *opts, const char *prefix) {
-  int sh = prefix && strcmp(opts->cmd, "/bin/bash") == 0 && opts->arg_count == 3 &&
-           strcmp(opts->args[0], "-l") == 0 && strcmp(opts->args[1], "-c") == 0;
-  return sh ? opts->args[2] : NULL;
+/* A command string is run as /bin/bash -l -c S, as E2B's SDKs run one:
+ * the one place that spells it out (a kept one is run by the wrapper, as
+ * bash -l -c SH_LINE e2b-sh PREFIX S, never parsed back out of an argv). */
+const e2b_proc_opts *e2b_proc_opts_spelled(const e2b_proc_opts *o, e2b_proc_opts *tmp, const char *argv[3]) {
+  if (!o || !o->shell) return o;
+  *tmp = *o;
+  argv[0] = "-l";
+  argv[1] = "-c";
+  argv[2] = o->shell;
+  tmp->cmd = "/bin/bash";
+  tmp->args = argv;
+  tmp->arg_count = 3;
+  tmp->shell = NULL;
+  return tmp;
 }
 
 /* The script that starts the kept command string s; *tail: the last part
@@ -362,6 +371,11 @@ static size_t wrap_env(e2b_kv *env, const e2b_proc_opts *opts, int keep, int par
 int e2b_wrap(e2b_wrapped *w, const e2b_proc_opts *opts, const char *prefix, int env_replace,
              const char *forgets, int parkable) {
   memset(w, 0, sizeof *w);
+  /* A kept command string (opts->shell) is run by the wrapper itself;
+   * any other is spelled out as the argv /bin/bash -l -c S first. */
+  const char *str = prefix ? opts->shell : NULL, *tail = NULL, *argv[3];
+  e2b_proc_opts spelled;
+  if (!str) opts = e2b_proc_opts_spelled(opts, &spelled, argv);
   w->names = env_replace ? env_names(opts->env, opts->env_count) : NULL;
   w->args = calloc(opts->arg_count + 6, sizeof *w->args);
   w->env = calloc(opts->env_count + 4, sizeof *w->env);
@@ -372,7 +386,7 @@ int e2b_wrap(e2b_wrapped *w, const e2b_proc_opts *opts, const char *prefix, int 
   w->opts = *opts;
   w->opts.cmd = prefix || env_replace ? "/bin/bash" : opts->cmd;
   w->opts.args = w->args;
-  const char *str = kept_string(opts, prefix), *tail = NULL;
+  w->opts.shell = NULL;
   const char *script = str ? sh_script(str, &tail) : NULL;
   w->opts.arg_count = wrap_args(w->args, opts, prefix, env_replace, script);
   w->opts.env = w->env;
