@@ -75,13 +75,37 @@ enum { R_OUT, R_ERR, R_EXIT };
 enum { PARK_NEVER, PARK_ALWAYS, PARK_BEYOND_HELD };
 #define DUE_ALL 7
 
+/* Where a process's reader is: one handler per phase (track_advance,
+ * kept_step); the table of phases, events and transitions is in
+ * docs/architecture.md ("Kept output, phase by phase"). */
+typedef enum track_phase {
+  PH_WAIT_SLOT, /* a start past E2B_STARTS_IN_FLIGHT waits for a slot (its options copied) */
+  PH_FINDING,   /* attach: a process list says whether it runs and whether it is kept */
+  PH_LIVE,      /* not kept: its own stream is the output */
+  PH_STARTING,  /* kept: waiting for envd's start and the wrapper's announcement */
+  PH_RUNNING,   /* kept, running, its stream held: the files are read as they grow */
+  PH_PARKED,    /* kept, running, its stream closed: the end comes through the watch */
+  PH_DRAINING   /* kept, ended or gone: the files are read to their end */
+} track_phase;
+
+/* One timer per purpose; the op's one timer is armed for the earliest. */
+enum {
+  T_FIRST_PASS, /* FIRST_PASS_MS after the start: subscribe, or read what the watch missed */
+  T_COALESCE,   /* COALESCE_MS after a wake: reads wait for it */
+  T_POLL,       /* the backing-off fallback poll, and the retry after a failed read */
+  T_EXIT_GRACE, /* EXIT_GRACE_MS after the watch saw the exit file: read it though the stream holds */
+  T_PARK,       /* when a long command may park (PARK_AFTER_MS, then every PARK_RETRY_MS) */
+  T_COUNT
+};
+
 typedef struct track_state {
   e2b_req *self;     /* the op this state drives (its watch subscription's key) */
   e2b_sbx *sbx;
   char *tag;
   char *prefix;      /* E2B_KEPT_ROOT/<hex tag>: the kept files are prefix.out, ... */
   const char *name;  /* the prefix's last component */
-  int tracked;       /* kept: output comes from the files */
+  track_phase phase;
+  int kept;          /* output saved in the sandbox: it comes from the files */
   uint32_t pid;
   int started;       /* START emitted */
   int envd_started;  /* envd said its start (of the wrapper, when wrapped) */
@@ -91,7 +115,7 @@ typedef struct track_state {
   int64_t told[2];   /* the largest size the watch told of stdout, stderr */
   int large;         /* its kept files are large (forget.c removes them at once) */
   int told_all;      /* R_* bits of files whose every growth since our last read the watch tells */
-  e2b_req *live;     /* the Start stream, then a Connect by tag; untracked: the output too */
+  e2b_req *live;     /* the Start stream, then a Connect by tag; not kept: the output too */
   e2b_req *list;     /* attach: finding the pid/tag */
   e2b_req *read;     /* a file read in flight */
   e2b_req *look;     /* gone.c's look at the control plane: is the sandbox gone? */
@@ -113,18 +137,15 @@ typedef struct track_state {
   int wover;         /* they were more than a wrapper writes: not ours to trust */
   char start_err[8]; /* the wrapper could not start the command */
   int gone;          /* the process no longer exists */
-  int final_pass;    /* ended: reading the files to their end */
   int pass_new;      /* R_* bits of the files that gave bytes in this pass */
   int subscribed;    /* woken by the sandbox's watch */
   int park_mode;     /* PARK_NEVER (attach, run(), E2B_TRACK_NO_PARK), PARK_ALWAYS, PARK_BEYOND_HELD */
   int holds;         /* running on with its stream kept: one of its loop's streams_held */
   int killed;        /* e2b_req_proc_killed: our caller killed the group */
-  int parked;        /* stream closed: the end comes from the exit file or the watch's list */
+  int ended_parked;  /* it was PH_PARKED when it ended (the end's status says so) */
   int64_t park_at;   /* when it may park (0: not timed yet) */
-  int park_timer;    /* the armed timer is parking's */
   int at_end;        /* read nothing while the process runs and its stream holds */
-  int timer_armed;
-  int coalescing;    /* the timer delays reads woken by the watch */
+  int64_t timer_at[T_COUNT]; /* each purpose's deadline (e2b_now_ms); 0: not armed */
   int64_t missing_since_ms; /* started, files not there yet: since when */
   long poll_ms;
   int64_t last_contact_ms;
@@ -271,10 +292,42 @@ static int over_cap(e2b_req *op) {
   return 1;
 }
 
-static void arm(e2b_req *op, track_state *s, long ms) {
-  e2b_req_arm_timer(op, ms);
-  s->timer_armed = 1;
-  s->park_timer = 0;
+/* Arms the op's one timer for the earliest deadline, or disarms it. */
+static void rearm(e2b_req *op, const track_state *s) {
+  int64_t at = 0;
+  for (int t = 0; t < T_COUNT; t++)
+    if (s->timer_at[t] && (!at || s->timer_at[t] < at)) at = s->timer_at[t];
+  if (at) e2b_req_arm_timer(op, at - e2b_now_ms());
+  else e2b_req_disarm_timer(op);
+}
+
+static void timer_set(e2b_req *op, track_state *s, int t, long ms) {
+  s->timer_at[t] = e2b_now_ms() + ms;
+  rearm(op, s);
+}
+
+static void timers_clear(e2b_req *op, track_state *s) {
+  memset(s->timer_at, 0, sizeof s->timer_at);
+  e2b_req_disarm_timer(op);
+}
+
+/* The timers whose time came, as bits (1 << T_*), cleared. */
+static int timers_fired(e2b_req *op, track_state *s) {
+  int64_t now = e2b_now_ms();
+  int fired = 0;
+  for (int t = 0; t < T_COUNT; t++) {
+    if (!s->timer_at[t] || s->timer_at[t] > now) continue;
+    s->timer_at[t] = 0;
+    fired |= 1 << t;
+  }
+  if (fired) rearm(op, s);
+  return fired;
+}
+
+/* The fallback poll, backing off up to POLL_MAX_MS. */
+static void poll_later(e2b_req *op, track_state *s) {
+  timer_set(op, s, T_POLL, s->poll_ms);
+  if (s->poll_ms < POLL_MAX_MS) s->poll_ms *= 2;
 }
 
 /* ---- a sandbox that may be gone: a look a second while envd fails ---- */
@@ -298,7 +351,7 @@ static int look_if_dead(e2b_req *op, track_state *s, const e2b_error *err) {
 }
 
 /* The look ended: gone ends the op, else it goes on (kept) or fails with
- * what the look made of its error (untracked). 1 while the look runs or
+ * what the look made of its error (not kept). 1 while the look runs or
  * once the op ended. */
 static int look_step(e2b_req *op, track_state *s) {
   if (!s->look) return 0;
@@ -308,15 +361,15 @@ static int look_step(e2b_req *op, track_state *s) {
   e2b_req_free(s->look);
   s->look = NULL;
   s->looked_ms = e2b_now_ms();
-  if (said.code == E2B_ERR_NOT_FOUND || (!s->tracked && said.code)) {
+  if (said.code == E2B_ERR_NOT_FOUND || (!s->kept && said.code)) {
     fail(op, &said);
     return 1;
   }
-  if (s->tracked && !s->timer_armed) arm(op, s, s->poll_ms);
+  if (s->kept && !s->timer_at[T_POLL]) timer_set(op, s, T_POLL, s->poll_ms);
   return 0;
 }
 
-/* ---- untracked: the stream is the output ---- */
+/* ---- PH_LIVE (not kept): the stream is the output ---- */
 
 /* Output, but the wrapper's own before its announcement, which is kept
  * aside (bounded): it may say why the program could not start. */
@@ -374,7 +427,7 @@ static void live_step(e2b_req *op, track_state *s) {
 /* ---- kept: the stream says start and end, the files hold the output ---- */
 
 static void unpark(e2b_req *op, track_state *s) {
-  s->parked = 0;
+  s->phase = PH_RUNNING;
   e2b_outwatch_park(s->sbx, op, NULL);
   s->reconnect_at = 0;
   s->park_at = 0; /* it may park again once the watch is back */
@@ -385,20 +438,20 @@ static int64_t larger(int64_t a, int64_t b) { return a > b ? a : b; }
 /* Tells forget.c once the kept files are large, so that closing the
  * handle removes them at once. */
 static void note_size(track_state *s) {
-  if (s->large || !s->tracked || !s->tag) return;
+  if (s->large || !s->kept || !s->tag) return;
   s->large = e2b_kept_large(s->sbx, s->tag, larger(s->off[0], s->told[0]) + larger(s->off[1], s->told[1]));
 }
 
 static void wake(e2b_req *op, char file, int64_t size) {
   track_state *s = op->state;
   if (file == 'g') { /* the watch's list no longer shows our process */
-    if (s->parked && !s->exit_known) s->gone = 1;
+    if (s->phase == PH_PARKED && !s->exit_known) s->gone = 1;
     e2b_op_kick(op);
     return;
   }
   /* The watch is lost: a parked reader is followed by its stream again. */
   if (!file && !e2b_outwatch_live(s->sbx)) s->told_all = 0;
-  if (!file && s->parked && !e2b_outwatch_live(s->sbx)) unpark(op, s);
+  if (!file && s->phase == PH_PARKED && !e2b_outwatch_live(s->sbx)) unpark(op, s);
   int which = file == 'o' ? R_OUT : file == 'e' ? R_ERR : file == 'x' ? R_EXIT : -1;
   if (file && which < 0) return;
   if (which >= 0 && which < R_EXIT && size > s->told[which]) {
@@ -413,13 +466,12 @@ static void wake(e2b_req *op, char file, int64_t size) {
   if (which == R_EXIT && size >= 0 && size <= E2B_BOOT_ID_LEN) return;
   if (which == R_EXIT && !s->exit_file_ms) s->exit_file_ms = e2b_now_ms();
   s->due |= which >= 0 ? 1 << which : DUE_ALL;
-  if (s->read || s->final_pass || s->coalescing) return;
+  if (s->read || s->phase == PH_DRAINING || s->timer_at[T_COALESCE]) return;
   if (which >= 0 && (s->streaming & (1 << which))) {
     e2b_op_kick(op); /* output streams: every millisecond of delay is lost rate */
     return;
   }
-  s->coalescing = 1;
-  arm(op, s, COALESCE_MS);
+  timer_set(op, s, T_COALESCE, COALESCE_MS);
 }
 
 /* Returns whether a read must catch up with what the watch did not see. */
@@ -465,14 +517,14 @@ static int take_inline(e2b_req *op, track_state *s, int which) {
 static void kept_started(e2b_req *op, track_state *s) {
   if (s->started) return;
   emit_start(op, s);
-  if (!s->at_end && !s->exit_known) arm(op, s, FIRST_PASS_MS);
+  if (!s->at_end && !s->exit_known) timer_set(op, s, T_FIRST_PASS, FIRST_PASS_MS);
 }
 
 static void stream_event(e2b_req *op, track_state *s, queued *n) {
   if (n->ev.type == E2B_EVENT_START) {
     int heard = s->started;
     envd_start(op, s, n->ev.pid);
-    if (!heard && s->started && !s->at_end) arm(op, s, FIRST_PASS_MS);
+    if (!heard && s->started && !s->at_end) timer_set(op, s, T_FIRST_PASS, FIRST_PASS_MS);
   } else if (n->ev.type == E2B_EVENT_END) {
     s->exit_known = 1;
     s->exit_code = n->ev.exit_code;
@@ -497,7 +549,7 @@ static void stream_event(e2b_req *op, track_state *s, queued *n) {
  * a tag is only matched in its list; the tag serves while no pid is known). */
 static void stream_step(e2b_req *op, track_state *s) {
   if (!s->live) {
-    if (s->parked || s->exit_known || s->gone || e2b_now_ms() < s->reconnect_at) return;
+    if (s->phase == PH_PARKED || s->exit_known || s->gone || e2b_now_ms() < s->reconnect_at) return;
     e2b_error err;
     s->live = e2b_op_child(op, e2b_proc_connect_stream(s->sbx, s->pid, s->pid ? NULL : s->tag, s->idle_ms,
                                                        E2B_STREAM_EVENTS, &err));
@@ -561,7 +613,7 @@ static void start_read(e2b_req *op, track_state *s, int which) {
                                                  read_buffer(s, which), &err));
   if (!s->read) {
     s->due = 0;
-    arm(op, s, s->poll_ms);
+    timer_set(op, s, T_POLL, s->poll_ms);
   }
 }
 
@@ -628,7 +680,8 @@ static int read_ended(e2b_req *op, track_state *s) {
     s->due = 0;
     if (look_if_dead(op, s, err)) return -1;
     int64_t contact = s->last_contact_ms;
-    if (s->parked && e2b_outwatch_contact(s->sbx) > contact) contact = e2b_outwatch_contact(s->sbx);
+    if ((s->phase == PH_PARKED || s->ended_parked) && e2b_outwatch_contact(s->sbx) > contact)
+      contact = e2b_outwatch_contact(s->sbx);
     if (e2b_now_ms() - contact > s->idle_ms) {
       e2b_error idle = *err;
       snprintf(idle.message, sizeof idle.message,
@@ -638,8 +691,7 @@ static int read_ended(e2b_req *op, track_state *s) {
       fail(op, &idle);
       return -1;
     }
-    arm(op, s, s->poll_ms);
-    if (s->poll_ms < POLL_MAX_MS) s->poll_ms *= 2;
+    poll_later(op, s);
     return -1;
   }
   s->last_contact_ms = e2b_now_ms();
@@ -660,11 +712,7 @@ static int read_ended(e2b_req *op, track_state *s) {
 static void files_missing(e2b_req *op, track_state *s) {
   int64_t now = e2b_now_ms();
   if (s->started && !s->missing_since_ms) s->missing_since_ms = now;
-  if (s->started && now - s->missing_since_ms < KEPT_GRACE_MS) {
-    arm(op, s, s->poll_ms);
-    if (s->poll_ms < POLL_MAX_MS) s->poll_ms *= 2;
-    return;
-  }
+  if (s->started && now - s->missing_since_ms < KEPT_GRACE_MS) return poll_later(op, s);
   e2b_error err;
   if (s->started)
     e2b_err_set(&err, E2B_ERR_NOT_FOUND, op->op,
@@ -697,28 +745,30 @@ static int final_due(const track_state *s) {
   return due;
 }
 
-/* A pass is over: finish, or decide when to look again. */
+/* PH_DRAINING: a pass is over: finish, or read on until nothing comes. */
+static void drain_pass_over(e2b_req *op, track_state *s, int full, int absent, int fresh) {
+  if (full && absent == DUE_ALL && !s->exit_known) return output_lost(op, s);
+  if (s->exit_known || !fresh) {
+    /* The wrapper records every end but SIGKILL's, so one that was
+     * running when it parked, gone with no status, was SIGKILLed; one
+     * found already gone may have ended with an earlier boot. */
+    if (!s->exit_known) {
+      s->exit_code = -1;
+      snprintf(s->status, sizeof s->status, "%s",
+               s->killed || s->ended_parked ? "signal: killed" : "killed (no exit status recorded)");
+    }
+    return finish_with_end(op, s);
+  }
+  s->due = final_due(s); /* gone without an exit status: read until nothing comes */
+}
+
+/* A pass is over: finish (draining), or decide when to look again. */
 static void pass_over(e2b_req *op, track_state *s) {
   int full = s->full_pass, absent = s->absent, fresh = s->pass_new;
   s->full_pass = 0;
   s->absent = 0;
   s->pass_new = 0;
-  if (s->final_pass) {
-    if (full && absent == DUE_ALL && !s->exit_known) return output_lost(op, s);
-    if (s->exit_known || !fresh) {
-      /* The wrapper records every end but SIGKILL's, so one that was
-       * running when it parked, gone with no status, was SIGKILLed; one
-       * found already gone may have ended with an earlier boot. */
-      if (!s->exit_known) {
-        s->exit_code = -1;
-        snprintf(s->status, sizeof s->status, "%s",
-                 s->killed || s->parked ? "signal: killed" : "killed (no exit status recorded)");
-      }
-      return finish_with_end(op, s);
-    }
-    s->due = final_due(s); /* gone without an exit status: read until nothing comes */
-    return;
-  }
+  if (s->phase == PH_DRAINING) return drain_pass_over(op, s, full, absent, fresh);
   if (full && absent == DUE_ALL && !s->exit_known) return files_missing(op, s);
   s->missing_since_ms = 0;
   if (s->exit_known || s->gone) return;
@@ -731,31 +781,30 @@ static void pass_over(e2b_req *op, track_state *s) {
   int watched = s->subscribed && e2b_outwatch_live(s->sbx);
   if (fresh) s->poll_ms = POLL_MIN_MS;
   if (!watched) s->due |= fresh;
-  if (!s->due && !watched) {
-    arm(op, s, s->poll_ms);
-    if (s->poll_ms < POLL_MAX_MS) s->poll_ms *= 2;
-  }
+  if (!s->due && !watched) poll_later(op, s);
 }
 
 /* Once the exit file was seen EXIT_GRACE_MS ago, it is read although the
- * stream holds; until then, the timer is due by that time. */
+ * stream holds; until then, T_EXIT_GRACE is due by that time. */
 static void exit_overdue(e2b_req *op, track_state *s) {
   if (s->exit_file_ms <= 0 || s->exit_known) return;
-  int64_t now = e2b_now_ms(), left = s->exit_file_ms + EXIT_GRACE_MS - now;
-  if (left <= 0) {
+  int64_t at = s->exit_file_ms + EXIT_GRACE_MS;
+  if (at <= e2b_now_ms()) {
     s->exit_file_ms = -1;
     s->exit_late = 1;
     s->due |= 1 << R_EXIT;
-  } else if (!s->timer_armed || op->timer_at_ms > now + left) {
-    arm(op, s, (long)left);
+  } else if (s->timer_at[T_EXIT_GRACE] != at) {
+    s->timer_at[T_EXIT_GRACE] = at;
+    rearm(op, s);
   }
 }
 
-/* A command still running PARK_AFTER_MS after its start parks once its
- * sandbox's watch is live, unless its mode keeps its stream (header comment). */
+/* PH_RUNNING: a command still running PARK_AFTER_MS after its start parks
+ * (PH_PARKED) once its sandbox's watch is live, unless its mode keeps its
+ * stream (header comment). */
 static void park_check(e2b_req *op, track_state *s) {
-  if (s->park_mode == PARK_NEVER || s->holds || s->parked || !s->tag || !s->live || e2b_req_done(s->live) ||
-      s->exit_known || s->gone || s->final_pass || s->start_err[0])
+  if (s->phase != PH_RUNNING || s->park_mode == PARK_NEVER || s->holds || !s->tag || !s->live ||
+      e2b_req_done(s->live) || s->exit_known || s->gone || s->start_err[0])
     return;
   int64_t now = e2b_now_ms();
   if (!s->park_at) s->park_at = now + PARK_AFTER_MS;
@@ -765,73 +814,129 @@ static void park_check(e2b_req *op, track_state *s) {
   if (wait_ms <= 0 && s->subscribed && e2b_outwatch_live(s->sbx)) {
     e2b_req_free(s->live);
     s->live = NULL;
-    s->parked = 1;
+    s->phase = PH_PARKED;
+    s->timer_at[T_PARK] = 0;
     e2b_outwatch_park(s->sbx, op, s->tag);
     return;
   }
-  if (s->timer_armed) return; /* this step runs again when it fires */
-  arm(op, s, wait_ms > 0 ? wait_ms : PARK_RETRY_MS);
-  s->park_timer = 1;
+  if (!s->timer_at[T_PARK]) timer_set(op, s, T_PARK, wait_ms > 0 ? wait_ms : PARK_RETRY_MS);
 }
 
-static void kept_step(e2b_req *op, track_state *s) {
-  if (look_step(op, s)) return;
-  if (e2b_sbx_gone(s->sbx)) return fail(op, e2b_sbx_gone(s->sbx));
-  stream_step(op, s);
-  if (op->done || s->look) return;
-  if (s->start_err[0] && s->exit_known) return fail_start(op, s);
-  if (!s->started) return;
-  if (s->read) {
-    take_read(op, s);
-    if (!e2b_req_done(s->read) || s->read->queue_head) return;
-    if (read_ended(op, s) != 0) return;
-    if (!s->due) pass_over(op, s);
-    if (op->done) return;
-  }
-  if (s->timer_armed && !op->timer_at_ms) { /* it fired */
-    s->timer_armed = 0;
-    if (s->park_timer) s->park_timer = 0; /* park_check below */
-    else if (s->coalescing) s->coalescing = 0; /* the wake set what is due */
-    else if (s->final_pass) s->due |= final_due(s);
-    else if (!s->subscribed) s->due |= subscribe(op, s) ? DUE_ALL : 0;
-    else if (s->exit_file_ms <= 0) s->due |= DUE_ALL; /* the fallback poll, not exit_overdue's */
-    /* A watch not started yet wakes us when it starts (a listing says
-     * whose files grew before) or, if it fails, when it is lost. */
-  }
-  if ((s->exit_known || s->gone) && !s->final_pass) {
-    e2b_req_disarm_timer(op);
-    s->timer_armed = 0;
-    s->coalescing = 0;
-    unsubscribe(op, s);
-    s->final_pass = 1;
-    s->due = final_due(s);
-    if (take_inline(op, s, R_OUT)) s->due &= ~(1 << R_OUT);
-    if (take_inline(op, s, R_ERR)) s->due &= ~(1 << R_ERR);
-    if (!s->due) return finish_with_end(op, s);
-  }
-  park_check(op, s);
-  /* While its stream holds, the end comes from it: the exit file is not read
-   * unless the stream is late (exit_overdue). */
-  exit_overdue(op, s);
+/* The read in flight: its bytes handed on and, once it ended, the pass
+ * goes on or is over. 1 while it runs, or once the op ended. */
+static int read_step(e2b_req *op, track_state *s) {
+  if (!s->read) return 0;
+  take_read(op, s);
+  if (!e2b_req_done(s->read) || s->read->queue_head) return 1;
+  if (read_ended(op, s) != 0) return 1;
+  if (!s->due) pass_over(op, s);
+  return op->done;
+}
+
+/* What the timers that fired make due. T_COALESCE: the wake set it;
+ * T_PARK: park_check; T_EXIT_GRACE: exit_overdue. A watch not started yet
+ * wakes its readers when it starts (a listing says whose files grew
+ * before) or, if it fails, when it is lost. */
+static void timers_step(e2b_req *op, track_state *s) {
+  if (!(timers_fired(op, s) & (1 << T_FIRST_PASS | 1 << T_POLL))) return;
+  if (s->phase == PH_DRAINING) s->due |= final_due(s);
+  else if (!s->subscribed) s->due |= subscribe(op, s) ? DUE_ALL : 0;
+  else s->due |= DUE_ALL; /* the fallback poll */
+}
+
+/* Starts the next read of what is due (the exit file only when the stream
+ * is late or gone: while it holds, the end comes from it). */
+static void next_read(e2b_req *op, track_state *s) {
   if (s->exit_known || (s->live && !e2b_req_done(s->live) && !s->exit_late)) s->due &= ~(1 << R_EXIT);
-  if (!s->due || s->coalescing || over_cap(op)) return;
+  if (!s->due || s->timer_at[T_COALESCE] || over_cap(op)) return;
   if (s->due == DUE_ALL) s->full_pass = 1;
   int which = s->due & 1 ? R_OUT : s->due & 2 ? R_ERR : R_EXIT;
   s->due &= ~(1 << which);
   start_read(op, s, which);
 }
 
-/* ---- attach: find the process first ---- */
+/* PH_RUNNING or PH_PARKED -> PH_DRAINING: the command ended or is gone.
+ * What came inline needs no read; 1 when nothing is left to read. */
+static int drain(e2b_req *op, track_state *s) {
+  timers_clear(op, s);
+  unsubscribe(op, s);
+  s->ended_parked = s->phase == PH_PARKED;
+  s->phase = PH_DRAINING;
+  s->due = final_due(s);
+  if (take_inline(op, s, R_OUT)) s->due &= ~(1 << R_OUT);
+  if (take_inline(op, s, R_ERR)) s->due &= ~(1 << R_ERR);
+  return !s->due;
+}
+
+/* PH_RUNNING and PH_PARKED: read as the watch or the poll says, park when
+ * due; the end (the stream's, the exit file's, or gone) drains. */
+static void running_step(e2b_req *op, track_state *s) {
+  if (read_step(op, s)) return;
+  timers_step(op, s);
+  if ((s->exit_known || s->gone) && drain(op, s)) return finish_with_end(op, s);
+  park_check(op, s);
+  exit_overdue(op, s);
+  next_read(op, s);
+}
+
+/* PH_DRAINING: the files are read to their end (drain_pass_over finishes). */
+static void draining_step(e2b_req *op, track_state *s) {
+  if (read_step(op, s)) return;
+  timers_step(op, s);
+  next_read(op, s);
+}
+
+/* Every kept phase follows the process's own stream (held, or reconnected
+ * unless parked) and a look at a sandbox that may be gone; then its own
+ * handler. PH_STARTING becomes PH_RUNNING once the caller heard the start. */
+static void kept_step(e2b_req *op, track_state *s) {
+  if (look_step(op, s)) return;
+  if (e2b_sbx_gone(s->sbx)) return fail(op, e2b_sbx_gone(s->sbx));
+  stream_step(op, s);
+  if (op->done || s->look) return;
+  if (s->start_err[0] && s->exit_known) return fail_start(op, s);
+  if (s->phase == PH_STARTING && s->started) s->phase = PH_RUNNING;
+  switch (s->phase) {
+  case PH_RUNNING:
+  case PH_PARKED: return running_step(op, s);
+  case PH_DRAINING: return draining_step(op, s);
+  default: return; /* PH_STARTING */
+  }
+}
+
+/* ---- PH_FINDING (attach): find the process first ---- */
+
+/* Kept: the first pass reads all three files, and the phase is RUNNING
+ * (DRAINING once it sees the process gone); else it follows the process
+ * from now (PH_LIVE). */
+static void found(e2b_req *op, track_state *s, int listed) {
+  emit_start(op, s);
+  if (!s->kept) {
+    e2b_error cerr;
+    s->phase = PH_LIVE;
+    s->live = e2b_op_child(op, e2b_proc_connect(s->sbx, s->pid, NULL, s->idle_ms, &cerr));
+    if (!s->live) fail(op, &cerr);
+    return;
+  }
+  s->phase = PH_RUNNING;
+  s->last_contact_ms = e2b_now_ms();
+  s->due = DUE_ALL;
+  /* The command may have ended while its wrapper still runs (the stream
+   * then ends later): the first pass reads the exit file too. */
+  s->exit_late = 1;
+  if (listed) subscribe(op, s);
+  kept_step(op, s);
+}
 
 static void list_step(e2b_req *op, track_state *s) {
   if (!e2b_req_done(s->list)) return;
   const e2b_error *err = e2b_req_error(s->list);
   if (err) return fail(op, err);
-  int found = 0, kept = 0;
+  int listed = 0, kept = 0;
   for (size_t i = 0; i < e2b_req_proc_count(s->list); i++) {
     const e2b_proc_info *p = e2b_req_proc_at(s->list, i);
     if ((s->pid && p->pid == s->pid) || (s->tag && p->tag && strcmp(p->tag, s->tag) == 0)) {
-      found = 1;
+      listed = 1;
       kept = p->kept;
       s->pid = p->pid;
       if (!s->tag && p->tag && !(s->tag = strdup(p->tag))) return nomem(op);
@@ -839,7 +944,7 @@ static void list_step(e2b_req *op, track_state *s) {
   }
   e2b_req_free(s->list);
   s->list = NULL;
-  if (!found) {
+  if (!listed) {
     s->gone = 1;
     if (!s->tag) {
       e2b_error nf;
@@ -847,42 +952,34 @@ static void list_step(e2b_req *op, track_state *s) {
       return fail(op, &nf);
     }
   }
-  if (!s->tag || (found && !kept)) {
+  if (!s->tag || (listed && !kept)) {
     /* Running but not wrapped by us: nothing to read back; follow it from now. */
-    s->tracked = 0;
+    s->kept = 0;
   } else if (set_prefix(s) != 0) {
     return nomem(op);
   }
-  if (!s->tracked && (s->off[0] || s->off[1])) {
+  if (!s->kept && (s->off[0] || s->off[1])) {
     e2b_error un;
     e2b_err_set(&un, E2B_ERR_UNSUPPORTED, op->op,
                 "process %u keeps no output, so offsets cannot be honoured", s->pid);
     return fail(op, &un);
   }
-  emit_start(op, s);
-  if (s->tracked) {
-    s->last_contact_ms = e2b_now_ms();
-    s->due = DUE_ALL;
-    /* The command may have ended while its wrapper still runs (the stream
-     * then ends later): the first pass reads the exit file too. */
-    s->exit_late = 1;
-    if (found) subscribe(op, s);
-    kept_step(op, s);
-  } else {
-    e2b_error cerr;
-    s->live = e2b_op_child(op, e2b_proc_connect(s->sbx, s->pid, NULL, s->idle_ms, &cerr));
-    if (!s->live) return fail(op, &cerr);
-  }
+  found(op, s, listed);
 }
 
 static void start_deferred(e2b_req *op, track_state *s);
 
+/* One handler per phase. */
 static void track_advance(e2b_req *op) {
   track_state *s = op->state;
-  if (s->deferred) return start_deferred(op, s);
-  if (s->list) return list_step(op, s);
-  if (s->tracked) kept_step(op, s);
-  else if (s->live) live_step(op, s);
+  switch (s->phase) {
+  case PH_WAIT_SLOT: return start_deferred(op, s);
+  case PH_FINDING: return list_step(op, s);
+  case PH_LIVE:
+    if (s->live) live_step(op, s);
+    return;
+  default: return kept_step(op, s);
+  }
 }
 
 #define TRACK_AT(f) offsetof(track_state, f)
@@ -902,7 +999,7 @@ static e2b_req *new_op(e2b_sbx *sbx, const char *op, const char *tag, long idle_
   track_state *s = req->state;
   s->self = s->start.op = req;
   s->idle_ms = idle_ms > 0 ? idle_ms : E2B_DEFAULT_IDLE_TIMEOUT_MS;
-  s->tracked = 1;
+  s->kept = 1;
   s->nonempty = -1;
   s->poll_ms = POLL_MIN_MS;
   return req;
@@ -919,7 +1016,7 @@ static const char *tag_of(const e2b_proc_opts *opts, char *gen, size_t n) {
 
 /* Names the wrapper removes; they go back to the queue unless it starts. */
 static void take_forgets(track_state *s, const char *user) {
-  if (!s->tracked || !(s->forgets = e2b_take_forgets(s->sbx, user))) return;
+  if (!s->kept || !(s->forgets = e2b_take_forgets(s->sbx, user))) return;
   if (user && !(s->user = strdup(user))) {
     e2b_return_forgets(s->sbx, s->forgets, user);
     free(s->forgets);
@@ -931,7 +1028,7 @@ static void take_forgets(track_state *s, const char *user) {
 static int launch(track_state *s, const e2b_proc_opts *opts, int env_replace, e2b_error *err) {
   take_forgets(s, opts->user);
   e2b_wrapped w;
-  if (e2b_wrap(&w, opts, s->tracked ? s->prefix : NULL, env_replace, s->forgets,
+  if (e2b_wrap(&w, opts, s->kept ? s->prefix : NULL, env_replace, s->forgets,
                s->park_mode != PARK_NEVER) != 0) {
     e2b_err_set(err, E2B_ERR_UNAVAILABLE, "process.start", "out of memory");
     return -1;
@@ -939,13 +1036,15 @@ static int launch(track_state *s, const e2b_proc_opts *opts, int env_replace, e2
   w.opts.tag = s->tag;
   s->announces = w.announces;
   /* A kept command's stream carries its events; its output goes to files. */
-  s->live = e2b_proc_start_stream(s->sbx, &w.opts, s->tracked ? E2B_STREAM_EVENTS : 0, err);
+  s->live = e2b_proc_start_stream(s->sbx, &w.opts, s->kept ? E2B_STREAM_EVENTS : 0, err);
   e2b_wrapped_free(&w);
-  if (s->live) e2b_op_child(s->self, s->live);
-  return s->live ? 0 : -1;
+  if (!s->live) return -1;
+  e2b_op_child(s->self, s->live);
+  s->phase = s->kept ? PH_STARTING : PH_LIVE;
+  return 0;
 }
 
-/* A start that waited for a slot goes once it has one. */
+/* PH_WAIT_SLOT: a start that waited for a slot goes once it has one. */
 static void start_deferred(e2b_req *op, track_state *s) {
   if (!e2b_startq_take(s->sbx->client->loop, &s->start)) return;
   e2b_proc_opts *o = s->deferred;
@@ -962,6 +1061,7 @@ static e2b_req *start_tracked(e2b_req *op, const e2b_proc_opts *opts, int env_re
   track_state *s = op->state;
   s->env_replace = env_replace;
   if (!e2b_startq_take(op->loop, &s->start)) {
+    s->phase = PH_WAIT_SLOT;
     if ((s->deferred = e2b_proc_opts_dup(opts))) return op;
     return e2b_op_nomem(op, err);
   }
@@ -984,7 +1084,7 @@ e2b_req *e2b_proc_track(e2b_sbx *sbx, const e2b_proc_opts *opts, unsigned flags,
   if (!req) return NULL;
   track_state *s = req->state;
   if (set_prefix(s) != 0 || !(s->cmd = strdup(opts->shell ? "/bin/bash" : opts->cmd))) return e2b_op_nomem(req, err);
-  s->tracked = !(flags & E2B_TRACK_NO_KEEP) && opts->pty_cols == 0;
+  s->kept = !(flags & E2B_TRACK_NO_KEEP) && opts->pty_cols == 0;
   s->at_end = (flags & E2B_TRACK_AT_END) != 0;
   s->park_mode = flags & E2B_TRACK_PARK       ? PARK_ALWAYS
                  : flags & E2B_TRACK_NO_PARK ? PARK_NEVER
@@ -1013,6 +1113,7 @@ e2b_req *e2b_proc_attach(e2b_sbx *sbx, uint32_t pid, const char *tag, int64_t st
   if (!req) return NULL;
   track_state *s = req->state;
   s->pid = pid;
+  s->phase = PH_FINDING;
   s->off[0] = stdout_offset;
   s->off[1] = stderr_offset;
   if (!(s->list = e2b_op_child(req, e2b_proc_list(sbx, err)))) {
@@ -1038,24 +1139,24 @@ const char *e2b_req_proc_tag(const e2b_req *req) {
 
 const char *e2b_req_proc_kept(const e2b_req *req) {
   const track_state *s = tstate(req);
-  return s && s->tracked ? s->prefix : NULL;
+  return s && s->kept ? s->prefix : NULL;
 }
 
 int e2b_req_proc_tracked(const e2b_req *req) {
   const track_state *s = tstate(req);
-  return s ? s->tracked : 0;
+  return s ? s->kept : 0;
 }
 
 int e2b_req_proc_parked(const e2b_req *req) {
   const track_state *s = tstate(req);
-  return s ? s->parked : 0;
+  return s ? s->phase == PH_PARKED || s->ended_parked : 0;
 }
 
 void e2b_req_proc_killed(e2b_req *req) {
   track_state *s = tstate(req);
   if (!s || req->done) return;
   s->killed = 1;
-  if (s->parked && !s->exit_known && !s->gone) {
+  if (s->phase == PH_PARKED && !s->exit_known && !s->gone) {
     s->gone = 1;
     e2b_op_kick(req);
   }
