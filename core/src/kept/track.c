@@ -1,4 +1,6 @@
-/* track.c — tracked processes: byte-exact output polling.
+/* track.c — e2b_proc_track's process streams: kept output read back
+ * byte-exact, as a state machine of phases (track_phase below; the table
+ * is in docs/architecture.md, "Kept output, phase by phase").
  *
  * E2B's Connect streams only from "now", so a reader that loses its stream
  * would lose output. A kept process therefore runs under a small bash
@@ -180,7 +182,7 @@ static void unsubscribe(e2b_req *op, track_state *s) {
   e2b_outwatch_unsubscribe(s->sbx, op);
 }
 
-/* What the loop and the sandbox lend a tracked process while it may run
+/* What the loop and the sandbox lend a kept process while it may run
  * on (a start slot, a held stream, the watch), given back once it ends or
  * goes: each give-back is a no-op when nothing is held. */
 static void let_go(e2b_req *op, track_state *s) {
@@ -1056,7 +1058,7 @@ static void start_deferred(e2b_req *op, track_state *s) {
 }
 
 /* The op exists first, so a start past E2B_STARTS_IN_FLIGHT can wait as it. */
-static e2b_req *start_tracked(e2b_req *op, const e2b_proc_opts *opts, int env_replace,
+static e2b_req *start_or_wait(e2b_req *op, const e2b_proc_opts *opts, int env_replace,
                               e2b_error *err) {
   track_state *s = op->state;
   s->env_replace = env_replace;
@@ -1089,7 +1091,7 @@ e2b_req *e2b_proc_track(e2b_sbx *sbx, const e2b_proc_opts *opts, unsigned flags,
   s->park_mode = flags & E2B_TRACK_PARK       ? PARK_ALWAYS
                  : flags & E2B_TRACK_NO_PARK ? PARK_NEVER
                                              : PARK_BEYOND_HELD;
-  return e2b_req_typed(start_tracked(req, opts, (flags & E2B_TRACK_ENV_REPLACE) != 0, err),
+  return e2b_req_typed(start_or_wait(req, opts, (flags & E2B_TRACK_ENV_REPLACE) != 0, err),
                        E2B_RESULT_STREAM);
 }
 

@@ -180,7 +180,7 @@ static const char SH_LINE_OWN[] =
     "eval \"$E2B_PROC\"; if " SH_REDEFINED("1") "; then " SH_SUBSHELL
     "; else { __c=$1; set --; BASH_ARGV0=/bin/bash; eval \"$__c\"; } >>\"$__p.out\" 2>>\"$__p.err\"; __e2b_end $?; fi";
 
-/* The same environment pruning for untracked commands: a PTY's exec'd at
+/* The same environment pruning for commands not kept: a PTY's exec'd at
  * once; any other's program is looked up first, as the kept wrapper does
  * (exec would only look up builtins' names too), and the same first byte
  * or "!ENOENT"/"!EACCES" tells the start or why it could not be. */
