@@ -100,56 +100,71 @@ enum {
   T_COUNT
 };
 
+/* What a kept command's wrapper said on its own stream (bounded). */
+typedef struct wrapper_report {
+  int announces;     /* it says E2B_WRAPPER_READY before it runs the program */
+  int nonempty;      /* bit 0 out, bit 1 err; -1 not said */
+  int inlined;       /* bit 0 out, bit 1 err came in out/err */
+  growbuf out, err;  /* its own stdout and stderr (bounded) */
+  int over;          /* they were more than a wrapper writes: not ours to trust */
+  char start_err[8]; /* it could not start the command */
+} wrapper_report;
+
+/* The reading of the kept files, pass by pass. */
+typedef struct kept_files {
+  int64_t off[2];    /* bytes received of stdout, stderr */
+  int64_t told[2];   /* the largest size the watch told of stdout, stderr */
+  int told_all;      /* R_* bits of files whose every growth since our last read the watch tells */
+  int large;         /* they are large (forget.c removes them at once) */
+  int reading;       /* R_* of the read in flight */
+  int64_t read_got;  /* bytes the read in flight gave so far */
+  int streaming;     /* R_* bits of files whose last read gave STREAMING_READ */
+  int due;           /* R_* bits still to read in this pass */
+  int full_pass;     /* this pass read all three files */
+  int absent;        /* R_* bits found missing in this pass */
+  int pass_new;      /* R_* bits of the files that gave bytes in this pass */
+  growbuf small;     /* the exit file's contents */
+  int64_t missing_since_ms; /* started, files not there yet: since when */
+  long poll_ms;      /* the fallback poll's period, backing off */
+} kept_files;
+
+/* How the process ended, or what tells it. */
+typedef struct track_end {
+  int known, code;   /* the exit status is known, and it */
+  char status[64];
+  int gone;          /* the process no longer exists */
+  int killed;        /* e2b_req_proc_killed: our caller killed the group */
+  int parked;        /* it was PH_PARKED when it ended (the end's status says so) */
+  int64_t exit_file_ms; /* when the watch saw the exit file written; -1: no longer timed */
+  int exit_late;     /* the stream is late: read the exit file although it holds */
+} track_end;
+
 typedef struct track_state {
   e2b_req *self;     /* the op this state drives (its watch subscription's key) */
   e2b_sbx *sbx;
+  track_phase phase;
+  int kept;          /* output saved in the sandbox: it comes from the files */
   char *tag;
   char *prefix;      /* E2B_KEPT_ROOT/<hex tag>: the kept files are prefix.out, ... */
   const char *name;  /* the prefix's last component */
-  track_phase phase;
-  int kept;          /* output saved in the sandbox: it comes from the files */
   uint32_t pid;
   int started;       /* START emitted */
   int envd_started;  /* envd said its start (of the wrapper, when wrapped) */
-  int announces;     /* the wrapper says E2B_WRAPPER_READY before it runs the program */
   char *cmd;         /* the caller's program, for the error when it cannot start */
-  int64_t off[2];    /* bytes received of stdout, stderr */
-  int64_t told[2];   /* the largest size the watch told of stdout, stderr */
-  int large;         /* its kept files are large (forget.c removes them at once) */
-  int told_all;      /* R_* bits of files whose every growth since our last read the watch tells */
   e2b_req *live;     /* the Start stream, then a Connect by tag; not kept: the output too */
   e2b_req *list;     /* attach: finding the pid/tag */
   e2b_req *read;     /* a file read in flight */
   e2b_req *look;     /* gone.c's look at the control plane: is the sandbox gone? */
   int64_t looked_ms; /* a look found it there then: the next no sooner than LOOK_GAP_MS later */
-  int reading;       /* R_* of the read in flight */
-  int64_t read_got;  /* bytes the read in flight gave so far */
-  int streaming;     /* R_* bits of files whose last read gave STREAMING_READ */
-  int64_t exit_file_ms; /* when the watch saw the exit file written; -1: no longer timed */
-  int exit_late;     /* the stream is late: read the exit file although it holds */
-  int due;           /* R_* bits still to read in this pass */
-  int full_pass;     /* this pass read all three files */
-  int absent;        /* R_* bits found missing in this pass */
-  growbuf small;     /* exit file contents */
-  int exit_known, exit_code;
-  char status[64];
-  int nonempty;      /* from the wrapper: bit 0 out, bit 1 err; -1 not said */
-  int inlined;       /* from the wrapper: bit 0 out, bit 1 err came in wout/werr */
-  growbuf wout, werr; /* the wrapper's own stdout and stderr (bounded) */
-  int wover;         /* they were more than a wrapper writes: not ours to trust */
-  char start_err[8]; /* the wrapper could not start the command */
-  int gone;          /* the process no longer exists */
-  int pass_new;      /* R_* bits of the files that gave bytes in this pass */
+  wrapper_report said;
+  kept_files files;
+  track_end end;
   int subscribed;    /* woken by the sandbox's watch */
   int park_mode;     /* PARK_NEVER (attach, run(), E2B_TRACK_NO_PARK), PARK_ALWAYS, PARK_BEYOND_HELD */
   int holds;         /* running on with its stream kept: one of its loop's streams_held */
-  int killed;        /* e2b_req_proc_killed: our caller killed the group */
-  int ended_parked;  /* it was PH_PARKED when it ended (the end's status says so) */
   int64_t park_at;   /* when it may park (0: not timed yet) */
   int at_end;        /* read nothing while the process runs and its stream holds */
   int64_t timer_at[T_COUNT]; /* each purpose's deadline (e2b_now_ms); 0: not armed */
-  int64_t missing_since_ms; /* started, files not there yet: since when */
-  long poll_ms;
   int64_t last_contact_ms;
   long idle_ms;
   int64_t reconnect_at;
@@ -252,13 +267,13 @@ static void envd_start(e2b_req *op, track_state *s, uint32_t pid) {
   if (!s->pid) s->pid = pid;
   s->envd_started = 1;
   e2b_startq_release(s->sbx->client->loop, &s->start);
-  if (!s->announces) emit_start(op, s);
+  if (!s->said.announces) emit_start(op, s);
 }
 
 /* Whether n is the wrapper's announcement (its first stdout byte), which
  * is taken off n. */
 static int announcement(const track_state *s, queued *n) {
-  if (!s->announces || s->started || n->ev.type != E2B_EVENT_STDOUT || !n->ev.len ||
+  if (!s->said.announces || s->started || n->ev.type != E2B_EVENT_STDOUT || !n->ev.len ||
       n->ev.data[0] != E2B_WRAPPER_READY[0])
     return 0;
   memmove((uint8_t *)n->ev.data, n->ev.data + 1, --n->ev.len);
@@ -269,7 +284,7 @@ static int announcement(const track_state *s, queued *n) {
 /* The command never started: report it as envd reports a Start it refuses. */
 static void fail_start(e2b_req *op, track_state *s) {
   e2b_error err;
-  int eacces = strcmp(s->start_err, "EACCES") == 0;
+  int eacces = strcmp(s->said.start_err, "EACCES") == 0;
   e2b_err_set(&err, E2B_ERR_INVALID_ARGUMENT, op->op, "failed to start process '%s': %s", s->cmd ? s->cmd : "",
                eacces ? strerror(EACCES) : strerror(ENOENT));
   fail(op, &err);
@@ -278,13 +293,13 @@ static void fail_start(e2b_req *op, track_state *s) {
 /* What the wrapper's stderr said before its announcement: "!" and why the
  * program could not start. */
 static void start_refusal(track_state *s) {
-  if (s->werr.len > 1 && s->werr.data[0] == '!')
-    snprintf(s->start_err, sizeof s->start_err, "%.*s", (int)s->werr.len - 1, s->werr.data + 1);
+  if (s->said.err.len > 1 && s->said.err.data[0] == '!')
+    snprintf(s->said.start_err, sizeof s->said.start_err, "%.*s", (int)s->said.err.len - 1, s->said.err.data + 1);
 }
 
 static void finish_with_end(e2b_req *op, track_state *s) {
   let_go(op, s);
-  if (emit(op, E2B_EVENT_END, NULL, 0, s->exit_code, s->status) != 0) return nomem(op);
+  if (emit(op, E2B_EVENT_END, NULL, 0, s->end.code, s->end.status) != 0) return nomem(op);
   e2b_op_finish(op, NULL);
 }
 
@@ -328,8 +343,8 @@ static int timers_fired(e2b_req *op, track_state *s) {
 
 /* The fallback poll, backing off up to POLL_MAX_MS. */
 static void poll_later(e2b_req *op, track_state *s) {
-  timer_set(op, s, T_POLL, s->poll_ms);
-  if (s->poll_ms < POLL_MAX_MS) s->poll_ms *= 2;
+  timer_set(op, s, T_POLL, s->files.poll_ms);
+  if (s->files.poll_ms < POLL_MAX_MS) s->files.poll_ms *= 2;
 }
 
 /* ---- a sandbox that may be gone: a look a second while envd fails ---- */
@@ -367,7 +382,7 @@ static int look_step(e2b_req *op, track_state *s) {
     fail(op, &said);
     return 1;
   }
-  if (s->kept && !s->timer_at[T_POLL]) timer_set(op, s, T_POLL, s->poll_ms);
+  if (s->kept && !s->timer_at[T_POLL]) timer_set(op, s, T_POLL, s->files.poll_ms);
   return 0;
 }
 
@@ -377,9 +392,9 @@ static int look_step(e2b_req *op, track_state *s) {
  * aside (bounded): it may say why the program could not start. */
 static void live_data(e2b_req *op, track_state *s, queued *n) {
   if (announcement(s, n)) emit_start(op, s);
-  if (s->announces && !s->started) {
-    if (s->werr.len + n->ev.len > INLINE_MAX || e2b_growbuf_append(&s->werr, n->ev.data, n->ev.len) != 0)
-      s->wover = 1;
+  if (s->said.announces && !s->started) {
+    if (s->said.err.len + n->ev.len > INLINE_MAX || e2b_growbuf_append(&s->said.err, n->ev.data, n->ev.len) != 0)
+      s->said.over = 1;
     free(n);
     return;
   }
@@ -392,10 +407,10 @@ static void live_data(e2b_req *op, track_state *s, queued *n) {
  * start; what else it wrote is handed on as stderr. */
 static void live_end(e2b_req *op, track_state *s) {
   if (s->started) return finish_with_end(op, s);
-  if (!s->wover) start_refusal(s);
-  if (s->start_err[0]) return fail_start(op, s);
+  if (!s->said.over) start_refusal(s);
+  if (s->said.start_err[0]) return fail_start(op, s);
   emit_start(op, s);
-  if (s->werr.len && emit(op, E2B_EVENT_STDERR, (const uint8_t *)s->werr.data, s->werr.len, 0, NULL) != 0)
+  if (s->said.err.len && emit(op, E2B_EVENT_STDERR, (const uint8_t *)s->said.err.data, s->said.err.len, 0, NULL) != 0)
     return nomem(op);
   finish_with_end(op, s);
 }
@@ -411,9 +426,9 @@ static void live_step(e2b_req *op, track_state *s) {
       free(n);
       break;
     case E2B_EVENT_END:
-      s->exit_known = 1;
-      s->exit_code = n->ev.exit_code;
-      snprintf(s->status, sizeof s->status, "%s", n->ev.status ? n->ev.status : "");
+      s->end.known = 1;
+      s->end.code = n->ev.exit_code;
+      snprintf(s->end.status, sizeof s->end.status, "%s", n->ev.status ? n->ev.status : "");
       free(n);
       return live_end(op, s);
     default:
@@ -440,36 +455,36 @@ static int64_t larger(int64_t a, int64_t b) { return a > b ? a : b; }
 /* Tells forget.c once the kept files are large, so that closing the
  * handle removes them at once. */
 static void note_size(track_state *s) {
-  if (s->large || !s->kept || !s->tag) return;
-  s->large = e2b_kept_large(s->sbx, s->tag, larger(s->off[0], s->told[0]) + larger(s->off[1], s->told[1]));
+  if (s->files.large || !s->kept || !s->tag) return;
+  s->files.large = e2b_kept_large(s->sbx, s->tag, larger(s->files.off[0], s->files.told[0]) + larger(s->files.off[1], s->files.told[1]));
 }
 
 static void wake(e2b_req *op, char file, int64_t size) {
   track_state *s = op->state;
   if (file == 'g') { /* the watch's list no longer shows our process */
-    if (s->phase == PH_PARKED && !s->exit_known) s->gone = 1;
+    if (s->phase == PH_PARKED && !s->end.known) s->end.gone = 1;
     e2b_op_kick(op);
     return;
   }
   /* The watch is lost: a parked reader is followed by its stream again. */
-  if (!file && !e2b_outwatch_live(s->sbx)) s->told_all = 0;
+  if (!file && !e2b_outwatch_live(s->sbx)) s->files.told_all = 0;
   if (!file && s->phase == PH_PARKED && !e2b_outwatch_live(s->sbx)) unpark(op, s);
   int which = file == 'o' ? R_OUT : file == 'e' ? R_ERR : file == 'x' ? R_EXIT : -1;
   if (file && which < 0) return;
-  if (which >= 0 && which < R_EXIT && size > s->told[which]) {
-    s->told[which] = size;
+  if (which >= 0 && which < R_EXIT && size > s->files.told[which]) {
+    s->files.told[which] = size;
     note_size(s);
   }
   /* A size we already have is nothing new (the file was created or closed). */
-  if (which >= 0 && which < R_EXIT && size >= 0 && size <= s->off[which]) return;
+  if (which >= 0 && which < R_EXIT && size >= 0 && size <= s->files.off[which]) return;
   if (which == R_EXIT && size == 0) return;
   /* The wrapper makes the exit file holding just the boot id (36 bytes);
    * only a longer one holds the status. */
   if (which == R_EXIT && size >= 0 && size <= E2B_BOOT_ID_LEN) return;
-  if (which == R_EXIT && !s->exit_file_ms) s->exit_file_ms = e2b_now_ms();
-  s->due |= which >= 0 ? 1 << which : DUE_ALL;
+  if (which == R_EXIT && !s->end.exit_file_ms) s->end.exit_file_ms = e2b_now_ms();
+  s->files.due |= which >= 0 ? 1 << which : DUE_ALL;
   if (s->read || s->phase == PH_DRAINING || s->timer_at[T_COALESCE]) return;
-  if (which >= 0 && (s->streaming & (1 << which))) {
+  if (which >= 0 && (s->files.streaming & (1 << which))) {
     e2b_op_kick(op); /* output streams: every millisecond of delay is lost rate */
     return;
   }
@@ -478,23 +493,23 @@ static void wake(e2b_req *op, char file, int64_t size) {
 
 /* Returns whether a read must catch up with what the watch did not see. */
 static int subscribe(e2b_req *op, track_state *s) {
-  if (s->subscribed || s->exit_known || s->gone) return 1;
+  if (s->subscribed || s->end.known || s->end.gone) return 1;
   int rc = e2b_outwatch_subscribe(s->sbx, E2B_KEPT_ROOT, s->name, op, wake);
   s->subscribed = rc >= 0;
-  if (rc == 0) s->told_all = 1 << R_OUT | 1 << R_ERR; /* unchanged since the watch's start */
+  if (rc == 0) s->files.told_all = 1 << R_OUT | 1 << R_ERR; /* unchanged since the watch's start */
   return rc != 0;
 }
 
 /* What the wrapper's own stream said, once it ended: the flags letter, the
  * inlined files, or that the command could not start. */
 static void wrapper_said(track_state *s) {
-  if (s->wover) return;
-  char last = s->wout.len ? s->wout.data[s->wout.len - 1] : 0;
+  if (s->said.over) return;
+  char last = s->said.out.len ? s->said.out.data[s->said.out.len - 1] : 0;
   if (last >= 'a' && last <= 'p') {
     int flags = last - 'a';
-    s->nonempty = flags & 3;
-    s->inlined = flags >> 2;
-    s->wout.len--;
+    s->said.nonempty = flags & 3;
+    s->said.inlined = flags >> 2;
+    s->said.out.len--;
   } else {
     start_refusal(s);
   }
@@ -503,14 +518,14 @@ static void wrapper_said(track_state *s) {
 /* Hands out an inlined file past what was already read; returns whether it
  * was inlined (then it needs no read). */
 static int take_inline(e2b_req *op, track_state *s, int which) {
-  if (!(s->inlined & (1 << which))) return 0;
-  growbuf *b = which == R_OUT ? &s->wout : &s->werr;
-  if ((int64_t)b->len > s->off[which]) {
-    size_t from = (size_t)s->off[which];
+  if (!(s->said.inlined & (1 << which))) return 0;
+  growbuf *b = which == R_OUT ? &s->said.out : &s->said.err;
+  if ((int64_t)b->len > s->files.off[which]) {
+    size_t from = (size_t)s->files.off[which];
     if (emit(op, which == R_OUT ? E2B_EVENT_STDOUT : E2B_EVENT_STDERR, (const uint8_t *)b->data + from,
              b->len - from, 0, NULL) != 0)
       return 0;
-    s->off[which] = (int64_t)b->len;
+    s->files.off[which] = (int64_t)b->len;
   }
   return 1;
 }
@@ -519,7 +534,7 @@ static int take_inline(e2b_req *op, track_state *s, int which) {
 static void kept_started(e2b_req *op, track_state *s) {
   if (s->started) return;
   emit_start(op, s);
-  if (!s->at_end && !s->exit_known) timer_set(op, s, T_FIRST_PASS, FIRST_PASS_MS);
+  if (!s->at_end && !s->end.known) timer_set(op, s, T_FIRST_PASS, FIRST_PASS_MS);
 }
 
 static void stream_event(e2b_req *op, track_state *s, queued *n) {
@@ -528,19 +543,19 @@ static void stream_event(e2b_req *op, track_state *s, queued *n) {
     envd_start(op, s, n->ev.pid);
     if (!heard && s->started && !s->at_end) timer_set(op, s, T_FIRST_PASS, FIRST_PASS_MS);
   } else if (n->ev.type == E2B_EVENT_END) {
-    s->exit_known = 1;
-    s->exit_code = n->ev.exit_code;
-    snprintf(s->status, sizeof s->status, "%s", n->ev.status ? n->ev.status : "");
+    s->end.known = 1;
+    s->end.code = n->ev.exit_code;
+    snprintf(s->end.status, sizeof s->end.status, "%s", n->ev.status ? n->ev.status : "");
     wrapper_said(s);
-    if (!s->start_err[0]) kept_started(op, s); /* ended before it announced (say, no files) */
+    if (!s->said.start_err[0]) kept_started(op, s); /* ended before it announced (say, no files) */
   } else if (announcement(s, n)) {
     kept_started(op, s);
-    s->werr.len = 0; /* nothing the wrapper wrote before is the command's */
-    if (n->ev.len && e2b_growbuf_append(&s->wout, n->ev.data, n->ev.len) != 0) s->wover = 1;
+    s->said.err.len = 0; /* nothing the wrapper wrote before is the command's */
+    if (n->ev.len && e2b_growbuf_append(&s->said.out, n->ev.data, n->ev.len) != 0) s->said.over = 1;
   } else if (n->ev.type == E2B_EVENT_STDOUT || n->ev.type == E2B_EVENT_STDERR) {
-    growbuf *b = n->ev.type == E2B_EVENT_STDOUT ? &s->wout : &s->werr;
+    growbuf *b = n->ev.type == E2B_EVENT_STDOUT ? &s->said.out : &s->said.err;
     if (b->len + n->ev.len > INLINE_MAX + 1 || e2b_growbuf_append(b, n->ev.data, n->ev.len) != 0)
-      s->wover = 1;
+      s->said.over = 1;
   }
   s->last_contact_ms = e2b_now_ms();
   s->looked_ms = 0;
@@ -551,7 +566,7 @@ static void stream_event(e2b_req *op, track_state *s, queued *n) {
  * a tag is only matched in its list; the tag serves while no pid is known). */
 static void stream_step(e2b_req *op, track_state *s) {
   if (!s->live) {
-    if (s->phase == PH_PARKED || s->exit_known || s->gone || e2b_now_ms() < s->reconnect_at) return;
+    if (s->phase == PH_PARKED || s->end.known || s->end.gone || e2b_now_ms() < s->reconnect_at) return;
     e2b_error err;
     s->live = e2b_op_child(op, e2b_proc_connect_stream(s->sbx, s->pid, s->pid ? NULL : s->tag, s->idle_ms,
                                                        E2B_STREAM_EVENTS, &err));
@@ -567,20 +582,20 @@ static void stream_step(e2b_req *op, track_state *s) {
   const e2b_error *err = e2b_req_error(s->live);
   /* Cut after envd's start but before the wrapper's announcement: the
    * files tell the rest, as after any cut. */
-  if (!s->started && s->envd_started && !s->start_err[0]) kept_started(op, s);
-  if (!s->started && !s->start_err[0]) {
+  if (!s->started && s->envd_started && !s->said.start_err[0]) kept_started(op, s);
+  if (!s->started && !s->said.start_err[0]) {
     e2b_error protocol;
     if (!err) e2b_err_set(&protocol, E2B_ERR_PROTOCOL, op->op, "process stream ended before its start");
     return fail(op, err ? err : &protocol);
   }
-  if (err && err->code == E2B_ERR_NOT_FOUND) s->gone = 1;
+  if (err && err->code == E2B_ERR_NOT_FOUND) s->end.gone = 1;
   e2b_error cut = {0};
   if (err) cut = *err;
   e2b_req_free(s->live);
   s->live = NULL;
-  s->reconnect_at = e2b_now_ms() + s->poll_ms;
-  s->due |= DUE_ALL; /* whatever happened meanwhile is in the files */
-  if (!s->gone && err) look_if_dead(op, s, &cut);
+  s->reconnect_at = e2b_now_ms() + s->files.poll_ms;
+  s->files.due |= DUE_ALL; /* whatever happened meanwhile is in the files */
+  if (!s->end.gone && err) look_if_dead(op, s, &cut);
 }
 
 static const char *const file_ext[] = {"out", "err", "exit"};
@@ -598,9 +613,9 @@ static const char *const file_ext[] = {"out", "err", "exit"};
  * status line. */
 static long read_buffer(const track_state *s, int which) {
   if (which == R_EXIT) return E2B_SMALL_READ_BUFFER;
-  if (s->streaming & (1 << which)) return E2B_FILE_IO_BUFFER;
-  int64_t left = s->told[which] > s->off[which] ? s->told[which] - s->off[which] : 0;
-  left += (s->told_all & (1 << which)) ? E2B_SMALL_READ_BUFFER : UNKNOWN_READ_BUFFER;
+  if (s->files.streaming & (1 << which)) return E2B_FILE_IO_BUFFER;
+  int64_t left = s->files.told[which] > s->files.off[which] ? s->files.told[which] - s->files.off[which] : 0;
+  left += (s->files.told_all & (1 << which)) ? E2B_SMALL_READ_BUFFER : UNKNOWN_READ_BUFFER;
   return left < E2B_FILE_IO_BUFFER ? (long)left : E2B_FILE_IO_BUFFER;
 }
 
@@ -608,29 +623,29 @@ static void start_read(e2b_req *op, track_state *s, int which) {
   char path[512];
   snprintf(path, sizeof path, "%s.%s", s->prefix, file_ext[which]);
   e2b_error err;
-  s->reading = which;
-  s->read_got = 0;
-  s->small.len = 0;
-  s->read = e2b_op_child(op, e2b_file_read_sized(s->sbx, path, "root", which < R_EXIT ? s->off[which] : 0,
+  s->files.reading = which;
+  s->files.read_got = 0;
+  s->files.small.len = 0;
+  s->read = e2b_op_child(op, e2b_file_read_sized(s->sbx, path, "root", which < R_EXIT ? s->files.off[which] : 0,
                                                  read_buffer(s, which), &err));
   if (!s->read) {
-    s->due = 0;
-    timer_set(op, s, T_POLL, s->poll_ms);
+    s->files.due = 0;
+    timer_set(op, s, T_POLL, s->files.poll_ms);
   }
 }
 
 static void take_read(e2b_req *op, track_state *s) {
   queued *n;
   while (!over_cap(op) && (n = e2b_req_pop_node(s->read))) {
-    if (s->reading <= R_ERR) {
-      n->ev.type = s->reading == R_OUT ? E2B_EVENT_STDOUT : E2B_EVENT_STDERR;
+    if (s->files.reading <= R_ERR) {
+      n->ev.type = s->files.reading == R_OUT ? E2B_EVENT_STDOUT : E2B_EVENT_STDERR;
       n->ev.pid = s->pid;
-      s->off[s->reading] += (int64_t)n->ev.len;
-      s->read_got += (int64_t)n->ev.len;
-      if (n->ev.len) s->pass_new |= 1 << s->reading;
+      s->files.off[s->files.reading] += (int64_t)n->ev.len;
+      s->files.read_got += (int64_t)n->ev.len;
+      if (n->ev.len) s->files.pass_new |= 1 << s->files.reading;
       e2b_req_push_node(op, n);
     } else {
-      if (s->small.len < 256) e2b_growbuf_append(&s->small, n->ev.data, n->ev.len);
+      if (s->files.small.len < 256) e2b_growbuf_append(&s->files.small, n->ev.data, n->ev.len);
       free(n);
     }
   }
@@ -641,27 +656,27 @@ static void take_read(e2b_req *op, track_state *s) {
  * newline the file holds only the boot id: the command has not ended. */
 
 static void read_exit_file(track_state *s) {
-  if (s->exit_known) return;
-  if (!s->small.len || s->small.data[s->small.len - 1] != '\n') {
-    s->exit_file_ms = s->exit_late = 0; /* not written yet: its next event times it again */
+  if (s->end.known) return;
+  if (!s->files.small.len || s->files.small.data[s->files.small.len - 1] != '\n') {
+    s->end.exit_file_ms = s->end.exit_late = 0; /* not written yet: its next event times it again */
     return;
   }
   long parsed;
-  if (e2b_kept_status(s->small.data, s->small.len, &parsed) < 0 || parsed < -64 || parsed > 255) {
-    s->exit_file_ms = s->exit_late = 0;
+  if (e2b_kept_status(s->files.small.data, s->files.small.len, &parsed) < 0 || parsed < -64 || parsed > 255) {
+    s->end.exit_file_ms = s->end.exit_late = 0;
     return;
   }
   int code = (int)parsed;
   /* 126 or 127 and no output may be a command that could not start, which
    * only the wrapper's stream tells (fail_start): that waits for it. */
-  if ((code == 126 || code == 127) && !s->off[0] && !s->off[1] && s->live && !e2b_req_done(s->live)) {
-    s->exit_late = 0;
+  if ((code == 126 || code == 127) && !s->files.off[0] && !s->files.off[1] && s->live && !e2b_req_done(s->live)) {
+    s->end.exit_late = 0;
     return;
   }
-  s->exit_known = 1;
-  s->exit_code = code < 0 ? -1 : code;
-  if (code < 0) e2b_signal_status(-code, s->status, sizeof s->status);
-  else snprintf(s->status, sizeof s->status, "exit status %d", code);
+  s->end.known = 1;
+  s->end.code = code < 0 ? -1 : code;
+  if (code < 0) e2b_signal_status(-code, s->end.status, sizeof s->end.status);
+  else snprintf(s->end.status, sizeof s->end.status, "exit status %d", code);
 }
 
 /* A read ended: 416 is "nothing past our offset", 404 "not there (yet)". */
@@ -679,10 +694,10 @@ static int read_ended(e2b_req *op, track_state *s) {
     return -1;
   }
   if (err && status != 416 && !absent) {
-    s->due = 0;
+    s->files.due = 0;
     if (look_if_dead(op, s, err)) return -1;
     int64_t contact = s->last_contact_ms;
-    if ((s->phase == PH_PARKED || s->ended_parked) && e2b_outwatch_contact(s->sbx) > contact)
+    if ((s->phase == PH_PARKED || s->end.parked) && e2b_outwatch_contact(s->sbx) > contact)
       contact = e2b_outwatch_contact(s->sbx);
     if (e2b_now_ms() - contact > s->idle_ms) {
       e2b_error idle = *err;
@@ -698,14 +713,14 @@ static int read_ended(e2b_req *op, track_state *s) {
   }
   s->last_contact_ms = e2b_now_ms();
   s->looked_ms = 0;
-  if (absent) s->absent |= 1 << s->reading;
+  if (absent) s->files.absent |= 1 << s->files.reading;
   /* read to its end: from here on the watch tells each growth */
-  if (s->reading < R_EXIT && s->subscribed && e2b_outwatch_live(s->sbx)) s->told_all |= 1 << s->reading;
-  if (s->reading < R_EXIT) {
-    s->streaming &= ~(1 << s->reading);
-    if (s->read_got >= STREAMING_READ) s->streaming |= 1 << s->reading;
+  if (s->files.reading < R_EXIT && s->subscribed && e2b_outwatch_live(s->sbx)) s->files.told_all |= 1 << s->files.reading;
+  if (s->files.reading < R_EXIT) {
+    s->files.streaming &= ~(1 << s->files.reading);
+    if (s->files.read_got >= STREAMING_READ) s->files.streaming |= 1 << s->files.reading;
   }
-  if (s->reading == R_EXIT && !absent) read_exit_file(s);
+  if (s->files.reading == R_EXIT && !absent) read_exit_file(s);
   return 0;
 }
 
@@ -713,8 +728,8 @@ static int read_ended(e2b_req *op, track_state *s) {
  * under the wrapper: its files are on their way, so look again (bounded). */
 static void files_missing(e2b_req *op, track_state *s) {
   int64_t now = e2b_now_ms();
-  if (s->started && !s->missing_since_ms) s->missing_since_ms = now;
-  if (s->started && now - s->missing_since_ms < KEPT_GRACE_MS) return poll_later(op, s);
+  if (s->started && !s->files.missing_since_ms) s->files.missing_since_ms = now;
+  if (s->started && now - s->files.missing_since_ms < KEPT_GRACE_MS) return poll_later(op, s);
   e2b_error err;
   if (s->started)
     e2b_err_set(&err, E2B_ERR_NOT_FOUND, op->op,
@@ -741,39 +756,39 @@ static void output_lost(e2b_req *op, track_state *s) {
 /* What an ended process still needs read: a file the wrapper called empty
  * holds nothing past offset 0. */
 static int final_due(const track_state *s) {
-  int due = s->exit_known ? 0 : 1 << R_EXIT;
-  if (s->nonempty < 0 || (s->nonempty & 1) || s->off[0]) due |= 1 << R_OUT;
-  if (s->nonempty < 0 || (s->nonempty & 2) || s->off[1]) due |= 1 << R_ERR;
+  int due = s->end.known ? 0 : 1 << R_EXIT;
+  if (s->said.nonempty < 0 || (s->said.nonempty & 1) || s->files.off[0]) due |= 1 << R_OUT;
+  if (s->said.nonempty < 0 || (s->said.nonempty & 2) || s->files.off[1]) due |= 1 << R_ERR;
   return due;
 }
 
 /* PH_DRAINING: a pass is over: finish, or read on until nothing comes. */
 static void drain_pass_over(e2b_req *op, track_state *s, int full, int absent, int fresh) {
-  if (full && absent == DUE_ALL && !s->exit_known) return output_lost(op, s);
-  if (s->exit_known || !fresh) {
+  if (full && absent == DUE_ALL && !s->end.known) return output_lost(op, s);
+  if (s->end.known || !fresh) {
     /* The wrapper records every end but SIGKILL's, so one that was
      * running when it parked, gone with no status, was SIGKILLed; one
      * found already gone may have ended with an earlier boot. */
-    if (!s->exit_known) {
-      s->exit_code = -1;
-      snprintf(s->status, sizeof s->status, "%s",
-               s->killed || s->ended_parked ? "signal: killed" : "killed (no exit status recorded)");
+    if (!s->end.known) {
+      s->end.code = -1;
+      snprintf(s->end.status, sizeof s->end.status, "%s",
+               s->end.killed || s->end.parked ? "signal: killed" : "killed (no exit status recorded)");
     }
     return finish_with_end(op, s);
   }
-  s->due = final_due(s); /* gone without an exit status: read until nothing comes */
+  s->files.due = final_due(s); /* gone without an exit status: read until nothing comes */
 }
 
 /* A pass is over: finish (draining), or decide when to look again. */
 static void pass_over(e2b_req *op, track_state *s) {
-  int full = s->full_pass, absent = s->absent, fresh = s->pass_new;
-  s->full_pass = 0;
-  s->absent = 0;
-  s->pass_new = 0;
+  int full = s->files.full_pass, absent = s->files.absent, fresh = s->files.pass_new;
+  s->files.full_pass = 0;
+  s->files.absent = 0;
+  s->files.pass_new = 0;
   if (s->phase == PH_DRAINING) return drain_pass_over(op, s, full, absent, fresh);
-  if (full && absent == DUE_ALL && !s->exit_known) return files_missing(op, s);
-  s->missing_since_ms = 0;
-  if (s->exit_known || s->gone) return;
+  if (full && absent == DUE_ALL && !s->end.known) return files_missing(op, s);
+  s->files.missing_since_ms = 0;
+  if (s->end.known || s->end.gone) return;
   /* A file that just gave bytes is likely still growing. Without a live
    * watch it is read again at once; with one, its next event says so (an
    * event with a size past our offset, or none said, sets what is due
@@ -781,20 +796,20 @@ static void pass_over(e2b_req *op, track_state *s) {
    * stat comes after it). Otherwise, without a live watch, a backing-off
    * poll. */
   int watched = s->subscribed && e2b_outwatch_live(s->sbx);
-  if (fresh) s->poll_ms = POLL_MIN_MS;
-  if (!watched) s->due |= fresh;
-  if (!s->due && !watched) poll_later(op, s);
+  if (fresh) s->files.poll_ms = POLL_MIN_MS;
+  if (!watched) s->files.due |= fresh;
+  if (!s->files.due && !watched) poll_later(op, s);
 }
 
 /* Once the exit file was seen EXIT_GRACE_MS ago, it is read although the
  * stream holds; until then, T_EXIT_GRACE is due by that time. */
 static void exit_overdue(e2b_req *op, track_state *s) {
-  if (s->exit_file_ms <= 0 || s->exit_known) return;
-  int64_t at = s->exit_file_ms + EXIT_GRACE_MS;
+  if (s->end.exit_file_ms <= 0 || s->end.known) return;
+  int64_t at = s->end.exit_file_ms + EXIT_GRACE_MS;
   if (at <= e2b_now_ms()) {
-    s->exit_file_ms = -1;
-    s->exit_late = 1;
-    s->due |= 1 << R_EXIT;
+    s->end.exit_file_ms = -1;
+    s->end.exit_late = 1;
+    s->files.due |= 1 << R_EXIT;
   } else if (s->timer_at[T_EXIT_GRACE] != at) {
     s->timer_at[T_EXIT_GRACE] = at;
     rearm(op, s);
@@ -806,13 +821,13 @@ static void exit_overdue(e2b_req *op, track_state *s) {
  * stream (header comment). */
 static void park_check(e2b_req *op, track_state *s) {
   if (s->phase != PH_RUNNING || s->park_mode == PARK_NEVER || s->holds || !s->tag || !s->live ||
-      e2b_req_done(s->live) || s->exit_known || s->gone || s->start_err[0])
+      e2b_req_done(s->live) || s->end.known || s->end.gone || s->said.start_err[0])
     return;
   int64_t now = e2b_now_ms();
   if (!s->park_at) s->park_at = now + PARK_AFTER_MS;
   long wait_ms = (long)(s->park_at - now);
   if (wait_ms <= 0 && s->park_mode == PARK_BEYOND_HELD && hold(s)) return;
-  if (wait_ms <= 0 && !s->subscribed) s->due |= subscribe(op, s) ? DUE_ALL : 0;
+  if (wait_ms <= 0 && !s->subscribed) s->files.due |= subscribe(op, s) ? DUE_ALL : 0;
   if (wait_ms <= 0 && s->subscribed && e2b_outwatch_live(s->sbx)) {
     e2b_req_free(s->live);
     s->live = NULL;
@@ -831,7 +846,7 @@ static int read_step(e2b_req *op, track_state *s) {
   take_read(op, s);
   if (!e2b_req_done(s->read) || s->read->queue_head) return 1;
   if (read_ended(op, s) != 0) return 1;
-  if (!s->due) pass_over(op, s);
+  if (!s->files.due) pass_over(op, s);
   return op->done;
 }
 
@@ -841,19 +856,19 @@ static int read_step(e2b_req *op, track_state *s) {
  * before) or, if it fails, when it is lost. */
 static void timers_step(e2b_req *op, track_state *s) {
   if (!(timers_fired(op, s) & (1 << T_FIRST_PASS | 1 << T_POLL))) return;
-  if (s->phase == PH_DRAINING) s->due |= final_due(s);
-  else if (!s->subscribed) s->due |= subscribe(op, s) ? DUE_ALL : 0;
-  else s->due |= DUE_ALL; /* the fallback poll */
+  if (s->phase == PH_DRAINING) s->files.due |= final_due(s);
+  else if (!s->subscribed) s->files.due |= subscribe(op, s) ? DUE_ALL : 0;
+  else s->files.due |= DUE_ALL; /* the fallback poll */
 }
 
 /* Starts the next read of what is due (the exit file only when the stream
  * is late or gone: while it holds, the end comes from it). */
 static void next_read(e2b_req *op, track_state *s) {
-  if (s->exit_known || (s->live && !e2b_req_done(s->live) && !s->exit_late)) s->due &= ~(1 << R_EXIT);
-  if (!s->due || s->timer_at[T_COALESCE] || over_cap(op)) return;
-  if (s->due == DUE_ALL) s->full_pass = 1;
-  int which = s->due & 1 ? R_OUT : s->due & 2 ? R_ERR : R_EXIT;
-  s->due &= ~(1 << which);
+  if (s->end.known || (s->live && !e2b_req_done(s->live) && !s->end.exit_late)) s->files.due &= ~(1 << R_EXIT);
+  if (!s->files.due || s->timer_at[T_COALESCE] || over_cap(op)) return;
+  if (s->files.due == DUE_ALL) s->files.full_pass = 1;
+  int which = s->files.due & 1 ? R_OUT : s->files.due & 2 ? R_ERR : R_EXIT;
+  s->files.due &= ~(1 << which);
   start_read(op, s, which);
 }
 
@@ -862,12 +877,12 @@ static void next_read(e2b_req *op, track_state *s) {
 static int drain(e2b_req *op, track_state *s) {
   timers_clear(op, s);
   unsubscribe(op, s);
-  s->ended_parked = s->phase == PH_PARKED;
+  s->end.parked = s->phase == PH_PARKED;
   s->phase = PH_DRAINING;
-  s->due = final_due(s);
-  if (take_inline(op, s, R_OUT)) s->due &= ~(1 << R_OUT);
-  if (take_inline(op, s, R_ERR)) s->due &= ~(1 << R_ERR);
-  return !s->due;
+  s->files.due = final_due(s);
+  if (take_inline(op, s, R_OUT)) s->files.due &= ~(1 << R_OUT);
+  if (take_inline(op, s, R_ERR)) s->files.due &= ~(1 << R_ERR);
+  return !s->files.due;
 }
 
 /* PH_RUNNING and PH_PARKED: read as the watch or the poll says, park when
@@ -875,7 +890,7 @@ static int drain(e2b_req *op, track_state *s) {
 static void running_step(e2b_req *op, track_state *s) {
   if (read_step(op, s)) return;
   timers_step(op, s);
-  if ((s->exit_known || s->gone) && drain(op, s)) return finish_with_end(op, s);
+  if ((s->end.known || s->end.gone) && drain(op, s)) return finish_with_end(op, s);
   park_check(op, s);
   exit_overdue(op, s);
   next_read(op, s);
@@ -896,7 +911,7 @@ static void kept_step(e2b_req *op, track_state *s) {
   if (e2b_sbx_gone(s->sbx)) return fail(op, e2b_sbx_gone(s->sbx));
   stream_step(op, s);
   if (op->done || s->look) return;
-  if (s->start_err[0] && s->exit_known) return fail_start(op, s);
+  if (s->said.start_err[0] && s->end.known) return fail_start(op, s);
   if (s->phase == PH_STARTING && s->started) s->phase = PH_RUNNING;
   switch (s->phase) {
   case PH_RUNNING:
@@ -922,10 +937,10 @@ static void found(e2b_req *op, track_state *s, int listed) {
   }
   s->phase = PH_RUNNING;
   s->last_contact_ms = e2b_now_ms();
-  s->due = DUE_ALL;
+  s->files.due = DUE_ALL;
   /* The command may have ended while its wrapper still runs (the stream
    * then ends later): the first pass reads the exit file too. */
-  s->exit_late = 1;
+  s->end.exit_late = 1;
   if (listed) subscribe(op, s);
   kept_step(op, s);
 }
@@ -947,7 +962,7 @@ static void list_step(e2b_req *op, track_state *s) {
   e2b_req_free(s->list);
   s->list = NULL;
   if (!listed) {
-    s->gone = 1;
+    s->end.gone = 1;
     if (!s->tag) {
       e2b_error nf;
       e2b_err_set(&nf, E2B_ERR_NOT_FOUND, op->op, "no process with pid %u", s->pid);
@@ -960,7 +975,7 @@ static void list_step(e2b_req *op, track_state *s) {
   } else if (set_prefix(s) != 0) {
     return nomem(op);
   }
-  if (!s->kept && (s->off[0] || s->off[1])) {
+  if (!s->kept && (s->files.off[0] || s->files.off[1])) {
     e2b_error un;
     e2b_err_set(&un, E2B_ERR_UNSUPPORTED, op->op,
                 "process %u keeps no output, so offsets cannot be honoured", s->pid);
@@ -988,7 +1003,7 @@ static void track_advance(e2b_req *op) {
 static const e2b_op_kind track_kind = {
     .size = sizeof(track_state), .release = track_release,
     .children = E2B_FIELDS(TRACK_AT(live), TRACK_AT(list), TRACK_AT(read), TRACK_AT(look)),
-    .bufs = E2B_FIELDS(TRACK_AT(small), TRACK_AT(wout), TRACK_AT(werr)),
+    .bufs = E2B_FIELDS(TRACK_AT(files.small), TRACK_AT(said.out), TRACK_AT(said.err)),
     .allocs = E2B_FIELDS(TRACK_AT(forgets), TRACK_AT(user), TRACK_AT(tag), TRACK_AT(prefix), TRACK_AT(cmd)),
     .holds = E2B_OP_HOLDS_SBX, .ref = TRACK_AT(sbx), .key = TRACK_AT(tag)};
 
@@ -1002,8 +1017,8 @@ static e2b_req *new_op(e2b_sbx *sbx, const char *op, const char *tag, long idle_
   s->self = s->start.op = req;
   s->idle_ms = idle_ms > 0 ? idle_ms : E2B_DEFAULT_IDLE_TIMEOUT_MS;
   s->kept = 1;
-  s->nonempty = -1;
-  s->poll_ms = POLL_MIN_MS;
+  s->said.nonempty = -1;
+  s->files.poll_ms = POLL_MIN_MS;
   return req;
 }
 
@@ -1036,7 +1051,7 @@ static int launch(track_state *s, const e2b_proc_opts *opts, int env_replace, e2
     return -1;
   }
   w.opts.tag = s->tag;
-  s->announces = w.announces;
+  s->said.announces = w.announces;
   /* A kept command's stream carries its events; its output goes to files. */
   s->live = e2b_proc_start_stream(s->sbx, &w.opts, s->kept ? E2B_STREAM_EVENTS : 0, err);
   e2b_wrapped_free(&w);
@@ -1116,8 +1131,8 @@ e2b_req *e2b_proc_attach(e2b_sbx *sbx, uint32_t pid, const char *tag, int64_t st
   track_state *s = req->state;
   s->pid = pid;
   s->phase = PH_FINDING;
-  s->off[0] = stdout_offset;
-  s->off[1] = stderr_offset;
+  s->files.off[0] = stdout_offset;
+  s->files.off[1] = stderr_offset;
   if (!(s->list = e2b_op_child(req, e2b_proc_list(sbx, err)))) {
     e2b_req_free(req);
     return NULL;
@@ -1151,15 +1166,15 @@ int e2b_req_proc_tracked(const e2b_req *req) {
 
 int e2b_req_proc_parked(const e2b_req *req) {
   const track_state *s = tstate(req);
-  return s ? s->phase == PH_PARKED || s->ended_parked : 0;
+  return s ? s->phase == PH_PARKED || s->end.parked : 0;
 }
 
 void e2b_req_proc_killed(e2b_req *req) {
   track_state *s = tstate(req);
   if (!s || req->done) return;
-  s->killed = 1;
-  if (s->phase == PH_PARKED && !s->exit_known && !s->gone) {
-    s->gone = 1;
+  s->end.killed = 1;
+  if (s->phase == PH_PARKED && !s->end.known && !s->end.gone) {
+    s->end.gone = 1;
     e2b_op_kick(req);
   }
 }
