@@ -310,19 +310,19 @@ static int req_drain(lua_State *L) {
   return 2;
 }
 
-/* process() -> { pid, tag, kept, tracked, parked } of a tracked process stream */
+/* process() -> { pid, tag, kept, parked } of a process stream of e2b_proc_track
+ * (kept: its output is saved in the sandbox) */
 static int req_process(lua_State *L) {
   req_ud *r = check_req(L);
-  lua_createtable(L, 0, 5);
+  lua_createtable(L, 0, 4);
   e2bL_set_int(L, "pid", e2b_req_proc_pid(r->req));
   e2bL_set_str(L, "tag", e2b_req_proc_tag(r->req));
-  e2bL_set_str(L, "kept", e2b_req_proc_kept(r->req));
-  e2bL_set_bool(L, "tracked", e2b_req_proc_tracked(r->req) != 0);
+  e2bL_set_bool(L, "kept", e2b_req_proc_kept(r->req) != NULL);
   e2bL_set_bool(L, "parked", e2b_req_proc_parked(r->req) != 0);
   return 1;
 }
 
-/* killed() -> tells a tracked process stream its caller killed the process */
+/* killed() -> tells a process stream of e2b_proc_track its caller killed the process */
 static int req_killed(lua_State *L) {
   e2b_req_proc_killed(check_req(L)->req);
   return 0;

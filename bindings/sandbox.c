@@ -44,12 +44,13 @@ static sbx_ud *check_proc(lua_State *L, proc_target *t) {
   return u;
 }
 
-/* Reads {cmd, args, env, cwd, user, tag, stdin, pty_cols, pty_rows,
+/* Reads {cmd, args, shell, env, cwd, user, tag, stdin, pty_cols, pty_rows,
  * timeout_ms, keepalive_s, idle_timeout_ms} at t. */
 static void read_proc_opts(lua_State *L, int t, e2b_proc_opts *o) {
   memset(o, 0, sizeof *o);
   o->cmd = e2bL_opt_string(L, t, "cmd");
   o->args = e2bL_opt_strings(L, t, "args", &o->arg_count);
+  o->shell = e2bL_opt_string(L, t, "shell");
   o->env = e2bL_opt_kvs(L, t, "env", &o->env_count);
   o->cwd = e2bL_opt_string(L, t, "cwd");
   o->user = e2bL_opt_string(L, t, "user");

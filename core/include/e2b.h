@@ -597,7 +597,12 @@ typedef struct e2b_proc_info {
 E2B_EXPORT size_t e2b_req_proc_count(const e2b_req *req);
 E2B_EXPORT const e2b_proc_info *e2b_req_proc_at(const e2b_req *req, size_t i);
 
-/* -- tracked processes: output kept in the sandbox, read by offset -- */
+/* -- kept output: a process's output saved in the sandbox, read by offset --
+ * One name for one concept: "kept" is output saved in the sandbox (the
+ * wrapper's files; e2b_req_proc_kept, e2b_proc_info.kept, E2B_TRACK_NO_KEEP
+ * turns it off, the Lua option keep_output). e2b_proc_track's stream is a
+ * process stream, kept or not. e2b_run_opts.keep (all, tail, none) is
+ * something else: what a run collects in memory for its result. */
 
 /* Starts opts wrapped so that its stdout and stderr go to private files
  * (/tmp/.e2b-proc/<hex tag>.out and .err), with the sandbox boot id it
@@ -605,7 +610,7 @@ E2B_EXPORT const e2b_proc_info *e2b_req_proc_at(const e2b_req *req, size_t i);
  * stream of events like e2b_proc_start's, read from those files at the
  * offsets already handed out, so a dropped connection, an idle budget or a
  * paused sandbox loses or repeats no byte; one watch per sandbox says when
- * they grew. Every tracked process gets a
+ * they grew. Every such process gets a
  * tag (opts->tag or a generated one); signals and input go by tag.
  * E2B_TRACK_ENV_REPLACE: names, never values, travel on the command line.
  * PTY processes are never kept (their output is a terminal, not a file). */
@@ -630,23 +635,24 @@ E2B_EXPORT const e2b_proc_info *e2b_req_proc_at(const e2b_req *req, size_t i);
 #define E2B_TRACK_NO_PARK 16u
 E2B_EXPORT e2b_req *e2b_proc_track(e2b_sbx *sbx, const e2b_proc_opts *opts, unsigned flags, e2b_error *err);
 /* Reattaches to a process by pid (tag NULL) or tag and continues its output
- * from the given offsets (bytes already consumed). A tracked process's
+ * from the given offsets (bytes already consumed). A kept process's
  * output is read from the start, so any client continues exactly where a
- * reader stopped; an untracked one can only be followed from now (offsets
+ * reader stopped; one not kept can only be followed from now (offsets
  * must then be 0). */
 E2B_EXPORT e2b_req *e2b_proc_attach(e2b_sbx *sbx, uint32_t pid, const char *tag, int64_t stdout_offset,
                          int64_t stderr_offset, long idle_timeout_ms, e2b_error *err);
 E2B_EXPORT uint32_t e2b_req_proc_pid(const e2b_req *req);
 E2B_EXPORT const char *e2b_req_proc_tag(const e2b_req *req);
-/* The path prefix of a tracked process's kept files: PREFIX.out, .err and
+/* The path prefix of a kept process's files: PREFIX.out, .err and
  * .exit (the sandbox boot id when it started, then the exit status; an older
- * wrapper kept the boot id in PREFIX.boot). NULL when not tracked. */
+ * wrapper kept the boot id in PREFIX.boot). NULL when its output is not kept. */
 E2B_EXPORT const char *e2b_req_proc_kept(const e2b_req *req);
+/* Deprecated: e2b_req_proc_kept(req) != NULL says the same. */
 E2B_EXPORT int e2b_req_proc_tracked(const e2b_req *req);
-/* Whether a tracked process's own stream is parked (closed while it runs
+/* Whether a kept process's own stream is parked (closed while it runs
  * long: its end then comes from its kept files; see track.c). */
 E2B_EXPORT int e2b_req_proc_parked(const e2b_req *req);
-/* Tells a tracked process stream that its caller killed the process group
+/* Tells a process stream of e2b_proc_track that its caller killed the process group
  * (e2b_proc_kill succeeded): a parked one then ends at once, as envd reports
  * a SIGKILL ("signal: killed", exit code -1), not when the watch's process
  * list misses it. A status its files already hold still wins. */
@@ -660,11 +666,11 @@ E2B_EXPORT void e2b_req_proc_killed(e2b_req *req);
  * when it runs or could not be looked at. Gone is final: sbx remembers it,
  * and its later envd calls fail with that error without a request. NULL
  * when err needs no look, sbx is already known gone (or no memory: report
- * err as it is). Runs and tracked processes ask it themselves. */
+ * err as it is). Runs and e2b_proc_track's streams ask it themselves. */
 E2B_EXPORT e2b_req *e2b_sbx_explain(e2b_sbx *sbx, const e2b_error *err);
-/* Removes a tracked process's kept files (a file already gone is no error). */
+/* Removes a process's kept files (a file already gone is no error). */
 E2B_EXPORT e2b_req *e2b_proc_forget(e2b_sbx *sbx, const char *tag, e2b_error *err);
-/* The same, lazily: a later tracked command of user (NULL: "user") or of
+/* The same, lazily: a later kept command of user (NULL: "user") or of
  * root in this sandbox removes them in the background once several wait
  * (root's: the next root command), so cleanup after a short command costs
  * no request and mostly no process; output a reader saw reach a MiB is
@@ -1062,7 +1068,7 @@ E2B_EXPORT size_t e2b_output_dropped(const e2b_output *o);
 E2B_EXPORT e2b_keep e2b_output_keep(const e2b_output *o);
 E2B_EXPORT void e2b_output_free(e2b_output *o);
 
-/* The boot id of the sandbox a tracked process (by tag) started under,
+/* The boot id of the sandbox a kept process (by tag) started under,
  * from its kept files; the wrapper writes it as its first step, so a
  * process just started is waited for (at most 5 s). Result:
  * e2b_req_boot_id. E2B_ERR_NOT_FOUND when it was not recorded. */

@@ -597,6 +597,18 @@ void e2b_nameset_add(e2b_nameset *set, const char *name, size_t len);
 int e2b_nameset_maybe(const e2b_nameset *set, const char *name, size_t len);
 void e2b_nameset_clear(e2b_nameset *set); /* empty again, nothing allocated */
 
+/* ---- shline.c: how the wrapper runs a kept command string ---- */
+
+typedef enum e2b_sh_plan {
+  E2B_SH_SUBSHELL,   /* eval in a subshell: any string */
+  E2B_SH_OWN_SHELL,  /* one call of a harmless builtin: in the wrapper's own shell */
+  E2B_SH_EXEC,       /* one simple command of a plainly named program: exec'd by the subshell */
+  E2B_SH_LIST_EXEC   /* a `;` list whose last part is such a program: the rest, then exec it */
+} e2b_sh_plan;
+/* The plan for the command string s; *tail: E2B_SH_LIST_EXEC's last part
+ * (a pointer into s), else NULL. */
+e2b_sh_plan e2b_sh_plan_of(const char *s, const char **tail);
+
 /* ---- outwatch.c: one WatchDir stream per sandbox wakes kept-output readers ---- */
 typedef void (*e2b_wake_fn)(e2b_req *op, char file, int64_t size);
 /* op is woken (wake(op, c, size)) when an entry named `<prefix>.<c>...` of

@@ -1,6 +1,6 @@
 --- e2b.process: commands in a sandbox (docs/manual.md, "Process" and sbx:run).
 --
--- A process is a tracked stream from libe2b: its output is also kept in the
+-- A process is a process stream of libe2b's e2b_proc_track: its output is also kept in the
 -- sandbox and the stream falls back to reading it by offset, so a reader
 -- never loses or repeats a byte, and sbx:attach() continues from offsets on
 -- any client. Output is taken from the core's bounded queue as it is read:
@@ -22,7 +22,8 @@ local M = {}
 -- @type Process
 -- @field pid the process id in the sandbox
 -- @field tag the tag naming it (signals and input go by tag)
--- @field tracked true when its output is kept in the sandbox (attach() can continue it)
+-- @field kept true when its output is kept in the sandbox (attach() can continue it)
+-- @field tracked deprecated: the same as kept
 local Process = rt.class(M, "Process")
 
 local adapter = rt.adapter
@@ -91,15 +92,15 @@ local function check_command(op, cmd, opts, spec)
   return check.options(op, opts, spec)
 end
 
--- The core start options for a command string (run by bash -l, as E2B's
--- SDKs do) or an argv array (no shell).
+-- The core start options for a command string (shell: the core runs it
+-- with bash -l -c, as E2B's SDKs do) or an argv array (no shell).
 local function start_opts(port, cmd, o)
   local start = {
     env = o.env, cwd = o.cwd, user = o.user or port.user, tag = o.tag,
     stdin = o.stdin ~= nil, timeout_ms = o.timeout_ms, idle_timeout_ms = o.idle_timeout_ms,
   }
   if type(cmd) == "string" then
-    start.cmd, start.args = "/bin/bash", { "-l", "-c", cmd }
+    start.shell = cmd
   else
     start.cmd = cmd[1]
     start.args = {}
@@ -124,11 +125,11 @@ end
 -- Ends the process group and removes kept output without waiting (the
 -- finalizer's way, and a cancel token's).
 function Process:_end_unattended()
-  local kept = self.tracked and self.tag
+  local kept = self.kept and self.tag
   if not self._exit and not self._killed then
     -- a kept command's files go once its wrapper is gone, which writes last
     if kept then return self._port.call("end_async", self.pid, self.tag) end
-    self._port.call("stop_async", self.pid, self.tracked)
+    self._port.call("stop_async", self.pid, self.kept)
   end
   if kept then self._port.call("forget_async", self.tag, self._user) end
 end
@@ -139,7 +140,8 @@ local function new_process(port, req, info, offsets)
   local self = setmetatable({
     pid = info.pid,
     tag = info.tag,
-    tracked = info.tracked,
+    kept = info.kept,
+    tracked = info.kept, -- deprecated name of kept
     _port = port,
     _req = req,
     _offsets = { stdout = offsets and offsets.stdout or 0, stderr = offsets and offsets.stderr or 0,
@@ -529,7 +531,7 @@ end
 -- @treturn string
 -- @return or nil for a process whose output is not kept, or nil, err
 function Process:boot_id()
-  if not self.tracked or not self.tag then return nil end
+  if not self.kept or not self.tag then return nil end
   if self._boot_id then return self._boot_id end
   -- Where and when it is recorded is the core's business (e2b_proc_boot_id).
   local id, err = self._port.envd(self._port.call("boot_id", self.tag))
@@ -560,7 +562,7 @@ function Process:close()
   if not self._detached then
     if not self._exit and not self._killed then self:kill() end
     -- Cleanup need not be waited for: the loop sends it unattended.
-    if self.tracked and self.tag then self._port.call("forget_async", self.tag, self._user) end
+    if self.kept and self.tag then self._port.call("forget_async", self.tag, self._user) end
   end
   if self._feeding then self._feeding:close() end
   self._req:close()

@@ -177,7 +177,7 @@ function Sandbox:run(cmd, opts)
 end
 
 --- Continues a process's output exactly where a reader stopped, from any
--- client. An untracked process is followed from now (offsets 0).
+-- client. A process whose output is not kept is followed from now (offsets 0).
 -- @param target a pid (integer) or a tag (string)
 -- @tparam[opt] table opts
 -- @tparam[opt] table opts.offsets { stdout = n, stderr = m }: bytes already taken (default 0)

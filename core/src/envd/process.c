@@ -142,19 +142,6 @@ int e2b_proc_opts_check(const e2b_proc_opts *o, e2b_error *err) {
   return 0;
 }
 
-const e2b_proc_opts *e2b_proc_opts_spelled(const e2b_proc_opts *o, e2b_proc_opts *tmp, const char *argv[3]) {
-  if (!o || !o->shell) return o;
-  *tmp = *o;
-  argv[0] = "-l";
-  argv[1] = "-c";
-  argv[2] = o->shell;
-  tmp->cmd = "/bin/bash";
-  tmp->args = argv;
-  tmp->arg_count = 3;
-  tmp->shell = NULL;
-  return tmp;
-}
-
 e2b_req *e2b_proc_start(e2b_sbx *sbx, const e2b_proc_opts *o, e2b_error *err) {
   return e2b_proc_start_stream(sbx, o, 0, err);
 }

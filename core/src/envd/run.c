@@ -35,7 +35,7 @@ typedef struct run_state {
   uint32_t pid;
   char *tag;       /* its tag: a kill finds it by tag in envd's list */
   char *user;      /* whose commands may remove the kept files */
-  int tracked;     /* its output is kept in files, forgotten afterwards */
+  int kept;        /* its output is kept in files, forgotten afterwards */
   int pty;         /* it runs on a pty: the result has its output */
   int started, ended, finished;
   uint8_t *stdin_data;
@@ -64,8 +64,8 @@ static void run_release(void *p) {
   run_state *s = p;
   if (s->started && !s->finished && !s->ended) {
     /* Dropped mid-run (canceled): the group is not left behind. */
-    e2b_proc_stop_async(s->sbx, s->pid, s->tracked);
-    if (s->tracked) e2b_proc_forget_later(s->sbx, s->tag, s->user);
+    e2b_proc_stop_async(s->sbx, s->pid, s->kept);
+    if (s->kept) e2b_proc_forget_later(s->sbx, s->tag, s->user);
   }
   e2b_output_free(s->out);
 }
@@ -106,7 +106,7 @@ static e2b_run_result *make_result(run_state *s, int pty) {
 static void finish_run(e2b_req *op, run_state *s) {
   const e2b_error *err = s->fail.code != E2B_OK ? &s->fail : NULL;
   s->finished = 1;
-  if (s->tracked && s->started) e2b_proc_forget_later(s->sbx, s->tag, s->user);
+  if (s->kept && s->started) e2b_proc_forget_later(s->sbx, s->tag, s->user);
   op->result = make_result(s, s->pty);
   op->result_free = run_result_free;
   if (!op->result && !err) {
@@ -357,7 +357,7 @@ e2b_req *e2b_run_with(e2b_sbx *sbx, const e2b_proc_opts *opts, const e2b_run_opt
     e2b_proc_opts later = *opts;
     if (later.timeout_ms > 0) later.timeout_ms += KILL_SETTLE_MS; /* see KILL_SETTLE_MS */
     s->stream = e2b_proc_track(sbx, &later, flags, err);
-    s->tracked = s->stream && e2b_req_proc_tracked(s->stream);
+    s->kept = s->stream && e2b_req_proc_kept(s->stream) != NULL;
   } else {
     s->stream = e2b_proc_start(sbx, opts, err);
   }

@@ -150,7 +150,7 @@ static const char SH_LINE[] = "eval \"$E2B_PROC\"; " SH_SUBSHELL;
 /* bash -c execs a lone simple command instead of forking it, so a signal
  * that ends the command ends the shell, and envd reports the signal. A
  * string that is one simple command of an external program
- * (sh_external_only decides) is exec'd by the subshell too: a signal's end
+ * (shline.c decides) is exec'd by the subshell too: a signal's end
  * then reaches the wrapper as the subshell's, reported in the exit file, not
  * as status 128+N with bash's job message in the command's stderr, and the
  * command costs one fork, not two. A function of that name, aliases turned
@@ -162,7 +162,7 @@ static const char SH_LINE_EXEC[] = "eval \"$E2B_PROC\"; " SH_SUBSHELL_RUNNING(SH
 
 /* bash -c also execs the last command of a `;` list (`cd /src; make`),
  * after the rest ran, when no trap is set: when a string's last part is such
- * a program (sh_list_tail finds it, and it comes in E2B_TAIL, read and
+ * a program (shline.c finds it, and it comes in E2B_TAIL, read and
  * removed first), the subshell runs the rest and then execs that part,
  * looked up once the rest ran (which may change PATH). */
 static const char SH_LINE_LIST_EXEC[] =
@@ -170,7 +170,7 @@ static const char SH_LINE_LIST_EXEC[] =
     SH_SUBSHELL_RUNNING("eval \"${__c%\"$__x\"}\"; " SH_EXEC("__x"));
 
 /* A command string that is one call of a builtin that can neither end,
- * replace nor trap the shell, and that reads no variable (sh_builtin_only
+ * replace nor trap the shell, and that reads no variable (shline.c
  * decides), runs in the wrapper's own shell: the subshell above, which keeps
  * `exit`, `exec`, traps and the wrapper's variables away from the command, is
  * a fork of a login shell, a third of the wrapper's cost (bench/README.md).
@@ -180,105 +180,7 @@ static const char SH_LINE_OWN[] =
     "eval \"$E2B_PROC\"; if " SH_REDEFINED("1") "; then " SH_SUBSHELL
     "; else { __c=$1; set --; BASH_ARGV0=/bin/bash; eval \"$__c\"; } >>\"$__p.out\" 2>>\"$__p.err\"; __e2b_end $?; fi";
 
-/* Whether the n bytes at w are one of the count words. */
-static int word_in(const char *w, size_t n, const char *const *words, size_t count) {
-  for (size_t i = 0; i < count; i++)
-    if (strlen(words[i]) == n && strncmp(w, words[i], n) == 0) return 1;
-  return 0;
-}
-
-/* bash 5's builtins and reserved words: a first word that is one of these
- * is never exec'd (a loadable builtin a profile enabled is not known here,
- * and would run as the program of its name). */
-static int bash_word(const char *w, size_t n) {
-  static const char *const words[] = {
-      ".", ":", "[", "alias", "bg", "bind", "break", "builtin", "caller", "cd", "command", "compgen",
-      "complete", "compopt", "continue", "declare", "dirs", "disown", "echo", "enable", "eval", "exec",
-      "exit", "export", "false", "fc", "fg", "getopts", "hash", "help", "history", "jobs", "kill", "let",
-      "local", "logout", "mapfile", "popd", "printf", "pushd", "pwd", "read", "readarray", "readonly",
-      "return", "set", "shift", "shopt", "source", "suspend", "test", "times", "trap", "true", "type",
-      "typeset", "ulimit", "umask", "unalias", "unset", "wait", "if", "then", "else", "elif", "fi",
-      "case", "esac", "for", "select", "while", "until", "do", "done", "in", "function", "time", "{",
-      "}", "!", "[[", "]]", "coproc"};
-  return word_in(w, n, words, sizeof words / sizeof *words);
-}
-
-/* Whether the first word of s, w bytes, plainly names a program: no
- * assignment, path, quote or expansion in it, not a bash word. */
-static int sh_plain_program(const char *s, size_t w) {
-  return w > 0 && strcspn(s, "=/'\"\\$*?[~#") >= w && !bash_word(s, w);
-}
-
-/* Whether s is one simple command of a program named by a plain first word,
- * with no list, pipe, redirection, subshell, substitution or continued line. */
-static int sh_external_only(const char *s) {
-  return s[strcspn(s, ";&|()<>`\n\r\t")] == '\0' && sh_plain_program(s, strcspn(s, " "));
-}
-
-/* Whether all of s up to end is blank. */
-static int blank_until(const char *s, const char *end) {
-  while (s < end && *s == ' ') s++;
-  return s == end;
-}
-
-/* Whether p starts what bash could read as more than a word's characters:
- * an escape, a substitution, an expansion in braces. */
-static int sh_hidden(const char *p) {
-  return *p == '\\' || *p == '`' || (*p == '$' && (p[1] == '(' || p[1] == '{'));
-}
-
-/* The end of the quoted piece at p ('...' or "..." with nothing hidden in
- * it), or NULL. */
-static const char *sh_quote_end(const char *p) {
-  const char *q = strchr(p + 1, *p);
-  if (!q) return NULL;
-  for (const char *r = p + 1; *p == '"' && r < q; r++)
-    if (sh_hidden(r)) return NULL;
-  return q;
-}
-
-/* Where the last part of s starts when s is a list of parts split by `;`
- * (a part may hold `&&`) whose last part, after at most one space, is one
- * simple command of a plainly named program; else NULL. Quotes are
- * followed, so a `;` in them is no separator; nothing else that could hide
- * a `;` or make one not the list's may appear (escape, substitution, braced
- * expansion, subshell, comment, redirection, pipe, background, line break),
- * nor an empty part or operand of `&&`, nor a trap (bash -c forks then). A
- * part that opens a compound command leaves a closing word (`fi`, `done`,
- * `}`) as the last part, which is never a program. */
-static const char *sh_list_tail(const char *s) {
-  if (strstr(s, "trap")) return NULL;
-  const char *operand = s, *last = NULL; /* what follows the last `;` or `&&` */
-  int and_in_last = 0;
-  for (const char *p = s; *p; p++) {
-    if (*p == '\'' || *p == '"') {
-      if (!(p = sh_quote_end(p))) return NULL;
-      continue;
-    }
-    int and = *p == '&' && p[1] == '&' && p[2] != '&';
-    if (sh_hidden(p) || strchr("()<>|#\n\r\t", *p) || (*p == '&' && !and)) return NULL;
-    if (*p != ';' && !and) continue;
-    if (blank_until(operand, p)) return NULL;
-    p += and;
-    operand = p + 1;
-    if (and) and_in_last = last != NULL;
-    else last = operand, and_in_last = 0;
-  }
-  if (!last || and_in_last) return NULL;
-  if (*last == ' ') last++;
-  return sh_plain_program(last, strcspn(last, " ")) ? last : NULL;
-}
-
-/* Whether s is one call of a builtin that cannot end, replace or trap the
- * shell or set a variable, with no expansion of a variable, no command
- * substitution, redirection, pipe, list or continued line. */
-static int sh_builtin_only(const char *s) {
-  static const char *const names[] = {"true", "false", ":", "echo", "pwd", "test", "["};
-  return word_in(s, strcspn(s, " "), names, sizeof names / sizeof *names) &&
-         s[strcspn(s, "$`;&|<>()\\\n\r\t")] == '\0';
-}
-
-/* The same environment pruning for untracked commands: a PTY's exec'd at
+/* The same environment pruning for commands not kept: a PTY's exec'd at
  * once; any other's program is looked up first, as the kept wrapper does
  * (exec would only look up builtins' names too), and the same first byte
  * or "!ENOENT"/"!EACCES" tells the start or why it could not be. */
@@ -315,7 +217,7 @@ static size_t wrap_args(const char **args, const e2b_proc_opts *opts, const char
   size_t a = 0;
   int keep = prefix != NULL;
   if (sh_script) {
-    const char *line[] = {"-l", "-c", sh_script, "e2b-sh", prefix, opts->args[2]};
+    const char *line[] = {"-l", "-c", sh_script, "e2b-sh", prefix, opts->shell};
     for (size_t i = 0; i < 6; i++) args[a++] = line[i];
     return a;
   }
@@ -330,20 +232,31 @@ static size_t wrap_args(const char **args, const e2b_proc_opts *opts, const char
   return a;
 }
 
-/* The kept command string of opts (bash -l -c S), or NULL. */
-static const char *kept_string(const e2b_proc_opts *opts, const char *prefix) {
-  int sh = prefix && strcmp(opts->cmd, "/bin/bash") == 0 && opts->arg_count == 3 &&
-           strcmp(opts->args[0], "-l") == 0 && strcmp(opts->args[1], "-c") == 0;
-  return sh ? opts->args[2] : NULL;
+/* A command string is run as /bin/bash -l -c S, as E2B's SDKs run one:
+ * the one place that spells it out (a kept one is run by the wrapper, as
+ * bash -l -c SH_LINE e2b-sh PREFIX S, never parsed back out of an argv). */
+const e2b_proc_opts *e2b_proc_opts_spelled(const e2b_proc_opts *o, e2b_proc_opts *tmp, const char *argv[3]) {
+  if (!o || !o->shell) return o;
+  *tmp = *o;
+  argv[0] = "-l";
+  argv[1] = "-c";
+  argv[2] = o->shell;
+  tmp->cmd = "/bin/bash";
+  tmp->args = argv;
+  tmp->arg_count = 3;
+  tmp->shell = NULL;
+  return tmp;
 }
 
-/* The script that starts the kept command string s; *tail: the last part
- * of a list that it execs, or NULL. */
+/* The script that starts the kept command string s (shline.c decides
+ * which); *tail: the last part of a list that it execs, or NULL. */
 static const char *sh_script(const char *s, const char **tail) {
-  *tail = NULL;
-  if (sh_builtin_only(s)) return SH_LINE_OWN;
-  if (sh_external_only(s)) return SH_LINE_EXEC;
-  return (*tail = sh_list_tail(s)) ? SH_LINE_LIST_EXEC : SH_LINE;
+  switch (e2b_sh_plan_of(s, tail)) {
+  case E2B_SH_OWN_SHELL: return SH_LINE_OWN;
+  case E2B_SH_EXEC: return SH_LINE_EXEC;
+  case E2B_SH_LIST_EXEC: return SH_LINE_LIST_EXEC;
+  default: return SH_LINE;
+  }
 }
 
 /* The caller's env, then what the wrapper reads (names, never values;
@@ -362,6 +275,11 @@ static size_t wrap_env(e2b_kv *env, const e2b_proc_opts *opts, int keep, int par
 int e2b_wrap(e2b_wrapped *w, const e2b_proc_opts *opts, const char *prefix, int env_replace,
              const char *forgets, int parkable) {
   memset(w, 0, sizeof *w);
+  /* A kept command string (opts->shell) is run by the wrapper itself;
+   * any other is spelled out as the argv /bin/bash -l -c S first. */
+  const char *str = prefix ? opts->shell : NULL, *tail = NULL, *argv[3];
+  e2b_proc_opts spelled;
+  if (!str) opts = e2b_proc_opts_spelled(opts, &spelled, argv);
   w->names = env_replace ? env_names(opts->env, opts->env_count) : NULL;
   w->args = calloc(opts->arg_count + 6, sizeof *w->args);
   w->env = calloc(opts->env_count + 4, sizeof *w->env);
@@ -372,7 +290,7 @@ int e2b_wrap(e2b_wrapped *w, const e2b_proc_opts *opts, const char *prefix, int 
   w->opts = *opts;
   w->opts.cmd = prefix || env_replace ? "/bin/bash" : opts->cmd;
   w->opts.args = w->args;
-  const char *str = kept_string(opts, prefix), *tail = NULL;
+  w->opts.shell = NULL;
   const char *script = str ? sh_script(str, &tail) : NULL;
   w->opts.arg_count = wrap_args(w->args, opts, prefix, env_replace, script);
   w->opts.env = w->env;

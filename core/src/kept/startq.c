@@ -28,6 +28,7 @@ e2b_proc_opts *e2b_proc_opts_dup(const e2b_proc_opts *o) {
   d->env = NULL;
   int failed = 0;
   d->cmd = dup_or_null(o->cmd, &failed);
+  d->shell = dup_or_null(o->shell, &failed);
   d->cwd = dup_or_null(o->cwd, &failed);
   d->user = dup_or_null(o->user, &failed);
   d->tag = dup_or_null(o->tag, &failed);
@@ -48,6 +49,7 @@ e2b_proc_opts *e2b_proc_opts_dup(const e2b_proc_opts *o) {
 void e2b_proc_opts_free(e2b_proc_opts *o) {
   if (!o) return;
   free((char *)o->cmd);
+  free((char *)o->shell);
   free((char *)o->cwd);
   free((char *)o->user);
   free((char *)o->tag);

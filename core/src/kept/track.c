@@ -1,4 +1,6 @@
-/* track.c — tracked processes: byte-exact output polling.
+/* track.c — e2b_proc_track's process streams: kept output read back
+ * byte-exact, as a state machine of phases (track_phase below; the table
+ * is in docs/architecture.md, "Kept output, phase by phase").
  *
  * E2B's Connect streams only from "now", so a reader that loses its stream
  * would lose output. A kept process therefore runs under a small bash
@@ -75,58 +77,94 @@ enum { R_OUT, R_ERR, R_EXIT };
 enum { PARK_NEVER, PARK_ALWAYS, PARK_BEYOND_HELD };
 #define DUE_ALL 7
 
+/* Where a process's reader is: one handler per phase (track_advance,
+ * kept_step); the table of phases, events and transitions is in
+ * docs/architecture.md ("Kept output, phase by phase"). */
+typedef enum track_phase {
+  PH_WAIT_SLOT, /* a start past E2B_STARTS_IN_FLIGHT waits for a slot (its options copied) */
+  PH_FINDING,   /* attach: a process list says whether it runs and whether it is kept */
+  PH_LIVE,      /* not kept: its own stream is the output */
+  PH_STARTING,  /* kept: waiting for envd's start and the wrapper's announcement */
+  PH_RUNNING,   /* kept, running, its stream held: the files are read as they grow */
+  PH_PARKED,    /* kept, running, its stream closed: the end comes through the watch */
+  PH_DRAINING   /* kept, ended or gone: the files are read to their end */
+} track_phase;
+
+/* One timer per purpose; the op's one timer is armed for the earliest. */
+enum {
+  T_FIRST_PASS, /* FIRST_PASS_MS after the start: subscribe, or read what the watch missed */
+  T_COALESCE,   /* COALESCE_MS after a wake: reads wait for it */
+  T_POLL,       /* the backing-off fallback poll, and the retry after a failed read */
+  T_EXIT_GRACE, /* EXIT_GRACE_MS after the watch saw the exit file: read it though the stream holds */
+  T_PARK,       /* when a long command may park (PARK_AFTER_MS, then every PARK_RETRY_MS) */
+  T_COUNT
+};
+
+/* What a kept command's wrapper said on its own stream (bounded). */
+typedef struct wrapper_report {
+  int announces;     /* it says E2B_WRAPPER_READY before it runs the program */
+  int nonempty;      /* bit 0 out, bit 1 err; -1 not said */
+  int inlined;       /* bit 0 out, bit 1 err came in out/err */
+  growbuf out, err;  /* its own stdout and stderr (bounded) */
+  int over;          /* they were more than a wrapper writes: not ours to trust */
+  char start_err[8]; /* it could not start the command */
+} wrapper_report;
+
+/* The reading of the kept files, pass by pass. */
+typedef struct kept_files {
+  int64_t off[2];    /* bytes received of stdout, stderr */
+  int64_t told[2];   /* the largest size the watch told of stdout, stderr */
+  int told_all;      /* R_* bits of files whose every growth since our last read the watch tells */
+  int large;         /* they are large (forget.c removes them at once) */
+  int reading;       /* R_* of the read in flight */
+  int64_t read_got;  /* bytes the read in flight gave so far */
+  int streaming;     /* R_* bits of files whose last read gave STREAMING_READ */
+  int due;           /* R_* bits still to read in this pass */
+  int full_pass;     /* this pass read all three files */
+  int absent;        /* R_* bits found missing in this pass */
+  int pass_new;      /* R_* bits of the files that gave bytes in this pass */
+  growbuf small;     /* the exit file's contents */
+  int64_t missing_since_ms; /* started, files not there yet: since when */
+  long poll_ms;      /* the fallback poll's period, backing off */
+} kept_files;
+
+/* How the process ended, or what tells it. */
+typedef struct track_end {
+  int known, code;   /* the exit status is known, and it */
+  char status[64];
+  int gone;          /* the process no longer exists */
+  int killed;        /* e2b_req_proc_killed: our caller killed the group */
+  int parked;        /* it was PH_PARKED when it ended (the end's status says so) */
+  int64_t exit_file_ms; /* when the watch saw the exit file written; -1: no longer timed */
+  int exit_late;     /* the stream is late: read the exit file although it holds */
+} track_end;
+
 typedef struct track_state {
   e2b_req *self;     /* the op this state drives (its watch subscription's key) */
   e2b_sbx *sbx;
+  track_phase phase;
+  int kept;          /* output saved in the sandbox: it comes from the files */
   char *tag;
   char *prefix;      /* E2B_KEPT_ROOT/<hex tag>: the kept files are prefix.out, ... */
   const char *name;  /* the prefix's last component */
-  int tracked;       /* kept: output comes from the files */
   uint32_t pid;
   int started;       /* START emitted */
   int envd_started;  /* envd said its start (of the wrapper, when wrapped) */
-  int announces;     /* the wrapper says E2B_WRAPPER_READY before it runs the program */
   char *cmd;         /* the caller's program, for the error when it cannot start */
-  int64_t off[2];    /* bytes received of stdout, stderr */
-  int64_t told[2];   /* the largest size the watch told of stdout, stderr */
-  int large;         /* its kept files are large (forget.c removes them at once) */
-  int told_all;      /* R_* bits of files whose every growth since our last read the watch tells */
-  e2b_req *live;     /* the Start stream, then a Connect by tag; untracked: the output too */
+  e2b_req *live;     /* the Start stream, then a Connect by tag; not kept: the output too */
   e2b_req *list;     /* attach: finding the pid/tag */
   e2b_req *read;     /* a file read in flight */
   e2b_req *look;     /* gone.c's look at the control plane: is the sandbox gone? */
   int64_t looked_ms; /* a look found it there then: the next no sooner than LOOK_GAP_MS later */
-  int reading;       /* R_* of the read in flight */
-  int64_t read_got;  /* bytes the read in flight gave so far */
-  int streaming;     /* R_* bits of files whose last read gave STREAMING_READ */
-  int64_t exit_file_ms; /* when the watch saw the exit file written; -1: no longer timed */
-  int exit_late;     /* the stream is late: read the exit file although it holds */
-  int due;           /* R_* bits still to read in this pass */
-  int full_pass;     /* this pass read all three files */
-  int absent;        /* R_* bits found missing in this pass */
-  growbuf small;     /* exit file contents */
-  int exit_known, exit_code;
-  char status[64];
-  int nonempty;      /* from the wrapper: bit 0 out, bit 1 err; -1 not said */
-  int inlined;       /* from the wrapper: bit 0 out, bit 1 err came in wout/werr */
-  growbuf wout, werr; /* the wrapper's own stdout and stderr (bounded) */
-  int wover;         /* they were more than a wrapper writes: not ours to trust */
-  char start_err[8]; /* the wrapper could not start the command */
-  int gone;          /* the process no longer exists */
-  int final_pass;    /* ended: reading the files to their end */
-  int pass_new;      /* R_* bits of the files that gave bytes in this pass */
+  wrapper_report said;
+  kept_files files;
+  track_end end;
   int subscribed;    /* woken by the sandbox's watch */
   int park_mode;     /* PARK_NEVER (attach, run(), E2B_TRACK_NO_PARK), PARK_ALWAYS, PARK_BEYOND_HELD */
   int holds;         /* running on with its stream kept: one of its loop's streams_held */
-  int killed;        /* e2b_req_proc_killed: our caller killed the group */
-  int parked;        /* stream closed: the end comes from the exit file or the watch's list */
   int64_t park_at;   /* when it may park (0: not timed yet) */
-  int park_timer;    /* the armed timer is parking's */
   int at_end;        /* read nothing while the process runs and its stream holds */
-  int timer_armed;
-  int coalescing;    /* the timer delays reads woken by the watch */
-  int64_t missing_since_ms; /* started, files not there yet: since when */
-  long poll_ms;
+  int64_t timer_at[T_COUNT]; /* each purpose's deadline (e2b_now_ms); 0: not armed */
   int64_t last_contact_ms;
   long idle_ms;
   int64_t reconnect_at;
@@ -159,7 +197,7 @@ static void unsubscribe(e2b_req *op, track_state *s) {
   e2b_outwatch_unsubscribe(s->sbx, op);
 }
 
-/* What the loop and the sandbox lend a tracked process while it may run
+/* What the loop and the sandbox lend a kept process while it may run
  * on (a start slot, a held stream, the watch), given back once it ends or
  * goes: each give-back is a no-op when nothing is held. */
 static void let_go(e2b_req *op, track_state *s) {
@@ -229,13 +267,13 @@ static void envd_start(e2b_req *op, track_state *s, uint32_t pid) {
   if (!s->pid) s->pid = pid;
   s->envd_started = 1;
   e2b_startq_release(s->sbx->client->loop, &s->start);
-  if (!s->announces) emit_start(op, s);
+  if (!s->said.announces) emit_start(op, s);
 }
 
 /* Whether n is the wrapper's announcement (its first stdout byte), which
  * is taken off n. */
 static int announcement(const track_state *s, queued *n) {
-  if (!s->announces || s->started || n->ev.type != E2B_EVENT_STDOUT || !n->ev.len ||
+  if (!s->said.announces || s->started || n->ev.type != E2B_EVENT_STDOUT || !n->ev.len ||
       n->ev.data[0] != E2B_WRAPPER_READY[0])
     return 0;
   memmove((uint8_t *)n->ev.data, n->ev.data + 1, --n->ev.len);
@@ -246,7 +284,7 @@ static int announcement(const track_state *s, queued *n) {
 /* The command never started: report it as envd reports a Start it refuses. */
 static void fail_start(e2b_req *op, track_state *s) {
   e2b_error err;
-  int eacces = strcmp(s->start_err, "EACCES") == 0;
+  int eacces = strcmp(s->said.start_err, "EACCES") == 0;
   e2b_err_set(&err, E2B_ERR_INVALID_ARGUMENT, op->op, "failed to start process '%s': %s", s->cmd ? s->cmd : "",
                eacces ? strerror(EACCES) : strerror(ENOENT));
   fail(op, &err);
@@ -255,13 +293,13 @@ static void fail_start(e2b_req *op, track_state *s) {
 /* What the wrapper's stderr said before its announcement: "!" and why the
  * program could not start. */
 static void start_refusal(track_state *s) {
-  if (s->werr.len > 1 && s->werr.data[0] == '!')
-    snprintf(s->start_err, sizeof s->start_err, "%.*s", (int)s->werr.len - 1, s->werr.data + 1);
+  if (s->said.err.len > 1 && s->said.err.data[0] == '!')
+    snprintf(s->said.start_err, sizeof s->said.start_err, "%.*s", (int)s->said.err.len - 1, s->said.err.data + 1);
 }
 
 static void finish_with_end(e2b_req *op, track_state *s) {
   let_go(op, s);
-  if (emit(op, E2B_EVENT_END, NULL, 0, s->exit_code, s->status) != 0) return nomem(op);
+  if (emit(op, E2B_EVENT_END, NULL, 0, s->end.code, s->end.status) != 0) return nomem(op);
   e2b_op_finish(op, NULL);
 }
 
@@ -271,10 +309,42 @@ static int over_cap(e2b_req *op) {
   return 1;
 }
 
-static void arm(e2b_req *op, track_state *s, long ms) {
-  e2b_req_arm_timer(op, ms);
-  s->timer_armed = 1;
-  s->park_timer = 0;
+/* Arms the op's one timer for the earliest deadline, or disarms it. */
+static void rearm(e2b_req *op, const track_state *s) {
+  int64_t at = 0;
+  for (int t = 0; t < T_COUNT; t++)
+    if (s->timer_at[t] && (!at || s->timer_at[t] < at)) at = s->timer_at[t];
+  if (at) e2b_req_arm_timer(op, at - e2b_now_ms());
+  else e2b_req_disarm_timer(op);
+}
+
+static void timer_set(e2b_req *op, track_state *s, int t, long ms) {
+  s->timer_at[t] = e2b_now_ms() + ms;
+  rearm(op, s);
+}
+
+static void timers_clear(e2b_req *op, track_state *s) {
+  memset(s->timer_at, 0, sizeof s->timer_at);
+  e2b_req_disarm_timer(op);
+}
+
+/* The timers whose time came, as bits (1 << T_*), cleared. */
+static int timers_fired(e2b_req *op, track_state *s) {
+  int64_t now = e2b_now_ms();
+  int fired = 0;
+  for (int t = 0; t < T_COUNT; t++) {
+    if (!s->timer_at[t] || s->timer_at[t] > now) continue;
+    s->timer_at[t] = 0;
+    fired |= 1 << t;
+  }
+  if (fired) rearm(op, s);
+  return fired;
+}
+
+/* The fallback poll, backing off up to POLL_MAX_MS. */
+static void poll_later(e2b_req *op, track_state *s) {
+  timer_set(op, s, T_POLL, s->files.poll_ms);
+  if (s->files.poll_ms < POLL_MAX_MS) s->files.poll_ms *= 2;
 }
 
 /* ---- a sandbox that may be gone: a look a second while envd fails ---- */
@@ -298,7 +368,7 @@ static int look_if_dead(e2b_req *op, track_state *s, const e2b_error *err) {
 }
 
 /* The look ended: gone ends the op, else it goes on (kept) or fails with
- * what the look made of its error (untracked). 1 while the look runs or
+ * what the look made of its error (not kept). 1 while the look runs or
  * once the op ended. */
 static int look_step(e2b_req *op, track_state *s) {
   if (!s->look) return 0;
@@ -308,23 +378,23 @@ static int look_step(e2b_req *op, track_state *s) {
   e2b_req_free(s->look);
   s->look = NULL;
   s->looked_ms = e2b_now_ms();
-  if (said.code == E2B_ERR_NOT_FOUND || (!s->tracked && said.code)) {
+  if (said.code == E2B_ERR_NOT_FOUND || (!s->kept && said.code)) {
     fail(op, &said);
     return 1;
   }
-  if (s->tracked && !s->timer_armed) arm(op, s, s->poll_ms);
+  if (s->kept && !s->timer_at[T_POLL]) timer_set(op, s, T_POLL, s->files.poll_ms);
   return 0;
 }
 
-/* ---- untracked: the stream is the output ---- */
+/* ---- PH_LIVE (not kept): the stream is the output ---- */
 
 /* Output, but the wrapper's own before its announcement, which is kept
  * aside (bounded): it may say why the program could not start. */
 static void live_data(e2b_req *op, track_state *s, queued *n) {
   if (announcement(s, n)) emit_start(op, s);
-  if (s->announces && !s->started) {
-    if (s->werr.len + n->ev.len > INLINE_MAX || e2b_growbuf_append(&s->werr, n->ev.data, n->ev.len) != 0)
-      s->wover = 1;
+  if (s->said.announces && !s->started) {
+    if (s->said.err.len + n->ev.len > INLINE_MAX || e2b_growbuf_append(&s->said.err, n->ev.data, n->ev.len) != 0)
+      s->said.over = 1;
     free(n);
     return;
   }
@@ -337,10 +407,10 @@ static void live_data(e2b_req *op, track_state *s, queued *n) {
  * start; what else it wrote is handed on as stderr. */
 static void live_end(e2b_req *op, track_state *s) {
   if (s->started) return finish_with_end(op, s);
-  if (!s->wover) start_refusal(s);
-  if (s->start_err[0]) return fail_start(op, s);
+  if (!s->said.over) start_refusal(s);
+  if (s->said.start_err[0]) return fail_start(op, s);
   emit_start(op, s);
-  if (s->werr.len && emit(op, E2B_EVENT_STDERR, (const uint8_t *)s->werr.data, s->werr.len, 0, NULL) != 0)
+  if (s->said.err.len && emit(op, E2B_EVENT_STDERR, (const uint8_t *)s->said.err.data, s->said.err.len, 0, NULL) != 0)
     return nomem(op);
   finish_with_end(op, s);
 }
@@ -356,9 +426,9 @@ static void live_step(e2b_req *op, track_state *s) {
       free(n);
       break;
     case E2B_EVENT_END:
-      s->exit_known = 1;
-      s->exit_code = n->ev.exit_code;
-      snprintf(s->status, sizeof s->status, "%s", n->ev.status ? n->ev.status : "");
+      s->end.known = 1;
+      s->end.code = n->ev.exit_code;
+      snprintf(s->end.status, sizeof s->end.status, "%s", n->ev.status ? n->ev.status : "");
       free(n);
       return live_end(op, s);
     default:
@@ -374,7 +444,7 @@ static void live_step(e2b_req *op, track_state *s) {
 /* ---- kept: the stream says start and end, the files hold the output ---- */
 
 static void unpark(e2b_req *op, track_state *s) {
-  s->parked = 0;
+  s->phase = PH_RUNNING;
   e2b_outwatch_park(s->sbx, op, NULL);
   s->reconnect_at = 0;
   s->park_at = 0; /* it may park again once the watch is back */
@@ -385,62 +455,61 @@ static int64_t larger(int64_t a, int64_t b) { return a > b ? a : b; }
 /* Tells forget.c once the kept files are large, so that closing the
  * handle removes them at once. */
 static void note_size(track_state *s) {
-  if (s->large || !s->tracked || !s->tag) return;
-  s->large = e2b_kept_large(s->sbx, s->tag, larger(s->off[0], s->told[0]) + larger(s->off[1], s->told[1]));
+  if (s->files.large || !s->kept || !s->tag) return;
+  s->files.large = e2b_kept_large(s->sbx, s->tag, larger(s->files.off[0], s->files.told[0]) + larger(s->files.off[1], s->files.told[1]));
 }
 
 static void wake(e2b_req *op, char file, int64_t size) {
   track_state *s = op->state;
   if (file == 'g') { /* the watch's list no longer shows our process */
-    if (s->parked && !s->exit_known) s->gone = 1;
+    if (s->phase == PH_PARKED && !s->end.known) s->end.gone = 1;
     e2b_op_kick(op);
     return;
   }
   /* The watch is lost: a parked reader is followed by its stream again. */
-  if (!file && !e2b_outwatch_live(s->sbx)) s->told_all = 0;
-  if (!file && s->parked && !e2b_outwatch_live(s->sbx)) unpark(op, s);
+  if (!file && !e2b_outwatch_live(s->sbx)) s->files.told_all = 0;
+  if (!file && s->phase == PH_PARKED && !e2b_outwatch_live(s->sbx)) unpark(op, s);
   int which = file == 'o' ? R_OUT : file == 'e' ? R_ERR : file == 'x' ? R_EXIT : -1;
   if (file && which < 0) return;
-  if (which >= 0 && which < R_EXIT && size > s->told[which]) {
-    s->told[which] = size;
+  if (which >= 0 && which < R_EXIT && size > s->files.told[which]) {
+    s->files.told[which] = size;
     note_size(s);
   }
   /* A size we already have is nothing new (the file was created or closed). */
-  if (which >= 0 && which < R_EXIT && size >= 0 && size <= s->off[which]) return;
+  if (which >= 0 && which < R_EXIT && size >= 0 && size <= s->files.off[which]) return;
   if (which == R_EXIT && size == 0) return;
   /* The wrapper makes the exit file holding just the boot id (36 bytes);
    * only a longer one holds the status. */
   if (which == R_EXIT && size >= 0 && size <= E2B_BOOT_ID_LEN) return;
-  if (which == R_EXIT && !s->exit_file_ms) s->exit_file_ms = e2b_now_ms();
-  s->due |= which >= 0 ? 1 << which : DUE_ALL;
-  if (s->read || s->final_pass || s->coalescing) return;
-  if (which >= 0 && (s->streaming & (1 << which))) {
+  if (which == R_EXIT && !s->end.exit_file_ms) s->end.exit_file_ms = e2b_now_ms();
+  s->files.due |= which >= 0 ? 1 << which : DUE_ALL;
+  if (s->read || s->phase == PH_DRAINING || s->timer_at[T_COALESCE]) return;
+  if (which >= 0 && (s->files.streaming & (1 << which))) {
     e2b_op_kick(op); /* output streams: every millisecond of delay is lost rate */
     return;
   }
-  s->coalescing = 1;
-  arm(op, s, COALESCE_MS);
+  timer_set(op, s, T_COALESCE, COALESCE_MS);
 }
 
 /* Returns whether a read must catch up with what the watch did not see. */
 static int subscribe(e2b_req *op, track_state *s) {
-  if (s->subscribed || s->exit_known || s->gone) return 1;
+  if (s->subscribed || s->end.known || s->end.gone) return 1;
   int rc = e2b_outwatch_subscribe(s->sbx, E2B_KEPT_ROOT, s->name, op, wake);
   s->subscribed = rc >= 0;
-  if (rc == 0) s->told_all = 1 << R_OUT | 1 << R_ERR; /* unchanged since the watch's start */
+  if (rc == 0) s->files.told_all = 1 << R_OUT | 1 << R_ERR; /* unchanged since the watch's start */
   return rc != 0;
 }
 
 /* What the wrapper's own stream said, once it ended: the flags letter, the
  * inlined files, or that the command could not start. */
 static void wrapper_said(track_state *s) {
-  if (s->wover) return;
-  char last = s->wout.len ? s->wout.data[s->wout.len - 1] : 0;
+  if (s->said.over) return;
+  char last = s->said.out.len ? s->said.out.data[s->said.out.len - 1] : 0;
   if (last >= 'a' && last <= 'p') {
     int flags = last - 'a';
-    s->nonempty = flags & 3;
-    s->inlined = flags >> 2;
-    s->wout.len--;
+    s->said.nonempty = flags & 3;
+    s->said.inlined = flags >> 2;
+    s->said.out.len--;
   } else {
     start_refusal(s);
   }
@@ -449,14 +518,14 @@ static void wrapper_said(track_state *s) {
 /* Hands out an inlined file past what was already read; returns whether it
  * was inlined (then it needs no read). */
 static int take_inline(e2b_req *op, track_state *s, int which) {
-  if (!(s->inlined & (1 << which))) return 0;
-  growbuf *b = which == R_OUT ? &s->wout : &s->werr;
-  if ((int64_t)b->len > s->off[which]) {
-    size_t from = (size_t)s->off[which];
+  if (!(s->said.inlined & (1 << which))) return 0;
+  growbuf *b = which == R_OUT ? &s->said.out : &s->said.err;
+  if ((int64_t)b->len > s->files.off[which]) {
+    size_t from = (size_t)s->files.off[which];
     if (emit(op, which == R_OUT ? E2B_EVENT_STDOUT : E2B_EVENT_STDERR, (const uint8_t *)b->data + from,
              b->len - from, 0, NULL) != 0)
       return 0;
-    s->off[which] = (int64_t)b->len;
+    s->files.off[which] = (int64_t)b->len;
   }
   return 1;
 }
@@ -465,28 +534,28 @@ static int take_inline(e2b_req *op, track_state *s, int which) {
 static void kept_started(e2b_req *op, track_state *s) {
   if (s->started) return;
   emit_start(op, s);
-  if (!s->at_end && !s->exit_known) arm(op, s, FIRST_PASS_MS);
+  if (!s->at_end && !s->end.known) timer_set(op, s, T_FIRST_PASS, FIRST_PASS_MS);
 }
 
 static void stream_event(e2b_req *op, track_state *s, queued *n) {
   if (n->ev.type == E2B_EVENT_START) {
     int heard = s->started;
     envd_start(op, s, n->ev.pid);
-    if (!heard && s->started && !s->at_end) arm(op, s, FIRST_PASS_MS);
+    if (!heard && s->started && !s->at_end) timer_set(op, s, T_FIRST_PASS, FIRST_PASS_MS);
   } else if (n->ev.type == E2B_EVENT_END) {
-    s->exit_known = 1;
-    s->exit_code = n->ev.exit_code;
-    snprintf(s->status, sizeof s->status, "%s", n->ev.status ? n->ev.status : "");
+    s->end.known = 1;
+    s->end.code = n->ev.exit_code;
+    snprintf(s->end.status, sizeof s->end.status, "%s", n->ev.status ? n->ev.status : "");
     wrapper_said(s);
-    if (!s->start_err[0]) kept_started(op, s); /* ended before it announced (say, no files) */
+    if (!s->said.start_err[0]) kept_started(op, s); /* ended before it announced (say, no files) */
   } else if (announcement(s, n)) {
     kept_started(op, s);
-    s->werr.len = 0; /* nothing the wrapper wrote before is the command's */
-    if (n->ev.len && e2b_growbuf_append(&s->wout, n->ev.data, n->ev.len) != 0) s->wover = 1;
+    s->said.err.len = 0; /* nothing the wrapper wrote before is the command's */
+    if (n->ev.len && e2b_growbuf_append(&s->said.out, n->ev.data, n->ev.len) != 0) s->said.over = 1;
   } else if (n->ev.type == E2B_EVENT_STDOUT || n->ev.type == E2B_EVENT_STDERR) {
-    growbuf *b = n->ev.type == E2B_EVENT_STDOUT ? &s->wout : &s->werr;
+    growbuf *b = n->ev.type == E2B_EVENT_STDOUT ? &s->said.out : &s->said.err;
     if (b->len + n->ev.len > INLINE_MAX + 1 || e2b_growbuf_append(b, n->ev.data, n->ev.len) != 0)
-      s->wover = 1;
+      s->said.over = 1;
   }
   s->last_contact_ms = e2b_now_ms();
   s->looked_ms = 0;
@@ -497,7 +566,7 @@ static void stream_event(e2b_req *op, track_state *s, queued *n) {
  * a tag is only matched in its list; the tag serves while no pid is known). */
 static void stream_step(e2b_req *op, track_state *s) {
   if (!s->live) {
-    if (s->parked || s->exit_known || s->gone || e2b_now_ms() < s->reconnect_at) return;
+    if (s->phase == PH_PARKED || s->end.known || s->end.gone || e2b_now_ms() < s->reconnect_at) return;
     e2b_error err;
     s->live = e2b_op_child(op, e2b_proc_connect_stream(s->sbx, s->pid, s->pid ? NULL : s->tag, s->idle_ms,
                                                        E2B_STREAM_EVENTS, &err));
@@ -513,20 +582,20 @@ static void stream_step(e2b_req *op, track_state *s) {
   const e2b_error *err = e2b_req_error(s->live);
   /* Cut after envd's start but before the wrapper's announcement: the
    * files tell the rest, as after any cut. */
-  if (!s->started && s->envd_started && !s->start_err[0]) kept_started(op, s);
-  if (!s->started && !s->start_err[0]) {
+  if (!s->started && s->envd_started && !s->said.start_err[0]) kept_started(op, s);
+  if (!s->started && !s->said.start_err[0]) {
     e2b_error protocol;
     if (!err) e2b_err_set(&protocol, E2B_ERR_PROTOCOL, op->op, "process stream ended before its start");
     return fail(op, err ? err : &protocol);
   }
-  if (err && err->code == E2B_ERR_NOT_FOUND) s->gone = 1;
+  if (err && err->code == E2B_ERR_NOT_FOUND) s->end.gone = 1;
   e2b_error cut = {0};
   if (err) cut = *err;
   e2b_req_free(s->live);
   s->live = NULL;
-  s->reconnect_at = e2b_now_ms() + s->poll_ms;
-  s->due |= DUE_ALL; /* whatever happened meanwhile is in the files */
-  if (!s->gone && err) look_if_dead(op, s, &cut);
+  s->reconnect_at = e2b_now_ms() + s->files.poll_ms;
+  s->files.due |= DUE_ALL; /* whatever happened meanwhile is in the files */
+  if (!s->end.gone && err) look_if_dead(op, s, &cut);
 }
 
 static const char *const file_ext[] = {"out", "err", "exit"};
@@ -544,9 +613,9 @@ static const char *const file_ext[] = {"out", "err", "exit"};
  * status line. */
 static long read_buffer(const track_state *s, int which) {
   if (which == R_EXIT) return E2B_SMALL_READ_BUFFER;
-  if (s->streaming & (1 << which)) return E2B_FILE_IO_BUFFER;
-  int64_t left = s->told[which] > s->off[which] ? s->told[which] - s->off[which] : 0;
-  left += (s->told_all & (1 << which)) ? E2B_SMALL_READ_BUFFER : UNKNOWN_READ_BUFFER;
+  if (s->files.streaming & (1 << which)) return E2B_FILE_IO_BUFFER;
+  int64_t left = s->files.told[which] > s->files.off[which] ? s->files.told[which] - s->files.off[which] : 0;
+  left += (s->files.told_all & (1 << which)) ? E2B_SMALL_READ_BUFFER : UNKNOWN_READ_BUFFER;
   return left < E2B_FILE_IO_BUFFER ? (long)left : E2B_FILE_IO_BUFFER;
 }
 
@@ -554,29 +623,29 @@ static void start_read(e2b_req *op, track_state *s, int which) {
   char path[512];
   snprintf(path, sizeof path, "%s.%s", s->prefix, file_ext[which]);
   e2b_error err;
-  s->reading = which;
-  s->read_got = 0;
-  s->small.len = 0;
-  s->read = e2b_op_child(op, e2b_file_read_sized(s->sbx, path, "root", which < R_EXIT ? s->off[which] : 0,
+  s->files.reading = which;
+  s->files.read_got = 0;
+  s->files.small.len = 0;
+  s->read = e2b_op_child(op, e2b_file_read_sized(s->sbx, path, "root", which < R_EXIT ? s->files.off[which] : 0,
                                                  read_buffer(s, which), &err));
   if (!s->read) {
-    s->due = 0;
-    arm(op, s, s->poll_ms);
+    s->files.due = 0;
+    timer_set(op, s, T_POLL, s->files.poll_ms);
   }
 }
 
 static void take_read(e2b_req *op, track_state *s) {
   queued *n;
   while (!over_cap(op) && (n = e2b_req_pop_node(s->read))) {
-    if (s->reading <= R_ERR) {
-      n->ev.type = s->reading == R_OUT ? E2B_EVENT_STDOUT : E2B_EVENT_STDERR;
+    if (s->files.reading <= R_ERR) {
+      n->ev.type = s->files.reading == R_OUT ? E2B_EVENT_STDOUT : E2B_EVENT_STDERR;
       n->ev.pid = s->pid;
-      s->off[s->reading] += (int64_t)n->ev.len;
-      s->read_got += (int64_t)n->ev.len;
-      if (n->ev.len) s->pass_new |= 1 << s->reading;
+      s->files.off[s->files.reading] += (int64_t)n->ev.len;
+      s->files.read_got += (int64_t)n->ev.len;
+      if (n->ev.len) s->files.pass_new |= 1 << s->files.reading;
       e2b_req_push_node(op, n);
     } else {
-      if (s->small.len < 256) e2b_growbuf_append(&s->small, n->ev.data, n->ev.len);
+      if (s->files.small.len < 256) e2b_growbuf_append(&s->files.small, n->ev.data, n->ev.len);
       free(n);
     }
   }
@@ -587,27 +656,27 @@ static void take_read(e2b_req *op, track_state *s) {
  * newline the file holds only the boot id: the command has not ended. */
 
 static void read_exit_file(track_state *s) {
-  if (s->exit_known) return;
-  if (!s->small.len || s->small.data[s->small.len - 1] != '\n') {
-    s->exit_file_ms = s->exit_late = 0; /* not written yet: its next event times it again */
+  if (s->end.known) return;
+  if (!s->files.small.len || s->files.small.data[s->files.small.len - 1] != '\n') {
+    s->end.exit_file_ms = s->end.exit_late = 0; /* not written yet: its next event times it again */
     return;
   }
   long parsed;
-  if (e2b_kept_status(s->small.data, s->small.len, &parsed) < 0 || parsed < -64 || parsed > 255) {
-    s->exit_file_ms = s->exit_late = 0;
+  if (e2b_kept_status(s->files.small.data, s->files.small.len, &parsed) < 0 || parsed < -64 || parsed > 255) {
+    s->end.exit_file_ms = s->end.exit_late = 0;
     return;
   }
   int code = (int)parsed;
   /* 126 or 127 and no output may be a command that could not start, which
    * only the wrapper's stream tells (fail_start): that waits for it. */
-  if ((code == 126 || code == 127) && !s->off[0] && !s->off[1] && s->live && !e2b_req_done(s->live)) {
-    s->exit_late = 0;
+  if ((code == 126 || code == 127) && !s->files.off[0] && !s->files.off[1] && s->live && !e2b_req_done(s->live)) {
+    s->end.exit_late = 0;
     return;
   }
-  s->exit_known = 1;
-  s->exit_code = code < 0 ? -1 : code;
-  if (code < 0) e2b_signal_status(-code, s->status, sizeof s->status);
-  else snprintf(s->status, sizeof s->status, "exit status %d", code);
+  s->end.known = 1;
+  s->end.code = code < 0 ? -1 : code;
+  if (code < 0) e2b_signal_status(-code, s->end.status, sizeof s->end.status);
+  else snprintf(s->end.status, sizeof s->end.status, "exit status %d", code);
 }
 
 /* A read ended: 416 is "nothing past our offset", 404 "not there (yet)". */
@@ -625,10 +694,11 @@ static int read_ended(e2b_req *op, track_state *s) {
     return -1;
   }
   if (err && status != 416 && !absent) {
-    s->due = 0;
+    s->files.due = 0;
     if (look_if_dead(op, s, err)) return -1;
     int64_t contact = s->last_contact_ms;
-    if (s->parked && e2b_outwatch_contact(s->sbx) > contact) contact = e2b_outwatch_contact(s->sbx);
+    if ((s->phase == PH_PARKED || s->end.parked) && e2b_outwatch_contact(s->sbx) > contact)
+      contact = e2b_outwatch_contact(s->sbx);
     if (e2b_now_ms() - contact > s->idle_ms) {
       e2b_error idle = *err;
       snprintf(idle.message, sizeof idle.message,
@@ -638,20 +708,19 @@ static int read_ended(e2b_req *op, track_state *s) {
       fail(op, &idle);
       return -1;
     }
-    arm(op, s, s->poll_ms);
-    if (s->poll_ms < POLL_MAX_MS) s->poll_ms *= 2;
+    poll_later(op, s);
     return -1;
   }
   s->last_contact_ms = e2b_now_ms();
   s->looked_ms = 0;
-  if (absent) s->absent |= 1 << s->reading;
+  if (absent) s->files.absent |= 1 << s->files.reading;
   /* read to its end: from here on the watch tells each growth */
-  if (s->reading < R_EXIT && s->subscribed && e2b_outwatch_live(s->sbx)) s->told_all |= 1 << s->reading;
-  if (s->reading < R_EXIT) {
-    s->streaming &= ~(1 << s->reading);
-    if (s->read_got >= STREAMING_READ) s->streaming |= 1 << s->reading;
+  if (s->files.reading < R_EXIT && s->subscribed && e2b_outwatch_live(s->sbx)) s->files.told_all |= 1 << s->files.reading;
+  if (s->files.reading < R_EXIT) {
+    s->files.streaming &= ~(1 << s->files.reading);
+    if (s->files.read_got >= STREAMING_READ) s->files.streaming |= 1 << s->files.reading;
   }
-  if (s->reading == R_EXIT && !absent) read_exit_file(s);
+  if (s->files.reading == R_EXIT && !absent) read_exit_file(s);
   return 0;
 }
 
@@ -659,12 +728,8 @@ static int read_ended(e2b_req *op, track_state *s) {
  * under the wrapper: its files are on their way, so look again (bounded). */
 static void files_missing(e2b_req *op, track_state *s) {
   int64_t now = e2b_now_ms();
-  if (s->started && !s->missing_since_ms) s->missing_since_ms = now;
-  if (s->started && now - s->missing_since_ms < KEPT_GRACE_MS) {
-    arm(op, s, s->poll_ms);
-    if (s->poll_ms < POLL_MAX_MS) s->poll_ms *= 2;
-    return;
-  }
+  if (s->started && !s->files.missing_since_ms) s->files.missing_since_ms = now;
+  if (s->started && now - s->files.missing_since_ms < KEPT_GRACE_MS) return poll_later(op, s);
   e2b_error err;
   if (s->started)
     e2b_err_set(&err, E2B_ERR_NOT_FOUND, op->op,
@@ -691,37 +756,39 @@ static void output_lost(e2b_req *op, track_state *s) {
 /* What an ended process still needs read: a file the wrapper called empty
  * holds nothing past offset 0. */
 static int final_due(const track_state *s) {
-  int due = s->exit_known ? 0 : 1 << R_EXIT;
-  if (s->nonempty < 0 || (s->nonempty & 1) || s->off[0]) due |= 1 << R_OUT;
-  if (s->nonempty < 0 || (s->nonempty & 2) || s->off[1]) due |= 1 << R_ERR;
+  int due = s->end.known ? 0 : 1 << R_EXIT;
+  if (s->said.nonempty < 0 || (s->said.nonempty & 1) || s->files.off[0]) due |= 1 << R_OUT;
+  if (s->said.nonempty < 0 || (s->said.nonempty & 2) || s->files.off[1]) due |= 1 << R_ERR;
   return due;
 }
 
-/* A pass is over: finish, or decide when to look again. */
-static void pass_over(e2b_req *op, track_state *s) {
-  int full = s->full_pass, absent = s->absent, fresh = s->pass_new;
-  s->full_pass = 0;
-  s->absent = 0;
-  s->pass_new = 0;
-  if (s->final_pass) {
-    if (full && absent == DUE_ALL && !s->exit_known) return output_lost(op, s);
-    if (s->exit_known || !fresh) {
-      /* The wrapper records every end but SIGKILL's, so one that was
-       * running when it parked, gone with no status, was SIGKILLed; one
-       * found already gone may have ended with an earlier boot. */
-      if (!s->exit_known) {
-        s->exit_code = -1;
-        snprintf(s->status, sizeof s->status, "%s",
-                 s->killed || s->parked ? "signal: killed" : "killed (no exit status recorded)");
-      }
-      return finish_with_end(op, s);
+/* PH_DRAINING: a pass is over: finish, or read on until nothing comes. */
+static void drain_pass_over(e2b_req *op, track_state *s, int full, int absent, int fresh) {
+  if (full && absent == DUE_ALL && !s->end.known) return output_lost(op, s);
+  if (s->end.known || !fresh) {
+    /* The wrapper records every end but SIGKILL's, so one that was
+     * running when it parked, gone with no status, was SIGKILLed; one
+     * found already gone may have ended with an earlier boot. */
+    if (!s->end.known) {
+      s->end.code = -1;
+      snprintf(s->end.status, sizeof s->end.status, "%s",
+               s->end.killed || s->end.parked ? "signal: killed" : "killed (no exit status recorded)");
     }
-    s->due = final_due(s); /* gone without an exit status: read until nothing comes */
-    return;
+    return finish_with_end(op, s);
   }
-  if (full && absent == DUE_ALL && !s->exit_known) return files_missing(op, s);
-  s->missing_since_ms = 0;
-  if (s->exit_known || s->gone) return;
+  s->files.due = final_due(s); /* gone without an exit status: read until nothing comes */
+}
+
+/* A pass is over: finish (draining), or decide when to look again. */
+static void pass_over(e2b_req *op, track_state *s) {
+  int full = s->files.full_pass, absent = s->files.absent, fresh = s->files.pass_new;
+  s->files.full_pass = 0;
+  s->files.absent = 0;
+  s->files.pass_new = 0;
+  if (s->phase == PH_DRAINING) return drain_pass_over(op, s, full, absent, fresh);
+  if (full && absent == DUE_ALL && !s->end.known) return files_missing(op, s);
+  s->files.missing_since_ms = 0;
+  if (s->end.known || s->end.gone) return;
   /* A file that just gave bytes is likely still growing. Without a live
    * watch it is read again at once; with one, its next event says so (an
    * event with a size past our offset, or none said, sets what is due
@@ -729,109 +796,164 @@ static void pass_over(e2b_req *op, track_state *s) {
    * stat comes after it). Otherwise, without a live watch, a backing-off
    * poll. */
   int watched = s->subscribed && e2b_outwatch_live(s->sbx);
-  if (fresh) s->poll_ms = POLL_MIN_MS;
-  if (!watched) s->due |= fresh;
-  if (!s->due && !watched) {
-    arm(op, s, s->poll_ms);
-    if (s->poll_ms < POLL_MAX_MS) s->poll_ms *= 2;
-  }
+  if (fresh) s->files.poll_ms = POLL_MIN_MS;
+  if (!watched) s->files.due |= fresh;
+  if (!s->files.due && !watched) poll_later(op, s);
 }
 
 /* Once the exit file was seen EXIT_GRACE_MS ago, it is read although the
- * stream holds; until then, the timer is due by that time. */
+ * stream holds; until then, T_EXIT_GRACE is due by that time. */
 static void exit_overdue(e2b_req *op, track_state *s) {
-  if (s->exit_file_ms <= 0 || s->exit_known) return;
-  int64_t now = e2b_now_ms(), left = s->exit_file_ms + EXIT_GRACE_MS - now;
-  if (left <= 0) {
-    s->exit_file_ms = -1;
-    s->exit_late = 1;
-    s->due |= 1 << R_EXIT;
-  } else if (!s->timer_armed || op->timer_at_ms > now + left) {
-    arm(op, s, (long)left);
+  if (s->end.exit_file_ms <= 0 || s->end.known) return;
+  int64_t at = s->end.exit_file_ms + EXIT_GRACE_MS;
+  if (at <= e2b_now_ms()) {
+    s->end.exit_file_ms = -1;
+    s->end.exit_late = 1;
+    s->files.due |= 1 << R_EXIT;
+  } else if (s->timer_at[T_EXIT_GRACE] != at) {
+    s->timer_at[T_EXIT_GRACE] = at;
+    rearm(op, s);
   }
 }
 
-/* A command still running PARK_AFTER_MS after its start parks once its
- * sandbox's watch is live, unless its mode keeps its stream (header comment). */
+/* PH_RUNNING: a command still running PARK_AFTER_MS after its start parks
+ * (PH_PARKED) once its sandbox's watch is live, unless its mode keeps its
+ * stream (header comment). */
 static void park_check(e2b_req *op, track_state *s) {
-  if (s->park_mode == PARK_NEVER || s->holds || s->parked || !s->tag || !s->live || e2b_req_done(s->live) ||
-      s->exit_known || s->gone || s->final_pass || s->start_err[0])
+  if (s->phase != PH_RUNNING || s->park_mode == PARK_NEVER || s->holds || !s->tag || !s->live ||
+      e2b_req_done(s->live) || s->end.known || s->end.gone || s->said.start_err[0])
     return;
   int64_t now = e2b_now_ms();
   if (!s->park_at) s->park_at = now + PARK_AFTER_MS;
   long wait_ms = (long)(s->park_at - now);
   if (wait_ms <= 0 && s->park_mode == PARK_BEYOND_HELD && hold(s)) return;
-  if (wait_ms <= 0 && !s->subscribed) s->due |= subscribe(op, s) ? DUE_ALL : 0;
+  if (wait_ms <= 0 && !s->subscribed) s->files.due |= subscribe(op, s) ? DUE_ALL : 0;
   if (wait_ms <= 0 && s->subscribed && e2b_outwatch_live(s->sbx)) {
     e2b_req_free(s->live);
     s->live = NULL;
-    s->parked = 1;
+    s->phase = PH_PARKED;
+    s->timer_at[T_PARK] = 0;
     e2b_outwatch_park(s->sbx, op, s->tag);
     return;
   }
-  if (s->timer_armed) return; /* this step runs again when it fires */
-  arm(op, s, wait_ms > 0 ? wait_ms : PARK_RETRY_MS);
-  s->park_timer = 1;
+  if (!s->timer_at[T_PARK]) timer_set(op, s, T_PARK, wait_ms > 0 ? wait_ms : PARK_RETRY_MS);
 }
 
+/* The read in flight: its bytes handed on and, once it ended, the pass
+ * goes on or is over. 1 while it runs, or once the op ended. */
+static int read_step(e2b_req *op, track_state *s) {
+  if (!s->read) return 0;
+  take_read(op, s);
+  if (!e2b_req_done(s->read) || s->read->queue_head) return 1;
+  if (read_ended(op, s) != 0) return 1;
+  if (!s->files.due) pass_over(op, s);
+  return op->done;
+}
+
+/* What the timers that fired make due. T_COALESCE: the wake set it;
+ * T_PARK: park_check; T_EXIT_GRACE: exit_overdue. A watch not started yet
+ * wakes its readers when it starts (a listing says whose files grew
+ * before) or, if it fails, when it is lost. */
+static void timers_step(e2b_req *op, track_state *s) {
+  if (!(timers_fired(op, s) & (1 << T_FIRST_PASS | 1 << T_POLL))) return;
+  if (s->phase == PH_DRAINING) s->files.due |= final_due(s);
+  else if (!s->subscribed) s->files.due |= subscribe(op, s) ? DUE_ALL : 0;
+  else s->files.due |= DUE_ALL; /* the fallback poll */
+}
+
+/* Starts the next read of what is due (the exit file only when the stream
+ * is late or gone: while it holds, the end comes from it). */
+static void next_read(e2b_req *op, track_state *s) {
+  if (s->end.known || (s->live && !e2b_req_done(s->live) && !s->end.exit_late)) s->files.due &= ~(1 << R_EXIT);
+  if (!s->files.due || s->timer_at[T_COALESCE] || over_cap(op)) return;
+  if (s->files.due == DUE_ALL) s->files.full_pass = 1;
+  int which = s->files.due & 1 ? R_OUT : s->files.due & 2 ? R_ERR : R_EXIT;
+  s->files.due &= ~(1 << which);
+  start_read(op, s, which);
+}
+
+/* PH_RUNNING or PH_PARKED -> PH_DRAINING: the command ended or is gone.
+ * What came inline needs no read; 1 when nothing is left to read. */
+static int drain(e2b_req *op, track_state *s) {
+  timers_clear(op, s);
+  unsubscribe(op, s);
+  s->end.parked = s->phase == PH_PARKED;
+  s->phase = PH_DRAINING;
+  s->files.due = final_due(s);
+  if (take_inline(op, s, R_OUT)) s->files.due &= ~(1 << R_OUT);
+  if (take_inline(op, s, R_ERR)) s->files.due &= ~(1 << R_ERR);
+  return !s->files.due;
+}
+
+/* PH_RUNNING and PH_PARKED: read as the watch or the poll says, park when
+ * due; the end (the stream's, the exit file's, or gone) drains. */
+static void running_step(e2b_req *op, track_state *s) {
+  if (read_step(op, s)) return;
+  timers_step(op, s);
+  if ((s->end.known || s->end.gone) && drain(op, s)) return finish_with_end(op, s);
+  park_check(op, s);
+  exit_overdue(op, s);
+  next_read(op, s);
+}
+
+/* PH_DRAINING: the files are read to their end (drain_pass_over finishes). */
+static void draining_step(e2b_req *op, track_state *s) {
+  if (read_step(op, s)) return;
+  timers_step(op, s);
+  next_read(op, s);
+}
+
+/* Every kept phase follows the process's own stream (held, or reconnected
+ * unless parked) and a look at a sandbox that may be gone; then its own
+ * handler. PH_STARTING becomes PH_RUNNING once the caller heard the start. */
 static void kept_step(e2b_req *op, track_state *s) {
   if (look_step(op, s)) return;
   if (e2b_sbx_gone(s->sbx)) return fail(op, e2b_sbx_gone(s->sbx));
   stream_step(op, s);
   if (op->done || s->look) return;
-  if (s->start_err[0] && s->exit_known) return fail_start(op, s);
-  if (!s->started) return;
-  if (s->read) {
-    take_read(op, s);
-    if (!e2b_req_done(s->read) || s->read->queue_head) return;
-    if (read_ended(op, s) != 0) return;
-    if (!s->due) pass_over(op, s);
-    if (op->done) return;
+  if (s->said.start_err[0] && s->end.known) return fail_start(op, s);
+  if (s->phase == PH_STARTING && s->started) s->phase = PH_RUNNING;
+  switch (s->phase) {
+  case PH_RUNNING:
+  case PH_PARKED: return running_step(op, s);
+  case PH_DRAINING: return draining_step(op, s);
+  default: return; /* PH_STARTING */
   }
-  if (s->timer_armed && !op->timer_at_ms) { /* it fired */
-    s->timer_armed = 0;
-    if (s->park_timer) s->park_timer = 0; /* park_check below */
-    else if (s->coalescing) s->coalescing = 0; /* the wake set what is due */
-    else if (s->final_pass) s->due |= final_due(s);
-    else if (!s->subscribed) s->due |= subscribe(op, s) ? DUE_ALL : 0;
-    else if (s->exit_file_ms <= 0) s->due |= DUE_ALL; /* the fallback poll, not exit_overdue's */
-    /* A watch not started yet wakes us when it starts (a listing says
-     * whose files grew before) or, if it fails, when it is lost. */
-  }
-  if ((s->exit_known || s->gone) && !s->final_pass) {
-    e2b_req_disarm_timer(op);
-    s->timer_armed = 0;
-    s->coalescing = 0;
-    unsubscribe(op, s);
-    s->final_pass = 1;
-    s->due = final_due(s);
-    if (take_inline(op, s, R_OUT)) s->due &= ~(1 << R_OUT);
-    if (take_inline(op, s, R_ERR)) s->due &= ~(1 << R_ERR);
-    if (!s->due) return finish_with_end(op, s);
-  }
-  park_check(op, s);
-  /* While its stream holds, the end comes from it: the exit file is not read
-   * unless the stream is late (exit_overdue). */
-  exit_overdue(op, s);
-  if (s->exit_known || (s->live && !e2b_req_done(s->live) && !s->exit_late)) s->due &= ~(1 << R_EXIT);
-  if (!s->due || s->coalescing || over_cap(op)) return;
-  if (s->due == DUE_ALL) s->full_pass = 1;
-  int which = s->due & 1 ? R_OUT : s->due & 2 ? R_ERR : R_EXIT;
-  s->due &= ~(1 << which);
-  start_read(op, s, which);
 }
 
-/* ---- attach: find the process first ---- */
+/* ---- PH_FINDING (attach): find the process first ---- */
+
+/* Kept: the first pass reads all three files, and the phase is RUNNING
+ * (DRAINING once it sees the process gone); else it follows the process
+ * from now (PH_LIVE). */
+static void found(e2b_req *op, track_state *s, int listed) {
+  emit_start(op, s);
+  if (!s->kept) {
+    e2b_error cerr;
+    s->phase = PH_LIVE;
+    s->live = e2b_op_child(op, e2b_proc_connect(s->sbx, s->pid, NULL, s->idle_ms, &cerr));
+    if (!s->live) fail(op, &cerr);
+    return;
+  }
+  s->phase = PH_RUNNING;
+  s->last_contact_ms = e2b_now_ms();
+  s->files.due = DUE_ALL;
+  /* The command may have ended while its wrapper still runs (the stream
+   * then ends later): the first pass reads the exit file too. */
+  s->end.exit_late = 1;
+  if (listed) subscribe(op, s);
+  kept_step(op, s);
+}
 
 static void list_step(e2b_req *op, track_state *s) {
   if (!e2b_req_done(s->list)) return;
   const e2b_error *err = e2b_req_error(s->list);
   if (err) return fail(op, err);
-  int found = 0, kept = 0;
+  int listed = 0, kept = 0;
   for (size_t i = 0; i < e2b_req_proc_count(s->list); i++) {
     const e2b_proc_info *p = e2b_req_proc_at(s->list, i);
     if ((s->pid && p->pid == s->pid) || (s->tag && p->tag && strcmp(p->tag, s->tag) == 0)) {
-      found = 1;
+      listed = 1;
       kept = p->kept;
       s->pid = p->pid;
       if (!s->tag && p->tag && !(s->tag = strdup(p->tag))) return nomem(op);
@@ -839,57 +961,49 @@ static void list_step(e2b_req *op, track_state *s) {
   }
   e2b_req_free(s->list);
   s->list = NULL;
-  if (!found) {
-    s->gone = 1;
+  if (!listed) {
+    s->end.gone = 1;
     if (!s->tag) {
       e2b_error nf;
       e2b_err_set(&nf, E2B_ERR_NOT_FOUND, op->op, "no process with pid %u", s->pid);
       return fail(op, &nf);
     }
   }
-  if (!s->tag || (found && !kept)) {
+  if (!s->tag || (listed && !kept)) {
     /* Running but not wrapped by us: nothing to read back; follow it from now. */
-    s->tracked = 0;
+    s->kept = 0;
   } else if (set_prefix(s) != 0) {
     return nomem(op);
   }
-  if (!s->tracked && (s->off[0] || s->off[1])) {
+  if (!s->kept && (s->files.off[0] || s->files.off[1])) {
     e2b_error un;
     e2b_err_set(&un, E2B_ERR_UNSUPPORTED, op->op,
                 "process %u keeps no output, so offsets cannot be honoured", s->pid);
     return fail(op, &un);
   }
-  emit_start(op, s);
-  if (s->tracked) {
-    s->last_contact_ms = e2b_now_ms();
-    s->due = DUE_ALL;
-    /* The command may have ended while its wrapper still runs (the stream
-     * then ends later): the first pass reads the exit file too. */
-    s->exit_late = 1;
-    if (found) subscribe(op, s);
-    kept_step(op, s);
-  } else {
-    e2b_error cerr;
-    s->live = e2b_op_child(op, e2b_proc_connect(s->sbx, s->pid, NULL, s->idle_ms, &cerr));
-    if (!s->live) return fail(op, &cerr);
-  }
+  found(op, s, listed);
 }
 
 static void start_deferred(e2b_req *op, track_state *s);
 
+/* One handler per phase. */
 static void track_advance(e2b_req *op) {
   track_state *s = op->state;
-  if (s->deferred) return start_deferred(op, s);
-  if (s->list) return list_step(op, s);
-  if (s->tracked) kept_step(op, s);
-  else if (s->live) live_step(op, s);
+  switch (s->phase) {
+  case PH_WAIT_SLOT: return start_deferred(op, s);
+  case PH_FINDING: return list_step(op, s);
+  case PH_LIVE:
+    if (s->live) live_step(op, s);
+    return;
+  default: return kept_step(op, s);
+  }
 }
 
 #define TRACK_AT(f) offsetof(track_state, f)
 static const e2b_op_kind track_kind = {
     .size = sizeof(track_state), .release = track_release,
     .children = E2B_FIELDS(TRACK_AT(live), TRACK_AT(list), TRACK_AT(read), TRACK_AT(look)),
-    .bufs = E2B_FIELDS(TRACK_AT(small), TRACK_AT(wout), TRACK_AT(werr)),
+    .bufs = E2B_FIELDS(TRACK_AT(files.small), TRACK_AT(said.out), TRACK_AT(said.err)),
     .allocs = E2B_FIELDS(TRACK_AT(forgets), TRACK_AT(user), TRACK_AT(tag), TRACK_AT(prefix), TRACK_AT(cmd)),
     .holds = E2B_OP_HOLDS_SBX, .ref = TRACK_AT(sbx), .key = TRACK_AT(tag)};
 
@@ -902,9 +1016,9 @@ static e2b_req *new_op(e2b_sbx *sbx, const char *op, const char *tag, long idle_
   track_state *s = req->state;
   s->self = s->start.op = req;
   s->idle_ms = idle_ms > 0 ? idle_ms : E2B_DEFAULT_IDLE_TIMEOUT_MS;
-  s->tracked = 1;
-  s->nonempty = -1;
-  s->poll_ms = POLL_MIN_MS;
+  s->kept = 1;
+  s->said.nonempty = -1;
+  s->files.poll_ms = POLL_MIN_MS;
   return req;
 }
 
@@ -919,7 +1033,7 @@ static const char *tag_of(const e2b_proc_opts *opts, char *gen, size_t n) {
 
 /* Names the wrapper removes; they go back to the queue unless it starts. */
 static void take_forgets(track_state *s, const char *user) {
-  if (!s->tracked || !(s->forgets = e2b_take_forgets(s->sbx, user))) return;
+  if (!s->kept || !(s->forgets = e2b_take_forgets(s->sbx, user))) return;
   if (user && !(s->user = strdup(user))) {
     e2b_return_forgets(s->sbx, s->forgets, user);
     free(s->forgets);
@@ -931,21 +1045,23 @@ static void take_forgets(track_state *s, const char *user) {
 static int launch(track_state *s, const e2b_proc_opts *opts, int env_replace, e2b_error *err) {
   take_forgets(s, opts->user);
   e2b_wrapped w;
-  if (e2b_wrap(&w, opts, s->tracked ? s->prefix : NULL, env_replace, s->forgets,
+  if (e2b_wrap(&w, opts, s->kept ? s->prefix : NULL, env_replace, s->forgets,
                s->park_mode != PARK_NEVER) != 0) {
     e2b_err_set(err, E2B_ERR_UNAVAILABLE, "process.start", "out of memory");
     return -1;
   }
   w.opts.tag = s->tag;
-  s->announces = w.announces;
+  s->said.announces = w.announces;
   /* A kept command's stream carries its events; its output goes to files. */
-  s->live = e2b_proc_start_stream(s->sbx, &w.opts, s->tracked ? E2B_STREAM_EVENTS : 0, err);
+  s->live = e2b_proc_start_stream(s->sbx, &w.opts, s->kept ? E2B_STREAM_EVENTS : 0, err);
   e2b_wrapped_free(&w);
-  if (s->live) e2b_op_child(s->self, s->live);
-  return s->live ? 0 : -1;
+  if (!s->live) return -1;
+  e2b_op_child(s->self, s->live);
+  s->phase = s->kept ? PH_STARTING : PH_LIVE;
+  return 0;
 }
 
-/* A start that waited for a slot goes once it has one. */
+/* PH_WAIT_SLOT: a start that waited for a slot goes once it has one. */
 static void start_deferred(e2b_req *op, track_state *s) {
   if (!e2b_startq_take(s->sbx->client->loop, &s->start)) return;
   e2b_proc_opts *o = s->deferred;
@@ -957,11 +1073,12 @@ static void start_deferred(e2b_req *op, track_state *s) {
 }
 
 /* The op exists first, so a start past E2B_STARTS_IN_FLIGHT can wait as it. */
-static e2b_req *start_tracked(e2b_req *op, const e2b_proc_opts *opts, int env_replace,
+static e2b_req *start_or_wait(e2b_req *op, const e2b_proc_opts *opts, int env_replace,
                               e2b_error *err) {
   track_state *s = op->state;
   s->env_replace = env_replace;
   if (!e2b_startq_take(op->loop, &s->start)) {
+    s->phase = PH_WAIT_SLOT;
     if ((s->deferred = e2b_proc_opts_dup(opts))) return op;
     return e2b_op_nomem(op, err);
   }
@@ -974,9 +1091,6 @@ e2b_req *e2b_proc_track(e2b_sbx *sbx, const e2b_proc_opts *opts, unsigned flags,
   const char *op = "process.start";
   /* The caller's own fields are checked as they are (the wrapper moves them). */
   if (e2b_need_sbx(sbx, op, err) || e2b_proc_opts_check(opts, err) != 0) return NULL;
-  e2b_proc_opts spelled;
-  const char *argv[3];
-  opts = e2b_proc_opts_spelled(opts, &spelled, argv);
   char gen[E2B_UUID_SIZE + 8];
   const char *tag = tag_of(opts, gen, sizeof gen);
   if (!tag) {
@@ -986,13 +1100,13 @@ e2b_req *e2b_proc_track(e2b_sbx *sbx, const e2b_proc_opts *opts, unsigned flags,
   e2b_req *req = new_op(sbx, op, tag, opts->idle_timeout_ms, err);
   if (!req) return NULL;
   track_state *s = req->state;
-  if (set_prefix(s) != 0 || !(s->cmd = strdup(opts->cmd))) return e2b_op_nomem(req, err);
-  s->tracked = !(flags & E2B_TRACK_NO_KEEP) && opts->pty_cols == 0;
+  if (set_prefix(s) != 0 || !(s->cmd = strdup(opts->shell ? "/bin/bash" : opts->cmd))) return e2b_op_nomem(req, err);
+  s->kept = !(flags & E2B_TRACK_NO_KEEP) && opts->pty_cols == 0;
   s->at_end = (flags & E2B_TRACK_AT_END) != 0;
   s->park_mode = flags & E2B_TRACK_PARK       ? PARK_ALWAYS
                  : flags & E2B_TRACK_NO_PARK ? PARK_NEVER
                                              : PARK_BEYOND_HELD;
-  return e2b_req_typed(start_tracked(req, opts, (flags & E2B_TRACK_ENV_REPLACE) != 0, err),
+  return e2b_req_typed(start_or_wait(req, opts, (flags & E2B_TRACK_ENV_REPLACE) != 0, err),
                        E2B_RESULT_STREAM);
 }
 
@@ -1016,8 +1130,9 @@ e2b_req *e2b_proc_attach(e2b_sbx *sbx, uint32_t pid, const char *tag, int64_t st
   if (!req) return NULL;
   track_state *s = req->state;
   s->pid = pid;
-  s->off[0] = stdout_offset;
-  s->off[1] = stderr_offset;
+  s->phase = PH_FINDING;
+  s->files.off[0] = stdout_offset;
+  s->files.off[1] = stderr_offset;
   if (!(s->list = e2b_op_child(req, e2b_proc_list(sbx, err)))) {
     e2b_req_free(req);
     return NULL;
@@ -1041,25 +1156,25 @@ const char *e2b_req_proc_tag(const e2b_req *req) {
 
 const char *e2b_req_proc_kept(const e2b_req *req) {
   const track_state *s = tstate(req);
-  return s && s->tracked ? s->prefix : NULL;
+  return s && s->kept ? s->prefix : NULL;
 }
 
 int e2b_req_proc_tracked(const e2b_req *req) {
   const track_state *s = tstate(req);
-  return s ? s->tracked : 0;
+  return s ? s->kept : 0;
 }
 
 int e2b_req_proc_parked(const e2b_req *req) {
   const track_state *s = tstate(req);
-  return s ? s->parked : 0;
+  return s ? s->phase == PH_PARKED || s->end.parked : 0;
 }
 
 void e2b_req_proc_killed(e2b_req *req) {
   track_state *s = tstate(req);
   if (!s || req->done) return;
-  s->killed = 1;
-  if (s->parked && !s->exit_known && !s->gone) {
-    s->gone = 1;
+  s->end.killed = 1;
+  if (s->phase == PH_PARKED && !s->end.known && !s->end.gone) {
+    s->end.gone = 1;
     e2b_op_kick(req);
   }
 }

@@ -1,4 +1,4 @@
-/* bootid.c — e2b_proc_boot_id: the boot id a tracked process started
+/* bootid.c — e2b_proc_boot_id: the boot id a kept process started
  * under, read from its kept files (the layout stays track.c's and
  * forget.c's business, never the caller's): the exit file holds it (alone
  * while the command runs, after the status once it ended); an older
