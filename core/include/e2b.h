@@ -491,7 +491,7 @@ typedef struct e2b_proc_opts {
   long keepalive_s;                /* keepalive ping interval asked of envd; 0: derived from
                                       idle_timeout_ms */
   long idle_timeout_ms;            /* a stream silent this long (not even a keepalive) fails
-                                      with E2B_ERR_TIMEOUT; 0: 90000 */
+                                      with E2B_ERR_TIMEOUT; 0: E2B_DEFAULT_IDLE_TIMEOUT_MS */
 } e2b_proc_opts;
 
 /* Starts a process; the request is a stream of events until the process ends. */
@@ -705,7 +705,7 @@ typedef struct e2b_watch_opts {
   int recursive;          /* 1: also the directories below (envd 0.1.4 or later); 0: not */
   long timeout_ms;        /* the watch ends (E2B_ERR_TIMEOUT) after this long; 0: no limit */
   long idle_timeout_ms;   /* a stream silent this long (not even a keepalive) fails with
-                             E2B_ERR_TIMEOUT; 0: 90000 */
+                             E2B_ERR_TIMEOUT; 0: E2B_DEFAULT_IDLE_TIMEOUT_MS */
 } e2b_watch_opts;
 
 /* Starts watching path (a directory) as a stream: E2B_EVENT_START once

@@ -288,6 +288,6 @@ e2b_req *e2b_fs_watch(e2b_sbx *sbx, const char *path, const e2b_watch_opts *opts
     return NULL;
   json_t *body = json_pack("{s:s, s:b}", "path", path, "recursive", o->recursive);
   return e2b_sbx_stream_rpc(sbx, op, "/filesystem.Filesystem/WatchDir", o->user, body, 30,
-                            o->idle_timeout_ms ? o->idle_timeout_ms : 90000, o->timeout_ms,
+                            o->idle_timeout_ms, o->timeout_ms, /* 0: the default idle */
                             E2B_STREAM_WATCH | E2B_STREAM_EVENTS | E2B_STREAM_WATCH_ALL, err);
 }
