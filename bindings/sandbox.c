@@ -233,10 +233,10 @@ static const struct { const char *name; by_path_fn call; } by_path[] = {
 static const struct { const char *name; plain_fn call; } plain[] = {
     {"processes", e2b_proc_list}};
 
-/* name(pid_or_tag, ms): ms optional (0) or required. kill's ms: how long
- * the group may take to go (SIGKILL, done once it is gone: kill.c) */
-static const struct { const char *name; by_target_ms_fn call; int required; } by_target_ms[] = {
-    {"kill", e2b_proc_kill, 1}};
+/* name(pid_or_tag, ms?): kill's ms: how long the group may take to go
+ * (SIGKILL, done once it is gone: kill.c; 0, the default: the core's) */
+static const struct { const char *name; by_target_ms_fn call; } by_target_ms[] = {
+    {"kill", e2b_proc_kill}};
 
 /* name(pid_or_tag, bytes, pty?): feed writes in pieces, then closes stdin */
 static const struct { const char *name; bytes_fn call; } by_bytes[] = {
@@ -256,7 +256,7 @@ static int sbx_by_target_ms(lua_State *L) {
   proc_target t;
   sbx_ud *u = check_proc(L, &t);
   size_t row = E2BL_ROW(L);
-  lua_Integer ms = by_target_ms[row].required ? luaL_checkinteger(L, 3) : luaL_optinteger(L, 3, 0);
+  lua_Integer ms = luaL_optinteger(L, 3, 0);
   e2b_error err;
   return e2bL_push_req(L, u->l, by_target_ms[row].call(u->s, t.pid, t.tag, (long)ms, &err), &err);
 }

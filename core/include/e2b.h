@@ -91,6 +91,7 @@ E2B_EXPORT unsigned e2b_version_num(void);
 #define E2B_DEFAULT_READY_TIMEOUT_MS 60000L   /* e2b_provision_opts.ready_timeout_ms */
 #define E2B_DEFAULT_SETUP_TIMEOUT_MS 600000L  /* e2b_provision_opts.setup_timeout_ms */
 #define E2B_DEFAULT_IDLE_TIMEOUT_MS 90000L    /* a command's stream silent this long fails */
+#define E2B_DEFAULT_KILL_SETTLE_MS 2000L      /* e2b_proc_kill's settle_ms: how long a killed group may take to go */
 
 /* One code per kind of failure; e2b_code_name gives each a stable short name
  * ("not_found", ...) that bindings can use as an error kind. */
@@ -561,7 +562,7 @@ E2B_EXPORT e2b_req *e2b_proc_signal_listed(e2b_sbx *sbx, uint32_t pid, const cha
  * process SIGKILL; then the list every 50 ms until it is gone: success
  * only then. E2B_ERR_SANDBOX (retryable) when it is still listed after
  * that; the list's own error when envd could not be asked (never reported
- * as gone). See kill.c. */
+ * as gone). settle_ms 0: E2B_DEFAULT_KILL_SETTLE_MS. See kill.c. */
 E2B_EXPORT e2b_req *e2b_proc_kill(e2b_sbx *sbx, uint32_t pid, const char *tag, long settle_ms, e2b_error *err);
 /* The first step of e2b_proc_kill sent unattended (a dropped handle): SIGTERM
  * to a kept command's wrapper, SIGKILL to any other process, by pid. */

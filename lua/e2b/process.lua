@@ -27,7 +27,6 @@ local Process = rt.class(M, "Process")
 
 local adapter = rt.adapter
 local READ_MAX = 1024 * 1024
-local KILL_SETTLE_MS = 2000
 
 -- envd delivers these two only (SendSignal answers any other "unimplemented").
 local SIGNALS = { TERM = 15, KILL = 9 }
@@ -498,7 +497,7 @@ end
 function Process:kill()
   if self._exit then return true end
   -- by tag when it has one: the core finds it in envd's list, so a reused pid is never hit
-  local ok, err = self:_unary(self._port.call("kill", self.tag or self.pid, KILL_SETTLE_MS))
+  local ok, err = self:_unary(self._port.call("kill", self.tag or self.pid)) -- the core's settle time
   if not ok then
     if errors.is(err, "sandbox") then err.pid = self.pid end
     return nil, err

@@ -212,7 +212,7 @@ function Sandbox:kill_process(target)
     if errors.is(err, "not_found") then return false end
     return nil, err
   end
-  ok, err = self:_envd(self._h:kill(target, 2000))
+  ok, err = self:_envd(self._h:kill(target))
   if not ok then return nil, err end
   return true
 end
