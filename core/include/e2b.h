@@ -91,6 +91,7 @@ E2B_EXPORT unsigned e2b_version_num(void);
 #define E2B_DEFAULT_READY_TIMEOUT_MS 60000L   /* e2b_provision_opts.ready_timeout_ms */
 #define E2B_DEFAULT_SETUP_TIMEOUT_MS 600000L  /* e2b_provision_opts.setup_timeout_ms */
 #define E2B_DEFAULT_IDLE_TIMEOUT_MS 90000L    /* a command's stream silent this long fails */
+#define E2B_DEFAULT_SETTLE_MS 2000L           /* e2b_loop_settle: unattended work before a host exits */
 #define E2B_DEFAULT_KILL_SETTLE_MS 2000L      /* e2b_proc_kill's settle_ms: how long a killed group may take to go */
 
 /* One code per kind of failure; e2b_code_name gives each a stable short name
@@ -161,6 +162,9 @@ E2B_EXPORT int e2b_loop_active(const e2b_loop *loop);
  * cleanups finalizers send. A host about to exit steps the loop until this
  * is 0 (with a bound), or they are never sent. */
 E2B_EXPORT size_t e2b_loop_unattended(const e2b_loop *loop);
+/* That bounded wait: steps the loop until nothing is left unattended or
+ * max_ms passed (0: E2B_DEFAULT_SETTLE_MS); returns what is still left. */
+E2B_EXPORT size_t e2b_loop_settle(e2b_loop *loop, long max_ms);
 /* Makes a waiting e2b_loop_step return early; callable from any thread. */
 E2B_EXPORT void e2b_loop_wakeup(e2b_loop *loop);
 
