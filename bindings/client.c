@@ -24,7 +24,6 @@ int e2bL_core_client(lua_State *L) {
   cfg.sandbox_url = e2bL_opt_string(L, 2, "sandbox_url");
   cfg.template_id = e2bL_opt_string(L, 2, "template");
   cfg.user_agent = e2bL_opt_string(L, 2, "user_agent");
-  if (!cfg.user_agent) cfg.user_agent = "lua-e2b/" E2B_VERSION; /* libe2b's default says libe2b */
   cfg.request_timeout_ms = (long)e2bL_opt_integer(L, 2, "request_timeout_ms", 0);
   cfg.budget_ms = (long)e2bL_opt_integer(L, 2, "budget_ms", 0);
   cfg.max_retries = (int)e2bL_opt_integer(L, 2, "max_retries", 0);

@@ -131,7 +131,7 @@ function M.new(opts)
     api_key = o.api_key, domain = o.domain, api_url = o.api_url, sandbox_url = o.sandbox_url,
     ca_file = o.ca_file,
     template = o.template, request_timeout_ms = o.request_timeout_ms, budget_ms = o.budget_ms,
-    owner = o.owner,
+    owner = o.owner, user_agent = "lua-e2b/" .. core.VERSION, -- libe2b's own default says libe2b
     max_retries = o.max_retries == 0 and -1 or o.max_retries,
     max_inflight = o.max_concurrent, page_size = o.page_size,
   })
