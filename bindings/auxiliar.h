@@ -106,6 +106,7 @@ void e2bL_open_tarsafe(lua_State *L);
 int e2bL_core_tarsafe(lua_State *L);
 int e2bL_core_loop(lua_State *L);
 int e2bL_core_network_check(lua_State *L);
+int e2bL_core_lifecycle_check(lua_State *L);
 int e2bL_core_client(lua_State *L);
 /* Adds hostio.c's functions to the module table on top of the stack. */
 void e2bL_open_hostio(lua_State *L);

@@ -135,6 +135,18 @@ int e2bL_core_network_check(lua_State *L) {
   return 1;
 }
 
+/* lifecycle_check({ auto_pause, auto_pause_memory, auto_resume }, op) ->
+ * true | nil, err: libe2b's judgement of a lifecycle, without any call. */
+int e2bL_core_lifecycle_check(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  e2b_error err;
+  if (e2b_lifecycle_check(e2bL_opt_tristate(L, 1, "auto_pause"), e2bL_opt_tristate(L, 1, "auto_pause_memory"),
+                          e2bL_opt_tristate(L, 1, "auto_resume"), luaL_optstring(L, 2, "create"), &err) != 0)
+    return e2bL_push_fail(L, &err);
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
 static int client_create(lua_State *L) {
   client_ud *u = check_client(L);
   luaL_checktype(L, 2, LUA_TTABLE);

@@ -108,6 +108,7 @@ __attribute__((visibility("default"))) int luaopen_e2b_core(lua_State *L) {
       {"now_ms", core_now_ms},           {"time_ms", core_time_ms},
       {"uuid4", core_uuid4},             {"utf8_valid", core_utf8_valid},
       {"buffer", lwhole_new},           {"network_check", e2bL_core_network_check},
+      {"lifecycle_check", e2bL_core_lifecycle_check},
       {"output", e2bL_core_output},      {"tarsafe", e2bL_core_tarsafe},
       {"set_error_metatable", core_set_error_metatable},
       {NULL, NULL}};

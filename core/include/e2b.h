@@ -382,6 +382,14 @@ typedef struct e2b_create_opts {
   size_t volume_mount_count;
 } e2b_create_opts;
 
+/* Judges a lifecycle (auto_pause, auto_pause_memory, auto_resume, each 0,
+ * E2B_YES or E2B_NO) as create and provision do, without any I/O: the
+ * combinations E2B's SDKs refuse (keep_memory without a pause, auto_resume
+ * without a pause or after a filesystem-only one). 0, or -1 with err
+ * (err->field names the option, "lifecycle.*"). */
+E2B_EXPORT int e2b_lifecycle_check(int auto_pause, int auto_pause_memory, int auto_resume, const char *op,
+                                   e2b_error *err);
+
 /* Filters for one page of GET /v2/sandboxes. */
 #define E2B_LIST_RUNNING 1u
 #define E2B_LIST_PAUSED 2u

@@ -251,11 +251,7 @@ function Client:create(opts)
       return nil, errors.invalid(op, "setup.script", "is required")
     end
   end
-  for k in pairs(o.metadata or {}) do -- the core's rule, checked here to name the field
-    if k:sub(1, #core.META_PREFIX) == core.META_PREFIX then
-      return nil, errors.invalid(op, "metadata." .. k, "is reserved by lua-e2b (" .. core.META_PREFIX .. "*)")
-    end
-  end
+  -- reserved metadata keys (core.META_PREFIX) are the core's rule: its provision refuses them
   local ready = o.ready_timeout_ms or self._ready_timeout_ms
   local raw
   -- canceled, the core's provision destroys what it made (as on any failure)
