@@ -19,7 +19,7 @@ M.ID_KEY, M.OWNER_KEY = core.META_ID, core.META_OWNER
 
 local Client = rt.class(M, "Client")
 
-local ON_CLOSE = check.oneof("kill", "pause", "leave")
+local ON_CLOSE = Sandbox.ON_CLOSE
 
 local function network_checker(v)
   if type(v) ~= "string" and type(v) ~= "table" then
@@ -142,7 +142,7 @@ function M.new(opts)
     _network = o.network or "all",
     _lifecycle = o.lifecycle,
     _user = o.user or "user",
-    _on_close = o.on_close or "kill",
+    _on_close = o.on_close or Sandbox.ON_CLOSE_DEFAULT,
     _ready_timeout_ms = o.ready_timeout_ms,
   }, Client)
   self._port = sandbox_port(self)

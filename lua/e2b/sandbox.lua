@@ -25,6 +25,11 @@ local M = {}
 -- @field git git in the sandbox (`e2b.git.Git`)
 local Sandbox = rt.class(M, "Sandbox")
 
+-- What close() may do to an owned sandbox, and what it does unless told
+-- (the client's and fork's on_close take both from here).
+M.ON_CLOSE = check.oneof("kill", "pause", "leave")
+M.ON_CLOSE_DEFAULT = "kill"
+
 -- The network E2B reports, rules shaped as the create option takes them.
 local function network_info(net)
   if not net then return nil end
@@ -91,7 +96,7 @@ function M.new(port, raw, opts)
     _port = port,
     _h = port.envd(raw),
     _owned = opts.owned,
-    _on_close = opts.on_close or "kill",
+    _on_close = opts.on_close or M.ON_CLOSE_DEFAULT,
     _closed = false,
   }, Sandbox)
   self._envd_port = envd_port(self)
@@ -336,7 +341,7 @@ function Sandbox:set_network(net)
   return self:_finish(self._port.call("set_network", self.sandbox_id, fields))
 end
 
-local FORK_SPEC = { count = "positive", timeout_ms = "positive_ms", on_close = check.oneof("kill", "pause", "leave") }
+local FORK_SPEC = { count = "positive", timeout_ms = "positive_ms", on_close = M.ON_CLOSE }
 
 --- Forks the sandbox: snapshots it in place (it goes on running) and
 -- creates `count` new sandboxes from that snapshot, with its settings and
