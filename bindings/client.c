@@ -201,7 +201,7 @@ typedef e2b_req *(*plain_fn)(e2b_client *c, e2b_error *err);
 
 /* name(id) */
 static const struct { const char *name; by_id_fn call; } by_id[] = {
-    {"info", e2b_sandbox_get},         {"kill", e2b_sandbox_kill},
+    {"info", e2b_sandbox_get},         {"kill", e2b_sandbox_end},
     {"describe", e2b_sandbox_describe}, {"destroy", e2b_sandbox_destroy},
     {"create_volume", e2b_volume_create}, {"delete_snapshot", e2b_snapshot_delete},
     {"delete_volume", e2b_volume_delete}, {"volume_open", e2b_volume_open}};

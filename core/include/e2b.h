@@ -829,6 +829,9 @@ E2B_EXPORT e2b_req *e2b_sandbox_fork(e2b_client *c, const char *sandbox_id, long
                           e2b_error *err);
 /* Kills by logical or provider id; a sandbox already gone counts as destroyed. */
 E2B_EXPORT e2b_req *e2b_sandbox_destroy(e2b_client *c, const char *id, e2b_error *err);
+/* Kills by provider id (no lookup: one DELETE); a sandbox already gone
+ * counts as killed, as for e2b_sandbox_destroy. */
+E2B_EXPORT e2b_req *e2b_sandbox_end(e2b_client *c, const char *sandbox_id, e2b_error *err);
 /* Moves the deadline to at least now + ms, never earlier. */
 E2B_EXPORT e2b_req *e2b_sandbox_keep_alive(e2b_client *c, const char *sandbox_id, long ms, e2b_error *err);
 /* Kills every sandbox of owner (all pages) started more than older_than_ms

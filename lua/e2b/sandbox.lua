@@ -386,8 +386,8 @@ end
 -- @treturn boolean true
 -- @return or nil, err
 function Sandbox:kill()
-  local ok, err = rt.finish(self._port.call("kill", self.sandbox_id))
-  if ok or errors.is(err, "not_found") then
+  local ok, err = rt.finish(self._port.call("kill", self.sandbox_id)) -- gone counts as killed: the core's rule
+  if ok then
     self._closed = true
     self._h:flush_forgets(true)
     return true
