@@ -267,12 +267,12 @@ static int client_vol_opts(lua_State *L) {
   return e2bL_push_req(L, u->l, req, &err);
 }
 
-/* vol_list(volume_id, token, path, depth) */
+/* vol_list(volume_id, token, path, depth?) */
 static int client_vol_list(lua_State *L) {
   client_ud *u = check_client(L);
   e2b_error err;
   e2b_req *req = e2b_vol_list(u->c, luaL_checkstring(L, 2), luaL_checkstring(L, 3), luaL_checkstring(L, 4),
-                              (unsigned)luaL_optinteger(L, 5, 1), &err);
+                              (long)luaL_optinteger(L, 5, 0), &err);
   return e2bL_push_req(L, u->l, req, &err);
 }
 

@@ -77,6 +77,7 @@ static void push_defaults(lua_State *L) {
                  {"setup_timeout_ms", E2B_DEFAULT_SETUP_TIMEOUT_MS},
                  {"idle_timeout_ms", E2B_DEFAULT_IDLE_TIMEOUT_MS},
                  {"kill_settle_ms", E2B_DEFAULT_KILL_SETTLE_MS},
+                 {"list_depth", E2B_DEFAULT_LIST_DEPTH},
                  {"max_output", (lua_Integer)E2B_DEFAULT_MAX_OUTPUT}};
   lua_createtable(L, 0, (int)(sizeof numbers / sizeof numbers[0]) + 2);
   for (size_t i = 0; i < sizeof numbers / sizeof numbers[0]; i++) {

@@ -277,10 +277,7 @@ static int sbx_plain(lua_State *L) {
 static int sbx_list(lua_State *L) {
   sbx_ud *u = check_sbx(L);
   e2b_error err;
-  lua_Integer depth = luaL_optinteger(L, 3, 1);
-  /* The core owns the rule (depth >= 1): out of range is passed as 0 for it to refuse. */
-  e2b_req *req = e2b_fs_list(u->s, luaL_checkstring(L, 2),
-                             depth >= 1 && depth <= (lua_Integer)UINT32_MAX ? (unsigned)depth : 0u,
+  e2b_req *req = e2b_fs_list(u->s, luaL_checkstring(L, 2), (long)luaL_optinteger(L, 3, 0),
                              luaL_optstring(L, 4, NULL), &err);
   return e2bL_push_req(L, u->l, req, &err);
 }

@@ -92,6 +92,7 @@ E2B_EXPORT unsigned e2b_version_num(void);
 #define E2B_DEFAULT_SETUP_TIMEOUT_MS 600000L  /* e2b_provision_opts.setup_timeout_ms */
 #define E2B_DEFAULT_IDLE_TIMEOUT_MS 90000L    /* a command's stream silent this long fails */
 #define E2B_DEFAULT_SETTLE_MS 2000L           /* e2b_loop_settle: unattended work before a host exits */
+#define E2B_DEFAULT_LIST_DEPTH 1               /* e2b_fs_list / e2b_vol_list depth: path's own entries */
 #define E2B_DEFAULT_KILL_SETTLE_MS 2000L      /* e2b_proc_kill's settle_ms: how long a killed group may take to go */
 
 /* One code per kind of failure; e2b_code_name gives each a stable short name
@@ -705,7 +706,9 @@ typedef struct e2b_entry {
 
 /* user NULL: envd's default user. */
 E2B_EXPORT e2b_req *e2b_fs_stat(e2b_sbx *sbx, const char *path, const char *user, e2b_error *err);
-E2B_EXPORT e2b_req *e2b_fs_list(e2b_sbx *sbx, const char *path, unsigned depth, const char *user,
+/* depth: levels below path (0: E2B_DEFAULT_LIST_DEPTH; past 2^32 - 1 or negative:
+ * E2B_ERR_INVALID_ARGUMENT); the same for e2b_vol_list. */
+E2B_EXPORT e2b_req *e2b_fs_list(e2b_sbx *sbx, const char *path, long depth, const char *user,
                      e2b_error *err);
 E2B_EXPORT e2b_req *e2b_fs_mkdir(e2b_sbx *sbx, const char *path, const char *user, e2b_error *err);
 E2B_EXPORT e2b_req *e2b_fs_move(e2b_sbx *sbx, const char *from, const char *to, const char *user,
@@ -966,11 +969,11 @@ typedef struct e2b_vol_write_opts {
                               existing directory is success */
 } e2b_vol_write_opts;
 
-/* stat: one entry; list: the entries under path, depth levels deep (1..32). */
+/* stat: one entry; list: the entries under path, depth levels deep (as e2b_fs_list's). */
 E2B_EXPORT e2b_req *e2b_vol_stat(e2b_client *c, const char *volume_id, const char *token, const char *path,
                                  e2b_error *err);
 E2B_EXPORT e2b_req *e2b_vol_list(e2b_client *c, const char *volume_id, const char *token, const char *path,
-                                 unsigned depth, e2b_error *err);
+                                 long depth, e2b_error *err);
 E2B_EXPORT e2b_req *e2b_vol_mkdir(e2b_client *c, const char *volume_id, const char *token, const char *path,
                                   const e2b_vol_write_opts *opts, e2b_error *err);
 /* Changes the owner and mode of an entry (the SDKs' updateMetadata): the

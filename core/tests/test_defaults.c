@@ -104,6 +104,26 @@ static void zeroed_requests_are_made(e2b_client *c, e2b_sbx *sbx) {
   e2b_req_free(r);
 }
 
+/* A listing's depth 0 is E2B_DEFAULT_LIST_DEPTH, sent as such; what envd's
+ * uint32 cannot carry is refused naming depth, for files and volumes alike. */
+static void zero_depth_is_the_default(e2b_client *c, e2b_sbx *sbx) {
+  long depth = 0;
+  e2b_error err;
+  CHECK(e2b_list_depth(&depth, "files.list", &err) == 0 && depth == E2B_DEFAULT_LIST_DEPTH);
+  e2b_req *r = e2b_fs_list(sbx, "/", 0, NULL, &err);
+  CHECK(r != NULL);
+  e2b_req_free(r);
+  const long bad[] = {-1, 0x100000000L};
+  for (size_t i = 0; i < 2; i++) {
+    CHECK(e2b_fs_list(sbx, "/", bad[i], NULL, &err) == NULL && err.code == E2B_ERR_INVALID_ARGUMENT);
+    CHECK_STR(err.field, "depth");
+    CHECK(e2b_vol_list(c, "vol", "tok", "/", bad[i], &err) == NULL && err.code == E2B_ERR_INVALID_ARGUMENT);
+    CHECK_STR(err.field, "depth");
+  }
+  CHECK((r = e2b_vol_list(c, "vol", "tok", "/", 0, &err)) != NULL);
+  e2b_req_free(r);
+}
+
 static void zero_max_output_is_the_default(void) {
   e2b_output *o = e2b_output_new(0, E2B_KEEP_ALL, 0);
   CHECK(o != NULL);
@@ -148,6 +168,7 @@ static void zeroed_options_are_the_defaults(void) {
   zeroed_requests_are_made(env.client, env.sbx);
   shell_string_is_bash_l_c(env.sbx);
   zero_max_output_is_the_default();
+  zero_depth_is_the_default(env.client, env.sbx);
   CHECK(loopback_env_close(&env) == 0);
 }
 

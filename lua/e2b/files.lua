@@ -394,7 +394,7 @@ function Files:list(path, opts)
   o, err = check.options("files.list", opts, { depth = "positive", user = "nonempty" })
   if not o then return nil, err end
   local list
-  list, err = self:_finish(self._port.call("list", path, o.depth or 1, self:_user(o)))
+  list, err = self:_finish(self._port.call("list", path, o.depth, self:_user(o)))
   if not list then return nil, err end
   local out = {}
   for i, e in ipairs(list) do out[i] = entry(e) end

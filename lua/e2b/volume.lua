@@ -140,7 +140,7 @@ function Volume:list(path, opts)
   local op = "volume.list"
   local o, err = check_call(op, path, opts, { depth = "positive" })
   if not o then return nil, err end
-  return rt.finish(self._port.call("vol_list", path, o.depth or 1))
+  return rt.finish(self._port.call("vol_list", path, o.depth))
 end
 
 --- Makes a directory in the volume; with opts.force its parents too, and an
