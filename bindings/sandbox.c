@@ -65,14 +65,15 @@ static void read_proc_opts(lua_State *L, int t, e2b_proc_opts *o) {
 /* run(start_opts, run_opts) -> the request of e2b_run_with; run_opts:
  * { stdin = bytes, max_output = n, keep = "all"|"tail"|"none",
  *   chunks_stdout, chunks_stderr (take those chunks with read()),
- *   env_replace, keep_output (default true) }. */
+ *   track, env_replace, keep_output (false: E2B_TRACK_NO_KEEP; nil: the core's default) }. */
 static int sbx_run(lua_State *L) {
   sbx_ud *u = check_sbx(L);
   luaL_checktype(L, 2, LUA_TTABLE);
   luaL_checktype(L, 3, LUA_TTABLE);
   e2b_proc_opts o;
   read_proc_opts(L, 2, &o);
-  e2b_run_opts ro = {.keep = e2bL_keep_of(L, e2bL_opt_string(L, 3, "keep")), .track = 1};
+  e2b_run_opts ro = {.keep = e2bL_keep_of(L, e2bL_opt_string(L, 3, "keep")),
+                     .track = e2bL_opt_tristate(L, 3, "track") == E2B_YES};
   lua_getfield(L, 3, "stdin");
   ro.stdin_data = lua_isnil(L, -1) ? NULL : luaL_checklstring(L, -1, &ro.stdin_len);
   lua_Integer max = e2bL_opt_integer(L, 3, "max_output", 0);
@@ -97,7 +98,7 @@ static int sbx_boot_id(lua_State *L) {
 }
 
 /* track(start_opts, env_replace?, keep_output?, at_end?, park?) -> a tracked process stream;
- * park: true always, false never, nil the core's default */
+ * keep_output false: E2B_TRACK_NO_KEEP; park: true always, false never; nil: the core's default */
 static int sbx_track(lua_State *L) {
   sbx_ud *u = check_sbx(L);
   luaL_checktype(L, 2, LUA_TTABLE);
@@ -107,7 +108,7 @@ static int sbx_track(lua_State *L) {
   e2b_error err;
   unsigned park = lua_isnil(L, 6) ? 0 : lua_toboolean(L, 6) ? E2B_TRACK_PARK : E2B_TRACK_NO_PARK;
   unsigned flags = (lua_toboolean(L, 3) ? E2B_TRACK_ENV_REPLACE : 0) |
-                   (lua_isnoneornil(L, 4) || lua_toboolean(L, 4) ? 0 : E2B_TRACK_NO_KEEP) |
+                   (lua_isboolean(L, 4) && !lua_toboolean(L, 4) ? E2B_TRACK_NO_KEEP : 0) |
                    (lua_toboolean(L, 5) ? E2B_TRACK_AT_END : 0) | park;
   e2b_req *req = e2b_proc_track(u->s, &o, flags, &err);
   return e2bL_push_req(L, u->l, req, &err);

@@ -196,8 +196,8 @@ local function spawn(port, cmd, o)
     return nil, errors.new("canceled", "spawn", "the call's cancel token was canceled", { retryable = false })
   end
   local start = start_opts(port, cmd, o)
-  local req, err = port.call("track", start, o.env_mode == "replace", o.keep_output ~= false, false,
-    o.park)
+  -- keep_output nil: the core's default (kept)
+  local req, err = port.call("track", start, o.env_mode == "replace", o.keep_output, false, o.park)
   if not req then return nil, port.envd_err(err) end
   local proc
   proc, err = started(port, req)
@@ -427,7 +427,8 @@ local function run(port, cmd, o)
   req, err = port.call("run", start_opts(port, cmd, o), {
     stdin = o.stdin, max_output = o.max_output, keep = o.keep,
     chunks_stdout = o.on_stdout ~= nil, chunks_stderr = o.on_stderr ~= nil,
-    env_replace = o.env_mode == "replace", keep_output = o.keep_output ~= false,
+    env_replace = o.env_mode == "replace", keep_output = o.keep_output, -- nil: the core's default (kept)
+    track = true, -- every command of lua-e2b can be reattached (attach) or is at least tracked
   })
   if not req then return nil, port.envd_err(err) end
   -- Only the streams with a callback are handed on (a pty's as stdout).
