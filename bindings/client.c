@@ -26,7 +26,7 @@ int e2bL_core_client(lua_State *L) {
   cfg.user_agent = e2bL_opt_string(L, 2, "user_agent");
   cfg.request_timeout_ms = (long)e2bL_opt_integer(L, 2, "request_timeout_ms", 0);
   cfg.budget_ms = (long)e2bL_opt_integer(L, 2, "budget_ms", 0);
-  cfg.max_retries = (int)e2bL_opt_integer(L, 2, "max_retries", 0);
+  cfg.max_retries = (int)e2bL_opt_count(L, 2, "max_retries"); /* Lua's 0: E2B_NO_RETRY */
   cfg.max_inflight = (int)e2bL_opt_integer(L, 2, "max_inflight", 0);
   cfg.owner = e2bL_opt_string(L, 2, "owner");
   cfg.page_size = (int)e2bL_opt_integer(L, 2, "page_size", 0);
@@ -328,7 +328,7 @@ static int client_provision(lua_State *L) {
   memset(&o, 0, sizeof o);
   read_create_opts(L, 2, &o.create);
   o.id = e2bL_opt_string(L, 2, "id");
-  o.ready_timeout_ms = (long)e2bL_opt_integer(L, 2, "ready_timeout_ms", 0);
+  o.ready_timeout_ms = (long)e2bL_opt_count(L, 2, "ready_timeout_ms"); /* Lua's 0: do not wait */
   lua_getfield(L, 2, "setup_script");
   if (!lua_isnil(L, -1)) o.setup_script = luaL_checklstring(L, -1, &o.setup_len);
   lua_pop(L, 1); /* the options table keeps the string alive */

@@ -132,7 +132,7 @@ function M.new(opts)
     ca_file = o.ca_file,
     template = o.template, request_timeout_ms = o.request_timeout_ms, budget_ms = o.budget_ms,
     owner = o.owner, user_agent = "lua-e2b/" .. core.VERSION, -- libe2b's own default says libe2b
-    max_retries = o.max_retries == 0 and -1 or o.max_retries,
+    max_retries = o.max_retries, -- 0: none (the binding says it as E2B_NO_RETRY)
     max_inflight = o.max_concurrent, page_size = o.page_size,
   })
   if not h then return nil, err end
@@ -267,7 +267,7 @@ function Client:create(opts)
     auto_pause_memory = lc.auto_pause_memory,
     auto_resume = lc.auto_resume,
     network = net,
-    ready_timeout_ms = ready == 0 and -1 or ready,
+    ready_timeout_ms = ready, -- 0: no wait (the binding says it as libe2b's -1)
     setup_script = setup and setup.script,
     setup_name = setup and setup.name,
     setup_timeout_ms = setup and setup.timeout_ms,
