@@ -91,14 +91,20 @@ static void push_defaults(lua_State *L) {
 }
 
 /* core.KINDS: every error kind the core can return (e2b_code_name of each
- * code but E2B_OK; past the last code the name is "sandbox" again). */
+ * code but E2B_OK; past the last code the name is "sandbox" again), and
+ * core.RETRYABLE: { [kind] = true } for those retryable by default. */
 static void push_kinds(lua_State *L) {
+  lua_newtable(L);
   lua_newtable(L);
   for (int c = E2B_OK + 1; c < 256; c++) {
     const char *name = e2b_code_name((e2b_code)c);
     if (c != E2B_ERR_SANDBOX && strcmp(name, e2b_code_name(E2B_ERR_SANDBOX)) == 0) break;
     lua_pushstring(L, name);
-    lua_rawseti(L, -2, c);
+    lua_rawseti(L, -3, c);
+    if (e2b_code_retryable((e2b_code)c)) {
+      lua_pushboolean(L, 1);
+      lua_setfield(L, -2, name);
+    }
   }
 }
 
@@ -134,6 +140,7 @@ __attribute__((visibility("default"))) int luaopen_e2b_core(lua_State *L) {
   push_defaults(L);
   lua_setfield(L, -2, "DEFAULTS");
   push_kinds(L);
+  lua_setfield(L, -3, "RETRYABLE");
   lua_setfield(L, -2, "KINDS");
   return 1;
 }

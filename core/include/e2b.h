@@ -129,6 +129,9 @@ typedef struct e2b_error {
 
 /* "not_found", "auth", ... ("ok" for E2B_OK). */
 E2B_EXPORT const char *e2b_code_name(e2b_code code);
+/* Whether an error of this code is retryable unless its maker knows better
+ * (unavailable, rate_limited, timeout): what e2b_error.retryable starts as. */
+E2B_EXPORT int e2b_code_retryable(e2b_code code);
 /* Resets err to E2B_OK with empty message (err may be NULL). */
 E2B_EXPORT void e2b_error_clear(e2b_error *err);
 
