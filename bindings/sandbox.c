@@ -134,32 +134,16 @@ static int sbx_stop_async(lua_State *L) {
   return 0;
 }
 
-/* An error table (as push_error_table made it) back into an e2b_error. */
-static void read_error_table(lua_State *L, int idx, e2b_error *err) {
-  e2b_error_clear(err);
-  err->code = E2B_ERR_SANDBOX;
-  lua_getfield(L, idx, "kind");
-  const char *kind = lua_tostring(L, -1);
-  for (int c = E2B_OK; kind && c <= E2B_ERR_PERMISSION; c++)
-    if (strcmp(kind, e2b_code_name((e2b_code)c)) == 0) err->code = (e2b_code)c;
-  lua_getfield(L, idx, "status");
-  err->status = (int)lua_tointeger(L, -1);
-  lua_getfield(L, idx, "retryable");
-  err->retryable = lua_toboolean(L, -1);
-  lua_getfield(L, idx, "op");
-  snprintf(err->op, sizeof err->op, "%s", lua_isstring(L, -1) ? lua_tostring(L, -1) : "");
-  lua_getfield(L, idx, "message");
-  snprintf(err->message, sizeof err->message, "%s", lua_isstring(L, -1) ? lua_tostring(L, -1) : "");
-  lua_pop(L, 5);
-}
-
-/* explain(err) -> a request finishing with what err means for the sandbox
- * (gone, paused, or err itself), or nothing when err needs no look. */
+/* explain(req) -> a request finishing with what the failure of req (a
+ * finished envd request of this sandbox, not yet closed) means for the
+ * sandbox: gone, paused, or that error itself; nothing when it needs no
+ * look. The core reads req's own error: nothing is rebuilt from Lua. */
 static int sbx_explain(lua_State *L) {
   sbx_ud *u = check_sbx(L);
-  luaL_checktype(L, 2, LUA_TTABLE);
-  e2b_error orig;
-  read_error_table(L, 2, &orig);
+  req_ud *r = luaL_checkudata(L, 2, REQ_MT);
+  const e2b_error *err = r->req && e2b_req_done(r->req) ? e2b_req_error(r->req) : NULL;
+  if (!err) return 0;
+  e2b_error orig = *err;
   e2b_req *req = e2b_sbx_explain(u->s, &orig);
   if (!req) return 0;
   return e2bL_push_req(L, u->l, req, &orig);

@@ -27,7 +27,7 @@ local USER_SPEC = { user = "nonempty" }
 local UPLOAD_HIGH_WATER = 1024 * 1024
 
 -- M.new(sbx, port) -> files; port: what it may ask of its sandbox (user,
--- call, envd_err, envd: e2b.sandbox's files_port).
+-- call, explain, envd: e2b.sandbox's files_port).
 function M.new(sbx, port)
   return setmetatable({ _sbx = sbx, _port = port }, Files)
 end
@@ -56,15 +56,16 @@ function Files:_start_read(op, path, user)
   if not ok then return nil, err end
   local req
   req, err = self._port.call("read", path, user or self:_user(), 0)
-  if not req then return nil, self._port.envd_err(err) end
+  if not req then return nil, self._port.explain(nil, err) end
   return req
 end
 
 -- Ends a download that moved total bytes: total | nil, err (its failure).
 function Files:_end_read(op, req, total)
   local done, err = req:result()
+  if not done then err = rt.relabel(self._port.explain(req, err), op) end
   req:close()
-  if not done then return nil, rt.relabel(self._port.envd_err(err), op) end
+  if not done then return nil, err end
   return total
 end
 
@@ -320,14 +321,12 @@ function Files:_write(op, path, data, o)
   end
   local req
   req, err = self._port.call("write", path, self:_user(o))
-  if not req then return nil, self._port.envd_err(err) end
+  if not req then return nil, self._port.explain(nil, err) end
   local feed_err = M.feed(req, op, data, o.progress)
-  while not req:done() do adapter.await(req) end
   local written
-  written, err = req:result()
-  req:close()
+  written, err = rt.finish(req, nil, function(r, e) return not feed_err and self._port.explain(r, e) or e end)
   if feed_err then return nil, feed_err end
-  if not written then return nil, self._port.envd_err(err) end
+  if not written then return nil, err end
   if o.mode then
     local res
     res, err = self._sbx:run({ "chmod", ("%o"):format(o.mode), written }, { user = o.user })

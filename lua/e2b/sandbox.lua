@@ -76,7 +76,7 @@ local function envd_port(self)
       local h = self._h
       return h[name](h, ...)
     end,
-    envd_err = function(err) return self:_envd_err(err) end,
+    explain = function(req, err) return self:_explain(req, err) end,
     envd = function(req, err) return self:_envd(req, err) end,
   }
 end
@@ -109,13 +109,14 @@ function Sandbox:_tag(err)
   return rt.tag(err, self.sandbox_id)
 end
 
--- What an envd failure means for the sandbox (gone, paused, or the error
--- itself) is the core's call (e2b_sbx_explain); this only asks.
-function Sandbox:_envd_err(err)
-  if type(err) ~= "table" then return err end
-  local req = self._h:explain(err)
-  if req then
-    local _, explained = rt.finish(req)
+-- What the failure of an envd request means for the sandbox (gone,
+-- paused, or the error itself) is the core's call (e2b_sbx_explain), made
+-- on req's own error before req is closed; this only asks. A call that
+-- never started (req nil) needs no look.
+function Sandbox:_explain(req, err)
+  local look = req and self._h:explain(req)
+  if look then
+    local _, explained = rt.finish(look)
     if explained then err = explained end
   end
   return self:_tag(err)
@@ -123,9 +124,8 @@ end
 
 -- Finishes an envd request, mapping a dead sandbox to not_found.
 function Sandbox:_envd(req, err)
-  local a, b = rt.finish(req, err)
-  if a == nil then return nil, self:_envd_err(b) end
-  return a, b
+  if not req then return nil, self:_tag(err) end
+  return rt.finish(req, nil, function(r, e) return self:_explain(r, e) end)
 end
 
 function Sandbox:_finish(req, err)

@@ -20,7 +20,7 @@ function M.new(port, raw)
   -- reads stream through e2b.files' loops, which ask their port for "read"
   self._files = files.new(nil, {
     call = function(_, path) return port.call("vol_read", path) end,
-    envd_err = function(err) return err end,
+    explain = function(_, err) return err end,
   })
   return self
 end
