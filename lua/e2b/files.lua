@@ -26,10 +26,10 @@ local READ_SPEC = { max_bytes = "positive", user = "nonempty", cancel = "cancel"
 local USER_SPEC = { user = "nonempty" }
 local UPLOAD_HIGH_WATER = 1024 * 1024
 
--- M.new(sbx, port) -> files; port: what it may ask of its sandbox (user,
--- call, explain, envd: e2b.sandbox's files_port).
-function M.new(sbx, port)
-  return setmetatable({ _sbx = sbx, _port = port }, Files)
+-- M.new(port) -> files; port: what it may ask of its sandbox (user,
+-- sandbox_id, call, explain, envd, run, spawn: e2b.sandbox's envd port).
+function M.new(port)
+  return setmetatable({ _port = port }, Files)
 end
 
 -- The user an operation runs as: opts.user, else the client's.
@@ -316,7 +316,7 @@ function Files:_write(op, path, data, o)
     if exists == nil then return nil, err end
     if exists then
       return nil, errors.new("conflict", op, ("%s already exists"):format(path),
-        { retryable = false, sandbox_id = self._sbx.sandbox_id })
+        { retryable = false, sandbox_id = self._port.sandbox_id })
     end
   end
   local req
@@ -329,11 +329,11 @@ function Files:_write(op, path, data, o)
   if not written then return nil, err end
   if o.mode then
     local res
-    res, err = self._sbx:run({ "chmod", ("%o"):format(o.mode), written }, { user = o.user })
+    res, err = self._port.run({ "chmod", ("%o"):format(o.mode), written }, { user = o.user })
     if not res then return nil, err end
     if res.exit_code ~= 0 then
       return nil, errors.new("sandbox", op, "chmod failed: " .. res.stderr,
-        { sandbox_id = self._sbx.sandbox_id })
+        { sandbox_id = self._port.sandbox_id })
     end
   end
   local name = written:match("([^/]*)$")
@@ -496,7 +496,7 @@ function Files:import(dir, tar_source, opts)
   if not source then return nil, err end
   source = counting_source(source, o.progress, type(tar_source) == "string" and #tar_source or nil)
   local proc
-  proc, err = self._sbx:spawn({ "sh", "-c", 'mkdir -p "$1" && exec tar -x -f - -C "$1"', "import", dir },
+  proc, err = self._port.spawn({ "sh", "-c", 'mkdir -p "$1" && exec tar -x -f - -C "$1"', "import", dir },
     { stdin = true, user = self:_user(o) })
   if not proc then return nil, err end
   -- Each write completes before the next chunk is pulled: bounded memory.
@@ -557,7 +557,7 @@ function Files:export(dir, sink, opts)
   if not emit then return nil, err end
   emit = counting_sink(emit, o.progress)
   local proc
-  proc, err = self._sbx:spawn({ "tar", "-c", "-f", "-", "-C", dir, "." }, { user = self:_user(o) })
+  proc, err = self._port.spawn({ "tar", "-c", "-f", "-", "-C", dir, "." }, { user = self:_user(o) })
   if not proc then return nil, err end
   local total, stderr = 0, {}
   while true do

@@ -65,10 +65,12 @@ function M.to_info(raw)
   }
 end
 
--- What e2b.files and e2b.process may ask of their sandbox (they read
--- nothing else of it).
+-- What e2b.files, e2b.git and e2b.process may ask of their sandbox (they
+-- read nothing else of it): its envd calls, what their failures mean, and
+-- its commands (files' tar and chmod, git's runs).
 local function envd_port(self)
-  return {
+  local port
+  port = {
     user = self._port.user,
     sandbox_id = self.sandbox_id,
     -- The envd call `name` of the current handle (connect() may replace it).
@@ -78,7 +80,10 @@ local function envd_port(self)
     end,
     explain = function(req, err) return self:_explain(req, err) end,
     envd = function(req, err) return self:_envd(req, err) end,
+    run = function(cmd, opts) return Process.run(port, cmd, opts) end,
+    spawn = function(cmd, opts) return Process.spawn(port, cmd, opts) end,
   }
+  return port
 end
 
 -- Sandbox.new(port, raw, { owned, on_close }) -> sbx; port: what it may ask
@@ -100,8 +105,8 @@ function M.new(port, raw, opts)
     _closed = false,
   }, Sandbox)
   self._envd_port = envd_port(self)
-  self.files = Files.new(self, self._envd_port)
-  self.git = Git.new(self)
+  self.files = Files.new(self._envd_port)
+  self.git = Git.new(self._envd_port)
   return self
 end
 

@@ -18,7 +18,7 @@ local adapter = rt.adapter
 function M.new(port, raw)
   local self = setmetatable({ id = raw.volume_id, name = raw.name, _port = port }, Volume)
   -- reads stream through e2b.files' loops, which ask their port for "read"
-  self._files = files.new(nil, {
+  self._files = files.new({
     call = function(_, path) return port.call("vol_read", path) end,
     explain = function(_, err) return err end,
   })
