@@ -5,8 +5,9 @@ local core = require("e2b.core")
 
 local N = tonumber(arg[1]) or 10
 local MB = tonumber(arg[2]) or 200
--- fractional ms: a short command takes a few, and the SDK side times with performance.now()
-local now = core.clock_ms
+-- the clock lua-e2b itself keeps time with (whole ms; the SDK side's performance.now() has
+-- fractions, so a short command's few ms read coarser here)
+local now = core.now_ms
 
 local function report(name, value) print(("%s %.1f"):format(name, value)) end
 

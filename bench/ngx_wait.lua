@@ -1,7 +1,8 @@
 -- bench/ngx_wait.lua: how should lua-e2b wait inside nginx? Runs
 -- bench/wait_workload.lua under plain Lua 5.4 (e2b.sched, curl_multi_poll:
--- the event-driven reference) and inside one nginx worker under each e2b.ngx
--- wait mode, and prints one row per setting. Numbers, not assertions.
+-- the event-driven reference) and inside one nginx worker, with e2b.ngx's
+-- one pump on the readiness bridge and with the polling a host without the
+-- bridge falls back to; one row per setting. Numbers, not assertions.
 --   e2b-local exec -- lua5.4 bench/ngx_wait.lua
 local ROOT = arg[0]:match("^(.*)/bench/[^/]*$") or "."
 package.path = ROOT .. "/?.lua;" .. package.path

@@ -78,6 +78,15 @@ lua_Integer e2bL_opt_integer(lua_State *L, int t, const char *field, lua_Integer
   return v;
 }
 
+lua_Integer e2bL_opt_count(lua_State *L, int t, const char *field) {
+  lua_getfield(L, t, field);
+  int absent = lua_isnil(L, -1);
+  lua_pop(L, 1);
+  if (absent) return 0;
+  lua_Integer v = e2bL_opt_integer(L, t, field, 0);
+  return v == 0 ? -1 : v;
+}
+
 /* nil -> E2B_DEFAULT, true -> E2B_YES, false -> E2B_NO. */
 int e2bL_opt_tristate(lua_State *L, int t, const char *field) {
   lua_getfield(L, t, field);

@@ -60,6 +60,9 @@ void *e2bL_check(lua_State *L, const e2bL_class *c);
 int e2bL_push_fail(lua_State *L, const e2b_error *err);
 const char *e2bL_opt_string(lua_State *L, int t, const char *field);
 lua_Integer e2bL_opt_integer(lua_State *L, int t, const char *field, lua_Integer dflt);
+/* An integer where Lua says "none" with 0 and "the default" with nil, as
+ * libe2b says them with -1 (its E2B_NO_* values) and 0: nil -> 0, 0 -> -1. */
+lua_Integer e2bL_opt_count(lua_State *L, int t, const char *field);
 int e2bL_opt_tristate(lua_State *L, int t, const char *field);
 const e2b_kv *e2bL_opt_kvs(lua_State *L, int t, const char *field, size_t *count);
 const char *const *e2bL_opt_strings(lua_State *L, int t, const char *field, size_t *count);
@@ -98,6 +101,7 @@ void e2bL_open_tarsafe(lua_State *L);
 int e2bL_core_tarsafe(lua_State *L);
 int e2bL_core_loop(lua_State *L);
 int e2bL_core_network_check(lua_State *L);
+int e2bL_core_lifecycle_check(lua_State *L);
 int e2bL_core_client(lua_State *L);
 /* Adds hostio.c's functions to the module table on top of the stack. */
 void e2bL_open_hostio(lua_State *L);

@@ -24,10 +24,9 @@ int e2bL_core_client(lua_State *L) {
   cfg.sandbox_url = e2bL_opt_string(L, 2, "sandbox_url");
   cfg.template_id = e2bL_opt_string(L, 2, "template");
   cfg.user_agent = e2bL_opt_string(L, 2, "user_agent");
-  if (!cfg.user_agent) cfg.user_agent = "lua-e2b/" E2B_VERSION; /* libe2b's default says libe2b */
   cfg.request_timeout_ms = (long)e2bL_opt_integer(L, 2, "request_timeout_ms", 0);
   cfg.budget_ms = (long)e2bL_opt_integer(L, 2, "budget_ms", 0);
-  cfg.max_retries = (int)e2bL_opt_integer(L, 2, "max_retries", 0);
+  cfg.max_retries = (int)e2bL_opt_count(L, 2, "max_retries"); /* Lua's 0: E2B_NO_RETRY */
   cfg.max_inflight = (int)e2bL_opt_integer(L, 2, "max_inflight", 0);
   cfg.owner = e2bL_opt_string(L, 2, "owner");
   cfg.page_size = (int)e2bL_opt_integer(L, 2, "page_size", 0);
@@ -136,6 +135,18 @@ int e2bL_core_network_check(lua_State *L) {
   return 1;
 }
 
+/* lifecycle_check({ auto_pause, auto_pause_memory, auto_resume }, op) ->
+ * true | nil, err: libe2b's judgement of a lifecycle, without any call. */
+int e2bL_core_lifecycle_check(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  e2b_error err;
+  if (e2b_lifecycle_check(e2bL_opt_tristate(L, 1, "auto_pause"), e2bL_opt_tristate(L, 1, "auto_pause_memory"),
+                          e2bL_opt_tristate(L, 1, "auto_resume"), luaL_optstring(L, 2, "create"), &err) != 0)
+    return e2bL_push_fail(L, &err);
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
 static int client_create(lua_State *L) {
   client_ud *u = check_client(L);
   luaL_checktype(L, 2, LUA_TTABLE);
@@ -229,12 +240,12 @@ static int vol_opts(lua_State *L, vol_opts_fn call) {
   return e2bL_push_req(L, u->l, req, &err);
 }
 
-/* vol_list(volume_id, token, path, depth) */
+/* vol_list(volume_id, token, path, depth?) */
 static int client_vol_list(lua_State *L) {
   client_ud *u = check_client(L);
   e2b_error err;
   e2b_req *req = e2b_vol_list(u->c, luaL_checkstring(L, 2), luaL_checkstring(L, 3), luaL_checkstring(L, 4),
-                              (unsigned)luaL_optinteger(L, 5, 1), &err);
+                              (long)luaL_optinteger(L, 5, 0), &err);
   return e2bL_push_req(L, u->l, req, &err);
 }
 
@@ -285,7 +296,7 @@ static int plain(lua_State *L, plain_fn call) {
 }
 
 static int client_info(lua_State *L) { return by_id(L, e2b_sandbox_get); }
-static int client_kill(lua_State *L) { return by_id(L, e2b_sandbox_kill); }
+static int client_kill(lua_State *L) { return by_id(L, e2b_sandbox_end); }
 static int client_describe(lua_State *L) { return by_id(L, e2b_sandbox_describe); }
 static int client_destroy(lua_State *L) { return by_id(L, e2b_sandbox_destroy); }
 static int client_create_volume(lua_State *L) { return by_id(L, e2b_volume_create); }
@@ -318,7 +329,7 @@ static int client_provision(lua_State *L) {
   memset(&o, 0, sizeof o);
   read_create_opts(L, 2, &o.create);
   o.id = e2bL_opt_string(L, 2, "id");
-  o.ready_timeout_ms = (long)e2bL_opt_integer(L, 2, "ready_timeout_ms", 0);
+  o.ready_timeout_ms = (long)e2bL_opt_count(L, 2, "ready_timeout_ms"); /* Lua's 0: do not wait */
   lua_getfield(L, 2, "setup_script");
   if (!lua_isnil(L, -1)) o.setup_script = luaL_checklstring(L, -1, &o.setup_len);
   lua_pop(L, 1); /* the options table keeps the string alive */

@@ -76,6 +76,8 @@ static void push_defaults(lua_State *L) {
                  {"ready_timeout_ms", E2B_DEFAULT_READY_TIMEOUT_MS},
                  {"setup_timeout_ms", E2B_DEFAULT_SETUP_TIMEOUT_MS},
                  {"idle_timeout_ms", E2B_DEFAULT_IDLE_TIMEOUT_MS},
+                 {"kill_settle_ms", E2B_DEFAULT_KILL_SETTLE_MS},
+                 {"list_depth", E2B_DEFAULT_LIST_DEPTH},
                  {"max_output", (lua_Integer)E2B_DEFAULT_MAX_OUTPUT}};
   lua_createtable(L, 0, (int)(sizeof numbers / sizeof numbers[0]) + 2);
   for (size_t i = 0; i < sizeof numbers / sizeof numbers[0]; i++) {
@@ -89,14 +91,20 @@ static void push_defaults(lua_State *L) {
 }
 
 /* core.KINDS: every error kind the core can return (e2b_code_name of each
- * code but E2B_OK; past the last code the name is "sandbox" again). */
+ * code but E2B_OK; past the last code the name is "sandbox" again), and
+ * core.RETRYABLE: { [kind] = true } for those retryable by default. */
 static void push_kinds(lua_State *L) {
+  lua_newtable(L);
   lua_newtable(L);
   for (int c = E2B_OK + 1; c < 256; c++) {
     const char *name = e2b_code_name((e2b_code)c);
     if (c != E2B_ERR_SANDBOX && strcmp(name, e2b_code_name(E2B_ERR_SANDBOX)) == 0) break;
     lua_pushstring(L, name);
-    lua_rawseti(L, -2, c);
+    lua_rawseti(L, -3, c);
+    if (e2b_code_retryable((e2b_code)c)) {
+      lua_pushboolean(L, 1);
+      lua_setfield(L, -2, name);
+    }
   }
 }
 
@@ -107,6 +115,7 @@ __attribute__((visibility("default"))) int luaopen_e2b_core(lua_State *L) {
       {"now_ms", core_now_ms},           {"time_ms", core_time_ms},
       {"uuid4", core_uuid4},             {"utf8_valid", core_utf8_valid},
       {"buffer", lwhole_new},           {"network_check", e2bL_core_network_check},
+      {"lifecycle_check", e2bL_core_lifecycle_check},
       {"output", e2bL_core_output},      {"tarsafe", e2bL_core_tarsafe},
       {"set_error_metatable", core_set_error_metatable},
       {NULL, NULL}};
@@ -131,6 +140,7 @@ __attribute__((visibility("default"))) int luaopen_e2b_core(lua_State *L) {
   push_defaults(L);
   lua_setfield(L, -2, "DEFAULTS");
   push_kinds(L);
+  lua_setfield(L, -3, "RETRYABLE");
   lua_setfield(L, -2, "KINDS");
   return 1;
 }

@@ -86,22 +86,13 @@ static int loop_bridge_close(lua_State *L) {
   return 0;
 }
 
-/* How long closing a loop (at the latest, when the Lua state closes) may
- * spend sending what finalizers left unattended: a kill of a process
- * group, the removal of kept output. */
-#define SETTLE_MS 2000
-
+/* Closing a loop (at the latest, when the Lua state closes) first sends
+ * what finalizers left unattended (a kill of a process group, the removal
+ * of kept output), for as long as the core allows (e2b_loop_settle). */
 static int loop_gc(lua_State *L) {
   loop_ud *u = luaL_checkudata(L, 1, LOOP_MT);
   if (u->l) {
-    struct timespec t0, t;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    while (e2b_loop_unattended(u->l->loop) > 0) {
-      clock_gettime(CLOCK_MONOTONIC, &t);
-      long spent = (long)(t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000;
-      if (spent >= SETTLE_MS) break;
-      e2b_loop_step(u->l->loop, 50);
-    }
+    e2b_loop_settle(u->l->loop, 0);
     e2bL_lloop_release(u->l);
     u->l = NULL;
   }

@@ -66,14 +66,15 @@ static void read_proc_opts(lua_State *L, int t, e2b_proc_opts *o) {
 /* run(start_opts, run_opts) -> the request of e2b_run_with; run_opts:
  * { stdin = bytes, max_output = n, keep = "all"|"tail"|"none",
  *   chunks_stdout, chunks_stderr (take those chunks with read()),
- *   env_replace, keep_output (default true) }. */
+ *   track, env_replace, keep_output (false: E2B_TRACK_NO_KEEP; nil: the core's default) }. */
 static int sbx_run(lua_State *L) {
   sbx_ud *u = check_sbx(L);
   luaL_checktype(L, 2, LUA_TTABLE);
   luaL_checktype(L, 3, LUA_TTABLE);
   e2b_proc_opts o;
   read_proc_opts(L, 2, &o);
-  e2b_run_opts ro = {.keep = e2bL_keep_of(L, e2bL_opt_string(L, 3, "keep")), .track = 1};
+  e2b_run_opts ro = {.keep = e2bL_keep_of(L, e2bL_opt_string(L, 3, "keep")),
+                     .track = e2bL_opt_tristate(L, 3, "track") == E2B_YES};
   lua_getfield(L, 3, "stdin");
   ro.stdin_data = lua_isnil(L, -1) ? NULL : luaL_checklstring(L, -1, &ro.stdin_len);
   lua_Integer max = e2bL_opt_integer(L, 3, "max_output", 0);
@@ -98,7 +99,7 @@ static int sbx_boot_id(lua_State *L) {
 }
 
 /* track(start_opts, env_replace?, keep_output?, at_end?, park?) -> a tracked process stream;
- * park: true always, false never, nil the core's default */
+ * keep_output false: E2B_TRACK_NO_KEEP; park: true always, false never; nil: the core's default */
 static int sbx_track(lua_State *L) {
   sbx_ud *u = check_sbx(L);
   luaL_checktype(L, 2, LUA_TTABLE);
@@ -108,7 +109,7 @@ static int sbx_track(lua_State *L) {
   e2b_error err;
   unsigned park = lua_isnil(L, 6) ? 0 : lua_toboolean(L, 6) ? E2B_TRACK_PARK : E2B_TRACK_NO_PARK;
   unsigned flags = (lua_toboolean(L, 3) ? E2B_TRACK_ENV_REPLACE : 0) |
-                   (lua_isnoneornil(L, 4) || lua_toboolean(L, 4) ? 0 : E2B_TRACK_NO_KEEP) |
+                   (lua_isboolean(L, 4) && !lua_toboolean(L, 4) ? E2B_TRACK_NO_KEEP : 0) |
                    (lua_toboolean(L, 5) ? E2B_TRACK_AT_END : 0) | park;
   e2b_req *req = e2b_proc_track(u->s, &o, flags, &err);
   return e2bL_push_req(L, u->l, req, &err);
@@ -134,32 +135,16 @@ static int sbx_stop_async(lua_State *L) {
   return 0;
 }
 
-/* An error table (as push_error_table made it) back into an e2b_error. */
-static void read_error_table(lua_State *L, int idx, e2b_error *err) {
-  e2b_error_clear(err);
-  err->code = E2B_ERR_SANDBOX;
-  lua_getfield(L, idx, "kind");
-  const char *kind = lua_tostring(L, -1);
-  for (int c = E2B_OK; kind && c <= E2B_ERR_PERMISSION; c++)
-    if (strcmp(kind, e2b_code_name((e2b_code)c)) == 0) err->code = (e2b_code)c;
-  lua_getfield(L, idx, "status");
-  err->status = (int)lua_tointeger(L, -1);
-  lua_getfield(L, idx, "retryable");
-  err->retryable = lua_toboolean(L, -1);
-  lua_getfield(L, idx, "op");
-  snprintf(err->op, sizeof err->op, "%s", lua_isstring(L, -1) ? lua_tostring(L, -1) : "");
-  lua_getfield(L, idx, "message");
-  snprintf(err->message, sizeof err->message, "%s", lua_isstring(L, -1) ? lua_tostring(L, -1) : "");
-  lua_pop(L, 5);
-}
-
-/* explain(err) -> a request finishing with what err means for the sandbox
- * (gone, paused, or err itself), or nothing when err needs no look. */
+/* explain(req) -> a request finishing with what the failure of req (a
+ * finished envd request of this sandbox, not yet closed) means for the
+ * sandbox: gone, paused, or that error itself; nothing when it needs no
+ * look. The core reads req's own error: nothing is rebuilt from Lua. */
 static int sbx_explain(lua_State *L) {
   sbx_ud *u = check_sbx(L);
-  luaL_checktype(L, 2, LUA_TTABLE);
-  e2b_error orig;
-  read_error_table(L, 2, &orig);
+  req_ud *r = luaL_checkudata(L, 2, REQ_MT);
+  const e2b_error *err = r->req && e2b_req_done(r->req) ? e2b_req_error(r->req) : NULL;
+  if (!err) return 0;
+  e2b_error orig = *err;
   e2b_req *req = e2b_sbx_explain(u->s, &orig);
   if (!req) return 0;
   return e2bL_push_req(L, u->l, req, &orig);
@@ -245,7 +230,7 @@ static int sbx_feed(lua_State *L) { return by_bytes(L, e2b_proc_feed); }
 static int sbx_kill(lua_State *L) {
   proc_target t;
   sbx_ud *u = check_proc(L, &t);
-  lua_Integer ms = luaL_checkinteger(L, 3);
+  lua_Integer ms = luaL_optinteger(L, 3, 0);
   e2b_error err;
   return e2bL_push_req(L, u->l, e2b_proc_kill(u->s, t.pid, t.tag, (long)ms, &err), &err);
 }
@@ -272,10 +257,7 @@ static int sbx_processes(lua_State *L) {
 static int sbx_list(lua_State *L) {
   sbx_ud *u = check_sbx(L);
   e2b_error err;
-  lua_Integer depth = luaL_optinteger(L, 3, 1);
-  /* The core owns the rule (depth >= 1): out of range is passed as 0 for it to refuse. */
-  e2b_req *req = e2b_fs_list(u->s, luaL_checkstring(L, 2),
-                             depth >= 1 && depth <= (lua_Integer)UINT32_MAX ? (unsigned)depth : 0u,
+  e2b_req *req = e2b_fs_list(u->s, luaL_checkstring(L, 2), (long)luaL_optinteger(L, 3, 0),
                              luaL_optstring(L, 4, NULL), &err);
   return e2bL_push_req(L, u->l, req, &err);
 }

@@ -12,7 +12,13 @@
  * header size is measured, not assumed: each buffer watches what Lua asks
  * for when it makes two probe strings, then proves the handover on a third.
  * Where any of that does not hold (another Lua, another allocator), take()
- * copies, as lua_pushlstring always does. */
+ * copies, as lua_pushlstring always does.
+ *
+ * The layout itself (one block: a header of fixed size, the text, '\0') is
+ * Lua 5.4's implementation, not its promise, so it is checked twice: at
+ * build time whole_probe.c runs against the Lua library and only when it
+ * holds is E2B_WHOLE_ADOPT defined (without it this file is the plain
+ * copy); and at run time, per state, by the probes above. */
 #include "whole.h"
 #include "auxiliar.h"
 
@@ -70,7 +76,7 @@ int lwhole_append(lwhole *b, const void *data, size_t len) {
   return 0;
 }
 
-#if LUA_VERSION_NUM == 504
+#if defined(E2B_WHOLE_ADOPT) && LUA_VERSION_NUM == 504
 
 typedef struct handover {
   lua_Alloc f; /* the state's allocator, wrapped while one string is made */
@@ -176,7 +182,7 @@ int lwhole_new(lua_State *L) {
   lwhole *b = compat_newuserdata(L, sizeof *b);
   memset(b, 0, sizeof *b);
   luaL_setmetatable(L, WHOLE_MT);
-#if LUA_VERSION_NUM == 504
+#if defined(E2B_WHOLE_ADOPT) && LUA_VERSION_NUM == 504
   b->f = lua_getallocf(L, &b->fud);
   calibrate(L, b);
 #endif
@@ -186,7 +192,7 @@ int lwhole_new(lua_State *L) {
 /* buffer:take() -> the bytes as one string; the buffer is empty after. */
 static int whole_take(lua_State *L) {
   lwhole *b = check_whole(L);
-#if LUA_VERSION_NUM == 504
+#if defined(E2B_WHOLE_ADOPT) && LUA_VERSION_NUM == 504
   void *ud;
   if (b->adopt && b->len >= LONG_STRING && lua_getallocf(L, &ud) == b->f && ud == b->fud) {
     size_t size = b->hdr + b->len + 1;

@@ -42,6 +42,7 @@ build = {
   variables = {
     CMAKE_BUILD_TYPE = "Release",
     LUA_INCDIR = "$(LUA_INCDIR)",
+    LUA_LIBDIR = "$(LUA_LIBDIR)", -- whole_probe.c checks Lua 5.4 against its library
     LUADIR = "$(LUADIR)",
     LIBDIR = "$(LIBDIR)",
     BINDIR = "$(BINDIR)",

@@ -91,6 +91,9 @@ E2B_EXPORT unsigned e2b_version_num(void);
 #define E2B_DEFAULT_READY_TIMEOUT_MS 0L       /* e2b_provision_opts.ready_timeout_ms: no wait */
 #define E2B_DEFAULT_SETUP_TIMEOUT_MS 600000L  /* e2b_provision_opts.setup_timeout_ms */
 #define E2B_DEFAULT_IDLE_TIMEOUT_MS 90000L    /* a command's stream silent this long fails */
+#define E2B_DEFAULT_SETTLE_MS 2000L           /* e2b_loop_settle: unattended work before a host exits */
+#define E2B_DEFAULT_LIST_DEPTH 1               /* e2b_fs_list / e2b_vol_list depth: path's own entries */
+#define E2B_DEFAULT_KILL_SETTLE_MS 2000L      /* e2b_proc_kill's settle_ms: how long a killed group may take to go */
 
 /* One code per kind of failure; e2b_code_name gives each a stable short name
  * ("not_found", ...) that bindings can use as an error kind. */
@@ -126,6 +129,9 @@ typedef struct e2b_error {
 
 /* "not_found", "auth", ... ("ok" for E2B_OK). */
 E2B_EXPORT const char *e2b_code_name(e2b_code code);
+/* Whether an error of this code is retryable unless its maker knows better
+ * (unavailable, rate_limited, timeout): what e2b_error.retryable starts as. */
+E2B_EXPORT int e2b_code_retryable(e2b_code code);
 /* Resets err to E2B_OK with empty message (err may be NULL). */
 E2B_EXPORT void e2b_error_clear(e2b_error *err);
 
@@ -160,6 +166,9 @@ E2B_EXPORT int e2b_loop_active(const e2b_loop *loop);
  * cleanups finalizers send. A host about to exit steps the loop until this
  * is 0 (with a bound), or they are never sent. */
 E2B_EXPORT size_t e2b_loop_unattended(const e2b_loop *loop);
+/* That bounded wait: steps the loop until nothing is left unattended or
+ * max_ms passed (0: E2B_DEFAULT_SETTLE_MS); returns what is still left. */
+E2B_EXPORT size_t e2b_loop_settle(e2b_loop *loop, long max_ms);
 /* Makes a waiting e2b_loop_step return early; callable from any thread. */
 E2B_EXPORT void e2b_loop_wakeup(e2b_loop *loop);
 
@@ -377,6 +386,14 @@ typedef struct e2b_create_opts {
   size_t volume_mount_count;
 } e2b_create_opts;
 
+/* Judges a lifecycle (auto_pause, auto_pause_memory, auto_resume, each 0,
+ * E2B_YES or E2B_NO) as create and provision do, without any I/O: the
+ * combinations E2B's SDKs refuse (keep_memory without a pause, auto_resume
+ * without a pause or after a filesystem-only one). 0, or -1 with err
+ * (err->field names the option, "lifecycle.*"). */
+E2B_EXPORT int e2b_lifecycle_check(int auto_pause, int auto_pause_memory, int auto_resume, const char *op,
+                                   e2b_error *err);
+
 /* Filters for one page of GET /v2/sandboxes. */
 #define E2B_LIST_RUNNING 1u
 #define E2B_LIST_PAUSED 2u
@@ -491,7 +508,7 @@ typedef struct e2b_proc_opts {
   long keepalive_s;                /* keepalive ping interval asked of envd; 0: derived from
                                       idle_timeout_ms */
   long idle_timeout_ms;            /* a stream silent this long (not even a keepalive) fails
-                                      with E2B_ERR_TIMEOUT; 0: 90000 */
+                                      with E2B_ERR_TIMEOUT; 0: E2B_DEFAULT_IDLE_TIMEOUT_MS */
 } e2b_proc_opts;
 
 /* Starts a process; the request is a stream of events until the process ends. */
@@ -561,7 +578,7 @@ E2B_EXPORT e2b_req *e2b_proc_signal_listed(e2b_sbx *sbx, uint32_t pid, const cha
  * process SIGKILL; then the list every 50 ms until it is gone: success
  * only then. E2B_ERR_SANDBOX (retryable) when it is still listed after
  * that; the list's own error when envd could not be asked (never reported
- * as gone). See kill.c. */
+ * as gone). settle_ms 0: E2B_DEFAULT_KILL_SETTLE_MS. See kill.c. */
 E2B_EXPORT e2b_req *e2b_proc_kill(e2b_sbx *sbx, uint32_t pid, const char *tag, long settle_ms, e2b_error *err);
 /* The first step of e2b_proc_kill sent unattended (a dropped handle): SIGTERM
  * to a kept command's wrapper, SIGKILL to any other process, by pid. */
@@ -698,7 +715,9 @@ typedef struct e2b_entry {
 
 /* user NULL: envd's default user. */
 E2B_EXPORT e2b_req *e2b_fs_stat(e2b_sbx *sbx, const char *path, const char *user, e2b_error *err);
-E2B_EXPORT e2b_req *e2b_fs_list(e2b_sbx *sbx, const char *path, unsigned depth, const char *user,
+/* depth: levels below path (0: E2B_DEFAULT_LIST_DEPTH; past 2^32 - 1 or negative:
+ * E2B_ERR_INVALID_ARGUMENT); the same for e2b_vol_list. */
+E2B_EXPORT e2b_req *e2b_fs_list(e2b_sbx *sbx, const char *path, long depth, const char *user,
                      e2b_error *err);
 E2B_EXPORT e2b_req *e2b_fs_mkdir(e2b_sbx *sbx, const char *path, const char *user, e2b_error *err);
 E2B_EXPORT e2b_req *e2b_fs_move(e2b_sbx *sbx, const char *from, const char *to, const char *user,
@@ -711,7 +730,7 @@ typedef struct e2b_watch_opts {
   int recursive;          /* 1: also the directories below (envd 0.1.4 or later); 0: not */
   long timeout_ms;        /* the watch ends (E2B_ERR_TIMEOUT) after this long; 0: no limit */
   long idle_timeout_ms;   /* a stream silent this long (not even a keepalive) fails with
-                             E2B_ERR_TIMEOUT; 0: 90000 */
+                             E2B_ERR_TIMEOUT; 0: E2B_DEFAULT_IDLE_TIMEOUT_MS */
 } e2b_watch_opts;
 
 /* Starts watching path (a directory) as a stream: E2B_EVENT_START once
@@ -822,6 +841,9 @@ E2B_EXPORT e2b_req *e2b_sandbox_fork(e2b_client *c, const char *sandbox_id, long
                           e2b_error *err);
 /* Kills by logical or provider id; a sandbox already gone counts as destroyed. */
 E2B_EXPORT e2b_req *e2b_sandbox_destroy(e2b_client *c, const char *id, e2b_error *err);
+/* Kills by provider id (no lookup: one DELETE); a sandbox already gone
+ * counts as killed, as for e2b_sandbox_destroy. */
+E2B_EXPORT e2b_req *e2b_sandbox_end(e2b_client *c, const char *sandbox_id, e2b_error *err);
 /* Moves the deadline to at least now + ms, never earlier. */
 E2B_EXPORT e2b_req *e2b_sandbox_keep_alive(e2b_client *c, const char *sandbox_id, long ms, e2b_error *err);
 /* Kills every sandbox of owner (all pages) started more than older_than_ms
@@ -957,11 +979,11 @@ typedef struct e2b_vol_write_opts {
                               existing directory is success */
 } e2b_vol_write_opts;
 
-/* stat: one entry; list: the entries under path, depth levels deep (1..32). */
+/* stat: one entry; list: the entries under path, depth levels deep (as e2b_fs_list's). */
 E2B_EXPORT e2b_req *e2b_vol_stat(e2b_client *c, const char *volume_id, const char *token, const char *path,
                                  e2b_error *err);
 E2B_EXPORT e2b_req *e2b_vol_list(e2b_client *c, const char *volume_id, const char *token, const char *path,
-                                 unsigned depth, e2b_error *err);
+                                 long depth, e2b_error *err);
 E2B_EXPORT e2b_req *e2b_vol_mkdir(e2b_client *c, const char *volume_id, const char *token, const char *path,
                                   const e2b_vol_write_opts *opts, e2b_error *err);
 /* Changes the owner and mode of an entry (the SDKs' updateMetadata): the

@@ -34,8 +34,11 @@ void e2b_err_set(e2b_error *err, e2b_code code, const char *op, const char *fmt,
   va_start(ap, fmt);
   vsnprintf(err->message, sizeof err->message, fmt, ap);
   va_end(ap);
-  err->retryable = code == E2B_ERR_UNAVAILABLE || code == E2B_ERR_RATE_LIMITED ||
-                   code == E2B_ERR_TIMEOUT;
+  err->retryable = e2b_code_retryable(code);
+}
+
+int e2b_code_retryable(e2b_code code) {
+  return code == E2B_ERR_UNAVAILABLE || code == E2B_ERR_RATE_LIMITED || code == E2B_ERR_TIMEOUT;
 }
 
 void e2b_err_from_curl(e2b_error *err, CURLcode rc, const char *op, const char *detail) {

@@ -498,6 +498,9 @@ e2b_req *e2b_sbx_stream_rpc(e2b_sbx *sbx, const char *op, const char *method_pat
 /* e2b_proc_start and e2b_proc_connect with e2b_sbx_stream_rpc's flags. */
 /* 0 when v is a tri-state (E2B_DEFAULT, E2B_YES, E2B_NO), else -1 with
  * err naming field; the second checks every tri-state of o. */
+/* A listing's depth (e2b_fs_list, e2b_vol_list): 0 becomes E2B_DEFAULT_LIST_DEPTH;
+ * 0, or -1 with err when out of range. */
+int e2b_list_depth(long *depth, const char *op, e2b_error *err);
 int e2b_tristate_check(int v, const char *field, const char *op, e2b_error *err);
 int e2b_create_tristates_check(const e2b_create_opts *o, const char *op, e2b_error *err);
 /* o, or with a shell string (o->shell) o spelled as E2B runs one, bash -l

@@ -58,6 +58,38 @@ static void other_values_name_their_field(e2b_client *c, e2b_sbx *sbx) {
   (void)sbx;
 }
 
+/* The lifecycle combinations E2B refuses: one rule (e2b_lifecycle_check),
+ * the same answer from a raw create and a provision, naming the field. */
+static void lifecycle_refusals_are_one_rule(e2b_client *c) {
+  static const struct {
+    int pause, memory, resume;
+    const char *field; /* NULL: allowed */
+  } cases[] = {{E2B_NO, E2B_YES, 0, "lifecycle.keep_memory"},
+               {0, E2B_NO, 0, "lifecycle.keep_memory"},
+               {E2B_NO, 0, E2B_YES, "lifecycle.auto_resume"},
+               {E2B_YES, E2B_NO, E2B_YES, "lifecycle.auto_resume"},
+               {E2B_YES, E2B_NO, E2B_NO, NULL},
+               {E2B_YES, E2B_YES, E2B_YES, NULL},
+               {E2B_NO, 0, E2B_NO, NULL}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    e2b_error err, raw, prov;
+    int refused = e2b_lifecycle_check(cases[i].pause, cases[i].memory, cases[i].resume, "create", &err) != 0;
+    e2b_create_opts o = {.auto_pause = cases[i].pause, .auto_pause_memory = cases[i].memory,
+                         .auto_resume = cases[i].resume};
+    json_t *b = body_of(c, &o, 0, &raw);
+    e2b_provision_opts po = {.create = o};
+    e2b_req *r = e2b_sandbox_provision(c, &po, &prov);
+    CHECK(refused == (cases[i].field != NULL) && (b == NULL) == refused && (r == NULL) == refused);
+    if (refused) {
+      CHECK_STR(err.field, cases[i].field);
+      CHECK_STR(raw.field, cases[i].field);
+      CHECK_STR(prov.field, cases[i].field);
+    }
+    json_decref(b);
+    e2b_req_free(r);
+  }
+}
+
 static void zeroed_requests_are_made(e2b_client *c, e2b_sbx *sbx) {
   e2b_error err;
   e2b_network n = {0};
@@ -69,6 +101,26 @@ static void zeroed_requests_are_made(e2b_client *c, e2b_sbx *sbx) {
   e2b_req_free(r);
   e2b_proc_opts p = {.cmd = "true"};
   CHECK((r = e2b_run(sbx, &p, NULL, 0, 0, &err)) != NULL); /* max_output 0: the default */
+  e2b_req_free(r);
+}
+
+/* A listing's depth 0 is E2B_DEFAULT_LIST_DEPTH, sent as such; what envd's
+ * uint32 cannot carry is refused naming depth, for files and volumes alike. */
+static void zero_depth_is_the_default(e2b_client *c, e2b_sbx *sbx) {
+  long depth = 0;
+  e2b_error err;
+  CHECK(e2b_list_depth(&depth, "files.list", &err) == 0 && depth == E2B_DEFAULT_LIST_DEPTH);
+  e2b_req *r = e2b_fs_list(sbx, "/", 0, NULL, &err);
+  CHECK(r != NULL);
+  e2b_req_free(r);
+  const long bad[] = {-1, 0x100000000L};
+  for (size_t i = 0; i < 2; i++) {
+    CHECK(e2b_fs_list(sbx, "/", bad[i], NULL, &err) == NULL && err.code == E2B_ERR_INVALID_ARGUMENT);
+    CHECK_STR(err.field, "depth");
+    CHECK(e2b_vol_list(c, "vol", "tok", "/", bad[i], &err) == NULL && err.code == E2B_ERR_INVALID_ARGUMENT);
+    CHECK_STR(err.field, "depth");
+  }
+  CHECK((r = e2b_vol_list(c, "vol", "tok", "/", 0, &err)) != NULL);
   e2b_req_free(r);
 }
 
@@ -112,9 +164,11 @@ static void zeroed_options_are_the_defaults(void) {
   zeroed_create_is_secure_with_internet(env.client);
   yes_and_no_are_said(env.client);
   other_values_name_their_field(env.client, env.sbx);
+  lifecycle_refusals_are_one_rule(env.client);
   zeroed_requests_are_made(env.client, env.sbx);
   shell_string_is_bash_l_c(env.sbx);
   zero_max_output_is_the_default();
+  zero_depth_is_the_default(env.client, env.sbx);
   CHECK(loopback_env_close(&env) == 0);
 }
 

@@ -19,7 +19,7 @@ M.ID_KEY, M.OWNER_KEY = core.META_ID, core.META_OWNER
 
 local Client = rt.class(M, "Client")
 
-local ON_CLOSE = check.oneof("kill", "pause", "leave")
+local ON_CLOSE = Sandbox.ON_CLOSE
 
 local function network_checker(v)
   if type(v) ~= "string" and type(v) ~= "table" then
@@ -132,8 +132,8 @@ function M.new(opts)
     api_key = o.api_key, domain = o.domain, api_url = o.api_url, sandbox_url = o.sandbox_url,
     ca_file = o.ca_file,
     template = o.template, request_timeout_ms = o.request_timeout_ms, budget_ms = o.budget_ms,
-    owner = o.owner,
-    max_retries = o.max_retries == 0 and -1 or o.max_retries,
+    owner = o.owner, user_agent = "lua-e2b/" .. core.VERSION, -- libe2b's own default says libe2b
+    max_retries = o.max_retries, -- 0: none (the binding says it as E2B_NO_RETRY)
     max_inflight = o.max_concurrent, page_size = o.page_size,
   })
   if not h then return nil, err end
@@ -143,7 +143,7 @@ function M.new(opts)
     _network = o.network or "all",
     _lifecycle = o.lifecycle,
     _user = o.user or "user",
-    _on_close = o.on_close or "kill",
+    _on_close = o.on_close or Sandbox.ON_CLOSE_DEFAULT,
     _ready_timeout_ms = o.ready_timeout_ms,
   }, Client)
   self._port = sandbox_port(self)
@@ -252,11 +252,7 @@ function Client:create(opts)
       return nil, errors.invalid(op, "setup.script", "is required")
     end
   end
-  for k in pairs(o.metadata or {}) do -- the core's rule, checked here to name the field
-    if k:sub(1, #core.META_PREFIX) == core.META_PREFIX then
-      return nil, errors.invalid(op, "metadata." .. k, "is reserved by lua-e2b (" .. core.META_PREFIX .. "*)")
-    end
-  end
+  -- reserved metadata keys (core.META_PREFIX) are the core's rule: its provision refuses them
   local ready = o.ready_timeout_ms or self._ready_timeout_ms
   local raw
   -- canceled, the core's provision destroys what it made (as on any failure)
@@ -272,7 +268,7 @@ function Client:create(opts)
     auto_pause_memory = lc.auto_pause_memory,
     auto_resume = lc.auto_resume,
     network = net,
-    ready_timeout_ms = ready == 0 and -1 or ready,
+    ready_timeout_ms = ready, -- 0: no wait (the binding says it as libe2b's -1)
     setup_script = setup and setup.script,
     setup_name = setup and setup.name,
     setup_timeout_ms = setup and setup.timeout_ms,

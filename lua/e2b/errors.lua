@@ -28,11 +28,8 @@ core.set_error_metatable(Error)
 -- rate_limited, timeout, unavailable, unsupported, invalid_argument,
 -- conflict, canceled, protocol and sandbox.
 -- @table KINDS
-M.KINDS = {
-  not_found = true, auth = true, rate_limited = true, timeout = true, unavailable = true,
-  unsupported = true, invalid_argument = true, conflict = true, canceled = true,
-  protocol = true, sandbox = true, permission = true,
-}
+M.KINDS = {}
+for _, kind in ipairs(core.KINDS) do M.KINDS[kind] = true end -- the core's, each once
 
 --- Makes an error table.
 -- @tparam string kind one of `KINDS`
@@ -44,8 +41,7 @@ M.KINDS = {
 function M.new(kind, op, message, fields)
   assert(M.KINDS[kind], "unknown error kind")
   local e = setmetatable({ kind = kind, op = op, message = message,
-                           retryable = kind == "unavailable" or kind == "rate_limited"
-                             or kind == "timeout" }, Error)
+                           retryable = core.RETRYABLE[kind] == true }, Error)
   if fields then
     for k, v in pairs(fields) do e[k] = v end
   end

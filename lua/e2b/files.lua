@@ -26,10 +26,10 @@ local READ_SPEC = { max_bytes = "positive", user = "nonempty", cancel = "cancel"
 local USER_SPEC = { user = "nonempty" }
 local UPLOAD_HIGH_WATER = 1024 * 1024
 
--- M.new(sbx, port) -> files; port: what it may ask of its sandbox (user,
--- call, envd_err, envd: e2b.sandbox's files_port).
-function M.new(sbx, port)
-  return setmetatable({ _sbx = sbx, _port = port }, Files)
+-- M.new(port) -> files; port: what it may ask of its sandbox (user,
+-- sandbox_id, call, explain, envd, run, spawn: e2b.sandbox's envd port).
+function M.new(port)
+  return setmetatable({ _port = port }, Files)
 end
 
 -- The user an operation runs as: opts.user, else the client's.
@@ -56,15 +56,16 @@ function Files:_start_read(op, path, user)
   if not ok then return nil, err end
   local req
   req, err = self._port.call("read", path, user or self:_user(), 0)
-  if not req then return nil, self._port.envd_err(err) end
+  if not req then return nil, self._port.explain(nil, err) end
   return req
 end
 
 -- Ends a download that moved total bytes: total | nil, err (its failure).
 function Files:_end_read(op, req, total)
   local done, err = req:result()
+  if not done then err = rt.relabel(self._port.explain(req, err), op) end
   req:close()
-  if not done then return nil, rt.relabel(self._port.envd_err(err), op) end
+  if not done then return nil, err end
   return total
 end
 
@@ -315,26 +316,24 @@ function Files:_write(op, path, data, o)
     if exists == nil then return nil, err end
     if exists then
       return nil, errors.new("conflict", op, ("%s already exists"):format(path),
-        { retryable = false, sandbox_id = self._sbx.sandbox_id })
+        { retryable = false, sandbox_id = self._port.sandbox_id })
     end
   end
   local req
   req, err = self._port.call("write", path, self:_user(o))
-  if not req then return nil, self._port.envd_err(err) end
+  if not req then return nil, self._port.explain(nil, err) end
   local feed_err = M.feed(req, op, data, o.progress)
-  while not req:done() do adapter.await(req) end
   local written
-  written, err = req:result()
-  req:close()
+  written, err = rt.finish(req, nil, function(r, e) return not feed_err and self._port.explain(r, e) or e end)
   if feed_err then return nil, feed_err end
-  if not written then return nil, self._port.envd_err(err) end
+  if not written then return nil, err end
   if o.mode then
     local res
-    res, err = self._sbx:run({ "chmod", ("%o"):format(o.mode), written }, { user = o.user })
+    res, err = self._port.run({ "chmod", ("%o"):format(o.mode), written }, { user = o.user })
     if not res then return nil, err end
     if res.exit_code ~= 0 then
       return nil, errors.new("sandbox", op, "chmod failed: " .. res.stderr,
-        { sandbox_id = self._sbx.sandbox_id })
+        { sandbox_id = self._port.sandbox_id })
     end
   end
   local name = written:match("([^/]*)$")
@@ -394,7 +393,7 @@ function Files:list(path, opts)
   o, err = check.options("files.list", opts, { depth = "positive", user = "nonempty" })
   if not o then return nil, err end
   local list
-  list, err = self:_finish(self._port.call("list", path, o.depth or 1, self:_user(o)))
+  list, err = self:_finish(self._port.call("list", path, o.depth, self:_user(o)))
   if not list then return nil, err end
   local out = {}
   for i, e in ipairs(list) do out[i] = entry(e) end
@@ -497,7 +496,7 @@ function Files:import(dir, tar_source, opts)
   if not source then return nil, err end
   source = counting_source(source, o.progress, type(tar_source) == "string" and #tar_source or nil)
   local proc
-  proc, err = self._sbx:spawn({ "sh", "-c", 'mkdir -p "$1" && exec tar -x -f - -C "$1"', "import", dir },
+  proc, err = self._port.spawn({ "sh", "-c", 'mkdir -p "$1" && exec tar -x -f - -C "$1"', "import", dir },
     { stdin = true, user = self:_user(o) })
   if not proc then return nil, err end
   -- Each write completes before the next chunk is pulled: bounded memory.
@@ -558,7 +557,7 @@ function Files:export(dir, sink, opts)
   if not emit then return nil, err end
   emit = counting_sink(emit, o.progress)
   local proc
-  proc, err = self._sbx:spawn({ "tar", "-c", "-f", "-", "-C", dir, "." }, { user = self:_user(o) })
+  proc, err = self._port.spawn({ "tar", "-c", "-f", "-", "-C", dir, "." }, { user = self:_user(o) })
   if not proc then return nil, err end
   local total, stderr = 0, {}
   while true do

@@ -39,9 +39,9 @@ local function spec_of(...)
   return spec
 end
 
--- M.new(sbx) -> git
-function M.new(sbx)
-  return setmetatable({ _sbx = sbx }, Git)
+-- M.new(port) -> git; port: e2b.sandbox's envd port (git asks only its run)
+function M.new(port)
+  return setmetatable({ _port = port }, Git)
 end
 
 -- A libe2b check of one value: nil | err naming the field.
@@ -114,7 +114,7 @@ function Git:_run(op, repo, argv, o, creds, allowed)
   if repo then cmd[#cmd + 1], cmd[#cmd + 2] = "-C", repo end
   for _, a in ipairs(argv) do cmd[#cmd + 1] = a end
   local secret = creds and creds.password
-  local r, err = self._sbx:run(cmd, { env = env, user = o.user, cwd = o.cwd, timeout_ms = o.timeout_ms,
+  local r, err = self._port.run(cmd, { env = env, user = o.user, cwd = o.cwd, timeout_ms = o.timeout_ms,
                                       keep_output = false })
   if not r then
     if type(err) == "table" then

@@ -1,8 +1,8 @@
 -- e2b.policy: lua-e2b's network and lifecycle policies as the core takes
--- them. For the network the core decides (libe2b's e2b_network: what E2B
--- cannot enforce is refused there, before allocation); this module only
--- checks the table's shape, so that a wrong type names its field, and
--- converts it.
+-- them. The core decides (libe2b's e2b_network_check and
+-- e2b_lifecycle_check: what E2B cannot enforce or refuses is refused there,
+-- before allocation); this module only checks the table's shape, so that a
+-- wrong type names its field, converts it and asks the core.
 local core = require("e2b.core")
 local errors = require("e2b.errors")
 
@@ -143,20 +143,13 @@ function M.lifecycle(op, lc, field)
   if auto_resume ~= nil and type(auto_resume) ~= "boolean" then
     return nil, errors.invalid(op, field .. ".auto_resume", "must be a boolean")
   end
-  if keep_memory ~= nil and on_timeout ~= "pause" then
-    return nil, errors.invalid(op, field .. ".keep_memory", 'only applies when on_timeout is "pause"')
-  end
-  if auto_resume and on_timeout ~= "pause" then
-    return nil, errors.invalid(op, field .. ".auto_resume", 'requires on_timeout = "pause"')
-  end
-  if auto_resume and keep_memory == false then
-    return nil, errors.invalid(op, field .. ".auto_resume",
-      "cannot resume automatically after a filesystem-only pause (keep_memory = false)")
-  end
   local out = {}
   if on_timeout ~= nil then out.auto_pause = on_timeout == "pause" end
   if keep_memory ~= nil then out.auto_pause_memory = keep_memory end
   if auto_resume ~= nil then out.auto_resume = auto_resume end
+  -- which combinations E2B refuses is the core's rule (e2b_lifecycle_check)
+  local ok, err = core.lifecycle_check(out, op)
+  if not ok then return nil, errors.new(err.kind, op, err.message, { field = err.field, retryable = false }) end
   return out
 end
 

@@ -28,7 +28,6 @@ local Process = rt.class(M, "Process")
 
 local adapter = rt.adapter
 local READ_MAX = 1024 * 1024
-local KILL_SETTLE_MS = 2000
 
 -- envd delivers these two only (SendSignal answers any other "unimplemented").
 local SIGNALS = { TERM = 15, KILL = 9 }
@@ -163,7 +162,7 @@ local function await_start(req, port)
     if kind == "start" then return req:process() end
     if kind ~= nil then
       local ok, err = req:result()
-      if not ok then return nil, port.envd_err(err) end
+      if not ok then return nil, port.explain(req, err) end
       return nil, errors.new("protocol", "spawn", "stream did not begin with a start event",
         { sandbox_id = port.sandbox_id })
     end
@@ -199,9 +198,9 @@ local function spawn(port, cmd, o)
     return nil, errors.new("canceled", "spawn", "the call's cancel token was canceled", { retryable = false })
   end
   local start = start_opts(port, cmd, o)
-  local req, err = port.call("track", start, o.env_mode == "replace", o.keep_output ~= false, false,
-    o.park)
-  if not req then return nil, port.envd_err(err) end
+  -- keep_output nil: the core's default (kept)
+  local req, err = port.call("track", start, o.env_mode == "replace", o.keep_output, false, o.park)
+  if not req then return nil, port.explain(nil, err) end
   local proc
   proc, err = started(port, req)
   if not proc then return nil, err end
@@ -227,7 +226,7 @@ local function spawn(port, cmd, o)
 end
 
 -- spawn(port, cmd, opts) -> proc | nil, err; port: what a process may ask of
--- its sandbox (e2b.sandbox's envd port: user, sandbox_id, call, envd, envd_err)
+-- its sandbox (e2b.sandbox's envd port: user, sandbox_id, call, envd, explain)
 function M.spawn(port, cmd, opts)
   local o, err = check_command("spawn", cmd, opts, SPAWN_SPEC)
   if not o then return nil, err end
@@ -254,17 +253,18 @@ function M.attach(port, target, opts)
   local offsets = o.offsets or {}
   local req
   req, err = port.call("attach", target, offsets.stdout or 0, offsets.stderr or 0, o.idle_timeout_ms)
-  if not req then return nil, port.envd_err(err) end
+  if not req then return nil, port.explain(nil, err) end
   return started(port, req, offsets)
 end
 
 -- The stdin feed still in flight, if any (awaited beside the output); a
--- feed that failed is kept as the error the next read reports.
+-- feed that failed is kept as the error the next read reports (explained
+-- on the feed's own request).
 function Process:_feed_pending()
   local f = self._feeding
   if f and f:done() then
-    local _, err = f:result()
-    self._feed_err = err
+    local ok, err = f:result()
+    if not ok then self._feed_err = self._port.explain(f, err) end
     f:close()
     self._feeding, f = nil, nil
   end
@@ -297,15 +297,16 @@ function Process:_next(deadline)
       if self._exit then return "end" end
       local ok, err = self._req:result()
       if ok then
-        err = errors.new("protocol", "process", "stream ended without an end event")
+        return nil, errors.new("protocol", "process", "stream ended without an end event",
+          { sandbox_id = self._port.sandbox_id })
       end
-      return nil, self._port.envd_err(err)
+      return nil, self._port.explain(self._req, err)
     elseif kind == nil then
       local feeding = self:_feed_pending()
       if self._feed_err then
         local err = self._feed_err
         self._feed_err = nil
-        return nil, self._port.envd_err(err)
+        return nil, err
       end
       local waits = feeding and { self._req, feeding } or self._req
       if not adapter.await(waits, deadline) then return nil, nil end
@@ -430,9 +431,10 @@ local function run(port, cmd, o)
   req, err = port.call("run", start_opts(port, cmd, o), {
     stdin = o.stdin, max_output = o.max_output, keep = o.keep,
     chunks_stdout = o.on_stdout ~= nil, chunks_stderr = o.on_stderr ~= nil,
-    env_replace = o.env_mode == "replace", keep_output = o.keep_output ~= false,
+    env_replace = o.env_mode == "replace", keep_output = o.keep_output, -- nil: the core's default (kept)
+    track = true, -- every command of lua-e2b can be reattached (attach) or is at least tracked
   })
-  if not req then return nil, port.envd_err(err) end
+  if not req then return nil, port.explain(nil, err) end
   -- Only the streams with a callback are handed on (a pty's as stdout).
   local on = { stdout = o.on_stdout, pty = o.on_stdout, stderr = o.on_stderr }
   while true do
@@ -440,14 +442,12 @@ local function run(port, cmd, o)
     if kind == false then break end
     if kind == nil then adapter.await(req) else on[kind](data) end
   end
-  local result
-  result, err = req:result()
-  req:close()
-  if result then return result end
-  local stdout, stderr, pid = err.stdout, err.stderr, err.pid
-  err = port.envd_err(err)
-  err.stdout, err.stderr, err.pid = stdout, stderr, pid
-  return nil, err
+  return rt.finish(req, nil, function(r, e)
+    local stdout, stderr, pid = e.stdout, e.stderr, e.pid
+    e = port.explain(r, e)
+    e.stdout, e.stderr, e.pid = stdout, stderr, pid
+    return e
+  end)
 end
 
 function M.run(port, cmd, opts)
@@ -500,7 +500,7 @@ end
 function Process:kill()
   if self._exit then return true end
   -- by tag when it has one: the core finds it in envd's list, so a reused pid is never hit
-  local ok, err = self:_unary(self._port.call("kill", self.tag or self.pid, KILL_SETTLE_MS))
+  local ok, err = self:_unary(self._port.call("kill", self.tag or self.pid)) -- the core's settle time
   if not ok then
     if errors.is(err, "sandbox") then err.pid = self.pid end
     return nil, err

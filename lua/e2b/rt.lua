@@ -12,12 +12,15 @@ end
 
 local adapter = M.adapter
 
--- finish(req, err) -> req:result() once req is done; closes req.
--- Passes a start failure (req nil) through as nil, err.
-function M.finish(req, err)
+-- finish(req, err[, on_fail]) -> req:result() once req is done; closes req.
+-- Passes a start failure (req nil) through as nil, err. on_fail(req, err)
+-- -> err is called on a failure before the close, while the core can
+-- still read req's own error.
+function M.finish(req, err, on_fail)
   if not req then return nil, err end
   while not req:done() do adapter.await(req) end
   local a, b = req:result()
+  if a == nil and on_fail then b = on_fail(req, b) end
   req:close()
   return a, b
 end

@@ -25,6 +25,11 @@ local M = {}
 -- @field git git in the sandbox (`e2b.git.Git`)
 local Sandbox = rt.class(M, "Sandbox")
 
+-- What close() may do to an owned sandbox, and what it does unless told
+-- (the client's and fork's on_close take both from here).
+M.ON_CLOSE = check.oneof("kill", "pause", "leave")
+M.ON_CLOSE_DEFAULT = "kill"
+
 -- The network E2B reports, rules shaped as the create option takes them.
 local function network_info(net)
   if not net then return nil end
@@ -60,10 +65,12 @@ function M.to_info(raw)
   }
 end
 
--- What e2b.files and e2b.process may ask of their sandbox (they read
--- nothing else of it).
+-- What e2b.files, e2b.git and e2b.process may ask of their sandbox (they
+-- read nothing else of it): its envd calls, what their failures mean, and
+-- its commands (files' tar and chmod, git's runs).
 local function envd_port(self)
-  return {
+  local port
+  port = {
     user = self._port.user,
     sandbox_id = self.sandbox_id,
     -- The envd call `name` of the current handle (connect() may replace it).
@@ -71,9 +78,12 @@ local function envd_port(self)
       local h = self._h
       return h[name](h, ...)
     end,
-    envd_err = function(err) return self:_envd_err(err) end,
+    explain = function(req, err) return self:_explain(req, err) end,
     envd = function(req, err) return self:_envd(req, err) end,
+    run = function(cmd, opts) return Process.run(port, cmd, opts) end,
+    spawn = function(cmd, opts) return Process.spawn(port, cmd, opts) end,
   }
+  return port
 end
 
 -- Sandbox.new(port, raw, { owned, on_close }) -> sbx; port: what it may ask
@@ -91,12 +101,12 @@ function M.new(port, raw, opts)
     _port = port,
     _h = port.envd(raw),
     _owned = opts.owned,
-    _on_close = opts.on_close or "kill",
+    _on_close = opts.on_close or M.ON_CLOSE_DEFAULT,
     _closed = false,
   }, Sandbox)
   self._envd_port = envd_port(self)
-  self.files = Files.new(self, self._envd_port)
-  self.git = Git.new(self)
+  self.files = Files.new(self._envd_port)
+  self.git = Git.new(self._envd_port)
   return self
 end
 
@@ -104,13 +114,14 @@ function Sandbox:_tag(err)
   return rt.tag(err, self.sandbox_id)
 end
 
--- What an envd failure means for the sandbox (gone, paused, or the error
--- itself) is the core's call (e2b_sbx_explain); this only asks.
-function Sandbox:_envd_err(err)
-  if type(err) ~= "table" then return err end
-  local req = self._h:explain(err)
-  if req then
-    local _, explained = rt.finish(req)
+-- What the failure of an envd request means for the sandbox (gone,
+-- paused, or the error itself) is the core's call (e2b_sbx_explain), made
+-- on req's own error before req is closed; this only asks. A call that
+-- never started (req nil) needs no look.
+function Sandbox:_explain(req, err)
+  local look = req and self._h:explain(req)
+  if look then
+    local _, explained = rt.finish(look)
     if explained then err = explained end
   end
   return self:_tag(err)
@@ -118,9 +129,8 @@ end
 
 -- Finishes an envd request, mapping a dead sandbox to not_found.
 function Sandbox:_envd(req, err)
-  local a, b = rt.finish(req, err)
-  if a == nil then return nil, self:_envd_err(b) end
-  return a, b
+  if not req then return nil, self:_tag(err) end
+  return rt.finish(req, nil, function(r, e) return self:_explain(r, e) end)
 end
 
 function Sandbox:_finish(req, err)
@@ -212,7 +222,7 @@ function Sandbox:kill_process(target)
     if errors.is(err, "not_found") then return false end
     return nil, err
   end
-  ok, err = self:_envd(self._h:kill(target, 2000))
+  ok, err = self:_envd(self._h:kill(target))
   if not ok then return nil, err end
   return true
 end
@@ -336,7 +346,7 @@ function Sandbox:set_network(net)
   return self:_finish(self._port.call("set_network", self.sandbox_id, fields))
 end
 
-local FORK_SPEC = { count = "positive", timeout_ms = "positive_ms", on_close = check.oneof("kill", "pause", "leave") }
+local FORK_SPEC = { count = "positive", timeout_ms = "positive_ms", on_close = M.ON_CLOSE }
 
 --- Forks the sandbox: snapshots it in place (it goes on running) and
 -- creates `count` new sandboxes from that snapshot, with its settings and
@@ -381,8 +391,8 @@ end
 -- @treturn boolean true
 -- @return or nil, err
 function Sandbox:kill()
-  local ok, err = rt.finish(self._port.call("kill", self.sandbox_id))
-  if ok or errors.is(err, "not_found") then
+  local ok, err = rt.finish(self._port.call("kill", self.sandbox_id)) -- gone counts as killed: the core's rule
+  if ok then
     self._closed = true
     self._h:flush_forgets(true)
     return true

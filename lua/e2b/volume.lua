@@ -18,9 +18,9 @@ local adapter = rt.adapter
 function M.new(port, raw)
   local self = setmetatable({ id = raw.volume_id, name = raw.name, _port = port }, Volume)
   -- reads stream through e2b.files' loops, which ask their port for "read"
-  self._files = files.new(nil, {
+  self._files = files.new({
     call = function(_, path) return port.call("vol_read", path) end,
-    envd_err = function(err) return err end,
+    explain = function(_, err) return err end,
   })
   return self
 end
@@ -140,7 +140,7 @@ function Volume:list(path, opts)
   local op = "volume.list"
   local o, err = check_call(op, path, opts, { depth = "positive" })
   if not o then return nil, err end
-  return rt.finish(self._port.call("vol_list", path, o.depth or 1))
+  return rt.finish(self._port.call("vol_list", path, o.depth))
 end
 
 --- Makes a directory in the volume; with opts.force its parents too, and an

@@ -19,7 +19,7 @@ local adapter = rt.adapter
 -- port (e2b.sandbox). Returns once envd watches, as the SDKs do.
 function M.start(port, path, opts)
   local req, err = port.call("watch", path, opts)
-  if not req then return nil, port.envd_err(err) end
+  if not req then return nil, port.explain(nil, err) end
   local self = setmetatable({ _req = req, _port = port, _stopped = false }, Watch)
   while true do
     -- "start" | "fs", name, type | false (over) | nil (nothing yet)
@@ -27,8 +27,10 @@ function M.start(port, path, opts)
     if kind == "start" then return self end
     if kind == false then
       local _, e = req:result()
+      e = e and port.explain(req, e)
       req:close()
-      return nil, port.envd_err(e or errors.new("protocol", "files.watch", "watch ended before it started"))
+      return nil, e or errors.new("protocol", "files.watch", "watch ended before it started",
+        { sandbox_id = port.sandbox_id })
     end
     adapter.await(req)
   end
@@ -62,7 +64,7 @@ end
 function Watch:_ended()
   local ok, err = self._req:result()
   if ok then return nil end
-  return nil, self._port.envd_err(err)
+  return nil, self._port.explain(self._req, err)
 end
 
 --- Iterates over changes until the watch ends: `for ev in w:events() do ... end`.

@@ -183,6 +183,60 @@ os._exit(0)' ]]):match("%d+")
     assert.are.equal(60000, h.client().budget_ms)
   end)
 
+  it("introduces itself to E2B as lua-e2b/<version>", function()
+    -- A server that notes the User-Agent of the one request it takes.
+    local seen = os.tmpname()
+    local port = h.host(([[python3 -c '
+import socket, os, sys
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(4)
+print(s.getsockname()[1]); sys.stdout.flush()
+if os.fork() == 0:
+    os.setsid(); n = os.open("/dev/null", os.O_RDWR); os.dup2(n, 1); os.dup2(n, 2)
+    s.settimeout(20); c, _ = s.accept(); head = b""
+    while b"\r\n\r\n" not in head: head += c.recv(4096)
+    ua = [l[11:].strip() for l in head.decode().split("\r\n") if l.lower().startswith("user-agent:")]
+    open(sys.argv[1], "w").write(ua[0] if ua else "")
+    c.sendall(b"HTTP/1.1 401 Unauthorized\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"); c.close()
+os._exit(0)' %s]]):format(h.shell_quote(seen))):match("%d+")
+    assert.truthy(port)
+    local c = h.client({ api_url = "http://127.0.0.1:" .. port, api_key = "k" })
+    local ok, err = c:probe()
+    assert.is_nil(ok)
+    assert.are.equal("auth", err.kind)
+    assert.are.equal("lua-e2b/" .. h.core.VERSION, h.read_file(seen))
+    os.remove(seen)
+  end)
+
+  it("makes one attempt with max_retries = 0, and one more per retry", function()
+    -- A server that answers every request 503 and counts them.
+    local function attempts(max_retries)
+      local seen = os.tmpname()
+      local port = h.host(([[python3 -c '
+import socket, os, sys
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(8)
+print(s.getsockname()[1]); sys.stdout.flush()
+if os.fork() == 0:
+    os.setsid(); n = os.open("/dev/null", os.O_RDWR); os.dup2(n, 1); os.dup2(n, 2)
+    s.settimeout(3); count = 0
+    try:
+        while True:
+            c, _ = s.accept(); head = b""
+            while b"\r\n\r\n" not in head: head += c.recv(4096)
+            count += 1; open(sys.argv[1], "w").write(str(count))
+            c.sendall(b"HTTP/1.1 503 Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"); c.close()
+    except socket.timeout: pass
+os._exit(0)' %s]]):format(h.shell_quote(seen))):match("%d+")
+      local c = h.client({ api_url = "http://127.0.0.1:" .. port, api_key = "k", max_retries = max_retries })
+      local _, err = c:probe()
+      assert.are.equal("unavailable", err.kind)
+      local n = tonumber(h.read_file(seen))
+      os.remove(seen)
+      return n
+    end
+    assert.are.equal(1, attempts(0))
+    assert.are.equal(2, attempts(1))
+  end)
+
   it("keeps one default owner per host and user, so reap finds a crashed process's orphans", function()
     local mine = h.client().owner
     local other = h.fresh_lua([[io.write(require("e2b").client{}.owner)]])

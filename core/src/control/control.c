@@ -189,23 +189,30 @@ static int validate_create(const e2b_create_opts *o, e2b_error *err) {
     if (err) snprintf(err->field, sizeof err->field, "network.allow_public_traffic");
     return -1;
   }
-  /* The lifecycle combinations E2B's SDKs refuse before sending a create. */
   if (e2b_create_tristates_check(o, op, err)) return -1;
-  if (o->auto_pause_memory != E2B_DEFAULT && o->auto_pause != E2B_YES) {
-    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op,
-                "lifecycle.keep_memory only applies when on_timeout is \"pause\"");
+  return e2b_lifecycle_check(o->auto_pause, o->auto_pause_memory, o->auto_resume, op, err);
+}
+
+static int lifecycle_refuse(const char *field, const char *why, const char *op, e2b_error *err) {
+  e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "%s %s", field, why);
+  if (err) snprintf(err->field, sizeof err->field, "%s", field);
+  return -1;
+}
+
+/* The lifecycle combinations E2B's SDKs refuse before sending a create. */
+int e2b_lifecycle_check(int auto_pause, int auto_pause_memory, int auto_resume, const char *op,
+                        e2b_error *err) {
+  if (e2b_tristate_check(auto_pause, "auto_pause", op, err) ||
+      e2b_tristate_check(auto_pause_memory, "auto_pause_memory", op, err) ||
+      e2b_tristate_check(auto_resume, "auto_resume", op, err))
     return -1;
-  }
-  if (o->auto_resume == E2B_YES && o->auto_pause != E2B_YES) {
-    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op,
-                "lifecycle.auto_resume requires on_timeout = \"pause\"");
-    return -1;
-  }
-  if (o->auto_resume == E2B_YES && o->auto_pause_memory == E2B_NO) {
-    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op,
-                "lifecycle.auto_resume requires keep_memory (a filesystem-only pause cannot auto-resume)");
-    return -1;
-  }
+  if (auto_pause_memory != E2B_DEFAULT && auto_pause != E2B_YES)
+    return lifecycle_refuse("lifecycle.keep_memory", "only applies when on_timeout is \"pause\"", op, err);
+  if (auto_resume == E2B_YES && auto_pause != E2B_YES)
+    return lifecycle_refuse("lifecycle.auto_resume", "requires on_timeout = \"pause\"", op, err);
+  if (auto_resume == E2B_YES && auto_pause_memory == E2B_NO)
+    return lifecycle_refuse("lifecycle.auto_resume",
+                            "requires keep_memory (a filesystem-only pause cannot auto-resume)", op, err);
   return 0;
 }
 

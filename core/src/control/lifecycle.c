@@ -59,6 +59,13 @@ static int child_failed(e2b_req *op, e2b_req **child) {
   return -1;
 }
 
+/* A finished kill's failure, if any: a sandbox already gone counts as
+ * killed (the one place that says so; destroy, end and reap ask it). */
+static const e2b_error *kill_failure(const e2b_req *kill) {
+  const e2b_error *kerr = e2b_req_error(kill);
+  return kerr && kerr->code != E2B_ERR_NOT_FOUND ? kerr : NULL;
+}
+
 /* ---- find: every page ---- */
 
 typedef struct find_state {
@@ -313,13 +320,28 @@ static void destroy_advance(e2b_req *op) {
     return;
   }
   if (!e2b_req_done(s->child)) return;
-  const e2b_error *kerr = e2b_req_error(s->child);
-  if (kerr && kerr->code != E2B_ERR_NOT_FOUND) return e2b_op_finish(op, kerr);
-  e2b_op_finish(op, NULL);
+  e2b_op_finish(op, kill_failure(s->child));
 }
 
 e2b_req *e2b_sandbox_destroy(e2b_client *c, const char *id, e2b_error *err) {
   return id_op(c, "destroy", id, 0, destroy_advance, err);
+}
+
+/* ---- end: the kill of a known sandbox id ---- */
+
+static void end_advance(e2b_req *op) {
+  id_state *s = op->state;
+  e2b_error err;
+  if (!s->child) {
+    s->child = e2b_op_child(op, e2b_sandbox_kill(s->client, s->id, &err));
+    if (!s->child) e2b_op_finish(op, &err);
+    return;
+  }
+  if (e2b_req_done(s->child)) e2b_op_finish(op, kill_failure(s->child));
+}
+
+e2b_req *e2b_sandbox_end(e2b_client *c, const char *sandbox_id, e2b_error *err) {
+  return id_op(c, "kill", sandbox_id, 0, end_advance, err);
 }
 
 /* ---- attach: connect without shortening ---- */
@@ -641,8 +663,8 @@ static void reap_advance(e2b_req *op) {
   e2b_sandbox_set *mine = s->kill_count ? e2b_sandboxes(op) : NULL;
   size_t kept = 0;
   for (size_t i = 0; i < s->kill_count; i++) {
-    const e2b_error *kerr = e2b_req_error(s->kills[i]);
-    if (kerr && kerr->code != E2B_ERR_NOT_FOUND) {
+    const e2b_error *kerr = kill_failure(s->kills[i]);
+    if (kerr) {
       e2b_error first = *kerr;
       return e2b_op_finish(op, &first);
     }

@@ -515,7 +515,9 @@ static int check_opts(const e2b_provision_opts *o, const char *op, e2b_error *er
   for (size_t i = 0; i < o->create.metadata_count; i++) {
     const char *k = o->create.metadata ? o->create.metadata[i].key : NULL;
     if (k && strncmp(k, E2B_META_PREFIX, strlen(E2B_META_PREFIX)) == 0) {
-      e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "metadata.%s is reserved by libe2b", k);
+      e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "metadata.%s is reserved by libe2b (%s*)", k,
+                  E2B_META_PREFIX);
+      if (err) snprintf(err->field, sizeof err->field, "metadata.%.*s", (int)sizeof err->field - 10, k);
       return -1;
     }
   }
@@ -546,16 +548,7 @@ static int check_opts(const e2b_provision_opts *o, const char *op, e2b_error *er
     if (err) snprintf(err->field, sizeof err->field, "network.allow_public_traffic");
     return -1;
   }
-  if (dry.auto_pause_memory != E2B_DEFAULT && dry.auto_pause != E2B_YES) {
-    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op,
-                "lifecycle.keep_memory only applies when on_timeout is \"pause\"");
-    return -1;
-  }
-  if (dry.auto_resume == E2B_YES && (dry.auto_pause != E2B_YES || dry.auto_pause_memory == E2B_NO)) {
-    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op,
-                "lifecycle.auto_resume requires on_timeout = \"pause\" with keep_memory");
-    return -1;
-  }
+  if (e2b_lifecycle_check(dry.auto_pause, dry.auto_pause_memory, dry.auto_resume, op, err)) return -1;
   if (dry.timeout_ms < 0) {
     e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "timeout_ms must not be negative");
     return -1;

@@ -109,14 +109,19 @@ e2b_req *e2b_fs_remove(e2b_sbx *sbx, const char *path, const char *user, e2b_err
                   err);
 }
 
-e2b_req *e2b_fs_list(e2b_sbx *sbx, const char *path, unsigned depth, const char *user,
+/* A listing's depth: 0 is the default; the rest must fit envd's uint32. */
+int e2b_list_depth(long *depth, const char *op, e2b_error *err) {
+  if (*depth == 0) *depth = E2B_DEFAULT_LIST_DEPTH;
+  if (*depth >= 1 && (unsigned long)*depth <= 0xffffffffUL) return 0;
+  e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "depth must be a positive integer below 2^32");
+  if (err) snprintf(err->field, sizeof err->field, "depth");
+  return -1;
+}
+
+e2b_req *e2b_fs_list(e2b_sbx *sbx, const char *path, long depth, const char *user,
                      e2b_error *err) {
   const char *op = "files.list";
-  if (e2b_need_sbx(sbx, op, err)) return NULL;
-  if (depth < 1) {
-    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "depth must be at least 1");
-    return NULL;
-  }
+  if (e2b_need_sbx(sbx, op, err) || e2b_list_depth(&depth, op, err)) return NULL;
   if (check_text(path, "path", op, 1, err) || check_text(user, "user", op, 0, err)) return NULL;
   json_t *body = json_pack("{s:s, s:I}", "path", path, "depth", (json_int_t)depth);
   return e2b_req_typed(
@@ -323,6 +328,6 @@ e2b_req *e2b_fs_watch(e2b_sbx *sbx, const char *path, const e2b_watch_opts *opts
     return NULL;
   json_t *body = json_pack("{s:s, s:b}", "path", path, "recursive", o->recursive);
   return e2b_sbx_stream_rpc(sbx, op, "/filesystem.Filesystem/WatchDir", o->user, body, 30,
-                            o->idle_timeout_ms ? o->idle_timeout_ms : 90000, o->timeout_ms,
+                            o->idle_timeout_ms, o->timeout_ms, /* 0: the default idle */
                             E2B_STREAM_WATCH | E2B_STREAM_EVENTS | E2B_STREAM_WATCH_ALL, err);
 }

@@ -139,10 +139,11 @@ static e2b_req *listed_op(e2b_sbx *sbx, const char *op, uint32_t pid, const char
     e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "pid or tag is required");
     return NULL;
   }
-  if (settle_ms <= 0) {
-    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "settle_ms must be positive");
+  if (settle_ms < 0) {
+    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "settle_ms must not be negative");
     return NULL;
   }
+  if (settle_ms == 0) settle_ms = E2B_DEFAULT_KILL_SETTLE_MS;
   e2b_req *req = e2b_op_new(&kill_kind, NULL, sbx, op, kill_advance, tag, err);
   if (!req) return NULL;
   kill_state *s = req->state;

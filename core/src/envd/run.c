@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define KILL_SETTLE_MS 2000
+#define KILL_SETTLE_MS E2B_DEFAULT_KILL_SETTLE_MS
 /* A kept command's deadline is ours: envd's (this much later) is only a
  * backstop, as its SIGKILL reaches the wrapper alone and would leave the
  * command running; ours is kill.c's TERM, on which the wrapper kills the

@@ -202,16 +202,12 @@ e2b_req *e2b_vol_stat(e2b_client *c, const char *volume_id, const char *token, c
   return entries_call(c, "volume.stat", "GET", volume_id, token, "path", path, "", NULL, err);
 }
 
-e2b_req *e2b_vol_list(e2b_client *c, const char *volume_id, const char *token, const char *path, unsigned depth,
+e2b_req *e2b_vol_list(e2b_client *c, const char *volume_id, const char *token, const char *path, long depth,
                       e2b_error *err) {
   const char *op = "volume.list";
-  if (check_call(volume_id, token, path, op, err)) return NULL;
-  if (depth < 1) {
-    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "depth must be at least 1");
-    return NULL;
-  }
+  if (check_call(volume_id, token, path, op, err) || e2b_list_depth(&depth, op, err)) return NULL;
   char q[32];
-  snprintf(q, sizeof q, "&depth=%u", depth);
+  snprintf(q, sizeof q, "&depth=%ld", depth);
   return entries_call(c, op, "GET", volume_id, token, "dir", path, q, NULL, err);
 }
 

@@ -126,6 +126,14 @@ int e2b_loop_step(e2b_loop *loop, long timeout_ms) {
   return e2b_loop_active(loop);
 }
 
+/* Steps until nothing is left unattended, for at most max_ms. */
+size_t e2b_loop_settle(e2b_loop *loop, long max_ms) {
+  if (max_ms <= 0) max_ms = E2B_DEFAULT_SETTLE_MS;
+  int64_t deadline = e2b_now_ms() + max_ms;
+  while (loop->unattended > 0 && e2b_now_ms() < deadline) e2b_loop_step(loop, 50);
+  return loop->unattended;
+}
+
 /* The blocking face: steps the request's loop until it is done. */
 int e2b_req_wait(e2b_req *req, long timeout_ms) {
   int64_t deadline = timeout_ms >= 0 ? e2b_now_ms() + timeout_ms : 0;
