@@ -1221,6 +1221,12 @@ typedef int (*e2b_git_entry_fn)(void *ud, const e2b_git_entry *entry);
  * past len); fn's value when it stopped the parse. */
 E2B_EXPORT int e2b_git_status_parse(const char *buf, size_t len, e2b_git_head *head,
                                     e2b_git_entry_fn fn, void *ud, const char **why);
+/* The kind of failure of a git clone, pull or push that exited non-zero,
+ * from what it wrote (its stderr and stdout, len bytes, untrusted: read
+ * within len only): E2B_ERR_AUTH when the remote wanted credentials it did
+ * not get or refused the ones given (a prompt git could not show, a refused
+ * login, HTTP 401 or 403, an ssh key turned down), else E2B_ERR_SANDBOX. */
+E2B_EXPORT e2b_code e2b_git_failure_code(const char *out, size_t len);
 
 #ifdef __cplusplus
 }
