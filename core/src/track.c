@@ -85,6 +85,7 @@ typedef struct track_state {
   uint32_t pid;
   int started;       /* START emitted */
   int envd_started;  /* envd said its start (of the wrapper, when wrapped) */
+  int start_sent;    /* s->live is our Start stream (not an attach's Connect) */
   int announces;     /* the wrapper says E2B_WRAPPER_READY before it runs the program */
   char *cmd;         /* the caller's program, for the error when it cannot start */
   int64_t off[2];    /* bytes received of stdout, stderr */
@@ -168,9 +169,24 @@ static void let_go(e2b_req *op, track_state *s) {
   unsubscribe(op, s);
 }
 
+/* Going before its caller heard of the start (a canceled or timed-out run,
+ * a canceled spawn): nobody can own the process, so it is ended, not left
+ * running — now when envd named it, else once envd answers the start. */
+static void drop_unannounced(track_state *s) {
+  if (s->started || !s->start_sent || s->self->done) return;
+  if (s->envd_started) {
+    if (s->tracked) e2b_proc_end_async(s->sbx, s->pid, s->tag);
+    else e2b_proc_stop_async(s->sbx, s->pid, 0);
+  } else if (s->live && !e2b_req_done(s->live)) {
+    e2b_proc_adopt_start(s->sbx, s->live, s->tracked ? s->tag : NULL);
+    s->live = NULL;
+  }
+}
+
 static void track_release(void *p) {
   track_state *s = p;
   let_go(s->self, s);
+  drop_unannounced(s);
   e2b_proc_opts_free(s->deferred);
   if (s->forgets && !s->envd_started) e2b_return_forgets(s->sbx, s->forgets, s->user);
 }
@@ -940,6 +956,7 @@ static int launch(track_state *s, const e2b_proc_opts *opts, int env_replace, e2
   s->announces = w.announces;
   /* A kept command's stream carries its events; its output goes to files. */
   s->live = e2b_proc_start_stream(s->sbx, &w.opts, s->tracked ? E2B_STREAM_EVENTS : 0, err);
+  s->start_sent = s->live != NULL;
   e2b_wrapped_free(&w);
   if (s->live) e2b_op_child(s->self, s->live);
   return s->live ? 0 : -1;
