@@ -290,6 +290,8 @@ typedef struct e2b_sandbox_info {
   size_t rule_count;
   char *egress_proxy_address;  /* network.egressProxy, or NULL */
   char *egress_proxy_username; /* E2B never returns the password */
+  char *mcp_token;             /* e2b_sandbox_provision with create.mcp: the access token the
+                                  gateway was started with (a secret); NULL otherwise */
 } e2b_sandbox_info;
 
 /* Option structs: every one is meant to start zeroed (`e2b_create_opts o
@@ -375,7 +377,19 @@ typedef struct e2b_create_opts {
   int v1_route;                      /* 1: POST /sandboxes only (see e2b_sandbox_create) */
   const e2b_kv *volume_mounts;       /* key: absolute mount path, value: volume name */
   size_t volume_mount_count;
+  const char *mcp;                   /* an MCP gateway's configuration (the SDKs' `mcp`): the
+                                        text of a JSON object, sent as the create's `mcp`;
+                                        without template_id the template is E2B_MCP_TEMPLATE.
+                                        e2b_sandbox_provision then starts the gateway (see
+                                        there). NULL: none */
 } e2b_create_opts;
+
+/* E2B's MCP gateway: the template a create with mcp defaults to, the port
+ * its gateway serves (https://<E2B_MCP_PORT>-<id>.<domain>/mcp) and the
+ * file it keeps its access token in (readable by root). */
+#define E2B_MCP_TEMPLATE "mcp-gateway"
+#define E2B_MCP_PORT 50005
+#define E2B_MCP_TOKEN_FILE "/etc/mcp-gateway/.token"
 
 /* Filters for one page of GET /v2/sandboxes. */
 #define E2B_LIST_RUNNING 1u
@@ -849,10 +863,14 @@ typedef struct e2b_provision_opts {
 /* Creates a sandbox: creates are serialised within one client; an explicit
  * logical id is checked before and after allocation (a duplicate found after
  * deletes only this allocation and fails with E2B_ERR_CONFLICT); then waits
- * until envd answers, runs the setup script and applies the network policy.
+ * until envd answers, starts the MCP gateway (create.mcp: `mcp-gateway
+ * --config <the configuration>` as root, the configuration given through
+ * the environment so it is on no command line envd reports, with a fresh
+ * UUIDv4 access token in GATEWAY_ACCESS_TOKEN, returned as mcp_token),
+ * runs the setup script and applies the network policy.
  * Any failure after allocation destroys the allocation before the request
  * completes. Result: the sandbox (e2b_req_sandbox). A setup failure's message
- * ends with the tail of the script's stderr. */
+ * ends with the tail of the script's stderr, a gateway's likewise. */
 E2B_EXPORT e2b_req *e2b_sandbox_provision(e2b_client *c, const e2b_provision_opts *opts, e2b_error *err);
 
 /* -- snapshots and volumes -- */

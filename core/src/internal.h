@@ -455,6 +455,8 @@ e2b_req *e2b_sbx_stream_rpc(e2b_sbx *sbx, const char *op, const char *method_pat
  * err naming field; the second checks every tri-state of o. */
 int e2b_tristate_check(int v, const char *field, const char *op, e2b_error *err);
 int e2b_create_tristates_check(const e2b_create_opts *o, const char *op, e2b_error *err);
+/* o->mcp, when set, is the text of a JSON object: 0, or -1 with err naming "mcp". */
+int e2b_create_mcp_check(const e2b_create_opts *o, const char *op, e2b_error *err);
 /* o, or with a shell string (o->shell) o spelled as E2B runs one, bash -l
  * -c shell, in *tmp with argv as its args. */
 const e2b_proc_opts *e2b_proc_opts_spelled(const e2b_proc_opts *o, e2b_proc_opts *tmp, const char *argv[3]);
