@@ -227,6 +227,7 @@ void e2bL_push_sandbox(lua_State *L, const e2b_sandbox_info *s) {
   e2bL_set_str(L, "client_id", s->client_id);
   e2bL_set_str(L, "envd_version", s->envd_version);
   e2bL_set_str(L, "envd_access_token", s->envd_access_token);
+  e2bL_set_str(L, "mcp_token", s->mcp_token);
   e2bL_set_str(L, "traffic_access_token", s->traffic_access_token);
   e2bL_set_str(L, "domain", s->domain);
   e2bL_set_str(L, "state", s->state == E2B_STATE_RUNNING  ? "running"

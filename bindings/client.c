@@ -74,6 +74,7 @@ static void read_create_opts(lua_State *L, int t, e2b_create_opts *o) {
   o->network = e2bL_opt_tristate(L, t, "send_network") == E2B_YES;
   o->v1_route = e2bL_opt_tristate(L, t, "v1_route") == E2B_YES;
   o->volume_mounts = e2bL_opt_kvs(L, t, "volume_mounts", &o->volume_mount_count);
+  o->mcp = e2bL_opt_string(L, t, "mcp");
 }
 
 /* Reads rules = { [domain] = { [header] = value } } at t into scratch left

@@ -137,6 +137,10 @@ __attribute__((visibility("default"))) int luaopen_e2b_core(lua_State *L) {
   lua_setfield(L, -2, "META_OWNER");
   lua_pushstring(L, E2B_META_PREFIX);
   lua_setfield(L, -2, "META_PREFIX");
+  lua_pushinteger(L, E2B_MCP_PORT);
+  lua_setfield(L, -2, "MCP_PORT");
+  lua_pushstring(L, E2B_MCP_TOKEN_FILE);
+  lua_setfield(L, -2, "MCP_TOKEN_FILE");
   push_defaults(L);
   lua_setfield(L, -2, "DEFAULTS");
   push_kinds(L);

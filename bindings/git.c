@@ -1,7 +1,8 @@
-/* git.c — core.git_check and core.git_status: libe2b's git rules (core/src/
- * git.c) for e2b.git, which builds each argv from values git_check accepted
- * and presents the table git_status makes of `git status --porcelain=v2
- * --branch -z`. */
+/* git.c — core.git_check, core.git_status and core.git_failure_kind:
+ * libe2b's git rules (core/src/git.c) for e2b.git, which builds each argv
+ * from values git_check accepted, presents the table git_status makes of
+ * `git status --porcelain=v2 --branch -z` and gives a failed clone, pull or
+ * push the kind git_failure_kind names. */
 #include "auxiliar.h"
 
 #include <string.h>
@@ -77,8 +78,19 @@ static int core_git_status(lua_State *L) {
   return 1;
 }
 
-/* Adds git_check and git_status to the module table on top of the stack. */
+/* git_failure_kind(output) -> "auth" | "sandbox": what a failed clone, pull
+ * or push was, by libe2b's reading of git's output */
+static int core_git_failure_kind(lua_State *L) {
+  size_t len;
+  const char *out = luaL_checklstring(L, 1, &len);
+  lua_pushstring(L, e2b_code_name(e2b_git_failure_code(out, len)));
+  return 1;
+}
+
+/* Adds git_check, git_status and git_failure_kind to the module table on top of the stack. */
 void e2bL_open_git(lua_State *L) {
+  lua_pushcfunction(L, core_git_failure_kind);
+  lua_setfield(L, -2, "git_failure_kind");
   lua_pushcfunction(L, core_git_check);
   lua_setfield(L, -2, "git_check");
   lua_pushcfunction(L, core_git_status);

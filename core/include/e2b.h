@@ -299,6 +299,8 @@ typedef struct e2b_sandbox_info {
   size_t rule_count;
   char *egress_proxy_address;  /* network.egressProxy, or NULL */
   char *egress_proxy_username; /* E2B never returns the password */
+  char *mcp_token;             /* e2b_sandbox_provision with create.mcp: the access token the
+                                  gateway was started with (a secret); NULL otherwise */
 } e2b_sandbox_info;
 
 /* Option structs: every one is meant to start zeroed (`e2b_create_opts o
@@ -384,6 +386,11 @@ typedef struct e2b_create_opts {
   int v1_route;                      /* 1: POST /sandboxes only (see e2b_sandbox_create) */
   const e2b_kv *volume_mounts;       /* key: absolute mount path, value: volume name */
   size_t volume_mount_count;
+  const char *mcp;                   /* an MCP gateway's configuration (the SDKs' `mcp`): the
+                                        text of a JSON object, sent as the create's `mcp`;
+                                        without template_id the template is E2B_MCP_TEMPLATE.
+                                        e2b_sandbox_provision then starts the gateway (see
+                                        there). NULL: none */
 } e2b_create_opts;
 
 /* Judges a lifecycle (auto_pause, auto_pause_memory, auto_resume, each 0,
@@ -393,6 +400,13 @@ typedef struct e2b_create_opts {
  * (err->field names the option, "lifecycle.*"). */
 E2B_EXPORT int e2b_lifecycle_check(int auto_pause, int auto_pause_memory, int auto_resume, const char *op,
                                    e2b_error *err);
+
+/* E2B's MCP gateway: the template a create with mcp defaults to, the port
+ * its gateway serves (https://<E2B_MCP_PORT>-<id>.<domain>/mcp) and the
+ * file it keeps its access token in (readable by root). */
+#define E2B_MCP_TEMPLATE "mcp-gateway"
+#define E2B_MCP_PORT 50005
+#define E2B_MCP_TOKEN_FILE "/etc/mcp-gateway/.token"
 
 /* Filters for one page of GET /v2/sandboxes. */
 #define E2B_LIST_RUNNING 1u
@@ -878,10 +892,14 @@ typedef struct e2b_provision_opts {
 /* Creates a sandbox: creates are serialised within one client; an explicit
  * logical id is checked before and after allocation (a duplicate found after
  * deletes only this allocation and fails with E2B_ERR_CONFLICT); then waits
- * until envd answers, runs the setup script and applies the network policy.
+ * until envd answers, starts the MCP gateway (create.mcp: `mcp-gateway
+ * --config <the configuration>` as root, the configuration given through
+ * the environment so it is on no command line envd reports, with a fresh
+ * UUIDv4 access token in GATEWAY_ACCESS_TOKEN, returned as mcp_token),
+ * runs the setup script and applies the network policy.
  * Any failure after allocation destroys the allocation before the request
  * completes. Result: the sandbox (e2b_req_sandbox). A setup failure's message
- * ends with the tail of the script's stderr. */
+ * ends with the tail of the script's stderr, a gateway's likewise. */
 E2B_EXPORT e2b_req *e2b_sandbox_provision(e2b_client *c, const e2b_provision_opts *opts, e2b_error *err);
 
 /* -- snapshots and volumes -- */
@@ -1250,6 +1268,12 @@ typedef int (*e2b_git_entry_fn)(void *ud, const e2b_git_entry *entry);
  * past len); fn's value when it stopped the parse. */
 E2B_EXPORT int e2b_git_status_parse(const char *buf, size_t len, e2b_git_head *head,
                                     e2b_git_entry_fn fn, void *ud, const char **why);
+/* The kind of failure of a git clone, pull or push that exited non-zero,
+ * from what it wrote (its stderr and stdout, len bytes, untrusted: read
+ * within len only): E2B_ERR_AUTH when the remote wanted credentials it did
+ * not get or refused the ones given (a prompt git could not show, a refused
+ * login, HTTP 401 or 403, an ssh key turned down), else E2B_ERR_SANDBOX. */
+E2B_EXPORT e2b_code e2b_git_failure_code(const char *out, size_t len);
 
 #ifdef __cplusplus
 }

@@ -503,9 +503,18 @@ e2b_req *e2b_sbx_stream_rpc(e2b_sbx *sbx, const char *op, const char *method_pat
 int e2b_list_depth(long *depth, const char *op, e2b_error *err);
 int e2b_tristate_check(int v, const char *field, const char *op, e2b_error *err);
 int e2b_create_tristates_check(const e2b_create_opts *o, const char *op, e2b_error *err);
+/* o->mcp, when set, is the text of a JSON object: 0, or -1 with err naming "mcp". */
+int e2b_create_mcp_check(const e2b_create_opts *o, const char *op, e2b_error *err);
 /* o, or with a shell string (o->shell) o spelled as E2B runs one, bash -l
  * -c shell, in *tmp with argv as its args. */
 const e2b_proc_opts *e2b_proc_opts_spelled(const e2b_proc_opts *o, e2b_proc_opts *tmp, const char *argv[3]);
+/* A Start stream (e2b_proc_start_stream's) whose caller went before envd
+ * answered it (a canceled or dropped run or spawn): awaited unattended, and
+ * the process its start event names is ended as a dropped handle's is — a
+ * kept command (tag given) by e2b_proc_end_async, any other by
+ * e2b_proc_stop_async — so no process nobody owns is left running. Takes
+ * stream (kill.c). */
+void e2b_proc_adopt_start(e2b_sbx *sbx, e2b_req *stream, const char *tag);
 e2b_req *e2b_proc_start_stream(e2b_sbx *sbx, const e2b_proc_opts *opts, unsigned flags,
                                e2b_error *err);
 e2b_req *e2b_proc_connect_stream(e2b_sbx *sbx, uint32_t pid, const char *tag, long idle_timeout_ms,

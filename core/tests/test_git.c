@@ -137,6 +137,31 @@ static void test_status_callback_stops(void) {
   CHECK(parse(out, sizeof out - 1, &h, &es) == 7 && es.n == 8);
 }
 
+static void test_failure_auth_only_when_the_remote_refused_credentials(void) {
+  static const char *const auth[] = {
+      "fatal: could not read Username for 'https://h': terminal prompts disabled\n",
+      "remote: Invalid username or password.\nfatal: Authentication failed for 'https://h/r.git/'\n",
+      "fatal: unable to access 'https://h/r.git/': The requested URL returned error: 403\n",
+      "git@h: Permission denied (publickey).\nfatal: Could not read from remote repository.\n",
+      "ERROR: ACCESS DENIED\n",
+  };
+  for (size_t i = 0; i < sizeof auth / sizeof *auth; i++)
+    CHECK(e2b_git_failure_code(auth[i], strlen(auth[i])) == E2B_ERR_AUTH);
+  static const char *const other[] = {
+      "fatal: repository '/tmp/none.git' does not exist\n",
+      "fatal: could not create work tree dir 'x': Permission denied\n",
+      "fatal: unable to access 'https://h/r.git/': The requested URL returned error: 404\n",
+      "! [rejected]        main -> main (non-fast-forward)\n",
+      "",
+  };
+  for (size_t i = 0; i < sizeof other / sizeof *other; i++)
+    CHECK(e2b_git_failure_code(other[i], strlen(other[i])) == E2B_ERR_SANDBOX);
+  /* read within len only: the sign past it does not count */
+  const char *cut = "fatal: Authentication failed";
+  CHECK(e2b_git_failure_code(cut, 10) == E2B_ERR_SANDBOX);
+  CHECK(e2b_git_failure_code(NULL, 0) == E2B_ERR_SANDBOX);
+}
+
 int main(void) {
   RUN(test_refs);
   RUN(test_urls);
@@ -145,5 +170,6 @@ int main(void) {
   RUN(test_status_heads);
   RUN(test_status_refused);
   RUN(test_status_callback_stops);
+  RUN(test_failure_auth_only_when_the_remote_refused_credentials);
   return TESTING_DONE();
 }

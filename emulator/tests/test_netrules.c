@@ -34,6 +34,9 @@ static void test_checks_refuse_what_could_inject_or_unframe(void) {
       "{\"a..com\": []}",
       "{\"a.com\": [], \"A.COM\": []}",
       "{\"a.com\": [{}, {}]}", /* E2B: one rule per domain */
+      "{\"127.0.0.1\": []}",    /* E2B: domain names only, never an IP address */
+      "{\"::1\": []}",
+      "{\"fe80::1\": []}",
       "[]",
   };
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
@@ -42,7 +45,7 @@ static void test_checks_refuse_what_could_inject_or_unframe(void) {
     json_decref(r);
   }
   json_t *ok = checked("{\"API.Example.com\": [{\"transform\": {\"headers\": {\"X-A\": \"v\\tw\"}}}],"
-                       " \"*.b.com\": [], \"127.0.0.1\": []}");
+                       " \"*.b.com\": [], \"1.2.3\": []}");
   CHECK(ok && json_object_get(ok, "api.example.com") && json_object_get(ok, "*.b.com"));
   json_decref(ok);
   json_t *none = checked("null");

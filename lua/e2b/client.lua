@@ -6,6 +6,7 @@ local core = require("e2b.core")
 local cancel = require("e2b.cancel")
 local check = require("e2b.check")
 local errors = require("e2b.errors")
+local mcp = require("e2b.mcp")
 local policy = require("e2b.policy")
 local rt = require("e2b.rt")
 local Sandbox = require("e2b.sandbox")
@@ -208,6 +209,9 @@ local CREATE_SPEC = with_sandbox_defaults({
     end
   end,
   volumes = volumes_checker,
+  mcp = function(v)
+    if type(v) ~= "table" then return "must be a table of MCP servers (the gateway's configuration)" end
+  end,
 })
 
 --- Creates a sandbox, waits for its envd, runs the setup script, then
@@ -230,6 +234,9 @@ local CREATE_SPEC = with_sandbox_defaults({
 -- @tparam[opt] int opts.ready_timeout_ms wait for envd's /health; default the client's (0: none)
 -- @tparam[opt] string opts.on_close "kill", "pause" or "leave"; default the client's ("kill")
 -- @tparam[opt] table opts.volumes { [absolute mount path] = volume name }
+-- @tparam[opt] table opts.mcp an MCP gateway's configuration ({ [server] = { ... } }, sent as
+--   JSON): the template defaults to "mcp-gateway" and the gateway is started as root with an
+--   access token of its own (`Sandbox:mcp_url`, `Sandbox:mcp_token`); failing: kind "sandbox"
 -- @treturn e2b.sandbox.Sandbox an owned sandbox
 -- @return or nil, err
 function Client:create(opts)
@@ -253,6 +260,12 @@ function Client:create(opts)
     end
   end
   -- reserved metadata keys (core.META_PREFIX) are the core's rule: its provision refuses them
+  local mcp_text
+  if o.mcp ~= nil then
+    local why
+    mcp_text, why = mcp.encode(o.mcp)
+    if not mcp_text then return nil, errors.invalid(op, "mcp", why) end
+  end
   local ready = o.ready_timeout_ms or self._ready_timeout_ms
   local raw
   -- canceled, the core's provision destroys what it made (as on any failure)
@@ -264,6 +277,7 @@ function Client:create(opts)
     env = o.env,
     metadata = o.metadata,
     volume_mounts = o.volumes,
+    mcp = mcp_text,
     auto_pause = lc.auto_pause,
     auto_pause_memory = lc.auto_pause_memory,
     auto_resume = lc.auto_resume,

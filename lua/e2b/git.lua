@@ -17,7 +17,8 @@ local M = {}
 -- directory in the sandbox. Every method takes, in its last table argument,
 -- `user`, `cwd`, `env` (added to git's environment) and `timeout_ms` as
 -- `Sandbox:run` does, and returns nil, err on failure: a git that exits
--- non-zero gives kind "sandbox" with err.exit_code, err.stdout and err.stderr.
+-- non-zero gives kind "sandbox" with err.exit_code, err.stdout and err.stderr
+-- (kind "auth" for a clone, pull or push the remote refused for credentials).
 -- @type Git
 local Git = rt.class(M, "Git")
 
@@ -92,12 +93,17 @@ local function scrub(s, secret)
   return table.concat(out)
 end
 
--- The err of a git that exited non-zero: its last line of stderr, bounded.
+-- The ops that talk to a remote: a failure may be one of credentials.
+local REMOTE_OPS = { clone = true, pull = true, push = true }
+
+-- The err of a git that exited non-zero: its last line of stderr, bounded;
+-- kind "auth" when libe2b reads a remote's refusal of credentials in it.
 local function exit_error(op, r, secret)
   local stderr = scrub(r.stderr, secret)
   local last = stderr:match("([^\n]+)\n*$") or ""
   if #last > 300 then last = last:sub(1, 300) .. "..." end
-  return errors.new("sandbox", op, ("git exited with %d: %s"):format(r.exit_code, last), {
+  local kind = REMOTE_OPS[op] and core.git_failure_kind(r.stderr .. "\n" .. (r.stdout or "")) or "sandbox"
+  return errors.new(kind, op, ("git exited with %d: %s"):format(r.exit_code, last), {
     exit_code = r.exit_code, stdout = scrub(r.stdout, secret), stderr = stderr, retryable = false })
 end
 

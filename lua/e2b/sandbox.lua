@@ -6,6 +6,7 @@ local rt = require("e2b.rt")
 local Process = require("e2b.process")
 local Files = require("e2b.files")
 local Git = require("e2b.git")
+local mcp = require("e2b.mcp")
 local policy = require("e2b.policy")
 
 
@@ -99,6 +100,7 @@ function M.new(port, raw, opts)
     domain = raw.domain or client.domain,
     _client = client,
     _port = port,
+    _mcp_token = raw.mcp_token, -- a create with mcp made it; a secret, never a public field
     _h = port.envd(raw),
     _owned = opts.owned,
     _on_close = opts.on_close or M.ON_CLOSE_DEFAULT,
@@ -228,6 +230,25 @@ function Sandbox:kill_process(target)
 end
 
 -- ---- ports ----
+
+--- The MCP gateway's URL (a sandbox created with `mcp`): its port 50005, path /mcp.
+-- @treturn string "https://50005-<sandbox_id>.<domain>/mcp"
+function Sandbox:mcp_url()
+  return mcp.url(self)
+end
+
+--- The MCP gateway's access token: the one this handle's create started it
+-- with, else the one the gateway keeps (/etc/mcp-gateway/.token, read as
+-- root), as the SDKs' getMcpToken.
+-- @treturn string
+-- @return or nil, err (kind "not_found" when the sandbox has no gateway's token)
+function Sandbox:mcp_token()
+  if self._mcp_token then return self._mcp_token end
+  local token, err = self.files:read(mcp.TOKEN_FILE, { user = "root" })
+  if not token then return nil, err end
+  self._mcp_token = token
+  return token
+end
 
 --- The host name a port of the sandbox is served at.
 -- @tparam int port 1-65535

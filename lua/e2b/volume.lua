@@ -114,8 +114,8 @@ end
 -- unless opts.force, which also makes missing parent directories.
 -- @tparam string path
 -- @param data a string, a function returning chunks (strings), then nil, or an open file
--- @tparam[opt] table opts `uid`, `gid` (0-4294967295), `mode` (at most 0o777) of a new
---   file; `force` (replace an existing one); `progress`; `cancel`
+-- @tparam[opt] table opts `uid`, `gid` (0-4294967295), `mode` (at most 0o777; E2B's
+--   default 0o666) of a new file; `force` (replace an existing one); `progress`; `cancel`
 -- @treturn table the written file's entry
 -- @return or nil, err
 function Volume:write(path, data, opts)
@@ -146,7 +146,7 @@ end
 --- Makes a directory in the volume; with opts.force its parents too, and an
 -- existing one is success.
 -- @tparam string path
--- @tparam[opt] table opts `uid`, `gid`, `mode` (at most 0o777), `force`
+-- @tparam[opt] table opts `uid`, `gid`, `mode` (at most 0o777; E2B's default 0o777), `force`
 -- @treturn table the directory's entry
 -- @return or nil, err
 function Volume:mkdir(path, opts)

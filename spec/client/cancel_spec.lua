@@ -30,6 +30,39 @@ local function gone(sbx, tag)
   end, 5000)
 end
 
+-- The command the stalled-start specs run: it writes its pid to pidfile
+-- first (when it gets that far), then sleeps.
+local function sleeper(pidfile)
+  return ("echo $$ > %s; exec sleep 60"):format(pidfile)
+end
+
+-- envd starts a stalled Start once the stall (1.5 s from t0) is over: the
+-- sandbox's log says so, and every process started there since t0 must
+-- end, the command under a kept command's wrapper too (pidfile: sleeper's).
+-- -> the longest any of them lived (ms)
+local function assert_none_left(client, sbx, t0, pidfile)
+  local started, ended
+  local settled = h.eventually(function()
+    started, ended = {}, {}
+    local at = {}
+    for _, l in ipairs(assert(client:logs(sbx.sandbox_id, { cursor_ms = t0, search = "process" }))) do
+      local pid = l.message:match("^process (%d+) started")
+      if pid then started[#started + 1], at[pid] = pid, l.timestamp end
+      pid = l.message:match("^process (%d+) exited") or l.message:match("^process (%d+) was killed")
+      if pid then ended[pid] = l.timestamp - (at[pid] or l.timestamp) end
+    end
+    for _, pid in ipairs(started) do if not ended[pid] then return false end end
+    return #started > 0 and h.now_ms() - t0 > 1500
+  end, 10000)
+  assert.is_true(#started > 0, "the command never started")
+  assert.is_true(settled, "a process it started still runs")
+  local left = assert(sbx:run(("p=$(cat %s 2>/dev/null) && test -e /proc/$p && echo alive; true"):format(pidfile)))
+  assert.are.equal("", left.stdout, "the command outlived its wrapper")
+  local longest = 0
+  for _, ms in pairs(ended) do longest = math.max(longest, ms) end
+  return longest
+end
+
 describe("cancel tokens", function()
   local sbx, client
   setup(function() sbx, client = h.sandbox() end)
@@ -45,6 +78,40 @@ describe("cancel tokens", function()
     assert.are.equal("canceled", err.kind)
     assert.is_true(ms < 30000)
     assert.is_true(gone(sbx, tag), "the command still runs")
+  end)
+
+  it("kill a run canceled after its start was sent and before envd answered it", function()
+    if h.live then return end -- needs e2b-local's fault injection (a stalled Start)
+    local tag = "cancel-unanswered-" .. h.now_ms()
+    local own = h.sandbox({}, client) -- its log holds this run's processes only
+    h.faults({ { match = "POST envd:/process.Process/Start", action = "stall", ms = 1500, count = 1 } })
+    local t0 = h.now_ms()
+    local res, err, ms = canceled_from_another_task(function() return h.now_ms() - t0 > 300 end, function(c)
+      return own:run(sleeper("/tmp/" .. tag), { tag = tag, cancel = c })
+    end)
+    h.faults()
+    assert.is_nil(res)
+    assert.are.equal("canceled", err.kind)
+    assert.is_true(ms < 1500, "the cancel waited for the start's answer")
+    assert_none_left(client, own, t0, "/tmp/" .. tag)
+    assert.is_true(gone(own, tag), "the command still runs")
+  end)
+
+  it("kill a run that timed out after its start was sent and before envd answered it", function()
+    if h.live then return end -- needs e2b-local's fault injection (a stalled Start)
+    local tag = "timeout-unanswered-" .. h.now_ms()
+    local own = h.sandbox({}, client)
+    h.faults({ { match = "POST envd:/process.Process/Start", action = "stall", ms = 1500, count = 1 } })
+    local t0 = h.now_ms()
+    local res, err = own:run(sleeper("/tmp/" .. tag), { tag = tag, timeout_ms = 300 })
+    h.faults()
+    assert.is_nil(res)
+    assert.are.equal("timeout", err.kind)
+    assert.is_true(h.now_ms() - t0 < 1500, "the timeout waited for the start's answer")
+    -- ended by the client once envd named it, not by envd's own deadline
+    -- (the run's timeout and 2 s more from the start: run.c's KILL_SETTLE_MS)
+    assert.is_true(assert_none_left(client, own, t0, "/tmp/" .. tag) < 2000, "left to envd's deadline")
+    assert.is_true(gone(own, tag), "the command still runs")
   end)
 
   it("end a spawned command's wait with kind canceled and kill it", function()

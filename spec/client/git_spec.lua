@@ -159,6 +159,72 @@ describe("git", function()
     end
   end)
 
+  describe("a remote that wants credentials", function()
+    -- Git's smart HTTP as a host with private repositories answers it: 401
+    -- with a Basic challenge to every request, 403 under /forbidden/. In
+    -- the sandbox, on its own loopback.
+    local SERVER = [[
+import http.server
+class H(http.server.BaseHTTPRequestHandler):
+    def log_message(self, *a): pass
+    def answer(self):
+        if self.path.startswith("/forbidden/"):
+            self.send_response(403)
+        else:
+            self.send_response(401)
+            self.send_header("WWW-Authenticate", 'Basic realm="private"')
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+    do_GET = do_POST = answer
+s = http.server.HTTPServer(("127.0.0.1", 0), H)
+print("port", s.server_address[1], flush=True)
+s.serve_forever()
+]]
+    local base, server
+    setup(function()
+      server = assert(sbx:spawn({ "python3", "-u", "-c", SERVER }))
+      local out = ""
+      while not base do
+        local data = server:read(10000)
+        assert(data, "the sandbox's git server did not start: " .. out)
+        out = out .. data
+        local port = out:match("port (%d+)")
+        base = port and ("http://127.0.0.1:%s"):format(port)
+      end
+    end)
+    teardown(function() if server then server:kill() end end)
+
+    local function assert_auth(what, ok, err)
+      assert.is_nil(ok, what)
+      assert.are.equal("auth", err.kind, what .. ": " .. tostring(err))
+      assert.is_true(err.exit_code ~= 0, what)
+      assert.is_string(err.stderr, what)
+      assert.is_nil(tostring(err):find(TOKEN, 1, true), what)
+      assert.is_nil(err.stderr:find(TOKEN, 1, true), what)
+    end
+
+    it("clone, push and pull fail with kind auth without credentials, with refused ones and on 403", function()
+      assert_auth("clone, none", git:clone(base .. "/r.git", { path = "/home/user/priv1" }))
+      assert_auth("clone, refused", git:clone(base .. "/r.git", { path = "/home/user/priv2", token = TOKEN }))
+      assert_auth("clone, 403", git:clone(base .. "/forbidden/r.git", { path = "/home/user/priv3", username = "bob",
+                                                                       password = TOKEN }))
+      local dir = "/home/user/priv4"
+      assert(git:clone(URL, { path = dir }))
+      assert(git:remote_add(dir, "private", base .. "/r.git"))
+      for _, op in ipairs({ "push", "pull" }) do
+        assert_auth(op .. ", none", git[op](git, dir, { remote = "private", branch = "main" }))
+        assert_auth(op .. ", refused", git[op](git, dir, { remote = "private", branch = "main", username = "bob",
+                                                          password = TOKEN }))
+      end
+    end)
+
+    it("any other failure of a clone stays kind sandbox", function()
+      local ok, err = git:clone("file:///tmp/no-such-repo.git", { path = "/home/user/none" })
+      assert.is_nil(ok)
+      assert.are.equal("sandbox", err.kind)
+    end)
+  end)
+
   describe("credentials", function()
     -- A remote helper for "fake::" URLs: it asks git's credential machinery
     -- for a password as git-remote-https would, records what it was given

@@ -87,6 +87,26 @@ describe("volume content", function()
     assert.are.equal("directory", assert(vol:stat("/p/q")).type)
   end)
 
+  it("makes files 0666 and directories 0777 when no mode is given, as E2B's volume service does", function()
+    local oct = function(s) return tonumber(s, 8) end
+    assert.are.equal(oct("666"), assert(vol:write("/modes/f.txt", "x", { force = true })).mode % 512)
+    assert.are.equal(oct("777"), assert(vol:stat("/modes")).mode % 512) -- a parent the write made
+    assert.are.equal(oct("777"), assert(vol:mkdir("/modes/d")).mode % 512)
+    -- a mode given is the new directory's; the parents made on the way get the default
+    assert.are.equal(oct("700"), assert(vol:mkdir("/modes/p/q", { force = true, mode = oct("700") })).mode % 512)
+    assert.are.equal(oct("777"), assert(vol:stat("/modes/p")).mode % 512)
+    assert.are.equal(oct("666"), assert(vol:stat("/modes/f.txt")).mode % 512)
+  end)
+
+  it("answers a forced mkdir over a file with conflict, and over a directory with success", function()
+    assert(vol:write("/plain.txt", "x"))
+    local _, err = vol:mkdir("/plain.txt", { force = true })
+    assert.are.equal("conflict", err.kind)
+    assert.are.equal("file", assert(vol:stat("/plain.txt")).type)
+    assert(vol:mkdir("/already"))
+    assert.are.equal("directory", assert(vol:mkdir("/already", { force = true })).type)
+  end)
+
   it("changes an entry's owner and mode (the SDKs' updateMetadata)", function()
     assert(vol:write("/meta.txt", "m"))
     local e = assert(vol:set_metadata("/meta.txt", { mode = tonumber("640", 8), uid = 0, gid = 0 }))

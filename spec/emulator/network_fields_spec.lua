@@ -80,6 +80,31 @@ describe("e2b-local's network fields", function()
     assert.are.equal(201, (create({ network = { allowOut = { "0.0.0.0/0", "::1/0" }, denyOut = { "0.0.0.0/0" } } })))
   end)
 
+  it("refuses an IP address as a network.rules key (E2B takes domain names only), at create and update", function()
+    local ips = { "127.0.0.1", "10.1.2.3", "::1", "[::1]", "fe80::1" }
+    local status, text = api("POST", "/sandboxes", cjson.encode({ templateID = "base", timeout = 30 }))
+    assert.are.equal(201, status, text)
+    local id = cjson.decode(text).sandboxID
+    local function put(rules)
+      return api("PUT", "/sandboxes/" .. id .. "/network", cjson.encode({ rules = rules }))
+    end
+    local ok, err = pcall(function()
+      for _, ip in ipairs(ips) do
+        local st, body = create({ network = { rules = { [ip] = rule({ A = "b" }) } } })
+        assert.are.equal(400, st, ip .. ": " .. tostring(body))
+        assert.matches("network.rules", body, 1, true)
+        assert.are.equal(400, (put({ [ip] = rule({ A = "b" }) })), ip)
+      end
+      -- a name that only looks like part of an address is a domain name, as E2B takes it
+      assert.are.equal(201, (create({ network = { rules = { ["1.2.3"] = rule({ A = "b" }) } } })))
+      assert.are.equal(204, (put({ ["a.example.com"] = rule({ A = "b" }) })))
+      local _, info = api("GET", "/sandboxes/" .. id)
+      assert.are.same({ ["a.example.com"] = rule({ A = "b" }) }, cjson.decode(info).network.rules)
+    end)
+    api("DELETE", "/sandboxes/" .. id)
+    assert(ok, err)
+  end)
+
   it("holds rules to E2B's limits: 10 domains, one rule each, 20 headers, 64-byte names, 2048-byte values", function()
     local eleven = {}
     for i = 1, 11 do eleven[("h%d.example.com"):format(i)] = rule({ A = "b" }) end

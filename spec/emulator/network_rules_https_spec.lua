@@ -207,7 +207,7 @@ describe("network rules over HTTPS", function()
   end
 
   it("adds the rules' headers to HTTPS requests for a host with rules, behind a certificate from e2b-local's CA", function()
-    local sbx = sandbox_with_rules("api.localhost", "127.0.0.1")
+    local sbx = sandbox_with_rules("api.localhost")
     local base = ("https://api.localhost:%d"):format(port)
     -- curl checks the certificate against the sandbox's system store (no -k)
     local r = curl(sbx, {}, base .. "/a", base .. "/b")
@@ -222,10 +222,14 @@ describe("network rules over HTTPS", function()
       assert.are.same({ ("api.localhost:%d"):format(port) }, g.h.Host)
     end
     assert.matches("^CN=e2b%-local CA", issuer(sbx, base .. "/"))
-    -- an address: the sandbox sees a certificate for it, the upstream's is checked against it
-    r = curl(sbx, {}, ("https://127.0.0.1:%d/ip"):format(port))
+    -- the same upstream by address: no rule can name one (E2B takes domain names
+    -- only), so its TLS is the upstream's own, untouched
+    assert(sbx.files:write("/tmp/up-ca.pem", slurp(dir .. "/ca.pem")))
+    local by_ip = ("https://127.0.0.1:%d/ip"):format(port)
+    r = curl(sbx, { "--cacert", "/tmp/up-ca.pem" }, by_ip)
     assert.are.equal(0, r.exit_code, r.stderr)
-    assert.are.same({ "from-rules" }, lines(r.stdout)[1].h["X-Injected"])
+    assert.are.same({ "sandbox-own" }, lines(r.stdout)[1].h["X-Injected"])
+    assert.are.equal("CN=spec upstream CA", issuer(sbx, by_ip, { "--cacert", "/tmp/up-ca.pem" }))
     -- clients with stores of their own are pointed at the CA too; never its key
     local env = assert(sbx:run("echo $NODE_EXTRA_CA_CERTS $REQUESTS_CA_BUNDLE; cat $NODE_EXTRA_CA_CERTS")).stdout
     assert.matches("^/run/e2b/ca.pem /etc/ssl/certs/ca%-certificates.crt\n%-%-%-%-%-BEGIN CERTIFICATE", env)

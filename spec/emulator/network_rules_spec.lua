@@ -2,7 +2,9 @@
 -- replaces in) a sandbox's HTTP requests, on every request of a connection,
 -- and the checks that keep a rule from injecting anything but one header.
 -- The "internet" is a web server on the host's loopback that reports the
--- headers it received. lua-e2b has no rules option: the specs set them with
+-- headers it received, reached by name: rule keys are domain names (E2B
+-- refuses IP addresses), and localhost and *.localhost name the loopback
+-- (RFC 6761) inside a sandbox as outside. lua-e2b has no rules option: the specs set them with
 -- the control plane's own routes (create and PUT /sandboxes/{id}/network).
 local h = require("spec.helpers")
 local cjson = require("cjson")
@@ -119,7 +121,8 @@ describe("network rules", function()
   teardown(function() stop() end)
   after_each(h.cleanup)
 
-  local ALLOW_HOST = { allowOut = { "127.0.0.1/32" }, denyOut = { "0.0.0.0/0" } }
+  local ALLOW = { "localhost", "*.localhost" }
+  local ALLOW_HOST = { allowOut = ALLOW, denyOut = { "0.0.0.0/0" } }
 
   local function with(net, extra)
     local t = {}
@@ -130,14 +133,14 @@ describe("network rules", function()
 
   local function curl(sbx, ...)
     local cmd = { "curl", "-s", "--max-time", "10", "-H", "X-Injected: sandbox-own" }
-    for _, path in ipairs({ ... }) do cmd[#cmd + 1] = ("http://127.0.0.1:%d%s"):format(port, path) end
+    for _, path in ipairs({ ... }) do cmd[#cmd + 1] = ("http://localhost:%d%s"):format(port, path) end
     return assert(sbx:run(cmd)).stdout
   end
 
   it("adds and replaces the rule's headers on every request of a keep-alive connection", function()
-    local sbx = h.sandbox({ network = { allow = { "127.0.0.1/32" } } }, client)
+    local sbx = h.sandbox({ network = { allow = ALLOW } }, client)
     assert.are.equal(204, (put_network(sbx, with(ALLOW_HOST, {
-      rules = rules_for("127.0.0.1", { ["X-Injected"] = "from-rules", Authorization = "Bearer from-rules" }) }))))
+      rules = rules_for("localhost", { ["X-Injected"] = "from-rules", Authorization = "Bearer from-rules" }) }))))
     -- curl keeps its connection to the proxy for the second URL
     local got = lines(curl(sbx, "/a", "/b"))
     assert.are.equal(2, #got)
@@ -150,13 +153,13 @@ describe("network rules", function()
     -- a request for another host on that connection is not sent to this one:
     -- the proxy ends the connection after the answers so far and curl retries
     local other = lines(assert(sbx:run({ "curl", "-s", "--max-time", "10", "-H", "X-Injected: sandbox-own",
-      ("http://127.0.0.1:%d/a"):format(port), ("http://localhost:%d/b"):format(port) })).stdout)
+      ("http://localhost:%d/a"):format(port), ("http://other.localhost:%d/b"):format(port) })).stdout)
     assert.are.equal(2, #other)
     assert.are_not.equal(other[1].conn, other[2].conn)
     assert.are.same({ "from-rules" }, other[1].h["X-Injected"])
-    assert.are.same({ "sandbox-own" }, other[2].h["X-Injected"]) -- no rules for "localhost"
+    assert.are.same({ "sandbox-own" }, other[2].h["X-Injected"]) -- no rules for "other.localhost"
     -- three pipelined requests, one with a chunked body that looks like a request
-    local host = ("127.0.0.1:%d"):format(port)
+    local host = ("localhost:%d"):format(port)
     got = lines(assert(sbx:run({ "python3", "-c", PIPELINE, host })).stdout)
     assert.are.equal(3, #got)
     assert.are.same({ "/1", "/2", "/3" }, { got[1].path, got[2].path, got[3].path })
@@ -173,16 +176,16 @@ describe("network rules", function()
   end)
 
   it("replaces a sandbox's rules on update and clears them when the update omits them", function()
-    local sbx = h.sandbox({ network = { allow = { "127.0.0.1/32" } } }, client)
-    assert.are.equal(204, (put_network(sbx, with(ALLOW_HOST, { rules = rules_for("127.0.0.1", { ["X-Injected"] = "one" }) }))))
+    local sbx = h.sandbox({ network = { allow = ALLOW } }, client)
+    assert.are.equal(204, (put_network(sbx, with(ALLOW_HOST, { rules = rules_for("localhost", { ["X-Injected"] = "one" }) }))))
     assert.are.same({ "one" }, lines(curl(sbx, "/"))[1].h["X-Injected"])
-    assert.are.equal(204, (put_network(sbx, with(ALLOW_HOST, { rules = rules_for("127.0.0.1", { ["X-Second"] = "two" }) }))))
+    assert.are.equal(204, (put_network(sbx, with(ALLOW_HOST, { rules = rules_for("localhost", { ["X-Second"] = "two" }) }))))
     local r = lines(curl(sbx, "/"))[1]
     assert.are.same({ "sandbox-own" }, r.h["X-Injected"])
     assert.are.same({ "two" }, r.h["X-Second"])
     local status, body = api("GET", "/sandboxes/" .. sbx.sandbox_id)
     assert.are.equal(200, status)
-    assert.are.same(rules_for("127.0.0.1", { ["X-Second"] = "two" }), cjson.decode(body).network.rules)
+    assert.are.same(rules_for("localhost", { ["X-Second"] = "two" }), cjson.decode(body).network.rules)
     assert.are.equal(204, (put_network(sbx, ALLOW_HOST)))
     r = lines(curl(sbx, "/"))[1]
     assert.are.same({ "sandbox-own" }, r.h["X-Injected"])
@@ -212,12 +215,11 @@ describe("network rules", function()
   end)
 
   it("never sends a rule's headers to the sandbox's own loopback, only to the upstream the rule names", function()
-    local sbx = h.sandbox({ network = { allow = { "127.0.0.1/32", "localhost" } } }, client)
+    local sbx = h.sandbox({ network = { allow = ALLOW } }, client)
     local secret = { ["X-Injected"] = "secret", Authorization = "Bearer secret" }
-    local rules = rules_for("127.0.0.1", secret)
-    rules.localhost = rules["127.0.0.1"]
-    assert.are.equal(204, (put_network(sbx, { allowOut = { "127.0.0.1/32", "localhost" }, denyOut = { "0.0.0.0/0" },
-      rules = rules })))
+    local rules = rules_for("localhost", secret)
+    rules["api.localhost"] = rules.localhost
+    assert.are.equal(204, (put_network(sbx, with(ALLOW_HOST, { rules = rules }))))
     -- the sandbox's own server on its loopback, the same one as the host's
     local own = assert(sbx:spawn({ "python3", "-u", "-c", SERVER }))
     local out, inner = "", nil
@@ -227,9 +229,9 @@ describe("network rules", function()
       out = out .. data
       inner = tonumber(out:match("port (%d+)"))
     end
-    -- plain requests and CONNECT tunnels, by address and by name, all reach it
+    -- plain requests and CONNECT tunnels, by each name with rules, all reach it
     -- through the proxy (the sandbox's own loopback first): none carries the secret
-    for _, name in ipairs({ "127.0.0.1", "localhost" }) do
+    for _, name in ipairs({ "localhost", "api.localhost" }) do
       for _, tunnel in ipairs({ false, true }) do
         local cmd = { "curl", "-s", "--max-time", "10", "-H", "X-Injected: sandbox-own" }
         if tunnel then cmd[#cmd + 1] = "-p" end
@@ -251,14 +253,14 @@ describe("network rules", function()
   it("refuses a rule that would inject more than one header (CR/LF) or an invalid name with 400", function()
     local bystander = h.sandbox({}, client)
     local bad = {
-      rules_for("127.0.0.1", { ["X-Injected"] = "a\r\nX-Evil: 1" }),
-      rules_for("127.0.0.1", { ["X-Injected"] = "a\nX-Evil: 1" }),
-      rules_for("127.0.0.1", { ["X-Evil: 1\r\nX-Injected"] = "a" }),
-      rules_for("127.0.0.1", { ["Content-Length"] = "0" }),
-      rules_for("127.0.0.1", { ["X-Injected"] = ("v"):rep(2049) }),
+      rules_for("localhost", { ["X-Injected"] = "a\r\nX-Evil: 1" }),
+      rules_for("localhost", { ["X-Injected"] = "a\nX-Evil: 1" }),
+      rules_for("localhost", { ["X-Evil: 1\r\nX-Injected"] = "a" }),
+      rules_for("localhost", { ["Content-Length"] = "0" }),
+      rules_for("localhost", { ["X-Injected"] = ("v"):rep(2049) }),
       rules_for("*", { ["X-Injected"] = "a" }),
-      { ["127.0.0.1"] = { { transform = { headers = { ["X-A"] = 1 } } } } },
-      { ["127.0.0.1"] = { { transform = { body = "x" } } } },
+      { localhost = { { transform = { headers = { ["X-A"] = 1 } } } } },
+      { localhost = { { transform = { body = "x" } } } },
     }
     for _, rules in ipairs(bad) do
       local status, body = api("POST", "/sandboxes", cjson.encode({ templateID = "base", network = with(ALLOW_HOST, { rules = rules }) }))

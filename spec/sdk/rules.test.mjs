@@ -2,7 +2,8 @@
 // egress proxy adds to (or replaces in) a sandbox's HTTP and HTTPS requests, given at
 // create (plain objects, a Map, a transform callback, a rule without a
 // transform) and replaced or cleared by updateNetwork. The "internet" is a
-// server on the host's loopback that answers with the headers it got; for
+// server on the host's loopback that answers with the headers it got, reached
+// by name (localhost, *.localhost: rule keys are domain names, as on E2B); for
 // HTTPS, one with a certificate from a CA made here, which the server under
 // test is told to trust (--egress-ca-file).
 import { test } from 'node:test'
@@ -39,7 +40,7 @@ async function echoServer(tls) {
                              second: req.headers['x-second'] ?? null, socket: req.socket.remotePort }) + '\n')
   })
   await new Promise((ok) => srv.listen(0, '127.0.0.1', ok))
-  srv.url = tls ? `https://api.localhost:${srv.address().port}` : `http://127.0.0.1:${srv.address().port}`
+  srv.url = tls ? `https://api.localhost:${srv.address().port}` : `http://localhost:${srv.address().port}`
   return srv
 }
 
@@ -55,11 +56,11 @@ test('rules: given at create, the proxy adds or replaces their headers on every 
   const srv = await echoServer()
   try {
     // one rule per domain: E2B's API refuses more (400)
-    const rules = new Map([['127.0.0.1', [{ transform: () => ({ headers: { 'X-Injected': 'from-rules', Authorization: 'Bearer t0k' } }) }]]])
+    const rules = new Map([['localhost', [{ transform: () => ({ headers: { 'X-Injected': 'from-rules', Authorization: 'Bearer t0k' } }) }]]])
     const sbx = await Sandbox.create({ ...S.opts, timeoutMs: 120_000,
-                                       network: { denyOut: ['0.0.0.0/0'], allowOut: ['127.0.0.1/32'], rules } })
+                                       network: { denyOut: ['0.0.0.0/0'], allowOut: ['localhost'], rules } })
     const info = await sbx.getInfo()
-    assert.deepEqual(info.network.rules, { '127.0.0.1': [{ transform: { headers: { 'X-Injected': 'from-rules', Authorization: 'Bearer t0k' } } }] })
+    assert.deepEqual(info.network.rules, { localhost: [{ transform: { headers: { 'X-Injected': 'from-rules', Authorization: 'Bearer t0k' } } }] })
     // two URLs on one keep-alive connection: both rewritten
     const got = await seen(sbx, [`${srv.url}/a`, `${srv.url}/b`])
     assert.equal(got.length, 2)
@@ -72,9 +73,14 @@ test('rules: given at create, the proxy adds or replaces their headers on every 
 
     // listing a host in rules does not let the sandbox reach it
     const closed = await Sandbox.create({ ...S.opts, timeoutMs: 120_000,
-                                          network: { denyOut: ['0.0.0.0/0'], rules: { '127.0.0.1': [{ transform: { headers: { 'X-Injected': 'x' } } }] } } })
+                                          network: { denyOut: ['0.0.0.0/0'], rules: { localhost: [{ transform: { headers: { 'X-Injected': 'x' } } }] } } })
     assert.deepEqual(await seen(closed, [srv.url]), [])
     await closed.kill()
+
+    // an IP address is no rule key: E2B's API takes domain names only (400)
+    await assert.rejects(Sandbox.create({ ...S.opts, network: { denyOut: ['0.0.0.0/0'], allowOut: ['127.0.0.1/32'],
+                                                               rules: { '127.0.0.1': [{ transform: { headers: { 'X-Injected': 'x' } } }] } } }),
+                         /400/)
   } finally {
     srv.close()
   }
@@ -83,21 +89,20 @@ test('rules: given at create, the proxy adds or replaces their headers on every 
 test('rules: updateNetwork replaces them, omitting them clears them; a CR/LF value is refused', async () => {
   const srv = await echoServer()
   try {
-    const sbx = await Sandbox.create({ ...S.opts, timeoutMs: 120_000, network: { allowOut: ['127.0.0.1/32'], denyOut: ['0.0.0.0/0'] } })
+    const net = { allowOut: ['localhost'], denyOut: ['0.0.0.0/0'] }
+    const sbx = await Sandbox.create({ ...S.opts, timeoutMs: 120_000, network: net })
     assert.equal((await seen(sbx, [srv.url]))[0].injected, 'sandbox-own')
-    await sbx.updateNetwork({ allowOut: ['127.0.0.1/32'], denyOut: ['0.0.0.0/0'],
-                              rules: { '127.0.0.1': [{ transform: { headers: { 'X-Second': 'two' } } }] } })
+    await sbx.updateNetwork({ ...net, rules: { localhost: [{ transform: { headers: { 'X-Second': 'two' } } }] } })
     let r = (await seen(sbx, [srv.url]))[0]
     assert.deepEqual([r.injected, r.second], ['sandbox-own', 'two'])
-    assert.deepEqual((await sbx.getInfo()).network.rules, { '127.0.0.1': [{ transform: { headers: { 'X-Second': 'two' } } }] })
-    await assert.rejects(sbx.updateNetwork({ allowOut: ['127.0.0.1/32'], denyOut: ['0.0.0.0/0'],
-                                             rules: { '127.0.0.1': [{ transform: { headers: { 'X-Second': 'a\r\nX-Evil: 1' } } }] } }),
+    assert.deepEqual((await sbx.getInfo()).network.rules, { localhost: [{ transform: { headers: { 'X-Second': 'two' } } }] })
+    await assert.rejects(sbx.updateNetwork({ ...net, rules: { localhost: [{ transform: { headers: { 'X-Second': 'a\r\nX-Evil: 1' } } }] } }),
                          /400.*control characters/)
-    await assert.rejects(Sandbox.create({ ...S.opts, network: { rules: { '127.0.0.1': [{ transform: { headers: { 'X-A': 'a\nb' } } }] } } }),
+    await assert.rejects(Sandbox.create({ ...S.opts, network: { rules: { localhost: [{ transform: { headers: { 'X-A': 'a\nb' } } }] } } }),
                          /400.*control characters/)
     r = (await seen(sbx, [srv.url]))[0]
     assert.equal(r.second, 'two', 'a refused update changes nothing')
-    await sbx.updateNetwork({ allowOut: ['127.0.0.1/32'], denyOut: ['0.0.0.0/0'] })
+    await sbx.updateNetwork(net)
     r = (await seen(sbx, [srv.url]))[0]
     assert.deepEqual([r.injected, r.second], ['sandbox-own', null])
     assert.equal((await sbx.getInfo()).network.rules, undefined)

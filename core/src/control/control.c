@@ -163,6 +163,23 @@ int e2b_create_tristates_check(const e2b_create_opts *o, const char *op, e2b_err
          e2b_tristate_check(o->auto_resume, "auto_resume", op, err);
 }
 
+/* The MCP configuration's text as a JSON object (new reference), or NULL. */
+static json_t *mcp_object(const char *text) {
+  json_t *v = json_loads(text, JSON_REJECT_DUPLICATES, NULL);
+  if (json_is_object(v)) return v;
+  json_decref(v);
+  return NULL;
+}
+
+int e2b_create_mcp_check(const e2b_create_opts *o, const char *op, e2b_error *err) {
+  json_t *mcp = o->mcp ? mcp_object(o->mcp) : NULL;
+  json_decref(mcp);
+  if (!o->mcp || mcp) return 0;
+  e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "mcp must be a JSON object (the MCP gateway's configuration)");
+  if (err) snprintf(err->field, sizeof err->field, "mcp");
+  return -1;
+}
+
 static int validate_create(const e2b_create_opts *o, e2b_error *err) {
   const char *op = "create";
   if (o->timeout_ms < 0) {
@@ -173,6 +190,7 @@ static int validate_create(const e2b_create_opts *o, e2b_error *err) {
     e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "template must be a non-empty UTF-8 string");
     return -1;
   }
+  if (e2b_create_mcp_check(o, op, err)) return -1;
   if (check_kvs(o->metadata, o->metadata_count, "metadata", op, err) ||
       check_kvs(o->env, o->env_count, "env", op, err) ||
       check_kvs(o->volume_mounts, o->volume_mount_count, "volume_mounts", op, err))
@@ -263,7 +281,9 @@ json_t *e2b_create_body(const e2b_client *c, const e2b_create_opts *o, int v1, e
     e2b_err_set(err, E2B_ERR_UNAVAILABLE, "create", "out of memory");
     return NULL;
   }
-  json_object_set_new(body, "templateID", json_string(o->template_id ? o->template_id : c->template_id));
+  const char *tpl = o->template_id ? o->template_id : o->mcp ? E2B_MCP_TEMPLATE : c->template_id;
+  json_object_set_new(body, "templateID", json_string(tpl));
+  if (o->mcp) json_object_set_new(body, "mcp", mcp_object(o->mcp));
   json_object_set_new(body, "timeout", json_integer(ceil_seconds(timeout_ms)));
   if (v1) json_object_set_new(body, "secure", json_boolean(o->secure != E2B_NO));
   if (add_network(body, o, err)) {

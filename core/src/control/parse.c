@@ -199,6 +199,7 @@ void e2b_sandbox_info_clear(e2b_sandbox_info *sb) {
   free(sb->rule_headers);
   free(sb->egress_proxy_address);
   free(sb->egress_proxy_username);
+  e2b_free_secret(sb->mcp_token);
   map_clear(&sb->metadata);
   memset(sb, 0, sizeof *sb);
 }

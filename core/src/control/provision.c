@@ -17,6 +17,8 @@
 #include <string.h>
 
 #define SETUP_TAIL 2000
+/* The gateway's start (the SDKs' commands.run default) */
+#define MCP_START_MS 60000
 
 enum stage {
   P_QUEUE,
@@ -24,6 +26,7 @@ enum stage {
   P_CREATE,
   P_POSTCHECK,
   P_READY,
+  P_MCP,
   P_SETUP_WRITE,
   P_SETUP_RUN,
   P_NETWORK,
@@ -54,6 +57,8 @@ typedef struct prov_state {
   char *setup_path;
   long setup_timeout_ms;
   char *user;
+  char *mcp;                       /* the gateway's configuration (JSON text), or NULL */
+  char mcp_token[E2B_UUID_SIZE];   /* its access token, made when it is started */
   /* the allocation */
   e2b_sandbox_info sandbox;
   int allocated;
@@ -154,6 +159,8 @@ static void prov_release(void *p) {
   if (s->sbx) e2b_sbx_release(s->sbx);
   json_decref(s->net_create);
   json_decref(s->net_update);
+  e2b_free_secret(s->mcp); /* configurations hold the MCP servers' keys */
+  memset(s->mcp_token, 0, sizeof s->mcp_token);
 }
 
 /* ---- steps ---- */
@@ -188,6 +195,7 @@ static e2b_req *start_create(e2b_req *op, prov_state *s, e2b_error *err) {
   o.env_count = s->env_n;
   o.volume_mounts = s->volumes;
   o.volume_mount_count = s->volumes_n;
+  o.mcp = s->mcp;
   /* the policy goes as extra members (network.c built them) */
   o.allow_internet_access = E2B_DEFAULT;
   o.allow_out_count = o.deny_out_count = 0;
@@ -284,7 +292,7 @@ static void stage_postcheck(e2b_req *op, prov_state *s, const e2b_error *cerr) {
 
 static void stage_ready(e2b_req *op, prov_state *s, const e2b_error *cerr) {
   e2b_error err;
-  enum stage next = s->setup ? P_SETUP_WRITE : P_NETWORK;
+  enum stage next = s->mcp ? P_MCP : s->setup ? P_SETUP_WRITE : P_NETWORK;
   /* E2B's orchestrator answers a create once envd answered it: the wait is
    * only for a caller who asks for it (ready_timeout_ms > 0). */
   if (s->ready_timeout_ms <= 0) return next_stage(op, s, next);
@@ -314,12 +322,61 @@ static void stage_ready(e2b_req *op, prov_state *s, const e2b_error *cerr) {
   if (s->backoff_ms < 1000) s->backoff_ms *= 2;
 }
 
+/* The envd handle; with ready_timeout_ms <= 0 the readiness stage made none. */
+static int need_sbx(e2b_req *op, prov_state *s) {
+  e2b_error err;
+  if (s->sbx || (s->sbx = e2b_sbx_new(s->client, s->sandbox.sandbox_id, s->sandbox.envd_access_token,
+                                       s->sandbox.domain, &err)))
+    return 0;
+  fail_after_allocation(op, s, &err);
+  return -1;
+}
+
+/* The gateway's own command line names the configuration by variable only:
+ * envd's Start (and its process list) never carries it. */
+static const char MCP_RUNNER[] = "exec mcp-gateway --config \"$E2B_MCP_CONFIG\"";
+
+static e2b_req *start_mcp(e2b_req *op, prov_state *s, e2b_error *err) {
+  if (e2b_uuid4(s->mcp_token) != 0) {
+    e2b_err_set(err, E2B_ERR_UNAVAILABLE, "create", "random generator unavailable");
+    return NULL;
+  }
+  const char *args[] = {"-l", "-c", MCP_RUNNER};
+  e2b_kv env[] = {{"GATEWAY_ACCESS_TOKEN", s->mcp_token}, {"E2B_MCP_CONFIG", s->mcp}};
+  e2b_proc_opts po = {.cmd = "/bin/bash", .args = args, .arg_count = 3, .env = env, .env_count = 2,
+                      .user = "root", .timeout_ms = MCP_START_MS};
+  return e2b_op_child(op, e2b_run(s->sbx, &po, NULL, 0, SETUP_TAIL, err));
+}
+
+/* The gateway started, or the create fails with its stderr's tail (as the
+ * SDKs', which then kill the sandbox too). */
+static void stage_mcp(e2b_req *op, prov_state *s, const e2b_error *cerr) {
+  e2b_error err;
+  if (!s->child && need_sbx(op, s) == 0) return started(op, s, start_mcp(op, s, &err), &err);
+  if (!s->child) return;
+  const e2b_run_result *r = e2b_req_run_result(s->child);
+  const char *tail = r && r->err_len ? (const char *)r->err : "";
+  if (cerr) {
+    e2b_err_set(&err, cerr->code, "create", "could not start the MCP gateway: %s%s%s", cerr->message,
+                *tail ? "; stderr: " : "", tail);
+    return fail_after_allocation(op, s, &err);
+  }
+  if (!r || r->exit_code != 0) {
+    e2b_err_set(&err, E2B_ERR_SANDBOX, "create", "could not start the MCP gateway: it exited with %d%s%s",
+                r ? r->exit_code : -1, *tail ? ": " : "", tail);
+    err.retryable = 0;
+    return fail_after_allocation(op, s, &err);
+  }
+  if (!(s->sandbox.mcp_token = strdup(s->mcp_token))) {
+    e2b_err_set(&err, E2B_ERR_UNAVAILABLE, "create", "out of memory");
+    return fail_after_allocation(op, s, &err);
+  }
+  next_stage(op, s, s->setup ? P_SETUP_WRITE : P_NETWORK);
+}
+
 static void stage_setup_write(e2b_req *op, prov_state *s, const e2b_error *cerr) {
   e2b_error err;
-  /* Without a readiness wait that stage made no handle. */
-  if (!s->sbx && !(s->sbx = e2b_sbx_new(s->client, s->sandbox.sandbox_id,
-                                        s->sandbox.envd_access_token, s->sandbox.domain, &err)))
-    return fail_after_allocation(op, s, &err);
+  if (need_sbx(op, s) != 0) return;
   if (!s->child) {
     s->child = e2b_op_child(op, e2b_file_write(s->sbx, s->setup_path, s->user, &err));
     if (!s->child) return fail_after_allocation(op, s, &err);
@@ -417,6 +474,7 @@ static const stage_fn STAGES[] = {
     [P_CREATE] = stage_create,
     [P_POSTCHECK] = stage_postcheck,
     [P_READY] = stage_ready,
+    [P_MCP] = stage_mcp,
     [P_SETUP_WRITE] = stage_setup_write,
     [P_SETUP_RUN] = stage_setup_run,
     [P_NETWORK] = stage_network,
@@ -495,6 +553,7 @@ static int copy_opts(prov_state *s, const e2b_provision_opts *o, e2b_error *err)
   s->ready_timeout_ms = o->ready_timeout_ms ? o->ready_timeout_ms : E2B_DEFAULT_READY_TIMEOUT_MS;
   s->setup_timeout_ms = o->setup_timeout_ms ? o->setup_timeout_ms : E2B_DEFAULT_SETUP_TIMEOUT_MS;
   if (o->user && !(s->user = strdup(o->user))) return -1;
+  if (co->mcp && !(s->mcp = strdup(co->mcp))) return -1;
   if (o->setup_script) {
     const char *name = o->setup_name ? o->setup_name : "e2b-setup.sh";
     size_t pn = strlen(name) + 6;
@@ -539,7 +598,7 @@ static int check_opts(const e2b_provision_opts *o, const char *op, e2b_error *er
   }
   /* The raw create validates the rest; run it on a dry copy now, before any I/O. */
   e2b_create_opts dry = o->create;
-  if (e2b_create_tristates_check(&dry, op, err)) return -1;
+  if (e2b_create_tristates_check(&dry, op, err) || e2b_create_mcp_check(&dry, op, err)) return -1;
   e2b_network n = policy_of(o);
   if (e2b_network_check(&n, 0, op, err)) return -1;
   if (n.allow_public_traffic == E2B_NO && dry.secure == E2B_NO) {

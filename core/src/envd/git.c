@@ -2,9 +2,12 @@
  * element of git's argv (e2b_git_check), and reading what `git status
  * --porcelain=v2 --branch -z` wrote (e2b_git_status_parse). Both are pure;
  * the status bytes come from the sandbox, so the parser bounds every read
- * by len and refuses what git would not write instead of guessing. */
+ * by len and refuses what git would not write instead of guessing. Which
+ * failures of a clone, pull or push are a matter of credentials is decided
+ * here too (e2b_git_failure_code), from git's own output. */
 #include "e2b.h"
 
+#include <ctype.h>
 #include <string.h>
 
 #define REF_MAX 255
@@ -223,4 +226,32 @@ int e2b_git_status_parse(const char *buf, size_t len, e2b_git_head *head, e2b_gi
     if (r) return r;
   }
   return 0;
+}
+
+/* What git, its remote helpers and the hosts behind them write when a remote
+ * wanted credentials it did not get or refused the ones it got (lower case):
+ * a prompt git could not show, a refused login, HTTP 401/403, an ssh key
+ * the server turned down. */
+static const char *const AUTH_SIGNS[] = {
+    "authentication failed",   "terminal prompts disabled", "could not read username",
+    "could not read password", "invalid username or password", "invalid credentials",
+    "access denied",           "not authorized",             "permission denied (publickey",
+    "returned error: 401",     "returned error: 403",        NULL};
+
+/* Whether what (lower case) occurs in v[0..len), ignoring ASCII case. */
+static int contains_fold(const char *v, size_t len, const char *what) {
+  size_t n = strlen(what);
+  for (size_t i = 0; i + n <= len; i++) {
+    size_t k = 0;
+    while (k < n && (char)tolower((unsigned char)v[i + k]) == what[k]) k++;
+    if (k == n) return 1;
+  }
+  return 0;
+}
+
+e2b_code e2b_git_failure_code(const char *out, size_t len) {
+  if (!out) return E2B_ERR_SANDBOX;
+  for (int i = 0; AUTH_SIGNS[i]; i++)
+    if (contains_fold(out, len, AUTH_SIGNS[i])) return E2B_ERR_AUTH;
+  return E2B_ERR_SANDBOX;
 }

@@ -12,7 +12,9 @@
  * settle_ms (its wrapper could not act); any other process gets SIGKILL.
  * A process named by tag is found in envd's list first (envd's own tag
  * lookup can miss it), which also tells whether it is kept; a pid that
- * list shows under another tag is not ours (reused), so nothing is sent. */
+ * list shows under another tag is not ours (reused), so nothing is sent.
+ * A start whose caller went before envd answered it is awaited here, and
+ * the process it started ended (e2b_proc_adopt_start). */
 #include "internal.h"
 
 #include <stdlib.h>
@@ -173,4 +175,50 @@ void e2b_proc_stop_async(e2b_sbx *sbx, uint32_t pid, int kept) {
   e2b_error err;
   e2b_req *req = pid ? e2b_proc_signal(sbx, pid, NULL, kept ? 15 : 9, &err) : NULL;
   if (req) e2b_req_autofree(req);
+}
+
+/* ---- a start nobody waits for any more ---- */
+
+/* A Start stream whose caller went before envd answered it: once its start
+ * event names the pid, that process is ended as a dropped handle's is. */
+typedef struct adopted_state {
+  e2b_sbx *sbx;
+  e2b_req *stream;
+  char *tag; /* a kept command's: its wrapper is ended and its files removed */
+} adopted_state;
+
+static void adopted_advance(e2b_req *op) {
+  adopted_state *s = op->state;
+  queued *n;
+  while ((n = e2b_req_pop_node(s->stream))) {
+    uint32_t pid = n->ev.type == E2B_EVENT_START ? n->ev.pid : 0;
+    free(n);
+    if (!pid) continue;
+    if (s->tag) e2b_proc_end_async(s->sbx, pid, s->tag);
+    else e2b_proc_stop_async(s->sbx, pid, 0);
+    return e2b_op_finish(op, NULL);
+  }
+  if (e2b_req_done(s->stream)) e2b_op_finish(op, NULL); /* refused, or ended unseen: nothing runs */
+}
+
+#define ADOPTED_AT(f) offsetof(adopted_state, f)
+static const e2b_op_kind adopted_kind = {.size = sizeof(adopted_state),
+                                         .children = E2B_FIELDS(ADOPTED_AT(stream)),
+                                         .allocs = E2B_FIELDS(ADOPTED_AT(tag)),
+                                         .holds = E2B_OP_HOLDS_SBX, .ref = ADOPTED_AT(sbx)};
+
+void e2b_proc_adopt_start(e2b_sbx *sbx, e2b_req *stream, const char *tag) {
+  e2b_error err;
+  e2b_req *op = stream ? e2b_op_new(&adopted_kind, NULL, sbx, "process.start", adopted_advance, NULL, &err) : NULL;
+  adopted_state *s = op ? op->state : NULL;
+  if (s && tag && !(s->tag = strdup(tag))) {
+    e2b_req_free(op);
+    s = NULL;
+  }
+  if (!s) { /* no memory: the stream is closed, as before */
+    e2b_req_free(stream);
+    return;
+  }
+  s->stream = e2b_op_child(op, stream);
+  e2b_req_autofree(op);
 }

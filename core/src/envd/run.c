@@ -60,12 +60,36 @@ static void run_result_free(void *r) {
                                RESULT_AT(pty)));
 }
 
+/* A start event the stream queued and the run has not taken yet. */
+static void take_queued_start(run_state *s) {
+  queued *n;
+  while (s->stream && !s->started && (n = e2b_req_pop_node(s->stream))) {
+    if (n->ev.type == E2B_EVENT_START) {
+      s->pid = n->ev.pid;
+      s->started = 1;
+      const char *tag = e2b_req_proc_tag(s->stream);
+      if (tag && !s->tag) s->tag = strdup(tag); /* no memory: its files wait for the sandbox's end */
+    }
+    free(n);
+  }
+}
+
 static void run_release(void *p) {
   run_state *s = p;
-  if (s->started && !s->finished && !s->ended) {
+  int late = 0; /* started unseen: canceled, or timed out, before the run took its start */
+  if (!s->started && !s->ended) {
+    take_queued_start(s);
+    late = s->started;
+  }
+  if (s->started && !s->ended && (!s->finished || late)) {
     /* Dropped mid-run (canceled): the group is not left behind. */
     e2b_proc_stop_async(s->sbx, s->pid, s->kept);
     if (s->kept) e2b_proc_forget_later(s->sbx, s->tag, s->user);
+  } else if (!s->started && !s->ended && s->stream && !e2b_req_proc_tag(s->stream) && !e2b_req_done(s->stream)) {
+    /* Dropped before envd answered its start (a raw stream: track.c sees to
+     * its own): the process it starts is ended once envd names it. */
+    e2b_proc_adopt_start(s->sbx, s->stream, NULL);
+    s->stream = NULL;
   }
   e2b_output_free(s->out);
 }

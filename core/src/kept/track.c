@@ -150,6 +150,7 @@ typedef struct track_state {
   uint32_t pid;
   int started;       /* START emitted */
   int envd_started;  /* envd said its start (of the wrapper, when wrapped) */
+  int start_sent;    /* s->live is our Start stream (not an attach's Connect) */
   char *cmd;         /* the caller's program, for the error when it cannot start */
   e2b_req *live;     /* the Start stream, then a Connect by tag; not kept: the output too */
   e2b_req *list;     /* attach: finding the pid/tag */
@@ -206,9 +207,24 @@ static void let_go(e2b_req *op, track_state *s) {
   unsubscribe(op, s);
 }
 
+/* Going before its caller heard of the start (a canceled or timed-out run,
+ * a canceled spawn): nobody can own the process, so it is ended, not left
+ * running — now when envd named it, else once envd answers the start. */
+static void drop_unannounced(track_state *s) {
+  if (s->started || !s->start_sent || s->self->done) return;
+  if (s->envd_started) {
+    if (s->kept) e2b_proc_end_async(s->sbx, s->pid, s->tag);
+    else e2b_proc_stop_async(s->sbx, s->pid, 0);
+  } else if (s->live && !e2b_req_done(s->live)) {
+    e2b_proc_adopt_start(s->sbx, s->live, s->kept ? s->tag : NULL);
+    s->live = NULL;
+  }
+}
+
 static void track_release(void *p) {
   track_state *s = p;
   let_go(s->self, s);
+  drop_unannounced(s);
   e2b_proc_opts_free(s->deferred);
   if (s->forgets && !s->envd_started) e2b_return_forgets(s->sbx, s->forgets, s->user);
 }
@@ -1054,6 +1070,7 @@ static int launch(track_state *s, const e2b_proc_opts *opts, int env_replace, e2
   s->said.announces = w.announces;
   /* A kept command's stream carries its events; its output goes to files. */
   s->live = e2b_proc_start_stream(s->sbx, &w.opts, s->kept ? E2B_STREAM_EVENTS : 0, err);
+  s->start_sent = s->live != NULL;
   e2b_wrapped_free(&w);
   if (!s->live) return -1;
   e2b_op_child(s->self, s->live);

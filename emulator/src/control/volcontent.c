@@ -34,6 +34,11 @@
 #define VC_DISCARD_MAX (8u << 20) /* body bytes read after an error is decided */
 #define VC_ID_MAX 65534        /* uids/gids sandboxes use: root 0, user 1000, nogroup 65534 */
 #define VC_DEFAULT_ID 1000     /* new entries belong to the sandbox user, like the volume root */
+/* E2B's volume service (e2b-dev/infra, packages/orchestrator, volumes): a
+ * new file without a mode is 0666, a new directory (parents made on the
+ * way too) 0777, set after creation so no umask trims them */
+#define VC_FILE_MODE 0666
+#define VC_DIR_MODE 0777
 
 typedef struct vc_req {
   int root;             /* O_PATH descriptor of the volume's data directory */
@@ -384,17 +389,21 @@ static int make_dirs(vc_req *v, size_t upto, long uid, long gid, long mode) {
 static enum MHD_Result h_mkdir(http_req *r) {
   vc_req *v = r->ctx;
   long uid, gid, mode;
-  if (owner_mode(r, v, &uid, &gid, &mode, 0755) != 0) return vc_error(r, (unsigned)v->status, v->msg);
+  if (owner_mode(r, v, &uid, &gid, &mode, VC_DIR_MODE) != 0) return vc_error(r, (unsigned)v->status, v->msg);
   if (!*v->rel) return vc_error(r, 409, "the volume's root already exists");
   int force = query_true(r, "force"), rc = 0;
-  if (force) {
-    rc = make_dirs(v, strlen(v->rel), uid, gid, mode);
-  } else {
+  /* forced, missing parents get the default mode and the directory the one asked (E2B's) */
+  char *slash = strrchr(v->rel, '/');
+  if (force && slash) rc = make_dirs(v, (size_t)(slash - v->rel), uid, gid, VC_DIR_MODE);
+  if (rc == 0) {
     const char *name;
     int pfd = open_parent(v, &name);
     rc = pfd < 0 ? -1 : make_one(v, pfd, name, uid, gid, mode);
+    struct stat st;
+    /* forced, an existing directory is success; anything else there is not */
+    if (rc == 1 && (!force || fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode)))
+      fail(v, 409, "path '%.200s' already exists", v->rel), rc = -1;
     if (pfd >= 0) close(pfd);
-    if (rc == 1) fail(v, 409, "path '%.200s' already exists", v->rel), rc = -1;
   }
   return answer(r, v, 201, rc < 0 ? NULL : stat_rel(v));
 }
@@ -422,7 +431,7 @@ static enum MHD_Result h_read(http_req *r) {
  * never through a symlink, never a file with other hard links. */
 static void open_upload(http_req *r, vc_req *v) {
   long uid, gid, mode;
-  if (owner_mode(r, v, &uid, &gid, &mode, 0644) != 0) return;
+  if (owner_mode(r, v, &uid, &gid, &mode, VC_FILE_MODE) != 0) return;
   if (!*v->rel) {
     fail(v, 400, "the path query parameter must name a file%.200s", "");
     return;
@@ -431,7 +440,7 @@ static void open_upload(http_req *r, vc_req *v) {
   /* forced, missing parents are made first (E2B's file create does: its
    * ensureDirs), owned as the file; without force a missing one is 404 */
   char *slash = strrchr(v->rel, '/');
-  if (force && slash && make_dirs(v, (size_t)(slash - v->rel), uid, gid, 0755) != 0) return;
+  if (force && slash && make_dirs(v, (size_t)(slash - v->rel), uid, gid, VC_DIR_MODE) != 0) return;
   int fd = beneath(v->root, v->rel, flags | O_CREAT | O_EXCL, (mode_t)mode), created = fd >= 0;
   if (fd < 0 && errno == EEXIST && force) fd = beneath(v->root, v->rel, flags, 0);
   if (fd < 0) {

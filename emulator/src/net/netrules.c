@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "netrules.h"
 
+#include <arpa/inet.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,9 +45,12 @@ static int value_ok(json_t *v) {
   return 1;
 }
 
-/* A key in lower case into out: a host name or IP ([a-z0-9._:-], no empty
- * label), optionally after "*.". -1 when it is none of those. */
+/* A key in lower case into out: a domain name ([a-z0-9._-], no empty
+ * label), optionally after "*.". -1 when it is none of those. An IP address
+ * is not a key: E2B takes domain names only (its API refuses an address
+ * with 400), and an IPv6 one has ':' no name may hold. */
 static int norm_key(const char *key, char *out, size_t cap) {
+  struct in_addr v4;
   size_t n = strlen(key);
   if (n == 0 || n >= cap || n > NETRULES_DOMAIN_MAX) return -1;
   for (size_t i = 0; i <= n; i++) out[i] = (char)(key[i] >= 'A' && key[i] <= 'Z' ? key[i] + 32 : key[i]);
@@ -54,8 +58,8 @@ static int norm_key(const char *key, char *out, size_t cap) {
   size_t hn = strlen(h);
   if (hn == 0 || h[0] == '.' || h[hn - 1] == '.' || strstr(h, "..")) return -1;
   for (size_t i = 0; i < hn; i++)
-    if (!((h[i] >= 'a' && h[i] <= 'z') || (h[i] >= '0' && h[i] <= '9') || strchr("-._:", h[i]))) return -1;
-  return 0;
+    if (!((h[i] >= 'a' && h[i] <= 'z') || (h[i] >= '0' && h[i] <= '9') || strchr("-._", h[i]))) return -1;
+  return inet_pton(AF_INET, h, &v4) == 1 ? -1 : 0;
 }
 
 /* One {transform: {headers: {...}}}; *bytes counts the domain's headers. */
@@ -108,7 +112,8 @@ json_t *netrules_check(json_t *rules, char *err, size_t cap) {
   json_object_foreach(rules, key, list) {
     char norm[256];
     if (norm_key(key, norm, sizeof norm) != 0 || json_object_get(out, norm)) {
-      snprintf(err, cap, "network.rules key '%.80s' must be a host name, an IP or *.domain (once)", key);
+      snprintf(err, cap, "network.rules key '%.80s' must be a domain name or *.domain, named once (no IP addresses)",
+               key);
       goto bad;
     }
     if (!json_is_array(list) || json_array_size(list) > NETRULES_MAX_RULES) {

@@ -1,9 +1,9 @@
 /* netrules.h — a sandbox's network.rules: per-domain transforms (headers to
  * add or replace) for the egress HTTP requests it sends.
  *
- * E2B's semantics: keys are exact host names or IPs, or "*.example.com"
- * (any subdomain at any depth, not the apex; a bare "*" is invalid), stored
- * in lower case. An exact key wins, else the longest matching wildcard; the
+ * E2B's semantics: keys are exact domain names (never IP addresses, which
+ * E2B's API refuses) or "*.example.com" (any subdomain at any depth, not
+ * the apex; a bare "*" is invalid), stored in lower case. An exact key wins, else the longest matching wildcard; the
  * matching key's rules are applied in order (a later header of the same
  * name replaces an earlier one) and key sets are never merged. A header a
  * rule names replaces the request's header of that name. Rules never allow
