@@ -1170,6 +1170,69 @@ E2B_EXPORT int e2b_req_wait(e2b_req *req, long timeout_ms);
 /* The request's loop. */
 E2B_EXPORT e2b_loop *e2b_req_loop(const e2b_req *req);
 
+/* ---- templates built in code (template.c, tmplfiles.c) ----
+ * What the official SDKs' Template builder sends: a base (an image or another
+ * template), steps as E2B's template-manager runs them, and a start and ready
+ * command. COPY sources are read from a context directory on this machine:
+ * hashed as the SDKs hash them (the server's cache key) and uploaded as one
+ * gzip tar each, spooled to a temporary file, never held in memory. */
+typedef struct e2b_template_step {
+  const char *type;        /* "RUN", "COPY", "ENV", "WORKDIR" or "USER" */
+  const char *const *args; /* RUN: {command[, user]}; COPY: {src, dest[, user[, mode]]};
+                              ENV: {key, value, ...}; WORKDIR: {path}; USER: {name} */
+  size_t arg_count;
+  int force;               /* run this step whatever the cache holds */
+  int force_upload;        /* COPY: upload even when the server has these files */
+  int resolve_symlinks;    /* COPY: a link to a file or directory is archived as its target */
+} e2b_template_step;
+
+typedef struct e2b_template {
+  const char *from_image;    /* exactly one of from_image and from_template */
+  const char *from_template;
+  const char *start_cmd;     /* NULL: none; a start command needs a ready command */
+  const char *ready_cmd;     /* NULL: none */
+  int force;                 /* build every step, whatever the cache holds */
+  const e2b_template_step *steps;
+  size_t step_count;
+  const char *context;       /* the directory COPY sources are relative to; NULL: "." */
+  const char *const *ignore; /* patterns of paths (relative to context) left out of COPY */
+  size_t ignore_count;
+} e2b_template;
+
+#define E2B_TEMPLATE_FILES_MAX 100000 /* paths one COPY may take */
+#define E2B_TEMPLATE_HASH_LEN 64     /* hex digits of a COPY's files hash */
+
+/* 0, or -1 with err E2B_ERR_INVALID_ARGUMENT naming the field: a template
+ * name (or an identifier to look up) as E2B takes it: [namespace/]alias[:tag],
+ * namespace and alias of letters, digits, '-' and '_' (E2B lowercases them),
+ * a tag of those and '.'. */
+E2B_EXPORT int e2b_template_name_check(const char *name, const char *field, e2b_error *err);
+/* A tag on its own (a build's tags): E2B's tag characters, not a UUID. */
+E2B_EXPORT int e2b_template_tag_check(const char *tag, const char *field, e2b_error *err);
+/* One step (index counts from 0; the field is "steps[index+1]..."): its type,
+ * its argument count, ENV keys, a COPY source relative and inside the context,
+ * a COPY mode of four octal digits. Nothing is read from disk. */
+E2B_EXPORT int e2b_template_step_check(const e2b_template_step *s, size_t index, e2b_error *err);
+/* The whole template: its base, every step, start and ready commands. */
+E2B_EXPORT int e2b_template_check(const e2b_template *t, e2b_error *err);
+/* The files hash of the COPY at steps[step] (what E2B caches its layer
+ * under): sha256 over "COPY src dest" and, per path the source takes in
+ * order, the path, its mode and size, a file's bytes or a link's target.
+ * out gets 64 hex digits and a NUL. E2B_ERR_NOT_FOUND when the source
+ * matches nothing; E2B_ERR_INVALID_ARGUMENT past E2B_TEMPLATE_FILES_MAX. */
+E2B_EXPORT int e2b_template_files_hash(const e2b_template *t, size_t step, char out[E2B_TEMPLATE_HASH_LEN + 1],
+                                       e2b_error *err);
+/* Writes the COPY's files as a gzip tar (ustar, PAX for long names; the
+ * deflate stream stored, not compressed) to fd, streaming: memory does not
+ * grow with the files. 0, or -1 with err. */
+E2B_EXPORT int e2b_template_tar(const e2b_template *t, size_t step, int fd, e2b_error *err);
+/* The JSON body of POST /v2/templates/{id}/builds/{build}: hashes[i] is
+ * steps[i]'s files hash (NULL for a step that copies nothing); skip_cache
+ * forces the whole build. malloc()ed, or NULL with err. */
+E2B_EXPORT char *e2b_template_json(const e2b_template *t, const char *const *hashes, int skip_cache,
+                                   e2b_error *err);
+
+
 /* ---- git in a sandbox: the rules sbx.git applies (git.c) ----
  * Pure functions, no I/O: the Lua module builds git's argv from values these
  * accepted (each value one argv element, never a shell string) and reads
