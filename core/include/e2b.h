@@ -1154,7 +1154,8 @@ typedef enum e2b_result_kind {
   E2B_RESULT_BOOT_ID,   /* e2b_req_boot_id */
   E2B_RESULT_LOGS,      /* e2b_req_log_count/_at */
   E2B_RESULT_METRICS,   /* e2b_req_metric_count/_at */
-  E2B_RESULT_VOL_ENTRIES /* e2b_req_vol_entry_count/_at: a volume's stat, list, mkdir, write */
+  E2B_RESULT_VOL_ENTRIES, /* e2b_req_vol_entry_count/_at: a volume's stat, list, mkdir, write */
+  E2B_RESULT_TEMPLATE     /* e2b_req_template_answer */
 } e2b_result_kind;
 E2B_EXPORT e2b_result_kind e2b_req_result_kind(const e2b_req *req);
 /* Stops the transfer; the request completes with E2B_ERR_CANCELED. */
@@ -1170,7 +1171,7 @@ E2B_EXPORT int e2b_req_wait(e2b_req *req, long timeout_ms);
 /* The request's loop. */
 E2B_EXPORT e2b_loop *e2b_req_loop(const e2b_req *req);
 
-/* ---- templates built in code (template.c, tmplfiles.c) ----
+/* ---- templates built in code (template.c, tmplfiles.c, tmplbuild.c) ----
  * What the official SDKs' Template builder sends: a base (an image or another
  * template), steps as E2B's template-manager runs them, and a start and ready
  * command. COPY sources are read from a context directory on this machine:
@@ -1232,6 +1233,53 @@ E2B_EXPORT int e2b_template_tar(const e2b_template *t, size_t step, int fd, e2b_
 E2B_EXPORT char *e2b_template_json(const e2b_template *t, const char *const *hashes, int skip_cache,
                                    e2b_error *err);
 
+
+typedef struct e2b_template_build_opts {
+  const char *name;        /* [namespace/]alias[:tag]: required */
+  const char *const *tags; /* further tags of this build */
+  size_t tag_count;
+  int cpu_count;           /* 0: E2B's default */
+  int memory_mb;           /* 0: E2B's default */
+  int min_free_disk_mb;    /* -1: E2B's default */
+} e2b_template_build_opts;
+
+/* What a template call answered (E2B_RESULT_TEMPLATE); fields a call does
+ * not fill are NULL or 0. */
+typedef struct e2b_template_answer {
+  char *template_id, *build_id; /* request, status */
+  char **tags;                  /* request: the build's tags */
+  size_t tag_count;
+  int present;                  /* file link: the server has these files */
+  char *url;                    /* file link: where to PUT them (NULL when present) */
+  e2b_map headers;              /* file link: headers the upload must carry */
+  char *status;                 /* status: "building", "waiting", "ready" or "error" */
+  char *reason;                 /* status: why it failed (NULL: not said) */
+  char *reason_step;            /* status: the step that failed ("base", "finalize", a number) */
+  e2b_log_entry *logs;          /* status: log entries from the offset asked on */
+  size_t log_count;
+  int exists;                   /* exists: the name is taken (by anyone: 403 says so too) */
+} e2b_template_answer;
+
+/* POST /v3/templates: a template (new or the name's) and a build of it. */
+E2B_EXPORT e2b_req *e2b_template_request(e2b_client *c, const e2b_template_build_opts *o, e2b_error *err);
+/* GET /templates/{id}/files/{hash}: whether the server has the files, else where to upload them. */
+E2B_EXPORT e2b_req *e2b_template_file_link(e2b_client *c, const char *template_id, const char *hash,
+                                           e2b_error *err);
+/* Spools steps[step]'s tar to a temporary file, then PUTs it to url (a link
+ * the API handed out: it gets the headers given, never the API key). */
+E2B_EXPORT e2b_req *e2b_template_upload(e2b_client *c, const e2b_template *t, size_t step, const char *url,
+                                        const e2b_kv *headers, size_t header_count, e2b_error *err);
+/* POST /v2/templates/{id}/builds/{build} with e2b_template_json's body. */
+E2B_EXPORT e2b_req *e2b_template_start(e2b_client *c, const char *template_id, const char *build_id,
+                                       const e2b_template *t, const char *const *hashes, int skip_cache,
+                                       e2b_error *err);
+/* GET /templates/{id}/builds/{build}/status?logsOffset=: the status and the
+ * log entries from offset on (at most E2B_LOGS_MAX, each bounded as logs are). */
+E2B_EXPORT e2b_req *e2b_template_status(e2b_client *c, const char *template_id, const char *build_id,
+                                        long offset, e2b_error *err);
+/* GET /templates/aliases/{name}: whether the name is taken. */
+E2B_EXPORT e2b_req *e2b_template_exists(e2b_client *c, const char *name, e2b_error *err);
+E2B_EXPORT const e2b_template_answer *e2b_req_template_answer(const e2b_req *req);
 
 /* ---- git in a sandbox: the rules sbx.git applies (git.c) ----
  * Pure functions, no I/O: the Lua module builds git's argv from values these
