@@ -1,0 +1,129 @@
+-- Templates built in code (e2b.template, client:build_template): the SDKs'
+-- Template builder and its build API. Bad input is invalid_argument naming
+-- the field before any request; a build uploads only what E2B lacks, streams
+-- its log lines, and a failed build returns its reason.
+local h = require("spec.helpers")
+local e2b = h.e2b
+
+-- A client whose every request would fail as unavailable: an answer of any
+-- other kind was decided before anything was sent.
+local function offline_client()
+  return assert(e2b.client({ api_key = "e2b_offline", api_url = "http://127.0.0.1:1", max_retries = 0 }))
+end
+
+-- A context directory with files; -> its path.
+local function context(files)
+  local dir = os.tmpname()
+  os.remove(dir)
+  h.host("mkdir -p " .. h.shell_quote(dir))
+  for path, bytes in pairs(files) do
+    local full = dir .. "/" .. path
+    h.host("mkdir -p " .. h.shell_quote(full:match("^(.*)/")))
+    h.write_file(full, bytes)
+  end
+  return dir
+end
+
+local function unique(prefix)
+  return ("%s-%d-%d"):format(prefix, h.now_ms() % 100000000, math.random(1e6))
+end
+
+describe("the template builder", function()
+  it("keeps the first bad argument, names its field, and ignores the calls after it", function()
+    local t = e2b.template():from_template("base"):run_cmd("true"):copy("../secret", "/x"):run_cmd(42)
+    local ok, err = t:check()
+    assert.is_nil(ok)
+    assert.are.equal("invalid_argument", err.kind)
+    assert.are.equal("steps[2].src", err.field)
+    for _, case in ipairs({
+      { e2b.template():from_template("base"):copy("/etc/passwd", "/x"), "steps[1].src" },
+      { e2b.template():from_template("base"):copy("a", "/x", { mode = 8 ^ 5 }), "copy.mode" },
+      { e2b.template():from_template("base"):copy("a", "/x", { owner = "me" }), "copy.owner" },
+      { e2b.template():from_template("base"):set_envs({ ["A=B"] = "1" }), "steps[1].args[1]" },
+      { e2b.template():from_template("not a name"), "from_template" },
+      { e2b.template():run_cmd("true"), "from" },
+      { e2b.template():from_template("base"):from_image("ubuntu"):set_ready_cmd(""), "set_ready_cmd" },
+      { e2b.template():from_template("base"):run_cmd({}), "run_cmd.command" },
+      { e2b.template({ context = 1 }), "context" },
+    }) do
+      local _, e = case[1]:check()
+      assert.are.equal("invalid_argument", e and e.kind, case[2])
+      assert.are.equal(case[2], e.field)
+    end
+  end)
+
+  it("refuses a bad template, name or tag before any request", function()
+    local client = offline_client()
+    local dir = context({ ["a.txt"] = "a" })
+    local good = e2b.template({ context = dir }):from_template("base"):copy("a.txt", "/a.txt")
+    for _, case in ipairs({
+      { e2b.template():from_template("base"):copy("../x", "/x"), { name = "t" }, "steps[1].src" },
+      { good, {}, "name" },
+      { good, { name = "a b" }, "name" },
+      { good, { name = "t", tags = { "123e4567-e89b-12d3-a456-426614174000" } }, "tags[1]" },
+      { good, { name = "t", cpu_count = 0 }, "cpu_count" },
+      { good, { name = "t", on_log = "print" }, "on_log" },
+      { good, { name = "t", colour = "red" }, "colour" },
+      { "not a template", { name = "t" }, "template" },
+    }) do
+      local info, err = client:build_template(case[1], case[2])
+      assert.is_nil(info)
+      assert.are.equal("invalid_argument", err.kind, tostring(err))
+      assert.are.equal(case[3], err.field)
+    end
+    h.host("rm -rf " .. h.shell_quote(dir))
+  end)
+
+  it("fails a COPY whose source matches no file before any request", function()
+    local dir = context({ ["a.txt"] = "a" })
+    local t = e2b.template({ context = dir }):from_template("base"):copy("missing/*.txt", "/x/")
+    local info, err = offline_client():build_template(t, { name = "t" })
+    assert.is_nil(info)
+    assert.are.equal("not_found", err.kind, tostring(err))
+    assert.matches("missing/%*%.txt", err.message)
+    h.host("rm -rf " .. h.shell_quote(dir))
+  end)
+
+  it("hashes COPY sources from their bytes, modes and paths: the same files, the same hash", function()
+    local dir = context({ ["app/main.lua"] = "print(1)\n", ["app/lib/x.lua"] = "return 1\n", [".hidden"] = "h" })
+    local function body(ignore)
+      return assert(e2b.template({ context = dir, ignore = ignore }):from_template("base")
+        :copy("app", "/app"):copy("*", "/all/"):to_json())
+    end
+    local first = body()
+    local hashes = {}
+    for hash in first:gmatch('"filesHash":"(%x+)"') do hashes[#hashes + 1] = hash end
+    assert.are.equal(2, #hashes)
+    assert.are_not.equal(hashes[1], hashes[2])
+    assert.are.equal(first, body())
+    assert.are_not.equal(first, body({ "app/lib" })) -- an ignored directory leaves its files out
+    h.write_file(dir .. "/app/main.lua", "print(2)\n")
+    assert.are_not.equal(first, body())
+    h.host("rm -rf " .. h.shell_quote(dir))
+  end)
+
+  it("writes the steps and ready commands as the SDKs write them", function()
+    local t = e2b.template():from_template("base"):apt_install({ "curl", "git" }):pip_install("numpy")
+      :npm_install("tsx", { g = true }):git_clone("https://example.com/r.git", "/src dir", { depth = 1 })
+      :make_dir("/a", { mode = tonumber("755", 8) }):set_envs({ B = "2", A = "1" }):set_user("root")
+      :set_start_cmd("./serve", e2b.wait_for_port(8000))
+    local body = assert(t:to_json())
+    for _, want in ipairs({
+      'DEBIAN_FRONTEND=noninteractive DEBCONF_NOWARNINGS=yes apt-get install -y curl git","root"',
+      '"pip install numpy","root"', '"npm install -g tsx","root"',
+      [["git clone https://example.com/r.git --depth 1 '/src dir'"]], '"mkdir -p -m 0755 /a"',
+      '"ENV","args":["A","1","B","2"]',
+    }) do
+      assert.is_truthy(body:find(want, 1, true), want)
+    end
+    assert.are.equal('[ -n "$(ss -Htuln sport = :8000)" ]', e2b.wait_for_port(8000))
+    assert.are.equal([[curl -s -o /dev/null -w "%{http_code}" 'http://x/?a=1&b' | grep -q "204"]],
+      e2b.wait_for_url("http://x/?a=1&b", 204))
+    assert.are.equal("[ -f /tmp/ready ]", e2b.wait_for_file("/tmp/ready"))
+    assert.are.equal("pgrep nginx > /dev/null", e2b.wait_for_process("nginx"))
+    assert.are.equal("sleep 2", e2b.wait_for_timeout(2500))
+    local none, err = e2b.wait_for_port(70000)
+    assert.is_nil(none)
+    assert.are.equal("port", err.field)
+  end)
+end)
