@@ -127,3 +127,48 @@ describe("the template builder", function()
     assert.are.equal("port", err.field)
   end)
 end)
+
+describe("lua-e2b build", function()
+  local tool = require("spec.cli_tool")
+  local OFFLINE = { E2B_API_KEY = "e2b_offline", E2B_API_URL = "http://127.0.0.1:1" }
+
+  local dirs = {}
+  local function script(text)
+    local dir = context({ ["tpl.lua"] = text, ["data.txt"] = "data" })
+    dirs[#dirs + 1] = dir
+    return dir, dir .. "/tpl.lua"
+  end
+  after_each(function()
+    for _, d in ipairs(dirs) do h.host("rm -rf " .. h.shell_quote(d)) end
+    dirs = {}
+  end)
+
+  it("refuses a missing name, a file that returns no template and a bad name before any request", function()
+    local _, file = script('return e2b.template():from_template("base"):copy("data.txt", "/d.txt")')
+    local _, err, code = tool.run({ "build", file }, OFFLINE)
+    assert.are.equal(2, code)
+    assert.matches("needs %-%-name", err)
+    _, err, code = tool.run({ "build", file, "--name", "a b" }, OFFLINE)
+    assert.are.equal(1, code)
+    assert.matches("invalid_argument.*name", err)
+    local _, nofile = script("return 42")
+    _, err, code = tool.run({ "build", nofile, "--name", "t" }, OFFLINE)
+    assert.are.equal(2, code)
+    assert.matches("must return a template", err)
+    _, err, code = tool.run({ "build", file, "--name", "t", "--cpu", "0" }, OFFLINE)
+    assert.are.equal(2, code)
+    assert.matches("%-%-cpu", err)
+  end)
+
+  it("reads COPY sources from the file's directory: a source missing there fails before any request", function()
+    local _, file = script('return e2b.template():from_template("base"):copy("absent.txt", "/d.txt")')
+    local _, err, code = tool.run({ "build", file, "--name", "t" }, OFFLINE)
+    assert.are.equal(1, code)
+    assert.matches("not_found.*absent%.txt", err)
+    -- data.txt is there: the build gets as far as its first request
+    local _, good = script('return e2b.template():from_template("base"):copy("data.txt", "/d.txt")')
+    _, err, code = tool.run({ "build", good, "--name", "t" }, OFFLINE)
+    assert.are.equal(1, code)
+    assert.matches("unavailable", err)
+  end)
+end)
