@@ -328,6 +328,7 @@ e2b_req *e2b_template_upload(e2b_client *c, const e2b_template *t, size_t step, 
   curl_easy_setopt(req->easy, CURLOPT_UPLOAD, 1L);
   curl_easy_setopt(req->easy, CURLOPT_READDATA, f);
   curl_easy_setopt(req->easy, CURLOPT_INFILESIZE_LARGE, size);
+  curl_easy_setopt(req->easy, CURLOPT_CONNECTTIMEOUT_MS, c->request_timeout_ms);
   req->mode = BODY_BUFFER;
   req->error_style = ERR_CONTROL;
   e2b_req_no_replay(req);
