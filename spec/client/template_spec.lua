@@ -128,6 +128,81 @@ describe("the template builder", function()
   end)
 end)
 
+describe("client:build_template", function()
+  if h.live then return end -- builds cost minutes and money on E2B; e2b-local builds locally
+  local client
+  setup(function() client = h.client() end)
+  after_each(h.cleanup)
+
+  it("builds a template from base with copied files, environment and workdir; its sandboxes have them", function()
+    local dir = context({ ["app/hello.txt"] = "hello\0world\n", ["app/sub/n.txt"] = "n" })
+    local name, logs, stages = unique("tplspec"), {}, {}
+    local t = e2b.template({ context = dir }):from_template("base")
+      :copy("app", "/home/user/app")
+      :run_cmd("echo built-$GREETING > /home/user/marker", { user = "user" })
+      :set_envs({ GREETING = "hi" }):set_workdir("/home/user/app")
+    local info, err = client:build_template(t, {
+      name = name,
+      on_log = function(e) logs[#logs + 1] = e end,
+      on_progress = function(ev) stages[#stages + 1] = ev.stage end,
+    })
+    assert.is_truthy(info, tostring(err))
+    assert.are.equal(name, info.name)
+    assert.is_string(info.template_id)
+    assert.are.equal("requested", stages[1])
+    assert.are.equal("uploaded", stages[2])
+    assert.is_true(#logs > 0)
+    assert.is_string(logs[1].message)
+    assert.is_true(client:template_exists(name))
+    local sbx = h.sandbox({ template = name })
+    assert.are.equal("hello\0world\n", assert(sbx.files:read("/home/user/app/hello.txt")))
+    assert.are.equal("n", assert(sbx.files:read("/home/user/app/sub/n.txt")))
+    h.host("rm -rf " .. h.shell_quote(dir))
+  end)
+
+  it("uploads a COPY's files once: a second build of the same files finds them cached", function()
+    local dir = context({ ["f.txt"] = unique("content") })
+    local function build()
+      local stages = {}
+      local t = e2b.template({ context = dir }):from_template("base"):copy("f.txt", "/home/user/f.txt")
+      local info, err = client:build_template(t, { name = unique("tplcache"),
+        on_progress = function(ev) if ev.src then stages[#stages + 1] = ev.stage end end })
+      assert.is_truthy(info, tostring(err))
+      return stages[1]
+    end
+    assert.are.equal("uploaded", build())
+    assert.are.equal("cached", build())
+    h.host("rm -rf " .. h.shell_quote(dir))
+  end)
+
+  it("returns a failed build as kind sandbox with the build's reason, its step and its ids", function()
+    local logs = {}
+    local t = e2b.template():from_template("base"):run_cmd("true"):run_cmd("echo boom >&2; exit 3")
+    local info, err = client:build_template(t, { name = unique("tplfail"),
+      on_log = function(e) logs[#logs + 1] = e.message end })
+    assert.is_nil(info)
+    assert.are.equal("sandbox", err.kind, tostring(err))
+    assert.are.equal("build_template", err.op)
+    assert.is_string(err.build_id)
+    assert.is_string(err.template_id)
+    assert.are.equal("2", err.step)
+    assert.matches("boom", table.concat(logs, "\n"))
+  end)
+
+  it("starts a build in the background and reports its status until it is ready", function()
+    local name = unique("tplbg")
+    local info = assert(client:build_template(e2b.template():from_template("base"):run_cmd("true"),
+      { name = name, background = true }))
+    local status
+    h.eventually(function()
+      status = assert(client:template_build_status(info.template_id, info.build_id))
+      return status.status == "ready" or status.status == "error"
+    end, 120000)
+    assert.are.equal("ready", status.status)
+    assert.is_false(client:template_exists(unique("tplnone")))
+  end)
+end)
+
 describe("lua-e2b build", function()
   local tool = require("spec.cli_tool")
   local OFFLINE = { E2B_API_KEY = "e2b_offline", E2B_API_URL = "http://127.0.0.1:1" }
