@@ -72,9 +72,9 @@ static void normalize(char *rel) {
 
 /* A pattern matches a path, or a directory above it (ignoring a directory
  * ignores what is in it); "**" / prefixes match at any depth. */
-static int ignored(const e2b_template *t, const char *rel) {
-  for (size_t i = 0; i < t->ignore_count; i++) {
-    const char *pat = t->ignore[i];
+static int ignored(const paths *ign, const char *rel) {
+  for (size_t i = 0; i < ign->n; i++) {
+    const char *pat = ign->items[i];
     int any_depth = strncmp(pat, "**/", 3) == 0;
     if (any_depth) pat += 3;
     char buf[4096];
@@ -105,7 +105,7 @@ static char *join(const char *ctx, const char *rel) {
 }
 
 /* Everything under the directory rel (not following links), ignored paths left out. */
-static int walk(const e2b_template *t, const char *ctx, const char *rel, paths *out, e2b_error *err) {
+static int walk(const paths *ign, const char *ctx, const char *rel, paths *out, e2b_error *err) {
   char *full = join(ctx, rel);
   DIR *d = full ? opendir(full) : NULL;
   free(full);
@@ -116,11 +116,11 @@ static int walk(const e2b_template *t, const char *ctx, const char *rel, paths *
     if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
     char *child = *rel ? join(rel, e->d_name) : strdup(e->d_name);
     if (!child) rc = fail(err, E2B_ERR_UNAVAILABLE, "out of memory%s", "");
-    else if (!ignored(t, child)) {
+    else if (!ignored(ign, child)) {
       char *cf = join(ctx, child);
       struct stat st;
       rc = paths_add(out, child, err);
-      if (rc == 0 && cf && lstat(cf, &st) == 0 && S_ISDIR(st.st_mode)) rc = walk(t, ctx, child, out, err);
+      if (rc == 0 && cf && lstat(cf, &st) == 0 && S_ISDIR(st.st_mode)) rc = walk(ign, ctx, child, out, err);
       free(cf);
     }
     free(child);
@@ -150,6 +150,34 @@ static int dot_entry(const char *match, const char *src) {
   return (!strcmp(base, ".") || !strcmp(base, "..")) && strcmp(base, last) != 0;
 }
 
+#define DOCKERIGNORE_MAX (1 << 20) /* bytes of .dockerignore read */
+#define IGNORES_MAX 10000           /* patterns, the template's and .dockerignore's */
+
+/* The patterns left out: the template's, then the context's .dockerignore
+ * (as the SDKs read it: lines trimmed, empty ones and comments skipped). */
+static int load_ignores(const e2b_template *t, const char *ctx, paths *ign, e2b_error *err) {
+  memset(ign, 0, sizeof *ign);
+  for (size_t i = 0; i < t->ignore_count; i++)
+    if (t->ignore[i] && *t->ignore[i] && paths_add(ign, t->ignore[i], err)) return -1;
+  char *path = join(ctx, ".dockerignore"), line[4096];
+  FILE *f = path ? fopen(path, "r") : NULL;
+  free(path);
+  long taken = 0;
+  while (f && taken < DOCKERIGNORE_MAX && fgets(line, sizeof line, f)) {
+    taken += (long)strlen(line);
+    char *b = line, *e = line + strlen(line);
+    while (*b == ' ' || *b == '\t') b++;
+    while (e > b && strchr(" \t\r\n", e[-1])) *--e = 0;
+    if (*b && *b != '#' && (ign->n >= IGNORES_MAX || paths_add(ign, b, err))) {
+      fclose(f);
+      if (ign->n >= IGNORES_MAX) fail(err, E2B_ERR_INVALID_ARGUMENT, "more than 10000 ignore patterns%s", "");
+      return -1;
+    }
+  }
+  if (f) fclose(f);
+  return 0;
+}
+
 static int cmp_paths(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 /* The paths steps[step]'s source takes, sorted, each once. */
@@ -159,6 +187,12 @@ static int collect(const e2b_template *t, size_t step, paths *out, e2b_error *er
   char *ectx = escaped(ctx), *pattern = ectx ? join(ectx, src) : NULL;
   free(ectx);
   if (!pattern) return fail(err, E2B_ERR_UNAVAILABLE, "out of memory%s", "");
+  paths ign;
+  if (load_ignores(t, ctx, &ign, err)) {
+    free(pattern);
+    paths_free(&ign);
+    return -1;
+  }
   glob_t g;
   int grc = glob(pattern, GLOB_PERIOD, NULL, &g), rc = 0;
   free(pattern);
@@ -170,14 +204,15 @@ static int collect(const e2b_template *t, size_t step, paths *out, e2b_error *er
       normalize(rel);
       struct stat st;
       char *full = join(ctx, rel);
-      if (*rel && ignored(t, rel)) {
+      if (*rel && ignored(&ign, rel)) {
       } else if ((rc = paths_add(out, rel, err)) == 0 && full && lstat(full, &st) == 0 && S_ISDIR(st.st_mode))
-        rc = walk(t, ctx, rel, out, err);
+        rc = walk(&ign, ctx, rel, out, err);
       free(full);
     }
     free(rel);
   }
   if (grc == 0) globfree(&g);
+  paths_free(&ign);
   if (rc == 0 && out->n == 0) rc = fail(err, E2B_ERR_NOT_FOUND, "COPY: no files match %s", src);
   if (rc) return paths_free(out), -1;
   qsort(out->items, out->n, sizeof *out->items, cmp_paths);

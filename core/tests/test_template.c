@@ -130,6 +130,41 @@ static void test_hash(const char *ctx) {
   CHECK(e2b_template_files_hash(&t, 0, h, &err) != 0 && err.code == E2B_ERR_NOT_FOUND);
 }
 
+/* secret.txt is in .dockerignore (with a blank line and a comment): left
+ * out of the hash as the JS SDK leaves it out, and out of the tar. */
+static void test_dockerignore(void) {
+  char dir[] = "/tmp/e2b-test-template-di-XXXXXX", p[256], cmd[512];
+  if (!mkdtemp(dir)) return;
+  static const char *const files[][2] = {
+      {"a.txt", "hello\n"}, {"secret.txt", "pw"}, {".dockerignore", "secret.txt\n\n# a comment\n  \n"}};
+  for (size_t i = 0; i < 3; i++) {
+    snprintf(p, sizeof p, "%s/%s", dir, files[i][0]);
+    FILE *f = fopen(p, "w");
+    fputs(files[i][1], f);
+    fclose(f);
+    chmod(p, 0644);
+  }
+  char h[E2B_TEMPLATE_HASH_LEN + 1];
+  CHECK(hash_of(dir, "*", "/app/", 0, h) == 0);
+  CHECK_STR(h, "afe312b74cec28560442cda9233f6a34fc5bc86b9a9acb1749f6b425f47dabb9");
+  snprintf(p, sizeof p, "%s/../e2b-test-template-di.tar", dir);
+  const char *args[] = {"*", "/app/"};
+  e2b_template_step s = {.type = "COPY", .args = args, .arg_count = 2};
+  e2b_template t = {.from_template = "base", .steps = &s, .step_count = 1, .context = dir};
+  int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  CHECK(e2b_template_tar(&t, 0, fd, NULL) == 0);
+  close(fd);
+  snprintf(cmd, sizeof cmd, "tar -tzf %s | tr '\\n' ' '", p);
+  char got[256] = "";
+  FILE *pp = popen(cmd, "r");
+  if (pp && !fgets(got, sizeof got, pp)) got[0] = 0;
+  CHECK(pp && pclose(pp) == 0);
+  CHECK_STR(got, ".dockerignore a.txt ");
+  unlink(p);
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  CHECK(system(cmd) == 0);
+}
+
 static void test_tar(const char *ctx) {
   char path[] = "/tmp/e2b-test-template-tar-XXXXXX", cmd[512], line[512], got[2048] = "";
   int fd = mkstemp(path);
@@ -151,6 +186,7 @@ int main(void) {
   test_names();
   test_steps();
   test_template_and_body();
+  test_dockerignore();
   char *ctx = fixture();
   CHECK(ctx != NULL);
   if (ctx) {
