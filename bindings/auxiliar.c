@@ -332,6 +332,15 @@ void e2bL_push_template_answer(lua_State *L, const e2b_template_answer *a) {
     lua_rawseti(L, -2, (lua_Integer)i + 1);
   }
   lua_setfield(L, -2, "logs");
+  lua_createtable(L, (int)a->tag_list_count, 0);
+  for (size_t i = 0; i < a->tag_list_count; i++) {
+    lua_createtable(L, 0, 3);
+    e2bL_set_str(L, "tag", a->tag_list[i].tag);
+    e2bL_set_str(L, "build_id", a->tag_list[i].build_id);
+    e2bL_set_int(L, "created_at", a->tag_list[i].created_ms);
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
+  lua_setfield(L, -2, "tag_list");
 }
 
 void e2bL_push_doctor(lua_State *L, const e2b_doctor_report *r) {

@@ -199,6 +199,35 @@ static int client_template_exists(lua_State *L) {
   return e2bL_push_req(L, u->l, e2b_template_exists(u->c, luaL_checkstring(L, 2), &err), &err);
 }
 
+/* The array of strings at idx (scratch left on the stack). */
+static const char *const *strings_at(lua_State *L, int idx, size_t *n) {
+  luaL_checktype(L, idx, LUA_TTABLE);
+  lua_newtable(L);
+  lua_pushvalue(L, idx);
+  lua_setfield(L, -2, "tags");
+  return e2bL_opt_strings(L, lua_gettop(L), "tags", n);
+}
+
+/* client:template_assign_tags(target, tags) / template_remove_tags(name, tags) */
+static int client_template_tags_change(lua_State *L) {
+  client_ud *u = check_client(L);
+  const char *name = luaL_checkstring(L, 2);
+  size_t n;
+  lua_settop(L, 3);
+  const char *const *tags = strings_at(L, 3, &n);
+  e2b_error err;
+  e2b_req *req = lua_toboolean(L, lua_upvalueindex(1)) ? e2b_template_remove_tags(u->c, name, tags, n, &err)
+                                                        : e2b_template_assign_tags(u->c, name, tags, n, &err);
+  return e2bL_push_req(L, u->l, req, &err);
+}
+
+/* client:template_tags(template_id) */
+static int client_template_tags(lua_State *L) {
+  client_ud *u = check_client(L);
+  e2b_error err;
+  return e2bL_push_req(L, u->l, e2b_template_tags(u->c, luaL_checkstring(L, 2), &err), &err);
+}
+
 /* Adds the core.template_* functions to the module at -1 and the
  * template_* methods to the client class. */
 void e2bL_open_template(lua_State *L) {
@@ -214,6 +243,7 @@ void e2bL_open_template(lua_State *L) {
                                      {"template_start", client_template_start},
                                      {"template_status", client_template_status},
                                      {"template_exists", client_template_exists},
+                                     {"template_tags", client_template_tags},
                                      {NULL, NULL}};
   for (const luaL_Reg *f = functions; f->name; f++) {
     lua_pushcfunction(L, f->func);
@@ -224,6 +254,11 @@ void e2bL_open_template(lua_State *L) {
   for (const luaL_Reg *m = methods; m->name; m++) {
     lua_pushcfunction(L, m->func);
     lua_setfield(L, -2, m->name);
+  }
+  for (int remove = 0; remove < 2; remove++) {
+    lua_pushboolean(L, remove);
+    lua_pushcclosure(L, client_template_tags_change, 1);
+    lua_setfield(L, -2, remove ? "template_remove_tags" : "template_assign_tags");
   }
   lua_pop(L, 2);
 }

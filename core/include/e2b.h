@@ -1258,6 +1258,11 @@ typedef struct e2b_template_answer {
   e2b_log_entry *logs;          /* status: log entries from the offset asked on */
   size_t log_count;
   int exists;                   /* exists: the name is taken (by anyone: 403 says so too) */
+  struct e2b_template_tag {     /* tags: each tag of the template, its build and when */
+    char *tag, *build_id;
+    int64_t created_ms;
+  } *tag_list;
+  size_t tag_list_count;
 } e2b_template_answer;
 
 /* POST /v3/templates: a template (new or the name's) and a build of it. */
@@ -1279,6 +1284,15 @@ E2B_EXPORT e2b_req *e2b_template_status(e2b_client *c, const char *template_id, 
                                         long offset, e2b_error *err);
 /* GET /templates/aliases/{name}: whether the name is taken. */
 E2B_EXPORT e2b_req *e2b_template_exists(e2b_client *c, const char *name, e2b_error *err);
+/* POST /templates/tags: tags (at least one) put on the build target names
+ * ("name:tag"); the answer's build_id and tags. */
+E2B_EXPORT e2b_req *e2b_template_assign_tags(e2b_client *c, const char *target, const char *const *tags,
+                                             size_t tag_count, e2b_error *err);
+/* DELETE /templates/tags: those tags (at least one) taken off the template name. */
+E2B_EXPORT e2b_req *e2b_template_remove_tags(e2b_client *c, const char *name, const char *const *tags,
+                                             size_t tag_count, e2b_error *err);
+/* GET /templates/{id}/tags: the answer's tag_list (at most E2B_LOGS_MAX). */
+E2B_EXPORT e2b_req *e2b_template_tags(e2b_client *c, const char *template_id, e2b_error *err);
 E2B_EXPORT const e2b_template_answer *e2b_req_template_answer(const e2b_req *req);
 
 /* ---- git in a sandbox: the rules sbx.git applies (git.c) ----

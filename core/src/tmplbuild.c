@@ -39,6 +39,11 @@ static void answer_free(void *p) {
     free(a->logs[i].message);
   }
   free(a->logs);
+  for (size_t i = 0; i < a->tag_list_count; i++) {
+    free(a->tag_list[i].tag);
+    free(a->tag_list[i].build_id);
+  }
+  free(a->tag_list);
   free(a);
 }
 
@@ -74,13 +79,10 @@ static int protocol(e2b_req *req, e2b_error *err, const char *what) {
   return -1;
 }
 
-static int parse_request(e2b_req *req, json_t *body, e2b_error *err) {
+/* The answer's "tags", at most TAGS_MAX of them. */
+static int parse_request_tags(e2b_req *req, json_t *body, e2b_error *err) {
   e2b_template_answer *a = answer_of(req, err);
   if (!a) return -1;
-  const char *tid = e2b_json_str(body, "templateID", NULL), *bid = e2b_json_str(body, "buildID", NULL);
-  if (!tid || !bid) return protocol(req, err, "the answer has no templateID or buildID");
-  a->template_id = dup_cut(tid, 256);
-  a->build_id = dup_cut(bid, 256);
   json_t *tags = json_object_get(body, "tags");
   size_t n = json_is_array(tags) ? json_array_size(tags) : 0;
   if (n > TAGS_MAX) n = TAGS_MAX;
@@ -89,6 +91,16 @@ static int parse_request(e2b_req *req, json_t *body, e2b_error *err) {
     const char *tag = json_string_value(json_array_get(tags, i));
     if (tag) a->tags[a->tag_count++] = dup_cut(tag, 256);
   }
+  return 0;
+}
+
+static int parse_request(e2b_req *req, json_t *body, e2b_error *err) {
+  if (parse_request_tags(req, body, err)) return -1;
+  e2b_template_answer *a = req->result;
+  const char *tid = e2b_json_str(body, "templateID", NULL), *bid = e2b_json_str(body, "buildID", NULL);
+  if (!tid || !bid) return protocol(req, err, "the answer has no templateID or buildID");
+  a->template_id = dup_cut(tid, 256);
+  a->build_id = dup_cut(bid, 256);
   return 0;
 }
 
@@ -269,6 +281,78 @@ e2b_req *e2b_template_exists(e2b_client *c, const char *name, e2b_error *err) {
   req->idempotent = 1;
   req->ok_status_max = 404; /* 403 and 404 are answers here; parse_exists refuses the rest */
   return e2b_req_typed(e2b_req_start(req, err) == 0 ? req : NULL, E2B_RESULT_TEMPLATE);
+}
+
+/* {buildID, tags}: the build a tag assignment reached, and its tags. */
+static int parse_assigned(e2b_req *req, json_t *body, e2b_error *err) {
+  if (parse_request_tags(req, body, err)) return -1;
+  e2b_template_answer *a = req->result;
+  a->build_id = dup_cut(e2b_json_str(body, "buildID", NULL), 256);
+  return a->build_id ? 0 : protocol(req, err, "the answer has no buildID");
+}
+
+static int parse_tag_list(e2b_req *req, json_t *body, e2b_error *err) {
+  e2b_template_answer *a = answer_of(req, err);
+  if (!a) return -1;
+  if (!json_is_array(body)) return protocol(req, err, "the answer is no array of tags");
+  size_t n = json_array_size(body);
+  if (n > E2B_LOGS_MAX) n = E2B_LOGS_MAX;
+  if (n && !(a->tag_list = calloc(n, sizeof *a->tag_list))) return protocol(req, err, "out of memory");
+  for (size_t i = 0; i < n; i++) {
+    json_t *o = json_array_get(body, i);
+    const char *tag = e2b_json_str(o, "tag", NULL), *ts = e2b_json_str(o, "createdAt", NULL);
+    if (!tag) continue;
+    struct e2b_template_tag *t = &a->tag_list[a->tag_list_count++];
+    t->tag = dup_cut(tag, 256);
+    t->build_id = dup_cut(e2b_json_str(o, "buildID", NULL), 256);
+    if (ts) e2b_time_parse(ts, &t->created_ms);
+  }
+  return 0;
+}
+
+/* A tags call's body: key (target or name) checked as a name, and tags (at least one). */
+static json_t *tags_body(const char *op, const char *key, const char *value, const char *const *tags, size_t n,
+                         e2b_error *err) {
+  char field[32];
+  if (e2b_template_name_check(value, key, err)) return NULL;
+  if (n == 0) {
+    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "tags: at least one is required");
+    if (err) snprintf(err->field, sizeof err->field, "tags");
+    return NULL;
+  }
+  json_t *body = json_object(), *list = json_array();
+  for (size_t i = 0; i < n; i++) {
+    snprintf(field, sizeof field, "tags[%zu]", i + 1);
+    if (e2b_template_tag_check(tags[i], field, err)) {
+      json_decref(list);
+      json_decref(body);
+      return NULL;
+    }
+    json_array_append_new(list, json_string(tags[i]));
+  }
+  json_object_set_new(body, key, json_string(value));
+  json_object_set_new(body, "tags", list);
+  return body;
+}
+
+e2b_req *e2b_template_assign_tags(e2b_client *c, const char *target, const char *const *tags, size_t n,
+                                  e2b_error *err) {
+  json_t *body = tags_body("template.tags", "target", target, tags, n, err);
+  if (!body) return NULL;
+  return call(c, "template.tags", "POST", strdup("/templates/tags"), body, parse_assigned, 0, err);
+}
+
+e2b_req *e2b_template_remove_tags(e2b_client *c, const char *name, const char *const *tags, size_t n,
+                                  e2b_error *err) {
+  json_t *body = tags_body("template.tags", "name", name, tags, n, err);
+  if (!body) return NULL;
+  return call(c, "template.tags", "DELETE", strdup("/templates/tags"), body, e2b_parse_nothing, 0, err);
+}
+
+e2b_req *e2b_template_tags(e2b_client *c, const char *template_id, e2b_error *err) {
+  if (id_ok(template_id, "template_id", "template.tags", err)) return NULL;
+  return call(c, "template.tags", "GET", path_of("/templates/%s/tags%s", template_id, NULL, 0), NULL,
+              parse_tag_list, 1, err);
 }
 
 const e2b_template_answer *e2b_req_template_answer(const e2b_req *req) {

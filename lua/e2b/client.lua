@@ -593,6 +593,52 @@ function Client:template_exists(name)
   return a.exists
 end
 
+-- A tag or an array of them, checked: the array, or nil, err.
+local function tag_list(op, tags)
+  if type(tags) == "string" then return { tags } end
+  local ok, err = check.value(op, "tags", tags, "string_list")
+  if not ok then return nil, err end
+  return tags
+end
+
+--- Puts tags on a build (the SDKs' `Template.assignTags`).
+-- @tparam string target "name:tag", the build to tag
+-- @tparam string|{string,...} tags
+-- @treturn table { build_id, tags }
+-- @return or nil, err
+function Client:assign_template_tags(target, tags)
+  local list, err = tag_list("assign_template_tags", tags)
+  if not list then return nil, err end
+  local a
+  a, err = template_port(self, "assign_template_tags").call("template_assign_tags", target, list)
+  if not a then return nil, err end
+  return { build_id = a.build_id, tags = a.tags }
+end
+
+--- Takes tags off a template (the SDKs' `Template.removeTags`).
+-- @tparam string name
+-- @tparam string|{string,...} tags
+-- @treturn boolean true
+-- @return or nil, err
+function Client:remove_template_tags(name, tags)
+  local list, err = tag_list("remove_template_tags", tags)
+  if not list then return nil, err end
+  local ok
+  ok, err = template_port(self, "remove_template_tags").call("template_remove_tags", name, list)
+  if not ok then return nil, err end
+  return true
+end
+
+--- A template's tags (the SDKs' `Template.getTags`).
+-- @tparam string template_id
+-- @treturn {table,...} { tag, build_id, created_at (ms) } each
+-- @return or nil, err
+function Client:template_tags(template_id)
+  local a, err = template_port(self, "template_tags").call("template_tags", template_id)
+  if not a then return nil, err end
+  return a.tag_list
+end
+
 --- What this backend supports, found by trying it: one list, then a
 -- throwaway sandbox (lifetime 120 s, killed at the end).
 -- @treturn table report { auth, envd, stdin_close, group_signals, volumes, snapshots,

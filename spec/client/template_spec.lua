@@ -201,6 +201,29 @@ describe("client:build_template", function()
     assert.are.equal("ready", status.status)
     assert.is_false(client:template_exists(unique("tplnone")))
   end)
+
+  it("tags a build, lists the template's tags and takes them off again", function()
+    local name = unique("tpltags")
+    local info = assert(client:build_template(e2b.template():from_template("base"):run_cmd("true"),
+      { name = name .. ":v1" }))
+    local assigned = assert(client:assign_template_tags(name .. ":v1", { "stable", "prod" }))
+    assert.are.equal(info.build_id, assigned.build_id)
+    local function tags()
+      local out = {}
+      for _, t in ipairs(assert(client:template_tags(info.template_id))) do
+        assert.are.equal(info.build_id, t.build_id)
+        out[#out + 1] = t.tag
+      end
+      table.sort(out)
+      return out
+    end
+    assert.are.same({ "prod", "stable", "v1" }, tags())
+    assert.is_true(client:remove_template_tags(name, "prod"))
+    assert.are.same({ "stable", "v1" }, tags())
+    local none, err = client:assign_template_tags(name .. ":v1", {})
+    assert.is_nil(none)
+    assert.are.equal("tags", err.field)
+  end)
 end)
 
 describe("lua-e2b build", function()
