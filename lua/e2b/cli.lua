@@ -984,7 +984,7 @@ local function load_template(path)
   local e2b = require("e2b")
   local f, err = io.open(path, "rb")
   if not f then return nil, usage_error(("build: cannot read %s"):format(tostring(err))) end
-  local text = f:read("a")
+  local text = f:read("*a")
   f:close()
   local dir = path:match("^(.*)/[^/]*$") or "."
   local mine = setmetatable({ template = function(o)
