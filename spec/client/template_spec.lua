@@ -175,6 +175,37 @@ describe("client:build_template", function()
     h.host("rm -rf " .. h.shell_quote(dir))
   end)
 
+  it("archives and uploads a large COPY with bounded memory, bytes exact", function()
+    local dir = context({})
+    local big = dir .. "/big.bin"
+    -- 64 MiB: a 1 MiB pattern of every byte value, repeated
+    h.host(("head -c 1048576 /dev/urandom > %s.1 && for i in $(seq 64); do cat %s.1; done > %s && rm %s.1")
+      :format(h.shell_quote(big), h.shell_quote(big), h.shell_quote(big), h.shell_quote(big)))
+    local want = h.host("sha256sum " .. h.shell_quote(big)):match("^(%x+)")
+    -- resident now, and the most this process was ever resident (the kernel's high-water mark)
+    local function kib(field)
+      local f = io.open("/proc/self/status")
+      local v = tonumber(f:read("*a"):match(field .. ":%s*(%d+)"))
+      f:close()
+      return v
+    end
+    collectgarbage()
+    local reset = assert(io.open("/proc/self/clear_refs", "w")) -- "5": the high-water mark starts again from now
+    reset:write("5")
+    reset:close()
+    local before = kib("VmRSS")
+    assert.is_true(kib("VmHWM") - before < 1024)
+    local t = e2b.template({ context = dir }):from_template("base"):copy("big.bin", "/home/user/big.bin")
+    local info, err = client:build_template(t, { name = unique("tplbig") })
+    assert.is_truthy(info, tostring(err))
+    local peak = kib("VmHWM")
+    assert.is_true(peak - before < 24 * 1024, ("memory grew by %d KiB for a 64 MiB COPY"):format(peak - before))
+    local sbx = h.sandbox({ template = info.name })
+    local r = assert(sbx:run("sha256sum /home/user/big.bin"))
+    assert.are.equal(want, r.stdout:match("^(%x+)"))
+    h.host("rm -rf " .. h.shell_quote(dir))
+  end)
+
   it("returns a failed build as kind sandbox with the build's reason, its step and its ids", function()
     local logs = {}
     local t = e2b.template():from_template("base"):run_cmd("true"):run_cmd("echo boom >&2; exit 3")
