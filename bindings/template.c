@@ -8,6 +8,7 @@
  *     resolve_symlinks=}, ... } } */
 #include "auxiliar.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -120,6 +121,25 @@ static int core_template_json(lua_State *L) {
   if (!text) return e2bL_push_fail(L, &err);
   lua_pushstring(L, text);
   free(text);
+  return 1;
+}
+
+/* template_quote(s) -> s as one sh word | nil, err (a NUL byte in s) */
+static int core_template_quote(lua_State *L) {
+  size_t len;
+  const char *s = luaL_checklstring(L, 1, &len);
+  char *q = e2b_template_quote(s, len);
+  if (!q && memchr(s, 0, len)) {
+    e2b_error err;
+    memset(&err, 0, sizeof err);
+    err.code = E2B_ERR_INVALID_ARGUMENT;
+    snprintf(err.op, sizeof err.op, "template");
+    snprintf(err.message, sizeof err.message, "a command line cannot carry a NUL byte");
+    return e2bL_push_fail(L, &err);
+  }
+  if (!q) return luaL_error(L, "out of memory");
+  lua_pushstring(L, q);
+  free(q);
   return 1;
 }
 
@@ -236,6 +256,7 @@ void e2bL_open_template(lua_State *L) {
                                        {"template_name_check", core_template_name_check},
                                        {"template_hash", core_template_hash},
                                        {"template_json", core_template_json},
+                                       {"template_quote", core_template_quote},
                                        {NULL, NULL}};
   static const luaL_Reg methods[] = {{"template_request", client_template_request},
                                      {"template_file_link", client_template_file_link},

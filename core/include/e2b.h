@@ -1234,6 +1234,13 @@ E2B_EXPORT char *e2b_template_json(const e2b_template *t, const char *const *has
                                    e2b_error *err);
 
 
+/* s as one word of sh: as it is when every byte is a letter, a digit or one
+ * of @%+=:,./_-, else in single quotes (a quote inside as '"'"'), "" as ''.
+ * How the builder's helper steps (apt_install, git_clone, ...) and ready
+ * commands put a value into a command line. malloc()ed; NULL when s holds a
+ * NUL byte (no command line can carry one) or out of memory. */
+E2B_EXPORT char *e2b_template_quote(const char *s, size_t len);
+
 typedef struct e2b_template_build_opts {
   const char *name;        /* [namespace/]alias[:tag]: required */
   const char *const *tags; /* further tags of this build */

@@ -180,3 +180,37 @@ char *e2b_template_json(const e2b_template *t, const char *const *hashes, int sk
   if (!text) e2b_err_set(err, E2B_ERR_UNAVAILABLE, "template", "out of memory");
   return text;
 }
+
+char *e2b_template_quote(const char *s, size_t len) {
+  static const char safe[] = "@%+=:,./_-";
+  int plain = len > 0;
+  size_t quotes = 0;
+  if (memchr(s, 0, len)) return NULL;
+  for (size_t i = 0; i < len; i++) {
+    unsigned char ch = (unsigned char)s[i];
+    int word = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+               (ch && strchr(safe, ch));
+    plain = plain && word;
+    quotes += ch == '\'';
+  }
+  size_t n = plain ? len : len + quotes * 4 + 2;
+  char *out = malloc(n + 1), *o = out;
+  if (!out) return NULL;
+  if (plain) {
+    memcpy(out, s, len);
+    out[len] = 0;
+    return out;
+  }
+  *o++ = '\'';
+  for (size_t i = 0; i < len; i++) {
+    if (s[i] == '\'') {
+      memcpy(o, "'\"'\"'", 5);
+      o += 5;
+    } else {
+      *o++ = s[i];
+    }
+  }
+  *o++ = '\'';
+  *o = 0;
+  return out;
+}

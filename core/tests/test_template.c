@@ -11,6 +11,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#define S(lit) lit, sizeof(lit) - 1
+
 static int name_ok(const char *n) { return e2b_template_name_check(n, "name", NULL) == 0; }
 
 static void test_names(void) {
@@ -60,6 +62,24 @@ static void test_steps(void) {
   CHECK(step_field("WORKDIR", empty, 1, "steps[3].args[1]"));
   CHECK(step_field("USER", dir, 0, "steps[3].args"));
   CHECK(step_field("FROM", dir, 1, "steps[3].type"));
+}
+
+static void check_quote(const char *s, size_t len, const char *want) {
+  char *q = e2b_template_quote(s, len);
+  if (want) CHECK_STR(q, want);
+  else CHECK(q == NULL);
+  free(q);
+}
+
+static void test_quote(void) {
+  check_quote(S("numpy"), "numpy");
+  check_quote(S("https://x.org/a_b-c.git"), "https://x.org/a_b-c.git");
+  check_quote(S(""), "''");
+  check_quote(S("a b"), "'a b'");
+  check_quote(S("it's"), "'it'\"'\"'s'");
+  check_quote(S("$(rm -rf /)"), "'$(rm -rf /)'");
+  check_quote(S("a\nb;c`d`"), "'a\nb;c`d`'");
+  check_quote(S("a\0b"), NULL);
 }
 
 static void test_template_and_body(void) {
@@ -186,6 +206,7 @@ int main(void) {
   test_names();
   test_steps();
   test_template_and_body();
+  test_quote();
   test_dockerignore();
   char *ctx = fixture();
   CHECK(ctx != NULL);

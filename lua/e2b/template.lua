@@ -37,8 +37,8 @@ function M.new(opts)
       return self
     end
   end
-  if opts.context ~= nil and type(opts.context) ~= "string" then
-    self._err = errors.invalid(OP, "context", "must be a string")
+  if opts.context ~= nil and (type(opts.context) ~= "string" or opts.context:find("\0", 1, true)) then
+    self._err = errors.invalid(OP, "context", "must be a string without NUL bytes")
   elseif opts.ignore ~= nil and not self:_strings(opts.ignore, "ignore") then
     return self
   end
@@ -83,6 +83,11 @@ end
 -- Appends a step the core accepts.
 function Template:_step(step)
   if self._err then return self end
+  for k, a in ipairs(step.args) do -- libe2b reads C strings: a NUL would cut the value short
+    if a:find("\0", 1, true) then
+      return self:_fail(("steps[%d].args[%d]"):format(#self._spec.steps + 1, k), "must not hold a NUL byte")
+    end
+  end
   step.force = step.force or self._force_next
   local steps = self._spec.steps
   local ok, err = core.template_step_check(step, #steps + 1)
@@ -107,8 +112,8 @@ end
 local function base(field, value)
   return function(self, arg)
     if self._err then return self end
-    if arg ~= nil and (type(arg) ~= "string" or arg == "") then
-      return self:_fail(field, "must be a non-empty string")
+    if arg ~= nil and (type(arg) ~= "string" or arg == "" or arg:find("\0", 1, true)) then
+      return self:_fail(field, "must be a non-empty string without NUL bytes")
     end
     self._spec.from_image, self._spec.from_template = nil, nil
     self._spec[field == "from_template" and "from_template" or "from_image"] = value(arg)
@@ -255,6 +260,7 @@ function Template:set_start_cmd(command, ready)
   if type(ready) ~= "string" or ready == "" then
     return self:_fail("set_start_cmd.ready", "must be a non-empty string")
   end
+  if (command .. ready):find("\0", 1, true) then return self:_fail("set_start_cmd", "must not hold a NUL byte") end
   self._spec.start_cmd, self._spec.ready_cmd = command, ready
   return self
 end
@@ -262,20 +268,20 @@ end
 --- The ready command alone (without a start command).
 -- @tparam string ready
 function Template:set_ready_cmd(ready)
-  if type(ready) ~= "string" or ready == "" then return self:_fail("set_ready_cmd", "must be a non-empty string") end
+  if type(ready) ~= "string" or ready == "" or ready:find("\0", 1, true) then
+    return self:_fail("set_ready_cmd", "must be a non-empty string without NUL bytes")
+  end
   self._spec.ready_cmd = ready
   return self
 end
 
 -- ---- steps written as commands, as the SDKs write them ----
 
--- A word for sh: as it is when it holds only safe characters, else single-quoted.
+-- A word for sh, as libe2b quotes it; a value holding a NUL stays as it is,
+-- for _step to refuse (no command line can carry it).
 local function quote(s)
-  if s == "" then return "''" end
-  if not s:find("[^%w@%%+=:,./_-]") then return s end
-  return "'" .. s:gsub("'", "'\"'\"'") .. "'"
+  return core.template_quote(s) or s
 end
-M._quote = quote
 
 local function quoted(list)
   local out = {}
@@ -409,7 +415,9 @@ function M.wait_for_url(url, status)
   if status ~= nil and (not is_int(status) or status < 100 or status > 599) then
     return bad("status", "must be an HTTP status from 100 to 599")
   end
-  return ('curl -s -o /dev/null -w "%%{http_code}" %s | grep -q "%d"'):format(quote(url), status or 200)
+  local q, err = core.template_quote(url)
+  if not q then return nil, err end
+  return ('curl -s -o /dev/null -w "%%{http_code}" %s | grep -q "%d"'):format(q, status or 200)
 end
 
 --- A ready command: a process of that name runs (pgrep).
@@ -418,7 +426,9 @@ end
 -- @return or nil, err
 function M.wait_for_process(name)
   if not text(name) then return bad("name", "must be a non-empty string") end
-  return "pgrep " .. quote(name) .. " > /dev/null"
+  local q, err = core.template_quote(name)
+  if not q then return nil, err end
+  return "pgrep " .. q .. " > /dev/null"
 end
 
 --- A ready command: the file exists.
@@ -427,7 +437,9 @@ end
 -- @return or nil, err
 function M.wait_for_file(path)
   if not text(path) then return bad("path", "must be a non-empty string") end
-  return "[ -f " .. quote(path) .. " ]"
+  local q, err = core.template_quote(path)
+  if not q then return nil, err end
+  return "[ -f " .. q .. " ]"
 end
 
 --- A ready command: sleep ms milliseconds (at least one second).

@@ -45,6 +45,8 @@ describe("the template builder", function()
       { e2b.template():from_template("base"):from_image("ubuntu"):set_ready_cmd(""), "set_ready_cmd" },
       { e2b.template():from_template("base"):run_cmd({}), "run_cmd.command" },
       { e2b.template({ context = 1 }), "context" },
+      { e2b.template():from_template("base"):run_cmd("echo a\0; rm -rf ~"), "steps[1].args[1]" },
+      { e2b.template():from_template("base"):git_clone("https://x/\0y"), "steps[1].args[1]" },
     }) do
       local _, e = case[1]:check()
       assert.are.equal("invalid_argument", e and e.kind, case[2])
@@ -125,6 +127,9 @@ describe("the template builder", function()
     local none, err = e2b.wait_for_port(70000)
     assert.is_nil(none)
     assert.are.equal("port", err.field)
+    none, err = e2b.wait_for_file("/tmp/a\0b")
+    assert.is_nil(none)
+    assert.are.equal("invalid_argument", err.kind)
   end)
 end)
 
