@@ -552,7 +552,8 @@ end
 --   cpu_count, memory_mb, min_free_disk_mb, skip_cache = bool (rebuild every step),
 --   on_log = function(entry) (the build's log lines: { timestamp (ms), level, message }),
 --   on_progress = function(event) ({ stage = "requested" | "uploaded" | "cached" | "status", ... }),
---   background = bool (return once started) }
+--   background = bool (return once started), cancel = a cancel token (ends the call,
+--   not E2B's build) }
 -- @treturn table { template_id, build_id, name, tags }
 -- @return or nil, err (a failed build: kind "sandbox", the build's reason as message,
 --   with template_id, build_id and step; bad input: invalid_argument before any request)

@@ -9,6 +9,7 @@
 -- and `t:check()` or `client:build_template(t)` returns it as `nil, err`
 -- (kind invalid_argument, naming the field) before anything is sent.
 -- @module e2b.template
+local cancel = require("e2b.cancel")
 local check = require("e2b.check")
 local core = require("e2b.core")
 local errors = require("e2b.errors")
@@ -482,7 +483,7 @@ local POLL_MS = 200 -- how often a running build's status and logs are asked for
 local BUILD_OPTS = {
   name = "nonempty", tags = "string_list", cpu_count = "positive", memory_mb = "positive",
   min_free_disk_mb = "count", skip_cache = "boolean", on_log = "function", on_progress = "function",
-  background = "boolean",
+  background = "boolean", cancel = "cancel",
 }
 
 -- The server's log entries to on_log, in order; the count handed out.
@@ -546,8 +547,13 @@ function M.build(t, port, opts)
     ok, err = core.template_name_check(tag, ("tags[%d]"):format(i), true)
     if not ok then return nil, err end
   end
-  local hashes
-  hashes, err = M._hashes(t) -- bad steps and missing files fail here, before any request
+  return cancel.scope(o.cancel, M._course, t, port, o)
+end
+
+-- The build's course once its options are good: hashes, request, uploads,
+-- start, then its end (under o.cancel's scope: each request is the token's).
+function M._course(t, port, o)
+  local hashes, err = M._hashes(t) -- bad steps and missing files fail here, before any request
   if not hashes then return nil, err end
   local ids
   ids, err = port.call("template_request", { name = o.name, tags = o.tags, cpu_count = o.cpu_count,
@@ -556,6 +562,7 @@ function M.build(t, port, opts)
   if o.on_progress then
     o.on_progress({ stage = "requested", template_id = ids.template_id, build_id = ids.build_id })
   end
+  local ok
   ok, err = upload(port, t, ids, hashes, o)
   if ok then ok, err = port.call("template_start", ids.template_id, ids.build_id, t._spec, hashes, o.skip_cache) end
   if not ok then return nil, err end

@@ -238,6 +238,20 @@ describe("client:build_template", function()
     assert.is_false(client:template_exists(unique("tplnone")))
   end)
 
+  it("ends a canceled build with kind canceled at its next request, and sends nothing for a token canceled before", function()
+    local token = e2b.cancel_token()
+    local t = e2b.template():from_template("base"):run_cmd("sleep 5")
+    local started = h.now_ms()
+    local info, err = client:build_template(t, { name = unique("tplcancel"), cancel = token,
+      on_progress = function(ev) if ev.stage == "status" then token:cancel() end end })
+    assert.is_nil(info)
+    assert.are.equal("canceled", err.kind, tostring(err))
+    assert.is_true(h.now_ms() - started < 4000)
+    info, err = offline_client():build_template(t, { name = "t", cancel = token })
+    assert.is_nil(info)
+    assert.are.equal("canceled", err.kind, tostring(err))
+  end)
+
   it("tags a build, lists the template's tags and takes them off again", function()
     local name = unique("tpltags")
     local info = assert(client:build_template(e2b.template():from_template("base"):run_cmd("true"),
