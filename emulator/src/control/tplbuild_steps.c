@@ -162,7 +162,7 @@ static int step_run(tb_run *rc, json_t *step, const char *label) {
   int uid, gid;
   const char *home;
   if (tb_user_ids(user, &uid, &gid, &home) != 0)
-    return FAIL("unknown user '%.64s': e2b-local sandboxes have the users root and user only", user);
+    return FAIL("failed to run command '%.400s': command failed: unauthenticated: invalid username: '%.64s'", arg(step, 0), user);
   json_t *argv = json_pack("[s, s, s]", "/bin/bash", "-c", arg(step, 0));
   int code = tb_exec(rc, argv, user, rc->workdir, label);
   json_decref(argv);
