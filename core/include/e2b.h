@@ -1277,7 +1277,8 @@ E2B_EXPORT e2b_req *e2b_template_request(e2b_client *c, const e2b_template_build
 /* GET /templates/{id}/files/{hash}: whether the server has the files, else where to upload them. */
 E2B_EXPORT e2b_req *e2b_template_file_link(e2b_client *c, const char *template_id, const char *hash,
                                            e2b_error *err);
-/* Spools steps[step]'s tar to a temporary file, then PUTs it to url (a link
+/* Spools steps[step]'s tar to a temporary file (under $TMPDIR, else /tmp;
+ * unlinked at once), then PUTs it to url (a link
  * the API handed out: it gets the headers given, never the API key). */
 E2B_EXPORT e2b_req *e2b_template_upload(e2b_client *c, const e2b_template *t, size_t step, const char *url,
                                         const e2b_kv *headers, size_t header_count, e2b_error *err);

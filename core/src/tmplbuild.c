@@ -365,11 +365,25 @@ static void close_file(void *f) {
   if (f) fclose(f);
 }
 
+/* A temporary file under $TMPDIR (else /tmp), unlinked at once: it goes
+ * with its last descriptor, whatever happens to the request. */
+static FILE *temp_file(void) {
+  const char *dir = getenv("TMPDIR");
+  char path[4096];
+  snprintf(path, sizeof path, "%s/e2b-template-XXXXXX", dir && *dir ? dir : "/tmp");
+  int fd = mkstemp(path);
+  if (fd < 0) return NULL;
+  unlink(path);
+  FILE *f = fdopen(fd, "r+b");
+  if (!f) close(fd);
+  return f;
+}
+
 static FILE *spool(const e2b_template *t, size_t step, curl_off_t *size, e2b_error *err) {
-  FILE *f = tmpfile();
+  FILE *f = temp_file();
   struct stat st;
   if (!f) {
-    e2b_err_set(err, E2B_ERR_UNAVAILABLE, "template.upload", "cannot create a temporary file");
+    e2b_err_set(err, E2B_ERR_UNAVAILABLE, "template.upload", "cannot create a temporary file under $TMPDIR");
     return NULL;
   }
   if (e2b_template_tar(t, step, fileno(f), err) != 0 || fstat(fileno(f), &st) != 0) {
