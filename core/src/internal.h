@@ -374,6 +374,12 @@ e2b_req *e2b_create_with(e2b_client *c, const e2b_create_opts *o, json_t *extra,
  * the answer's JSON object itself (for fields the record does not keep). */
 e2b_req *e2b_api_detail(e2b_client *c, const char *sandbox_id, e2b_error *err);
 
+/* ---- tmplbuild.c: a template call's answer, read from JSON (for fuzz_template) ---- */
+enum { E2B_TEMPLATE_ANSWER_REQUEST, E2B_TEMPLATE_ANSWER_LINK, E2B_TEMPLATE_ANSWER_STATUS,
+       E2B_TEMPLATE_ANSWER_TAGS, E2B_TEMPLATE_ANSWER_ASSIGNED };
+/* Reads body as the answer of that kind of call into req->result (freed with req). */
+int e2b_template_parse_answer(e2b_req *req, int kind, json_t *body, e2b_error *err);
+
 /* ---- op.c: composite requests ---- */
 /* A composite of kind for client c or sandbox sbx (one of them: its loop is
  * the op's; the kind says whether the op holds it), its state zeroed but for

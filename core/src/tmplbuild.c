@@ -355,6 +355,15 @@ e2b_req *e2b_template_tags(e2b_client *c, const char *template_id, e2b_error *er
               parse_tag_list, 1, err);
 }
 
+int e2b_template_parse_answer(e2b_req *req, int kind, json_t *body, e2b_error *err) {
+  static const req_parse_fn parsers[] = {
+      [E2B_TEMPLATE_ANSWER_REQUEST] = parse_request, [E2B_TEMPLATE_ANSWER_LINK] = parse_link,
+      [E2B_TEMPLATE_ANSWER_STATUS] = parse_status,   [E2B_TEMPLATE_ANSWER_TAGS] = parse_tag_list,
+      [E2B_TEMPLATE_ANSWER_ASSIGNED] = parse_assigned};
+  if (kind < 0 || (size_t)kind >= sizeof parsers / sizeof *parsers) return -1;
+  return parsers[kind](req, body, err);
+}
+
 const e2b_template_answer *e2b_req_template_answer(const e2b_req *req) {
   return req && req->result_kind == E2B_RESULT_TEMPLATE ? req->result : NULL;
 }
