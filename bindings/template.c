@@ -40,6 +40,18 @@ static void read_template(lua_State *L, int idx, e2b_template *t) {
   t->context = e2bL_opt_string(L, idx, "context");
   t->force = opt_bool(L, idx, "force");
   t->ignore = e2bL_opt_strings(L, idx, "ignore", &t->ignore_count);
+  lua_getfield(L, idx, "registry");
+  if (lua_istable(L, -1)) {
+    int r = lua_gettop(L); /* stays on the stack: its strings live as long as the call */
+    e2b_template_registry *g = &t->registry;
+    g->type = e2bL_opt_string(L, r, "type");
+    g->username = e2bL_opt_string(L, r, "username");
+    g->password = e2bL_opt_string(L, r, "password");
+    g->aws_access_key_id = e2bL_opt_string(L, r, "access_key_id");
+    g->aws_secret_access_key = e2bL_opt_string(L, r, "secret_access_key");
+    g->aws_region = e2bL_opt_string(L, r, "region");
+    g->gcp_service_account_json = e2bL_opt_string(L, r, "service_account_json");
+  }
   lua_getfield(L, idx, "steps");
   int steps = lua_gettop(L);
   size_t n = lua_istable(L, steps) ? lua_rawlen(L, steps) : 0;
@@ -112,12 +124,14 @@ static int core_template_hash(lua_State *L) {
   return 1;
 }
 
-/* template_json(t, hashes?, skip_cache?) -> text | nil, err */
+/* template_json(t, hashes?, skip_cache?) -> text | nil, err: a body to show,
+ * so a registry's secrets are "***" in it */
 static int core_template_json(lua_State *L) {
   e2b_template t;
   e2b_error err;
   read_template(L, 1, &t);
-  char *text = e2b_template_json(&t, read_hashes(L, 2, t.step_count), lua_toboolean(L, 3), &err);
+  unsigned flags = E2B_TEMPLATE_REDACT | (lua_toboolean(L, 3) ? E2B_TEMPLATE_SKIP_CACHE : 0);
+  char *text = e2b_template_json(&t, read_hashes(L, 2, t.step_count), flags, &err);
   if (!text) return e2bL_push_fail(L, &err);
   lua_pushstring(L, text);
   free(text);

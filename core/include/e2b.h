@@ -1187,6 +1187,16 @@ typedef struct e2b_template_step {
   int resolve_symlinks;    /* COPY: a link to a file or directory is archived as its target */
 } e2b_template_step;
 
+/* Credentials of a private registry from_image is pulled from (the SDKs'
+ * fromImage with credentials, fromAWSRegistry, fromGCPRegistry). Secrets:
+ * sent in the build's body only, never in an error. */
+typedef struct e2b_template_registry {
+  const char *type;                  /* "registry", "aws" or "gcp"; NULL: a public image */
+  const char *username, *password;   /* "registry" */
+  const char *aws_access_key_id, *aws_secret_access_key, *aws_region; /* "aws" */
+  const char *gcp_service_account_json; /* "gcp": the service account's JSON text */
+} e2b_template_registry;
+
 typedef struct e2b_template {
   const char *from_image;    /* exactly one of from_image and from_template */
   const char *from_template;
@@ -1198,6 +1208,7 @@ typedef struct e2b_template {
   const char *context;       /* the directory COPY sources are relative to; NULL: "." */
   const char *const *ignore; /* patterns of paths (relative to context) left out of COPY */
   size_t ignore_count;
+  e2b_template_registry registry; /* with from_image only; zeroed: none */
 } e2b_template;
 
 #define E2B_TEMPLATE_FILES_MAX 100000 /* paths one COPY may take */
@@ -1228,9 +1239,13 @@ E2B_EXPORT int e2b_template_files_hash(const e2b_template *t, size_t step, char 
  * grow with the files. 0, or -1 with err. */
 E2B_EXPORT int e2b_template_tar(const e2b_template *t, size_t step, int fd, e2b_error *err);
 /* The JSON body of POST /v2/templates/{id}/builds/{build}: hashes[i] is
- * steps[i]'s files hash (NULL for a step that copies nothing); skip_cache
- * forces the whole build. malloc()ed, or NULL with err. */
-E2B_EXPORT char *e2b_template_json(const e2b_template *t, const char *const *hashes, int skip_cache,
+ * steps[i]'s files hash (NULL for a step that copies nothing); flags:
+ * E2B_TEMPLATE_SKIP_CACHE forces the whole build, E2B_TEMPLATE_REDACT writes
+ * "***" for the registry's secrets (a body to show, not to send).
+ * malloc()ed, or NULL with err. */
+#define E2B_TEMPLATE_SKIP_CACHE 1u
+#define E2B_TEMPLATE_REDACT 2u
+E2B_EXPORT char *e2b_template_json(const e2b_template *t, const char *const *hashes, unsigned flags,
                                    e2b_error *err);
 
 

@@ -5,6 +5,7 @@
 #include "internal.h"
 
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -136,10 +137,39 @@ int e2b_template_step_check(const e2b_template_step *s, size_t i, e2b_error *err
   return refuse(err, "one of RUN, COPY, ENV, WORKDIR, USER", "steps[%zu].type", i + 1);
 }
 
+/* A registry's fields: those of its type, each present and within bounds.
+ * The refusal names the field, never its value (a secret). */
+static int registry_check(const e2b_template_registry *r, int image, e2b_error *err) {
+  if (!r->type) return 0;
+  if (!image) return refuse(err, "a registry goes with from_image", "registry");
+  static const struct {
+    const char *type;
+    size_t n;
+    const char *names[3];
+    size_t offs[3];
+  } kinds[] = {
+      {"registry", 2, {"username", "password"},
+       {offsetof(e2b_template_registry, username), offsetof(e2b_template_registry, password)}},
+      {"aws", 3, {"access_key_id", "secret_access_key", "region"},
+       {offsetof(e2b_template_registry, aws_access_key_id), offsetof(e2b_template_registry, aws_secret_access_key),
+        offsetof(e2b_template_registry, aws_region)}},
+      {"gcp", 1, {"service_account_json"}, {offsetof(e2b_template_registry, gcp_service_account_json)}}};
+  for (size_t k = 0; k < 3; k++) {
+    if (strcmp(r->type, kinds[k].type)) continue;
+    for (size_t i = 0; i < kinds[k].n; i++) {
+      const char *v = *(const char *const *)((const char *)r + kinds[k].offs[i]);
+      if (!v || !*v || !text_ok(v)) return refuse(err, "is required (1 byte to 64 KiB)", "registry.%s", kinds[k].names[i]);
+    }
+    return 0;
+  }
+  return refuse(err, "one of \"registry\", \"aws\", \"gcp\"", "registry.type");
+}
+
 int e2b_template_check(const e2b_template *t, e2b_error *err) {
   if (!t) return refuse(err, "a template is required", "template");
   int image = t->from_image && *t->from_image, base = t->from_template && *t->from_template;
   if (image == base) return refuse(err, "exactly one of from_image and from_template", "from");
+  if (registry_check(&t->registry, image, err)) return -1;
   if (base && e2b_template_name_check(t->from_template, "from_template", err)) return -1;
   if (image && !text_ok(t->from_image)) return refuse(err, "longer than 64 KiB", "from_image");
   if (t->start_cmd && (!*t->start_cmd || !text_ok(t->start_cmd)))
@@ -162,7 +192,25 @@ static json_t *step_json(const e2b_template_step *s, const char *hash, int force
   return o;
 }
 
-char *e2b_template_json(const e2b_template *t, const char *const *hashes, int skip_cache, e2b_error *err) {
+static json_t *registry_json(const e2b_template_registry *r, int redact) {
+  json_t *o = json_object();
+  json_object_set_new(o, "type", json_string(r->type));
+#define SECRET(v) json_string(redact ? "***" : (v))
+  if (!strcmp(r->type, "registry")) {
+    json_object_set_new(o, "username", json_string(r->username));
+    json_object_set_new(o, "password", SECRET(r->password));
+  } else if (!strcmp(r->type, "aws")) {
+    json_object_set_new(o, "awsAccessKeyId", json_string(r->aws_access_key_id));
+    json_object_set_new(o, "awsSecretAccessKey", SECRET(r->aws_secret_access_key));
+    json_object_set_new(o, "awsRegion", json_string(r->aws_region));
+  } else {
+    json_object_set_new(o, "serviceAccountJson", SECRET(r->gcp_service_account_json));
+  }
+#undef SECRET
+  return o;
+}
+
+char *e2b_template_json(const e2b_template *t, const char *const *hashes, unsigned flags, e2b_error *err) {
   if (e2b_template_check(t, err)) return NULL;
   json_t *body = json_object(), *steps = json_array();
   for (size_t i = 0; i < t->step_count; i++) {
@@ -171,10 +219,12 @@ char *e2b_template_json(const e2b_template *t, const char *const *hashes, int sk
   }
   if (t->from_image && *t->from_image) json_object_set_new(body, "fromImage", json_string(t->from_image));
   else json_object_set_new(body, "fromTemplate", json_string(t->from_template));
+  if (t->registry.type)
+    json_object_set_new(body, "fromImageRegistry", registry_json(&t->registry, (flags & E2B_TEMPLATE_REDACT) != 0));
   if (t->start_cmd) json_object_set_new(body, "startCmd", json_string(t->start_cmd));
   if (t->ready_cmd) json_object_set_new(body, "readyCmd", json_string(t->ready_cmd));
   json_object_set_new(body, "steps", steps);
-  json_object_set_new(body, "force", json_boolean(t->force || skip_cache));
+  json_object_set_new(body, "force", json_boolean(t->force || (flags & E2B_TEMPLATE_SKIP_CACHE)));
   char *text = json_dumps(body, JSON_COMPACT);
   json_decref(body);
   if (!text) e2b_err_set(err, E2B_ERR_UNAVAILABLE, "template", "out of memory");

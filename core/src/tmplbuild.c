@@ -246,9 +246,9 @@ e2b_req *e2b_template_start(e2b_client *c, const char *template_id, const char *
                             const char *const *hashes, int skip_cache, e2b_error *err) {
   const char *op = "template.start";
   if (id_ok(template_id, "template_id", op, err) || id_ok(build_id, "build_id", op, err)) return NULL;
-  char *text = e2b_template_json(t, hashes, skip_cache, err);
+  char *text = e2b_template_json(t, hashes, skip_cache ? E2B_TEMPLATE_SKIP_CACHE : 0, err);
   json_t *body = text ? json_loads(text, 0, NULL) : NULL;
-  free(text);
+  e2b_free_secret(text); /* it may hold a registry's password */
   if (!body) return NULL;
   return call(c, op, "POST", path_of("/v2/templates/%s/builds/%s", template_id, build_id, 0), body,
               e2b_parse_nothing, 0, err);

@@ -64,6 +64,30 @@ static void test_steps(void) {
   CHECK(step_field("FROM", dir, 1, "steps[3].type"));
 }
 
+/* A registry's fields are checked by name, never quoted; its secrets go in
+ * the body sent and are "***" in a body to show. */
+static void test_registry(void) {
+  e2b_template t = {.from_image = "private/img", .registry = {.type = "registry", .username = "u"}};
+  e2b_error err;
+  CHECK(e2b_template_check(&t, &err) != 0);
+  CHECK_STR(err.field, "registry.password");
+  t.registry.password = "S3cret";
+  char *sent = e2b_template_json(&t, NULL, 0, &err), *shown = e2b_template_json(&t, NULL, E2B_TEMPLATE_REDACT, &err);
+  CHECK(sent && strstr(sent, "\"fromImageRegistry\":{\"type\":\"registry\",\"username\":\"u\",\"password\":\"S3cret\"}"));
+  CHECK(shown && strstr(shown, "\"password\":\"***\"") && !strstr(shown, "S3cret"));
+  free(sent);
+  free(shown);
+  e2b_template aws = {.from_image = "x", .registry = {.type = "aws", .aws_access_key_id = "A", .aws_region = "r",
+                                                      .aws_secret_access_key = "K"}};
+  CHECK(e2b_template_check(&aws, NULL) == 0);
+  aws.registry.type = "azure";
+  CHECK(e2b_template_check(&aws, &err) != 0);
+  CHECK_STR(err.field, "registry.type");
+  e2b_template base = {.from_template = "base", .registry = {.type = "gcp", .gcp_service_account_json = "{}"}};
+  CHECK(e2b_template_check(&base, &err) != 0);
+  CHECK_STR(err.field, "registry");
+}
+
 static void check_quote(const char *s, size_t len, const char *want) {
   char *q = e2b_template_quote(s, len);
   if (want) CHECK_STR(q, want);
@@ -207,6 +231,7 @@ int main(void) {
   test_steps();
   test_template_and_body();
   test_quote();
+  test_registry();
   test_dockerignore();
   char *ctx = fixture();
   CHECK(ctx != NULL);

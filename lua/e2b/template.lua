@@ -116,7 +116,7 @@ local function base(field, value)
     if arg ~= nil and (type(arg) ~= "string" or arg == "" or arg:find("\0", 1, true)) then
       return self:_fail(field, "must be a non-empty string without NUL bytes")
     end
-    self._spec.from_image, self._spec.from_template = nil, nil
+    self._spec.from_image, self._spec.from_template, self._spec.registry = nil, nil, nil
     self._spec[field == "from_template" and "from_template" or "from_image"] = value(arg)
     if self._force_next then self._spec.force = true end
     if field == "from_template" then
@@ -135,10 +135,59 @@ end
 -- @function Template:from_template
 -- @tparam string name
 Template.from_template = base("from_template", function(v) return v end)
---- Builds on a Docker image.
--- @function Template:from_image
--- @tparam string image e.g. "python:3.12"
-Template.from_image = base("from_image", function(v) return v end)
+local plain_image = base("from_image", function(v) return v end)
+
+-- The image, then its registry's credentials (every field a string; which
+-- ones the type needs is libe2b's to check, naming the field, never its value).
+function Template:_registry(method, img, creds, rtype, fields)
+  plain_image(self, img)
+  if self._err or creds == nil then return self end
+  if type(creds) ~= "table" then return self:_fail(method .. ".credentials", "must be a table") end
+  local reg = { type = rtype }
+  for k, v in pairs(creds) do
+    local to = fields[k]
+    if not to then return self:_fail(method .. "." .. tostring(k), "unknown option") end
+    if type(v) ~= "string" or v:find("\0", 1, true) then
+      return self:_fail(method .. "." .. k, "must be a string without NUL bytes")
+    end
+    reg[to] = v
+  end
+  self._spec.registry = reg
+  return self
+end
+
+--- Builds on a Docker image, from a private registry when credentials are given.
+-- @tparam string img e.g. "python:3.12"
+-- @tparam[opt] table credentials { username =, password = } (both required)
+function Template:from_image(img, credentials)
+  return self:_registry("from_image", img, credentials, "registry", { username = "username", password = "password" })
+end
+
+--- Builds on an image in AWS ECR.
+-- @tparam string img the full ECR image path
+-- @tparam table credentials { access_key_id =, secret_access_key =, region = } (all required)
+function Template:from_aws_registry(img, credentials)
+  if credentials == nil then return self:_fail("from_aws_registry.credentials", "are required") end
+  return self:_registry("from_aws_registry", img, credentials, "aws",
+    { access_key_id = "access_key_id", secret_access_key = "secret_access_key", region = "region" })
+end
+
+--- Builds on an image in Google's registries (GCR, Artifact Registry).
+-- @tparam string img the full image path
+-- @tparam table credentials { service_account_json = the service account's JSON text }
+--   or { service_account_file = a path to read it from }
+function Template:from_gcp_registry(img, credentials)
+  if type(credentials) ~= "table" then return self:_fail("from_gcp_registry.credentials", "must be a table") end
+  local creds = credentials
+  if credentials.service_account_file ~= nil then
+    local path = credentials.service_account_file
+    local f = type(path) == "string" and io.open(path, "rb")
+    if not f then return self:_fail("from_gcp_registry.service_account_file", "cannot be read") end
+    creds = { service_account_json = f:read("*a") }
+    f:close()
+  end
+  return self:_registry("from_gcp_registry", img, creds, "gcp", { service_account_json = "service_account_json" })
+end
 --- E2B's own base image, `e2bdev/base`.
 -- @function Template:from_base_image
 Template.from_base_image = base("from_image", function() return "e2bdev/base" end)

@@ -257,6 +257,18 @@ describe("client:build_template", function()
     assert.are.equal("canceled", err.kind, tostring(err))
   end)
 
+  it("sends a private image's credentials in the build's body only: never in an error or to_json", function()
+    local t = e2b.template():from_image("registry.example.com/private/img:1", { username = "u", password = "S3cret-pw" })
+    assert.is_nil(t:to_json():find("S3cret-pw", 1, true))
+    local info, err = client:build_template(t, { name = unique("tplpriv") })
+    -- e2b-local pulls no image: the build fails, and its reason does not carry the password
+    assert.is_nil(info)
+    assert.are.equal("sandbox", err.kind, tostring(err))
+    assert.is_nil(tostring(err):find("S3cret-pw", 1, true))
+    local _, e = e2b.template():from_image("img", { username = "u" }):check()
+    assert.are.equal("registry.password", e.field)
+  end)
+
   it("tags a build, lists the template's tags and takes them off again", function()
     local name = unique("tpltags")
     local info = assert(client:build_template(e2b.template():from_template("base"):run_cmd("true"),
