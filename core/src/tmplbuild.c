@@ -135,11 +135,12 @@ static int parse_entries(e2b_template_answer *a, json_t *list) {
     json_t *o = json_array_get(list, i);
     const char *msg = e2b_json_str(o, "message", NULL), *level = e2b_json_str(o, "level", NULL),
                *ts = e2b_json_str(o, "timestamp", NULL);
-    if (!msg) continue;
+    /* every entry counts, even one without a message: the caller's next
+     * logsOffset is this count, and a skipped one would come back */
     e2b_log_entry *e = &a->logs[a->log_count++];
     if (ts) e2b_time_parse(ts, &e->timestamp_ms);
     e->level = dup_cut(level ? level : "info", 16);
-    e->message = dup_cut(msg, TEXT_MAX);
+    e->message = dup_cut(msg ? msg : "", TEXT_MAX);
   }
   return 0;
 }
