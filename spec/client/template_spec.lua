@@ -133,6 +133,24 @@ describe("the template builder", function()
   end)
 end)
 
+describe("a build's status", function()
+  it("counts a log entry without a message toward the next offset (as an empty line), so none comes twice", function()
+    local entries = '{"timestamp":"2025-01-01T00:00:00Z","level":"info","message":"first"},'
+      .. '{"timestamp":"2025-01-01T00:00:01Z","level":"warn"},'
+      .. '{"timestamp":"2025-01-01T00:00:02Z","level":"info","message":"third"}'
+    local url, stop = h.http_server("", { files = { ["/templates/t1/builds/b1/status"] =
+      '{"templateID":"t1","buildID":"b1","status":"building","logs":[],"logEntries":[' .. entries .. ']}' } })
+    local client = assert(e2b.client({ api_key = "e2b_fake", api_url = url, max_retries = 0 }))
+    local st, err = client:template_build_status("t1", "b1")
+    stop()
+    assert.is_truthy(st, tostring(err))
+    assert.are.equal("building", st.status)
+    assert.are.same({ "first", "", "third" }, { st.logs[1].message, st.logs[2].message, st.logs[3].message })
+    assert.are.equal("warn", st.logs[2].level)
+    assert.are.equal(1735689601000, st.logs[2].timestamp)
+  end)
+end)
+
 describe("client:build_template", function()
   if h.live then return end -- builds cost minutes and money on E2B; e2b-local builds locally
   local client
