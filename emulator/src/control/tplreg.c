@@ -68,6 +68,9 @@ int tb_stopping(void) {
 int tplreg_init(const char *state_dir) {
   g_dir = xasprintf("%s/built", state_dir);
   rm_rf(g_dir); /* built templates last as long as the server */
+  char *cache = xasprintf("%s/build-cache", state_dir);
+  rm_rf(cache); /* and so do cached steps: an operator's template may differ at the next start */
+  free(cache);
   return mkdir_p(g_dir, 0700);
 }
 
@@ -91,6 +94,12 @@ static void tpl_free(tb_tpl *t) {
   json_decref(t->tags);
   free(t->name);
   free(t);
+}
+
+void tplreg_stop(void) {
+  pthread_mutex_lock(&g_mu);
+  g_stopping = 1;
+  pthread_mutex_unlock(&g_mu);
 }
 
 void tplreg_shutdown(void) {
@@ -312,6 +321,7 @@ int tplbuild_resolve(const char *ref, tpl_ref *out) {
     out->env_vars = json_deep_copy(b->env);
     out->env_defaults = 1;
     out->start_cmd = dup_or_null(b->start_cmd);
+    out->ready_cmd = dup_or_null(b->ready_cmd);
     out->start_user = dup_or_null(b->user);
     out->start_cwd = dup_or_null(b->workdir);
     rc = 0;
