@@ -511,6 +511,7 @@ static int start_all(const options *o, running *run) {
 
 static void stop_all(running *run) {
   /* a temporary state dir dies with us; a --state dir keeps its sandboxes (paused) */
+  tplbuild_stop(); /* template builds start no more steps */
   sandbox_registry_shutdown(!run->state_is_temp); /* their streams end */
   tplbuild_shutdown(); /* template builds end with their sandboxes */
   server_stop(run->tls_srv);

@@ -214,3 +214,18 @@ test('buildInBackground returns while the build runs; getBuildStatus follows it 
   assert.ok(text.includes('slept'), text.join('\n'))
   assert.equal(new Set(text).size >= text.length - 1, true)
 })
+
+test('setStartCmd: the start command runs in each new sandbox as the template\'s user, ready when create returns', async () => {
+  const name = fresh('start')
+  const t = Template()
+    .fromTemplate('base')
+    .setStartCmd('echo "$(whoami)" > /tmp/started-by; exec sleep 600', sdk.waitForFile('/tmp/started-by'))
+  await build(t, name)
+  const sbx = await Sandbox.create(name, { ...S.opts, timeoutMs: 60_000 })
+  try {
+    assert.equal((await sbx.commands.run('cat /tmp/started-by')).stdout, 'user\n')
+    assert.match((await sbx.commands.run('ps -eo user,args | grep "[s]leep 600"')).stdout, /^user\s+sleep 600/)
+  } finally {
+    await sbx.kill()
+  }
+})

@@ -366,6 +366,8 @@ static enum MHD_Result create(http_req *r, int v2) {
     }
     const char *err = NULL;
     sandbox *sb = sandbox_create(&p, &err);
+    if (sb && tplbuild_boot_start(sb, &tpl) != 0)
+      log_msg("sandbox %s: the start or ready command of template %s did not succeed", sb->id, tpl.template_id);
     res = sb ? http_json(r->conn, 201, sandbox_json(sb))
              : http_error(r->conn, 500, "%s", err ? err : "cannot create the sandbox");
     sandbox_unref(sb);

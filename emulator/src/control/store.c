@@ -409,6 +409,7 @@ void tpl_ref_free(tpl_ref *t) {
   json_decref(t->ro_mounts);
   json_decref(t->env_vars);
   free(t->start_cmd);
+  free(t->ready_cmd);
   free(t->start_user);
   free(t->start_cwd);
   memset(t, 0, sizeof *t);

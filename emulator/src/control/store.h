@@ -41,7 +41,7 @@ typedef struct tpl_ref {
   json_t *ro_mounts; /* [{src,dst,ro:true}] (never NULL) */
   json_t *env_vars;  /* a snapshot's: its sandbox's env vars; a built template's ENV */
   int env_defaults;  /* env_vars are defaults the create's envVars add to (built templates) */
-  char *start_cmd;   /* a built template's start command, run at each boot, or NULL */
+  char *start_cmd, *ready_cmd; /* a built template's start and ready commands, run at each create, or NULL */
   char *start_user, *start_cwd; /* its user and directory (NULL: user, its home) */
 } tpl_ref;
 /* base, the operator's templates and snapshots: 0, or -ENOENT for an

@@ -21,6 +21,7 @@ int tplbuild_init(const char *state_dir) {
   return tplfiles_init(state_dir);
 }
 
+void tplbuild_stop(void) { tplreg_stop(); }
 void tplbuild_shutdown(void) { tplreg_shutdown(); }
 
 /* ---- POST /v3/templates ---- */

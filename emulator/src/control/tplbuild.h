@@ -15,11 +15,14 @@ typedef struct tb_build tb_build;
 
 /* ---- routes (tplbuild.c) ---- */
 int tplbuild_init(const char *state_dir); /* the registry and the archives */
-/* Waits for the builds in flight (their sandboxes are gone by then). */
+/* Before the sandboxes stop: builds start no more steps. */
+void tplbuild_stop(void);
+/* After: waits for the builds in flight (their sandboxes are gone). */
 void tplbuild_shutdown(void);
 
 /* ---- registry (tplreg.c) ---- */
 int tplreg_init(const char *state_dir);
+void tplreg_stop(void);
 void tplreg_shutdown(void);
 /* store_resolve_template, then built templates. */
 int tplbuild_resolve_any(const char *ref, tpl_ref *out);
@@ -85,6 +88,14 @@ int tb_stopping(void);
 /* ---- the runner (tplbuild_run.c) ---- */
 /* Runs spec (the v2 trigger body, validated) for b on a thread of its own. */
 void tplbuild_run_start(tb_build *b, json_t *spec, const char *template_id);
+
+/* ---- commands in a sandbox (tplexec.c) ---- */
+/* A sandbox from a built template with a start command: the command started
+ * in the background as the template's user in its workdir, then its ready
+ * command run until it succeeds (at most 60 s). 0, or -1 when the start
+ * failed or the ready command never succeeded. */
+struct sandbox;
+int tplbuild_boot_start(struct sandbox *sb, const tpl_ref *t);
 
 /* ---- uploaded archives (tplfiles.c) ---- */
 int tplfiles_init(const char *state_dir);

@@ -254,6 +254,7 @@ static size_t cached_prefix(tb_run *rc, json_t *steps, char (*keys)[65]) {
 }
 
 static int boot_from(tb_run *rc, const tpl_ref *base, size_t k, char (*keys)[65]) {
+  if (tb_stopping()) return FAIL("the server is stopping");
   json_t *st = k ? cache_state(keys[k - 1]) : NULL;
   tpl_ref from = *base;
   char *files = NULL;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "egress.h"
 #include "sandbox.h"
@@ -15,6 +16,7 @@
 #define BUILD_TIMEOUT_S 3600
 #define STEP_TIMEOUT_MS (30LL * 60 * 1000)
 #define LINE_MAX_BYTES 4096
+#define BOOT_READY_MS (60LL * 1000)
 
 int tb_user_ids(const char *user, int *uid, int *gid, const char **home) {
   if (strcmp(user, "root") == 0) {
@@ -41,7 +43,7 @@ typedef struct line_buf {
 
 static void flush_line(line_buf *lb) {
   lb->buf[lb->n] = '\0';
-  tb_log(lb->b, "info", lb->step, "%s", lb->buf);
+  if (lb->b) tb_log(lb->b, "info", lb->step, "%s", lb->buf); /* none: the output is dropped */
   lb->n = 0;
 }
 
@@ -56,32 +58,33 @@ static void feed_lines(line_buf *lb, const char *data, size_t len) {
   }
 }
 
-static json_t *command_env(tb_run *rc, int uid, const char *user, const char *home) {
+static json_t *command_env(json_t *vars, const char *user, const char *home) {
   json_t *env = json_array();
   json_array_append_new(env, json_string("PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"));
   json_array_append_new(env, json_pack("s+", "HOME=", home));
   json_array_append_new(env, json_pack("s+", "USER=", user));
   json_array_append_new(env, json_pack("s+", "LOGNAME=", user));
   json_array_append_new(env, json_string("SHELL=/bin/bash"));
-  (void)uid;
   for (const char *const *kv = egress_env(); *kv; kv++) json_array_append_new(env, json_string(*kv));
   const char *k;
   json_t *v;
-  json_object_foreach(rc->env, k, v) json_array_append_new(env, json_pack("s+++", k, "=", json_string_value(v), ""));
+  json_object_foreach(vars, k, v) json_array_append_new(env, json_pack("s+++", k, "=", json_string_value(v), ""));
   return env;
 }
 
-/* Runs argv as user in cwd; its output is the step's log. The exit code, or -1. */
-int tb_exec(tb_run *rc, json_t *argv, const char *user, const char *cwd, const char *step) {
+/* Runs argv in sb as user in cwd with vars; its output, by line, is b's log
+ * under step (b NULL: dropped). The exit code, or -1. */
+static int exec_in(sandbox *sb, json_t *vars, json_t *argv, const char *user, const char *cwd, tb_build *b,
+                   const char *step, int64_t timeout_ms) {
   int uid, gid;
   const char *home;
   if (tb_user_ids(user, &uid, &gid, &home) != 0) return -1;
-  json_t *req = json_pack("{s:O, s:o, s:s, s:i, s:i, s:i}", "argv", argv, "env", command_env(rc, uid, user, home), "cwd",
+  json_t *req = json_pack("{s:O, s:o, s:s, s:i, s:i, s:i}", "argv", argv, "env", command_env(vars, user, home), "cwd",
                           cwd ? cwd : home, "uid", uid, "gid", gid, "stdin", 0);
   json_t *config = json_pack("{s:s}", "cmd", json_string_value(json_array_get(argv, 0)));
   spawn_result sp;
   ipc_msg reply;
-  int r = sandbox_spawn(rc->sb, req, config, NULL, mono_ms() + STEP_TIMEOUT_MS, &sp, &reply);
+  int r = sandbox_spawn(sb, req, config, NULL, mono_ms() + timeout_ms, &sp, &reply);
   json_decref(req);
   json_decref(config);
   if (r || reply.err) {
@@ -90,7 +93,7 @@ int tb_exec(tb_run *rc, json_t *argv, const char *user, const char *cwd, const c
   }
   ipc_msg_clear(&reply);
   line_buf *lb = xcalloc(1, sizeof *lb);
-  lb->b = rc->b;
+  lb->b = b;
   lb->step = step;
   int status = -1;
   for (;;) {
@@ -107,6 +110,10 @@ int tb_exec(tb_run *rc, json_t *argv, const char *user, const char *cwd, const c
   proc_unsubscribe(sp.sub);
   proc_unref(sp.p);
   return status >= 0 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+int tb_exec(tb_run *rc, json_t *argv, const char *user, const char *cwd, const char *step) {
+  return exec_in(rc->sb, rc->env, argv, user, cwd, rc->b, step, STEP_TIMEOUT_MS);
 }
 
 /* bash -c script name args… */
@@ -127,3 +134,22 @@ sandbox *tb_boot(tb_run *rc, const tpl_ref *t) {
   return sb;
 }
 
+
+/* ---- a built template's start command, at each sandbox's boot ---- */
+
+int tplbuild_boot_start(sandbox *sb, const tpl_ref *t) {
+  if (!t->start_cmd) return 0;
+  const char *user = t->start_user ? t->start_user : "user";
+  json_t *argv = json_pack("[s, s, s, s, s]", "/bin/bash", "-c", "nohup /bin/bash -c \"$1\" >/dev/null 2>&1 &",
+                           "e2b-start", t->start_cmd);
+  int code = exec_in(sb, sb->env_vars, argv, user, t->start_cwd, NULL, NULL, 10000);
+  json_decref(argv);
+  if (code != 0 || !t->ready_cmd) return code == 0 ? 0 : -1;
+  int64_t until = mono_ms() + BOOT_READY_MS;
+  argv = json_pack("[s, s, s]", "/bin/bash", "-c", t->ready_cmd);
+  while ((code = exec_in(sb, sb->env_vars, argv, user, t->start_cwd, NULL, NULL, BOOT_READY_MS)) != 0 &&
+         mono_ms() < until)
+    usleep(200 * 1000);
+  json_decref(argv);
+  return code == 0 ? 0 : -1;
+}

@@ -6,6 +6,7 @@
  * device, no owner, no set-id bit reaches the sandbox from an archive. */
 #define _GNU_SOURCE
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <mbedtls/sha256.h>
@@ -13,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -27,6 +29,7 @@
 #define MAX_UPLOAD (1024LL * 1024 * 1024)        /* an archive as uploaded */
 #define MAX_UNPACKED (4LL * 1024 * 1024 * 1024)  /* the tar inside it */
 #define DISCARD_MAX (8LL * 1024 * 1024)
+#define MAX_ARCHIVES 256 /* kept; the oldest go first */
 
 static char g_secret[65];
 static char *g_files_dir;
@@ -109,6 +112,32 @@ static int upload_body(http_req *r, const char *data, size_t n) {
   return 0;
 }
 
+/* Keeps at most MAX_ARCHIVES archives: the oldest (by mtime) go first. */
+static void trim_archives(void) {
+  for (;;) {
+    DIR *d = opendir(g_files_dir);
+    if (!d) return;
+    struct dirent *de;
+    int n = 0;
+    char oldest[80] = "";
+    time_t oldest_t = 0;
+    struct stat st;
+    while ((de = readdir(d))) {
+      if (de->d_name[0] == '.' || fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+      n++;
+      if (!oldest[0] || st.st_mtime < oldest_t) {
+        snprintf(oldest, sizeof oldest, "%.79s", de->d_name);
+        oldest_t = st.st_mtime;
+      }
+    }
+    closedir(d);
+    if (n <= MAX_ARCHIVES || !oldest[0]) return;
+    char *p = archive_path(oldest);
+    unlink(p);
+    free(p);
+  }
+}
+
 static enum MHD_Result upload_done(http_req *r) {
   upload *u = r->ctx;
   if (u->status) return http_error(r->conn, u->status, "%s", u->msg);
@@ -117,12 +146,15 @@ static enum MHD_Result upload_done(http_req *r) {
   if (rc != 0 || rename(u->tmp, u->dst) != 0) return http_error(r->conn, 507, "cannot store the archive");
   free(u->tmp);
   u->tmp = NULL;
+  trim_archives();
   return http_empty(r->conn, 200);
 }
 
-static enum MHD_Result upload_refused(http_req *r) {
-  upload *u = r->ctx;
-  return http_error(r->conn, u->status, "%s", u->msg);
+/* Refused before its body: the server answers (and reads at most a bounded part of the body). */
+static void refuse(http_req *r, upload *u, int status, const char *msg) {
+  u->status = (unsigned)status;
+  r->early_status = status;
+  snprintf(r->early_msg, sizeof r->early_msg, "%s", msg);
 }
 
 void tplfiles_route(http_req *r) {
@@ -133,29 +165,27 @@ void tplfiles_route(http_req *r) {
   r->ctx = u;
   r->ctx_free = upload_free;
   r->on_body = upload_body;
-  r->on_complete = upload_refused;
+  r->on_complete = upload_done;
   char want[65];
   if (!tplfiles_hash_ok(hash)) {
-    u->status = 404;
-    snprintf(u->msg, sizeof u->msg, "no such upload");
+    refuse(r, u, 404, "no such upload");
     return;
   }
   token_for(hash, want);
   if (strcmp(r->method, "PUT") != 0 || !token || !e2b_secure_streq(token, want)) {
-    u->status = 403;
-    snprintf(u->msg, sizeof u->msg, "the upload link is not valid for this archive");
+    refuse(r, u, 403, "the upload link is not valid for this archive");
+    return;
+  }
+  const char *cl = http_header(r->conn, "Content-Length");
+  if (cl && strtoull(cl, NULL, 10) > (unsigned long long)MAX_UPLOAD) {
+    refuse(r, u, 413, "archive larger than 1073741824 bytes");
     return;
   }
   char rnd[17];
   if (e2b_random_hex(rnd, 16) == 0) u->tmp = xasprintf("%s/.part-%s", g_files_dir, rnd);
   u->dst = archive_path(hash);
   u->fd = u->tmp ? open(u->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600) : -1;
-  if (u->fd < 0) {
-    u->status = 507;
-    snprintf(u->msg, sizeof u->msg, "cannot store the archive");
-    return;
-  }
-  r->on_complete = upload_done;
+  if (u->fd < 0) refuse(r, u, 507, "cannot store the archive");
 }
 
 /* ---- unpacking: gzip or plain tar in, filtered tar out ---- */

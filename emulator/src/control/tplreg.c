@@ -24,6 +24,7 @@
 #define MAX_TAGS 64  /* per template */
 #define MAX_LOGS 10000
 #define MAX_LOG_MSG 4096
+#define LOG_BUDGET ((size_t)64 << 20) /* log bytes of all builds; the oldest finished builds' logs go first */
 #define MAX_RUNNING 4 /* builds in progress at once, as E2B's per-team limit */
 #define STATUS_PAGE 100
 
@@ -36,6 +37,7 @@ struct tb_build {
   tb_tpl *tpl;
   int status;
   json_t *logs; /* [{timestamp, level, message, step?}] */
+  size_t log_bytes;
   char *reason, *reason_step;
   char *files, *start_cmd, *ready_cmd, *user, *workdir;
   json_t *env, *ro_mounts;
@@ -56,6 +58,7 @@ static pthread_cond_t g_idle = PTHREAD_COND_INITIALIZER;
 static tb_tpl *g_tpls[MAX_TEMPLATES];
 static size_t g_ntpl;
 static int g_running, g_stopping;
+static size_t g_log_bytes;
 static char *g_dir;
 
 int tb_stopping(void) {
@@ -68,10 +71,14 @@ int tb_stopping(void) {
 int tplreg_init(const char *state_dir) {
   g_dir = xasprintf("%s/built", state_dir);
   rm_rf(g_dir); /* built templates last as long as the server */
+  char *cache = xasprintf("%s/build-cache", state_dir);
+  rm_rf(cache); /* and so do cached steps: an operator's template may differ at the next start */
+  free(cache);
   return mkdir_p(g_dir, 0700);
 }
 
 static void build_free(tb_build *b) {
+  g_log_bytes -= b->log_bytes;
   json_decref(b->logs);
   json_decref(b->env);
   json_decref(b->ro_mounts);
@@ -91,6 +98,12 @@ static void tpl_free(tb_tpl *t) {
   json_decref(t->tags);
   free(t->name);
   free(t);
+}
+
+void tplreg_stop(void) {
+  pthread_mutex_lock(&g_mu);
+  g_stopping = 1;
+  pthread_mutex_unlock(&g_mu);
 }
 
 void tplreg_shutdown(void) {
@@ -242,6 +255,23 @@ static json_t *time_json(int64_t ms) {
 
 /* ---- the runner's view ---- */
 
+/* Frees the log of the finished build created first; 0 when none has one. */
+static int drop_oldest_logs(void) {
+  tb_build *oldest = NULL;
+  for (size_t i = 0; i < g_ntpl; i++)
+    for (size_t j = 0; j < g_tpls[i]->nbuild; j++) {
+      tb_build *b = g_tpls[i]->builds[j];
+      if (b->log_bytes && (b->status == TB_READY || b->status == TB_ERROR) &&
+          (!oldest || b->created_ms < oldest->created_ms))
+        oldest = b;
+    }
+  if (!oldest) return 0;
+  json_array_clear(oldest->logs);
+  g_log_bytes -= oldest->log_bytes;
+  oldest->log_bytes = 0;
+  return 1;
+}
+
 void tb_log(tb_build *b, const char *level, const char *step, const char *fmt, ...) {
   char msg[MAX_LOG_MSG + 1];
   va_list ap;
@@ -251,8 +281,15 @@ void tb_log(tb_build *b, const char *level, const char *step, const char *fmt, .
   json_t *e = json_pack("{s:o, s:s, s:s}", "timestamp", time_json(now_ms()), "level", level, "message", msg);
   if (!e) e = json_pack("{s:o, s:s, s:s}", "timestamp", time_json(now_ms()), "level", level, "message", "(output not UTF-8)");
   if (step) json_object_set_new(e, "step", json_string(step));
+  size_t bytes = strlen(msg) + 64;
   pthread_mutex_lock(&g_mu);
-  if (json_array_size(b->logs) < MAX_LOGS) json_array_append(b->logs, e);
+  while (g_log_bytes + bytes > LOG_BUDGET && drop_oldest_logs()) {
+  }
+  if (json_array_size(b->logs) < MAX_LOGS && g_log_bytes + bytes <= LOG_BUDGET) {
+    json_array_append(b->logs, e);
+    b->log_bytes += bytes;
+    g_log_bytes += bytes;
+  }
   pthread_mutex_unlock(&g_mu);
   json_decref(e);
 }
@@ -312,6 +349,7 @@ int tplbuild_resolve(const char *ref, tpl_ref *out) {
     out->env_vars = json_deep_copy(b->env);
     out->env_defaults = 1;
     out->start_cmd = dup_or_null(b->start_cmd);
+    out->ready_cmd = dup_or_null(b->ready_cmd);
     out->start_user = dup_or_null(b->user);
     out->start_cwd = dup_or_null(b->workdir);
     rc = 0;
