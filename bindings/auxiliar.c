@@ -312,6 +312,47 @@ void e2bL_push_log_entry(lua_State *L, const e2b_log_entry *e) {
   lua_setfield(L, -2, "fields");
 }
 
+/* The answer of a template call, as a table (request.c's pusher for E2B_RESULT_TEMPLATE). */
+void e2bL_push_template_answer(lua_State *L, const e2b_template_answer *a) {
+  lua_createtable(L, 0, 12);
+  if (!a) return;
+  e2bL_set_str(L, "template_id", a->template_id);
+  e2bL_set_str(L, "build_id", a->build_id);
+  e2bL_set_str(L, "url", a->url);
+  e2bL_set_str(L, "status", a->status);
+  e2bL_set_str(L, "reason", a->reason);
+  e2bL_set_str(L, "reason_step", a->reason_step);
+  e2bL_set_bool(L, "present", a->present);
+  e2bL_set_bool(L, "exists", a->exists);
+  lua_createtable(L, (int)a->tag_count, 0);
+  for (size_t i = 0; i < a->tag_count; i++) {
+    lua_pushstring(L, a->tags[i]);
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
+  lua_setfield(L, -2, "tags");
+  lua_createtable(L, 0, (int)a->headers.count);
+  for (size_t i = 0; i < a->headers.count; i++) {
+    lua_pushstring(L, a->headers.values[i]);
+    lua_setfield(L, -2, a->headers.keys[i]);
+  }
+  lua_setfield(L, -2, "headers");
+  lua_createtable(L, (int)a->log_count, 0);
+  for (size_t i = 0; i < a->log_count; i++) {
+    e2bL_push_log_entry(L, &a->logs[i]);
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
+  lua_setfield(L, -2, "logs");
+  lua_createtable(L, (int)a->tag_list_count, 0);
+  for (size_t i = 0; i < a->tag_list_count; i++) {
+    lua_createtable(L, 0, 3);
+    e2bL_set_str(L, "tag", a->tag_list[i].tag);
+    e2bL_set_str(L, "build_id", a->tag_list[i].build_id);
+    e2bL_set_int(L, "created_at", a->tag_list[i].created_ms);
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
+  lua_setfield(L, -2, "tag_list");
+}
+
 void e2bL_push_doctor(lua_State *L, const e2b_doctor_report *r) {
   lua_createtable(L, 0, 12);
   e2bL_set_bool(L, "auth", r->auth);

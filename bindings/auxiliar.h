@@ -107,5 +107,7 @@ int e2bL_core_client(lua_State *L);
 void e2bL_open_hostio(lua_State *L);
 /* Adds git.c's functions (git_check, git_status) likewise. */
 void e2bL_open_git(lua_State *L);
+void e2bL_open_template(lua_State *L);
+void e2bL_push_template_answer(lua_State *L, const e2b_template_answer *a);
 
 #endif

@@ -129,6 +129,7 @@ __attribute__((visibility("default"))) int luaopen_e2b_core(lua_State *L) {
   luaL_newlib(L, functions);
   e2bL_open_hostio(L);
   e2bL_open_git(L);
+  e2bL_open_template(L);
   lua_pushstring(L, e2b_version());
   lua_setfield(L, -2, "VERSION");
   lua_pushstring(L, E2B_META_ID);

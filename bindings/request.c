@@ -138,6 +138,7 @@ ONE_VALUE(push_boot_id, lua_pushstring, e2b_req_boot_id)
 ONE_VALUE(push_run, e2bL_push_run, e2b_req_run_result)
 ONE_VALUE(push_doctor, e2bL_push_doctor, e2b_req_doctor_report)
 ONE_VALUE(push_egress, e2bL_push_egress, e2b_req_egress_report)
+ONE_VALUE(push_template, e2bL_push_template_answer, e2b_req_template_answer)
 
 /* How Lua sees each e2b_result_kind (the core says which a request holds):
  * a list (count, item i by at) and/or values pushed by push. A stream's
@@ -163,7 +164,8 @@ static const struct {
     [E2B_RESULT_BOOT_ID] = {.push = push_boot_id},
     [E2B_RESULT_LOGS] = {e2b_req_log_count, log_at, NULL},
     [E2B_RESULT_METRICS] = {e2b_req_metric_count, metric_at, NULL},
-    [E2B_RESULT_VOL_ENTRIES] = {e2b_req_vol_entry_count, vol_entry_at, NULL}};
+    [E2B_RESULT_VOL_ENTRIES] = {e2b_req_vol_entry_count, vol_entry_at, NULL},
+    [E2B_RESULT_TEMPLATE] = {.push = push_template}};
 
 /* result() -> value | nil, err; raises if called before the request is done. */
 static int req_result(lua_State *L) {

@@ -78,4 +78,36 @@ function M.client(opts)
   return require("e2b.client").new(opts)
 end
 
+--- A new template builder (the SDKs' `Template()`): chain its steps, then
+-- build it with `client:build_template(t, { name = ... })`. See `e2b.template`.
+-- @tparam[opt] table opts { context = directory COPY sources are read from (default "."),
+--   ignore = { patterns left out of every COPY } }
+-- @treturn e2b.template.Template
+function M.template(opts)
+  return require("e2b.template").new(opts)
+end
+
+-- The ready commands for `Template:set_start_cmd` (the SDKs' waitForPort and
+-- the others) are e2b.template's; each returns a shell command, or nil, err.
+local function ready(name)
+  return function(...) return require("e2b.template")[name](...) end
+end
+
+--- A ready command: something listens on port.
+-- @function wait_for_port
+-- @tparam int port
+M.wait_for_port = ready("wait_for_port")
+--- A ready command: url answers with status (default 200).
+-- @function wait_for_url
+M.wait_for_url = ready("wait_for_url")
+--- A ready command: a process of that name runs.
+-- @function wait_for_process
+M.wait_for_process = ready("wait_for_process")
+--- A ready command: the file exists.
+-- @function wait_for_file
+M.wait_for_file = ready("wait_for_file")
+--- A ready command: sleep ms milliseconds (whole seconds, at least one).
+-- @function wait_for_timeout
+M.wait_for_timeout = ready("wait_for_timeout")
+
 return M

@@ -132,7 +132,8 @@ end
 -- host from inside a sandbox. The host's loopback is never the internet: a
 -- sandbox reaches it only with a policy that names it, unless opts.internet,
 -- which marks the port as standing in for the internet (reached as an
--- internet address would be, by allow-all too). stop() ends it (and unmarks).
+-- internet address would be, by allow-all too). opts.files: { ["/a/b"] = body }
+-- served at those paths too. stop() ends it (and unmarks).
 function M.http_server(body, opts)
   local dir = os.tmpname()
   os.remove(dir)
@@ -140,6 +141,12 @@ function M.http_server(body, opts)
   local f = assert(io.open(dir .. "/index.html", "w"))
   f:write(body)
   f:close()
+  for path, bytes in pairs(opts and opts.files or {}) do -- more answers: GET path (its query ignored)
+    assert(os.execute("mkdir -p " .. M.shell_quote((dir .. path):match("^(.*)/"))))
+    f = assert(io.open(dir .. path, "w"))
+    f:write(bytes)
+    f:close()
+  end
   local pid = M.host(("cd %s && python3 -u -m http.server 0 --bind 127.0.0.1 >%s/log 2>&1 & echo $!")
     :format(M.shell_quote(dir), M.shell_quote(dir))):match("%d+")
   local port

@@ -1201,7 +1201,8 @@ typedef enum e2b_result_kind {
   E2B_RESULT_BOOT_ID,   /* e2b_req_boot_id */
   E2B_RESULT_LOGS,      /* e2b_req_log_count/_at */
   E2B_RESULT_METRICS,   /* e2b_req_metric_count/_at */
-  E2B_RESULT_VOL_ENTRIES /* e2b_req_vol_entry_count/_at: a volume's stat, list, mkdir, write */
+  E2B_RESULT_VOL_ENTRIES, /* e2b_req_vol_entry_count/_at: a volume's stat, list, mkdir, write */
+  E2B_RESULT_TEMPLATE     /* e2b_req_template_answer */
 } e2b_result_kind;
 E2B_EXPORT e2b_result_kind e2b_req_result_kind(const e2b_req *req);
 /* Stops the transfer; the request completes with E2B_ERR_CANCELED. */
@@ -1216,6 +1217,153 @@ E2B_EXPORT void e2b_req_autofree(e2b_req *req);
 E2B_EXPORT int e2b_req_wait(e2b_req *req, long timeout_ms);
 /* The request's loop. */
 E2B_EXPORT e2b_loop *e2b_req_loop(const e2b_req *req);
+
+/* ---- templates built in code (template.c, template/files.c, template/build.c) ----
+ * What the official SDKs' Template builder sends: a base (an image or another
+ * template), steps as E2B's template-manager runs them, and a start and ready
+ * command. COPY sources are read from a context directory on this machine:
+ * hashed as the SDKs hash them (the server's cache key) and uploaded as one
+ * gzip tar each, spooled to a temporary file, never held in memory. */
+typedef struct e2b_template_step {
+  const char *type;        /* "RUN", "COPY", "ENV", "WORKDIR" or "USER" */
+  const char *const *args; /* RUN: {command[, user]}; COPY: {src, dest[, user[, mode]]};
+                              ENV: {key, value, ...}; WORKDIR: {path}; USER: {name} */
+  size_t arg_count;
+  int force;               /* run this step whatever the cache holds */
+  int force_upload;        /* COPY: upload even when the server has these files */
+  int resolve_symlinks;    /* COPY: a link to a file or directory is archived as its target */
+} e2b_template_step;
+
+/* Credentials of a private registry from_image is pulled from (the SDKs'
+ * fromImage with credentials, fromAWSRegistry, fromGCPRegistry). Secrets:
+ * sent in the build's body only, never in an error. */
+typedef struct e2b_template_registry {
+  const char *type;                  /* "registry", "aws" or "gcp"; NULL: a public image */
+  const char *username, *password;   /* "registry" */
+  const char *aws_access_key_id, *aws_secret_access_key, *aws_region; /* "aws" */
+  const char *gcp_service_account_json; /* "gcp": the service account's JSON text */
+} e2b_template_registry;
+
+typedef struct e2b_template {
+  const char *from_image;    /* exactly one of from_image and from_template */
+  const char *from_template;
+  const char *start_cmd;     /* NULL: none; a start command needs a ready command */
+  const char *ready_cmd;     /* NULL: none */
+  int force;                 /* build every step, whatever the cache holds */
+  const e2b_template_step *steps;
+  size_t step_count;
+  const char *context;       /* the directory COPY sources are relative to; NULL: "." */
+  const char *const *ignore; /* patterns of paths (relative to context) left out of COPY */
+  size_t ignore_count;
+  e2b_template_registry registry; /* with from_image only; zeroed: none */
+} e2b_template;
+
+#define E2B_TEMPLATE_FILES_MAX 100000 /* paths one COPY may take */
+#define E2B_TEMPLATE_HASH_LEN 64     /* hex digits of a COPY's files hash */
+
+/* 0, or -1 with err E2B_ERR_INVALID_ARGUMENT naming the field: a template
+ * name (or an identifier to look up) as E2B takes it: [namespace/]alias[:tag],
+ * namespace and alias of letters, digits, '-' and '_' (E2B lowercases them),
+ * a tag of those and '.'. */
+E2B_EXPORT int e2b_template_name_check(const char *name, const char *field, e2b_error *err);
+/* A tag on its own (a build's tags): E2B's tag characters, not a UUID. */
+E2B_EXPORT int e2b_template_tag_check(const char *tag, const char *field, e2b_error *err);
+/* One step (index counts from 0; the field is "steps[index+1]..."): its type,
+ * its argument count, ENV keys, a COPY source relative and inside the context,
+ * a COPY mode of four octal digits. Nothing is read from disk. */
+E2B_EXPORT int e2b_template_step_check(const e2b_template_step *s, size_t index, e2b_error *err);
+/* The whole template: its base, every step, start and ready commands. */
+E2B_EXPORT int e2b_template_check(const e2b_template *t, e2b_error *err);
+/* The files hash of the COPY at steps[step] (what E2B caches its layer
+ * under): sha256 over "COPY src dest" and, per path the source takes in
+ * order, the path, its mode and size, a file's bytes or a link's target.
+ * out gets 64 hex digits and a NUL. E2B_ERR_NOT_FOUND when the source
+ * matches nothing; E2B_ERR_INVALID_ARGUMENT past E2B_TEMPLATE_FILES_MAX. */
+E2B_EXPORT int e2b_template_files_hash(const e2b_template *t, size_t step, char out[E2B_TEMPLATE_HASH_LEN + 1],
+                                       e2b_error *err);
+/* Writes the COPY's files as a gzip tar (ustar, PAX for long names; the
+ * deflate stream stored, not compressed) to fd, streaming: memory does not
+ * grow with the files. 0, or -1 with err. */
+E2B_EXPORT int e2b_template_tar(const e2b_template *t, size_t step, int fd, e2b_error *err);
+/* The JSON body of POST /v2/templates/{id}/builds/{build}: hashes[i] is
+ * steps[i]'s files hash (NULL for a step that copies nothing); flags:
+ * E2B_TEMPLATE_SKIP_CACHE forces the whole build, E2B_TEMPLATE_REDACT writes
+ * "***" for the registry's secrets (a body to show, not to send).
+ * malloc()ed, or NULL with err. */
+#define E2B_TEMPLATE_SKIP_CACHE 1u
+#define E2B_TEMPLATE_REDACT 2u
+E2B_EXPORT char *e2b_template_json(const e2b_template *t, const char *const *hashes, unsigned flags,
+                                   e2b_error *err);
+
+
+/* s as one word of sh: as it is when every byte is a letter, a digit or one
+ * of @%+=:,./_-, else in single quotes (a quote inside as '"'"'), "" as ''.
+ * How the builder's helper steps (apt_install, git_clone, ...) and ready
+ * commands put a value into a command line. malloc()ed; NULL when s holds a
+ * NUL byte (no command line can carry one) or out of memory. */
+E2B_EXPORT char *e2b_template_quote(const char *s, size_t len);
+
+typedef struct e2b_template_build_opts {
+  const char *name;        /* [namespace/]alias[:tag]: required */
+  const char *const *tags; /* further tags of this build */
+  size_t tag_count;
+  int cpu_count;           /* 0: E2B's default */
+  int memory_mb;           /* 0: E2B's default */
+  int min_free_disk_mb;    /* -1: E2B's default */
+} e2b_template_build_opts;
+
+/* What a template call answered (E2B_RESULT_TEMPLATE); fields a call does
+ * not fill are NULL or 0. */
+typedef struct e2b_template_answer {
+  char *template_id, *build_id; /* request, status */
+  char **tags;                  /* request: the build's tags */
+  size_t tag_count;
+  int present;                  /* file link: the server has these files */
+  char *url;                    /* file link: where to PUT them (NULL when present) */
+  e2b_map headers;              /* file link: headers the upload must carry */
+  char *status;                 /* status: "building", "waiting", "ready" or "error" */
+  char *reason;                 /* status: why it failed (NULL: not said) */
+  char *reason_step;            /* status: the step that failed ("base", "finalize", a number) */
+  e2b_log_entry *logs;          /* status: log entries from the offset asked on */
+  size_t log_count;
+  int exists;                   /* exists: the name is taken (by anyone: 403 says so too) */
+  struct e2b_template_tag {     /* tags: each tag of the template, its build and when */
+    char *tag, *build_id;
+    int64_t created_ms;
+  } *tag_list;
+  size_t tag_list_count;
+} e2b_template_answer;
+
+/* POST /v3/templates: a template (new or the name's) and a build of it. */
+E2B_EXPORT e2b_req *e2b_template_request(e2b_client *c, const e2b_template_build_opts *o, e2b_error *err);
+/* GET /templates/{id}/files/{hash}: whether the server has the files, else where to upload them. */
+E2B_EXPORT e2b_req *e2b_template_file_link(e2b_client *c, const char *template_id, const char *hash,
+                                           e2b_error *err);
+/* Spools steps[step]'s tar to a temporary file (under $TMPDIR, else /tmp;
+ * unlinked at once), then PUTs it to url (a link
+ * the API handed out: it gets the headers given, never the API key). */
+E2B_EXPORT e2b_req *e2b_template_upload(e2b_client *c, const e2b_template *t, size_t step, const char *url,
+                                        const e2b_kv *headers, size_t header_count, e2b_error *err);
+/* POST /v2/templates/{id}/builds/{build} with e2b_template_json's body. */
+E2B_EXPORT e2b_req *e2b_template_start(e2b_client *c, const char *template_id, const char *build_id,
+                                       const e2b_template *t, const char *const *hashes, int skip_cache,
+                                       e2b_error *err);
+/* GET /templates/{id}/builds/{build}/status?logsOffset=: the status and the
+ * log entries from offset on (at most E2B_LOGS_MAX, each bounded as logs are). */
+E2B_EXPORT e2b_req *e2b_template_status(e2b_client *c, const char *template_id, const char *build_id,
+                                        long offset, e2b_error *err);
+/* GET /templates/aliases/{name}: whether the name is taken. */
+E2B_EXPORT e2b_req *e2b_template_exists(e2b_client *c, const char *name, e2b_error *err);
+/* POST /templates/tags: tags (at least one) put on the build target names
+ * ("name:tag"); the answer's build_id and tags. */
+E2B_EXPORT e2b_req *e2b_template_assign_tags(e2b_client *c, const char *target, const char *const *tags,
+                                             size_t tag_count, e2b_error *err);
+/* DELETE /templates/tags: those tags (at least one) taken off the template name. */
+E2B_EXPORT e2b_req *e2b_template_remove_tags(e2b_client *c, const char *name, const char *const *tags,
+                                             size_t tag_count, e2b_error *err);
+/* GET /templates/{id}/tags: the answer's tag_list (at most E2B_LOGS_MAX). */
+E2B_EXPORT e2b_req *e2b_template_tags(e2b_client *c, const char *template_id, e2b_error *err);
+E2B_EXPORT const e2b_template_answer *e2b_req_template_answer(const e2b_req *req);
 
 /* ---- git in a sandbox: the rules sbx.git applies (git.c) ----
  * Pure functions, no I/O: the Lua module builds git's argv from values these

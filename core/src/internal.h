@@ -349,6 +349,7 @@ void e2b_upload_free(e2b_req *req);
 
 /* ---- transfer.c: HTTP transfers, curl only ---- */
 e2b_req *e2b_req_new(e2b_loop *loop, const char *op, e2b_error *err);
+void e2b_req_accept_status(e2b_req *req, int max);
 int e2b_req_add_header(e2b_req *req, const char *name, const char *value, e2b_error *err);
 int e2b_req_start(e2b_req *req, e2b_error *err); /* adds to the multi; frees req on failure */
 /* curl finished req's transfer with rc, the loop having taken it out of the
@@ -418,6 +419,12 @@ const e2b_sandbox_set *e2b_sandboxes_in(const e2b_req *req);
 /* GET /sandboxes/{id}: the sandbox (e2b_req_sandbox) and, in the list's
  * detail, the answer's JSON object itself (for fields the record does not keep). */
 e2b_req *e2b_api_detail(e2b_client *c, const char *sandbox_id, e2b_error *err);
+
+/* ---- template/build.c: a template call's answer, read from JSON (for fuzz_template) ---- */
+enum { E2B_TEMPLATE_ANSWER_REQUEST, E2B_TEMPLATE_ANSWER_LINK, E2B_TEMPLATE_ANSWER_STATUS,
+       E2B_TEMPLATE_ANSWER_TAGS, E2B_TEMPLATE_ANSWER_ASSIGNED };
+/* Reads body as the answer of that kind of call into req->result (freed with req). */
+int e2b_template_parse_answer(e2b_req *req, int kind, json_t *body, e2b_error *err);
 
 /* ---- op.c: composite requests ---- */
 /* A composite of kind for client c or sandbox sbx (one of them: its loop is

@@ -27,6 +27,7 @@
 #include "sudo.h"
 #include "envd_watch.h"
 #include "templates.h"
+#include "tplbuild.h"
 #include "tls_ca.h"
 #include "tree.h"
 #include "util.h"
@@ -484,7 +485,8 @@ static int start_all(const options *o, running *run) {
   /* before any sandbox boots (restored ones, template builds): they get the CA */
   if (runtime_isolated() && (open_ca(run) != 0 || (egress_set_ca(run->ca, o->egress_ca_file) != 0 && o->egress_ca_file)))
     return -1;
-  if (store_init(run->state_dir) != 0 || sandbox_registry_init(run->state_dir) != 0) {
+  if (store_init(run->state_dir) != 0 || tplbuild_init(run->state_dir) != 0 ||
+      sandbox_registry_init(run->state_dir) != 0) {
     log_msg("cannot initialise the state directory %s", run->state_dir);
     return -1;
   }
@@ -509,7 +511,9 @@ static int start_all(const options *o, running *run) {
 
 static void stop_all(running *run) {
   /* a temporary state dir dies with us; a --state dir keeps its sandboxes (paused) */
+  tplbuild_stop(); /* template builds start no more steps */
   sandbox_registry_shutdown(!run->state_is_temp); /* their streams end */
+  tplbuild_shutdown(); /* template builds end with their sandboxes */
   server_stop(run->tls_srv);
   server_stop(run->srv);
   tls_leaf_free(&run->leaf);

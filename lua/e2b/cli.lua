@@ -977,6 +977,79 @@ local DOCTOR_FEATURES = { auth = true, envd = true, stdin_close = true, group_si
 
 -- doctor: the configuration in use (never the key itself), an
 -- authenticated probe, then what the backend supports, found by trying.
+-- build: a template built in code. FILE is a Lua script that returns an
+-- e2b.template() builder (the SDKs' template file); it sees `e2b`, whose
+-- template() reads COPY sources from FILE's directory unless told otherwise.
+local function load_template(path)
+  local e2b = require("e2b")
+  local f, err = io.open(path, "rb")
+  if not f then return nil, usage_error(("build: cannot read %s"):format(tostring(err))) end
+  local text = f:read("*a")
+  f:close()
+  local dir = path:match("^(.*)/[^/]*$") or "."
+  local mine = setmetatable({ template = function(o)
+    local copy = {}
+    for k, v in pairs(o or {}) do copy[k] = v end
+    if copy.context == nil then copy.context = dir end
+    return e2b.template(copy)
+  end }, { __index = e2b })
+  local env = setmetatable({ e2b = mine }, { __index = _G })
+  local chunk
+  local setfenv, loadstring = rawget(_G, "setfenv"), rawget(_G, "loadstring")
+  if setfenv then -- Lua 5.1 and LuaJIT: a chunk's environment is set after loading it
+    chunk, err = loadstring(text, "@" .. path)
+    if chunk then setfenv(chunk, env) end
+  else
+    chunk, err = load(text, "@" .. path, "t", env)
+  end
+  if not chunk then return nil, usage_error("build: " .. tostring(err)) end
+  local ok, t = pcall(chunk)
+  if not ok then return nil, usage_error("build: " .. tostring(t)) end
+  if type(t) ~= "table" or type(t.check) ~= "function" then
+    return nil, usage_error(("build: %s must return a template (e2b.template():...)"):format(path))
+  end
+  return t
+end
+
+local function build_opts(ctx, opts)
+  local function count(option)
+    local v = opts[option] and tonumber(opts[option])
+    if opts[option] and not (v and v >= 1 and v == math.floor(v)) then
+      return nil, usage_error(("build: --%s wants a whole number above 0, got %q"):format(option, opts[option]))
+    end
+    return v or false
+  end
+  local cpu, err = count("cpu")
+  if cpu == nil then return nil, err end
+  local memory
+  memory, err = count("memory")
+  if memory == nil then return nil, err end
+  return { name = opts.name, tags = opts.tag, cpu_count = cpu or nil, memory_mb = memory or nil,
+           skip_cache = opts["skip-cache"] or nil, background = opts.background or nil,
+           on_log = function(e)
+             local line = ("%s %s\n"):format(printable(e.level), printable(e.message))
+             if opts.json then ctx.streams.stderr:write(line) else ctx.out(line) end
+           end }
+end
+
+local function cmd_build(ctx, opts, args)
+  if not opts.name then return nil, usage_error("build: needs --name NAME") end
+  local t, err = load_template(args[1])
+  if not t then return nil, err end
+  local o
+  o, err = build_opts(ctx, opts)
+  if not o then return nil, err end
+  local client
+  client, err = client_for(ctx)
+  if not client then return nil, err end
+  local info
+  info, err = client:build_template(t, o)
+  if not info then return nil, err end
+  if opts.json then return ctx.out(to_json(info) .. "\n") end
+  ctx.out(("%s %s (template %s, build %s)\n"):format(opts.background and "started" or "built", info.name,
+    info.template_id, info.build_id))
+end
+
 local function cmd_doctor(ctx, opts)
   local e2b = require("e2b")
   local key = os.getenv("E2B_API_KEY")
@@ -1104,6 +1177,16 @@ local COMMANDS = {
     more = "Default window: from the sandbox's start to now. --since SECONDS: the last SECONDS;\n"
       .. "--start and --end: epoch milliseconds. A paused sandbox is resumed first.",
     opts = { since = { arg = true }, start = { arg = true }, ["end"] = { arg = true } } },
+  { name = "build", run = cmd_build, args = { min = 1, max = 1, what = "a template file (Lua)" }, json = true,
+    usage = "build FILE --name NAME[:TAG] [--tag TAG]... [--cpu N] [--memory MB] [--skip-cache] [--background] "
+      .. "[--json]",
+    summary = "build a template from a Lua file that returns an e2b.template() builder",
+    more = "FILE is run with `e2b` in scope and must return a template builder; its COPY sources are\n"
+      .. "read from FILE's directory unless its e2b.template{ context = } says otherwise. The build's\n"
+      .. "log lines print as they come (to stderr with --json, which prints the result object);\n"
+      .. "--background returns once the build started. A failed build prints E2B's reason (exit 1).",
+    opts = { name = { arg = true }, tag = { arg = true, many = true }, cpu = { arg = true },
+             memory = { arg = true }, ["skip-cache"] = {}, background = {} } },
   { name = "doctor", run = cmd_doctor, args = { min = 0, max = 0 }, json = true, usage = "doctor [--json]",
     summary = "show the configuration in use and what the backend supports", opts = {} },
 }

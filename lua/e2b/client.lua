@@ -10,6 +10,7 @@ local mcp = require("e2b.mcp")
 local policy = require("e2b.policy")
 local rt = require("e2b.rt")
 local Sandbox = require("e2b.sandbox")
+local Template = require("e2b.template")
 local Volume = require("e2b.volume")
 
 local M = {}
@@ -542,6 +543,112 @@ end
 -- @return or nil, err
 function Client:delete_volume(name)
   return self:_by_name("delete_volume", name)
+end
+
+-- The core's template calls, each waited for; a failure names the user's call.
+local function template_port(self, op)
+  local h = self._h
+  return { call = function(name, ...)
+    local res, err = rt.finish(h[name](h, ...))
+    if not res then return nil, rt.relabel(err, op) end
+    return res
+  end }
+end
+
+--- Builds a template made with `e2b.template()` on E2B (the SDKs' `Template.build`):
+-- asks for a build, uploads each COPY's files E2B does not have yet (a gzip tar
+-- each, spooled to a temporary file), starts it and follows it to its end.
+-- @tparam e2b.template.Template t
+-- @tparam table opts { name = "alias[:tag]" (required), tags = { more tags },
+--   cpu_count, memory_mb, min_free_disk_mb, skip_cache = bool (rebuild every step),
+--   on_log = function(entry) (the build's log lines: { timestamp (ms), level, message }),
+--   on_progress = function(event) ({ stage = "requested" | "uploaded" | "cached" | "status", ... }),
+--   background = bool (return once started), cancel = a cancel token (ends the call,
+--   not E2B's build) }
+-- @treturn table { template_id, build_id, name, tags }
+-- @return or nil, err (a failed build: kind "sandbox", the build's reason as message,
+--   with template_id, build_id and step; bad input: invalid_argument before any request)
+function Client:build_template(t, opts)
+  return Template.build(t, template_port(self, "build_template"), opts)
+end
+
+--- A build's status (the SDKs' `Template.getBuildStatus`).
+-- @tparam string template_id
+-- @tparam string build_id
+-- @tparam[opt] table opts { logs_offset = log entries already seen }
+-- @treturn table { status = "building" | "waiting" | "ready" | "error", reason, reason_step,
+--   logs = { { timestamp, level, message }, ... } }
+-- @return or nil, err
+function Client:template_build_status(template_id, build_id, opts)
+  local op = "template_build_status"
+  local ok, err = check.value(op, "template_id", template_id, "nonempty")
+  if not ok then return nil, err end
+  ok, err = check.value(op, "build_id", build_id, "nonempty")
+  if not ok then return nil, err end
+  local o
+  o, err = check.options(op, opts, { logs_offset = "count" })
+  if not o then return nil, err end
+  local a
+  a, err = template_port(self, op).call("template_status", template_id, build_id, o.logs_offset or 0)
+  if not a then return nil, err end
+  return { template_id = a.template_id, build_id = a.build_id, status = a.status, reason = a.reason,
+           reason_step = a.reason_step, logs = a.logs }
+end
+
+--- Whether a template name is taken (the SDKs' `Template.exists`).
+-- @tparam string name
+-- @treturn boolean
+-- @return or nil, err
+function Client:template_exists(name)
+  local a, err = template_port(self, "template_exists").call("template_exists", name)
+  if not a then return nil, err end
+  return a.exists
+end
+
+-- A tag or an array of them, checked: the array, or nil, err.
+local function tag_list(op, tags)
+  if type(tags) == "string" then return { tags } end
+  local ok, err = check.value(op, "tags", tags, "string_list")
+  if not ok then return nil, err end
+  return tags
+end
+
+--- Puts tags on a build (the SDKs' `Template.assignTags`).
+-- @tparam string target "name:tag", the build to tag
+-- @tparam string|{string,...} tags
+-- @treturn table { build_id, tags }
+-- @return or nil, err
+function Client:assign_template_tags(target, tags)
+  local list, err = tag_list("assign_template_tags", tags)
+  if not list then return nil, err end
+  local a
+  a, err = template_port(self, "assign_template_tags").call("template_assign_tags", target, list)
+  if not a then return nil, err end
+  return { build_id = a.build_id, tags = a.tags }
+end
+
+--- Takes tags off a template (the SDKs' `Template.removeTags`).
+-- @tparam string name
+-- @tparam string|{string,...} tags
+-- @treturn boolean true
+-- @return or nil, err
+function Client:remove_template_tags(name, tags)
+  local list, err = tag_list("remove_template_tags", tags)
+  if not list then return nil, err end
+  local ok
+  ok, err = template_port(self, "remove_template_tags").call("template_remove_tags", name, list)
+  if not ok then return nil, err end
+  return true
+end
+
+--- A template's tags (the SDKs' `Template.getTags`).
+-- @tparam string template_id
+-- @treturn {table,...} { tag, build_id, created_at (ms) } each
+-- @return or nil, err
+function Client:template_tags(template_id)
+  local a, err = template_port(self, "template_tags").call("template_tags", template_id)
+  if not a then return nil, err end
+  return a.tag_list
 end
 
 --- What this backend supports, found by trying it: one list, then a

@@ -109,6 +109,7 @@ local CLASSES = {
   { prefix = "watch:", class = require("e2b.watch").Watch, file = "lua/e2b/watch.lua", T = "Watch" },
   { prefix = "sbx.git:", class = require("e2b.git").Git, file = "lua/e2b/git.lua", T = "Git" },
   { prefix = "vol:", class = require("e2b.volume").Volume, file = "lua/e2b/volume.lua", T = "Volume" },
+  { prefix = "t:", class = require("e2b.template").Template, file = "lua/e2b/template.lua", T = "Template" },
 }
 
 -- e2b.ngx needs nginx to load: its functions are read from its source.

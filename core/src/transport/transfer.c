@@ -32,6 +32,10 @@ e2b_req *e2b_req_new(e2b_loop *loop, const char *op, e2b_error *err) {
   return req;
 }
 
+/* Statuses up to max count as answers (the body goes to the parser) rather
+ * than as the request's failure: for calls where a 404 is a reply. */
+void e2b_req_accept_status(e2b_req *req, int max) { req->xfer.ok_status_max = max; }
+
 int e2b_req_add_header(e2b_req *req, const char *name, const char *value, e2b_error *err) {
   size_t n = strlen(name) + strlen(value) + 3;
   char *line = malloc(n);

@@ -17,6 +17,7 @@
 #include "sandbox.h"
 #include "server.h"
 #include "store.h"
+#include "tplbuild.h"
 #include "util.h"
 #include "volcontent.h"
 
@@ -346,7 +347,7 @@ static enum MHD_Result create(http_req *r, int v2) {
   const char *tname = json_string_value(json_object_get(b, "templateID"));
   if (parse_create(b, v2, &p, &e)) {
     res = http_error(r->conn, 400, "%s", e.msg);
-  } else if (store_resolve_template(tname, &tpl) != 0) {
+  } else if (tplbuild_resolve_any(tname, &tpl) != 0) {
     res = http_error(r->conn, 404, "template '%s' not found", tname);
   } else if (!(vm = resolve_volume_mounts(json_object_get(b, "volumeMounts"), &e, &vstatus))) {
     res = http_error(r->conn, (unsigned)vstatus, "%s", e.msg);
@@ -355,12 +356,22 @@ static enum MHD_Result create(http_req *r, int v2) {
     p.volume_mounts = vm;
     /* From a snapshot, E2B restores envd's memory: its env vars stay unless
      * the create gives some, which replace them (envd's init with envVars). */
-    if (!json_object_size(p.env_vars) && json_object_size(tpl.env_vars)) p.env_vars = tpl.env_vars;
+    json_t *merged = NULL;
+    if (tpl.env_defaults) { /* a built template's ENV, under the create's envVars */
+      merged = json_deep_copy(tpl.env_vars);
+      if (p.env_vars) json_object_update(merged, p.env_vars);
+      p.env_vars = merged;
+    } else if (!json_object_size(p.env_vars) && json_object_size(tpl.env_vars)) {
+      p.env_vars = tpl.env_vars;
+    }
     const char *err = NULL;
     sandbox *sb = sandbox_create(&p, &err);
+    if (sb && tplbuild_boot_start(sb, &tpl) != 0)
+      log_msg("sandbox %s: the start or ready command of template %s did not succeed", sb->id, tpl.template_id);
     res = sb ? http_json(r->conn, 201, sandbox_json(sb))
              : http_error(r->conn, 500, "%s", err ? err : "cannot create the sandbox");
     sandbox_unref(sb);
+    json_decref(merged);
   }
   json_decref(vm);
   tpl_ref_free(&tpl);
@@ -836,7 +847,7 @@ static enum MHD_Result h_snapshots_list(http_req *r) {
  * created from (its base template): 400. */
 static int snapshot_in_use(http_req *r, const char *id, enum MHD_Result *res) {
   tpl_ref t;
-  if (store_resolve_template(id, &t) != 0) return 0;
+  if (tplbuild_resolve_any(id, &t) != 0) return 0;
   int used = sandbox_template_in_use(t.template_id);
   if (used)
     *res = http_error(r->conn, 400, "cannot delete template '%s' because there are %s sandboxes using it",
@@ -849,11 +860,15 @@ static enum MHD_Result h_template_delete(http_req *r) {
   char *id = xstrdup(ctx_id(r));
   unescape_stable(id); /* "local%2Fname%3Adefault" */
   enum MHD_Result res;
+  int rc;
   tpl_ref t;
   if (snapshot_in_use(r, id, &res)) {
     /* answered */
   } else if (store_snapshot_delete(id) == 0) {
     res = http_empty(r->conn, 204);
+  } else if ((rc = tplbuild_delete(id)) != -ENOENT) {
+    res = rc == 0 ? http_empty(r->conn, 204)
+                  : http_error(r->conn, 409, "template '%s' has a build in progress: wait for it to end", id);
   } else if (store_resolve_template(id, &t) == 0) {
     tpl_ref_free(&t);
     res = http_error(r->conn, 400, "template '%s' is provided by the e2b-local operator and cannot be deleted", id);
@@ -934,6 +949,10 @@ static enum MHD_Result h_volume_delete(http_req *r) {
 
 /* Does a template (or snapshot) go by this alias? 200 with its id, else 404. */
 static enum MHD_Result h_template_alias(http_req *r) {
+  char tid[64], msg[400];
+  int st = tplbuild_alias(ctx_id(r), tid, sizeof tid, msg, sizeof msg);
+  if (st == 200) return http_json(r->conn, 200, json_pack("{s:s, s:b}", "templateID", tid, "public", 0));
+  if (st) return http_error(r->conn, (unsigned)st, "%s", msg);
   tpl_ref t;
   if (store_resolve_template(ctx_id(r), &t) != 0)
     return http_error(r->conn, 404, "template alias '%s' not found", ctx_id(r));
@@ -1050,6 +1069,11 @@ static const route_def ROUTES[] = {
     {"/v2/sandboxes/*/logs", "GET", h_logs_v2},
     {"/snapshots", "GET", h_snapshots_list},
     {"/templates/aliases/**", "GET", h_template_alias},
+    {"/v3/templates", "POST", tplbuild_h_request},
+    {"/v2/templates/**", "POST", tplbuild_h_v2},
+    {"/templates/tags", "POST", tplbuild_h_tags_add},
+    {"/templates/tags", "DELETE", tplbuild_h_tags_del},
+    {"/templates/**", "GET", tplbuild_h_get},
     {"/templates/**", "DELETE", h_template_delete}, /* MHD decodes %2F: "local/name:tag" */
     {"/volumes", "GET", h_volumes_list},
     {"/volumes", "POST", h_volume_create},
@@ -1110,6 +1134,10 @@ static void take_sandbox_id(http_req *r, const char *pattern, id_ctx *ctx) {
 void control_route(http_req *r) {
   if (strncmp(r->url, "/volumecontent/", 15) == 0) { /* the volume's own token, no API key */
     volcontent_route(r);
+    return;
+  }
+  if (strncmp(r->url, "/template-files/", 16) == 0) { /* a signed upload link, no API key */
+    tplfiles_route(r);
     return;
   }
   const char *key = http_header(r->conn, "X-API-Key");

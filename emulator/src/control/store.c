@@ -356,6 +356,13 @@ static snap *find_snap_locked(const char *ref) {
   return found;
 }
 
+void store_files_lock(int take) {
+  if (take)
+    pthread_rwlock_wrlock(&g_files);
+  else
+    pthread_rwlock_unlock(&g_files);
+}
+
 int store_resolve_template(const char *ref, tpl_ref *out) {
   memset(out, 0, sizeof *out);
   if (strcmp(ref, "base") == 0) {
@@ -401,6 +408,10 @@ void tpl_ref_free(tpl_ref *t) {
   free(t->files);
   json_decref(t->ro_mounts);
   json_decref(t->env_vars);
+  free(t->start_cmd);
+  free(t->ready_cmd);
+  free(t->start_user);
+  free(t->start_cwd);
   memset(t, 0, sizeof *t);
 }
 

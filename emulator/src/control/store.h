@@ -39,10 +39,17 @@ typedef struct tpl_ref {
   char *alias;       /* template alias / snapshot name, or NULL */
   char *files;       /* directory holding home/, tmp/, root/ to copy, or NULL */
   json_t *ro_mounts; /* [{src,dst,ro:true}] (never NULL) */
-  json_t *env_vars;  /* a snapshot's: its sandbox's env vars; NULL for a template */
+  json_t *env_vars;  /* a snapshot's: its sandbox's env vars; a built template's ENV */
+  int env_defaults;  /* env_vars are defaults the create's envVars add to (built templates) */
+  char *start_cmd, *ready_cmd; /* a built template's start and ready commands, run at each create, or NULL */
+  char *start_user, *start_cwd; /* its user and directory (NULL: user, its home) */
 } tpl_ref;
-/* 0, or -ENOENT for an unknown template. */
+/* base, the operator's templates and snapshots: 0, or -ENOENT for an
+ * unknown template (tplbuild_resolve_any adds built templates). */
 int store_resolve_template(const char *ref, tpl_ref *out);
+/* Whoever removes a directory store_seed may be copying from holds this
+ * (1: take it for writing, 0: release it). */
+void store_files_lock(int take);
 void tpl_ref_free(tpl_ref *t);
 /* Copies the template's files into a new sandbox directory. 0 or -1. */
 int store_seed(const tpl_ref *t, const char *dst);
