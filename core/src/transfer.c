@@ -222,7 +222,7 @@ void e2b_req_free(e2b_req *req) {
   e2b_envelope_decoder_free(&req->decoder);
   free_queue(req);
   free_results(req);
-  if (req->sbx) e2b_sbx_release(req->sbx);
+  if (req->sbx) e2b_sbx_unref(req->sbx);
   if (req->client) e2b_client_release(req->client);
   e2b_loop_release(req->loop);
   free(req);
