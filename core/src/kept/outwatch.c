@@ -5,8 +5,10 @@
  * command); a reader that wants it live reads those files from its offsets.
  * Instead of every reader polling, the readers of one sandbox share one
  * envd watch on the scratch directory: an event naming a reader's file
- * wakes that reader. The watch starts when a first reader waits on it and
- * stays LINGER_MS after the last one leaves: ending a stream mid-body
+ * wakes that reader. The watch starts when a first reader waits on it and,
+ * while the handle's owner still holds it, stays LINGER_MS after the last
+ * one leaves (it holds a reference to the handle; release.c ends it once
+ * the owner let go and no reader is left): ending a stream mid-body
  * closes its connection, so a watch per command would cost a new
  * connection (a TCP and TLS set-up over a real network) for every command
  * that outlives its first pass. Past that it goes dormant (no stream) until
