@@ -221,7 +221,7 @@ e2b_sbx *e2b_sbx_new(e2b_client *c, const char *sandbox_id, const char *access_t
   if (sbx_urls(s, c, domain && *domain ? domain : c->domain) != 0) goto nomem;
   return s;
 nomem:
-  e2b_sbx_release(s);
+  e2b_sbx_unref(s);
   e2b_err_set(err, E2B_ERR_UNAVAILABLE, "sandbox", "out of memory");
   return NULL;
 }
@@ -235,13 +235,9 @@ int e2b_need_sbx(const e2b_sbx *sbx, const char *op, e2b_error *err) {
   return -1;
 }
 
-void e2b_sbx_release(e2b_sbx *s) {
-  if (!s) return;
-  if (--s->refs > 0) {
-    if (s->outwatch_alone) s->outwatch_alone(s);
-    return;
-  }
-  if (s->outwatch_end) s->outwatch_end(s);
+/* No watch is left when this frees the handle: a watch holds a reference. */
+void e2b_sbx_unref(e2b_sbx *s) {
+  if (!s || --s->refs > 0) return;
   for (size_t i = 0; i < s->forget_count; i++) {
     free(s->forgets[i].hex);
     free(s->forgets[i].user);

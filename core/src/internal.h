@@ -87,14 +87,11 @@ struct e2b_sbx {
   char *envd_url;
   char *direct_url; /* the sandbox's own envd host: what a signed URL names */
   char *envd_version; /* as the control plane reported it; NULL: unknown */
-  struct e2b_outwatch *outwatch; /* while kept-output readers wait on it */
-  /* Ends the outwatch when the handle goes; outwatch_alone, as each other
-   * reference goes, lets it go (freed by the loop's next round) once
-   * nothing but the watch's own requests holds the handle: a watch
-   * lingering for readers that can no longer come. Set by outwatch.c, so
-   * the handle's owner (client.c) need not call up into it by name. */
-  void (*outwatch_end)(e2b_sbx *sbx);
-  void (*outwatch_alone)(e2b_sbx *sbx);
+  /* While kept-output readers wait on it: the watch holds a reference
+   * (so the handle never goes before it), and ends once no reader is left
+   * and the owner released the handle (kept/release.c). */
+  struct e2b_outwatch *outwatch;
+  int released;                  /* the owner called e2b_sbx_release */
   struct e2b_forget *forgets;    /* kept files the next command may remove */
   size_t forget_count, forget_cap;
   char *large[E2B_LARGE_MAX];    /* tags whose kept files are large: removed at once */
@@ -451,7 +448,10 @@ void e2b_kv_free(e2b_kv *kv, size_t n);
 /* ---- client.c ---- */
 char *e2b_url_escape(const char *s);
 void e2b_client_retain(e2b_client *c);
+/* The references requests hold on a handle; the last unref frees it. The
+ * owner's own hold goes through e2b_sbx_release (kept/release.c). */
 void e2b_sbx_retain(e2b_sbx *sbx);
+void e2b_sbx_unref(e2b_sbx *sbx);
 /* Clears err; -1 with err naming op when sbx is NULL (every envd call's first check). */
 int e2b_need_sbx(const e2b_sbx *sbx, const char *op, e2b_error *err);
 
@@ -640,6 +640,9 @@ typedef void (*e2b_wake_fn)(e2b_req *op, char file, int64_t size);
 int e2b_outwatch_subscribe(e2b_sbx *sbx, const char *dir, const char *prefix, e2b_req *op,
                            e2b_wake_fn wake);
 void e2b_outwatch_unsubscribe(e2b_sbx *sbx, e2b_req *op);
+/* The owner released sbx: its watch ends now unless a reader waits on it
+ * (then when the last one leaves). */
+void e2b_outwatch_orphaned(e2b_sbx *sbx);
 /* Whether events are flowing (else subscribers poll on their own timers). */
 int e2b_outwatch_live(const e2b_sbx *sbx);
 /* A subscriber parks (tag: its process's tag, kept by the caller until it
@@ -649,7 +652,6 @@ int e2b_outwatch_live(const e2b_sbx *sbx);
 void e2b_outwatch_park(e2b_sbx *sbx, e2b_req *op, const char *tag);
 /* When the watch last heard from the sandbox (an event or a list), ms. */
 int64_t e2b_outwatch_contact(const e2b_sbx *sbx);
-void e2b_outwatch_free(e2b_sbx *sbx);
 
 /* ---- parse.c: JSON -> result structs ---- */
 int e2b_parse_sandbox(json_t *obj, e2b_sandbox_info *out);

@@ -5,8 +5,10 @@
  * command); a reader that wants it live reads those files from its offsets.
  * Instead of every reader polling, the readers of one sandbox share one
  * envd watch on the scratch directory: an event naming a reader's file
- * wakes that reader. The watch starts when a first reader waits on it and
- * stays LINGER_MS after the last one leaves: ending a stream mid-body
+ * wakes that reader. The watch starts when a first reader waits on it and,
+ * while the handle's owner still holds it, stays LINGER_MS after the last
+ * one leaves (it holds a reference to the handle; release.c ends it once
+ * the owner let go and no reader is left): ending a stream mid-body
  * closes its connection, so a watch per command would cost a new
  * connection (a TCP and TLS set-up over a real network) for every command
  * that outlives its first pass. Past that it goes dormant (no stream) until
@@ -48,7 +50,7 @@ typedef struct subscriber {
 } subscriber;
 
 struct e2b_outwatch {
-  e2b_sbx *sbx;  /* not retained: the sandbox owns the watch */
+  e2b_sbx *sbx;  /* held (a reference), so the handle never goes first */
   char *dir;
   e2b_req *op;   /* drives the stream; never seen by callers */
   e2b_req *stream;
@@ -219,12 +221,14 @@ static void watch_release(void *p) {
   for (size_t i = 0; i < w->n; i++) free(w->subs[i].prefix);
 }
 
-/* It holds no reference to its sandbox, which owns it. */
+/* It holds a reference to its sandbox: the handle cannot go before it, so
+ * the handle's last reference (client.c) never needs to know of it. */
 #define WATCH_AT(f) offsetof(struct e2b_outwatch, f)
 static const e2b_op_kind watch_kind = {
     .size = sizeof(struct e2b_outwatch), .release = watch_release,
     .children = E2B_FIELDS(WATCH_AT(look), WATCH_AT(list), WATCH_AT(stream)),
-    .allocs = E2B_FIELDS(WATCH_AT(subs), WATCH_AT(dir)), .key = WATCH_AT(dir)};
+    .allocs = E2B_FIELDS(WATCH_AT(subs), WATCH_AT(dir)), .key = WATCH_AT(dir),
+    .holds = E2B_OP_HOLDS_SBX, .ref = WATCH_AT(sbx)};
 
 static struct e2b_outwatch *watch_new(e2b_sbx *sbx, const char *dir) {
   e2b_error err;
@@ -232,36 +236,24 @@ static struct e2b_outwatch *watch_new(e2b_sbx *sbx, const char *dir) {
   struct e2b_outwatch *w = op ? op->state : NULL;
   if (!w) return NULL;
   w->op = op;
-  w->sbx = sbx;
   w->retry_ms = RETRY_MIN_MS;
   return w;
 }
 
-/* The references to its sandbox the watch's own requests hold. */
-static int own_refs(const struct e2b_outwatch *w) {
-  return (w->stream != NULL) + (w->list != NULL) + (w->look != NULL);
-}
-
-/* A watch nobody waits on that is all that holds its sandbox would keep
- * the handle (and its stream) for nobody: it lets go. Not freed here, as
- * this runs inside whatever released a reference (the watch's own advance
- * included): the loop's next round frees it, and its requests release the
- * handle's last references then. */
-static void let_go_if_alone(e2b_sbx *sbx) {
+/* Frees the watch and its requests. Never called inside the watch's own
+ * advance, and always while someone else still holds the handle (the
+ * owner in e2b_sbx_release, the leaving reader in unsubscribe), so the
+ * references it gives back are never the handle's last. */
+static void watch_free(e2b_sbx *sbx) {
   struct e2b_outwatch *w = sbx->outwatch;
-  if (!w || w->n || sbx->refs != own_refs(w)) return;
+  if (!w) return;
   sbx->outwatch = NULL;
-  e2b_op_finish(w->op, NULL);
-  e2b_req_autofree(w->op);
+  e2b_req_free(w->op); /* frees w, its state */
 }
 
 int e2b_outwatch_subscribe(e2b_sbx *sbx, const char *dir, const char *prefix, e2b_req *op,
                            e2b_wake_fn wake) {
-  if (!sbx->outwatch) {
-    if (!(sbx->outwatch = watch_new(sbx, dir))) return -1;
-    sbx->outwatch_end = e2b_outwatch_free; /* the handle calls these as its references go */
-    sbx->outwatch_alone = let_go_if_alone;
-  }
+  if (!sbx->outwatch && !(sbx->outwatch = watch_new(sbx, dir))) return -1;
   struct e2b_outwatch *w = sbx->outwatch;
   if (w->n == w->cap) {
     size_t cap = w->cap ? w->cap * 2 : 8;
@@ -293,8 +285,10 @@ void e2b_outwatch_unsubscribe(e2b_sbx *sbx, e2b_req *op) {
     break;
   }
   if (w->n) return;
-  if (w->seen.lossy || !w->stream) {
-    e2b_outwatch_free(sbx);
+  /* Nobody to linger for once the owner let go; a lossy name set or no
+   * stream: a fresh watch answers exactly again. */
+  if (w->seen.lossy || !w->stream || sbx->released) {
+    watch_free(sbx);
     return;
   }
   w->idle_since = e2b_now_ms();
@@ -321,9 +315,6 @@ int64_t e2b_outwatch_contact(const e2b_sbx *sbx) { return sbx->outwatch ? sbx->o
 
 int e2b_outwatch_live(const e2b_sbx *sbx) { return sbx->outwatch && sbx->outwatch->live; }
 
-void e2b_outwatch_free(e2b_sbx *sbx) {
-  struct e2b_outwatch *w = sbx->outwatch;
-  if (!w) return;
-  sbx->outwatch = NULL;
-  e2b_req_free(w->op); /* frees w, its state */
+void e2b_outwatch_orphaned(e2b_sbx *sbx) {
+  if (sbx->outwatch && !sbx->outwatch->n) watch_free(sbx);
 }

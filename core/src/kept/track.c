@@ -409,7 +409,8 @@ static int look_step(e2b_req *op, track_state *s) {
 static void live_data(e2b_req *op, track_state *s, queued *n) {
   if (announcement(s, n)) emit_start(op, s);
   if (s->said.announces && !s->started) {
-    if (s->said.err.len + n->ev.len > INLINE_MAX || e2b_growbuf_append(&s->said.err, n->ev.data, n->ev.len) != 0)
+    growbuf *said = &s->said.err;
+    if (said->len + n->ev.len > INLINE_MAX || e2b_growbuf_append(said, n->ev.data, n->ev.len) != 0)
       s->said.over = 1;
     free(n);
     return;
@@ -426,7 +427,8 @@ static void live_end(e2b_req *op, track_state *s) {
   if (!s->said.over) start_refusal(s);
   if (s->said.start_err[0]) return fail_start(op, s);
   emit_start(op, s);
-  if (s->said.err.len && emit(op, E2B_EVENT_STDERR, (const uint8_t *)s->said.err.data, s->said.err.len, 0, NULL) != 0)
+  const growbuf *said = &s->said.err;
+  if (said->len && emit(op, E2B_EVENT_STDERR, (const uint8_t *)said->data, said->len, 0, NULL) != 0)
     return nomem(op);
   finish_with_end(op, s);
 }
@@ -472,7 +474,8 @@ static int64_t larger(int64_t a, int64_t b) { return a > b ? a : b; }
  * handle removes them at once. */
 static void note_size(track_state *s) {
   if (s->files.large || !s->kept || !s->tag) return;
-  s->files.large = e2b_kept_large(s->sbx, s->tag, larger(s->files.off[0], s->files.told[0]) + larger(s->files.off[1], s->files.told[1]));
+  const kept_files *f = &s->files;
+  s->files.large = e2b_kept_large(s->sbx, s->tag, larger(f->off[0], f->told[0]) + larger(f->off[1], f->told[1]));
 }
 
 static void wake(e2b_req *op, char file, int64_t size) {
@@ -731,7 +734,8 @@ static int read_ended(e2b_req *op, track_state *s) {
   s->looked_ms = 0;
   if (absent) s->files.absent |= 1 << s->files.reading;
   /* read to its end: from here on the watch tells each growth */
-  if (s->files.reading < R_EXIT && s->subscribed && e2b_outwatch_live(s->sbx)) s->files.told_all |= 1 << s->files.reading;
+  int which = s->files.reading;
+  if (which < R_EXIT && s->subscribed && e2b_outwatch_live(s->sbx)) s->files.told_all |= 1 << which;
   if (s->files.reading < R_EXIT) {
     s->files.streaming &= ~(1 << s->files.reading);
     if (s->files.read_got >= STREAMING_READ) s->files.streaming |= 1 << s->files.reading;
@@ -880,7 +884,8 @@ static void timers_step(e2b_req *op, track_state *s) {
 /* Starts the next read of what is due (the exit file only when the stream
  * is late or gone: while it holds, the end comes from it). */
 static void next_read(e2b_req *op, track_state *s) {
-  if (s->end.known || (s->live && !e2b_req_done(s->live) && !s->end.exit_late)) s->files.due &= ~(1 << R_EXIT);
+  int stream_holds = s->live && !e2b_req_done(s->live) && !s->end.exit_late;
+  if (s->end.known || stream_holds) s->files.due &= ~(1 << R_EXIT);
   if (!s->files.due || s->timer_at[T_COALESCE] || over_cap(op)) return;
   if (s->files.due == DUE_ALL) s->files.full_pass = 1;
   int which = s->files.due & 1 ? R_OUT : s->files.due & 2 ? R_ERR : R_EXIT;

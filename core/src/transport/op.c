@@ -36,7 +36,7 @@ static void op_state_free(e2b_req *op) {
   for (const size_t *f = k->bufs; f && *f != E2B_FIELDS_END; f++) e2b_growbuf_free(at(s, *f));
   e2b_free_fields(s, k->allocs);
   if (k->holds == E2B_OP_HOLDS_CLIENT) e2b_client_release(*(e2b_client **)at(s, k->ref));
-  if (k->holds == E2B_OP_HOLDS_SBX) e2b_sbx_release(*(e2b_sbx **)at(s, k->ref));
+  if (k->holds == E2B_OP_HOLDS_SBX) e2b_sbx_unref(*(e2b_sbx **)at(s, k->ref));
   free(s);
 }
 

@@ -22,7 +22,7 @@ void e2b_req_free(e2b_req *req) {
   e2b_transfer_free(req);
   e2b_queue_free(req);
   if (req->result_free) req->result_free(req->result);
-  if (req->sbx) e2b_sbx_release(req->sbx);
+  if (req->sbx) e2b_sbx_unref(req->sbx);
   if (req->client) e2b_client_release(req->client);
   e2b_loop_release(req->loop);
   free(req);
