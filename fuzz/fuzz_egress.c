@@ -21,7 +21,7 @@ static int host_is_whole(const uint8_t *data, size_t size, const econn *c) {
 static void fixed_rules(void *ctx, const char *host, netrules_set *out) {
   static json_t *rules;
   (void)ctx;
-  if (!rules) rules = json_loads("{\"*.com\": [{\"transform\": {\"headers\": {\"Authorization\": \"Bearer R\"}}}],"
+  if (!rules) rules = json_loads("{\"x.com\": [{\"transform\": {\"headers\": {\"Authorization\": \"Bearer R\"}}}],"
                                  " \"a.com\": [{\"transform\": {\"headers\": {\"X-A\": \"1\", \"Host\": \"h\"}}}]}", 0, NULL);
   netrules_lookup(rules, host, out);
 }

@@ -313,11 +313,11 @@ typedef struct e2b_sandbox_info {
 #define E2B_YES 1
 #define E2B_NO (-1)
 
-/* Headers one destination's requests get (network.rules): the rule for
- * an exact name wins, else the longest "*.suffix" wildcard (subdomains
- * only). A rule grants no access: allow_out decides. */
+/* Headers one destination's requests get (network.rules): the rule of
+ * the host's exact name (E2B takes no wildcard key). A rule grants no
+ * access: allow_out decides. */
 typedef struct e2b_net_rule {
-  const char *domain;    /* "api.example.com" or "*.example.com" (no IPs, no bare "*") */
+  const char *domain;    /* "api.example.com": an exact DNS name (no "*.", no IP) */
   const e2b_kv *headers; /* set on (or replacing) the request's header of that name */
   size_t header_count;   /* 0-20; names: HTTP tokens of at most 64 bytes; values: at most 2048 */
 } e2b_net_rule;

@@ -94,7 +94,7 @@ static void deny_takes_ips_and_cidrs_only(void) {
 
 static void rules_become_transforms(void) {
   e2b_kv h[] = {{"Authorization", "Bearer x"}};
-  e2b_net_rule r[] = {{"api.example.com", h, 1}, {"*.example.org", h, 1}};
+  e2b_net_rule r[] = {{"api.example.com", h, 1}, {"www.example.org", h, 1}};
   e2b_network n = {.rules = r, .rule_count = 2};
   e2b_error err;
   json_t *f = create_fields(&n, &err);
@@ -103,7 +103,7 @@ static void rules_become_transforms(void) {
   CHECK_STR(json_string_value(json_object_get(json_object_get(json_object_get(one, "transform"), "headers"),
                                               "Authorization")),
             "Bearer x");
-  CHECK(json_object_get(rules, "*.example.org") != NULL);
+  CHECK(json_object_get(rules, "www.example.org") != NULL);
   json_decref(f);
   f = e2b_network_fields(&n, 1, "set_network", &err);
   CHECK(f && json_object_get(f, "rules") && !json_object_get(f, "network"));
@@ -112,11 +112,41 @@ static void rules_become_transforms(void) {
 
 static void rules_are_held_to_e2b_limits(void) {
   e2b_kv h[] = {{"X-A", "v"}};
-  const char *bad_domains[] = {"*", "127.0.0.1", "", "a..b", "bad domain.com", "*.*.x.com"};
+  /* E2B takes a key only if govalidator's IsDNSName does: no wildcard */
+  const char *bad_domains[][2] = {{"*", "network.rules[\"*\"]"},
+                                  {"*.example.com", "network.rules[\"*.example.com\"]"},
+                                  {"*.", "network.rules[\"*.\"]"},
+                                  {"127.0.0.1", "network.rules[\"127.0.0.1\"]"},
+                                  {"", "network.rules[\"\"]"},
+                                  {"a..b", "network.rules[\"a..b\"]"},
+                                  {"-a.com", "network.rules[\"-a.com\"]"},
+                                  {"a.com..", "network.rules[\"a.com..\"]"},
+                                  {"bad domain.com", "network.rules[\"bad domain.com\"]"},
+                                  {"*.*.x.com", "network.rules[\"*.*.x.com\"]"}};
   for (size_t i = 0; i < sizeof bad_domains / sizeof bad_domains[0]; i++) {
-    e2b_net_rule r = {bad_domains[i], h, 1};
+    e2b_net_rule r = {bad_domains[i][0], h, 1};
     e2b_network n = {.rules = &r, .rule_count = 1};
-    refused(&n, 0, E2B_ERR_INVALID_ARGUMENT, "network.rules");
+    refused(&n, 0, E2B_ERR_INVALID_ARGUMENT, bad_domains[i][1]);
+  }
+  char label64[80], long129[140];
+  snprintf(label64, sizeof label64, "%s.com", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
+  memset(long129, 'a', 129);
+  long129[129] = '\0';
+  const char *too_long[] = {label64, long129};
+  for (size_t i = 0; i < 2; i++) {
+    e2b_net_rule r = {too_long[i], h, 1};
+    e2b_network n = {.rules = &r, .rule_count = 1};
+    e2b_error err;
+    CHECK(e2b_network_fields(&n, 0, "create", &err) == NULL && strncmp(err.field, "network.rules[\"aaa", 18) == 0);
+  }
+  const char *good_domains[] = {"_dmarc.example.com", "example.com.", "a-.example.com", "1.2.3", label64 + 1};
+  for (size_t i = 0; i < sizeof good_domains / sizeof good_domains[0]; i++) {
+    e2b_net_rule r = {good_domains[i], h, 1};
+    e2b_network n = {.rules = &r, .rule_count = 1};
+    e2b_error err;
+    json_t *f = e2b_network_fields(&n, 0, "create", &err);
+    CHECK(f != NULL);
+    json_decref(f);
   }
   e2b_net_rule many[11];
   char names[11][16];
@@ -129,16 +159,41 @@ static void rules_are_held_to_e2b_limits(void) {
   e2b_kv badname[] = {{"Bad Name", "v"}}, crlf[] = {{"X-A", "v\r\nX-B: w"}};
   e2b_net_rule r1 = {"a.com", badname, 1}, r2 = {"a.com", crlf, 1};
   n = (e2b_network){.rules = &r1, .rule_count = 1};
-  refused(&n, 0, E2B_ERR_INVALID_ARGUMENT, "network.rules[a.com].headers");
+  refused(&n, 0, E2B_ERR_INVALID_ARGUMENT, "network.rules[\"a.com\"].headers");
   n.rules = &r2;
-  refused(&n, 0, E2B_ERR_INVALID_ARGUMENT, "network.rules[a.com].headers");
+  refused(&n, 0, E2B_ERR_INVALID_ARGUMENT, "network.rules[\"a.com\"].headers");
   e2b_error err;
   json_t *f = e2b_network_fields(&n, 0, "create", &err);
   CHECK(f == NULL && strstr(err.message, "X-B") == NULL); /* values never echoed */
   json_decref(f);
   e2b_net_rule twice[] = {{"A.com", h, 1}, {"a.com", h, 1}};
   n = (e2b_network){.rules = twice, .rule_count = 2};
-  refused(&n, 0, E2B_ERR_INVALID_ARGUMENT, "network.rules[a.com]");
+  refused(&n, 0, E2B_ERR_INVALID_ARGUMENT, "network.rules[\"a.com\"]");
+}
+
+/* E2B's placeholders in header values: well formed, at most 32 secrets a domain */
+static void placeholders_are_held_to_e2b_rules(void) {
+  const char *bad[] = {"Bearer ${e2b.secrets.key", "${e2b.secrets.}", "${e2b.secrets.a b}",
+                       "${e2b.identity.tokens.}", "${e2b.secrets.${e2b.secrets.a}}", "${e2b.secrets.SEC_x}"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    e2b_kv h[] = {{"A", bad[i]}};
+    e2b_net_rule r = {"a.com", h, 1};
+    e2b_network n = {.rules = &r, .rule_count = 1};
+    refused(&n, 0, E2B_ERR_INVALID_ARGUMENT, "network.rules[\"a.com\"].headers");
+  }
+  char v33[33 * 24] = "", v32[33 * 24] = "${e2b.secrets.S1}";
+  for (int i = 1; i <= 33; i++) snprintf(v33 + strlen(v33), sizeof v33 - strlen(v33), "${e2b.secrets.s%d}", i);
+  for (int i = 1; i <= 32; i++) snprintf(v32 + strlen(v32), sizeof v32 - strlen(v32), "${e2b.secrets.s%d}", i);
+  e2b_kv h33[] = {{"A", v33}}, h32[] = {{"A", v32}, {"B", "${e2b.identity.tokens.aws} ${other} ${e2b.secrets. s2 }"}};
+  e2b_net_rule r = {"a.com", h33, 1};
+  e2b_network n = {.rules = &r, .rule_count = 1};
+  refused(&n, 0, E2B_ERR_INVALID_ARGUMENT, "network.rules[\"a.com\"].headers");
+  r.headers = h32;
+  r.header_count = 2;
+  e2b_error err;
+  json_t *f = e2b_network_fields(&n, 0, "create", &err);
+  CHECK(f != NULL);
+  json_decref(f);
 }
 
 static void ingress_only_at_create(void) {
@@ -188,6 +243,7 @@ int main(void) {
   RUN(deny_takes_ips_and_cidrs_only);
   RUN(rules_become_transforms);
   RUN(rules_are_held_to_e2b_limits);
+  RUN(placeholders_are_held_to_e2b_rules);
   RUN(ingress_only_at_create);
   RUN(egress_proxy_shape);
   return TESTING_DONE();

@@ -30,7 +30,11 @@ static void test_checks_refuse_what_could_inject_or_unframe(void) {
       "{\"a.com\": [{\"other\": 1}]}",
       "{\"a.com\": {}}",
       "{\"*\": []}",
+      "{\"*.a.com\": []}", /* E2B: no wildcard key */
+      "{\"*.\": []}",
       "{\"a.*.com\": []}",
+      "{\"-a.com\": []}",
+      "{\"a.com\": [{\"transform\": {\"headers\": {\"X\": \"${e2b.secrets.k\"}}}]}",
       "{\"a..com\": []}",
       "{\"a.com\": [], \"A.COM\": []}",
       "{\"a.com\": [{}, {}]}", /* E2B: one rule per domain */
@@ -45,8 +49,8 @@ static void test_checks_refuse_what_could_inject_or_unframe(void) {
     json_decref(r);
   }
   json_t *ok = checked("{\"API.Example.com\": [{\"transform\": {\"headers\": {\"X-A\": \"v\\tw\"}}}],"
-                       " \"*.b.com\": [], \"1.2.3\": []}");
-  CHECK(ok && json_object_get(ok, "api.example.com") && json_object_get(ok, "*.b.com"));
+                       " \"B.com.\": [], \"1.2.3\": [], \"_x.c.com_\": []}");
+  CHECK(ok && json_object_get(ok, "api.example.com") && json_object_get(ok, "b.com") && json_object_get(ok, "_x.c.com_"));
   json_decref(ok);
   json_t *none = checked("null");
   CHECK(none && json_object_size(none) == 0);
@@ -62,15 +66,18 @@ static const char *one(json_t *rules, const char *host) {
   return buf;
 }
 
-static void test_exact_then_longest_wildcard_never_the_apex(void) {
-  json_t *r = checked("{\"*.example.com\": [{\"transform\": {\"headers\": {\"X\": \"wild\"}}}],"
-                      " \"*.api.example.com\": [{\"transform\": {\"headers\": {\"X\": \"longer\"}}}],"
+static void test_a_key_is_its_own_name_only(void) {
+  json_t *r = checked("{\"example.com\": [{\"transform\": {\"headers\": {\"X\": \"apex\"}}}],"
                       " \"api.example.com\": [{\"transform\": {\"headers\": {\"X\": \"exact\"}}}]}");
   CHECK_STR(one(r, "api.example.com"), "exact");
-  CHECK_STR(one(r, "v1.api.example.com"), "longer");
-  CHECK_STR(one(r, "a.b.example.com"), "wild");
-  CHECK_STR(one(r, "example.com"), "-");
+  CHECK_STR(one(r, "example.com"), "apex");
+  CHECK_STR(one(r, "v1.api.example.com"), "-");
   CHECK_STR(one(r, "badexample.com"), "-");
+  json_decref(r);
+  /* a wildcard key an older e2b-local kept on disk matches nothing */
+  r = json_loads("{\"*.example.com\": [{\"transform\": {\"headers\": {\"X\": \"wild\"}}}]}", 0, NULL);
+  CHECK_STR(one(r, "a.example.com"), "-");
+  CHECK_STR(one(r, "*.example.com"), "-");
   json_decref(r);
   /* a record with more rules than E2B takes (an older e2b-local wrote it):
    * its first rule only, as every bound is applied again on reading */
@@ -163,7 +170,7 @@ static void test_ambiguous_or_malformed_requests_end_the_stream(void) {
 
 int main(void) {
   RUN(test_checks_refuse_what_could_inject_or_unframe);
-  RUN(test_exact_then_longest_wildcard_never_the_apex);
+  RUN(test_a_key_is_its_own_name_only);
   RUN(test_every_request_of_a_connection_is_rewritten);
   RUN(test_ambiguous_or_malformed_requests_end_the_stream);
   return TESTING_DONE();

@@ -33,7 +33,7 @@ local function convert_rules(op, rules, field)
   end
   local out = {}
   for domain, rule in pairs(rules) do
-    local at = ("%s[%s]"):format(field, tostring(domain))
+    local at = ("%s[\"%s\"]"):format(field, tostring(domain))
     if type(domain) ~= "string" or type(rule) ~= "table" then
       return nil, errors.invalid(op, at, "must be { headers = { Name = value } } under a domain name")
     end

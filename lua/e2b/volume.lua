@@ -114,8 +114,9 @@ end
 -- unless opts.force, which also makes missing parent directories.
 -- @tparam string path
 -- @param data a string, a function returning chunks (strings), then nil, or an open file
--- @tparam[opt] table opts `uid`, `gid` (0-4294967295), `mode` (at most 0o777; E2B's
---   default 0o666) of a new file; `force` (replace an existing one); `progress`; `cancel`
+-- @tparam[opt] table opts `uid`, `gid` (0-4294967295; E2B's default 9090), `mode` (at most
+--   0o777; E2B's default 0o666) of a new or forced-over file; `force` (replace an existing
+--   one, its owner and mode set again); `progress`; `cancel`
 -- @treturn table the written file's entry
 -- @return or nil, err
 function Volume:write(path, data, opts)

@@ -98,6 +98,44 @@ describe("volume content", function()
     assert.are.equal(oct("666"), assert(vol:stat("/modes/f.txt")).mode % 512)
   end)
 
+  it("owns new entries by 9090:9090 and resets a forced overwrite's owner and mode, as E2B's volume service does", function()
+    local oct = function(s) return tonumber(s, 8) end
+    local function owner(e) return { e.uid, e.gid, e.mode } end
+    -- new file, the parents a forced write makes, a new directory: E2B's 9090:9090
+    assert.are.same({ 9090, 9090, oct("666") }, owner(assert(vol:write("/own/f.txt", "x", { force = true }))))
+    assert.are.same({ 9090, 9090, oct("777") }, owner(assert(vol:stat("/own"))))
+    assert.are.same({ 9090, 9090, oct("777") }, owner(assert(vol:mkdir("/own/d"))))
+    -- owner and mode given are the new file's
+    local given = { uid = 1000, gid = 1000, mode = oct("600") }
+    assert.are.same({ 1000, 1000, oct("600") }, owner(assert(vol:write("/own/g.txt", "x", given))))
+    -- a forced overwrite sets the ones given, else the defaults: what the file had is gone
+    assert(vol:set_metadata("/own/f.txt", { uid = 0, gid = 0, mode = oct("640") }))
+    assert.are.same({ 9090, 9090, oct("666") }, owner(assert(vol:write("/own/f.txt", "y", { force = true }))))
+    assert.are.same({ 9090, 9090, oct("666") }, owner(assert(vol:stat("/own/f.txt"))))
+    assert.are.same({ 1000, 1000, oct("600") }, owner(assert(vol:write("/own/f.txt", "z", { force = true, uid = 1000,
+      gid = 1000, mode = oct("600") }))))
+    assert.are.same({ 9090, 9090, oct("666") }, owner(assert(vol:write("/own/g.txt", "w", { force = true }))))
+    assert.are.equal("w", assert(vol:read("/own/g.txt")))
+    -- a forced mkdir over an existing directory changes nothing
+    assert(vol:set_metadata("/own/d", { uid = 1000, gid = 1000, mode = oct("750") }))
+    assert.are.same({ 1000, 1000, oct("750") }, owner(assert(vol:mkdir("/own/d", { force = true }))))
+  end)
+
+  it("reports permission bits only, and a forced overwrite of a sandbox's setuid file drops its owner and mode", function()
+    local oct = function(s) return tonumber(s, 8) end
+    local sbx = h.sandbox({ volumes = { ["/mnt/v"] = name } }, client)
+    assert(sbx:run("mkdir -p /mnt/v/in && cp /bin/true /mnt/v/in/suid && chmod 4755 /mnt/v/in/suid", { user = "root" }))
+    local e = assert(vol:stat("/in/suid"))
+    assert.are.same({ 0, 0, oct("755") }, { e.uid, e.gid, e.mode }) -- E2B: mode & 0777
+    e = assert(vol:write("/in/suid", "plain", { force = true }))
+    assert.are.same({ 9090, 9090, oct("666") }, { e.uid, e.gid, e.mode })
+    assert.are.equal("9090:9090 666", assert(sbx:run("stat -c '%u:%g %a' /mnt/v/in/suid")).stdout:match("^(%S+ %S+)"))
+    -- the sandbox's user still writes the files the API made, as on E2B (0666 in 0777)
+    assert(vol:write("/in/new/shared.txt", "api", { force = true }))
+    assert(sbx:run("echo sandbox >> /mnt/v/in/new/shared.txt && touch /mnt/v/in/new/more"))
+    assert.are.equal("apisandbox\n", assert(vol:read("/in/new/shared.txt")))
+  end)
+
   it("answers a forced mkdir over a file with conflict, and over a directory with success", function()
     assert(vol:write("/plain.txt", "x"))
     local _, err = vol:mkdir("/plain.txt", { force = true })

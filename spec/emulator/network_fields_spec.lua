@@ -136,4 +136,69 @@ describe("e2b-local's network fields", function()
       assert.are.equal(201, status, ("case %d: %s"):format(i, tostring(text)))
     end
   end)
+  it("refuses network.rules keys that are not DNS names as E2B's API checks them (no wildcards), at create and update", function()
+    local status, text = api("POST", "/sandboxes", cjson.encode({ templateID = "base", timeout = 30 }))
+    assert.are.equal(201, status, text)
+    local id = cjson.decode(text).sandboxID
+    local function put(rules)
+      return api("PUT", "/sandboxes/" .. id .. "/network", cjson.encode({ rules = rules }))
+    end
+    local ok, err = pcall(function()
+      -- key -> what the message must say about it
+      local bad = {
+        ["*.example.com"] = "not a valid domain name", ["*."] = "not a valid domain name",
+        ["*"] = "not a valid domain name", [""] = "must not be empty", [("a"):rep(129)] = "128",
+        [("a"):rep(64) .. ".com"] = "not a valid domain name", ["-a.example.com"] = "not a valid domain name",
+        ["a b.com"] = "not a valid domain name", ["a..com"] = "not a valid domain name",
+        [".a.com"] = "not a valid domain name", ["a.com.."] = "not a valid domain name",
+      }
+      for key, says in pairs(bad) do
+        local st, body = create({ network = { rules = { [key] = rule({ A = "b" }) } } })
+        assert.are.equal(400, st, key .. ": " .. tostring(body))
+        local message = cjson.decode(body).message
+        assert.matches(says, message, 1, true)
+        assert.matches(cjson.encode(key), message, 1, true)
+        local pst, pbody = put({ [key] = rule({ A = "b" }) })
+        assert.are.equal(400, pst, key .. ": " .. tostring(pbody))
+      end
+      -- names govalidator.IsDNSName takes are taken
+      for _, key in ipairs({ "_dmarc.example.com", "example.com.", "a-.example.com", ("a"):rep(63) .. ".com" }) do
+        local st, body = create({ network = { rules = { [key] = rule({ A = "b" }) } } })
+        assert.are.equal(201, st, key .. ": " .. tostring(body))
+        assert.are.equal(204, (put({ [key] = rule({ A = "b" }) })), key)
+      end
+    end)
+    api("DELETE", "/sandboxes/" .. id)
+    assert(ok, err)
+  end)
+
+  it("refuses a malformed E2B placeholder in a rule's header value, and over 32 secrets for one domain", function()
+    local function secrets(n, first)
+      local hs = { A = first or "" }
+      for i = 1, n do
+        local name = ("X-S%d"):format(i % 19)
+        hs[name] = (hs[name] or "") .. ("${e2b.secrets.s%d}"):format(i)
+      end
+      return hs
+    end
+    local bad = {
+      { A = "Bearer ${e2b.secrets.key" }, { A = "${e2b.secrets.}" }, { A = "${e2b.secrets.a b}" },
+      { A = "${e2b.identity.tokens.}" }, { A = "${e2b.secrets.${e2b.secrets.a}}" },
+      { A = "${e2b.secrets.sec_abc}" }, { A = ("${e2b.secrets.%s}"):format(("k"):rep(129)) },
+      { A = "${e2b.identity.tokens.aws" }, secrets(33),
+    }
+    for i, headers in ipairs(bad) do
+      local status, text = create({ network = { rules = { ["a.example.com"] = rule(headers) } } })
+      assert.are.equal(400, status, ("case %d: %s"):format(i, tostring(text)))
+      assert.matches("placeholder", text, 1, true)
+    end
+    local good = {
+      { A = "Bearer ${e2b.secrets.My-Key}", B = "${e2b.identity.tokens.aws}", C = "${other} $e2b.secrets.x}" },
+      { A = "${e2b.secrets. padded }" }, secrets(32), secrets(32, "${e2b.secrets.S1}${e2b.secrets.s2}"),
+    }
+    for i, headers in ipairs(good) do
+      local status, text = create({ network = { rules = { ["a.example.com"] = rule(headers) } } })
+      assert.are.equal(201, status, ("case %d: %s"):format(i, tostring(text)))
+    end
+  end)
 end)

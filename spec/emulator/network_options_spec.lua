@@ -125,10 +125,14 @@ describe("network options", function()
   it("refuses what E2B refuses, naming the field, before any call", function()
     local c = h.client({ api_url = "http://127.0.0.1:1", sandbox_url = "http://127.0.0.1:1" })
     local cases = {
-      { { rules = { ["127.0.0.1"] = { headers = { A = "b" } } } }, "network.rules" },
-      { { rules = { ["a.com"] = { headers = { ["Bad Name"] = "b" } } } }, "network.rules[a.com].headers" },
-      { { rules = { ["a.com"] = { headers = { A = ("v"):rep(2049) } } } }, "network.rules[a.com].headers" },
-      { { rules = { ["a.com"] = { body = "x" } } }, "network.rules[a.com].body" },
+      { { rules = { ["127.0.0.1"] = { headers = { A = "b" } } } }, 'network.rules["127.0.0.1"]' },
+      -- E2B takes exact DNS names only: a wildcard key is a 400 there
+      { { rules = { ["*.openai.com"] = { headers = { A = "b" } } } }, 'network.rules["*.openai.com"]' },
+      { { rules = { ["*."] = { headers = { A = "b" } } } }, 'network.rules["*."]' },
+      { { rules = { ["a.com"] = { headers = { ["Bad Name"] = "b" } } } }, 'network.rules["a.com"].headers' },
+      { { rules = { ["a.com"] = { headers = { A = ("v"):rep(2049) } } } }, 'network.rules["a.com"].headers' },
+      { { rules = { ["a.com"] = { headers = { A = "${e2b.secrets.k" } } } }, 'network.rules["a.com"].headers' },
+      { { rules = { ["a.com"] = { body = "x" } } }, 'network.rules["a.com"].body' },
       { { mask_request_host = "h\195\169.example" }, "network.mask_request_host" },
       { { mask_request_host = 5 }, "network.mask_request_host" },
       { { allow_public_traffic = "no" }, "network.allow_public_traffic" },

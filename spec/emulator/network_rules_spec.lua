@@ -193,10 +193,9 @@ describe("network rules", function()
     assert.is_nil(cjson.decode(select(2, api("GET", "/sandboxes/" .. sbx.sandbox_id))).network.rules)
   end)
 
-  it("matches an exact name before the longest wildcard, and never grants access", function()
+  it("gives a host the rules of its own name only, never a parent's, and never grants access", function()
     local sbx = h.sandbox({ network = { allow = { "localhost" } } }, client)
-    local rules = rules_for("*.localhost", { ["X-Injected"] = "wild" })
-    rules["*.api.localhost"] = { { transform = { headers = { ["X-Injected"] = "longer" } } } }
+    local rules = rules_for("localhost", { ["X-Injected"] = "apex" })
     rules["api.localhost"] = { { transform = { headers = { ["X-Injected"] = "exact" } } } }
     -- rules for names the policy does not allow: still denied
     assert.are.equal(204, (put_network(sbx, { allowOut = { "localhost" }, denyOut = { "0.0.0.0/0" }, rules = rules })))
@@ -206,12 +205,14 @@ describe("network rules", function()
       return out ~= "" and lines(out)[1].h["X-Injected"][1] or "denied"
     end
     assert.are.equal("denied", via("api.localhost"))
+    assert.are.equal("apex", via("localhost"))
     assert.are.equal(204, (put_network(sbx, { allowOut = { "localhost", "*.localhost" }, denyOut = { "0.0.0.0/0" },
       rules = rules })))
     assert.are.equal("exact", via("api.localhost"))
-    assert.are.equal("longer", via("v1.api.localhost"))
-    assert.are.equal("wild", via("other.localhost"))
-    assert.are.equal("sandbox-own", via("localhost")) -- a wildcard is never the apex
+    assert.are.equal("exact", via("API.localhost."))
+    assert.are.equal("sandbox-own", via("v1.api.localhost")) -- a key covers no subdomain
+    assert.are.equal("sandbox-own", via("other.localhost"))
+    assert.are.equal("apex", via("localhost"))
   end)
 
   it("never sends a rule's headers to the sandbox's own loopback, only to the upstream the rule names", function()

@@ -3,7 +3,7 @@
 // create (plain objects, a Map, a transform callback, a rule without a
 // transform) and replaced or cleared by updateNetwork. The "internet" is a
 // server on the host's loopback that answers with the headers it got, reached
-// by name (localhost, *.localhost: rule keys are domain names, as on E2B); for
+// by name (localhost, *.localhost: rule keys are exact domain names, as on E2B); for
 // HTTPS, one with a certificate from a CA made here, which the server under
 // test is told to trust (--egress-ca-file).
 import { test } from 'node:test'
@@ -100,6 +100,11 @@ test('rules: updateNetwork replaces them, omitting them clears them; a CR/LF val
                          /400.*control characters/)
     await assert.rejects(Sandbox.create({ ...S.opts, network: { rules: { localhost: [{ transform: { headers: { 'X-A': 'a\nb' } } }] } } }),
                          /400.*control characters/)
+    // E2B takes exact DNS names as rule keys: a wildcard is refused, at create and update
+    await assert.rejects(sbx.updateNetwork({ ...net, rules: { '*.localhost': [{ transform: { headers: { 'X-A': 'a' } } }] } }),
+                         /400.*"\*\.localhost".*not a valid domain name/)
+    await assert.rejects(Sandbox.create({ ...S.opts, network: { rules: { '*.localhost': [{ transform: { headers: { 'X-A': 'a' } } }] } } }),
+                         /400.*"\*\.localhost".*not a valid domain name/)
     r = (await seen(sbx, [srv.url]))[0]
     assert.equal(r.second, 'two', 'a refused update changes nothing')
     await sbx.updateNetwork(net)

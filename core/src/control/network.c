@@ -5,9 +5,10 @@
  * the policy reads, is refused here with the field named, before any I/O.
  *
  * E2B's limits (e2b-dev/infra, packages/api, sandbox create): rules for at
- * most 10 domains of at most 128 bytes, one rule each, at most 20 headers
- * per rule, names (HTTP tokens) of at most 64 bytes, values of at most 2048
- * bytes without control characters; denyOut takes IPs and CIDRs only;
+ * most 10 domains (exact DNS names of at most 128 bytes: no wildcard), one
+ * rule each, at most 20 headers per rule, names (HTTP tokens) of at most 64
+ * bytes, values of at most 2048 bytes without control characters and with
+ * well-formed placeholders naming at most 32 secrets a domain; denyOut takes IPs and CIDRs only;
  * maskRequestHost is ASCII host[:port]; egressProxy is host:port with a
  * port of 1-65535, credentials of at most 255 bytes, a password only with a
  * username. */
@@ -104,25 +105,86 @@ static int is_tchar(unsigned char c) {
          (c && strchr("!#$%&'*+-.^_`|~", c));
 }
 
-static int label_char(unsigned char c) {
-  return (c >= '0' && c <= '9') || ((c | 32) >= 'a' && (c | 32) <= 'z') || c == '-' || c == '_';
+/* A DNS name as E2B's API takes a rule key (govalidator's IsDNSName):
+ * dot-separated labels of 1-63 letters, digits, '_' and '-' (never first),
+ * one final '.' or '_' allowed, not an IPv4 address; so no wildcard. */
+static int rule_domain_ok(const char *d) {
+  size_t n = strlen(d), label = 0;
+  if (n == 0 || n > RULE_DOMAIN_LEN || d[0] == '.' || e2b_is_ip_or_cidr(d)) return 0;
+  for (size_t i = 0; i < n; i++) {
+    unsigned char c = (unsigned char)d[i];
+    int alnum = (c >= '0' && c <= '9') || ((c | 32) >= 'a' && (c | 32) <= 'z');
+    if (c == '.' && label > 0)
+      label = 0;
+    else if (c == '_' && i == n - 1 && label > 0)
+      return 1; /* the one trailing '_' the pattern allows */
+    else if (!(alnum || c == '_' || (c == '-' && label > 0)) || ++label > 63)
+      return 0;
+  }
+  return 1;
 }
 
-/* A DNS name, or "*." and one: labels of letters, digits, '-' and '_'. */
-static int rule_domain_ok(const char *d) {
-  size_t n = strlen(d);
-  if (n == 0 || n > RULE_DOMAIN_LEN || e2b_is_ip_or_cidr(d)) return 0;
-  if (d[0] == '*' && d[1] == '.') d += 2;
-  size_t label = 0;
-  for (const char *p = d; *p; p++) {
-    if (*p == '.') {
-      if (label == 0) return 0;
-      label = 0;
-    } else if (!label_char((unsigned char)*p) || ++label > 63) {
-      return 0;
-    }
+/* E2B's placeholders in a header value: "${e2b.identity.tokens.NAME}" and
+ * "${e2b.secrets.NAME}" (other text is opaque). One that starts must close
+ * before another starts and name something; a secret's name, trimmed, is
+ * 1-128 of [A-Za-z0-9_-], not "sec_..." in any case, and counts once (in
+ * lower case) towards the domain's 32. */
+#define PH_TOKEN "${e2b.identity.tokens."
+#define PH_SECRET "${e2b.secrets."
+#define SECRETS_MAX 32
+#define SECRET_NAME_LEN 128
+
+typedef struct secret_set {
+  char names[SECRETS_MAX + 1][SECRET_NAME_LEN + 1];
+  size_t n;
+} secret_set;
+
+/* The first needle in s[0..n), or NULL. */
+static const char *find(const char *s, size_t n, const char *needle) {
+  size_t k = strlen(needle);
+  for (size_t i = 0; i + k <= n; i++)
+    if (memcmp(s + i, needle, k) == 0) return s + i;
+  return NULL;
+}
+
+static const char *next_placeholder(const char *s, size_t n, int *secret) {
+  const char *t = find(s, n, PH_TOKEN), *c = find(s, n, PH_SECRET);
+  *secret = c && (!t || c < t);
+  return *secret ? c : t;
+}
+
+/* Adds the secret name s[0..n) to set (canonical form); -1 if it is not one. */
+static int add_secret(const char *s, size_t n, secret_set *set) {
+  char name[SECRET_NAME_LEN + 1];
+  while (n && strchr(" \t\n\v\f\r", *s)) s++, n--;
+  while (n && strchr(" \t\n\v\f\r", s[n - 1])) n--;
+  if (n == 0 || n > SECRET_NAME_LEN) return -1;
+  for (size_t i = 0; i < n; i++) {
+    char c = s[i];
+    if (!((c >= '0' && c <= '9') || ((c | 32) >= 'a' && (c | 32) <= 'z') || c == '_' || c == '-')) return -1;
+    name[i] = (char)(c >= 'A' && c <= 'Z' ? c + 32 : c);
   }
-  return label > 0;
+  name[n] = '\0';
+  if (strncmp(name, "sec_", 4) == 0) return -1;
+  for (size_t i = 0; i < set->n; i++)
+    if (strcmp(set->names[i], name) == 0) return 0;
+  if (set->n <= SECRETS_MAX) memcpy(set->names[set->n++], name, n + 1);
+  return 0;
+}
+
+/* The value's placeholders well formed (their secrets added to set). */
+static int placeholders_ok(const char *v, secret_set *set) {
+  const char *end = v + strlen(v);
+  for (const char *p = v; p < end;) {
+    int secret, inner;
+    const char *ph = next_placeholder(p, (size_t)(end - p), &secret);
+    if (!ph) return 1;
+    const char *name = ph + strlen(secret ? PH_SECRET : PH_TOKEN), *close = memchr(name, '}', (size_t)(end - name));
+    if (!close || close == name || next_placeholder(name, (size_t)(close - name), &inner)) return 0;
+    if (secret && add_secret(name, (size_t)(close - name), set) != 0) return 0;
+    p = close + 1;
+  }
+  return 1;
 }
 
 /* A header value as HTTP takes it: no control characters but tab. */
@@ -132,18 +194,24 @@ static int header_value_ok(const char *v) {
   return 1;
 }
 
-static int check_header(const e2b_net_rule *r, const e2b_kv *h, const char *op, e2b_error *err) {
+static int check_header(const e2b_net_rule *r, const e2b_kv *h, secret_set *set, const char *op, e2b_error *err) {
   const char *name = h->key ? h->key : "";
   size_t n = strlen(name);
   int ok = n > 0 && n <= HEADER_NAME_LEN;
   for (size_t i = 0; ok && i < n; i++) ok = is_tchar((unsigned char)name[i]);
   if (!ok)
-    return refuse_at(err, op, "header names are HTTP tokens of 1-64 bytes", "network.rules[%.40s].headers",
+    return refuse_at(err, op, "header names are HTTP tokens of 1-64 bytes", "network.rules[\"%.36s\"].headers",
                      r->domain);
   /* the value is never echoed: it may be a credential */
   if (!h->value || strlen(h->value) > HEADER_VALUE_LEN || !header_value_ok(h->value))
     return refuse_at(err, op, "values are strings of at most 2048 bytes without control characters",
-                     "network.rules[%.40s].headers", r->domain);
+                     "network.rules[\"%.36s\"].headers", r->domain);
+  if (!placeholders_ok(h->value, set))
+    return refuse_at(err, op, "a malformed E2B placeholder (${e2b.secrets.NAME}, ${e2b.identity.tokens.NAME})",
+                     "network.rules[\"%.36s\"].headers", r->domain);
+  if (set->n > SECRETS_MAX)
+    return refuse_at(err, op, "more than 32 secrets (${e2b.secrets.NAME} placeholders) for one domain",
+                     "network.rules[\"%.36s\"].headers", r->domain);
   return 0;
 }
 
@@ -152,16 +220,20 @@ static int check_rules(const e2b_network *n, const char *op, e2b_error *err) {
     return refuse(err, E2B_ERR_INVALID_ARGUMENT, op, "network.rules", "at most 10 domains");
   for (size_t i = 0; i < n->rule_count; i++) {
     const e2b_net_rule *r = &n->rules[i];
-    if (!r->domain || !rule_domain_ok(r->domain))
-      return refuse(err, E2B_ERR_INVALID_ARGUMENT, op, "network.rules",
-                    "keys are host names of at most 128 bytes or *.domain (no IPs, no bare *)");
+    if (!r->domain)
+      return refuse(err, E2B_ERR_INVALID_ARGUMENT, op, "network.rules", "keys are domain names");
+    if (!rule_domain_ok(r->domain))
+      return refuse_at(err, op,
+                       "keys are exact DNS names of 1-128 bytes as E2B takes them (no wildcard, no IP address)",
+                       "network.rules[\"%.36s\"]", r->domain);
     for (size_t j = 0; j < i; j++)
       if (strcasecmp(n->rules[j].domain, r->domain) == 0)
-        return refuse_at(err, op, "named twice", "network.rules[%.40s]", r->domain);
+        return refuse_at(err, op, "named twice", "network.rules[\"%.36s\"]", r->domain);
     if (r->header_count > RULE_HEADERS_MAX || (r->header_count && !r->headers))
-      return refuse_at(err, op, "at most 20 headers", "network.rules[%.40s].headers", r->domain);
+      return refuse_at(err, op, "at most 20 headers", "network.rules[\"%.36s\"].headers", r->domain);
+    secret_set set = {.n = 0};
     for (size_t k = 0; k < r->header_count; k++)
-      if (check_header(r, &r->headers[k], op, err)) return -1;
+      if (check_header(r, &r->headers[k], &set, op, err)) return -1;
   }
   return 0;
 }

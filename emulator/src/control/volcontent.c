@@ -33,10 +33,12 @@
 #define VC_LIST_MAX 10000      /* entries one listing may return */
 #define VC_DISCARD_MAX (8u << 20) /* body bytes read after an error is decided */
 #define VC_ID_MAX 65534        /* uids/gids sandboxes use: root 0, user 1000, nogroup 65534 */
-#define VC_DEFAULT_ID 1000     /* new entries belong to the sandbox user, like the volume root */
 /* E2B's volume service (e2b-dev/infra, packages/orchestrator, volumes): a
- * new file without a mode is 0666, a new directory (parents made on the
- * way too) 0777, set after creation so no umask trims them */
+ * new entry without uid/gid is owned by 9090:9090, a new file without a
+ * mode is 0666, a new directory (parents made on the way too) 0777, set
+ * after creation so no umask trims them; a forced overwrite sets them again
+ * (those given, else these), whatever the file had. */
+#define VC_DEFAULT_ID 9090
 #define VC_FILE_MODE 0666
 #define VC_DIR_MODE 0777
 
@@ -144,7 +146,9 @@ static void put_time(json_t *o, const char *key, struct timespec ts) {
   json_object_set_new(o, key, json_string(buf));
 }
 
-/* VolumeEntryStat of name in dirfd (never following a final symlink). */
+/* VolumeEntryStat of name in dirfd (never following a final symlink); the
+ * mode is the permission bits only, as E2B reports it (setuid, setgid and
+ * sticky bits a sandbox set are not shown). */
 static json_t *entry_json(int dirfd, const char *name, const char *rel) {
   struct stat st;
   if (fstatat(dirfd, *name ? name : "", &st, AT_SYMLINK_NOFOLLOW | (*name ? 0 : AT_EMPTY_PATH)) != 0)
@@ -154,7 +158,7 @@ static json_t *entry_json(int dirfd, const char *name, const char *rel) {
   char *path = xasprintf("/%s", rel);
   /* names a sandbox chose need not be UTF-8: pj_text keeps them printable */
   json_t *o = json_pack("{s:o, s:s, s:o, s:I, s:I, s:I, s:I}", "name", pj_text(*name ? name : "/"), "type", type,
-                        "path", pj_text(path), "size", (json_int_t)st.st_size, "mode", (json_int_t)(st.st_mode & 07777),
+                        "path", pj_text(path), "size", (json_int_t)st.st_size, "mode", (json_int_t)(st.st_mode & 0777),
                         "uid", (json_int_t)st.st_uid, "gid", (json_int_t)st.st_gid);
   free(path);
   if (S_ISLNK(st.st_mode)) {
@@ -204,15 +208,17 @@ static int query_true(http_req *r, const char *key) {
   return s && (strcmp(s, "true") == 0 || strcmp(s, "1") == 0);
 }
 
-/* uid, gid and mode from the query: defaults for new entries, bounded. */
+/* uid, gid and mode from the query: defaults for new entries, bounded. A
+ * server that is not root cannot give files away: an id not given is then
+ * -1 (left as the server's own, and stat reports that). */
 static int owner_mode(http_req *r, vc_req *v, long *uid, long *gid, long *mode, long def_mode) {
   *uid = query_num(r, "uid", VC_ID_MAX);
   *gid = query_num(r, "gid", VC_ID_MAX);
   *mode = query_num(r, "mode", 0777);
   if (*uid == -2 || *gid == -2) fail(v, 400, "uid and gid must be integers from 0 to %.200s", "65534");
   if (*mode == -2) fail(v, 400, "mode must be an integer from 0 to 0777 (%.200s)", "no setuid, setgid or sticky bits");
-  if (*uid < 0) *uid = VC_DEFAULT_ID;
-  if (*gid < 0) *gid = VC_DEFAULT_ID;
+  if (*uid < 0) *uid = geteuid() == 0 ? VC_DEFAULT_ID : -1;
+  if (*gid < 0) *gid = geteuid() == 0 ? VC_DEFAULT_ID : -1;
   if (*mode < 0) *mode = def_mode;
   return v->status ? -1 : 0;
 }
@@ -441,7 +447,7 @@ static void open_upload(http_req *r, vc_req *v) {
    * ensureDirs), owned as the file; without force a missing one is 404 */
   char *slash = strrchr(v->rel, '/');
   if (force && slash && make_dirs(v, (size_t)(slash - v->rel), uid, gid, VC_DIR_MODE) != 0) return;
-  int fd = beneath(v->root, v->rel, flags | O_CREAT | O_EXCL, (mode_t)mode), created = fd >= 0;
+  int fd = beneath(v->root, v->rel, flags | O_CREAT | O_EXCL, (mode_t)mode);
   if (fd < 0 && errno == EEXIST && force) fd = beneath(v->root, v->rel, flags, 0);
   if (fd < 0) {
     fail_errno(v, errno);
@@ -458,9 +464,10 @@ static void open_upload(http_req *r, vc_req *v) {
     fail_errno(v, errno);
     return;
   }
-  int given = http_query(r->conn, "uid") || http_query(r->conn, "gid") || http_query(r->conn, "mode");
-  if ((created || given) && (fchown(fd, (uid_t)uid, (gid_t)gid) != 0 || fchmod(fd, (mode_t)mode) != 0))
-    fail_errno(v, errno);
+  /* new or forced over, the file gets the owner and mode asked (else E2B's
+   * defaults): nothing a sandbox set on it (setuid, another owner) stays;
+   * chown first, as it would clear what chmod set */
+  if (fchown(fd, (uid_t)uid, (gid_t)gid) != 0 || fchmod(fd, (mode_t)mode) != 0) fail_errno(v, errno);
 }
 
 static int upload_body(http_req *r, const char *data, size_t n) {

@@ -45,25 +45,103 @@ static int value_ok(json_t *v) {
   return 1;
 }
 
-/* A key in lower case into out: a domain name ([a-z0-9._-], no empty
- * label), optionally after "*.". -1 when it is none of those. An IP address
- * is not a key: E2B takes domain names only (its API refuses an address
- * with 400), and an IPv6 one has ':' no name may hold. */
-static int norm_key(const char *key, char *out, size_t cap) {
+/* A DNS name as E2B's API takes a rule key (govalidator's IsDNSName): dot-
+ * separated labels of at most 63 letters, digits, '_' and '-' (never first),
+ * one final '.' or '_' allowed, and not an IPv4 address. So no wildcard
+ * ("*.a.com"), no IP address, no empty label. */
+static int dns_name(const char *s) {
   struct in_addr v4;
+  size_t n = strlen(s), label = 0;
+  for (size_t i = 0; i < n; i++) {
+    unsigned char c = (unsigned char)s[i];
+    int alnum = (c >= '0' && c <= '9') || ((c | 32) >= 'a' && (c | 32) <= 'z');
+    if (c == '.' && label > 0) {
+      label = 0;
+    } else if (c == '_' && i == n - 1 && label > 0) {
+      return 1; /* the one trailing '_' the pattern allows */
+    } else if (!(alnum || c == '_' || (c == '-' && label > 0)) || ++label > 63) {
+      return 0;
+    }
+  }
+  return n > 0 && s[0] != '.' && inet_pton(AF_INET, s, &v4) != 1;
+}
+
+/* The key as a host is looked up: lower case, without a final '.'. */
+static void norm_key(const char *key, char *out) {
   size_t n = strlen(key);
-  if (n == 0 || n >= cap || n > NETRULES_DOMAIN_MAX) return -1;
   for (size_t i = 0; i <= n; i++) out[i] = (char)(key[i] >= 'A' && key[i] <= 'Z' ? key[i] + 32 : key[i]);
-  const char *h = strncmp(out, "*.", 2) == 0 ? out + 2 : out;
-  size_t hn = strlen(h);
-  if (hn == 0 || h[0] == '.' || h[hn - 1] == '.' || strstr(h, "..")) return -1;
-  for (size_t i = 0; i < hn; i++)
-    if (!((h[i] >= 'a' && h[i] <= 'z') || (h[i] >= '0' && h[i] <= '9') || strchr("-._", h[i]))) return -1;
-  return inet_pton(AF_INET, h, &v4) == 1 ? -1 : 0;
+  if (n > 1 && out[n - 1] == '.') out[n - 1] = '\0';
+}
+
+/* A key E2B takes (messages as its API's, in our words), normalized into
+ * out (NETRULES_DOMAIN_MAX + 1 bytes); -1 with err set otherwise. */
+static int check_key(const char *key, json_t *seen, char *out, char *err, size_t cap) {
+  const char *why = NULL;
+  if (!*key)
+    why = "must not be empty";
+  else if (strlen(key) > NETRULES_DOMAIN_MAX)
+    why = "is longer than " NETRULES_DOMAIN_MAX_S " bytes";
+  else if (!dns_name(key))
+    why = "is not a valid domain name (an exact DNS name: no wildcard, no IP address)";
+  if (!why) {
+    norm_key(key, out);
+    if (!json_object_get(seen, out)) return 0;
+    why = "names a domain another key names already";
+  }
+  snprintf(err, cap, "network.rules key \"%.200s\" %s", key, why);
+  return -1;
+}
+
+/* E2B's placeholders in a header value (its networktransform package):
+ * "${e2b.identity.tokens.NAME}" and "${e2b.secrets.NAME}", any other text
+ * opaque. A started one must close before another starts, with a NAME; a
+ * secret's NAME, trimmed, is 1-128 of [A-Za-z0-9_-], not "sec_..." (any
+ * case), and counts once in lower case towards the domain's 32. */
+#define PH_TOKEN "${e2b.identity.tokens."
+#define PH_SECRET "${e2b.secrets."
+
+static const char *next_ph(const char *s, size_t n, int *secret) {
+  const char *t = memmem(s, n, PH_TOKEN, strlen(PH_TOKEN)), *c = memmem(s, n, PH_SECRET, strlen(PH_SECRET));
+  *secret = c && (!t || c < t);
+  return *secret ? c : t;
+}
+
+/* A secret's name in canonical form into out (129 bytes); -1 if invalid. */
+static int secret_name(const char *s, size_t n, char *out) {
+  while (n && strchr(" \t\n\v\f\r", *s)) s++, n--;
+  while (n && strchr(" \t\n\v\f\r", s[n - 1])) n--;
+  if (n == 0 || n > NETRULES_SECRET_NAME_MAX) return -1;
+  for (size_t i = 0; i < n; i++) {
+    char c = s[i];
+    if (!((c >= '0' && c <= '9') || ((c | 32) >= 'a' && (c | 32) <= 'z') || c == '_' || c == '-')) return -1;
+    out[i] = (char)(c >= 'A' && c <= 'Z' ? c + 32 : c);
+  }
+  out[n] = '\0';
+  return strncmp(out, "sec_", 4) == 0 ? -1 : 0;
+}
+
+/* The value's placeholders well formed, their secrets added to secrets (a
+ * set of names); -1 when one is malformed. */
+static int placeholders(const char *v, json_t *secrets) {
+  size_t n = strlen(v);
+  for (const char *p = v, *end = v + n; p < end;) {
+    int secret, inner;
+    const char *ph = next_ph(p, (size_t)(end - p), &secret);
+    if (!ph) return 0;
+    const char *name = ph + strlen(secret ? PH_SECRET : PH_TOKEN), *close = memchr(name, '}', (size_t)(end - name));
+    if (!close || close == name || next_ph(name, (size_t)(close - name), &inner)) return -1;
+    char canon[NETRULES_SECRET_NAME_MAX + 1];
+    if (secret) {
+      if (secret_name(name, (size_t)(close - name), canon) != 0) return -1;
+      json_object_set_new(secrets, canon, json_true());
+    }
+    p = close + 1;
+  }
+  return 0;
 }
 
 /* One {transform: {headers: {...}}}; *bytes counts the domain's headers. */
-static int check_rule(json_t *rule, const char *key, size_t *bytes, char *err, size_t cap) {
+static int check_rule(json_t *rule, const char *key, size_t *bytes, json_t *secrets, char *err, size_t cap) {
   const char *k;
   json_t *v;
   if (!json_is_object(rule)) goto shape;
@@ -77,25 +155,35 @@ static int check_rule(json_t *rule, const char *key, size_t *bytes, char *err, s
   if (!json_is_object(hs) || json_object_size(hs) > NETRULES_MAX_HEADERS) goto shape;
   json_object_foreach(hs, k, v) {
     if (!name_ok(k)) {
-      snprintf(err, cap, "network.rules['%.80s']: header name '%.80s' is not a token e2b-local may set", key, k);
+      snprintf(err, cap, "network.rules[\"%.80s\"]: header name '%.80s' is not a token e2b-local may set", key, k);
       return -1;
     }
     if (!value_ok(v)) {
       /* the value is never echoed: it may be a credential */
-      snprintf(err, cap, "network.rules['%.80s']: the value of header '%.80s' must be a string of at most %d "
+      snprintf(err, cap, "network.rules[\"%.80s\"]: the value of header '%.80s' must be a string of at most %d "
                "bytes without control characters (CR, LF, NUL)", key, k, NETRULES_VALUE_MAX);
+      return -1;
+    }
+    if (placeholders(json_string_value(v), secrets) != 0) {
+      snprintf(err, cap, "network.rules[\"%.80s\"]: the value of header '%.80s' holds a malformed E2B placeholder "
+               "(${e2b.secrets.NAME}, ${e2b.identity.tokens.NAME})", key, k);
       return -1;
     }
     *bytes += strlen(k) + json_string_length(v) + 4;
   }
+  if (json_object_size(secrets) > NETRULES_MAX_SECRETS) {
+    snprintf(err, cap, "network.rules[\"%.80s\"]: its header values name more than %d secrets "
+             "(${e2b.secrets.NAME} placeholders)", key, NETRULES_MAX_SECRETS);
+    return -1;
+  }
   if (*bytes > NETRULES_BYTES_MAX) {
-    snprintf(err, cap, "network.rules['%.80s']: headers larger than %d bytes", key, NETRULES_BYTES_MAX);
+    snprintf(err, cap, "network.rules[\"%.80s\"]: headers larger than %d bytes", key, NETRULES_BYTES_MAX);
     return -1;
   }
   return 0;
 shape:
   snprintf(err, cap,
-           "network.rules['%.80s']: each rule must be {\"transform\": {\"headers\": {name: value}}} (at most %d "
+           "network.rules[\"%.80s\"]: each rule must be {\"transform\": {\"headers\": {name: value}}} (at most %d "
            "headers)", key, NETRULES_MAX_HEADERS);
   return -1;
 }
@@ -110,19 +198,20 @@ json_t *netrules_check(json_t *rules, char *err, size_t cap) {
   const char *key;
   json_t *list;
   json_object_foreach(rules, key, list) {
-    char norm[256];
-    if (norm_key(key, norm, sizeof norm) != 0 || json_object_get(out, norm)) {
-      snprintf(err, cap, "network.rules key '%.80s' must be a domain name or *.domain, named once (no IP addresses)",
-               key);
-      goto bad;
-    }
+    char norm[NETRULES_DOMAIN_MAX + 1];
+    if (check_key(key, out, norm, err, cap) != 0) goto bad;
     if (!json_is_array(list) || json_array_size(list) > NETRULES_MAX_RULES) {
-      snprintf(err, cap, "network.rules['%.80s'] must be an array of at most %d rules", key, NETRULES_MAX_RULES);
+      snprintf(err, cap, "network.rules[\"%.80s\"] must be an array of at most %d rules", key, NETRULES_MAX_RULES);
       goto bad;
     }
     size_t bytes = 0;
+    json_t *secrets = json_object();
     for (size_t i = 0; i < json_array_size(list); i++)
-      if (check_rule(json_array_get(list, i), key, &bytes, err, cap) != 0) goto bad;
+      if (check_rule(json_array_get(list, i), key, &bytes, secrets, err, cap) != 0) {
+        json_decref(secrets);
+        goto bad;
+      }
+    json_decref(secrets);
     json_object_set(out, norm, list);
   }
   return out;
@@ -131,26 +220,15 @@ bad:
   return NULL;
 }
 
-/* The rules of the key matching host: the exact one, else the longest
- * "*.suffix" host ends in (subdomains only). */
+/* The rules of the key that is host: exact names only, as E2B takes no
+ * wildcard key. A key read back from disk counts only in the form
+ * netrules_check keeps (an older record's "*.x" never matches). */
 static json_t *match(json_t *rules, const char *host) {
-  char norm[256];
+  char norm[NETRULES_DOMAIN_MAX + 1];
   json_t *exact = json_object_get(rules, host);
-  if (exact && norm_key(host, norm, sizeof norm) == 0 && strcmp(norm, host) == 0) return exact;
-  json_t *best = NULL;
-  size_t best_len = 0, hn = strlen(host), seen = 0;
-  const char *key;
-  json_t *list;
-  json_object_foreach(rules, key, list) {
-    if (++seen > NETRULES_MAX_DOMAINS) break; /* a file on disk is not trusted to be small */
-    if (strncmp(key, "*.", 2) != 0 || norm_key(key, norm, sizeof norm) != 0 || strcmp(norm, key) != 0) continue;
-    size_t sn = strlen(key + 1); /* ".example.com" */
-    if (hn > sn && strcmp(host + hn - sn, key + 1) == 0 && sn > best_len) {
-      best = list;
-      best_len = sn;
-    }
-  }
-  return best;
+  if (!exact || strlen(host) > NETRULES_DOMAIN_MAX || !dns_name(host)) return NULL;
+  norm_key(host, norm);
+  return strcmp(norm, host) == 0 ? exact : NULL;
 }
 
 int netrules_set_has(const netrules_set *s, const char *name, size_t n) {

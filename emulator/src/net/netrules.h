@@ -1,11 +1,11 @@
 /* netrules.h — a sandbox's network.rules: per-domain transforms (headers to
  * add or replace) for the egress HTTP requests it sends.
  *
- * E2B's semantics: keys are exact domain names (never IP addresses, which
- * E2B's API refuses) or "*.example.com" (any subdomain at any depth, not
- * the apex; a bare "*" is invalid), stored in lower case. An exact key wins, else the longest matching wildcard; the
- * matching key's rules are applied in order (a later header of the same
- * name replaces an earlier one) and key sets are never merged. A header a
+ * E2B's semantics: keys are exact DNS names as E2B's API checks them (no
+ * wildcard such as "*.example.com", no IP address: both are a 400 there),
+ * stored in lower case without a final '.'. A host gets the rules of the
+ * key that is its name (never a parent's); they are applied in order (a
+ * later header of the same name replaces an earlier one). A header a
  * rule names replaces the request's header of that name. Rules never allow
  * a destination: allowOut decides (netpolicy.h). */
 #ifndef EMU_NETRULES_H
@@ -18,6 +18,9 @@
  * e2b-local takes nothing E2B refuses (emulator/README.md, egress). */
 #define NETRULES_MAX_DOMAINS 10
 #define NETRULES_DOMAIN_MAX 128   /* bytes of a key */
+#define NETRULES_DOMAIN_MAX_S "128"
+#define NETRULES_MAX_SECRETS 32   /* distinct ${e2b.secrets.NAME} of one domain */
+#define NETRULES_SECRET_NAME_MAX 128
 #define NETRULES_MAX_RULES 1      /* rules for one domain */
 #define NETRULES_MAX_HEADERS 20   /* headers of one rule */
 #define NETRULES_NAME_MAX 64
