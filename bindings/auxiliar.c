@@ -78,6 +78,7 @@ lua_Integer e2bL_opt_integer(lua_State *L, int t, const char *field, lua_Integer
   return v;
 }
 
+/* nil -> 0 (libe2b's default), 0 -> -1 (its "none"), n -> n (see auxiliar.h). */
 lua_Integer e2bL_opt_count(lua_State *L, int t, const char *field) {
   lua_getfield(L, t, field);
   int absent = lua_isnil(L, -1);

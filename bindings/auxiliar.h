@@ -97,6 +97,8 @@ void e2bL_open_sbx(lua_State *L);
 void e2bL_open_req(lua_State *L);
 void e2bL_open_output(lua_State *L);
 int e2bL_core_output(lua_State *L);
+/* The collector of the core.output at idx (raises when it is none or closed). */
+e2b_output *e2bL_check_output(lua_State *L, int idx);
 void e2bL_open_tarsafe(lua_State *L);
 int e2bL_core_tarsafe(lua_State *L);
 int e2bL_core_loop(lua_State *L);

@@ -1,6 +1,7 @@
-/* output.c — core.output: e2b_output for a Lua collector (Process:wait),
- * so what is kept of a stream (all, tail, none; max_output) is decided by
- * the same C as e2b_run's, never again in Lua. */
+/* output.c — core.output: e2b_output for Process:wait, which the request's
+ * collect() fills in C (request.c), so what is kept of a stream (all, tail,
+ * none; max_output) is decided by the same C as e2b_run's and the bytes
+ * never pass through Lua on their way to the result. */
 #include "auxiliar.h"
 
 #include <string.h>
@@ -29,23 +30,10 @@ int e2bL_core_output(lua_State *L) {
   return 1;
 }
 
-static e2b_event_type stream_type(lua_State *L, int idx) {
-  static const char *const names[] = {"stdout", "stderr", "pty", NULL};
-  static const e2b_event_type types[] = {E2B_EVENT_STDOUT, E2B_EVENT_STDERR, E2B_EVENT_PTY};
-  return types[luaL_checkoption(L, idx, NULL, names)];
-}
-
-/* add(stream, bytes) -> true | nil, err (past max_output, or no memory) */
-static int output_add(lua_State *L) {
-  output_ud *u = check_output(L);
-  e2b_event_type t = stream_type(L, 2);
-  size_t len;
-  const char *data = luaL_checklstring(L, 3, &len);
-  e2b_error err;
-  e2b_error_clear(&err);
-  if (e2b_output_add(u->o, t, data, len, &err) != 0) return e2bL_push_fail(L, &err);
-  lua_pushboolean(L, 1);
-  return 1;
+e2b_output *e2bL_check_output(lua_State *L, int idx) {
+  output_ud *u = luaL_checkudata(L, idx, OUTPUT_MT);
+  if (!u->o) luaL_error(L, "output is closed");
+  return u->o;
 }
 
 /* A kept stream in a result that e2bL_push_run only reads. */
@@ -81,6 +69,6 @@ static int output_gc(lua_State *L) {
 }
 
 static const luaL_Reg output_methods[] = {
-    {"add", output_add}, {"result", output_result}, {"close", output_gc}, {NULL, NULL}};
+    {"result", output_result}, {"close", output_gc}, {NULL, NULL}};
 
 void e2bL_open_output(lua_State *L) { e2bL_new_class(L, OUTPUT_MT, output_methods, output_gc); }

@@ -274,6 +274,87 @@ static int take(lua_State *L, int events) {
 static int req_read(lua_State *L) { return take(L, 1); }
 static int req_read_bytes(lua_State *L) { return take(L, 0); }
 
+/* Adds len to the byte count offsets[name] (the table at idx). */
+static void count_taken(lua_State *L, int idx, const char *name, size_t len) {
+  lua_getfield(L, idx, name);
+  lua_Integer n = lua_tointeger(L, -1) + (lua_Integer)len;
+  lua_pop(L, 1);
+  lua_pushinteger(L, n);
+  lua_setfield(L, idx, name);
+}
+
+/* Moves the output chunk ev (peeked) into out; with want also into a Lua
+ * string of up to max bytes of consecutive chunks of that stream (pushed).
+ * 0, or -1 with err when out refused a chunk (nothing pushed). */
+static int collect_chunk(lua_State *L, e2b_req *req, e2b_output *out, e2b_proc_event ev, int want,
+                         e2b_error *err) {
+  luaL_Buffer b;
+  if (want) luaL_buffinit(L, &b);
+  e2b_event_type type = ev.type;
+  size_t max = 1 << 20;
+  int rc = 1;
+  while (rc == 1 && ev.type == type && max > 0) {
+    size_t take = want && ev.len > max ? max : ev.len;
+    if (e2b_output_add(out, type, ev.data, take, err) != 0) return -1; /* b holds nothing yet on the stack */
+    count_taken(L, 3, event_stream_name(type), take);
+    if (want) {
+      luaL_addlstring(&b, (const char *)ev.data, take);
+      max -= take;
+    }
+    e2b_req_consume(req, take);
+    if (!want) return 0;
+    rc = e2b_req_peek_event(req, &ev);
+  }
+  luaL_pushresult(&b);
+  return 0;
+}
+
+/* collect(out, want, offsets) on a process stream: the collect of
+ * Process:wait, in C as e2b_run_with's. Moves every queued output chunk
+ * into out (a core.output: what is kept, all, tail or none, is its call),
+ * adding each chunk's length to offsets[stream]; nothing becomes a Lua
+ * string unless want[stream] (a callback's stream): then, once added,
+ * "stdout"|"stderr"|"pty", bytes are returned for it. Other events as
+ * read(): "end", exit_code, exited, status, error; a "start" is skipped.
+ * nil when nothing more is queued, false when the stream is over;
+ * "refused", err when out refused a chunk (max_output). */
+static int req_collect(lua_State *L) {
+  req_ud *r = check_req(L);
+  e2b_output *out = e2bL_check_output(L, 2);
+  luaL_checktype(L, 3, LUA_TTABLE);
+  luaL_checktype(L, 4, LUA_TTABLE);
+  lua_settop(L, 4);
+  lua_insert(L, 3); /* offsets at 3, want at 4: count_taken's index stays fixed */
+  e2b_proc_event ev;
+  int rc;
+  while ((rc = e2b_req_peek_event(r->req, &ev)) == 1) {
+    if (ev.type == E2B_EVENT_START) {
+      e2b_req_consume(r->req, 0);
+      continue;
+    }
+    if (ev.type != E2B_EVENT_STDOUT && ev.type != E2B_EVENT_STDERR && ev.type != E2B_EVENT_PTY)
+      return push_event(L, r->req, ev, 1 << 20);
+    lua_getfield(L, 4, event_stream_name(ev.type));
+    int want = lua_toboolean(L, -1);
+    lua_pop(L, 1);
+    e2b_error err;
+    e2b_error_clear(&err);
+    if (want) lua_pushstring(L, event_stream_name(ev.type));
+    if (collect_chunk(L, r->req, out, ev, want, &err) != 0) {
+      lua_pushliteral(L, "refused");
+      e2bL_push_fail(L, &err);
+      lua_remove(L, -2); /* push_fail's nil */
+      return 2;
+    }
+    if (want) return 2;
+  }
+  if (rc == 0)
+    lua_pushnil(L);
+  else
+    lua_pushboolean(L, 0);
+  return 1;
+}
+
 /* The FILE of an open Lua file at idx, else NULL. Every Lua's file
  * userdata starts with its FILE pointer (5.1 and LuaJIT: NULL once closed;
  * 5.2+: luaL_Stream, closed when closef is NULL). */
@@ -392,6 +473,7 @@ static const luaL_Reg req_methods[] = {
     {"read", req_read},
     {"read_bytes", req_read_bytes},
     {"drain", req_drain},
+    {"collect", req_collect},
     {"send", req_send},
     {"send_from", req_send_from},
     {"finish", req_finish},

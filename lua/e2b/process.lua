@@ -278,8 +278,10 @@ function Process:_target()
 end
 
 -- Takes the next piece of output. Returns data, stream | "end" | nil, err
--- (nil, nil when nothing arrives before deadline).
-function Process:_next(deadline)
+-- (nil, nil when nothing arrives before deadline). Given a collector out
+-- (wait's core.output), output goes into it in C, as a run's does, and
+-- only the chunks of a stream in want (a callback's) come back.
+function Process:_next(deadline, out, want)
   while true do
     -- closed by another task while this one waited: never a bare nil (that
     -- means "exited, all read"), never a read of a closed request
@@ -287,10 +289,19 @@ function Process:_next(deadline)
     if self._canceled then
       return nil, errors.new("canceled", "read", "the spawn's cancel token was canceled", { retryable = false })
     end
-    local kind, a, b, c, d = self._req:read(READ_MAX)
+    local kind, a, b, c, d
+    if out then
+      kind, a, b, c, d = self._req:collect(out, want, self._offsets) -- counts the offsets itself
+    else
+      kind, a, b, c, d = self._req:read(READ_MAX)
+      if a and (kind == "stdout" or kind == "stderr" or kind == "pty") then
+        self._offsets[kind] = self._offsets[kind] + #a
+      end
+    end
     if kind == "stdout" or kind == "stderr" or kind == "pty" then
-      self._offsets[kind] = self._offsets[kind] + #a
       return a, kind
+    elseif kind == "refused" then
+      return nil, a
     elseif kind == "end" then
       self._exit = { exit_code = a, exited = b, status = c, error = d }
     elseif kind == false then
@@ -405,17 +416,15 @@ function Process:wait(timeout_ms)
   local out = self._output or core.output(0, "all") -- 0: the core's default max_output
   self._output = out
   local on = self._on or NO_CALLBACKS
+  local want = { stdout = on.stdout ~= nil, pty = on.stdout ~= nil, stderr = on.stderr ~= nil }
   while true do
-    local data, stream = self:_next(deadline)
+    local data, stream = self:_next(deadline, out, want)
     if data == "end" then break end
     if data == nil then
       if stream == nil then return nil, timeout_error("wait", timeout_ms, "process still running") end
       return nil, stream
     end
-    local ok, add_err = out:add(stream, data)
-    if not ok then return nil, add_err end
-    local cb = on[stream == "pty" and "stdout" or stream]
-    if cb then cb(data) end
+    on[stream == "pty" and "stdout" or stream](data)
   end
   self._output = nil
   local exit = self._exit

@@ -36,22 +36,15 @@ local function check_call(op, path, opts, spec)
   return check.options(op, opts, spec)
 end
 
--- the core's bounds (volfiles.c), checked here to name the field
-local function id_checker(v)
+-- what the core's e2b_vol_write_opts can carry (a uint32); which modes
+-- E2B takes (permission bits only) is the core's rule (volfiles.c)
+local function uint32_checker(v)
   if type(v) ~= "number" or v ~= math.floor(v) or v < 0 or v > 4294967295 then
     return "must be an integer from 0 to 4294967295"
   end
 end
 
-local OWNER = {
-  uid = id_checker, gid = id_checker,
-  mode = function(v)
-    if type(v) ~= "number" or v ~= math.floor(v) or v < 0 or v > 511 then
-      return "must be permission bits from 0 to 0o777"
-    end
-  end,
-  force = "boolean",
-}
+local OWNER = { uid = uint32_checker, gid = uint32_checker, mode = uint32_checker, force = "boolean" }
 local WRITE_SPEC = setmetatable({ progress = "function", cancel = "cancel" }, { __index = OWNER })
 
 -- The call's entry: the first of the core's list.

@@ -130,6 +130,7 @@ static int check_write_opts(const e2b_vol_write_opts *o, const char *op, e2b_err
   /* E2B takes any uint32 owner; mode bits past 0o777 it would drop unsaid */
   if ((o->given & E2B_VOL_MODE) && o->mode > 0777) {
     e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "mode must be permission bits from 0 to 0o777");
+    if (err) snprintf(err->field, sizeof err->field, "mode");
     return -1;
   }
   return 0;
