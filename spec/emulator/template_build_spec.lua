@@ -8,15 +8,19 @@ local cjson = require("cjson")
 
 if h.live then return end
 
+-- The server the calls go to: the variables of a second e2b-local, or nil
+-- for the one these specs run under.
+local target = nil
+
 -- The control plane; the API key goes to curl in a private file. -> status, body
 local function api(method, path, body, extra)
   local header = os.tmpname()
   local f = assert(io.open(header, "w"))
-  f:write("X-API-Key: ", assert(os.getenv("E2B_API_KEY")), "\n")
+  f:write("X-API-Key: ", assert(target and target.E2B_API_KEY or os.getenv("E2B_API_KEY")), "\n")
   f:close()
   local cmd = ("curl -s -w '\\n%%{http_code}' -X %s -H @%s -H 'Content-Type: application/json' %s %s %s")
     :format(method, header, body and ("--data-binary " .. h.shell_quote(body)) or "", extra or "",
-      h.shell_quote(os.getenv("E2B_API_URL") .. path))
+      h.shell_quote((target and target.E2B_API_URL or os.getenv("E2B_API_URL")) .. path))
   local out = h.host(cmd)
   os.remove(header)
   local text, status = out:match("^(.*)\n(%d+)$")
@@ -303,6 +307,41 @@ describe("e2b-local's template-build steps and cache", function()
     assert.are.equal(tag .. "\nc\nthird\n", run_in(name, "cat ~/runs"))
     local all = build({ fromTemplate = "base", force = true, steps = steps("echo c >> ~/runs") })
     assert.is_nil(all:find("CACHED", 1, true))
+  end)
+end)
+
+describe("e2b-local's built templates across a restart", function()
+  it("keeps built templates, their tags and files with --state; an unusable meta.json is removed", function()
+    local state = h.host("mktemp -d"):gsub("%s+$", "")
+    local name = fresh_name()
+    local tid
+    local function on(fn)
+      return function(client, vars)
+        target = vars
+        local ok, err = pcall(fn, client)
+        target = nil
+        assert(ok, err)
+      end
+    end
+    h.with_local_server("--state " .. state, on(function()
+      local bid
+      tid, bid = start(name, { fromTemplate = "base", steps = { { type = "RUN", args = { "echo kept > ~/kept" } } } },
+        { "v1" })
+      assert.are.equal("ready", wait_build(tid, bid).status)
+    end))
+    h.host("mkdir -p " .. h.shell_quote(state .. "/built/bogus") .. " && echo '{' > "
+      .. h.shell_quote(state .. "/built/bogus/meta.json"))
+    h.with_local_server("--state " .. state, on(function(client)
+      local st, alias = json_api("GET", "/templates/aliases/" .. name .. ":v1")
+      assert.are.equal(200, st)
+      assert.are.equal(tid, alias.templateID)
+      local sbx = assert(client:create({ template = name .. ":v1" }))
+      local res = assert(sbx:run("cat ~/kept"))
+      sbx:kill()
+      assert.are.equal("kept\n", res.stdout)
+    end))
+    assert.are.equal("", h.host("ls " .. h.shell_quote(state .. "/built") .. " | grep bogus || true"))
+    h.host("rm -rf " .. h.shell_quote(state))
   end)
 end)
 
