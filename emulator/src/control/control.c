@@ -354,6 +354,8 @@ static enum MHD_Result create(http_req *r, int v2) {
   } else {
     p.tpl = &tpl;
     p.volume_mounts = vm;
+    p.default_user = tpl.start_user; /* a built template's USER and WORKDIR */
+    p.default_workdir = tpl.start_cwd;
     /* From a snapshot, E2B restores envd's memory: its env vars stay unless
      * the create gives some, which replace them (envd's init with envVars). */
     json_t *merged = NULL;
@@ -987,7 +989,7 @@ static json_t *fork_one(sandbox *parent, const tpl_ref *tpl, json_t *vm, json_t 
       .auto_pause = parent->auto_pause, .auto_pause_memory = parent->auto_pause_memory,
       .auto_resume = parent->auto_resume, .env_vars = parent->env_vars, .network = net,
       .metadata = parent->metadata,
-      .volume_mounts = vm,
+      .volume_mounts = vm, .default_user = parent->default_user, .default_workdir = parent->default_workdir,
   };
   const char *err = NULL;
   sandbox *f = sandbox_create(&p, &err);
