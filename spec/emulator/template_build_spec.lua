@@ -261,6 +261,23 @@ describe("e2b-local's template-build steps and cache", function()
     assert.are.equal("/home/user/proj/src\nuser\nroot\n", run_in(name, "cat ~/proj/src/here"))
   end)
 
+  it("builds from another built template: its files, ENV and USER carry over", function()
+    local first, second = fresh_name(), fresh_name()
+    local tid, bid = start(first, { fromTemplate = "base", steps = {
+      { type = "RUN", args = { "echo from-first > ~/first.txt" } },
+      { type = "ENV", args = { "LAYER", "one" } },
+      { type = "USER", args = { "root" } },
+    } })
+    assert.are.equal("ready", wait_build(tid, bid).status)
+    tid, bid = start(second, { fromTemplate = first, steps = {
+      { type = "RUN", args = { "echo \"$LAYER $(id -un)\" > /root/second.txt" } },
+    } })
+    local s, entries = wait_build(tid, bid)
+    assert.are.equal("ready", s.status, messages(entries))
+    assert.are.equal("from-first\none root\n",
+      run_in(second, "cat /home/user/first.txt; sudo cat /root/second.txt"))
+  end)
+
   it("refuses steps E2B refuses or this host cannot do: a user other than root and user, ENV without pairs, unknown types", function()
     for _, case in ipairs({
       { { type = "USER", args = { "alice" } }, "root and user only" },
