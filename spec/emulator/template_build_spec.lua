@@ -372,6 +372,10 @@ describe("e2b-local's template-build API validation", function()
       { { name = "ok", tags = { "v1", "a b" } }, "Invalid tag: invalid tag 'a b'" },
       { { name = "ok", tags = { "123e4567-e89b-12d3-a456-426614174000" } }, "tag cannot be a UUID" },
       { { name = 5 }, "Invalid request body" },
+      { { name = "ok", cpuCount = 3 }, "CPU count must be 1 or an even number" },
+      { { name = "ok", cpuCount = 64 }, "CPU count must be at most 32" },
+      { { name = "ok", memoryMB = 64 }, "Memory must be at least 128 MiB" },
+      { { name = "ok", memoryMB = 1025 }, "Memory must be divisible by 2" },
     }
     for _, c in ipairs(cases) do
       local status, body, text = json_api("POST", "/v3/templates", c[1])
