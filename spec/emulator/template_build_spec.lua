@@ -261,6 +261,18 @@ describe("e2b-local's template-build steps and cache", function()
     assert.are.equal("/home/user/proj/src\nuser\nroot\n", run_in(name, "cat ~/proj/src/here"))
   end)
 
+  it("evaluates ENV values as E2B does: $VAR expanded (as root), quotes, backquotes and $( kept as written", function()
+    local name = fresh_name()
+    local tid, bid = start(name, { fromTemplate = "base", steps = {
+      { type = "ENV", args = { "FIRST", "one", "AT", "$HOME/x", "RAW", "a\"b`c$(echo no)\\d" } },
+      { type = "ENV", args = { "BOTH", "${FIRST}-two" } },
+      { type = "RUN", args = { "printf '%s|%s|%s|%s' \"$FIRST\" \"$AT\" \"$RAW\" \"$BOTH\" > ~/envs" } },
+    } })
+    local s, entries = wait_build(tid, bid)
+    assert.are.equal("ready", s.status, messages(entries))
+    assert.are.equal("one|/root/x|a\"b`c$(echo no)\\d|one-two", run_in(name, "cat ~/envs"))
+  end)
+
   it("builds from another built template: its files, ENV and USER carry over", function()
     local first, second = fresh_name(), fresh_name()
     local tid, bid = start(first, { fromTemplate = "base", steps = {

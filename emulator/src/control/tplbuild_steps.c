@@ -171,6 +171,28 @@ static int step_run(tb_run *rc, json_t *step, const char *label) {
   return 0;
 }
 
+/* A value as E2B's builder evaluates it: in the sandbox's shell, as root,
+ * $VAR expanded but no command run (quotes, backslashes, backquotes and
+ * "$(" escaped). NULL when that failed. */
+static char *evaluate(tb_run *rc, const char *v) {
+  sbuf esc = {0}, out = {0};
+  static const char head[] = "printf \"%s\" \"";
+  sbuf_append(&esc, head, strlen(head));
+  for (const char *p = v; *p; p++) {
+    if (*p == '\\' || *p == '"' || *p == '`' || (*p == '$' && p[1] == '(')) sbuf_append(&esc, "\\", 1);
+    sbuf_append(&esc, p, 1);
+  }
+  sbuf_append(&esc, "\"", 2); /* the closing quote and the string's end */
+  json_t *argv = json_pack("[s, s, s]", "/bin/bash", "-c", esc.data);
+  int code = tb_capture(rc, argv, "root", &out);
+  json_decref(argv);
+  sbuf_free(&esc);
+  sbuf_append(&out, "", 1);
+  if (code == 0 && strlen(out.data) == out.len - 1) return out.data;
+  sbuf_free(&out);
+  return NULL;
+}
+
 static int step_env(tb_run *rc, json_t *step) {
   size_t n = json_array_size(json_object_get(step, "args"));
   if (n == 0) return FAIL("ENV does not support passing no arguments");
@@ -181,7 +203,11 @@ static int step_env(tb_run *rc, json_t *step) {
       return FAIL("ENV: invalid key '%.100s' (non-empty, no '=', at most 256 bytes; values up to 32 KiB)", k);
     if (json_object_size(rc->env) >= MAX_ENV && !json_object_get(rc->env, k))
       return FAIL("ENV: at most %d variables", MAX_ENV);
-    json_object_set_new(rc->env, k, json_string(v));
+    char *val = evaluate(rc, v);
+    json_t *js = val ? json_string(val) : NULL;
+    free(val);
+    if (!js) return FAIL("failed to evaluate environment variable %.100s", k);
+    json_object_set_new(rc->env, k, js);
   }
   return 0;
 }
