@@ -261,6 +261,27 @@ describe("e2b-local's template-build steps and cache", function()
     assert.are.equal("/home/user/proj/src\nuser\nroot\n", run_in(name, "cat ~/proj/src/here"))
   end)
 
+  it("cancels a template's running build when a newer one of it starts, as E2B does; the newer one gets the tags", function()
+    local name = fresh_name()
+    local old_tid, old_bid = start(name, { fromTemplate = "base", steps = {
+      { type = "RUN", args = { "echo old > ~/which" } }, { type = "RUN", args = { "sleep 300" } },
+    } })
+    h.eventually(function()
+      local _, s = json_api("GET", ("/templates/%s/builds/%s/status"):format(old_tid, old_bid))
+      for _, e in ipairs(s.logEntries) do
+        if e.message:find("[builder 2/2]", 1, true) then return true end
+      end
+    end)
+    local t0 = h.now_ms()
+    local tid, bid = start(name, { fromTemplate = "base", steps = { { type = "RUN", args = { "echo new > ~/which" } } } })
+    local old = wait_build(old_tid, old_bid)
+    assert.are.equal("error", old.status)
+    assert.matches("cancelled", old.reason.message, 1, true)
+    assert.is_true(h.now_ms() - t0 < 60000)
+    assert.are.equal("ready", wait_build(tid, bid).status)
+    assert.are.equal("new\n", run_in(name, "cat ~/which"))
+  end)
+
   it("evaluates ENV values as E2B does: $VAR expanded (as root), quotes, backquotes and $( kept as written", function()
     local name = fresh_name()
     local tid, bid = start(name, { fromTemplate = "base", steps = {

@@ -84,6 +84,12 @@ void tb_finish(tb_build *b, const tb_result *ok, const char *step, const char *m
 /* The build's output directory (<state>/built/<template>/<build>): malloc. */
 char *tb_dir(tb_build *b);
 int tb_stopping(void);
+/* The build's sandbox, so a newer build of the template can cancel it (kill
+ * it); NULL before the runner lets go of it. */
+struct sandbox;
+void tb_attach(tb_build *b, struct sandbox *sb);
+int tb_cancelled(tb_build *b);
+#define TB_CANCELLED "build was cancelled: a newer build of the template started"
 
 /* ---- the runner (tplbuild_run.c) ---- */
 /* Runs spec (the v2 trigger body, validated) for b on a thread of its own. */

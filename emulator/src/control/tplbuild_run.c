@@ -66,7 +66,7 @@ static int start_and_ready(tb_run *rc) {
     int code = tb_shell(rc, "/bin/bash -c \"$1\"", args, rc->user, rc->workdir, "finalize");
     json_decref(args);
     if (code == 0) return 0;
-    if (mono_ms() > until || tb_stopping()) break;
+    if (mono_ms() > until || tb_stopping() || tb_cancelled(rc->b)) break;
     usleep(500 * 1000);
   }
   snprintf(rc->err, sizeof rc->err, "the ready command did not succeed within %lld s", READY_TIMEOUT_MS / 1000);
@@ -111,6 +111,7 @@ static void run_build(tb_run *rc) {
   if (keep_result(rc) != 0) goto out;
   rc->done = 1;
 out:
+  if (!rc->done && tb_cancelled(rc->b)) snprintf(rc->err, sizeof rc->err, "%s", TB_CANCELLED);
   if (!rc->done) {
     tb_log(rc->b, "error", rc->failed_step, "Build failed: %s", rc->err);
     tb_finish(rc->b, NULL, rc->failed_step, rc->err);
@@ -120,7 +121,7 @@ out:
 
 static void *build_thread(void *arg) {
   tb_run *rc = arg;
-  run_build(rc);
+  run_build(rc); /* its tb_finish detached the sandbox from the build */
   if (rc->sb) {
     sandbox_kill(rc->sb);
     sandbox_unref(rc->sb);

@@ -326,7 +326,9 @@ int tb_run_steps(tb_run *rc, const tpl_ref *base) {
     free(d);
     if (i < k) continue;
     snprintf(rc->failed_step, sizeof rc->failed_step, "%s", label);
-    r = tb_stopping() ? FAIL("the server is stopping") : run_step(rc, json_array_get(steps, i), label);
+    r = tb_stopping()         ? FAIL("the server is stopping")
+        : tb_cancelled(rc->b) ? FAIL("%s", TB_CANCELLED)
+                              : run_step(rc, json_array_get(steps, i), label);
     if (r == 0) cache_put(rc, keys[i]);
   }
   free(keys);

@@ -146,6 +146,7 @@ sandbox *tb_boot(tb_run *rc, const tpl_ref *t) {
   const char *err = NULL;
   sandbox *sb = sandbox_create(&p, &err);
   if (!sb) snprintf(rc->err, sizeof rc->err, "cannot start the build sandbox: %.200s", err ? err : "?");
+  else tb_attach(rc->b, sb);
   return sb;
 }
 

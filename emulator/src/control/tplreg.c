@@ -17,6 +17,7 @@
 
 #include "codec.h"
 #include "log.h"
+#include "sandbox.h"
 #include "tree.h"
 #include "util.h"
 
@@ -44,6 +45,8 @@ struct tb_build {
   json_t *env, *ro_mounts;
   json_t *tags; /* assigned once ready */
   int64_t created_ms;
+  int cancel;         /* a newer build of the template started */
+  struct sandbox *sb; /* the build's sandbox while it runs (the runner's reference) */
 };
 
 struct tb_tpl {
@@ -300,6 +303,11 @@ static char *dup_or_null(const char *s) { return s ? xstrdup(s) : NULL; }
 
 void tb_finish(tb_build *b, const tb_result *ok, const char *step, const char *msg) {
   pthread_mutex_lock(&g_mu);
+  if (b->cancel) { /* its tags are the newer build's to take */
+    ok = NULL;
+    msg = TB_CANCELLED;
+  }
+  b->sb = NULL;
   if (ok) {
     b->files = xstrdup(ok->files);
     b->env = json_deep_copy(ok->env);
@@ -683,17 +691,53 @@ static tb_build *by_ids(const char *tid, const char *bid) {
   return t && strcmp(t->id, tid) == 0 ? find_build(t, bid) : NULL;
 }
 
+/* As E2B's CheckAndCancelConcurrentBuilds: the template's other running
+ * builds are cancelled (their sandboxes killed) when b starts. */
+static void cancel_others(tb_build *b, sandbox **kill, size_t *nkill) {
+  for (size_t i = 0; i < b->tpl->nbuild; i++) {
+    tb_build *o = b->tpl->builds[i];
+    if (o == b || o->status != TB_BUILDING || o->cancel) continue;
+    o->cancel = 1;
+    if (o->sb) {
+      sandbox_ref(o->sb);
+      kill[(*nkill)++] = o->sb;
+    }
+  }
+}
+
 int tplreg_begin(const char *tid, const char *bid, int refuse, tb_build **out) {
+  sandbox *kill[MAX_BUILDS];
+  size_t nkill = 0;
   pthread_mutex_lock(&g_mu);
   tb_build *b = by_ids(tid, bid);
   int state = b ? b->status : -1;
   if (state == TB_WAITING && !refuse) {
     b->status = TB_BUILDING;
     g_running++;
+    cancel_others(b, kill, &nkill);
   }
   pthread_mutex_unlock(&g_mu);
+  for (size_t i = 0; i < nkill; i++) {
+    sandbox_kill(kill[i]);
+    sandbox_unref(kill[i]);
+  }
   *out = b;
   return state < 0 ? -1 : state == TB_WAITING ? 0 : 1;
+}
+
+void tb_attach(tb_build *b, sandbox *sb) {
+  pthread_mutex_lock(&g_mu);
+  b->sb = sb;
+  int cancelled = b->cancel;
+  pthread_mutex_unlock(&g_mu);
+  if (sb && cancelled) sandbox_kill(sb); /* cancelled while it booted */
+}
+
+int tb_cancelled(tb_build *b) {
+  pthread_mutex_lock(&g_mu);
+  int c = b->cancel;
+  pthread_mutex_unlock(&g_mu);
+  return c;
 }
 
 json_t *tplreg_status(const char *tid, const char *bid, long long offset, long long limit, int min_level) {
