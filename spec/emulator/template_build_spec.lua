@@ -404,6 +404,7 @@ describe("e2b-local's template-build API validation", function()
       { { name = "other/ok" }, "namespace 'other' must match your team 'local'" },
       { { name = "ok", tags = { "v1", "a b" } }, "Invalid tag: invalid tag 'a b'" },
       { { name = "ok", tags = { "123e4567-e89b-12d3-a456-426614174000" } }, "tag cannot be a UUID" },
+      { { name = "ok", tags = { "123e4567e89b12d3a456426614174000" } }, "tag cannot be a UUID" },
       { { name = 5 }, "Invalid request body" },
       { { name = "ok", cpuCount = 3 }, "CPU count must be 1 or an even number" },
       { { name = "ok", cpuCount = 64 }, "CPU count must be at most 32" },

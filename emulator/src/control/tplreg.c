@@ -117,7 +117,6 @@ void tplreg_shutdown(void) {
 
 /* ---- names, as E2B's id.ParseName reads them ---- */
 
-
 static int clean_part(const char *s, size_t n, int dots, char *out, const char *what, char *err, size_t cap) {
   while (n && isspace((unsigned char)*s)) s++, n--;
   while (n && isspace((unsigned char)s[n - 1])) n--;
@@ -156,8 +155,15 @@ int tplreg_parse_name(const char *input, tplreg_name *p, char *err, size_t cap) 
   return 0;
 }
 
+/* What Go's uuid.Parse takes among [a-z0-9._-] strings: 8-4-4-4-12 or 32 hex digits. */
 int tplreg_uuid_shaped(const char *s) {
-  if (strlen(s) != 36) return 0;
+  size_t n = strlen(s);
+  if (n == 32) {
+    for (size_t i = 0; i < n; i++)
+      if (!isxdigit((unsigned char)s[i])) return 0;
+    return 1;
+  }
+  if (n != 36) return 0;
   for (int i = 0; i < 36; i++) {
     int dash = i == 8 || i == 13 || i == 18 || i == 23;
     if (dash ? s[i] != '-' : !isxdigit((unsigned char)s[i])) return 0;
