@@ -163,7 +163,7 @@ static int step_run(tb_run *rc, json_t *step, const char *label) {
   const char *home;
   if (tb_user_ids(user, &uid, &gid, &home) != 0)
     return FAIL("failed to run command '%.400s': command failed: unauthenticated: invalid username: '%.64s'", arg(step, 0), user);
-  json_t *argv = json_pack("[s, s, s]", "/bin/bash", "-c", arg(step, 0));
+  json_t *argv = json_pack("[s, s, s, s]", "/bin/bash", "-l", "-c", arg(step, 0)); /* a login shell, as E2B's builder */
   int code = tb_exec(rc, argv, user, rc->workdir, label);
   json_decref(argv);
   if (code != 0)
@@ -183,7 +183,7 @@ static char *evaluate(tb_run *rc, const char *v) {
     sbuf_append(&esc, p, 1);
   }
   sbuf_append(&esc, "\"", 2); /* the closing quote and the string's end */
-  json_t *argv = json_pack("[s, s, s]", "/bin/bash", "-c", esc.data);
+  json_t *argv = json_pack("[s, s, s, s]", "/bin/bash", "-l", "-c", esc.data);
   int code = tb_capture(rc, argv, "root", &out);
   json_decref(argv);
   sbuf_free(&esc);
