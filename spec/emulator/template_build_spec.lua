@@ -204,6 +204,25 @@ describe("e2b-local's template-build files", function()
     os.remove(tarball)
   end)
 
+  it("keeps at most 256 uploaded archives: the oldest is no longer present after 256 newer ones", function()
+    local _, req = json_api("POST", "/v3/templates", { name = fresh_name() })
+    local header = os.tmpname()
+    local f = assert(io.open(header, "w"))
+    f:write("X-API-Key: ", assert(os.getenv("E2B_API_KEY")), "\n")
+    f:close()
+    local salt = ("%08x"):format(h.now_ms() % 0xffffffff)
+    local hash = function(i) return salt .. ("%056x"):format(i) end
+    local out = h.host(([[for i in $(seq 0 256); do
+        h=%s$(printf '%%056x' $i)
+        url=$(curl -s -H @%s %s/templates/%s/files/$h | sed -E 's/.*"url":"([^"]*)".*/\1/')
+        printf x | curl -s -o /dev/null -w '%%{http_code}\n' -X PUT --data-binary @- "$url"
+      done | sort | uniq -c]]):format(salt, h.shell_quote(header), os.getenv("E2B_API_URL"), req.templateID))
+    os.remove(header)
+    assert.matches("^%s*257 200%s*$", out)
+    assert.is_false(select(2, files_link(req.templateID, hash(0))).present)
+    assert.is_true(select(2, files_link(req.templateID, hash(256))).present)
+  end)
+
   it("COPY places a gzip or a plain tar's files, owned by the step's user, the mode given", function()
     local gz, gz_hash = make_tar("mkdir -p app/sub && echo one > app/a.txt && echo two > app/sub/b.txt", true)
     local plain, plain_hash = make_tar("echo plain > p.txt", false)
