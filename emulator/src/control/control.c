@@ -849,7 +849,12 @@ static enum MHD_Result h_snapshots_list(http_req *r) {
  * created from (its base template): 400. */
 static int snapshot_in_use(http_req *r, const char *id, enum MHD_Result *res) {
   tpl_ref t;
-  if (tplbuild_resolve_any(id, &t) != 0) return 0;
+  char built[24];
+  if (tplbuild_resolve_any(id, &t) != 0) {
+    if (tplreg_id_of(id, built, sizeof built) != 0) return 0; /* a built template without a default tag */
+    memset(&t, 0, sizeof t);
+    t.template_id = xstrdup(built);
+  }
   int used = sandbox_template_in_use(t.template_id);
   if (used)
     *res = http_error(r->conn, 400, "cannot delete template '%s' because there are %s sandboxes using it",

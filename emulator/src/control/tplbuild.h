@@ -47,6 +47,8 @@ int tplreg_begin(const char *tid, const char *bid, int refuse, tb_build **out);
 /* The status route's body, or NULL for an unknown build. */
 json_t *tplreg_status(const char *tid, const char *bid, long long offset, long long limit, int min_level);
 int tplreg_known_id(const char *tid);
+/* The id of the built template ref names (its name or id, any tag): 0, -ENOENT. */
+int tplreg_id_of(const char *ref, char *out, size_t cap);
 json_t *tplreg_tags(const char *alias); /* [{tag, buildID, createdAt}] or NULL */
 /* Tags the build p's tag names: {tags, buildID}, or NULL with *status and msg. */
 json_t *tplreg_tag_assign(const tplreg_name *p, json_t *tags, int *status, char *msg, size_t cap);

@@ -754,6 +754,17 @@ json_t *tplreg_status(const char *tid, const char *bid, long long offset, long l
   return out;
 }
 
+int tplreg_id_of(const char *ref, char *out, size_t cap) {
+  tplreg_name p;
+  char err[300];
+  if (tplreg_parse_name(ref, &p, err, sizeof err) != 0) return -ENOENT;
+  pthread_mutex_lock(&g_mu);
+  tb_tpl *t = find_tpl(p.alias);
+  if (t) snprintf(out, cap, "%s", t->id);
+  pthread_mutex_unlock(&g_mu);
+  return t ? 0 : -ENOENT;
+}
+
 int tplreg_known_id(const char *tid) {
   pthread_mutex_lock(&g_mu);
   tb_tpl *t = find_tpl(tid);
