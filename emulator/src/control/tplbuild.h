@@ -100,7 +100,7 @@ void tplbuild_run_start(tb_build *b, json_t *spec, const char *template_id);
 /* ---- commands in a sandbox (tplexec.c) ---- */
 /* A sandbox from a built template with a start command: the command started
  * in the background as the template's user in its workdir, then its ready
- * command run until it succeeds (at most 60 s). 0, or -1 when the start
+ * command run until it succeeds (at most 30 s). 0, or -1 when the start
  * failed or the ready command never succeeded. */
 struct sandbox;
 int tplbuild_boot_start(struct sandbox *sb, const tpl_ref *t);
