@@ -8,15 +8,19 @@ local cjson = require("cjson")
 
 if h.live then return end
 
+-- The server the calls go to: the variables of a second e2b-local, or nil
+-- for the one these specs run under.
+local target = nil
+
 -- The control plane; the API key goes to curl in a private file. -> status, body
 local function api(method, path, body, extra)
   local header = os.tmpname()
   local f = assert(io.open(header, "w"))
-  f:write("X-API-Key: ", assert(os.getenv("E2B_API_KEY")), "\n")
+  f:write("X-API-Key: ", assert(target and target.E2B_API_KEY or os.getenv("E2B_API_KEY")), "\n")
   f:close()
   local cmd = ("curl -s -w '\\n%%{http_code}' -X %s -H @%s -H 'Content-Type: application/json' %s %s %s")
     :format(method, header, body and ("--data-binary " .. h.shell_quote(body)) or "", extra or "",
-      h.shell_quote(os.getenv("E2B_API_URL") .. path))
+      h.shell_quote((target and target.E2B_API_URL or os.getenv("E2B_API_URL")) .. path))
   local out = h.host(cmd)
   os.remove(header)
   local text, status = out:match("^(.*)\n(%d+)$")
@@ -200,6 +204,25 @@ describe("e2b-local's template-build files", function()
     os.remove(tarball)
   end)
 
+  it("keeps at most 256 uploaded archives: the oldest is no longer present after 256 newer ones", function()
+    local _, req = json_api("POST", "/v3/templates", { name = fresh_name() })
+    local header = os.tmpname()
+    local f = assert(io.open(header, "w"))
+    f:write("X-API-Key: ", assert(os.getenv("E2B_API_KEY")), "\n")
+    f:close()
+    local salt = ("%08x"):format(h.now_ms() % 0xffffffff)
+    local hash = function(i) return salt .. ("%056x"):format(i) end
+    local out = h.host(([[for i in $(seq 0 256); do
+        h=%s$(printf '%%056x' $i)
+        url=$(curl -s -H @%s %s/templates/%s/files/$h | sed -E 's/.*"url":"([^"]*)".*/\1/')
+        printf x | curl -s -o /dev/null -w '%%{http_code}\n' -X PUT --data-binary @- "$url"
+      done | sort | uniq -c]]):format(salt, h.shell_quote(header), os.getenv("E2B_API_URL"), req.templateID))
+    os.remove(header)
+    assert.matches("^%s*257 200%s*$", out)
+    assert.is_false(select(2, files_link(req.templateID, hash(0))).present)
+    assert.is_true(select(2, files_link(req.templateID, hash(256))).present)
+  end)
+
   it("COPY places a gzip or a plain tar's files, owned by the step's user, the mode given", function()
     local gz, gz_hash = make_tar("mkdir -p app/sub && echo one > app/a.txt && echo two > app/sub/b.txt", true)
     local plain, plain_hash = make_tar("echo plain > p.txt", false)
@@ -257,6 +280,56 @@ describe("e2b-local's template-build steps and cache", function()
     assert.are.equal("/home/user/proj/src\nuser\nroot\n", run_in(name, "cat ~/proj/src/here"))
   end)
 
+  it("cancels a template's running build when a newer one of it starts, as E2B does; the newer one gets the tags", function()
+    local name = fresh_name()
+    local old_tid, old_bid = start(name, { fromTemplate = "base", steps = {
+      { type = "RUN", args = { "echo old > ~/which" } }, { type = "RUN", args = { "sleep 300" } },
+    } })
+    h.eventually(function()
+      local _, s = json_api("GET", ("/templates/%s/builds/%s/status"):format(old_tid, old_bid))
+      for _, e in ipairs(s.logEntries) do
+        if e.message:find("[builder 2/2]", 1, true) then return true end
+      end
+    end)
+    local t0 = h.now_ms()
+    local tid, bid = start(name, { fromTemplate = "base", steps = { { type = "RUN", args = { "echo new > ~/which" } } } })
+    local old = wait_build(old_tid, old_bid)
+    assert.are.equal("error", old.status)
+    assert.matches("cancelled", old.reason.message, 1, true)
+    assert.is_true(h.now_ms() - t0 < 60000)
+    assert.are.equal("ready", wait_build(tid, bid).status)
+    assert.are.equal("new\n", run_in(name, "cat ~/which"))
+  end)
+
+  it("evaluates ENV values as E2B does: $VAR expanded (as root), quotes, backquotes and $( kept as written", function()
+    local name = fresh_name()
+    local tid, bid = start(name, { fromTemplate = "base", steps = {
+      { type = "ENV", args = { "FIRST", "one", "AT", "$HOME/x", "RAW", "a\"b`c$(echo no)\\d" } },
+      { type = "ENV", args = { "BOTH", "${FIRST}-two" } },
+      { type = "RUN", args = { "printf '%s|%s|%s|%s' \"$FIRST\" \"$AT\" \"$RAW\" \"$BOTH\" > ~/envs" } },
+    } })
+    local s, entries = wait_build(tid, bid)
+    assert.are.equal("ready", s.status, messages(entries))
+    assert.are.equal("one|/root/x|a\"b`c$(echo no)\\d|one-two", run_in(name, "cat ~/envs"))
+  end)
+
+  it("builds from another built template: its files, ENV and USER carry over", function()
+    local first, second = fresh_name(), fresh_name()
+    local tid, bid = start(first, { fromTemplate = "base", steps = {
+      { type = "RUN", args = { "echo from-first > ~/first.txt" } },
+      { type = "ENV", args = { "LAYER", "one" } },
+      { type = "USER", args = { "root" } },
+    } })
+    assert.are.equal("ready", wait_build(tid, bid).status)
+    tid, bid = start(second, { fromTemplate = first, steps = {
+      { type = "RUN", args = { "echo \"$LAYER $(id -un)\" > /root/second.txt" } },
+    } })
+    local s, entries = wait_build(tid, bid)
+    assert.are.equal("ready", s.status, messages(entries))
+    assert.are.equal("from-first\none root\n",
+      run_in(second, "cat /home/user/first.txt; sudo cat /root/second.txt"))
+  end)
+
   it("refuses steps E2B refuses or this host cannot do: a user other than root and user, ENV without pairs, unknown types", function()
     for _, case in ipairs({
       { { type = "USER", args = { "alice" } }, "root and user only" },
@@ -306,6 +379,41 @@ describe("e2b-local's template-build steps and cache", function()
   end)
 end)
 
+describe("e2b-local's built templates across a restart", function()
+  it("keeps built templates, their tags and files with --state; an unusable meta.json is removed", function()
+    local state = h.host("mktemp -d"):gsub("%s+$", "")
+    local name = fresh_name()
+    local tid
+    local function on(fn)
+      return function(client, vars)
+        target = vars
+        local ok, err = pcall(fn, client)
+        target = nil
+        assert(ok, err)
+      end
+    end
+    h.with_local_server("--state " .. state, on(function()
+      local bid
+      tid, bid = start(name, { fromTemplate = "base", steps = { { type = "RUN", args = { "echo kept > ~/kept" } } } },
+        { "v1" })
+      assert.are.equal("ready", wait_build(tid, bid).status)
+    end))
+    h.host("mkdir -p " .. h.shell_quote(state .. "/built/bogus") .. " && echo '{' > "
+      .. h.shell_quote(state .. "/built/bogus/meta.json"))
+    h.with_local_server("--state " .. state, on(function(client)
+      local st, alias = json_api("GET", "/templates/aliases/" .. name .. ":v1")
+      assert.are.equal(200, st)
+      assert.are.equal(tid, alias.templateID)
+      local sbx = assert(client:create({ template = name .. ":v1" }))
+      local res = assert(sbx:run("cat ~/kept"))
+      sbx:kill()
+      assert.are.equal("kept\n", res.stdout)
+    end))
+    assert.are.equal("", h.host("ls " .. h.shell_quote(state .. "/built") .. " | grep bogus || true"))
+    h.host("rm -rf " .. h.shell_quote(state))
+  end)
+end)
+
 describe("e2b-local's template-build API validation", function()
   it("refuses a request without a name, with an invalid name, tag or foreign namespace (400)", function()
     local cases = {
@@ -315,7 +423,12 @@ describe("e2b-local's template-build API validation", function()
       { { name = "other/ok" }, "namespace 'other' must match your team 'local'" },
       { { name = "ok", tags = { "v1", "a b" } }, "Invalid tag: invalid tag 'a b'" },
       { { name = "ok", tags = { "123e4567-e89b-12d3-a456-426614174000" } }, "tag cannot be a UUID" },
+      { { name = "ok", tags = { "123e4567e89b12d3a456426614174000" } }, "tag cannot be a UUID" },
       { { name = 5 }, "Invalid request body" },
+      { { name = "ok", cpuCount = 3 }, "CPU count must be 1 or an even number" },
+      { { name = "ok", cpuCount = 64 }, "CPU count must be at most 32" },
+      { { name = "ok", memoryMB = 64 }, "Memory must be at least 128 MiB" },
+      { { name = "ok", memoryMB = 1025 }, "Memory must be divisible by 2" },
     }
     for _, c in ipairs(cases) do
       local status, body, text = json_api("POST", "/v3/templates", c[1])
@@ -339,11 +452,15 @@ describe("e2b-local's template-build API validation", function()
     assert.are.equal(409, (json_api("POST", "/v3/templates", { name = "base" })))
   end)
 
-  it("deletes a built template by name or id (then it is gone), but not while one of its builds runs (409)", function()
+  it("deletes a built template by name or id (then it is gone), not while one of its builds runs (409) nor while a sandbox uses it (400)", function()
     local name = fresh_name()
-    local tid, bid = start(name, { fromTemplate = "base", steps = { { type = "RUN", args = { "sleep 2" } } } })
+    local tid, bid = start(name, { fromTemplate = "base", steps = { { type = "RUN", args = { "sleep 2" } } } }, { "v1" })
     assert.are.equal(409, (json_api("DELETE", "/templates/" .. name)))
     assert.are.equal("ready", wait_build(tid, bid).status)
+    local st, sbx = json_api("POST", "/sandboxes", { templateID = name .. ":v1" })
+    assert.are.equal(201, st)
+    assert.are.equal(400, (json_api("DELETE", "/templates/" .. tid)))
+    json_api("DELETE", "/sandboxes/" .. sbx.sandboxID)
     assert.are.equal(204, (json_api("DELETE", "/templates/" .. tid)))
     assert.are.equal(404, (json_api("GET", "/templates/aliases/" .. name)))
     assert.are.equal(404, (json_api("POST", "/sandboxes", { templateID = name })))

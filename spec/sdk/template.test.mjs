@@ -229,3 +229,21 @@ test('setStartCmd: the start command runs in each new sandbox as the template\'s
     await sbx.kill()
   }
 })
+
+test('setUser and setWorkdir: a sandbox from the build runs commands and file calls as that user, commands in that directory', async () => {
+  const name = fresh('defaults')
+  await build(Template().fromTemplate('base').setWorkdir('/root/work').setUser('root'), name)
+  const sbx = await Sandbox.create(name, { ...S.opts, timeoutMs: 60_000 })
+  try {
+    assert.equal((await sbx.commands.run('whoami; pwd')).stdout, 'root\n/root/work\n')
+    assert.equal((await sbx.commands.run('pwd', { cwd: '/tmp' })).stdout, '/tmp\n')
+    assert.equal((await sbx.commands.run('whoami', { user: 'user' })).stdout, 'user\n')
+    await sbx.files.write('/root/work/by-default.txt', 'x')
+    assert.equal((await sbx.commands.run('stat -c %U /root/work/by-default.txt')).stdout, 'root\n')
+  } finally {
+    await sbx.kill()
+  }
+  const plain = fresh('plain')
+  await build(Template().fromTemplate('base').runCmd('true'), plain)
+  assert.equal(await inSandbox(plain, 'whoami; pwd'), 'user\n/home/user\n')
+})

@@ -354,6 +354,8 @@ static enum MHD_Result create(http_req *r, int v2) {
   } else {
     p.tpl = &tpl;
     p.volume_mounts = vm;
+    p.default_user = tpl.start_user; /* a built template's USER and WORKDIR */
+    p.default_workdir = tpl.start_cwd;
     /* From a snapshot, E2B restores envd's memory: its env vars stay unless
      * the create gives some, which replace them (envd's init with envVars). */
     json_t *merged = NULL;
@@ -847,7 +849,12 @@ static enum MHD_Result h_snapshots_list(http_req *r) {
  * created from (its base template): 400. */
 static int snapshot_in_use(http_req *r, const char *id, enum MHD_Result *res) {
   tpl_ref t;
-  if (tplbuild_resolve_any(id, &t) != 0) return 0;
+  char built[24];
+  if (tplbuild_resolve_any(id, &t) != 0) {
+    if (tplreg_id_of(id, built, sizeof built) != 0) return 0; /* a built template without a default tag */
+    memset(&t, 0, sizeof t);
+    t.template_id = xstrdup(built);
+  }
   int used = sandbox_template_in_use(t.template_id);
   if (used)
     *res = http_error(r->conn, 400, "cannot delete template '%s' because there are %s sandboxes using it",
@@ -987,7 +994,7 @@ static json_t *fork_one(sandbox *parent, const tpl_ref *tpl, json_t *vm, json_t 
       .auto_pause = parent->auto_pause, .auto_pause_memory = parent->auto_pause_memory,
       .auto_resume = parent->auto_resume, .env_vars = parent->env_vars, .network = net,
       .metadata = parent->metadata,
-      .volume_mounts = vm,
+      .volume_mounts = vm, .default_user = parent->default_user, .default_workdir = parent->default_workdir,
   };
   const char *err = NULL;
   sandbox *f = sandbox_create(&p, &err);

@@ -54,6 +54,25 @@ static const char *request_types(json_t *b) {
   return NULL;
 }
 
+/* E2B's LimitResources with its default team's limits (8 vCPUs, 8 GiB):
+ * NULL, or the message of its 400. */
+static const char *resource_error(json_t *b, char *msg, size_t cap) {
+  json_t *cpu = json_object_get(b, "cpuCount"), *mem = json_object_get(b, "memoryMB");
+  long long c = json_integer_value(cpu), m = json_integer_value(mem);
+  if (json_is_integer(cpu) && c < 1) return "CPU count must be at least 1";
+  if (json_is_integer(cpu) && c > 32) return "CPU count must be at most 32";
+  if (json_is_integer(cpu) && c != 1 && c % 2) return "CPU count must be 1 or an even number";
+  if (json_is_integer(cpu) && c > 8)
+    return "CPU count can't be higher than 8 (if you need to increase this limit, please contact support)";
+  if (json_is_integer(mem) && m < 128) return "Memory must be at least 128 MiB";
+  if (json_is_integer(mem) && m % 2) return "Memory must be divisible by 2";
+  if (json_is_integer(mem) && m > 8192) {
+    snprintf(msg, cap, "Memory can't be higher than %d MiB (if you need to increase this limit, please contact support)", 8192);
+    return msg;
+  }
+  return NULL;
+}
+
 static enum MHD_Result request_answer(http_req *r, const tplreg_name *p, json_t *tags) {
   int status = 500;
   char err[300] = "";
@@ -83,9 +102,11 @@ enum MHD_Result tplbuild_h_request(http_req *r) {
     if (p.has_tag && p.tag[0]) json_array_append_new(all, json_string(p.tag));
     if (json_is_array(json_object_get(b, "tags"))) json_array_extend(all, json_object_get(b, "tags"));
     tags = tplreg_clean_tags(all, err, sizeof err);
+    const char *limit = tags ? resource_error(b, err, sizeof err) : NULL;
     if (!tags) res = http_error(r->conn, 400, "Invalid tag: %s", err);
+    else if (limit) res = http_error(r->conn, 400, "%s", limit);
     else if (!json_array_size(tags)) json_array_append_new(tags, json_string("default"));
-    if (tags) res = request_answer(r, &p, tags);
+    if (tags && !limit) res = request_answer(r, &p, tags);
   }
   json_decref(all);
   json_decref(tags);

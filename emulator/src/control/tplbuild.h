@@ -47,6 +47,8 @@ int tplreg_begin(const char *tid, const char *bid, int refuse, tb_build **out);
 /* The status route's body, or NULL for an unknown build. */
 json_t *tplreg_status(const char *tid, const char *bid, long long offset, long long limit, int min_level);
 int tplreg_known_id(const char *tid);
+/* The id of the built template ref names (its name or id, any tag): 0, -ENOENT. */
+int tplreg_id_of(const char *ref, char *out, size_t cap);
 json_t *tplreg_tags(const char *alias); /* [{tag, buildID, createdAt}] or NULL */
 /* Tags the build p's tag names: {tags, buildID}, or NULL with *status and msg. */
 json_t *tplreg_tag_assign(const tplreg_name *p, json_t *tags, int *status, char *msg, size_t cap);
@@ -84,6 +86,12 @@ void tb_finish(tb_build *b, const tb_result *ok, const char *step, const char *m
 /* The build's output directory (<state>/built/<template>/<build>): malloc. */
 char *tb_dir(tb_build *b);
 int tb_stopping(void);
+/* The build's sandbox, so a newer build of the template can cancel it (kill
+ * it); NULL before the runner lets go of it. */
+struct sandbox;
+void tb_attach(tb_build *b, struct sandbox *sb);
+int tb_cancelled(tb_build *b);
+#define TB_CANCELLED "build was cancelled: a newer build of the template started"
 
 /* ---- the runner (tplbuild_run.c) ---- */
 /* Runs spec (the v2 trigger body, validated) for b on a thread of its own. */
@@ -92,7 +100,7 @@ void tplbuild_run_start(tb_build *b, json_t *spec, const char *template_id);
 /* ---- commands in a sandbox (tplexec.c) ---- */
 /* A sandbox from a built template with a start command: the command started
  * in the background as the template's user in its workdir, then its ready
- * command run until it succeeds (at most 60 s). 0, or -1 when the start
+ * command run until it succeeds (at most 30 s). 0, or -1 when the start
  * failed or the ready command never succeeded. */
 struct sandbox;
 int tplbuild_boot_start(struct sandbox *sb, const tpl_ref *t);

@@ -66,7 +66,7 @@ static int start_and_ready(tb_run *rc) {
     int code = tb_shell(rc, "/bin/bash -c \"$1\"", args, rc->user, rc->workdir, "finalize");
     json_decref(args);
     if (code == 0) return 0;
-    if (mono_ms() > until || tb_stopping()) break;
+    if (mono_ms() > until || tb_stopping() || tb_cancelled(rc->b)) break;
     usleep(500 * 1000);
   }
   snprintf(rc->err, sizeof rc->err, "the ready command did not succeed within %lld s", READY_TIMEOUT_MS / 1000);
@@ -83,7 +83,8 @@ static int keep_result(tb_run *rc) {
     tb_result res = {.files = files, .env = rc->env, .ro_mounts = rc->ro_mounts, .start_cmd = json_string_value(json_object_get(rc->spec, "startCmd")),
                      .ready_cmd = json_string_value(json_object_get(rc->spec, "readyCmd")), .user = rc->user,
                      .workdir = rc->workdir};
-    tb_finish(rc->b, &res, NULL, NULL);
+    tb_log(rc->b, "info", NULL, "Build finished");
+    tb_finish(rc->b, &res, NULL, NULL); /* the last use of rc->b: the registry may drop it from now on */
   } else {
     snprintf(rc->err, sizeof rc->err, "cannot keep the build's files");
   }
@@ -99,7 +100,7 @@ static void run_build(tb_run *rc) {
   snprintf(rc->failed_step, sizeof rc->failed_step, "base");
   tb_log(rc->b, "info", NULL, "Building template %s", rc->template_id);
   if (resolve_base(rc, &base) != 0) goto out;
-  if (json_object_size(base.env_vars) && base.env_defaults) json_object_update(rc->env, base.env_vars);
+  if (json_is_object(base.env_vars)) json_object_update(rc->env, base.env_vars); /* a built template's ENV, a snapshot's envs */
   rc->ro_mounts = json_deep_copy(base.ro_mounts);
   if (base.start_user) snprintf(rc->user, sizeof rc->user, "%s", base.start_user);
   if (base.start_cwd) rc->workdir = xstrdup(base.start_cwd);
@@ -108,9 +109,9 @@ static void run_build(tb_run *rc) {
   if (start_and_ready(rc) != 0) goto out;
   sandbox_pause(rc->sb, 0); /* processes end; the files stay still while copied */
   if (keep_result(rc) != 0) goto out;
-  tb_log(rc->b, "info", NULL, "Build finished");
   rc->done = 1;
 out:
+  if (!rc->done && tb_cancelled(rc->b)) snprintf(rc->err, sizeof rc->err, "%s", TB_CANCELLED);
   if (!rc->done) {
     tb_log(rc->b, "error", rc->failed_step, "Build failed: %s", rc->err);
     tb_finish(rc->b, NULL, rc->failed_step, rc->err);
@@ -120,7 +121,7 @@ out:
 
 static void *build_thread(void *arg) {
   tb_run *rc = arg;
-  run_build(rc);
+  run_build(rc); /* its tb_finish detached the sandbox from the build */
   if (rc->sb) {
     sandbox_kill(rc->sb);
     sandbox_unref(rc->sb);

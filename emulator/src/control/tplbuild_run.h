@@ -8,6 +8,7 @@
 #include "sandbox.h"
 #include "store.h"
 #include "tplbuild.h"
+#include "util.h"
 
 typedef struct tb_run {
   tb_build *b;
@@ -26,6 +27,8 @@ typedef struct tb_run {
 /* root and user only: a sandbox's /etc/passwd has no one else. */
 int tb_user_ids(const char *user, int *uid, int *gid, const char **home);
 int tb_exec(tb_run *rc, json_t *argv, const char *user, const char *cwd, const char *step);
+/* Runs argv as user; its stdout (at most 32 KiB, else -1) into out. The exit code, or -1. */
+int tb_capture(tb_run *rc, json_t *argv, const char *user, sbuf *out);
 int tb_shell(tb_run *rc, const char *script, json_t *args, const char *user, const char *cwd, const char *step);
 sandbox *tb_boot(tb_run *rc, const tpl_ref *t);
 /* Boots the sandbox (from base, or from the longest cached prefix) and runs

@@ -83,6 +83,10 @@ static json_t *cache_state(const char *key) {
   return st;
 }
 
+static int older(const struct timespec *a, const struct timespec *b) {
+  return a->tv_sec < b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
+}
+
 /* Removes the oldest entries beyond MAX_CACHE - 1. */
 static void cache_trim(void) {
   char *root = xasprintf("%s/build-cache", store_state_dir());
@@ -92,14 +96,14 @@ static void cache_trim(void) {
     struct dirent *de;
     int n = 0;
     char oldest[80] = "";
-    time_t oldest_t = 0;
+    struct timespec oldest_t = {0, 0};
     struct stat st;
     while ((de = readdir(d))) {
       if (de->d_name[0] == '.' || fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
       n++;
-      if (!oldest[0] || st.st_mtime < oldest_t) {
+      if (!oldest[0] || older(&st.st_mtim, &oldest_t)) {
         snprintf(oldest, sizeof oldest, "%.79s", de->d_name);
-        oldest_t = st.st_mtime;
+        oldest_t = st.st_mtim;
       }
     }
     closedir(d);
@@ -163,12 +167,34 @@ static int step_run(tb_run *rc, json_t *step, const char *label) {
   const char *home;
   if (tb_user_ids(user, &uid, &gid, &home) != 0)
     return FAIL("failed to run command '%.400s': command failed: unauthenticated: invalid username: '%.64s'", arg(step, 0), user);
-  json_t *argv = json_pack("[s, s, s]", "/bin/bash", "-c", arg(step, 0));
+  json_t *argv = json_pack("[s, s, s, s]", "/bin/bash", "-l", "-c", arg(step, 0)); /* a login shell, as E2B's builder */
   int code = tb_exec(rc, argv, user, rc->workdir, label);
   json_decref(argv);
   if (code != 0)
     return FAIL("failed to run command '%.400s': exit status %d", arg(step, 0), code);
   return 0;
+}
+
+/* A value as E2B's builder evaluates it: in the sandbox's shell, as root,
+ * $VAR expanded but no command run (quotes, backslashes, backquotes and
+ * "$(" escaped). NULL when that failed. */
+static char *evaluate(tb_run *rc, const char *v) {
+  sbuf esc = {0}, out = {0};
+  static const char head[] = "printf \"%s\" \"";
+  sbuf_append(&esc, head, strlen(head));
+  for (const char *p = v; *p; p++) {
+    if (*p == '\\' || *p == '"' || *p == '`' || (*p == '$' && p[1] == '(')) sbuf_append(&esc, "\\", 1);
+    sbuf_append(&esc, p, 1);
+  }
+  sbuf_append(&esc, "\"", 2); /* the closing quote and the string's end */
+  json_t *argv = json_pack("[s, s, s, s]", "/bin/bash", "-l", "-c", esc.data);
+  int code = tb_capture(rc, argv, "root", &out);
+  json_decref(argv);
+  sbuf_free(&esc);
+  sbuf_append(&out, "", 1);
+  if (code == 0 && strlen(out.data) == out.len - 1) return out.data;
+  sbuf_free(&out);
+  return NULL;
 }
 
 static int step_env(tb_run *rc, json_t *step) {
@@ -181,7 +207,11 @@ static int step_env(tb_run *rc, json_t *step) {
       return FAIL("ENV: invalid key '%.100s' (non-empty, no '=', at most 256 bytes; values up to 32 KiB)", k);
     if (json_object_size(rc->env) >= MAX_ENV && !json_object_get(rc->env, k))
       return FAIL("ENV: at most %d variables", MAX_ENV);
-    json_object_set_new(rc->env, k, json_string(v));
+    char *val = evaluate(rc, v);
+    json_t *js = val ? json_string(val) : NULL;
+    free(val);
+    if (!js) return FAIL("failed to evaluate environment variable %.100s", k);
+    json_object_set_new(rc->env, k, js);
   }
   return 0;
 }
@@ -300,7 +330,9 @@ int tb_run_steps(tb_run *rc, const tpl_ref *base) {
     free(d);
     if (i < k) continue;
     snprintf(rc->failed_step, sizeof rc->failed_step, "%s", label);
-    r = tb_stopping() ? FAIL("the server is stopping") : run_step(rc, json_array_get(steps, i), label);
+    r = tb_stopping()         ? FAIL("the server is stopping")
+        : tb_cancelled(rc->b) ? FAIL("%s", TB_CANCELLED)
+                              : run_step(rc, json_array_get(steps, i), label);
     if (r == 0) cache_put(rc, keys[i]);
   }
   free(keys);

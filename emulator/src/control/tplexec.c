@@ -16,7 +16,8 @@
 #define BUILD_TIMEOUT_S 3600
 #define STEP_TIMEOUT_MS (30LL * 60 * 1000)
 #define LINE_MAX_BYTES 4096
-#define BOOT_READY_MS (60LL * 1000)
+#define BOOT_READY_MS (30LL * 1000) /* well inside the SDKs' 60 s request timeout */
+#define CAPTURE_MAX 32768
 
 int tb_user_ids(const char *user, int *uid, int *gid, const char **home) {
   if (strcmp(user, "root") == 0) {
@@ -37,6 +38,8 @@ int tb_user_ids(const char *user, int *uid, int *gid, const char **home) {
 typedef struct line_buf {
   tb_build *b;
   const char *step;
+  sbuf *capture; /* instead of the log: stdout kept, at most CAPTURE_MAX bytes */
+  int overflow;
   char buf[LINE_MAX_BYTES + 1];
   size_t n;
 } line_buf;
@@ -48,6 +51,11 @@ static void flush_line(line_buf *lb) {
 }
 
 static void feed_lines(line_buf *lb, const char *data, size_t len) {
+  if (lb->capture) {
+    lb->overflow |= lb->capture->len + len > CAPTURE_MAX;
+    if (!lb->overflow) sbuf_append(lb->capture, data, len);
+    return;
+  }
   for (size_t i = 0; i < len; i++) {
     if (data[i] == '\n') {
       flush_line(lb);
@@ -75,7 +83,7 @@ static json_t *command_env(json_t *vars, const char *user, const char *home) {
 /* Runs argv in sb as user in cwd with vars; its output, by line, is b's log
  * under step (b NULL: dropped). The exit code, or -1. */
 static int exec_in(sandbox *sb, json_t *vars, json_t *argv, const char *user, const char *cwd, tb_build *b,
-                   const char *step, int64_t timeout_ms) {
+                   const char *step, int64_t timeout_ms, sbuf *capture) {
   int uid, gid;
   const char *home;
   if (tb_user_ids(user, &uid, &gid, &home) != 0) return -1;
@@ -95,25 +103,32 @@ static int exec_in(sandbox *sb, json_t *vars, json_t *argv, const char *user, co
   line_buf *lb = xcalloc(1, sizeof *lb);
   lb->b = b;
   lb->step = step;
+  lb->capture = capture;
   int status = -1;
   for (;;) {
     proc_event *ev = NULL;
     if (proc_sub_next(sp.sub, -1, -1, &ev) != PSUB_EVENT) break;
     int end = ev->kind == PEV_END;
     if (end) status = ev->status;
-    else feed_lines(lb, (const char *)ev->data, ev->len);
+    else if (!capture || ev->kind == PEV_STDOUT) feed_lines(lb, (const char *)ev->data, ev->len);
     proc_event_free(sp.sub, ev);
     if (end) break;
   }
   if (lb->n) flush_line(lb);
+  int overflow = lb->overflow;
   free(lb);
   proc_unsubscribe(sp.sub);
   proc_unref(sp.p);
+  if (overflow) return -1;
   return status >= 0 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
 int tb_exec(tb_run *rc, json_t *argv, const char *user, const char *cwd, const char *step) {
-  return exec_in(rc->sb, rc->env, argv, user, cwd, rc->b, step, STEP_TIMEOUT_MS);
+  return exec_in(rc->sb, rc->env, argv, user, cwd, rc->b, step, STEP_TIMEOUT_MS, NULL);
+}
+
+int tb_capture(tb_run *rc, json_t *argv, const char *user, sbuf *out) {
+  return exec_in(rc->sb, rc->env, argv, user, NULL, NULL, NULL, STEP_TIMEOUT_MS, out);
 }
 
 /* bash -c script name args… */
@@ -131,6 +146,7 @@ sandbox *tb_boot(tb_run *rc, const tpl_ref *t) {
   const char *err = NULL;
   sandbox *sb = sandbox_create(&p, &err);
   if (!sb) snprintf(rc->err, sizeof rc->err, "cannot start the build sandbox: %.200s", err ? err : "?");
+  else tb_attach(rc->b, sb);
   return sb;
 }
 
@@ -142,12 +158,12 @@ int tplbuild_boot_start(sandbox *sb, const tpl_ref *t) {
   const char *user = t->start_user ? t->start_user : "user";
   json_t *argv = json_pack("[s, s, s, s, s]", "/bin/bash", "-c", "nohup /bin/bash -c \"$1\" >/dev/null 2>&1 &",
                            "e2b-start", t->start_cmd);
-  int code = exec_in(sb, sb->env_vars, argv, user, t->start_cwd, NULL, NULL, 10000);
+  int code = exec_in(sb, sb->env_vars, argv, user, t->start_cwd, NULL, NULL, 10000, NULL);
   json_decref(argv);
   if (code != 0 || !t->ready_cmd) return code == 0 ? 0 : -1;
   int64_t until = mono_ms() + BOOT_READY_MS;
   argv = json_pack("[s, s, s]", "/bin/bash", "-c", t->ready_cmd);
-  while ((code = exec_in(sb, sb->env_vars, argv, user, t->start_cwd, NULL, NULL, BOOT_READY_MS)) != 0 &&
+  while ((code = exec_in(sb, sb->env_vars, argv, user, t->start_cwd, NULL, NULL, BOOT_READY_MS, NULL)) != 0 &&
          mono_ms() < until)
     usleep(200 * 1000);
   json_decref(argv);

@@ -30,6 +30,7 @@
 #define MAX_UNPACKED (4LL * 1024 * 1024 * 1024)  /* the tar inside it */
 #define DISCARD_MAX (8LL * 1024 * 1024)
 #define MAX_ARCHIVES 256 /* kept; the oldest go first */
+#define MAX_ARCHIVE_BYTES (8LL * 1024 * 1024 * 1024)
 
 static char g_secret[65];
 static char *g_files_dir;
@@ -112,26 +113,32 @@ static int upload_body(http_req *r, const char *data, size_t n) {
   return 0;
 }
 
-/* Keeps at most MAX_ARCHIVES archives: the oldest (by mtime) go first. */
-static void trim_archives(void) {
+static int older(const struct timespec *a, const struct timespec *b) {
+  return a->tv_sec < b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
+}
+
+/* Keeps at most MAX_ARCHIVES archives of MAX_ARCHIVE_BYTES in all: the
+ * oldest (by mtime) go first, never the one just stored (keep). */
+static void trim_archives(const char *keep) {
   for (;;) {
     DIR *d = opendir(g_files_dir);
     if (!d) return;
     struct dirent *de;
-    int n = 0;
+    long long n = 0, bytes = 0;
     char oldest[80] = "";
-    time_t oldest_t = 0;
+    struct timespec oldest_t = {0, 0};
     struct stat st;
     while ((de = readdir(d))) {
       if (de->d_name[0] == '.' || fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
       n++;
-      if (!oldest[0] || st.st_mtime < oldest_t) {
+      bytes += st.st_size;
+      if (strcmp(de->d_name, keep) != 0 && (!oldest[0] || older(&st.st_mtim, &oldest_t))) {
         snprintf(oldest, sizeof oldest, "%.79s", de->d_name);
-        oldest_t = st.st_mtime;
+        oldest_t = st.st_mtim;
       }
     }
     closedir(d);
-    if (n <= MAX_ARCHIVES || !oldest[0]) return;
+    if ((n <= MAX_ARCHIVES && bytes <= MAX_ARCHIVE_BYTES) || !oldest[0]) return;
     char *p = archive_path(oldest);
     unlink(p);
     free(p);
@@ -146,7 +153,7 @@ static enum MHD_Result upload_done(http_req *r) {
   if (rc != 0 || rename(u->tmp, u->dst) != 0) return http_error(r->conn, 507, "cannot store the archive");
   free(u->tmp);
   u->tmp = NULL;
-  trim_archives();
+  trim_archives(strrchr(u->dst, '/') + 1);
   return http_empty(r->conn, 200);
 }
 

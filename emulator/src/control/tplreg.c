@@ -6,6 +6,7 @@
 #include "tplbuild.h"
 
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -16,6 +17,7 @@
 
 #include "codec.h"
 #include "log.h"
+#include "sandbox.h"
 #include "tree.h"
 #include "util.h"
 
@@ -43,6 +45,8 @@ struct tb_build {
   json_t *env, *ro_mounts;
   json_t *tags; /* assigned once ready */
   int64_t created_ms;
+  int cancel;         /* a newer build of the template started */
+  struct sandbox *sb; /* the build's sandbox while it runs (the runner's reference) */
 };
 
 struct tb_tpl {
@@ -61,6 +65,8 @@ static int g_running, g_stopping;
 static size_t g_log_bytes;
 static char *g_dir;
 
+static void save_tpl(const tb_tpl *t);
+
 int tb_stopping(void) {
   pthread_mutex_lock(&g_mu);
   int s = g_stopping;
@@ -68,14 +74,6 @@ int tb_stopping(void) {
   return s;
 }
 
-int tplreg_init(const char *state_dir) {
-  g_dir = xasprintf("%s/built", state_dir);
-  rm_rf(g_dir); /* built templates last as long as the server */
-  char *cache = xasprintf("%s/build-cache", state_dir);
-  rm_rf(cache); /* and so do cached steps: an operator's template may differ at the next start */
-  free(cache);
-  return mkdir_p(g_dir, 0700);
-}
 
 static void build_free(tb_build *b) {
   g_log_bytes -= b->log_bytes;
@@ -119,7 +117,6 @@ void tplreg_shutdown(void) {
 
 /* ---- names, as E2B's id.ParseName reads them ---- */
 
-
 static int clean_part(const char *s, size_t n, int dots, char *out, const char *what, char *err, size_t cap) {
   while (n && isspace((unsigned char)*s)) s++, n--;
   while (n && isspace((unsigned char)s[n - 1])) n--;
@@ -158,8 +155,15 @@ int tplreg_parse_name(const char *input, tplreg_name *p, char *err, size_t cap) 
   return 0;
 }
 
+/* What Go's uuid.Parse takes among [a-z0-9._-] strings: 8-4-4-4-12 or 32 hex digits. */
 int tplreg_uuid_shaped(const char *s) {
-  if (strlen(s) != 36) return 0;
+  size_t n = strlen(s);
+  if (n == 32) {
+    for (size_t i = 0; i < n; i++)
+      if (!isxdigit((unsigned char)s[i])) return 0;
+    return 1;
+  }
+  if (n != 36) return 0;
   for (int i = 0; i < 36; i++) {
     int dash = i == 8 || i == 13 || i == 18 || i == 23;
     if (dash ? s[i] != '-' : !isxdigit((unsigned char)s[i])) return 0;
@@ -305,6 +309,11 @@ static char *dup_or_null(const char *s) { return s ? xstrdup(s) : NULL; }
 
 void tb_finish(tb_build *b, const tb_result *ok, const char *step, const char *msg) {
   pthread_mutex_lock(&g_mu);
+  if (b->cancel) { /* its tags are the newer build's to take */
+    ok = NULL;
+    msg = TB_CANCELLED;
+  }
+  b->sb = NULL;
   if (ok) {
     b->files = xstrdup(ok->files);
     b->env = json_deep_copy(ok->env);
@@ -321,6 +330,7 @@ void tb_finish(tb_build *b, const tb_result *ok, const char *step, const char *m
     b->reason_step = dup_or_null(step);
     b->status = TB_ERROR;
   }
+  save_tpl(b->tpl);
   if (--g_running == 0) pthread_cond_broadcast(&g_idle);
   pthread_mutex_unlock(&g_mu);
 }
@@ -505,11 +515,175 @@ static json_t *status_json(tb_build *b, const char *tid, long long offset, long 
 }
 
 
+/* ---- on disk: <state>/built/<template id>/{meta.json, <build id>/files/} ----
+ * meta.json holds the name, the tags and the finished builds (not their logs);
+ * what a restart reads back is untrusted: any field out of shape, any build
+ * whose files are missing, makes the template's directory leftovers to remove. */
+
+static json_t *build_json(const tb_build *b) {
+  json_t *o = json_pack("{s:s, s:s, s:I}", "id", b->id, "status", STATUS_NAMES[b->status], "createdMs",
+                        (json_int_t)b->created_ms);
+  if (b->status == TB_ERROR) {
+    json_object_set_new(o, "reason", json_string(b->reason));
+    if (b->reason_step) json_object_set_new(o, "reasonStep", json_string(b->reason_step));
+    return o;
+  }
+  json_object_set_new(o, "env", json_deep_copy(b->env));
+  json_object_set_new(o, "roMounts", b->ro_mounts ? json_deep_copy(b->ro_mounts) : json_array());
+  const char *keys[] = {"startCmd", "readyCmd", "user", "workdir"};
+  const char *vals[] = {b->start_cmd, b->ready_cmd, b->user, b->workdir};
+  for (int i = 0; i < 4; i++)
+    if (vals[i]) json_object_set_new(o, keys[i], json_string(vals[i]));
+  return o;
+}
+
+/* Writes t's meta.json; the caller holds g_mu. */
+static void save_tpl(const tb_tpl *t) {
+  json_t *builds = json_array();
+  for (size_t i = 0; i < t->nbuild; i++)
+    if (t->builds[i]->status == TB_READY || t->builds[i]->status == TB_ERROR)
+      json_array_append_new(builds, build_json(t->builds[i]));
+  json_t *m = json_pack("{s:s, s:s, s:O, s:o}", "id", t->id, "name", t->name, "tags", t->tags, "builds", builds);
+  char *dir = xasprintf("%s/%s", g_dir, t->id);
+  char *path = xasprintf("%s/meta.json", dir);
+  char *text = json_dumps(m, JSON_INDENT(1));
+  if (mkdir_p(dir, 0700) != 0 || !text || write_file_atomic(path, text, strlen(text), 0600) != 0)
+    log_msg("template %s: cannot save %s", t->name, path);
+  free(text);
+  free(path);
+  free(dir);
+  json_decref(m);
+}
+
+static int opt_string(json_t *o, const char *key, char **out) {
+  json_t *v = json_object_get(o, key);
+  if (!v) return 0;
+  if (!json_is_string(v)) return -1;
+  *out = xstrdup(json_string_value(v));
+  return 0;
+}
+
+static int string_values(json_t *o) {
+  const char *k;
+  json_t *v;
+  if (!json_is_object(o)) return 0;
+  json_object_foreach(o, k, v) if (!json_is_string(v)) return 0;
+  return 1;
+}
+
+/* One finished build from meta.json, or NULL when it is out of shape. */
+static tb_build *load_build(tb_tpl *t, const char *dir, json_t *o) {
+  const char *id = json_string_value(json_object_get(o, "id"));
+  const char *st = json_string_value(json_object_get(o, "status"));
+  int ready = st && strcmp(st, "ready") == 0, failed = st && strcmp(st, "error") == 0;
+  if (!id || !tplreg_uuid_shaped(id) || (!ready && !failed) || !json_is_integer(json_object_get(o, "createdMs")))
+    return NULL;
+  tb_build *b = xcalloc(1, sizeof *b);
+  snprintf(b->id, sizeof b->id, "%s", id);
+  b->tpl = t;
+  b->logs = json_array();
+  b->tags = json_array();
+  b->created_ms = json_integer_value(json_object_get(o, "createdMs"));
+  b->status = ready ? TB_READY : TB_ERROR;
+  int bad = opt_string(o, "reason", &b->reason) || opt_string(o, "reasonStep", &b->reason_step) ||
+            opt_string(o, "startCmd", &b->start_cmd) || opt_string(o, "readyCmd", &b->ready_cmd) ||
+            opt_string(o, "user", &b->user) || opt_string(o, "workdir", &b->workdir);
+  if (ready) {
+    b->files = xasprintf("%s/%s/files", dir, id);
+    b->env = json_deep_copy(json_object_get(o, "env"));
+    b->ro_mounts = json_deep_copy(json_object_get(o, "roMounts"));
+    bad |= !string_values(b->env) || !store_mounts_valid(b->ro_mounts) || !store_is_dir(b->files) ||
+           (b->user && strcmp(b->user, "root") != 0 && strcmp(b->user, "user") != 0);
+  } else {
+    bad |= !b->reason;
+  }
+  if (bad) build_free(b);
+  return bad ? NULL : b;
+}
+
+static int load_tags(tb_tpl *t, json_t *tags) {
+  const char *k;
+  json_t *v;
+  if (!json_is_object(tags) || json_object_size(tags) > MAX_TAGS) return -1;
+  json_object_foreach(tags, k, v) {
+    char c[130], why[300];
+    const char *bid = json_string_value(json_object_get(v, "buildID"));
+    if (clean_part(k, strlen(k), 1, c, "tag", why, sizeof why) != 0 || strcmp(c, k) != 0 || !bid ||
+        !json_is_string(json_object_get(v, "createdAt")))
+      return -1;
+    if (find_build(t, bid)) json_object_set(t->tags, k, v); /* a tag of a build that is gone goes too */
+  }
+  return 0;
+}
+
+static int load_tpl(const char *key, const char *dir, json_t *m) {
+  const char *id = json_string_value(json_object_get(m, "id")), *name = json_string_value(json_object_get(m, "name"));
+  json_t *builds = json_object_get(m, "builds");
+  char c[130], why[300];
+  if (!id || !name || strcmp(id, key) != 0 || strlen(id) >= sizeof((tb_tpl *)0)->id || g_ntpl >= MAX_TEMPLATES ||
+      clean_part(name, strlen(name), 0, c, "template ID", why, sizeof why) != 0 || strcmp(c, name) != 0 ||
+      find_tpl(name) || find_tpl(id) || !json_is_array(builds) || json_array_size(builds) > MAX_BUILDS)
+    return -1;
+  for (const char *p = id; *p; p++)
+    if (!isalnum((unsigned char)*p)) return -1;
+  tb_tpl *t = xcalloc(1, sizeof *t);
+  snprintf(t->id, sizeof t->id, "%s", id);
+  t->name = xstrdup(name);
+  t->tags = json_object();
+  for (size_t i = 0; i < json_array_size(builds); i++) {
+    tb_build *b = load_build(t, dir, json_array_get(builds, i));
+    if (!b || find_build(t, b->id)) {
+      if (b) build_free(b);
+      tpl_free(t);
+      return -1;
+    }
+    t->builds[t->nbuild++] = b;
+  }
+  if (load_tags(t, json_object_get(m, "tags")) != 0) {
+    tpl_free(t);
+    return -1;
+  }
+  g_tpls[g_ntpl++] = t;
+  return 0;
+}
+
+static void load_all(void) {
+  DIR *d = opendir(g_dir);
+  struct dirent *de;
+  while (d && (de = readdir(d))) {
+    if (de->d_name[0] == '.') continue;
+    char *dir = xasprintf("%s/%s", g_dir, de->d_name);
+    char *mp = xasprintf("%s/meta.json", dir);
+    json_t *m = store_is_dir(dir) ? store_load_meta(mp) : NULL;
+    if (!m || load_tpl(de->d_name, dir, m) != 0) {
+      log_msg("built template %s: unusable meta.json, removing it", de->d_name);
+      rm_rf(dir);
+    }
+    json_decref(m);
+    free(mp);
+    free(dir);
+  }
+  if (d) closedir(d);
+}
+
+int tplreg_init(const char *state_dir) {
+  g_dir = xasprintf("%s/built", state_dir);
+  char *cache = xasprintf("%s/build-cache", state_dir);
+  rm_rf(cache); /* cached steps last as long as the server: an operator's template may differ at the next start */
+  free(cache);
+  if (mkdir_p(g_dir, 0700) != 0) return -1;
+  pthread_mutex_lock(&g_mu);
+  load_all();
+  pthread_mutex_unlock(&g_mu);
+  return 0;
+}
+
 /* ---- what the routes ask (each takes the lock) ---- */
 
 json_t *tplreg_request(const tplreg_name *p, json_t *tags, int *status, char *err, size_t cap) {
   pthread_mutex_lock(&g_mu);
   tb_build *b = register_build(p->alias, tags, status, err, cap);
+  if (b) save_tpl(b->tpl); /* the name is claimed, across a restart too */
   json_t *out = b ? json_pack("{s:s, s:s, s:[s], s:[s+], s:O, s:b}", "templateID", b->tpl->id, "buildID", b->id,
                               "aliases", p->alias, "names", TEAM_NAMESPACE "/", p->alias, "tags", tags, "public", 0)
                   : NULL;
@@ -523,17 +697,53 @@ static tb_build *by_ids(const char *tid, const char *bid) {
   return t && strcmp(t->id, tid) == 0 ? find_build(t, bid) : NULL;
 }
 
+/* As E2B's CheckAndCancelConcurrentBuilds: the template's other running
+ * builds are cancelled (their sandboxes killed) when b starts. */
+static void cancel_others(tb_build *b, sandbox **kill, size_t *nkill) {
+  for (size_t i = 0; i < b->tpl->nbuild; i++) {
+    tb_build *o = b->tpl->builds[i];
+    if (o == b || o->status != TB_BUILDING || o->cancel) continue;
+    o->cancel = 1;
+    if (o->sb) {
+      sandbox_ref(o->sb);
+      kill[(*nkill)++] = o->sb;
+    }
+  }
+}
+
 int tplreg_begin(const char *tid, const char *bid, int refuse, tb_build **out) {
+  sandbox *kill[MAX_BUILDS];
+  size_t nkill = 0;
   pthread_mutex_lock(&g_mu);
   tb_build *b = by_ids(tid, bid);
   int state = b ? b->status : -1;
   if (state == TB_WAITING && !refuse) {
     b->status = TB_BUILDING;
     g_running++;
+    cancel_others(b, kill, &nkill);
   }
   pthread_mutex_unlock(&g_mu);
+  for (size_t i = 0; i < nkill; i++) {
+    sandbox_kill(kill[i]);
+    sandbox_unref(kill[i]);
+  }
   *out = b;
   return state < 0 ? -1 : state == TB_WAITING ? 0 : 1;
+}
+
+void tb_attach(tb_build *b, sandbox *sb) {
+  pthread_mutex_lock(&g_mu);
+  b->sb = sb;
+  int cancelled = b->cancel;
+  pthread_mutex_unlock(&g_mu);
+  if (sb && cancelled) sandbox_kill(sb); /* cancelled while it booted */
+}
+
+int tb_cancelled(tb_build *b) {
+  pthread_mutex_lock(&g_mu);
+  int c = b->cancel;
+  pthread_mutex_unlock(&g_mu);
+  return c;
 }
 
 json_t *tplreg_status(const char *tid, const char *bid, long long offset, long long limit, int min_level) {
@@ -542,6 +752,17 @@ json_t *tplreg_status(const char *tid, const char *bid, long long offset, long l
   json_t *out = b ? status_json(b, tid, offset, limit, min_level) : NULL;
   pthread_mutex_unlock(&g_mu);
   return out;
+}
+
+int tplreg_id_of(const char *ref, char *out, size_t cap) {
+  tplreg_name p;
+  char err[300];
+  if (tplreg_parse_name(ref, &p, err, sizeof err) != 0) return -ENOENT;
+  pthread_mutex_lock(&g_mu);
+  tb_tpl *t = find_tpl(p.alias);
+  if (t) snprintf(out, cap, "%s", t->id);
+  pthread_mutex_unlock(&g_mu);
+  return t ? 0 : -ENOENT;
 }
 
 int tplreg_known_id(const char *tid) {
@@ -574,6 +795,7 @@ json_t *tplreg_tag_assign(const tplreg_name *p, json_t *tags, int *status, char 
   if (b) {
     for (size_t i = 0; i < json_array_size(tags); i++) assign_tag(t, json_string_value(json_array_get(tags, i)), b->id);
     out = json_pack("{s:O, s:s}", "tags", tags, "buildID", b->id);
+    save_tpl(t);
   }
   pthread_mutex_unlock(&g_mu);
   *status = 404;
@@ -586,6 +808,7 @@ int tplreg_tag_remove(const tplreg_name *p, json_t *tags) {
   pthread_mutex_lock(&g_mu);
   tb_tpl *t = find_tpl(p->alias);
   for (size_t i = 0; t && i < json_array_size(tags); i++) json_object_del(t->tags, json_string_value(json_array_get(tags, i)));
+  if (t) save_tpl(t);
   pthread_mutex_unlock(&g_mu);
   return t ? 0 : -ENOENT;
 }

@@ -90,10 +90,12 @@ int rpc_basic_user(const char *auth, char *name, size_t cap) {
 }
 
 /* The user an Authorization header names ("Basic base64(<user>:)"); any
- * other header names none, and then the call is the default user's. */
-static const rpc_user *user_from_auth(const char *auth, rpc_err *e) {
+ * other header names none, and then the call is the default user's: user,
+ * or the USER of the built template the sandbox came from (envd's default). */
+static const rpc_user *user_from_auth(const char *auth, const struct sandbox *sb, rpc_err *e) {
   char name[64];
-  if (!rpc_basic_user(auth, name, sizeof name)) return rpc_user_by_name("user");
+  if (!rpc_basic_user(auth, name, sizeof name))
+    return rpc_user_by_name(sb && sb->default_user ? sb->default_user : "user");
   const rpc_user *u = rpc_user_by_name(name);
   if (!u) rpc_fail(e, "unauthenticated", "invalid username: '%s'", name);
   return u;
@@ -246,7 +248,7 @@ static void setup_call(http_req *r, rpc_ctx *x) {
   x->call.keepalive_ms = (int)header_int(c, "Keepalive-Ping-Interval", DEFAULT_KEEPALIVE_S) * 1000;
   if (x->call.keepalive_ms <= 0 || x->call.keepalive_ms > 3600 * 1000) x->call.keepalive_ms = DEFAULT_KEEPALIVE_S * 1000;
   x->call.out_pb = x->proto ? x->m->out : NULL;
-  x->call.user = user_from_auth(http_header(c, "Authorization"), &x->err);
+  x->call.user = user_from_auth(http_header(c, "Authorization"), r->sb, &x->err);
 }
 
 static enum MHD_Result respond_unary(http_req *r, rpc_ctx *x, json_t *resp) {

@@ -287,7 +287,9 @@ static int start(rpc_call *c, stream_src *src, rpc_err *e) {
     }
     json_array_append(argv, a);
   }
-  char *dir = rpc_resolve_path(c->user, cwd);
+  /* no cwd: the built template's WORKDIR when it has one, as envd's default workdir */
+  const char *dflt = (!cwd || !*cwd) && c->sb ? c->sb->default_workdir : NULL;
+  char *dir = rpc_resolve_path(c->user, dflt ? dflt : cwd);
   json_t *req = json_pack("{s:o, s:o, s:s, s:i, s:i, s:b}", "argv", argv, "env", build_env(c, envs),
                           "cwd", dir, "uid", c->user->uid, "gid", c->user->gid, "stdin",
                           pty ? 0 : with_stdin);

@@ -65,10 +65,12 @@ static void check_auth(http_req *r, const char *op) {
     early(r, 401, "invalid signature");
 }
 
-/* The user of a /files call is its username parameter (default: "user"). */
+/* The user of a /files call is its username parameter (default: "user", or
+ * the USER of the built template the sandbox came from). */
 static const rpc_user *query_user(http_req *r) {
   const char *name = http_query(r->conn, "username");
-  const rpc_user *u = rpc_user_by_name(name && *name ? name : "user");
+  const char *dflt = r->sb && r->sb->default_user ? r->sb->default_user : "user";
+  const rpc_user *u = rpc_user_by_name(name && *name ? name : dflt);
   if (!u) {
     char msg[sizeof r->early_msg];
     snprintf(msg, sizeof msg, "error looking up user '%.150s': user: unknown user %.150s", name, name);

@@ -53,6 +53,8 @@ void sandbox_ref(sandbox *sb) {
 
 static void sandbox_free(sandbox *sb) {
   free(sb->template_id);
+  free(sb->default_user);
+  free(sb->default_workdir);
   free(sb->alias);
   free(sb->envd_token);
   json_decref(sb->metadata);
@@ -172,14 +174,15 @@ static void write_meta(sandbox *sb) {
   pthread_mutex_lock(&sb->aux_mu);
   json_t *m = json_pack(
       "{s:s, s:s, s:s, s:s?, s:b, s:s?, s:b, s:b, s:b, s:b, s:i, s:O, s:O, s:O, s:s, s:s, s:s, s:b,"
-      " s:b, s:I, s:s?, s:O, s:O}",
+      " s:b, s:I, s:s?, s:O, s:O, s:s?, s:s?}",
       "sandboxID", sb->id, "templateID", sb->template_id, "clientID", sb->client_id, "alias",
       sb->alias, "secure", sb->secure, "envdAccessToken", sb->envd_token, "allowInternetAccess",
       sb->allow_internet, "autoPause", sb->auto_pause, "autoPauseMemory", sb->auto_pause_memory,
       "autoResume", sb->auto_resume, "timeout", sb->timeout_s, "metadata", sb->metadata, "envVars", sb->env_vars, "network",
       sb->network, "startedAt", started, "endAt", end, "state", state, "pausedMemory",
       sb->paused_memory, "keepTmp", sb->keep_tmp, "startedAtMs", (json_int_t)sb->started_at_ms, "trafficAccessToken", sb->traffic_token,
-      "volumeMounts", sb->volume_mounts, "mounts", sb->mounts);
+      "volumeMounts", sb->volume_mounts, "mounts", sb->mounts, "defaultUser", sb->default_user, "defaultWorkdir",
+      sb->default_workdir);
   pthread_mutex_unlock(&sb->aux_mu);
   char *text = m ? json_dumps(m, JSON_INDENT(2)) : NULL;
   char *path = xasprintf("%s/meta.json", sb->dir);
@@ -600,6 +603,8 @@ sandbox *sandbox_create(const sandbox_params *p, const char **err) {
   sb->auto_resume = p->auto_resume;
   sb->timeout_s = p->timeout_s;
   sb->hidden = p->hidden;
+  sb->default_user = p->default_user ? xstrdup(p->default_user) : NULL;
+  sb->default_workdir = p->default_workdir ? xstrdup(p->default_workdir) : NULL;
   sb->metadata = p->metadata ? json_deep_copy(p->metadata) : json_object();
   sb->env_vars = p->env_vars ? json_deep_copy(p->env_vars) : json_object();
   sb->network = p->network ? json_deep_copy(p->network) : json_object();
@@ -680,7 +685,8 @@ static int meta_valid(json_t *m, const char *id) {
 /* The string fields the restore copies are strings (meta_valid checks the
  * rest): a crash or a disk error may have damaged any of them. */
 static int usable_meta(json_t *m) {
-  static const char *strings[] = {"clientID", "alias", "envdAccessToken", "endAt", "trafficAccessToken"};
+  static const char *strings[] = {"clientID", "alias", "envdAccessToken", "endAt", "trafficAccessToken", "defaultUser",
+                                  "defaultWorkdir"};
   for (size_t i = 0; i < sizeof strings / sizeof strings[0]; i++) {
     json_t *v = json_object_get(m, strings[i]);
     if (v && !json_is_null(v) && !json_is_string(v)) return 0;
@@ -716,6 +722,10 @@ static void restore_one(const char *id) {
   sb->envd_token = tok ? xstrdup(tok) : NULL;
   const char *tt = json_string_value(json_object_get(m, "trafficAccessToken"));
   sb->traffic_token = tt ? xstrdup(tt) : NULL;
+  const char *du = json_string_value(json_object_get(m, "defaultUser"));
+  const char *dw = json_string_value(json_object_get(m, "defaultWorkdir"));
+  if (du && (strcmp(du, "root") == 0 || strcmp(du, "user") == 0)) sb->default_user = xstrdup(du);
+  if (dw && dw[0] == '/') sb->default_workdir = xstrdup(dw);
   sb->allow_internet = json_is_true(json_object_get(m, "allowInternetAccess"));
   sb->auto_pause = json_is_true(json_object_get(m, "autoPause"));
   sb->auto_pause_memory = json_is_true(json_object_get(m, "autoPauseMemory"));

@@ -53,6 +53,7 @@ typedef struct sandbox {
   json_t *volume_mounts; /* [{name,path}] as the API reports them */
   json_t *mounts;        /* [{src,dst,ro}] for the runtime (volumes, template dirs) */
   int hidden;            /* template builds: never listed nor reachable */
+  char *default_user, *default_workdir; /* a built template's USER and WORKDIR, envd's defaults; NULL: user, its home */
   int64_t started_at_ms;
   char *dir;
 
@@ -88,6 +89,7 @@ typedef struct sandbox_params {
   int secure, allow_internet, public_traffic;
   int auto_pause, auto_pause_memory, auto_resume;
   int hidden;
+  const char *default_user, *default_workdir; /* envd's defaults (NULL: user, its home) */
   json_t *metadata, *env_vars, *network; /* borrowed; NULL = none */
   json_t *volume_mounts;                 /* borrowed [{name,path,src}] or NULL */
 } sandbox_params;
