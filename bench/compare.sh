@@ -20,7 +20,7 @@ FILE_MB=${3:-1024}
 R=${4:-5}
 [ -x /usr/bin/time ] || { echo "compare.sh needs GNU time (/usr/bin/time)" >&2; exit 1; }
 out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
+trap '[ -n "${KEEP:-}" ] || rm -rf "$out"' EXIT
 # The upload source is made once, outside every client's measurement.
 head -c $((FILE_MB * 1048576)) /dev/zero >"$out/src"
 sync
