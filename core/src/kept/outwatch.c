@@ -38,6 +38,11 @@
 #define LOOK_EVERY_MS 1500
 /* How long a watch nobody waits on keeps its stream for the next reader. */
 #define LINGER_MS 10000
+/* ... and how many events it carries meanwhile: each kept command the
+ * sandbox runs sends it several (its files made, written, closed, removed)
+ * that nobody reads, which cost e2b-local and the client about twice a
+ * burst's CPU (bench/README.md, compare). A few commands' worth. */
+#define LINGER_EVENTS 64
 
 typedef struct subscriber {
   e2b_req *op;
@@ -63,6 +68,7 @@ struct e2b_outwatch {
   size_t parked;     /* subscribers parked */
   int64_t contact_ms; /* the last event or list that answered */
   int64_t idle_since; /* no subscriber since then (0: some) */
+  size_t idle_events; /* events carried since then */
   subscriber *subs;
   size_t n, cap;
 };
@@ -195,6 +201,7 @@ static void stream_events(struct e2b_outwatch *w) {
       list_before(w);
     } else {
       dispatch(w, q->ev.data, q->ev.len, q->size);
+      if (!w->n) w->idle_events++;
     }
     free(q);
   }
@@ -209,6 +216,7 @@ static void watch_advance(e2b_req *op) {
   if (!w->n && w->stream && now >= w->idle_since + LINGER_MS) lost(w);
   if (!w->stream && w->n && now >= w->retry_at && !e2b_sbx_gone(w->sbx)) start_stream(w);
   if (w->stream) stream_events(w);
+  if (!w->n && w->stream && w->idle_events >= LINGER_EVENTS) lost(w);
   if (w->parked && !w->look && now >= w->next_look_ms) look(w);
   rearm(w);
 }
@@ -298,6 +306,7 @@ void e2b_outwatch_unsubscribe(e2b_sbx *sbx, e2b_req *op) {
     return;
   }
   w->idle_since = e2b_now_ms();
+  w->idle_events = 0;
   rearm(w);
 }
 
