@@ -220,7 +220,7 @@ end)
 describe("a sandbox's output watch nobody waits on", function()
   -- The watch a kept reader started stays a while for the next reader (it
   -- saves that reader a connection), but while it stays every kept command
-  -- the sandbox runs sends it events, a dozen each, that nobody reads: a
+  -- the sandbox runs sends it several events that nobody reads: a
   -- burst of 200 run()s cost e2b-local and the client about twice their CPU
   -- (bench/README.md, compare). Counted on the host: the inotify
   -- descriptors e2b-local's processes (the sandbox's agent) hold.
