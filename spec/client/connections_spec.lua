@@ -240,6 +240,8 @@ describe("a sandbox's output watch nobody waits on", function()
     assert(p:wait())
     p:close()
     assert.are.equal(before + 1, watches(server), "the reader's watch stays for the next reader")
+    -- 30 runs send it a few hundred events; before, it stayed its full 10 s
+    -- linger, far longer than these runs and this wait take
     for _ = 1, 30 do assert(sbx:run("true")) end
     assert.is_true(h.eventually(function() return watches(server) == before end, 3000),
       "the watch still carries the events of commands nobody reads")
