@@ -221,8 +221,8 @@ describe("a sandbox's output watch nobody waits on", function()
   -- The watch a kept reader started stays a while for the next reader (it
   -- saves that reader a connection), but while it stays every kept command
   -- the sandbox runs sends it several events that nobody reads: a
-  -- burst of 200 run()s cost e2b-local and the client about twice their CPU
-  -- (bench/README.md, compare). Counted on the host: the inotify
+  -- burst of 200 run()s cost the client about twice its CPU, e2b-local a
+  -- third more (bench/README.md, burst). Counted on the host: the inotify
   -- descriptors e2b-local's processes (the sandbox's agent) hold.
   local function watches(server)
     return tonumber(h.host(([[ps -e -o pid=,ppid= | awk -v root=%d '{ kid[$2] = kid[$2] " " $1 }

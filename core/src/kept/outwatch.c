@@ -40,8 +40,9 @@
 #define LINGER_MS 10000
 /* ... and how many events it carries meanwhile: each kept command the
  * sandbox runs sends it several (its files made, written, closed, removed)
- * that nobody reads, which cost e2b-local and the client about twice a
- * burst's CPU (bench/README.md, compare). A few commands' worth. */
+ * that nobody reads: a burst of commands cost the client about twice its
+ * CPU, e2b-local a third more (bench/README.md, burst). A few commands'
+ * worth. */
 #define LINGER_EVENTS 64
 
 typedef struct subscriber {
