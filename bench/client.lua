@@ -8,8 +8,16 @@ local MB = tonumber(arg[2]) or 200
 -- the clock lua-e2b itself keeps time with (whole ms; the SDK side's performance.now() has
 -- fractions, so a short command's few ms read coarser here)
 local now = core.now_ms
+-- what the server counted (its requests, all listeners), for the rows that show the cost
+-- of a measurement beside its time; one read is itself one request
+local stats = require("spec.server_stats")
+local function requests()
+  local t = stats.read()
+  return t.http.requests + t.https.requests + 1
+end
 
-local function report(name, value) print(("%s %.1f"):format(name, value)) end
+-- each line also says the CPU this process used so far (where a run's CPU goes)
+local function report(name, value) print(("%s %.1f # cpu so far %.0f ms"):format(name, value, os.clock() * 1000)) end
 
 local client = assert(e2b.client{})
 
@@ -53,8 +61,12 @@ local function throughput(open)
 end
 local command = ("head -c %d /dev/zero"):format(MB * 1000000)
 
--- one command's stdout read as it comes (tracked: the default)
+-- one command's stdout read as it comes (tracked: the default), with the requests that
+-- took and this process's CPU
+local r0, c0 = requests(), os.clock()
 report("stdout_mbps_tracked", throughput(function() return assert(sbx:spawn(command)) end))
+report("tracked_cpu_ms", (os.clock() - c0) * 1000)
+report("tracked_requests", requests() - r0 - 1)
 
 -- the same with keep_output = false: the live Connect stream alone
 report("stdout_mbps_live_only", throughput(function()

@@ -9,7 +9,8 @@ now() { date +%s%3N; }
 # The key reaches curl in a private file (printf is a shell builtin), never
 # on its command line.
 key=$(mktemp)
-trap 'rm -f "$key"' EXIT
+tok=$(mktemp)
+trap 'rm -f "$key" "$tok"' EXIT
 printf 'X-API-Key: %s\n' "$E2B_API_KEY" >"$key"
 
 # Connect envelope (flag 0, big-endian length) around a JSON message.
@@ -18,14 +19,17 @@ envelope() {
   printf "\\000\\$(printf %03o $((len >> 24 & 255)))\\$(printf %03o $((len >> 16 & 255)))\\$(printf %03o $((len >> 8 & 255)))\\$(printf %03o $((len & 255)))%s" "$1"
 }
 
+# Prints the new sandbox's id; its envd access token goes to "$tok" as a header.
 create() {
-  curl -s -X POST "$api/v2/sandboxes" -H @"$key" -H 'Content-Type: application/json' \
-    -d '{"templateID":"base","timeout":300,"secure":false}' | sed -E 's/.*"sandboxID":"([^"]+)".*/\1/'
+  body=$(curl -s -X POST "$api/v2/sandboxes" -H @"$key" -H 'Content-Type: application/json' \
+    -d '{"templateID":"base","timeout":300,"secure":false}')
+  printf '%s\n' "$body" | sed -nE 's/.*"envdAccessToken":"([^"]+)".*/X-Access-Token: \1/p' >"$tok"
+  printf '%s\n' "$body" | sed -E 's/.*"sandboxID":"([^"]+)".*/\1/'
 }
 
 run() { # sandbox_id command
   envelope "{\"process\":{\"cmd\":\"/bin/bash\",\"args\":[\"-c\",\"$2\"]},\"stdin\":false}" |
-    curl -s -N -X POST "$E2B_SANDBOX_URL/process.Process/Start" -H "E2b-Sandbox-Id: $1" \
+    curl -s -N -X POST "$E2B_SANDBOX_URL/process.Process/Start" -H "E2b-Sandbox-Id: $1" -H @"$tok" \
       -H 'Content-Type: application/connect+json' -H 'Connect-Protocol-Version: 1' --data-binary @-
 }
 

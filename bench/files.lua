@@ -14,7 +14,8 @@ local READ_MB = tonumber(arg[2]) or 200
 local REPS = tonumber(arg[4]) or 3
 local now = core.now_ms
 
-local function report(name, value) print(("%s %.1f"):format(name, value)) end
+-- each line also says the CPU this process used so far (where a run's CPU goes)
+local function report(name, value) print(("%s %.1f # cpu so far %.0f ms"):format(name, value, os.clock() * 1000)) end
 
 local function status(field)
   local f = assert(io.open("/proc/self/status"))

@@ -11,20 +11,24 @@ REPS=${4:-3}
 api=$E2B_API_URL
 now() { date +%s%3N; }
 key=$(mktemp)
+tok=$(mktemp)
 tm=$(mktemp)
 own=
 [ -n "$src" ] || { src=$(mktemp); own=$src; }
-trap 'rm -f "$key" "$tm" $own' EXIT
+trap 'rm -f "$key" "$tok" "$tm" $own' EXIT
 printf 'X-API-Key: %s\n' "$E2B_API_KEY" >"$key"
 size=$((FILE_MB * 1048576))
 [ -z "$own" ] || head -c "$size" /dev/zero >"$src"
 
-id=$(curl -s -X POST "$api/v2/sandboxes" -H @"$key" -H 'Content-Type: application/json' \
-  -d '{"templateID":"base","timeout":300,"secure":false}' | sed -E 's/.*"sandboxID":"([^"]+)".*/\1/')
+body=$(curl -s -X POST "$api/v2/sandboxes" -H @"$key" -H 'Content-Type: application/json' \
+  -d '{"templateID":"base","timeout":300,"secure":false}')
+id=$(printf '%s\n' "$body" | sed -E 's/.*"sandboxID":"([^"]+)".*/\1/')
+# the sandbox's envd access token, as a header in a private file
+printf '%s\n' "$body" | sed -nE 's/.*"envdAccessToken":"([^"]+)".*/X-Access-Token: \1/p' >"$tok"
 envd() { # time-output-file curl-args...
   out=$1
   shift
-  /usr/bin/time -f '%M' -o "$out" curl -sf -H "E2b-Sandbox-Id: $id" -H 'E2b-Sandbox-Port: 49983' -H 'Expect:' "$@"
+  /usr/bin/time -f '%M' -o "$out" curl -sf -H "E2b-Sandbox-Id: $id" -H @"$tok" -H 'E2b-Sandbox-Port: 49983' -H 'Expect:' "$@"
 }
 envd "$tm" -o /dev/null "$E2B_SANDBOX_URL/health"
 base=$(cat "$tm")

@@ -216,3 +216,34 @@ describe("e2b-local --latency MS", function()
     assert.are.equal(2, n, out)
   end)
 end)
+
+describe("a sandbox's output watch nobody waits on", function()
+  -- The watch a kept reader started stays a while for the next reader (it
+  -- saves that reader a connection), but while it stays every kept command
+  -- the sandbox runs sends it several events that nobody reads: a
+  -- burst of 200 run()s cost the client about twice its CPU, e2b-local a
+  -- third more (bench/README.md, burst). Counted on the host: the inotify
+  -- descriptors e2b-local's processes (the sandbox's agent) hold.
+  local function watches(server)
+    return tonumber(h.host(([[ps -e -o pid=,ppid= | awk -v root=%d '{ kid[$2] = kid[$2] " " $1 }
+      END { n = split(kid[root], q, " "); while (n > 0) { p = q[n--]; print p; m = split(kid[p], c, " ");
+      for (i = 1; i <= m; i++) q[++n] = c[i] } }' | while read -r pid; do ls -l /proc/$pid/fd 2>/dev/null; done |
+      grep -c 'anon_inode:inotify']]):format(server)))
+  end
+
+  it("ends once the kept commands that nobody reads have sent it a few dozen events", function()
+    local server = assert(h.server_process(), "runs under e2b-local exec")
+    local sbx = h.sandbox()
+    local before = watches(server)
+    local p = assert(sbx:spawn("sleep 0.3; echo x"))
+    for _ in p:lines() do end
+    assert(p:wait())
+    p:close()
+    assert.are.equal(before + 1, watches(server), "the reader's watch stays for the next reader")
+    -- 30 runs send it a few hundred events; before, it stayed its full 10 s
+    -- linger, far longer than these runs and this wait take
+    for _ = 1, 30 do assert(sbx:run("true")) end
+    assert.is_true(h.eventually(function() return watches(server) == before end, 3000),
+      "the watch still carries the events of commands nobody reads")
+  end)
+end)

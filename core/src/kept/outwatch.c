@@ -40,6 +40,12 @@
 #define LOOK_EVERY_MS 1500
 /* How long a watch nobody waits on keeps its stream for the next reader. */
 #define LINGER_MS 10000
+/* ... and how many events it carries meanwhile: each kept command the
+ * sandbox runs sends it several (its files made, written, closed, removed)
+ * that nobody reads: a burst of commands cost the client about twice its
+ * CPU, e2b-local a third more (bench/README.md, burst). A few commands'
+ * worth. */
+#define LINGER_EVENTS 64
 
 typedef struct subscriber {
   e2b_req *op;
@@ -65,6 +71,7 @@ struct e2b_outwatch {
   size_t parked;     /* subscribers parked */
   int64_t contact_ms; /* the last event or list that answered */
   int64_t idle_since; /* no subscriber since then (0: some) */
+  size_t idle_events; /* events carried since then */
   subscriber *subs;
   size_t n, cap;
 };
@@ -197,6 +204,7 @@ static void stream_events(struct e2b_outwatch *w) {
       list_before(w);
     } else {
       dispatch(w, q->ev.data, q->ev.len, q->size);
+      if (!w->n) w->idle_events++;
     }
     free(q);
   }
@@ -211,6 +219,7 @@ static void watch_advance(e2b_req *op) {
   if (!w->n && w->stream && now >= w->idle_since + LINGER_MS) lost(w);
   if (!w->stream && w->n && now >= w->retry_at && !e2b_sbx_gone(w->sbx)) start_stream(w);
   if (w->stream) stream_events(w);
+  if (!w->n && w->stream && w->idle_events >= LINGER_EVENTS) lost(w);
   if (w->parked && !w->look && now >= w->next_look_ms) look(w);
   rearm(w);
 }
@@ -292,6 +301,7 @@ void e2b_outwatch_unsubscribe(e2b_sbx *sbx, e2b_req *op) {
     return;
   }
   w->idle_since = e2b_now_ms();
+  w->idle_events = 0;
   rearm(w);
 }
 
