@@ -498,6 +498,11 @@ const e2b_error *e2b_proc_stream_cut(const e2b_req *stream, const char *op, e2b_
 #define E2B_STREAM_EVENTS 2u /* events only, never a command's output: curl gets a small
                               * receive buffer (E2B_EVENT_STREAM_BUFFER), since thousands
                               * of such streams may be open at once */
+/* The idle budget a caller's idle_ms means: 0 (or less) is
+ * E2B_DEFAULT_IDLE_TIMEOUT_MS. The one place that default is applied: every
+ * stream's (process.c), and the budget a kept reader gives failed reads
+ * while its stream is parked or broken (track.c). */
+long e2b_idle_budget_ms(long idle_ms);
 /* A server-streaming envd RPC with the idle budget of add_stream_headers. */
 e2b_req *e2b_sbx_stream_rpc(e2b_sbx *sbx, const char *op, const char *method_path, const char *user,
                             json_t *body, long keepalive_s, long idle_ms, long timeout_ms,

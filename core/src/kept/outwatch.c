@@ -104,7 +104,7 @@ static void start_stream(struct e2b_outwatch *w) {
     json_object_set_new(body, "includeEntry", json_true());
   w->stream = e2b_op_child(w->op, e2b_sbx_stream_rpc(w->sbx, "process.watch",
                                                      "/filesystem.Filesystem/WatchDir", "root",
-                                                     body, 30, 90000, 0,
+                                                     body, 30, E2B_DEFAULT_IDLE_TIMEOUT_MS, 0,
                                                      E2B_STREAM_WATCH | E2B_STREAM_EVENTS, &err));
   if (!w->stream) w->retry_at = e2b_now_ms() + w->retry_ms;
 }

@@ -167,7 +167,7 @@ typedef struct track_state {
   int at_end;        /* read nothing while the process runs and its stream holds */
   int64_t timer_at[T_COUNT]; /* each purpose's deadline (e2b_now_ms); 0: not armed */
   int64_t last_contact_ms;
-  long idle_ms;
+  long idle_ms;      /* the caller's idle_timeout_ms (0: the default) */
   int64_t reconnect_at;
   char *forgets;     /* names handed to this command's wrapper: theirs once it started */
   char *user;
@@ -718,11 +718,12 @@ static int read_ended(e2b_req *op, track_state *s) {
     int64_t contact = s->last_contact_ms;
     if ((s->phase == PH_PARKED || s->end.parked) && e2b_outwatch_contact(s->sbx) > contact)
       contact = e2b_outwatch_contact(s->sbx);
-    if (e2b_now_ms() - contact > s->idle_ms) {
+    long budget = e2b_idle_budget_ms(s->idle_ms);
+    if (e2b_now_ms() - contact > budget) {
       e2b_error idle = *err;
       snprintf(idle.message, sizeof idle.message,
                "idle timeout: the sandbox could not be read for %ld ms (idle_timeout_ms); last: %.200s",
-               s->idle_ms, err->message);
+               budget, err->message);
       idle.code = E2B_ERR_TIMEOUT;
       fail(op, &idle);
       return -1;
@@ -1036,7 +1037,7 @@ static e2b_req *new_op(e2b_sbx *sbx, const char *op, const char *tag, long idle_
   if (!req) return NULL;
   track_state *s = req->state;
   s->self = s->start.op = req;
-  s->idle_ms = idle_ms > 0 ? idle_ms : E2B_DEFAULT_IDLE_TIMEOUT_MS;
+  s->idle_ms = idle_ms; /* 0: the default, which the streams and e2b_idle_budget_ms apply */
   s->kept = 1;
   s->said.nonempty = -1;
   s->files.poll_ms = POLL_MIN_MS;
