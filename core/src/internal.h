@@ -571,10 +571,10 @@ int e2b_wrap(e2b_wrapped *w, const e2b_proc_opts *opts, const char *prefix, int 
 void e2b_wrapped_free(e2b_wrapped *w);
 /* Shows a process e2b_proc_track wrapped as the command it runs. */
 void e2b_wrapper_unwrap(e2b_proc_info *p);
-/* A kept exit file's status: "-?DIGITS" then a space (the boot id follows)
- * or its newline (an older wrapper's). Returns the separator's index, or -1
- * when the file does not start with one: the command has not ended (the
- * file holds the boot id, perhaps bash's job report behind it). */
+/* A kept exit file's status: "-?DIGITS" then a space (the boot id
+ * follows). Returns the space's index, or -1 when the file does not start
+ * with one: the command has not ended (the file holds the boot id, perhaps
+ * bash's job report behind it). */
 long e2b_kept_status(const char *data, size_t len, long *status);
 
 /* ---- startq.c: process starts waiting for their answer ---- */

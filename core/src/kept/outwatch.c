@@ -81,7 +81,7 @@ static void dispatch(struct e2b_outwatch *w, const uint8_t *name, size_t len, in
   const char *dot = memchr(base, '.', blen);
   if (dot) e2b_nameset_add(&w->seen, (const char *)base, (size_t)(dot - (const char *)base));
   if (!dot) return;
-  /* the file: out, err or exit (.boot and others wake nobody) */
+  /* the file: out, err or exit (any other wakes nobody) */
   size_t el = blen - (size_t)(dot + 1 - (const char *)base);
   const char *ext = dot + 1;
   char file = el == 3 && !memcmp(ext, "out", 3) ? 'o' : el == 3 && !memcmp(ext, "err", 3) ? 'e'

@@ -671,8 +671,8 @@ static void take_read(e2b_req *op, track_state *s) {
   note_size(s);
 }
 
-/* "STATUS BOOTID\n" (or an older wrapper's "STATUS\n"); without its
- * newline the file holds only the boot id: the command has not ended. */
+/* "STATUS BOOTID\n"; without its newline the file holds only the boot id
+ * (perhaps bash's job report behind it): the command has not ended. */
 
 static void read_exit_file(track_state *s) {
   if (s->end.known) return;

@@ -24,8 +24,7 @@
  * this disk creating a file is the wrapper's largest cost (bench/README.md),
  * so the exit file first holds the boot id alone, with no newline, and
  * once the command ended "STATUS BOOTID\n": an exit file that ends in a
- * newline means the output files are complete (files an older wrapper made
- * say "STATUS\n" there and keep the boot id in .boot). The command runs in
+ * newline means the output files are complete. The command runs in
  * a process group of its own (JOB_WAIT), as envd signals one pid: the
  * wrapper's. The wrapper traps HUP, INT and QUIT (a trap is reset in the
  * command), so it keeps the command's exit status, and TERM, on which it
@@ -94,7 +93,7 @@
     "{ printf %s \"$__b\" >\"$__p.exit\" && : >\"$__p.out\" && : >\"$__p.err\"; } 2>/dev/null || exit 125\n" \
     "umask \"${__m:-022}\"\n" \
     "if [ -n \"${E2B_FORGET-}\" ]; then\n" \
-    "  __l=; for __n in $E2B_FORGET; do case $__n in *[!0-9a-f]*) ;; *) __l=\"$__l $__n.out $__n.err $__n.exit $__n.boot\";; esac; done\n" \
+    "  __l=; for __n in $E2B_FORGET; do case $__n in *[!0-9a-f]*) ;; *) __l=\"$__l $__n.out $__n.err $__n.exit\";; esac; done\n" \
     "  if [ -n \"$__l\" ]; then set -m; (cd \"${__p%/*}\" && exec rm -f -- $__l) </dev/null >/dev/null 2>&1 & set +m; fi\n" \
     "fi\n" \
     "unset E2B_FORGET __n __l\n" \
@@ -311,7 +310,7 @@ long e2b_kept_status(const char *data, size_t len, long *status) {
   long v = 0;
   for (; i < len && isdigit((unsigned char)data[i]); i++)
     if (v < 1000000) v = v * 10 + (data[i] - '0');
-  if (i == first || i >= len || (data[i] != ' ' && data[i] != '\n')) return -1;
+  if (i == first || i >= len || data[i] != ' ') return -1;
   if (status) *status = first ? -v : v;
   return (long)i;
 }
