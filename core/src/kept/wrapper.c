@@ -1,10 +1,12 @@
 /* wrapper.c — the on-sandbox wrapper of kept commands, in one place: the
  * script, the argv and environment that start it, the exit file's status
  * line, and how a process list shows a wrapped command as the command it
- * runs. track.c reads what the wrapper writes; process.c unwraps lists. */
+ * runs, and the reading of what it says on its own stream. track.c reads
+ * what the wrapper writes; process.c unwraps lists. */
 #include "internal.h"
 
 #include <ctype.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,7 +43,7 @@
  * by E2B_WRAPPER_READY, the first byte of the wrapper's stdout, before it
  * starts (track.c reports the start only then, so a spawn fails at spawn
  * on every path). At the end the wrapper
- * copies a small file (up to track.c's INLINE_MAX bytes and 256 NULs; it reads no
+ * copies a small file (up to E2B_WRAPPER_INLINE_MAX bytes and 256 NULs; it reads no
  * more than that of a larger one) to its own stdout or stderr, so a short command's output needs no read, and ends its
  * stdout with one letter, 'a' + flags: 1 out non-empty, 2 err non-empty,
  * 4 out inline, 8 err inline. It ends without
@@ -313,6 +315,40 @@ long e2b_kept_status(const char *data, size_t len, long *status) {
   if (i == first || i >= len || data[i] != ' ') return -1;
   if (status) *status = first ? -v : v;
   return (long)i;
+}
+
+int e2b_wrapper_announced(const e2b_wrapper_report *r, queued *n) {
+  if (!r->announces || n->ev.type != E2B_EVENT_STDOUT || !n->ev.len || n->ev.data[0] != E2B_WRAPPER_READY[0])
+    return 0;
+  memmove((uint8_t *)n->ev.data, n->ev.data + 1, --n->ev.len);
+  n->len = n->ev.len;
+  return 1;
+}
+
+/* An inlined file and the flags letter are the most it writes
+ * (__e2b_slurp's 32768). */
+void e2b_wrapper_heard(e2b_wrapper_report *r, growbuf *into, const uint8_t *data, size_t len) {
+  if (into->len + len > E2B_WRAPPER_INLINE_MAX + 1 || e2b_growbuf_append(into, data, len) != 0) r->over = 1;
+}
+
+void e2b_wrapper_refusal(e2b_wrapper_report *r) {
+  if (r->err.len > 1 && r->err.data[0] == '!')
+    snprintf(r->start_err, sizeof r->start_err, "%.*s", (int)r->err.len - 1, r->err.data + 1);
+}
+
+/* The letter is 'a' + flags: 1 out non-empty, 2 err non-empty, 4 out
+ * inline, 8 err inline (__e2b_end). */
+void e2b_wrapper_ended(e2b_wrapper_report *r) {
+  if (r->over) return;
+  char last = r->out.len ? r->out.data[r->out.len - 1] : 0;
+  if (last >= 'a' && last <= 'p') {
+    int flags = last - 'a';
+    r->nonempty = flags & 3;
+    r->inlined = flags >> 2;
+    r->out.len--;
+  } else {
+    e2b_wrapper_refusal(r);
+  }
 }
 
 /* bash -c SCRIPT e2b-proc PREFIX cmd args... (kept), bash -l -c SCRIPT
