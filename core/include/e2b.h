@@ -675,8 +675,8 @@ E2B_EXPORT e2b_req *e2b_proc_attach(e2b_sbx *sbx, uint32_t pid, const char *tag,
 E2B_EXPORT uint32_t e2b_req_proc_pid(const e2b_req *req);
 E2B_EXPORT const char *e2b_req_proc_tag(const e2b_req *req);
 /* The path prefix of a kept process's files: PREFIX.out, .err and
- * .exit (the sandbox boot id when it started, then the exit status; an older
- * wrapper kept the boot id in PREFIX.boot). NULL when its output is not kept. */
+ * .exit (the sandbox boot id when it started, then the exit status and the
+ * boot id). NULL when its output is not kept. */
 E2B_EXPORT const char *e2b_req_proc_kept(const e2b_req *req);
 /* Deprecated: e2b_req_proc_kept(req) != NULL says the same. */
 E2B_EXPORT int e2b_req_proc_tracked(const e2b_req *req);

@@ -498,6 +498,11 @@ const e2b_error *e2b_proc_stream_cut(const e2b_req *stream, const char *op, e2b_
 #define E2B_STREAM_EVENTS 2u /* events only, never a command's output: curl gets a small
                               * receive buffer (E2B_EVENT_STREAM_BUFFER), since thousands
                               * of such streams may be open at once */
+/* The idle budget a caller's idle_ms means: 0 (or less) is
+ * E2B_DEFAULT_IDLE_TIMEOUT_MS. The one place that default is applied: every
+ * stream's (process.c), and the budget a kept reader gives failed reads
+ * while its stream is parked or broken (track.c). */
+long e2b_idle_budget_ms(long idle_ms);
 /* A server-streaming envd RPC with the idle budget of add_stream_headers. */
 e2b_req *e2b_sbx_stream_rpc(e2b_sbx *sbx, const char *op, const char *method_path, const char *user,
                             json_t *body, long keepalive_s, long idle_ms, long timeout_ms,
@@ -566,10 +571,35 @@ int e2b_wrap(e2b_wrapped *w, const e2b_proc_opts *opts, const char *prefix, int 
 void e2b_wrapped_free(e2b_wrapped *w);
 /* Shows a process e2b_proc_track wrapped as the command it runs. */
 void e2b_wrapper_unwrap(e2b_proc_info *p);
-/* A kept exit file's status: "-?DIGITS" then a space (the boot id follows)
- * or its newline (an older wrapper's). Returns the separator's index, or -1
- * when the file does not start with one: the command has not ended (the
- * file holds the boot id, perhaps bash's job report behind it). */
+/* What a wrapper said on its own stream, read as wrapper.c writes it
+ * (bounded): that it found the program (E2B_WRAPPER_READY), or why not
+ * ("!ENOENT"/"!EACCES" on stderr), and at a kept command's end the inlined
+ * files and the flags letter. */
+typedef struct e2b_wrapper_report {
+  int announces;     /* it says E2B_WRAPPER_READY before it runs the program */
+  int nonempty;      /* bit 0 out, bit 1 err; -1 not said */
+  int inlined;       /* bit 0 out, bit 1 err came in out/err */
+  growbuf out, err;  /* its own stdout and stderr (bounded) */
+  int over;          /* they were more than a wrapper writes: not ours to trust */
+  char start_err[8]; /* it could not start the command: "ENOENT" or "EACCES" */
+} e2b_wrapper_report;
+/* The most a kept wrapper copies of a file into its own stream at the end. */
+#define E2B_WRAPPER_INLINE_MAX 32768
+/* Whether n, a stdout chunk of a wrapper that announces, is its
+ * announcement (its first byte), which is then taken off n. */
+int e2b_wrapper_announced(const e2b_wrapper_report *r, queued *n);
+/* Keeps data the wrapper wrote in into (r->out or r->err); past what a
+ * wrapper writes, r->over is set instead. */
+void e2b_wrapper_heard(e2b_wrapper_report *r, growbuf *into, const uint8_t *data, size_t len);
+/* What its stderr said before an announcement: why the program could not start. */
+void e2b_wrapper_refusal(e2b_wrapper_report *r);
+/* A kept wrapper's stream ended: the flags letter (taken off r->out), or
+ * else a refusal. */
+void e2b_wrapper_ended(e2b_wrapper_report *r);
+/* A kept exit file's status: "-?DIGITS" then a space (the boot id
+ * follows). Returns the space's index, or -1 when the file does not start
+ * with one: the command has not ended (the file holds the boot id, perhaps
+ * bash's job report behind it). */
 long e2b_kept_status(const char *data, size_t len, long *status);
 
 /* ---- startq.c: process starts waiting for their answer ---- */

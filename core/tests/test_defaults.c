@@ -1,12 +1,14 @@
 /* test_defaults.c — a zeroed options struct means the documented defaults:
  * a create is secure with internet access (E2B's defaults), a network
  * update keeps egress open, max_output 0 is 64 MiB, and a tri-state takes
- * only 0, E2B_YES or E2B_NO. A command string is spelled as E2B runs one.
+ * only 0, E2B_YES or E2B_NO; idle_timeout_ms 0 is 90 s on every stream.
+ * A command string is spelled as E2B runs one.
  * Nothing is sent: bodies are built, requests made and never stepped. */
 #include "internal.h"
 #include "loopback.h"
 #include "testing.h"
 
+#include <stdio.h>
 #include <string.h>
 
 /* The create body of o on the v1 route (which carries `secure`) or v2. */
@@ -157,6 +159,44 @@ static void shell_string_is_bash_l_c(e2b_sbx *sbx) {
   e2b_req_free(r);
 }
 
+/* The stream's request says its keepalive interval (header) and holds its
+ * idle budget; 1 when both are as expected. */
+static int stream_budget_is(const e2b_req *r, long idle_ms, const char *keepalive) {
+  if (!r || r->idle_ms != idle_ms) return 0;
+  char want[64];
+  snprintf(want, sizeof want, "Keepalive-Ping-Interval: %s", keepalive);
+  for (const struct curl_slist *h = r->headers; h; h = h->next)
+    if (strcmp(h->data, want) == 0) return 1;
+  return 0;
+}
+
+/* idle_timeout_ms 0 is E2B_DEFAULT_IDLE_TIMEOUT_MS, applied in one place
+ * (e2b_idle_budget_ms): a plain stream and every stream a kept command's
+ * op makes get it, with the keepalive it implies; a value given is kept. */
+static void zero_idle_is_the_default(e2b_sbx *sbx) {
+  CHECK(e2b_idle_budget_ms(0) == E2B_DEFAULT_IDLE_TIMEOUT_MS);
+  CHECK(e2b_idle_budget_ms(1234) == 1234);
+  e2b_error err;
+  e2b_proc_opts o = {.cmd = "true"};
+  e2b_req *r = e2b_proc_start(sbx, &o, &err);
+  CHECK(stream_budget_is(r, E2B_DEFAULT_IDLE_TIMEOUT_MS, "30"));
+  e2b_req_free(r);
+  o.idle_timeout_ms = 6000;
+  CHECK(stream_budget_is(r = e2b_proc_start(sbx, &o, &err), 6000, "2"));
+  e2b_req_free(r);
+  o.idle_timeout_ms = 0;
+  r = e2b_proc_track(sbx, &o, 0, &err);
+  int streams = 0;
+  for (const size_t *at = r ? r->kind->children : NULL; at && *at != E2B_FIELDS_END; at++) {
+    const e2b_req *child = *(e2b_req *const *)((const char *)r->state + *at);
+    if (!child) continue;
+    CHECK(stream_budget_is(child, E2B_DEFAULT_IDLE_TIMEOUT_MS, "30"));
+    streams++;
+  }
+  CHECK(streams == 1); /* the kept command's own Start stream */
+  e2b_req_free(r);
+}
+
 static void zeroed_options_are_the_defaults(void) {
   loopback_env env;
   CHECK(loopback_env_open(&env) == 0);
@@ -169,6 +209,7 @@ static void zeroed_options_are_the_defaults(void) {
   shell_string_is_bash_l_c(env.sbx);
   zero_max_output_is_the_default();
   zero_depth_is_the_default(env.client, env.sbx);
+  zero_idle_is_the_default(env.sbx);
   CHECK(loopback_env_close(&env) == 0);
 }
 

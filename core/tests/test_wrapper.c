@@ -1,6 +1,7 @@
 /* test_wrapper.c — how a kept command is started: each of shline.c's plans
  * by its own script, the string shown back as it is; an argv as an argv;
- * the traps only a parkable wrapper sets. */
+ * the traps only a parkable wrapper sets; the exit file's status line;
+ * the files a forgotten name loses; what its own stream says. */
 #include "internal.h"
 #include "testing.h"
 
@@ -93,7 +94,80 @@ static void only_a_parkable_wrapper_traps_every_signal(void) {
   }
 }
 
+/* An exit file ends a command only as "STATUS BOOTID\n": the status and a
+ * space; a status alone, the boot id alone (the command runs) or bash's job
+ * report behind it are no status. */
+static void exit_status_is_followed_by_the_boot_id(void) {
+  static const struct {
+    const char *file;
+    long sep, status; /* sep -1: no status */
+  } cases[] = {{"0 12345678-1234-1234-1234-123456789abc\n", 1, 0},
+               {"127 12345678-1234-1234-1234-123456789abc\n", 3, 127},
+               {"-9 12345678-1234-1234-1234-123456789abc\n", 2, -9},
+               {"0 \n", 1, 0},
+               {"5\n", -1, 0},
+               {"5", -1, 0},
+               {"12345678-1234-1234-1234-123456789abc", -1, 0},
+               {"12345678-1234-1234-1234-123456789abc1 bash: line 1: 12 Killed\n", -1, 0},
+               {"- 1\n", -1, 0},
+               {"", -1, 0}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    long status = 7777;
+    long sep = e2b_kept_status(cases[i].file, strlen(cases[i].file), &status);
+    CHECK(sep == cases[i].sep);
+    CHECK(status == (sep < 0 ? 7777 : cases[i].status));
+  }
+}
+
+/* The names handed to a wrapper (E2B_FORGET) lose the three files a kept
+ * command has: out, err and exit. */
+static void forgotten_names_lose_three_files(void) {
+  e2b_proc_opts opts = {.shell = "true"};
+  e2b_wrapped w;
+  CHECK(e2b_wrap(&w, &opts, "/tmp/.e2b-proc/ab", 0, "cd ef", 0) == 0);
+  CHECK(strstr(wrapper_script(&w), "__l=\"$__l $__n.out $__n.err $__n.exit\";;") != NULL);
+  e2b_wrapped_free(&w);
+}
+
+static void said(e2b_wrapper_report *r, growbuf *into, const char *text) {
+  e2b_wrapper_heard(r, into, (const uint8_t *)text, strlen(text));
+}
+
+/* What a wrapper says on its own stream is read as __e2b_end and the
+ * start check write it: the announcement byte, "!" and why not, and the
+ * flags letter 'a' + (1 out, 2 err non-empty; 4 out, 8 err inline). */
+static void wrapper_stream_is_read_as_written(void) {
+  e2b_wrapper_report r = {.announces = 1, .nonempty = -1};
+  char chunk[] = E2B_WRAPPER_READY "hi";
+  queued n = {.ev = {.type = E2B_EVENT_STDOUT, .data = (const uint8_t *)chunk, .len = 3}, .len = 3};
+  CHECK(e2b_wrapper_announced(&r, &n) && n.ev.len == 2 && memcmp(n.ev.data, "hi", 2) == 0);
+  CHECK(!e2b_wrapper_announced(&r, &n)); /* "hi" is the command's */
+  said(&r, &r.out, "out\n");
+  said(&r, &r.out, "f"); /* 'a' + 1 + 4: out non-empty and inline, err empty */
+  e2b_wrapper_ended(&r);
+  CHECK(r.nonempty == 1 && r.inlined == 1 && r.out.len == 4 && !r.start_err[0]);
+  e2b_growbuf_free(&r.out);
+  r = (e2b_wrapper_report){.announces = 1, .nonempty = -1};
+  said(&r, &r.err, "!ENOENT");
+  e2b_wrapper_ended(&r); /* no letter: it never ran the command */
+  CHECK(r.nonempty == -1 && strcmp(r.start_err, "ENOENT") == 0);
+  e2b_growbuf_free(&r.err);
+  r = (e2b_wrapper_report){.nonempty = -1};
+  static char big[E2B_WRAPPER_INLINE_MAX + 1];
+  memset(big, 'x', sizeof big);
+  e2b_wrapper_heard(&r, &r.out, (const uint8_t *)big, sizeof big);
+  CHECK(!r.over); /* a whole inlined file and its letter */
+  said(&r, &r.out, "p");
+  CHECK(r.over); /* more than a wrapper writes: nothing of it is trusted */
+  e2b_wrapper_ended(&r);
+  CHECK(r.nonempty == -1 && r.inlined == 0);
+  e2b_growbuf_free(&r.out);
+}
+
 int main(void) {
+  RUN(wrapper_stream_is_read_as_written);
+  RUN(exit_status_is_followed_by_the_boot_id);
+  RUN(forgotten_names_lose_three_files);
   RUN(each_plan_starts_its_script);
   RUN(argv_commands_are_not_strings);
   RUN(only_a_parkable_wrapper_traps_every_signal);

@@ -504,15 +504,31 @@ describe("reattaching", function()
     end
   end)
 
-  it("still reads the files an older wrapper left: the status alone in .exit, the boot id in .boot", function()
-    local tag = "older-" .. h.core.uuid4()
-    local hex = tag:gsub(".", function(c) return ("%02x"):format(c:byte()) end)
-    assert(sbx:run(("cd /tmp/.e2b-proc && printf 'o\\n' >%s.out && printf 'e' >%s.err && printf '5\\n' >%s.exit"
-      .. " && printf 'an-old-boot\\n' >%s.boot"):format(hex, hex, hex, hex)))
-    local p = assert(sbx:attach(tag))
-    local r = assert(p:wait(10000))
-    assert.are.same({ 5, "o\n", "e" }, { r.exit_code, r.stdout, r.stderr })
-    assert.are.equal("an-old-boot", assert(p:boot_id()))
+  -- The exit file's one format: the boot id alone while the command runs,
+  -- "STATUS BOOTID\n" once it ended. A status with no boot id after it is
+  -- no end (no release wrote one), so it is read as a wrapper gone without
+  -- its status; the boot id is read from either form.
+  it("takes an exit status only from an exit file's 'STATUS BOOTID' line, the boot id from either form", function()
+    local boot = "12345678-1234-1234-1234-123456789abc"
+    local function ended(exit_file)
+      local tag = "format-" .. h.core.uuid4()
+      local hex = tag:gsub(".", function(c) return ("%02x"):format(c:byte()) end)
+      assert(sbx:run(("cd /tmp/.e2b-proc && printf 'o\\n' >%s.out && printf 'e' >%s.err && printf '%%s' %s >%s.exit")
+        :format(hex, hex, h.shell_quote(exit_file), hex)))
+      local p = assert(sbx:attach(tag))
+      local r = assert(p:wait(10000))
+      return p, { r.exit_code, r.status, r.stdout, r.stderr }
+    end
+    local p, r = ended("5 " .. boot .. "\n")
+    assert.are.same({ 5, "exit status 5", "o\n", "e" }, r)
+    assert.are.equal(boot, assert(p:boot_id()))
+    p:close()
+    p, r = ended(boot)
+    assert.are.same({ -1, "killed (no exit status recorded)", "o\n", "e" }, r)
+    assert.are.equal(boot, assert(p:boot_id()))
+    p:close()
+    p, r = ended("5\n")
+    assert.are.same({ -1, "killed (no exit status recorded)", "o\n", "e" }, r)
     p:close()
   end)
 

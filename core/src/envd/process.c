@@ -36,13 +36,15 @@ const e2b_error *e2b_proc_stream_cut(const e2b_req *stream, const char *op, e2b_
   return scratch;
 }
 
+long e2b_idle_budget_ms(long idle_ms) { return idle_ms > 0 ? idle_ms : E2B_DEFAULT_IDLE_TIMEOUT_MS; }
+
 /* The idle budget: a stream that delivers nothing (not even a keepalive,
  * which envd sends every keepalive_s) for idle_ms fails as a timeout, so a
  * command never hangs on an unreachable sandbox. */
 static int add_stream_headers(e2b_req *req, long keepalive_s, long idle_ms, long timeout_ms,
                               e2b_error *err) {
   char v[32];
-  if (idle_ms <= 0) idle_ms = E2B_DEFAULT_IDLE_TIMEOUT_MS;
+  idle_ms = e2b_idle_budget_ms(idle_ms);
   if (keepalive_s <= 0) keepalive_s = idle_ms / 3000 > 0 ? idle_ms / 3000 : 1;
   if (keepalive_s > 50) keepalive_s = 50;
   req->idle_ms = idle_ms; /* watched by the transfer's idle timer */

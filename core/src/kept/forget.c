@@ -1,5 +1,5 @@
 /* forget.c — removing a kept process's files: at once (e2b_proc_forget:
- * four removes), or lazily (e2b_proc_forget_later): the names wait on the
+ * three removes), or lazily (e2b_proc_forget_later): the names wait on the
  * sandbox handle and a later kept command of the same user (or of root)
  * removes them in the background once a few wait (FORGET_BATCH), so a
  * short command's cleanup costs no request and, mostly, no process. What
@@ -22,13 +22,12 @@
 /* Kept output this large is removed as soon as its handle lets it go:
  * left for a batch, a few of them would hold the sandbox's disk and, as
  * page cache charged to the sandbox, its memory, slowing every later
- * command's writes (bench/README.md). Four removes cost little beside
+ * command's writes (bench/README.md). Three removes cost little beside
  * moving a MiB. */
 #define FORGET_NOW_BYTES (1 << 20)
 
-/* "boot": the boot id file an older wrapper made (one costs a create now). */
-static const char *const kept_files[] = {"out", "err", "exit", "boot"};
-#define KEPT_FILES 4
+static const char *const kept_files[] = {"out", "err", "exit"};
+#define KEPT_FILES 3
 
 static char *hex_name(const char *tag) {
   size_t n = strlen(tag) * 2 + 1;
@@ -105,7 +104,7 @@ e2b_req *e2b_proc_forget(e2b_sbx *sbx, const char *tag, e2b_error *err) {
 static const char END_SCRIPT[] =
     "kill -TERM \"$1\" 2>/dev/null; i=0\n"
     "while kill -0 \"$1\" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done\n"
-    "rm -f -- \"$2.out\" \"$2.err\" \"$2.exit\" \"$2.boot\"\n";
+    "rm -f -- \"$2.out\" \"$2.err\" \"$2.exit\"\n";
 
 void e2b_proc_end_async(e2b_sbx *sbx, uint32_t pid, const char *tag) {
   char *prefix = sbx && pid && tag && *tag ? e2b_kept_prefix(tag) : NULL;

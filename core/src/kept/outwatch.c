@@ -88,7 +88,7 @@ static void dispatch(struct e2b_outwatch *w, const uint8_t *name, size_t len, in
   const char *dot = memchr(base, '.', blen);
   if (dot) e2b_nameset_add(&w->seen, (const char *)base, (size_t)(dot - (const char *)base));
   if (!dot) return;
-  /* the file: out, err or exit (.boot and others wake nobody) */
+  /* the file: out, err or exit (any other wakes nobody) */
   size_t el = blen - (size_t)(dot + 1 - (const char *)base);
   const char *ext = dot + 1;
   char file = el == 3 && !memcmp(ext, "out", 3) ? 'o' : el == 3 && !memcmp(ext, "err", 3) ? 'e'
@@ -111,7 +111,7 @@ static void start_stream(struct e2b_outwatch *w) {
     json_object_set_new(body, "includeEntry", json_true());
   w->stream = e2b_op_child(w->op, e2b_sbx_stream_rpc(w->sbx, "process.watch",
                                                      "/filesystem.Filesystem/WatchDir", "root",
-                                                     body, 30, 90000, 0,
+                                                     body, 30, E2B_DEFAULT_IDLE_TIMEOUT_MS, 0,
                                                      E2B_STREAM_WATCH | E2B_STREAM_EVENTS, &err));
   if (!w->stream) w->retry_at = e2b_now_ms() + w->retry_ms;
 }

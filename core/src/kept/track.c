@@ -55,9 +55,6 @@
  * ends right after. If it has not this long after the watch saw the exit
  * file, the exit file ends the process: the output files are complete. */
 #define EXIT_GRACE_MS 50
-/* The most a wrapper copies into its own stream at the end (the wrapper's
- * __e2b_slurp says 32768 too). */
-#define INLINE_MAX 32768
 /* A started process's wrapper may not have created its files yet: wait this
  * long for them before calling the process unknown. */
 #define KEPT_GRACE_MS 10000
@@ -99,16 +96,6 @@ enum {
   T_PARK,       /* when a long command may park (PARK_AFTER_MS, then every PARK_RETRY_MS) */
   T_COUNT
 };
-
-/* What a kept command's wrapper said on its own stream (bounded). */
-typedef struct wrapper_report {
-  int announces;     /* it says E2B_WRAPPER_READY before it runs the program */
-  int nonempty;      /* bit 0 out, bit 1 err; -1 not said */
-  int inlined;       /* bit 0 out, bit 1 err came in out/err */
-  growbuf out, err;  /* its own stdout and stderr (bounded) */
-  int over;          /* they were more than a wrapper writes: not ours to trust */
-  char start_err[8]; /* it could not start the command */
-} wrapper_report;
 
 /* The reading of the kept files, pass by pass. */
 typedef struct kept_files {
@@ -157,7 +144,7 @@ typedef struct track_state {
   e2b_req *read;     /* a file read in flight */
   e2b_req *look;     /* gone.c's look at the control plane: is the sandbox gone? */
   int64_t looked_ms; /* a look found it there then: the next no sooner than LOOK_GAP_MS later */
-  wrapper_report said;
+  e2b_wrapper_report said; /* what the wrapper said on its own stream (wrapper.c reads it) */
   kept_files files;
   track_end end;
   int subscribed;    /* woken by the sandbox's watch */
@@ -167,7 +154,7 @@ typedef struct track_state {
   int at_end;        /* read nothing while the process runs and its stream holds */
   int64_t timer_at[T_COUNT]; /* each purpose's deadline (e2b_now_ms); 0: not armed */
   int64_t last_contact_ms;
-  long idle_ms;
+  long idle_ms;      /* the caller's idle_timeout_ms (0: the default) */
   int64_t reconnect_at;
   char *forgets;     /* names handed to this command's wrapper: theirs once it started */
   char *user;
@@ -286,15 +273,9 @@ static void envd_start(e2b_req *op, track_state *s, uint32_t pid) {
   if (!s->said.announces) emit_start(op, s);
 }
 
-/* Whether n is the wrapper's announcement (its first stdout byte), which
- * is taken off n. */
+/* Whether n is the wrapper's announcement, taken off n; only before the start. */
 static int announcement(const track_state *s, queued *n) {
-  if (!s->said.announces || s->started || n->ev.type != E2B_EVENT_STDOUT || !n->ev.len ||
-      n->ev.data[0] != E2B_WRAPPER_READY[0])
-    return 0;
-  memmove((uint8_t *)n->ev.data, n->ev.data + 1, --n->ev.len);
-  n->len = n->ev.len;
-  return 1;
+  return !s->started && e2b_wrapper_announced(&s->said, n);
 }
 
 /* The command never started: report it as envd reports a Start it refuses. */
@@ -304,13 +285,6 @@ static void fail_start(e2b_req *op, track_state *s) {
   e2b_err_set(&err, E2B_ERR_INVALID_ARGUMENT, op->op, "failed to start process '%s': %s", s->cmd ? s->cmd : "",
                eacces ? strerror(EACCES) : strerror(ENOENT));
   fail(op, &err);
-}
-
-/* What the wrapper's stderr said before its announcement: "!" and why the
- * program could not start. */
-static void start_refusal(track_state *s) {
-  if (s->said.err.len > 1 && s->said.err.data[0] == '!')
-    snprintf(s->said.start_err, sizeof s->said.start_err, "%.*s", (int)s->said.err.len - 1, s->said.err.data + 1);
 }
 
 static void finish_with_end(e2b_req *op, track_state *s) {
@@ -409,9 +383,7 @@ static int look_step(e2b_req *op, track_state *s) {
 static void live_data(e2b_req *op, track_state *s, queued *n) {
   if (announcement(s, n)) emit_start(op, s);
   if (s->said.announces && !s->started) {
-    growbuf *said = &s->said.err;
-    if (said->len + n->ev.len > INLINE_MAX || e2b_growbuf_append(said, n->ev.data, n->ev.len) != 0)
-      s->said.over = 1;
+    e2b_wrapper_heard(&s->said, &s->said.err, n->ev.data, n->ev.len);
     free(n);
     return;
   }
@@ -424,7 +396,7 @@ static void live_data(e2b_req *op, track_state *s, queued *n) {
  * start; what else it wrote is handed on as stderr. */
 static void live_end(e2b_req *op, track_state *s) {
   if (s->started) return finish_with_end(op, s);
-  if (!s->said.over) start_refusal(s);
+  if (!s->said.over) e2b_wrapper_refusal(&s->said);
   if (s->said.start_err[0]) return fail_start(op, s);
   emit_start(op, s);
   const growbuf *said = &s->said.err;
@@ -519,21 +491,6 @@ static int subscribe(e2b_req *op, track_state *s) {
   return rc != 0;
 }
 
-/* What the wrapper's own stream said, once it ended: the flags letter, the
- * inlined files, or that the command could not start. */
-static void wrapper_said(track_state *s) {
-  if (s->said.over) return;
-  char last = s->said.out.len ? s->said.out.data[s->said.out.len - 1] : 0;
-  if (last >= 'a' && last <= 'p') {
-    int flags = last - 'a';
-    s->said.nonempty = flags & 3;
-    s->said.inlined = flags >> 2;
-    s->said.out.len--;
-  } else {
-    start_refusal(s);
-  }
-}
-
 /* Hands out an inlined file past what was already read; returns whether it
  * was inlined (then it needs no read). */
 static int take_inline(e2b_req *op, track_state *s, int which) {
@@ -565,16 +522,15 @@ static void stream_event(e2b_req *op, track_state *s, queued *n) {
     s->end.known = 1;
     s->end.code = n->ev.exit_code;
     snprintf(s->end.status, sizeof s->end.status, "%s", n->ev.status ? n->ev.status : "");
-    wrapper_said(s);
+    e2b_wrapper_ended(&s->said);
     if (!s->said.start_err[0]) kept_started(op, s); /* ended before it announced (say, no files) */
   } else if (announcement(s, n)) {
     kept_started(op, s);
     s->said.err.len = 0; /* nothing the wrapper wrote before is the command's */
-    if (n->ev.len && e2b_growbuf_append(&s->said.out, n->ev.data, n->ev.len) != 0) s->said.over = 1;
+    e2b_wrapper_heard(&s->said, &s->said.out, n->ev.data, n->ev.len);
   } else if (n->ev.type == E2B_EVENT_STDOUT || n->ev.type == E2B_EVENT_STDERR) {
-    growbuf *b = n->ev.type == E2B_EVENT_STDOUT ? &s->said.out : &s->said.err;
-    if (b->len + n->ev.len > INLINE_MAX + 1 || e2b_growbuf_append(b, n->ev.data, n->ev.len) != 0)
-      s->said.over = 1;
+    e2b_wrapper_heard(&s->said, n->ev.type == E2B_EVENT_STDOUT ? &s->said.out : &s->said.err, n->ev.data,
+                      n->ev.len);
   }
   s->last_contact_ms = e2b_now_ms();
   s->looked_ms = 0;
@@ -671,8 +627,8 @@ static void take_read(e2b_req *op, track_state *s) {
   note_size(s);
 }
 
-/* "STATUS BOOTID\n" (or an older wrapper's "STATUS\n"); without its
- * newline the file holds only the boot id: the command has not ended. */
+/* "STATUS BOOTID\n"; without its newline the file holds only the boot id
+ * (perhaps bash's job report behind it): the command has not ended. */
 
 static void read_exit_file(track_state *s) {
   if (s->end.known) return;
@@ -718,11 +674,12 @@ static int read_ended(e2b_req *op, track_state *s) {
     int64_t contact = s->last_contact_ms;
     if ((s->phase == PH_PARKED || s->end.parked) && e2b_outwatch_contact(s->sbx) > contact)
       contact = e2b_outwatch_contact(s->sbx);
-    if (e2b_now_ms() - contact > s->idle_ms) {
+    long budget = e2b_idle_budget_ms(s->idle_ms);
+    if (e2b_now_ms() - contact > budget) {
       e2b_error idle = *err;
       snprintf(idle.message, sizeof idle.message,
                "idle timeout: the sandbox could not be read for %ld ms (idle_timeout_ms); last: %.200s",
-               s->idle_ms, err->message);
+               budget, err->message);
       idle.code = E2B_ERR_TIMEOUT;
       fail(op, &idle);
       return -1;
@@ -1036,7 +993,7 @@ static e2b_req *new_op(e2b_sbx *sbx, const char *op, const char *tag, long idle_
   if (!req) return NULL;
   track_state *s = req->state;
   s->self = s->start.op = req;
-  s->idle_ms = idle_ms > 0 ? idle_ms : E2B_DEFAULT_IDLE_TIMEOUT_MS;
+  s->idle_ms = idle_ms; /* 0: the default, which the streams and e2b_idle_budget_ms apply */
   s->kept = 1;
   s->said.nonempty = -1;
   s->files.poll_ms = POLL_MIN_MS;

@@ -1,10 +1,12 @@
 /* wrapper.c — the on-sandbox wrapper of kept commands, in one place: the
  * script, the argv and environment that start it, the exit file's status
  * line, and how a process list shows a wrapped command as the command it
- * runs. track.c reads what the wrapper writes; process.c unwraps lists. */
+ * runs, and the reading of what it says on its own stream. track.c reads
+ * what the wrapper writes; process.c unwraps lists. */
 #include "internal.h"
 
 #include <ctype.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,8 +26,7 @@
  * this disk creating a file is the wrapper's largest cost (bench/README.md),
  * so the exit file first holds the boot id alone, with no newline, and
  * once the command ended "STATUS BOOTID\n": an exit file that ends in a
- * newline means the output files are complete (files an older wrapper made
- * say "STATUS\n" there and keep the boot id in .boot). The command runs in
+ * newline means the output files are complete. The command runs in
  * a process group of its own (JOB_WAIT), as envd signals one pid: the
  * wrapper's. The wrapper traps HUP, INT and QUIT (a trap is reset in the
  * command), so it keeps the command's exit status, and TERM, on which it
@@ -42,7 +43,7 @@
  * by E2B_WRAPPER_READY, the first byte of the wrapper's stdout, before it
  * starts (track.c reports the start only then, so a spawn fails at spawn
  * on every path). At the end the wrapper
- * copies a small file (up to track.c's INLINE_MAX bytes and 256 NULs; it reads no
+ * copies a small file (up to E2B_WRAPPER_INLINE_MAX bytes and 256 NULs; it reads no
  * more than that of a larger one) to its own stdout or stderr, so a short command's output needs no read, and ends its
  * stdout with one letter, 'a' + flags: 1 out non-empty, 2 err non-empty,
  * 4 out inline, 8 err inline. It ends without
@@ -94,7 +95,7 @@
     "{ printf %s \"$__b\" >\"$__p.exit\" && : >\"$__p.out\" && : >\"$__p.err\"; } 2>/dev/null || exit 125\n" \
     "umask \"${__m:-022}\"\n" \
     "if [ -n \"${E2B_FORGET-}\" ]; then\n" \
-    "  __l=; for __n in $E2B_FORGET; do case $__n in *[!0-9a-f]*) ;; *) __l=\"$__l $__n.out $__n.err $__n.exit $__n.boot\";; esac; done\n" \
+    "  __l=; for __n in $E2B_FORGET; do case $__n in *[!0-9a-f]*) ;; *) __l=\"$__l $__n.out $__n.err $__n.exit\";; esac; done\n" \
     "  if [ -n \"$__l\" ]; then set -m; (cd \"${__p%/*}\" && exec rm -f -- $__l) </dev/null >/dev/null 2>&1 & set +m; fi\n" \
     "fi\n" \
     "unset E2B_FORGET __n __l\n" \
@@ -311,9 +312,43 @@ long e2b_kept_status(const char *data, size_t len, long *status) {
   long v = 0;
   for (; i < len && isdigit((unsigned char)data[i]); i++)
     if (v < 1000000) v = v * 10 + (data[i] - '0');
-  if (i == first || i >= len || (data[i] != ' ' && data[i] != '\n')) return -1;
+  if (i == first || i >= len || data[i] != ' ') return -1;
   if (status) *status = first ? -v : v;
   return (long)i;
+}
+
+int e2b_wrapper_announced(const e2b_wrapper_report *r, queued *n) {
+  if (!r->announces || n->ev.type != E2B_EVENT_STDOUT || !n->ev.len || n->ev.data[0] != E2B_WRAPPER_READY[0])
+    return 0;
+  memmove((uint8_t *)n->ev.data, n->ev.data + 1, --n->ev.len);
+  n->len = n->ev.len;
+  return 1;
+}
+
+/* An inlined file and the flags letter are the most it writes
+ * (__e2b_slurp's 32768). */
+void e2b_wrapper_heard(e2b_wrapper_report *r, growbuf *into, const uint8_t *data, size_t len) {
+  if (into->len + len > E2B_WRAPPER_INLINE_MAX + 1 || e2b_growbuf_append(into, data, len) != 0) r->over = 1;
+}
+
+void e2b_wrapper_refusal(e2b_wrapper_report *r) {
+  if (r->err.len > 1 && r->err.data[0] == '!')
+    snprintf(r->start_err, sizeof r->start_err, "%.*s", (int)r->err.len - 1, r->err.data + 1);
+}
+
+/* The letter is 'a' + flags: 1 out non-empty, 2 err non-empty, 4 out
+ * inline, 8 err inline (__e2b_end). */
+void e2b_wrapper_ended(e2b_wrapper_report *r) {
+  if (r->over) return;
+  char last = r->out.len ? r->out.data[r->out.len - 1] : 0;
+  if (last >= 'a' && last <= 'p') {
+    int flags = last - 'a';
+    r->nonempty = flags & 3;
+    r->inlined = flags >> 2;
+    r->out.len--;
+  } else {
+    e2b_wrapper_refusal(r);
+  }
 }
 
 /* bash -c SCRIPT e2b-proc PREFIX cmd args... (kept), bash -l -c SCRIPT
