@@ -1,7 +1,10 @@
 -- Over HTTP/2, as E2B's edge speaks it: calls started together share one
 -- connection. Against a second e2b-local started with --h2 (its HTTPS port
 -- served by nghttpx, offering h2 and http/1.1), whose counters count the
--- client's connections to that port.
+-- client's connections to that port. A fresh client (only the domain and
+-- the CA) learns from its first answer that its servers multiplex, and 20
+-- runs started at once on a sandbox it has not spoken to yet open one
+-- connection to it, not one each (CURLOPT_PIPEWAIT, transfer.c).
 local h = require("spec.helpers")
 local stats = require("spec.server_stats")
 
@@ -48,6 +51,37 @@ describe("e2b-local --h2", function()
       assert.is_true(rows[1].ms >= 3 * L, "the first answer took " .. rows[1].ms .. " ms")
       assert.are.equal(0, rows[2].n, "the second request reused the connection")
       assert.is_true(rows[2].ms >= L, "the second answer took " .. rows[2].ms .. " ms")
+    end)
+  end)
+end)
+
+describe("20 runs started together over HTTP/2", function()
+  it("open one connection to a sandbox the client has not spoken to yet", function()
+    with_h2(nil, function(v)
+      local code = [[
+        local e2b = require("e2b")
+        local stats = require("spec.server_stats")
+        local url, token = os.getenv("STATS_URL"), os.getenv("STATS_TOKEN")
+        local c = assert(e2b.client{})
+        local sbx = assert(c:create{})
+        local before = stats.read(url, token)
+        e2b.run(function()
+          local tasks = {}
+          for i = 1, 20 do tasks[i] = e2b.spawn(function() return assert(sbx:run("true")) end) end
+          for i = 1, 20 do assert(tasks[i]:wait()) end
+        end)
+        local after = stats.read(url, token)
+        assert(sbx:kill())
+        io.write(after.https.connections - before.https.connections, " ",
+                 after.https.requests - before.https.requests)
+      ]]
+      local env = { STATS_URL = v.E2B_API_URL, STATS_TOKEN = v.E2B_LOCAL_ADMIN_TOKEN, E2B_DOMAIN = v.E2B_DOMAIN,
+                    E2B_API_KEY = v.E2B_API_KEY, E2B_CA_FILE = v.E2B_CA_FILE }
+      local out = h.fresh_lua(code, { bare = true, env = env })
+      local conns, requests = out:match("^(%d+) (%d+)$")
+      assert(conns, "the workload failed: " .. out)
+      assert.are.equal(20, tonumber(requests))
+      assert.are.equal(1, tonumber(conns), conns .. " connections for 20 runs")
     end)
   end)
 end)
