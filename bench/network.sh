@@ -8,8 +8,9 @@
 #   sh bench/network.sh [MS=20] [R=5] [h2]
 # With h2, e2b-local's HTTPS port offers HTTP/2 beside HTTP/1.1 (--h2:
 # nghttpx in front, as E2B's edge speaks it); without, HTTP/1.1 only.
-# E2B_LOCAL_BIN picks the e2b-local (default: the one on PATH).
-set -eu
+# E2B_LOCAL_BIN picks the e2b-local (default: the one on PATH); LUA_PATH and
+# LUA_CPATH the lua-e2b (default: the installed one), e.g. a build tree's:
+#   LUA_PATH="$PWD/lua/?.lua;;" LUA_CPATH="$PWD/build/lib/?.so;;"
 cd "$(dirname "$0")/.."
 MS=${1:-20}
 R=${2:-5}
