@@ -134,6 +134,10 @@ h2front *h2front_start(const char *host, uint16_t port, uint16_t backend_port, c
     h2front_stop(f);
     return NULL;
   }
+  /* nghttpx holds the socket now: should it die, clients are refused, not
+   * left waiting in a backlog nobody accepts from. */
+  close(f->fd);
+  f->fd = -1;
   return f;
 }
 
