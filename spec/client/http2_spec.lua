@@ -55,6 +55,28 @@ describe("e2b-local --h2", function()
   end)
 end)
 
+describe("e2b-local --h2's front", function()
+  -- nghttpx, not e2b-local, accepts these connections: the egress proxy's
+  -- refusal of e2b-local's own ports is what keeps sandboxes off it.
+  it("is out of a sandbox's reach even when its policy names the loopback", function()
+    local url, stop_http = h.http_server("host loopback")
+    local ok, err = pcall(with_h2, nil, function(v)
+      local c = h.client({ api_url = v.E2B_API_URL, sandbox_url = v.E2B_SANDBOX_URL, api_key = v.E2B_API_KEY,
+                           domain = v.E2B_DOMAIN })
+      local sbx = h.sandbox({ network = { allow = { "127.0.0.0/8" } } }, c)
+      local function code(u)
+        return assert(sbx:run({ "curl", "-sk", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "5", u })).stdout
+      end
+      assert.are.equal("200", code(url .. "/"), "the host's loopback is reachable as the policy says")
+      assert.are.equal("000", code(("https://127.0.0.1:%s/health"):format(v.E2B_DOMAIN:match(":(%d+)$"))))
+      assert.are.equal("000", code(("https://localhost:%s/health"):format(v.E2B_DOMAIN:match(":(%d+)$"))))
+      assert(sbx:kill())
+    end)
+    stop_http()
+    assert(ok, err)
+  end)
+end)
+
 describe("20 runs started together over HTTP/2", function()
   it("open one connection to a sandbox the client has not spoken to yet", function()
     with_h2(nil, function(v)
