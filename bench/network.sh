@@ -8,18 +8,24 @@
 # rounds, each running lua-e2b then the SDK (R repetitions of each operation
 # per round), so drift hits both alike: wall ms is min/median/max over the
 # rounds, the counts are their medians.
-#   sh bench/network.sh [MS=20] [R=5] [ROUNDS=3]
-# E2B_LOCAL_BIN picks the e2b-local (default: the one on PATH).
+#   sh bench/network.sh [MS=20] [R=5] [ROUNDS=3] [h2]
+# With h2, e2b-local's HTTPS port offers HTTP/2 beside HTTP/1.1 (--h2:
+# nghttpx in front, as E2B's edge speaks it); without, HTTP/1.1 only.
+# E2B_LOCAL_BIN picks the e2b-local (default: the one on PATH); LUA_PATH and
+# LUA_CPATH the lua-e2b (default: the installed one), e.g. a build tree's:
+#   LUA_PATH="$PWD/lua/?.lua;;" LUA_CPATH="$PWD/build/lib/?.so;;"
 set -eu
 cd "$(dirname "$0")/.."
 MS=${1:-20}
 R=${2:-5}
 ROUNDS=${3:-3}
+H2=
+case ${4:-} in h2) H2=--h2 ;; "") ;; *) echo "usage: network.sh [MS] [R] [ROUNDS] [h2]" >&2; exit 2 ;; esac
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 # HTTPS only: without the plain URLs both clients build https://api.<domain>
 # and https://49983-<id>.<domain> from E2B_DOMAIN, as against E2B.
-"${E2B_LOCAL_BIN:-e2b-local}" exec --latency "$MS" -- sh -c "
+"${E2B_LOCAL_BIN:-e2b-local}" exec --latency "$MS" $H2 -- sh -c "
   export STATS_URL=\$E2B_API_URL
   r=1
   while [ \$r -le $ROUNDS ]; do
@@ -28,7 +34,7 @@ trap 'rm -rf "$out"' EXIT
     r=\$((r + 1))
   done
 " 2>"$out/log" || { grep -v ' e2b-local: ' "$out/log" >&2; exit 1; }
-echo "latency ${MS} ms, ${R} repetitions (run_true: $((R * 4))), ${ROUNDS} rounds, commit $(git rev-parse --short HEAD 2>/dev/null || echo ?)"
+echo "latency ${MS} ms, ${R} repetitions (run_true: $((R * 4))), ${ROUNDS} rounds, HTTPS ${H2:+h2 and }http/1.1, commit $(git rev-parse --short HEAD 2>/dev/null || echo ?)"
 echo "wall ms: min/median/max over the rounds; counts per operation: medians"
 awk -v R="$ROUNDS" '
   function spread(c, o, k, fmt,    r, a, n, i, j, t) {
@@ -41,11 +47,11 @@ awk -v R="$ROUNDS" '
   }
   { v[$1, $2, $3] = 1; for (k = 1; k <= 4; k++) v[$1, $2, $3, k] = $(k + 3) }
   END {
-    printf "%-14s %20s %20s | %7s %7s | %7s %7s | %7s %7s\n", "op", "lua_ms", "sdk_ms", "lua_req", "sdk_req", "lua_new", "sdk_new", "lua_tls", "sdk_tls"
-    split("create run_true write_1mb read_1mb concurrent_20 kill", ops, " ")
-    for (i = 1; i <= 6; i++) {
+    printf "%-17s %20s %20s | %7s %7s | %7s %7s | %7s %7s\n", "op", "lua_ms", "sdk_ms", "lua_req", "sdk_req", "lua_new", "sdk_new", "lua_tls", "sdk_tls"
+    split("create run_true write_1mb read_1mb concurrent_20 concurrent_20_new kill", ops, " ")
+    for (i = 1; i <= 7; i++) {
       o = ops[i]
-      printf "%-14s %20s %20s | %7s %7s | %7s %7s | %7s %7s\n", o, spread("lua", o, 1, "all"), spread("sdk", o, 1, "all"),
+      printf "%-17s %20s %20s | %7s %7s | %7s %7s | %7s %7s\n", o, spread("lua", o, 1, "all"), spread("sdk", o, 1, "all"),
         spread("lua", o, 2), spread("sdk", o, 2), spread("lua", o, 3), spread("sdk", o, 3), spread("lua", o, 4), spread("sdk", o, 4)
     }
   }' "$out/raw"

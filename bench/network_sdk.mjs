@@ -24,7 +24,7 @@ async function measure(name, reps, fn) {
   for (let i = 0; i < reps; i++) await fn(i)
   const wall = performance.now() - t0
   const after = await stats()
-  const per = name === 'concurrent_20' ? 1 : reps
+  const per = name.startsWith('concurrent_20') ? 1 : reps
   const d = (k) => ((after[k] - before[k]) / per).toFixed(2)
   console.log(`${name} ${(wall / per).toFixed(1)} ${d('requests')} ${d('connections')} ${d('tls_handshakes')}`)
 }
@@ -45,5 +45,9 @@ await measure('read_1mb', R, async () => {
 })
 await measure('concurrent_20', 1, async () => {
   await Promise.all(Array.from({ length: 20 }, () => sbx.commands.run('true')))
+})
+await measure('concurrent_20_new', 1, async () => {
+  if (!boxes[1]) throw new Error('needs R >= 2')
+  await Promise.all(Array.from({ length: 20 }, () => boxes[1].commands.run('true')))
 })
 await measure('kill', R, async (i) => { await boxes[i].kill() })

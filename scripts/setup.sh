@@ -10,11 +10,12 @@ cd "$(dirname "$0")/.."
 # a recommendation of clang, and recommendations are not installed here.
 # luajit2/libluajit2-5.1-dev are OpenResty's LuaJIT branch: the one Debian's
 # libnginx-mod-http-lua is built against (plain luajit conflicts with it).
+# nghttp2-proxy is nghttpx, e2b-local's HTTP/2 front (--h2, bench/network.sh).
 PACKAGES="build-essential cmake pkg-config git ca-certificates curl procps python3 python3-venv
   lua5.4 liblua5.4-dev lua-cjson lua-busted luarocks lua-ldoc
   libcurl4-openssl-dev libmbedtls-dev libjansson-dev libmicrohttpd-dev zlib1g-dev bubblewrap
   luajit2 libluajit2-5.1-dev nginx-light libnginx-mod-http-lua lua-socket lua-check
-  libnss-myhostname clang libclang-rt-14-dev libseccomp-dev"
+  libnss-myhostname clang libclang-rt-14-dev libseccomp-dev nghttp2-proxy"
 
 missing=""
 for p in $PACKAGES; do

@@ -67,6 +67,7 @@ struct e2b_client {
   int page_size;
   int create_route;         /* E2B_ROUTE_*: the create route this backend answered (create.c) */
   int connect_route;        /* E2B_CONNECT_*: whether its connect route answered (lifecycle.c) */
+  int saw_h2;               /* one of its servers answered over HTTP/2: transfers wait to multiplex (transfer.c) */
 };
 
 /* Which create route a client found its backend to have: the live API's

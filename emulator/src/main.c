@@ -17,6 +17,7 @@
 #include "egress.h"
 #include "guard.h"
 #include "log.h"
+#include "h2front.h"
 #include "netstats.h"
 #include "proc.h"
 #include "runtime.h"
@@ -39,6 +40,7 @@ typedef struct options {
   int tls_port; /* -1: not given (the default follows --listen) */
   int tls_given;
   int no_tls;
+  int h2; /* --h2: nghttpx serves the HTTPS port (h2front.h) */
   const char *state;
   const char *api_key;
   const char *domain;
@@ -78,6 +80,9 @@ static void usage(FILE *f) {
           "                       e2b.localhost and *.e2b.localhost from e2b-local's own CA\n"
           "                       (DIR/tls/ca.pem; default: --listen's address, port 3443,\n"
           "                       or a free port when --listen's port is 0)\n"
+          "  --h2                 the HTTPS listener speaks HTTP/2 beside HTTP/1.1 (ALPN):\n"
+          "                       nghttpx (Debian's nghttp2-proxy) serves it and forwards\n"
+          "                       to the plain listener; for measuring clients (off)\n"
           "  --no-tls             plain HTTP only (E2B_DOMAIN is then localhost:PORT)\n"
           "  --api-key KEY        the API key clients must send (visible in the process\n"
           "                       list: prefer --api-key-file or E2B_LOCAL_API_KEY)\n"
@@ -166,6 +171,7 @@ static int simple_option(options *o, const char *a, const char *val) {
     const char *name;
     int *flag;
   } flags[] = {{"--no-tls", &o->no_tls},
+               {"--h2", &o->h2},
                {"--log-requests", &o->log_requests},
                {"--no-isolation", &o->no_isolation},
                {"--no-freezer", &o->no_freezer}};
@@ -357,6 +363,7 @@ static char *choose_api_key(const options *o, const char *state_dir) {
 
 typedef struct running {
   server *srv, *tls_srv;
+  h2front *front; /* --h2: the HTTPS listener instead of tls_srv */
   tls_ca *ca;
   tls_leaf leaf; /* the HTTPS listener's certificate, in memory only */
   char *state_dir;
@@ -399,6 +406,11 @@ static int open_ca(running *run) {
   return run->ca ? 0 : -1;
 }
 
+/* The HTTPS listener's port, 0 when there is none. */
+static unsigned https_port(const running *run) {
+  return run->front ? h2front_port(run->front) : run->tls_srv ? server_port(run->tls_srv) : 0;
+}
+
 /* The HTTPS listener: a fresh leaf from the CA. */
 static int start_tls(const options *o, running *run) {
   char err[256];
@@ -410,9 +422,16 @@ static int start_tls(const options *o, running *run) {
     log_msg("cannot set up HTTPS: %s", err);
     return -1;
   }
-  run->tls_srv = server_start(o->tls_host, (uint16_t)o->tls_port, &run->leaf);
-  if (run->tls_srv) egress_set_tls_port((uint16_t)server_port(run->tls_srv));
-  return run->tls_srv ? 0 : -1;
+  if (o->h2) {
+    char *dir = xasprintf("%s/tls", run->state_dir);
+    run->front = h2front_start(o->tls_host, (uint16_t)o->tls_port, (uint16_t)server_port(run->srv), &run->leaf, dir);
+    free(dir);
+    netstats_set_front(run->front != NULL);
+  } else {
+    run->tls_srv = server_start(o->tls_host, (uint16_t)o->tls_port, &run->leaf);
+  }
+  if (https_port(run)) egress_set_tls_port((uint16_t)https_port(run));
+  return https_port(run) ? 0 : -1;
 }
 
 static void add_env(running *run, const char *name, const char *value) {
@@ -424,12 +443,12 @@ static void publish(const options *o, running *run, unsigned port) {
   const char *host = strcmp(o->host, "0.0.0.0") == 0 || strcmp(o->host, "localhost") == 0 ? "127.0.0.1" : o->host;
   if (o->domain)
     snprintf(g_server.domain, sizeof g_server.domain, "%s", o->domain);
-  else if (run->tls_srv)
-    snprintf(g_server.domain, sizeof g_server.domain, "e2b.localhost:%u", server_port(run->tls_srv));
+  else if (https_port(run))
+    snprintf(g_server.domain, sizeof g_server.domain, "e2b.localhost:%u", https_port(run));
   else
     snprintf(g_server.domain, sizeof g_server.domain, "localhost:%u", port);
   snprintf(g_server.base_url, sizeof g_server.base_url, "http://%s:%u", host, port);
-  if (run->tls_srv) { /* first: whoever reads these lines has the CA before the URLs */
+  if (https_port(run)) { /* first: whoever reads these lines has the CA before the URLs */
     add_env(run, "NODE_EXTRA_CA_CERTS", tls_ca_cert_file(run->ca));
     add_env(run, "E2B_CA_FILE", tls_ca_cert_file(run->ca));
   }
@@ -439,9 +458,9 @@ static void publish(const options *o, running *run, unsigned port) {
   add_env(run, "E2B_API_KEY", run->api_key);
   add_env(run, "E2B_LOCAL_ADMIN_TOKEN", run->admin_token);
   const char *isolation = runtime_isolated() ? "bubblewrap isolation" : "no isolation";
-  if (run->tls_srv)
-    log_msg("listening on %s and https://%s:%u (state %s, %s)", g_server.base_url, o->tls_host,
-            server_port(run->tls_srv), run->state_dir, isolation);
+  if (https_port(run))
+    log_msg("listening on %s and https://%s:%u%s (state %s, %s)", g_server.base_url, o->tls_host, https_port(run),
+            run->front ? " (HTTP/2 and HTTP/1.1, nghttpx)" : "", run->state_dir, isolation);
   else
     log_msg("listening on %s (state %s, %s)", g_server.base_url, run->state_dir, isolation);
 }
@@ -514,6 +533,7 @@ static void stop_all(running *run) {
   tplbuild_stop(); /* template builds start no more steps */
   sandbox_registry_shutdown(!run->state_is_temp); /* their streams end */
   tplbuild_shutdown(); /* template builds end with their sandboxes */
+  h2front_stop(run->front);
   server_stop(run->tls_srv);
   server_stop(run->srv);
   tls_leaf_free(&run->leaf);
@@ -553,7 +573,7 @@ static int serve(const options *o, const sigset_t *sigs) {
  * gets a bundle of theirs and e2b-local's CA, kept beside the CA. */
 static void bundle_node_extra_ca(running *run) {
   const char *theirs = getenv("NODE_EXTRA_CA_CERTS");
-  if (!run->tls_srv || !theirs || !*theirs) return;
+  if (!https_port(run) || !theirs || !*theirs) return;
   sbuf b = {0};
   char *path = xasprintf("%s/tls/node-extra-ca.pem", run->state_dir);
   int ok = sbuf_append_file(&b, theirs) == 0;

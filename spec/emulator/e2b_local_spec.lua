@@ -197,7 +197,7 @@ describe("e2b-local as a command", function()
     assert.truthy(h.host(bin .. " --version"):match("^e2b%-local %d+%.%d+%.%d+\n$"))
     local help = h.host(bin .. " --help")
     for _, opt in ipairs({ "--listen", "--api-key", "--api-key-file", "--domain", "--state", "--template",
-                           "--admin-token", "--log-requests", "--no-isolation", "--no-freezer", "--version" }) do
+                           "--admin-token", "--log-requests", "--no-isolation", "--no-freezer", "--version", "--h2" }) do
       assert.truthy(help:find(opt:gsub("%-", "%%-") .. "[ ,\n]"), opt .. " is missing from --help")
     end
   end)

@@ -3,8 +3,10 @@
 #include "netstats.h"
 
 #include <gnutls/gnutls.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "util.h"
@@ -75,7 +77,64 @@ void netstats_connection(int which, struct MHD_Connection *c, void **socket_cont
   }
 }
 
+/* --h2 (h2front.c): the front's clients are counted by the for= token
+ * nghttpx draws for each client connection. The most recent FRONT_KEEP
+ * connections are remembered (bounded: an older one seen again counts
+ * anew); each keeps when its set-up (TCP, then TLS: 2*MS) is over, which
+ * every request on it waits for, as each would behind a real handshake. */
+enum { FRONT_KEEP = 1024, FRONT_ID = 40 };
+typedef struct front_conn {
+  char id[FRONT_ID];
+  int64_t ready_ms;
+} front_conn;
+static front_conn g_front[FRONT_KEEP];
+static size_t g_front_next;
+static int g_front_on;
+static pthread_mutex_t g_front_mu = PTHREAD_MUTEX_INITIALIZER;
+
+void netstats_set_front(int on) { g_front_on = on; }
+
+/* The for= token of a Forwarded header nghttpx added over TLS, or 0. */
+static int front_token(struct MHD_Connection *c, char id[FRONT_ID]) {
+  const char *fwd = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Forwarded");
+  const char *f = fwd ? strstr(fwd, "for=") : NULL;
+  if (!f || !strstr(fwd, "proto=https")) return 0;
+  f += 4;
+  size_t n = strcspn(f, ";, ");
+  if (n == 0 || n >= FRONT_ID) return 0;
+  memcpy(id, f, n);
+  id[n] = 0;
+  return 1;
+}
+
+/* When a request on front connection id may be answered. */
+static int64_t front_ready(const char *id) {
+  pthread_mutex_lock(&g_front_mu);
+  int64_t ready = -1;
+  for (size_t i = 0; i < FRONT_KEEP && ready < 0; i++)
+    if (strcmp(g_front[i].id, id) == 0) ready = g_front[i].ready_ms;
+  if (ready < 0) {
+    front_conn *fc = &g_front[g_front_next++ % FRONT_KEEP];
+    snprintf(fc->id, sizeof fc->id, "%s", id);
+    ready = fc->ready_ms = mono_ms() + 2 * g_latency_ms;
+    add(&g_stats[LISTENER_HTTPS].connections, 1);
+    add(&g_stats[LISTENER_HTTPS].handshakes, 1);
+  }
+  pthread_mutex_unlock(&g_front_mu);
+  return ready;
+}
+
+static int front_request(struct MHD_Connection *c) {
+  char id[FRONT_ID];
+  if (!g_front_on || !front_token(c, id)) return 0;
+  add(&g_stats[LISTENER_HTTPS].requests, 1);
+  int64_t wait = front_ready(id) - mono_ms();
+  sleep_ms((wait > 0 ? (int)wait : 0) + g_latency_ms);
+  return 1;
+}
+
 void netstats_request(int which, struct MHD_Connection *c) {
+  if (which == LISTENER_HTTP && front_request(c)) return;
   add(&g_stats[which].requests, 1);
   const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
   conn_ctx *cc = ci ? ci->socket_context : NULL;
@@ -97,6 +156,7 @@ static json_t *one(int which) {
                         (json_int_t)get(&s->open), "requests", (json_int_t)get(&s->requests), "latency_ms",
                         g_latency_ms);
   if (which == LISTENER_HTTPS) json_object_set_new(o, "tls_handshakes", json_integer((json_int_t)get(&s->handshakes)));
+  if (which == LISTENER_HTTPS && g_front_on) json_object_set_new(o, "front", json_string("nghttpx"));
   return o;
 }
 

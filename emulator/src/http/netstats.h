@@ -14,6 +14,13 @@ enum { LISTENER_HTTP = 0, LISTENER_HTTPS = 1 };
 void netstats_set_latency(int ms);
 int netstats_latency(void);
 
+/* --h2 (h2front.h): the "https" counters are the front's clients, told
+ * apart by the Forwarded for= token nghttpx sends with their requests
+ * (connections and TLS handshakes: one each per token; "open" is not
+ * known); their requests are not counted on "http", whose connections
+ * still count the front's own. */
+void netstats_set_front(int on);
+
 /* MHD's connection notification on listener `which` (started, closed). */
 void netstats_connection(int which, struct MHD_Connection *c, void **socket_context,
                          enum MHD_ConnectionNotificationCode code);
