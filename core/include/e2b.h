@@ -1281,9 +1281,9 @@ E2B_EXPORT int e2b_template_check(const e2b_template *t, e2b_error *err);
  * matches nothing; E2B_ERR_INVALID_ARGUMENT past E2B_TEMPLATE_FILES_MAX. */
 E2B_EXPORT int e2b_template_files_hash(const e2b_template *t, size_t step, char out[E2B_TEMPLATE_HASH_LEN + 1],
                                        e2b_error *err);
-/* Writes the COPY's files as a gzip tar (ustar, PAX for long names; the
- * deflate stream stored, not compressed) to fd, streaming: memory does not
- * grow with the files. 0, or -1 with err. */
+/* Writes the COPY's files as a gzip tar (ustar, PAX for long names; deflated
+ * by zlib at its default level, as the SDKs' tar libraries do) to fd,
+ * streaming: memory does not grow with the files. 0, or -1 with err. */
 E2B_EXPORT int e2b_template_tar(const e2b_template *t, size_t step, int fd, e2b_error *err);
 /* The JSON body of POST /v2/templates/{id}/builds/{build}: hashes[i] is
  * steps[i]'s files hash (NULL for a step that copies nothing); flags:

@@ -1,12 +1,14 @@
 /* Tests for template.c and template/files.c: names and steps E2B takes or
  * refuses (each refusal naming its field), the build body, the files hash
  * against values the official JS SDK computed for the same tree, and the
- * gzip tar read back by tar(1). */
+ * gzip tar (deflated by zlib) read back by gzip(1) and tar(1). */
 #define _GNU_SOURCE
 #include "e2b.h"
 #include "testing.h"
 
 #include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -226,6 +228,43 @@ static void test_tar(const char *ctx) {
   unlink(path);
 }
 
+/* A context of 4 MiB that compresses well and 256 KiB that does not: the
+ * archive is deflated for real (well under the files' size), and gzip -t and
+ * tar read it back to the files' exact bytes. */
+static void test_tar_compressed(void) {
+  char dir[] = "/tmp/e2b-test-template-gz-XXXXXX", p[512], cmd[1536];
+  CHECK(mkdtemp(dir) != NULL);
+  snprintf(p, sizeof p, "%s/ctx", dir);
+  mkdir(p, 0755);
+  snprintf(p, sizeof p, "%s/ctx/text.txt", dir);
+  FILE *f = fopen(p, "w");
+  for (int i = 0; f && i < 4 * 1024 * 1024 / 32; i++) fprintf(f, "line %026d\n", i % 1000);
+  if (f) fclose(f);
+  snprintf(p, sizeof p, "%s/ctx/noise.bin", dir);
+  f = fopen(p, "w");
+  uint32_t x = 12345;
+  for (int i = 0; f && i < 256 * 1024; i++) fputc((int)((x = x * 1103515245u + 12345u) >> 24), f);
+  if (f) fclose(f);
+  snprintf(p, sizeof p, "%s/ctx", dir);
+  const char *args[] = {".", "/app"};
+  e2b_template_step s = {.type = "COPY", .args = args, .arg_count = 2};
+  e2b_template t = {.from_template = "base", .steps = &s, .step_count = 1, .context = p};
+  snprintf(p, sizeof p, "%s/a.tar.gz", dir);
+  int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  snprintf(p, sizeof p, "%s/ctx", dir);
+  CHECK(e2b_template_tar(&t, 0, fd, NULL) == 0);
+  struct stat st;
+  CHECK(fstat(fd, &st) == 0 && st.st_size > 256 * 1024 && st.st_size < 1024 * 1024);
+  close(fd);
+  snprintf(cmd, sizeof cmd,
+           "cd %s && gzip -t a.tar.gz && mkdir out && tar -xzf a.tar.gz -C out && "
+           "cmp out/text.txt ctx/text.txt && cmp out/noise.bin ctx/noise.bin",
+           dir);
+  CHECK(system(cmd) == 0);
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  CHECK(system(cmd) == 0);
+}
+
 int main(void) {
   test_names();
   test_steps();
@@ -233,6 +272,7 @@ int main(void) {
   test_quote();
   test_registry();
   test_dockerignore();
+  test_tar_compressed();
   char *ctx = fixture();
   CHECK(ctx != NULL);
   if (ctx) {
