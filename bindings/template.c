@@ -186,6 +186,18 @@ static int client_template_file_link(lua_State *L) {
   return e2bL_push_req(L, u->l, req, &err);
 }
 
+/* client:template_hash(t, step) (step from 1): the answer's hash, computed
+ * a slice per loop step */
+static int client_template_hash(lua_State *L) {
+  client_ud *u = check_client(L);
+  e2b_template t;
+  e2b_error err;
+  lua_Integer step = luaL_checkinteger(L, 3);
+  read_template(L, 2, &t);
+  if (step < 1 || (size_t)step > t.step_count) return luaL_argerror(L, 3, "no such step");
+  return e2bL_push_req(L, u->l, e2b_template_hash(u->c, &t, (size_t)step - 1, &err), &err);
+}
+
 /* client:template_upload(t, step, url, headers?) (step from 1) */
 static int client_template_upload(lua_State *L) {
   client_ud *u = check_client(L);
@@ -274,6 +286,7 @@ void e2bL_open_template(lua_State *L) {
                                        {NULL, NULL}};
   static const luaL_Reg methods[] = {{"template_request", client_template_request},
                                      {"template_file_link", client_template_file_link},
+                                     {"template_hash", client_template_hash},
                                      {"template_upload", client_template_upload},
                                      {"template_start", client_template_start},
                                      {"template_status", client_template_status},

@@ -1332,6 +1332,7 @@ typedef struct e2b_template_answer {
     int64_t created_ms;
   } *tag_list;
   size_t tag_list_count;
+  char *hash;                   /* hash: the COPY's files hash (64 hex digits) */
 } e2b_template_answer;
 
 /* POST /v3/templates: a template (new or the name's) and a build of it. */
@@ -1339,9 +1340,15 @@ E2B_EXPORT e2b_req *e2b_template_request(e2b_client *c, const e2b_template_build
 /* GET /templates/{id}/files/{hash}: whether the server has the files, else where to upload them. */
 E2B_EXPORT e2b_req *e2b_template_file_link(e2b_client *c, const char *template_id, const char *hash,
                                            e2b_error *err);
+/* e2b_template_files_hash as a request: the files are read a slice (1 MiB)
+ * per loop step, so the loop serves everything else meanwhile; the answer's
+ * hash. The step is checked and its paths collected before it returns. */
+E2B_EXPORT e2b_req *e2b_template_hash(e2b_client *c, const e2b_template *t, size_t step, e2b_error *err);
 /* Spools steps[step]'s tar to a temporary file (under $TMPDIR, else /tmp;
- * unlinked at once), then PUTs it to url (a link
- * the API handed out: it gets the headers given, never the API key). */
+ * unlinked at once), a slice (1 MiB of files) per loop step as
+ * e2b_template_hash reads them, then PUTs it to url (a link the API handed
+ * out: it gets the headers given, never the API key). t is not needed once
+ * it returns. */
 E2B_EXPORT e2b_req *e2b_template_upload(e2b_client *c, const e2b_template *t, size_t step, const char *url,
                                         const e2b_kv *headers, size_t header_count, e2b_error *err);
 /* POST /v2/templates/{id}/builds/{build} with e2b_template_json's body. */

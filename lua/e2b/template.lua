@@ -510,15 +510,25 @@ function Template:to_json()
   return core.template_json(self._spec, hashes, false)
 end
 
--- hashes(t) -> { [i] = hex or false } for every step | nil, err
-function M._hashes(t)
+-- hashes(t, port?, on_progress?) -> { [i] = hex or false } for every step |
+-- nil, err; with a port, each hash is a request the loop computes a slice per
+-- step (the caller's task waits, every other one runs on), else computed here
+-- at once.
+function M._hashes(t, port, on_progress)
   local ok, err = t:check()
   if not ok then return nil, err end
   local hashes = {}
   for i, step in ipairs(t._spec.steps) do
     hashes[i] = false
     if step.type == "COPY" then
-      hashes[i], err = core.template_hash(t._spec, i)
+      local a
+      if port then
+        a, err = port.call("template_hash", t._spec, i)
+        hashes[i] = a and a.hash
+        if a and on_progress then on_progress({ stage = "hashed", src = step.args[1], hash = a.hash }) end
+      else
+        hashes[i], err = core.template_hash(t._spec, i)
+      end
       if not hashes[i] then return nil, err end
     end
   end
@@ -602,7 +612,7 @@ end
 -- The build's course once its options are good: hashes, request, uploads,
 -- start, then its end (under o.cancel's scope: each request is the token's).
 function M._course(t, port, o)
-  local hashes, err = M._hashes(t) -- bad steps and missing files fail here, before any request
+  local hashes, err = M._hashes(t, port, o.on_progress) -- bad steps and missing files fail here, before any request
   if not hashes then return nil, err end
   local ids
   ids, err = port.call("template_request", { name = o.name, tags = o.tags, cpu_count = o.cpu_count,
