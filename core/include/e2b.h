@@ -1296,6 +1296,31 @@ E2B_EXPORT char *e2b_template_json(const e2b_template *t, const char *const *has
                                    e2b_error *err);
 
 
+/* A Dockerfile read as the SDKs' Template.fromDockerfile reads it
+ * (dockerfile.c): one stage, whose FROM image is the base ("e2bdev/base"
+ * when FROM names none); steps USER root and WORKDIR /, then RUN, COPY/ADD
+ * (one COPY per source; --chown the user), ENV and ARG (ENV steps; an ARG
+ * without a default is ""), WORKDIR, USER in order, then USER user and
+ * WORKDIR /home/user unless the file set them; CMD/ENTRYPOINT (the last one,
+ * an exec form joined with spaces) the start command. EXPOSE, VOLUME, LABEL,
+ * MAINTAINER, HEALTHCHECK and STOPSIGNAL are ignored; a second FROM, COPY
+ * --from, heredocs, SHELL, ONBUILD, another escape character, a text over
+ * E2B_DOCKERFILE_MAX bytes or with a NUL, or not UTF-8, are refused:
+ * E2B_ERR_INVALID_ARGUMENT, field "dockerfile", the message naming the
+ * line. Nothing is read from disk: COPY sources are checked when the
+ * template is. */
+#define E2B_DOCKERFILE_MAX (1 << 20)  /* bytes of a Dockerfile */
+#define E2B_DOCKERFILE_STEPS_MAX 10000 /* steps it may give */
+typedef struct e2b_dockerfile {
+  char *from_image;
+  e2b_template_step *steps; /* types "RUN", "COPY", "ENV", "WORKDIR", "USER"; args owned */
+  size_t step_count;
+  char *start_cmd;          /* NULL: none */
+} e2b_dockerfile;
+/* 0 with *out filled (free it with e2b_dockerfile_free), or -1 with err and *out empty. */
+E2B_EXPORT int e2b_dockerfile_parse(const char *text, size_t len, e2b_dockerfile *out, e2b_error *err);
+E2B_EXPORT void e2b_dockerfile_free(e2b_dockerfile *d);
+
 /* s as one word of sh: as it is when every byte is a letter, a digit or one
  * of @%+=:,./_-, else in single quotes (a quote inside as '"'"'), "" as ''.
  * How the builder's helper steps (apt_install, git_clone, ...) and ready

@@ -209,6 +209,52 @@ describe("client:build_template", function()
     h.host("rm -rf " .. h.shell_quote(dir))
   end)
 
+  it("builds from a Dockerfile as the SDKs' fromDockerfile reads it: steps as root, then user in /home/user", function()
+    local dir = context({ ["app/a.txt"] = "from the context\n", ["Dockerfile"] = table.concat({
+      "# syntax=docker/dockerfile:1",
+      "FROM e2bdev/base:latest",
+      "ARG FLAVOR",
+      "ENV GREETING=\"hello there\" LEVEL=3",
+      "COPY --chown=user app/a.txt /home/user/app/",
+      "RUN echo \"$GREETING\" > /tmp/marker && \\",
+      "    id -un >> /tmp/marker && mv /tmp/marker /home/user/marker",
+      "EXPOSE 8080",
+      "CMD [\"sleep\", \"infinity\"]",
+    }, "\n") .. "\n" })
+    local t = e2b.template({ context = dir }):from_dockerfile(dir .. "/Dockerfile")
+    local body = assert(t:to_json())
+    assert.is_truthy(body:find('"startCmd":"sleep infinity","readyCmd":"sleep 20"', 1, true))
+    local info, err = client:build_template(t, { name = unique("tpldocker") })
+    assert.is_truthy(info, tostring(err))
+    local sbx = h.sandbox({ template = info.name })
+    assert.are.equal("hello there\nroot\n", assert(sbx.files:read("/home/user/marker")))
+    assert.are.equal("from the context\n", assert(sbx.files:read("/home/user/app/a.txt")))
+    local r = assert(sbx:run("id -un; pwd; echo \"$LEVEL\"; stat -c %U /home/user/app/a.txt"))
+    assert.are.equal("user\n/home/user\n3\nuser\n", r.stdout)
+    h.host("rm -rf " .. h.shell_quote(dir))
+  end)
+
+  it("refuses a Dockerfile E2B cannot build from, naming the line, before any request", function()
+    for _, case in ipairs({
+      { "FROM a AS one\nRUN true\nFROM b\n", "line 3: multi%-stage" },
+      { "FROM a\nCOPY --from=one /x /y\n", "line 2: COPY %-%-from" },
+      { "FROM a\nRUN <<EOF\necho\nEOF\n", "heredocs" },
+      { "RUN true\n", "needs a FROM" },
+      { "FROM a\nSHELL [\"/bin/zsh\"]\n", "line 2: SHELL" },
+    }) do
+      local t = e2b.template():from_dockerfile(case[1])
+      local _, e = t:check()
+      assert.are.equal("invalid_argument", e and e.kind, case[1])
+      assert.are.equal("dockerfile", e.field)
+      assert.is_truthy(tostring(e):find(case[2]), tostring(e))
+      local info, berr = offline_client():build_template(t, { name = "t" })
+      assert.is_nil(info)
+      assert.are.equal("invalid_argument", berr.kind)
+    end
+    local _, e = e2b.template():from_dockerfile(42):check()
+    assert.are.equal("from_dockerfile", e.field)
+  end)
+
   it("uploads a COPY's files once: a second build of the same files finds them cached", function()
     local dir = context({ ["f.txt"] = unique("content") })
     local function build()
