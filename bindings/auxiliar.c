@@ -320,6 +320,7 @@ void e2bL_push_template_answer(lua_State *L, const e2b_template_answer *a) {
   e2bL_set_str(L, "template_id", a->template_id);
   e2bL_set_str(L, "build_id", a->build_id);
   e2bL_set_str(L, "url", a->url);
+  e2bL_set_str(L, "hash", a->hash);
   e2bL_set_str(L, "status", a->status);
   e2bL_set_str(L, "reason", a->reason);
   e2bL_set_str(L, "reason_step", a->reason_step);

@@ -1,6 +1,6 @@
 /* template.c — templates built in code: core.template_check,
  * core.template_step_check, core.template_name_check, core.template_hash and
- * core.template_json (libe2b's rules, template.c and template/files.c), and the
+ * core.template_json, core.dockerfile_parse (libe2b's rules, template.c and template/files.c), and the
  * client's template_* calls (template/build.c), each one request. A template
  * arrives as the table e2b.template's builder keeps:
  *   { from_image=, from_template=, start_cmd=, ready_cmd=, force=, context=,
@@ -138,6 +138,33 @@ static int core_template_json(lua_State *L) {
   return 1;
 }
 
+/* dockerfile_parse(text) -> { from_image =, start_cmd =, steps = { {type =, args = {...}}, ... } } | nil, err */
+static int core_dockerfile_parse(lua_State *L) {
+  size_t len;
+  const char *text = luaL_checklstring(L, 1, &len);
+  e2b_dockerfile d;
+  e2b_error err;
+  if (e2b_dockerfile_parse(text, len, &d, &err) != 0) return e2bL_push_fail(L, &err);
+  lua_createtable(L, 0, 3);
+  e2bL_set_str(L, "from_image", d.from_image);
+  e2bL_set_str(L, "start_cmd", d.start_cmd);
+  lua_createtable(L, (int)d.step_count, 0);
+  for (size_t i = 0; i < d.step_count; i++) {
+    lua_createtable(L, 0, 2);
+    e2bL_set_str(L, "type", d.steps[i].type);
+    lua_createtable(L, (int)d.steps[i].arg_count, 0);
+    for (size_t k = 0; k < d.steps[i].arg_count; k++) {
+      lua_pushstring(L, d.steps[i].args[k]);
+      lua_rawseti(L, -2, (lua_Integer)k + 1);
+    }
+    lua_setfield(L, -2, "args");
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
+  lua_setfield(L, -2, "steps");
+  e2b_dockerfile_free(&d);
+  return 1;
+}
+
 /* template_quote(s) -> s as one sh word | nil, err (a NUL byte in s) */
 static int core_template_quote(lua_State *L) {
   size_t len;
@@ -184,6 +211,18 @@ static int client_template_file_link(lua_State *L) {
   e2b_error err;
   e2b_req *req = e2b_template_file_link(u->c, luaL_checkstring(L, 2), luaL_checkstring(L, 3), &err);
   return e2bL_push_req(L, u->l, req, &err);
+}
+
+/* client:template_hash(t, step) (step from 1): the answer's hash, computed
+ * a slice per loop step */
+static int client_template_hash(lua_State *L) {
+  client_ud *u = check_client(L);
+  e2b_template t;
+  e2b_error err;
+  lua_Integer step = luaL_checkinteger(L, 3);
+  read_template(L, 2, &t);
+  if (step < 1 || (size_t)step > t.step_count) return luaL_argerror(L, 3, "no such step");
+  return e2bL_push_req(L, u->l, e2b_template_hash(u->c, &t, (size_t)step - 1, &err), &err);
 }
 
 /* client:template_upload(t, step, url, headers?) (step from 1) */
@@ -271,9 +310,11 @@ void e2bL_open_template(lua_State *L) {
                                        {"template_hash", core_template_hash},
                                        {"template_json", core_template_json},
                                        {"template_quote", core_template_quote},
+                                       {"dockerfile_parse", core_dockerfile_parse},
                                        {NULL, NULL}};
   static const luaL_Reg methods[] = {{"template_request", client_template_request},
                                      {"template_file_link", client_template_file_link},
+                                     {"template_hash", client_template_hash},
                                      {"template_upload", client_template_upload},
                                      {"template_start", client_template_start},
                                      {"template_status", client_template_status},

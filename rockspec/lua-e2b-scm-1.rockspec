@@ -35,6 +35,7 @@ external_dependencies = {
   CURL = { library = "curl" }, -- (Debian keeps curl.h under a multiarch directory LuaRocks does not search)
   JANSSON = { header = "jansson.h", library = "jansson" },
   MBEDTLS = { header = "mbedtls/sha256.h", library = "mbedcrypto" },
+  ZLIB = { header = "zlib.h", library = "z" },
 }
 
 build = {

@@ -1281,9 +1281,9 @@ E2B_EXPORT int e2b_template_check(const e2b_template *t, e2b_error *err);
  * matches nothing; E2B_ERR_INVALID_ARGUMENT past E2B_TEMPLATE_FILES_MAX. */
 E2B_EXPORT int e2b_template_files_hash(const e2b_template *t, size_t step, char out[E2B_TEMPLATE_HASH_LEN + 1],
                                        e2b_error *err);
-/* Writes the COPY's files as a gzip tar (ustar, PAX for long names; the
- * deflate stream stored, not compressed) to fd, streaming: memory does not
- * grow with the files. 0, or -1 with err. */
+/* Writes the COPY's files as a gzip tar (ustar, PAX for long names; deflated
+ * by zlib at its default level, as the SDKs' tar libraries do) to fd,
+ * streaming: memory does not grow with the files. 0, or -1 with err. */
 E2B_EXPORT int e2b_template_tar(const e2b_template *t, size_t step, int fd, e2b_error *err);
 /* The JSON body of POST /v2/templates/{id}/builds/{build}: hashes[i] is
  * steps[i]'s files hash (NULL for a step that copies nothing); flags:
@@ -1295,6 +1295,31 @@ E2B_EXPORT int e2b_template_tar(const e2b_template *t, size_t step, int fd, e2b_
 E2B_EXPORT char *e2b_template_json(const e2b_template *t, const char *const *hashes, unsigned flags,
                                    e2b_error *err);
 
+
+/* A Dockerfile read as the SDKs' Template.fromDockerfile reads it
+ * (dockerfile.c): one stage, whose FROM image is the base ("e2bdev/base"
+ * when FROM names none); steps USER root and WORKDIR /, then RUN, COPY/ADD
+ * (one COPY per source; --chown the user), ENV and ARG (ENV steps; an ARG
+ * without a default is ""), WORKDIR, USER in order, then USER user and
+ * WORKDIR /home/user unless the file set them; CMD/ENTRYPOINT (the last one,
+ * an exec form joined with spaces) the start command. EXPOSE, VOLUME, LABEL,
+ * MAINTAINER, HEALTHCHECK and STOPSIGNAL are ignored; a second FROM, COPY
+ * --from, heredocs, SHELL, ONBUILD, another escape character, a text over
+ * E2B_DOCKERFILE_MAX bytes or with a NUL, or not UTF-8, are refused:
+ * E2B_ERR_INVALID_ARGUMENT, field "dockerfile", the message naming the
+ * line. Nothing is read from disk: COPY sources are checked when the
+ * template is. */
+#define E2B_DOCKERFILE_MAX (1 << 20)  /* bytes of a Dockerfile */
+#define E2B_DOCKERFILE_STEPS_MAX 10000 /* steps it may give */
+typedef struct e2b_dockerfile {
+  char *from_image;
+  e2b_template_step *steps; /* types "RUN", "COPY", "ENV", "WORKDIR", "USER"; args owned */
+  size_t step_count;
+  char *start_cmd;          /* NULL: none */
+} e2b_dockerfile;
+/* 0 with *out filled (free it with e2b_dockerfile_free), or -1 with err and *out empty. */
+E2B_EXPORT int e2b_dockerfile_parse(const char *text, size_t len, e2b_dockerfile *out, e2b_error *err);
+E2B_EXPORT void e2b_dockerfile_free(e2b_dockerfile *d);
 
 /* s as one word of sh: as it is when every byte is a letter, a digit or one
  * of @%+=:,./_-, else in single quotes (a quote inside as '"'"'), "" as ''.
@@ -1332,6 +1357,7 @@ typedef struct e2b_template_answer {
     int64_t created_ms;
   } *tag_list;
   size_t tag_list_count;
+  char *hash;                   /* hash: the COPY's files hash (64 hex digits) */
 } e2b_template_answer;
 
 /* POST /v3/templates: a template (new or the name's) and a build of it. */
@@ -1339,9 +1365,15 @@ E2B_EXPORT e2b_req *e2b_template_request(e2b_client *c, const e2b_template_build
 /* GET /templates/{id}/files/{hash}: whether the server has the files, else where to upload them. */
 E2B_EXPORT e2b_req *e2b_template_file_link(e2b_client *c, const char *template_id, const char *hash,
                                            e2b_error *err);
+/* e2b_template_files_hash as a request: the files are read a slice (1 MiB)
+ * per loop step, so the loop serves everything else meanwhile; the answer's
+ * hash. The step is checked and its paths collected before it returns. */
+E2B_EXPORT e2b_req *e2b_template_hash(e2b_client *c, const e2b_template *t, size_t step, e2b_error *err);
 /* Spools steps[step]'s tar to a temporary file (under $TMPDIR, else /tmp;
- * unlinked at once), then PUTs it to url (a link
- * the API handed out: it gets the headers given, never the API key). */
+ * unlinked at once), a slice (1 MiB of files) per loop step as
+ * e2b_template_hash reads them, then PUTs it to url (a link the API handed
+ * out: it gets the headers given, never the API key). t is not needed once
+ * it returns. */
 E2B_EXPORT e2b_req *e2b_template_upload(e2b_client *c, const e2b_template *t, size_t step, const char *url,
                                         const e2b_kv *headers, size_t header_count, e2b_error *err);
 /* POST /v2/templates/{id}/builds/{build} with e2b_template_json's body. */

@@ -418,6 +418,17 @@ const e2b_sandbox_set *e2b_sandboxes_in(const e2b_req *req);
  * detail, the answer's JSON object itself (for fields the record does not keep). */
 e2b_req *e2b_api_detail(e2b_client *c, const char *sandbox_id, e2b_error *err);
 
+/* ---- template/files.c: a COPY's hash or gzip tar, done in slices ---- */
+typedef struct e2b_files_job e2b_files_job;
+/* The job for steps[step] (checked; its paths collected now): the tar into
+ * fd, or (fd -1) the files hash. NULL with err. */
+e2b_files_job *e2b_files_job_new(const e2b_template *t, size_t step, int fd, e2b_error *err);
+/* Reads about budget bytes of files (a path costs some too): 1 when the job
+ * is done, 0 when more is left, -1 with err. */
+int e2b_files_job_run(e2b_files_job *j, size_t budget, e2b_error *err);
+void e2b_files_job_hash(const e2b_files_job *j, char out[E2B_TEMPLATE_HASH_LEN + 1]);
+void e2b_files_job_free(e2b_files_job *j);
+
 /* ---- template/build.c: a template call's answer, read from JSON (for fuzz_template) ---- */
 enum { E2B_TEMPLATE_ANSWER_REQUEST, E2B_TEMPLATE_ANSWER_LINK, E2B_TEMPLATE_ANSWER_STATUS,
        E2B_TEMPLATE_ANSWER_TAGS, E2B_TEMPLATE_ANSWER_ASSIGNED };

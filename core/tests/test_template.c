@@ -1,12 +1,15 @@
 /* Tests for template.c and template/files.c: names and steps E2B takes or
  * refuses (each refusal naming its field), the build body, the files hash
  * against values the official JS SDK computed for the same tree, and the
- * gzip tar read back by tar(1). */
+ * gzip tar (deflated by zlib) read back by gzip(1) and tar(1). */
 #define _GNU_SOURCE
 #include "e2b.h"
 #include "testing.h"
 
 #include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -226,6 +229,117 @@ static void test_tar(const char *ctx) {
   unlink(path);
 }
 
+/* A context of 4 MiB that compresses well and 256 KiB that does not: the
+ * archive is deflated for real (well under the files' size), and gzip -t and
+ * tar read it back to the files' exact bytes. */
+static void test_tar_compressed(void) {
+  char dir[] = "/tmp/e2b-test-template-gz-XXXXXX", p[512], cmd[1536];
+  CHECK(mkdtemp(dir) != NULL);
+  snprintf(p, sizeof p, "%s/ctx", dir);
+  mkdir(p, 0755);
+  snprintf(p, sizeof p, "%s/ctx/text.txt", dir);
+  FILE *f = fopen(p, "w");
+  for (int i = 0; f && i < 4 * 1024 * 1024 / 32; i++) fprintf(f, "line %026d\n", i % 1000);
+  if (f) fclose(f);
+  snprintf(p, sizeof p, "%s/ctx/noise.bin", dir);
+  f = fopen(p, "w");
+  uint32_t x = 12345;
+  for (int i = 0; f && i < 256 * 1024; i++) fputc((int)((x = x * 1103515245u + 12345u) >> 24), f);
+  if (f) fclose(f);
+  snprintf(p, sizeof p, "%s/ctx", dir);
+  const char *args[] = {".", "/app"};
+  e2b_template_step s = {.type = "COPY", .args = args, .arg_count = 2};
+  e2b_template t = {.from_template = "base", .steps = &s, .step_count = 1, .context = p};
+  snprintf(p, sizeof p, "%s/a.tar.gz", dir);
+  int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  snprintf(p, sizeof p, "%s/ctx", dir);
+  CHECK(e2b_template_tar(&t, 0, fd, NULL) == 0);
+  struct stat st;
+  CHECK(fstat(fd, &st) == 0 && st.st_size > 256 * 1024 && st.st_size < 1024 * 1024);
+  close(fd);
+  snprintf(cmd, sizeof cmd,
+           "cd %s && gzip -t a.tar.gz && mkdir out && tar -xzf a.tar.gz -C out && "
+           "cmp out/text.txt ctx/text.txt && cmp out/noise.bin ctx/noise.bin",
+           dir);
+  CHECK(system(cmd) == 0);
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  CHECK(system(cmd) == 0);
+}
+
+/* A parsed Dockerfile as one line: "FROM img;TYPE a,b;...;START cmd". */
+static void dockerfile_text(const e2b_dockerfile *d, char *out, size_t cap) {
+  size_t n = (size_t)snprintf(out, cap, "FROM %s", d->from_image);
+  for (size_t i = 0; i < d->step_count && n < cap; i++) {
+    n += (size_t)snprintf(out + n, cap - n, ";%s ", d->steps[i].type);
+    for (size_t k = 0; k < d->steps[i].arg_count && n < cap; k++)
+      n += (size_t)snprintf(out + n, cap - n, "%s%s", k ? "," : "", d->steps[i].args[k]);
+  }
+  if (d->start_cmd && n < cap) snprintf(out + n, cap - n, ";START %s", d->start_cmd);
+}
+
+#define PRE "FROM %s;USER root;WORKDIR /"
+#define POST ";USER user;WORKDIR /home/user"
+
+static void test_dockerfile(void) {
+  static const struct {
+    const char *in, *want; /* want: the steps, or "!" and a piece of the refusal */
+  } cases[] = {
+      {"FROM ubuntu:22.04\nRUN apt-get update && \\\n    apt-get install -y  curl\n",
+       "FROM ubuntu:22.04;USER root;WORKDIR /;RUN apt-get update &&     apt-get install -y  curl" POST},
+      {"# syntax=docker/dockerfile:1\nfrom e2bdev/base AS b\n\n# a comment\nrun echo hi\n",
+       "FROM e2bdev/base;USER root;WORKDIR /;RUN echo hi" POST},
+      {"FROM x\nCOPY --chown=user:user a.txt \"b c.txt\" /app/\nADD [\"d\", \"/e\"]\n",
+       "FROM x;USER root;WORKDIR /;COPY a.txt,/app/,user:user;COPY b c.txt,/app/,user:user;COPY d,/e" POST},
+      {"FROM x\nENV A=1 B=\"two words\"\nENV C the rest here\nARG D\nARG E=5\n",
+       "FROM x;USER root;WORKDIR /;ENV A,1,B,two words;ENV C,the rest here;ENV D,;ENV E,5" POST},
+      {"FROM x\nWORKDIR /srv\nUSER app\nCMD [\"node\", \"server.js\"]\nEXPOSE 80\nLABEL a=b\n",
+       "FROM x;USER root;WORKDIR /;WORKDIR /srv;USER app;START node server.js"},
+      {"FROM x\nENTRYPOINT python -m http.server\nRUN [\"sh\", \"-c\", \"echo a\"]\nCMD ignored-no\nCMD last\n",
+       "FROM x;USER root;WORKDIR /;RUN sh -c echo a" POST ";START last"},
+      {"FROM x\nRUN a \\\n# inside\n  b\r\n", "FROM x;USER root;WORKDIR /;RUN a   b" POST},
+      {"FROM\nRUN true\n", "FROM e2bdev/base;USER root;WORKDIR /;RUN true" POST},
+      {"FROM --platform=linux/amd64 img\n", "FROM img;USER root;WORKDIR /" POST},
+      {"RUN true\n", "!dockerfile: a Dockerfile needs a FROM"},
+      {"FROM a\nFROM b\n", "!line 2: multi-stage"},
+      {"FROM a\nCOPY --from=b /x /y\n", "!line 2: COPY --from"},
+      {"FROM a\nRUN <<EOF\necho\nEOF\n", "!line 2: heredocs"},
+      {"FROM a\nSHELL [\"/bin/bash\"]\n", "!line 2: SHELL is not supported"},
+      {"FROM a\nONBUILD RUN x\n", "!ONBUILD is not supported"},
+      {"# escape=`\nFROM a\n", "!escape character"},
+      {"FROM a\nCOPY onlyone\n", "!COPY needs a source and a destination"},
+      {"FROM a\nENV =x\n", "!is no NAME=value"},
+      {"FROM a\nENV K\n", "!ENV K has no value"},
+      {"FROM a\nRUN\n", "!RUN needs a command"},
+      {"FROM a\nWORKDIR\n", "!WORKDIR needs a value"},
+      {"FROM a\nRUN \xff\n", "!UTF-8"},
+  };
+  char got[1024], want[1024];
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    e2b_dockerfile d;
+    e2b_error err;
+    int rc = e2b_dockerfile_parse(cases[i].in, strlen(cases[i].in), &d, &err);
+    if (cases[i].want[0] == '!') {
+      CHECK(rc == -1 && err.code == E2B_ERR_INVALID_ARGUMENT && !strcmp(err.field, "dockerfile"));
+      CHECK(strstr(err.message, cases[i].want + 1) != NULL);
+      if (!strstr(err.message, cases[i].want + 1)) fprintf(stderr, "case %zu: %s\n", i, err.message);
+      continue;
+    }
+    CHECK(rc == 0);
+    if (rc) {
+      fprintf(stderr, "case %zu: %s\n", i, err.message);
+      continue;
+    }
+    dockerfile_text(&d, got, sizeof got);
+    snprintf(want, sizeof want, "%s", cases[i].want);
+    CHECK_STR(got, want);
+    e2b_dockerfile_free(&d);
+  }
+  e2b_dockerfile d;
+  char nul[] = "FROM a\nRUN a\0b\n";
+  CHECK(e2b_dockerfile_parse(nul, sizeof nul - 1, &d, NULL) == -1);
+  CHECK(e2b_dockerfile_parse("FROM a", E2B_DOCKERFILE_MAX + 1, &d, NULL) == -1); /* refused on size, unread */
+}
+
 int main(void) {
   test_names();
   test_steps();
@@ -233,6 +347,8 @@ int main(void) {
   test_quote();
   test_registry();
   test_dockerignore();
+  test_tar_compressed();
+  test_dockerfile();
   char *ctx = fixture();
   CHECK(ctx != NULL);
   if (ctx) {

@@ -562,7 +562,7 @@ end
 -- @tparam table opts { name = "alias[:tag]" (required), tags = { more tags },
 --   cpu_count, memory_mb, min_free_disk_mb, skip_cache = bool (rebuild every step),
 --   on_log = function(entry) (the build's log lines: { timestamp (ms), level, message }),
---   on_progress = function(event) ({ stage = "requested" | "uploaded" | "cached" | "status", ... }),
+--   on_progress = function(event) ({ stage = "hashed" | "requested" | "uploaded" | "cached" | "status", ... }),
 --   background = bool (return once started), cancel = a cancel token (ends the call,
 --   not E2B's build) }
 -- @treturn table { template_id, build_id, name, tags }

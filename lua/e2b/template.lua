@@ -163,6 +163,46 @@ function Template:from_image(img, credentials)
   return self:_registry("from_image", img, credentials, "registry", { username = "username", password = "password" })
 end
 
+-- A Dockerfile's text: the file at s when s names one, else s itself (as
+-- the SDKs decide); one byte past the core's bound is read, so it refuses.
+local DOCKERFILE_MAX = 1024 * 1024
+local function dockerfile_text(s)
+  if s:find("\n") or s:find("\0", 1, true) then return s end
+  local f = io.open(s, "rb")
+  local text = f and f:read(DOCKERFILE_MAX + 1)
+  if f then f:close() end
+  return type(text) == "string" and text or s
+end
+
+--- Builds from a Dockerfile (the SDKs' `fromDockerfile`): its FROM image is the base,
+-- RUN, COPY/ADD (`--chown` the user), ENV/ARG, WORKDIR and USER become steps (run as root
+-- from `/`, then as `user` in `/home/user` unless the file sets them), CMD/ENTRYPOINT the
+-- start command (ready after 20 s, as the SDKs wait). A second stage, `COPY --from`,
+-- heredocs, SHELL and ONBUILD are refused (field `dockerfile`, the message naming the line).
+-- @tparam string content_or_path the Dockerfile's text, or the path of one
+-- @treturn Template self
+function Template:from_dockerfile(content_or_path)
+  if self._err then return self end
+  if type(content_or_path) ~= "string" then
+    return self:_fail("from_dockerfile", "must be a string (a Dockerfile's text or its path)")
+  end
+  local d, err = core.dockerfile_parse(dockerfile_text(content_or_path))
+  if not d then
+    self._err = err
+    return self
+  end
+  self:from_image(d.from_image)
+  for _, s in ipairs(d.steps) do
+    if s.type == "COPY" then
+      self:copy(s.args[1], s.args[2], { user = s.args[3] })
+    else
+      self:_step({ type = s.type, args = s.args })
+    end
+  end
+  if d.start_cmd then self:set_start_cmd(d.start_cmd, M.wait_for_timeout(20000)) end
+  return self
+end
+
 --- Builds on an image in AWS ECR.
 -- @tparam string img the full ECR image path
 -- @tparam table credentials { access_key_id =, secret_access_key =, region = } (all required)
@@ -510,15 +550,25 @@ function Template:to_json()
   return core.template_json(self._spec, hashes, false)
 end
 
--- hashes(t) -> { [i] = hex or false } for every step | nil, err
-function M._hashes(t)
+-- hashes(t, port?, on_progress?) -> { [i] = hex or false } for every step |
+-- nil, err; with a port, each hash is a request the loop computes a slice per
+-- step (the caller's task waits, every other one runs on), else computed here
+-- at once.
+function M._hashes(t, port, on_progress)
   local ok, err = t:check()
   if not ok then return nil, err end
   local hashes = {}
   for i, step in ipairs(t._spec.steps) do
     hashes[i] = false
     if step.type == "COPY" then
-      hashes[i], err = core.template_hash(t._spec, i)
+      local a
+      if port then
+        a, err = port.call("template_hash", t._spec, i)
+        hashes[i] = a and a.hash
+        if a and on_progress then on_progress({ stage = "hashed", src = step.args[1], hash = a.hash }) end
+      else
+        hashes[i], err = core.template_hash(t._spec, i)
+      end
       if not hashes[i] then return nil, err end
     end
   end
@@ -602,7 +652,7 @@ end
 -- The build's course once its options are good: hashes, request, uploads,
 -- start, then its end (under o.cancel's scope: each request is the token's).
 function M._course(t, port, o)
-  local hashes, err = M._hashes(t) -- bad steps and missing files fail here, before any request
+  local hashes, err = M._hashes(t, port, o.on_progress) -- bad steps and missing files fail here, before any request
   if not hashes then return nil, err end
   local ids
   ids, err = port.call("template_request", { name = o.name, tags = o.tags, cpu_count = o.cpu_count,

@@ -172,8 +172,7 @@ describe("client:build_template", function()
     assert.is_truthy(info, tostring(err))
     assert.are.equal(name, info.name)
     assert.is_string(info.template_id)
-    assert.are.equal("requested", stages[1])
-    assert.are.equal("uploaded", stages[2])
+    assert.are.same({ "hashed", "requested", "uploaded" }, { stages[1], stages[2], stages[3] })
     assert.is_true(#logs > 0)
     assert.is_string(logs[1].message)
     assert.is_true(client:template_exists(name))
@@ -183,13 +182,86 @@ describe("client:build_template", function()
     h.host("rm -rf " .. h.shell_quote(dir))
   end)
 
+  it("hashes and archives a large COPY a slice per loop step: another task of the same state runs meanwhile", function()
+    local big = ("0123456789abcdef"):rep(4096) -- 64 KiB
+    local dir = context({ ["big/a.bin"] = big:rep(512), ["big/b.txt"] = unique("b") }) -- 32 MiB + a few bytes
+    h.write_file(dir .. "/big/c.bin", big:rep(512)) -- 64 MiB in all
+    local ticks, at = 0, {}
+    local t = e2b.template({ context = dir }):from_template("base"):copy("big", "/home/user/big")
+    local info, err = e2b.run(function()
+      local build = e2b.spawn(function()
+        return client:build_template(t, { name = unique("tplbig"),
+          on_progress = function(ev) at[ev.stage] = at[ev.stage] or ticks end })
+      end)
+      while not build:done() do
+        e2b.sleep(10)
+        ticks = ticks + 1
+      end
+      return build:wait()
+    end)
+    assert.is_truthy(info, tostring(err))
+    -- a hash computed on the calling thread lets no other task run before it ends
+    assert.is_true(at.hashed > 0, "the other task ran while the files were hashed")
+    assert.is_true(at.uploaded > at.requested, "the other task ran while the files were archived and sent")
+    local sbx = h.sandbox({ template = info.name })
+    local sums = assert(sbx:run("cd /home/user/big && sha256sum a.bin c.bin")).stdout
+    assert.are.equal(h.host("cd " .. h.shell_quote(dir .. "/big") .. " && sha256sum a.bin c.bin"), sums)
+    h.host("rm -rf " .. h.shell_quote(dir))
+  end)
+
+  it("builds from a Dockerfile as the SDKs' fromDockerfile reads it: steps as root, then user in /home/user", function()
+    local dir = context({ ["app/a.txt"] = "from the context\n", ["Dockerfile"] = table.concat({
+      "# syntax=docker/dockerfile:1",
+      "FROM e2bdev/base:latest",
+      "ARG FLAVOR",
+      "ENV GREETING=\"hello there\" LEVEL=3",
+      "COPY --chown=user app/a.txt /home/user/app/",
+      "RUN echo \"$GREETING\" > /tmp/marker && \\",
+      "    id -un >> /tmp/marker && mv /tmp/marker /home/user/marker",
+      "EXPOSE 8080",
+      "CMD [\"sleep\", \"infinity\"]",
+    }, "\n") .. "\n" })
+    local t = e2b.template({ context = dir }):from_dockerfile(dir .. "/Dockerfile")
+    local body = assert(t:to_json())
+    assert.is_truthy(body:find('"startCmd":"sleep infinity","readyCmd":"sleep 20"', 1, true))
+    local info, err = client:build_template(t, { name = unique("tpldocker") })
+    assert.is_truthy(info, tostring(err))
+    local sbx = h.sandbox({ template = info.name })
+    assert.are.equal("hello there\nroot\n", assert(sbx.files:read("/home/user/marker")))
+    assert.are.equal("from the context\n", assert(sbx.files:read("/home/user/app/a.txt")))
+    local r = assert(sbx:run("id -un; pwd; echo \"$LEVEL\"; stat -c %U /home/user/app/a.txt"))
+    assert.are.equal("user\n/home/user\n3\nuser\n", r.stdout)
+    h.host("rm -rf " .. h.shell_quote(dir))
+  end)
+
+  it("refuses a Dockerfile E2B cannot build from, naming the line, before any request", function()
+    for _, case in ipairs({
+      { "FROM a AS one\nRUN true\nFROM b\n", "line 3: multi%-stage" },
+      { "FROM a\nCOPY --from=one /x /y\n", "line 2: COPY %-%-from" },
+      { "FROM a\nRUN <<EOF\necho\nEOF\n", "heredocs" },
+      { "RUN true\n", "needs a FROM" },
+      { "FROM a\nSHELL [\"/bin/zsh\"]\n", "line 2: SHELL" },
+    }) do
+      local t = e2b.template():from_dockerfile(case[1])
+      local _, e = t:check()
+      assert.are.equal("invalid_argument", e and e.kind, case[1])
+      assert.are.equal("dockerfile", e.field)
+      assert.is_truthy(tostring(e):find(case[2]), tostring(e))
+      local info, berr = offline_client():build_template(t, { name = "t" })
+      assert.is_nil(info)
+      assert.are.equal("invalid_argument", berr.kind)
+    end
+    local _, e = e2b.template():from_dockerfile(42):check()
+    assert.are.equal("from_dockerfile", e.field)
+  end)
+
   it("uploads a COPY's files once: a second build of the same files finds them cached", function()
     local dir = context({ ["f.txt"] = unique("content") })
     local function build()
       local stages = {}
       local t = e2b.template({ context = dir }):from_template("base"):copy("f.txt", "/home/user/f.txt")
       local info, err = client:build_template(t, { name = unique("tplcache"),
-        on_progress = function(ev) if ev.src then stages[#stages + 1] = ev.stage end end })
+        on_progress = function(ev) if ev.src and ev.stage ~= "hashed" then stages[#stages + 1] = ev.stage end end })
       assert.is_truthy(info, tostring(err))
       return stages[1]
     end

@@ -2,10 +2,12 @@
  * request: ask for a build (POST /v3/templates), ask where a COPY's files go
  * (GET /templates/{id}/files/{hash}), upload them there, start the build
  * (POST /v2/templates/{id}/builds/{build}), read its status and logs, and
- * whether a name is taken. Every answer is the peer's and bounded: tags and
+ * whether a name is taken; a COPY's files hashed or archived a slice per
+ * loop step. Every answer is the peer's and bounded: tags and
  * log entries by count, texts by size. */
 #include "internal.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +23,7 @@ static void answer_free(void *p) {
   e2b_template_answer *a = p;
   if (!a) return;
   free(a->template_id);
+  free(a->hash);
   free(a->build_id);
   for (size_t i = 0; i < a->tag_count; i++) free(a->tags[i]);
   free(a->tags);
@@ -369,6 +372,97 @@ const e2b_template_answer *e2b_req_template_answer(const e2b_req *req) {
   return req && req->result_kind == E2B_RESULT_TEMPLATE ? req->result : NULL;
 }
 
+/* ---- a COPY's files, hashed or spooled in slices from the loop ----
+ *
+ * Reading and deflating a large context takes long; done on the caller's
+ * thread it would hold up everything else its loop serves (an OpenResty
+ * worker, every other task of a Lua state). So the hash and the tar are
+ * composites that do SLICE_BYTES of file bytes per loop step, re-arming a
+ * 0 ms timer between slices: the loop goes round (other transfers, timers,
+ * the host's own tasks) between two slices. No thread: the job never
+ * crosses threads, a cancel is freeing the op, and every host that steps
+ * the loop (plain Lua, OpenResty, C) runs it unchanged. The paths are
+ * collected when the op is made (bounded by E2B_TEMPLATE_FILES_MAX). */
+
+#define SLICE_BYTES (1u << 20) /* file bytes hashed or archived per loop step */
+
+typedef struct files_state {
+  e2b_client *client;
+  e2b_files_job *job;
+  FILE *spool;       /* upload: the tar, until the PUT owns it */
+  char *url;
+  e2b_kv *headers;
+  size_t header_count;
+  e2b_req *put;
+} files_state;
+#define FILES_AT(f) offsetof(files_state, f)
+
+static void files_release(void *p) {
+  files_state *s = p;
+  e2b_files_job_free(s->job);
+  if (s->spool) fclose(s->spool);
+}
+
+static const e2b_op_kind files_kind = {.size = sizeof(files_state), .release = files_release,
+                                       .children = E2B_FIELDS(FILES_AT(put)),
+                                       .kvs = E2B_FIELDS(FILES_AT(headers), FILES_AT(header_count)),
+                                       .allocs = E2B_FIELDS(FILES_AT(url)), .holds = E2B_OP_HOLDS_CLIENT,
+                                       .ref = FILES_AT(client)};
+
+/* One slice of the job: 1 when it is done, 0 (the next slice due) or -1 (op finished) otherwise. */
+static int slice(e2b_req *op) {
+  files_state *s = op->state;
+  e2b_error err;
+  e2b_error_clear(&err);
+  int rc = e2b_files_job_run(s->job, SLICE_BYTES, &err);
+  if (rc < 0) e2b_op_finish(op, &err);
+  if (rc == 0) e2b_req_arm_timer(op, 0);
+  return rc;
+}
+
+static void hash_advance(e2b_req *op) {
+  files_state *s = op->state;
+  if (slice(op) != 1) return;
+  e2b_error err;
+  e2b_template_answer *a = calloc(1, sizeof *a);
+  char *hash = malloc(E2B_TEMPLATE_HASH_LEN + 1);
+  if (!a || !hash) {
+    free(a);
+    free(hash);
+    e2b_err_set(&err, E2B_ERR_UNAVAILABLE, op->op, "out of memory");
+    return e2b_op_finish(op, &err);
+  }
+  e2b_files_job_hash(s->job, hash);
+  a->hash = hash;
+  op->result = a;
+  op->result_free = answer_free;
+  e2b_op_finish(op, NULL);
+}
+
+static e2b_req *files_op(e2b_client *c, const char *op, const e2b_template *t, size_t step, FILE *spool,
+                         req_advance_fn advance, e2b_error *err) {
+  e2b_files_job *job = e2b_files_job_new(t, step, spool ? fileno(spool) : -1, err);
+  e2b_req *req = job ? e2b_op_new(&files_kind, c, NULL, op, advance, NULL, err) : NULL;
+  if (!req) {
+    e2b_files_job_free(job);
+    if (spool) fclose(spool);
+    return NULL;
+  }
+  files_state *s = req->state;
+  s->job = job;
+  s->spool = spool;
+  return req;
+}
+
+e2b_req *e2b_template_hash(e2b_client *c, const e2b_template *t, size_t step, e2b_error *err) {
+  e2b_error_clear(err);
+  if (!c) {
+    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, "template.hash", "client is required");
+    return NULL;
+  }
+  return e2b_req_typed(files_op(c, "template.hash", t, step, NULL, hash_advance, err), E2B_RESULT_TEMPLATE);
+}
+
 /* ---- the upload: a tar spooled to a temporary file, PUT with its length ---- */
 
 static void close_file(void *f) {
@@ -389,22 +483,6 @@ static FILE *temp_file(void) {
   return f;
 }
 
-static FILE *spool(const e2b_template *t, size_t step, curl_off_t *size, e2b_error *err) {
-  FILE *f = temp_file();
-  struct stat st;
-  if (!f) {
-    e2b_err_set(err, E2B_ERR_UNAVAILABLE, "template.upload", "cannot create a temporary file under $TMPDIR");
-    return NULL;
-  }
-  if (e2b_template_tar(t, step, fileno(f), err) != 0 || fstat(fileno(f), &st) != 0) {
-    fclose(f);
-    return NULL;
-  }
-  rewind(f);
-  *size = (curl_off_t)st.st_size;
-  return f;
-}
-
 static int upload_headers(e2b_req *req, const e2b_kv *h, size_t n, e2b_error *err) {
   for (size_t i = 0; i < n; i++) {
     if (!h[i].key || !h[i].value || !strcasecmp(h[i].key, "content-length")) continue;
@@ -413,21 +491,20 @@ static int upload_headers(e2b_req *req, const e2b_kv *h, size_t n, e2b_error *er
   return e2b_req_add_header(req, "Expect", "", err);
 }
 
-e2b_req *e2b_template_upload(e2b_client *c, const e2b_template *t, size_t step, const char *url,
-                             const e2b_kv *headers, size_t header_count, e2b_error *err) {
-  const char *op = "template.upload";
-  if (id_ok(url, "url", op, err)) return NULL;
-  int relative = url[0] == '/'; /* a link on the API host itself */
-  if (!relative && strncmp(url, "https://", 8) && strncmp(url, "http://", 7)) {
-    e2b_err_set(err, E2B_ERR_PROTOCOL, op, "the upload link is no http(s) URL");
+/* The PUT of the spooled tar f (the request owns f from here on). */
+static e2b_req *put_new(e2b_client *c, const char *url, FILE *f, const e2b_kv *headers, size_t header_count,
+                        e2b_error *err) {
+  struct stat st;
+  e2b_req *req = fstat(fileno(f), &st) == 0 ? e2b_req_new(c->loop, "template.upload", err) : NULL;
+  if (!req) {
+    if (err && !e2b_err_failed(err)) e2b_err_set(err, E2B_ERR_UNAVAILABLE, "template.upload", "cannot size the archive");
+    fclose(f);
     return NULL;
   }
-  curl_off_t size = 0;
-  FILE *f = spool(t, step, &size, err);
-  e2b_req *req = f ? e2b_req_new(c->loop, op, err) : NULL;
-  if (!req) return f ? (fclose(f), NULL) : NULL;
+  rewind(f);
   req->result = f;
   req->result_free = close_file;
+  int relative = url[0] == '/'; /* a link on the API host itself */
   char *full = relative ? malloc(strlen(c->api_url) + strlen(url) + 1) : NULL;
   if (full) sprintf(full, "%s%s", c->api_url, url);
   curl_easy_setopt(req->easy, CURLOPT_URL, relative ? full : url);
@@ -435,14 +512,61 @@ e2b_req *e2b_template_upload(e2b_client *c, const e2b_template *t, size_t step, 
   curl_easy_setopt(req->easy, CURLOPT_USERAGENT, c->user_agent);
   curl_easy_setopt(req->easy, CURLOPT_UPLOAD, 1L);
   curl_easy_setopt(req->easy, CURLOPT_READDATA, f);
-  curl_easy_setopt(req->easy, CURLOPT_INFILESIZE_LARGE, size);
+  curl_easy_setopt(req->easy, CURLOPT_INFILESIZE_LARGE, (curl_off_t)st.st_size);
   curl_easy_setopt(req->easy, CURLOPT_CONNECTTIMEOUT_MS, c->request_timeout_ms);
   req->mode = BODY_BUFFER;
   req->error_style = ERR_CONTROL;
   e2b_req_no_replay(req);
-  if (upload_headers(req, headers, header_count, err) != 0) {
+  if (upload_headers(req, headers, header_count, err) != 0 || e2b_req_start(req, err) != 0) {
     e2b_req_free(req);
     return NULL;
   }
-  return e2b_req_typed(e2b_req_start(req, err) == 0 ? req : NULL, E2B_RESULT_NONE);
+  return req;
+}
+
+static void upload_advance(e2b_req *op) {
+  files_state *s = op->state;
+  if (s->put) {
+    if (s->put->done) e2b_op_finish(op, &s->put->err);
+    return;
+  }
+  if (slice(op) != 1) return;
+  e2b_error err;
+  e2b_error_clear(&err);
+  FILE *f = s->spool;
+  s->spool = NULL;
+  if (fflush(f) != 0) {
+    fclose(f);
+    e2b_err_set(&err, E2B_ERR_UNAVAILABLE, op->op, "cannot write the archive");
+    return e2b_op_finish(op, &err);
+  }
+  s->put = e2b_op_child(op, put_new(s->client, s->url, f, s->headers, s->header_count, &err));
+  if (!s->put) e2b_op_finish(op, &err);
+}
+
+e2b_req *e2b_template_upload(e2b_client *c, const e2b_template *t, size_t step, const char *url,
+                             const e2b_kv *headers, size_t header_count, e2b_error *err) {
+  const char *op = "template.upload";
+  e2b_error_clear(err);
+  if (!c) {
+    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, op, "client is required");
+    return NULL;
+  }
+  if (id_ok(url, "url", op, err)) return NULL;
+  if (url[0] != '/' && strncmp(url, "https://", 8) && strncmp(url, "http://", 7)) {
+    e2b_err_set(err, E2B_ERR_PROTOCOL, op, "the upload link is no http(s) URL");
+    return NULL;
+  }
+  FILE *f = temp_file();
+  if (!f) {
+    e2b_err_set(err, E2B_ERR_UNAVAILABLE, op, "cannot create a temporary file under $TMPDIR");
+    return NULL;
+  }
+  e2b_req *req = files_op(c, op, t, step, f, upload_advance, err);
+  if (!req) return NULL;
+  files_state *s = req->state;
+  if (!(s->url = strdup(url)) || e2b_kv_dup(&s->headers, headers, header_count) != 0)
+    return e2b_op_nomem(req, err);
+  s->header_count = header_count;
+  return e2b_req_typed(req, E2B_RESULT_NONE);
 }

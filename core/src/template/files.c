@@ -2,8 +2,11 @@
  * which paths its source names (a path or a glob pattern under the context
  * directory, a directory with everything under it, ignore patterns left
  * out), their hash as the official SDKs compute it (E2B's cache key for the
- * layer), and the gzip tar E2B unpacks. Every file is read in pieces: only
- * the list of paths is held, bounded by E2B_TEMPLATE_FILES_MAX. */
+ * layer), and the gzip tar E2B unpacks (zlib's deflate at its default level,
+ * as the SDKs' tar libraries use). Both are a job done in slices (a budget
+ * of bytes read per call), so a loop can interleave it with everything else;
+ * every file is read in pieces: only the list of paths is held, bounded by
+ * E2B_TEMPLATE_FILES_MAX, and deflate's window. */
 #define _GNU_SOURCE
 #include "internal.h"
 
@@ -12,13 +15,16 @@
 #include <fnmatch.h>
 #include <glob.h>
 #include <mbedtls/sha256.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #define PIECE (64 * 1024)
+#define ENTRY_COST 4096 /* budget one path costs beside its bytes: many small files still yield */
 
 typedef struct paths {
   char **items; /* relative to the context, '/'-separated; "" is the context itself */
@@ -225,95 +231,23 @@ static int collect(const e2b_template *t, size_t step, paths *out, e2b_error *er
   return 0;
 }
 
-/* ---- the hash ---- */
+/* ---- the job: the hash or the tar, a slice at a time ---- */
 
-static void sha_text(mbedtls_sha256_context *sha, const char *s) {
-  mbedtls_sha256_update_ret(sha, (const unsigned char *)s, strlen(s));
-}
-
-static void sha_stats(mbedtls_sha256_context *sha, const struct stat *st) {
-  char num[32];
-  snprintf(num, sizeof num, "%lu", (unsigned long)st->st_mode);
-  sha_text(sha, num);
-  snprintf(num, sizeof num, "%lld", (long long)st->st_size);
-  sha_text(sha, num);
-}
-
-static int sha_file(mbedtls_sha256_context *sha, const char *full, unsigned char *piece) {
-  FILE *f = fopen(full, "rb");
-  if (!f) return -1;
-  size_t n;
-  while ((n = fread(piece, 1, PIECE, f)) > 0) mbedtls_sha256_update_ret(sha, piece, n);
-  int bad = ferror(f);
-  fclose(f);
-  return bad ? -1 : 0;
-}
-
-/* A link is hashed as itself unless it is followed (resolve_symlinks, and
- * its target a file or a directory). */
-static int sha_path(mbedtls_sha256_context *sha, const char *full, int resolve, unsigned char *piece) {
-  struct stat st, target;
-  if (lstat(full, &st) != 0) return -1;
-  if (S_ISLNK(st.st_mode) &&
-      !(resolve && stat(full, &target) == 0 && (S_ISREG(target.st_mode) || S_ISDIR(target.st_mode)))) {
-    char link[4096];
-    ssize_t n = readlink(full, link, sizeof link - 1);
-    if (n < 0) return -1;
-    link[n] = 0;
-    sha_stats(sha, &st);
-    sha_text(sha, link);
-    return 0;
-  }
-  if (stat(full, &st) != 0) return -1;
-  sha_stats(sha, &st);
-  return S_ISREG(st.st_mode) ? sha_file(sha, full, piece) : 0;
-}
-
-static int copy_step(const e2b_template *t, size_t step, e2b_error *err) {
-  if (e2b_template_check(t, err)) return -1;
-  if (step >= t->step_count || strcmp(t->steps[step].type, "COPY"))
-    return fail(err, E2B_ERR_INVALID_ARGUMENT, "step %s is no COPY", "");
-  return 0;
-}
-
-int e2b_template_files_hash(const e2b_template *t, size_t step, char out[E2B_TEMPLATE_HASH_LEN + 1], e2b_error *err) {
+struct e2b_files_job {
+  char *ctx;
+  int resolve;
+  int fd;              /* the tar's; -1: the hash */
   paths p;
-  if (copy_step(t, step, err) || collect(t, step, &p, err)) return -1;
-  const char *ctx = t->context && *t->context ? t->context : ".";
-  const e2b_template_step *s = &t->steps[step];
-  unsigned char *piece = malloc(PIECE), digest[32];
+  size_t next;         /* the next path to begin */
+  FILE *cur;           /* the file whose bytes are being read */
+  long long left, size; /* tar: bytes of cur still owed, and its size */
+  int done;
   mbedtls_sha256_context sha;
-  mbedtls_sha256_init(&sha);
-  mbedtls_sha256_starts_ret(&sha, 0);
-  sha_text(&sha, "COPY ");
-  sha_text(&sha, s->args[0]);
-  sha_text(&sha, " ");
-  sha_text(&sha, s->args[1]);
-  int rc = piece ? 0 : fail(err, E2B_ERR_UNAVAILABLE, "out of memory%s", "");
-  for (size_t i = 0; rc == 0 && i < p.n; i++) {
-    char *full = join(ctx, p.items[i]);
-    sha_text(&sha, p.items[i]);
-    if (!full || sha_path(&sha, full, s->resolve_symlinks, piece) != 0)
-      rc = fail(err, E2B_ERR_INVALID_ARGUMENT, "COPY: cannot read %s", p.items[i]);
-    free(full);
-  }
-  mbedtls_sha256_finish_ret(&sha, digest);
-  mbedtls_sha256_free(&sha);
-  free(piece);
-  paths_free(&p);
-  for (int i = 0; rc == 0 && i < 32; i++) snprintf(out + 2 * i, 3, "%02x", digest[i]);
-  return rc;
-}
-
-/* ---- the gzip tar ---- */
-
-typedef struct gz {
-  int fd;
-  int failed;
-  uint32_t crc, isize, table[256];
-  size_t len;
-  unsigned char buf[65535]; /* one stored deflate block */
-} gz;
+  z_stream z;
+  int z_open;
+  unsigned char digest[32];
+  unsigned char piece[PIECE], out[PIECE];
+};
 
 static int write_all(int fd, const unsigned char *p, size_t n) {
   while (n > 0) {
@@ -326,46 +260,20 @@ static int write_all(int fd, const unsigned char *p, size_t n) {
   return 0;
 }
 
-static void gz_block(gz *g, int final) {
-  unsigned char h[5] = {(unsigned char)final, (unsigned char)(g->len & 0xff), (unsigned char)(g->len >> 8),
-                        (unsigned char)(~g->len & 0xff), (unsigned char)((~g->len >> 8) & 0xff)};
-  if (write_all(g->fd, h, 5) || write_all(g->fd, g->buf, g->len)) g->failed = 1;
-  g->len = 0;
-}
-
-static void gz_init(gz *g, int fd) {
-  memset(g, 0, sizeof *g);
-  g->fd = fd;
-  g->crc = 0xffffffffu;
-  for (uint32_t i = 0; i < 256; i++) {
-    uint32_t c = i;
-    for (int k = 0; k < 8; k++) c = c & 1 ? 0xedb88320u ^ (c >> 1) : c >> 1;
-    g->table[i] = c;
-  }
-  static const unsigned char header[10] = {0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3};
-  if (write_all(fd, header, sizeof header)) g->failed = 1;
-}
-
-static void gz_write(gz *g, const void *data, size_t n) {
-  const unsigned char *p = data;
-  g->isize += (uint32_t)n;
-  for (size_t i = 0; i < n; i++) {
-    g->crc = g->table[(g->crc ^ p[i]) & 0xff] ^ (g->crc >> 8);
-    g->buf[g->len++] = p[i];
-    if (g->len == sizeof g->buf) gz_block(g, 0);
+/* Deflates n bytes (flush Z_FINISH: the rest, to the stream's end) into fd. */
+static int gz_deflate(e2b_files_job *j, const void *data, size_t n, int flush) {
+  j->z.next_in = (Bytef *)(uintptr_t)data;
+  j->z.avail_in = (uInt)n;
+  for (;;) {
+    j->z.next_out = j->out;
+    j->z.avail_out = PIECE;
+    int zrc = deflate(&j->z, flush);
+    if (zrc == Z_STREAM_ERROR || write_all(j->fd, j->out, PIECE - j->z.avail_out)) return -1;
+    if (flush == Z_FINISH ? zrc == Z_STREAM_END : j->z.avail_in == 0 && j->z.avail_out != 0) return 0;
   }
 }
 
-static int gz_finish(gz *g) {
-  if (g->len) gz_block(g, 0);
-  gz_block(g, 1);
-  uint32_t crc = g->crc ^ 0xffffffffu;
-  unsigned char t[8] = {(unsigned char)crc,       (unsigned char)(crc >> 8),      (unsigned char)(crc >> 16),
-                        (unsigned char)(crc >> 24), (unsigned char)g->isize,        (unsigned char)(g->isize >> 8),
-                        (unsigned char)(g->isize >> 16), (unsigned char)(g->isize >> 24)};
-  if (write_all(g->fd, t, 8)) g->failed = 1;
-  return g->failed ? -1 : 0;
-}
+static int gz_write(e2b_files_job *j, const void *data, size_t n) { return gz_deflate(j, data, n, Z_NO_FLUSH); }
 
 /* ustar header fields */
 enum { T_NAME = 0, T_MODE = 100, T_UID = 108, T_GID = 116, T_SIZE = 124, T_MTIME = 136, T_SUM = 148,
@@ -383,7 +291,8 @@ static size_t pax_record(char *out, size_t cap, const char *key, const char *val
   return (size_t)snprintf(out, cap, "%zu %s=%s\n", len, key, value);
 }
 
-static void header(gz *g, const char *name, char type, const struct stat *st, long long size, const char *link) {
+static int header(e2b_files_job *j, const char *name, char type, const struct stat *st, long long size,
+                  const char *link) {
   unsigned char h[512] = {0};
   snprintf((char *)h + T_NAME, 100, "%s", name);
   octal(h, T_MODE, 8, st ? (long long)(st->st_mode & 07777) : 0644);
@@ -399,17 +308,18 @@ static void header(gz *g, const char *name, char type, const struct stat *st, lo
   unsigned sum = 0;
   for (int i = 0; i < 512; i++) sum += h[i];
   snprintf((char *)h + T_SUM, 8, "%06o", sum);
-  gz_write(g, h, 512);
+  return gz_write(j, h, 512);
 }
 
-static void pad(gz *g, long long size) {
+static int pad(e2b_files_job *j, long long size) {
   static const unsigned char zeros[512];
-  if (size % 512) gz_write(g, zeros, (size_t)(512 - size % 512));
+  return size % 512 ? gz_write(j, zeros, (size_t)(512 - size % 512)) : 0;
 }
 
 /* An entry's header, preceded by a PAX header when its name, link or size
  * does not fit ustar's fields. */
-static void entry(gz *g, const char *name, char type, const struct stat *st, long long size, const char *link) {
+static int entry(e2b_files_job *j, const char *name, char type, const struct stat *st, long long size,
+                 const char *link) {
   char records[3 * 4200 + 64];
   size_t n = 0;
   if (strlen(name) >= 100) n += pax_record(records + n, sizeof records - n, "path", name);
@@ -419,77 +329,179 @@ static void entry(gz *g, const char *name, char type, const struct stat *st, lon
     snprintf(num, sizeof num, "%lld", size);
     n += pax_record(records + n, sizeof records - n, "size", num);
   }
-  if (n) {
-    header(g, "PaxHeader", 'x', NULL, (long long)n, NULL);
-    gz_write(g, records, n);
-    pad(g, (long long)n);
-  }
-  header(g, name, type, st, size, link);
+  if (n && (header(j, "PaxHeader", 'x', NULL, (long long)n, NULL) || gz_write(j, records, n) || pad(j, (long long)n)))
+    return -1;
+  return header(j, name, type, st, size, link);
 }
 
-/* A file's bytes, exactly size of them (a file that shrank is an error). */
-static int file_body(gz *g, const char *full, long long size, unsigned char *piece) {
-  FILE *f = fopen(full, "rb");
-  if (!f) return -1;
-  long long left = size;
-  while (left > 0) {
-    size_t want = left > PIECE ? PIECE : (size_t)left, got = fread(piece, 1, want, f);
-    if (got == 0) break;
-    gz_write(g, piece, got);
-    left -= (long long)got;
-  }
-  fclose(f);
-  pad(g, size);
-  return left ? -1 : 0;
+/* ---- beginning a path: what comes before (or instead of) its bytes ---- */
+
+static void sha_text(mbedtls_sha256_context *sha, const char *s) {
+  mbedtls_sha256_update_ret(sha, (const unsigned char *)s, strlen(s));
 }
 
-static int tar_path(gz *g, const char *ctx, const char *rel, int resolve, unsigned char *piece) {
-  char *full = join(ctx, rel), link[4096];
+static void sha_stats(mbedtls_sha256_context *sha, const struct stat *st) {
+  char num[32];
+  snprintf(num, sizeof num, "%lu", (unsigned long)st->st_mode);
+  sha_text(sha, num);
+  snprintf(num, sizeof num, "%lld", (long long)st->st_size);
+  sha_text(sha, num);
+}
+
+/* The hash: the path, then a link as itself unless it is followed
+ * (resolve_symlinks, and its target a file or a directory), else the
+ * stats, and a file's bytes to come. */
+static int begin_hash(e2b_files_job *j, const char *rel, const char *full) {
   struct stat st, target;
-  int rc = -1;
-  if (!full || lstat(full, &st) != 0) goto out;
-  if (S_ISLNK(st.st_mode) && resolve && stat(full, &target) == 0 && (S_ISREG(target.st_mode) || S_ISDIR(target.st_mode)))
+  sha_text(&j->sha, rel);
+  if (lstat(full, &st) != 0) return -1;
+  if (S_ISLNK(st.st_mode) &&
+      !(j->resolve && stat(full, &target) == 0 && (S_ISREG(target.st_mode) || S_ISDIR(target.st_mode)))) {
+    char link[4096];
+    ssize_t n = readlink(full, link, sizeof link - 1);
+    if (n < 0) return -1;
+    link[n] = 0;
+    sha_stats(&j->sha, &st);
+    sha_text(&j->sha, link);
+    return 0;
+  }
+  if (stat(full, &st) != 0) return -1;
+  sha_stats(&j->sha, &st);
+  if (S_ISREG(st.st_mode) && !(j->cur = fopen(full, "rb"))) return -1;
+  return 0;
+}
+
+/* The tar: the entry's header, and a file's bytes to come (exactly its size). */
+static int begin_tar(e2b_files_job *j, const char *rel, const char *full) {
+  char link[4096];
+  struct stat st, target;
+  if (!*rel) return 0; /* the context itself */
+  if (lstat(full, &st) != 0) return -1;
+  if (S_ISLNK(st.st_mode) && j->resolve && stat(full, &target) == 0 &&
+      (S_ISREG(target.st_mode) || S_ISDIR(target.st_mode)))
     st = target;
   if (S_ISLNK(st.st_mode)) {
     ssize_t n = readlink(full, link, sizeof link - 1);
-    if (n < 0) goto out;
+    if (n < 0) return -1;
     link[n] = 0;
-    entry(g, rel, '2', &st, 0, link);
-    rc = 0;
-  } else if (S_ISDIR(st.st_mode)) {
+    return entry(j, rel, '2', &st, 0, link);
+  }
+  if (S_ISDIR(st.st_mode)) {
     char name[4200];
     snprintf(name, sizeof name, "%s/", rel);
-    entry(g, name, '5', &st, 0, NULL);
-    rc = 0;
-  } else if (S_ISREG(st.st_mode)) {
-    entry(g, rel, '0', &st, (long long)st.st_size, NULL);
-    rc = file_body(g, full, (long long)st.st_size, piece);
-  } else {
-    rc = 0; /* a socket, fifo or device: nothing E2B could copy */
+    return entry(j, name, '5', &st, 0, NULL);
   }
-out:
-  free(full);
-  return rc;
+  if (!S_ISREG(st.st_mode)) return 0; /* a socket, fifo or device: nothing E2B could copy */
+  if (entry(j, rel, '0', &st, (long long)st.st_size, NULL) || !(j->cur = fopen(full, "rb"))) return -1;
+  j->left = j->size = (long long)st.st_size;
+  return 0;
+}
+
+/* One piece of cur's bytes into the hash or the tar; at its end, cur is
+ * closed (a file that shrank under the tar is an error). */
+static int read_piece(e2b_files_job *j, size_t *spent) {
+  size_t want = PIECE;
+  if (j->fd >= 0 && j->left < PIECE) want = (size_t)j->left;
+  size_t got = want ? fread(j->piece, 1, want, j->cur) : 0;
+  *spent += got;
+  if (got && (j->fd >= 0 ? gz_write(j, j->piece, got) : (mbedtls_sha256_update_ret(&j->sha, j->piece, got), 0)))
+    return -1;
+  j->left -= (long long)got;
+  if (got == want && want) return 0;
+  int bad = ferror(j->cur) || (j->fd >= 0 && j->left != 0);
+  fclose(j->cur);
+  j->cur = NULL;
+  return bad || (j->fd >= 0 && pad(j, j->size)) ? -1 : 0;
+}
+
+static int end_job(e2b_files_job *j) {
+  j->done = 1;
+  if (j->fd < 0) return mbedtls_sha256_finish_ret(&j->sha, j->digest) ? -1 : 0;
+  static const unsigned char end[1024];
+  return gz_write(j, end, sizeof end) || gz_deflate(j, NULL, 0, Z_FINISH) ? -1 : 0;
+}
+
+int e2b_files_job_run(e2b_files_job *j, size_t budget, e2b_error *err) {
+  size_t spent = 0;
+  while (!j->done && spent < budget) {
+    const char *rel = j->cur ? j->p.items[j->next - 1] : NULL;
+    int rc = 0;
+    if (j->cur) {
+      rc = read_piece(j, &spent);
+    } else if (j->next == j->p.n) {
+      if (end_job(j)) return fail(err, E2B_ERR_UNAVAILABLE, "COPY: cannot write the archive%s", "");
+    } else {
+      rel = j->p.items[j->next++];
+      char *full = join(j->ctx, rel);
+      rc = !full ? -1 : j->fd < 0 ? begin_hash(j, rel, full) : begin_tar(j, rel, full);
+      free(full);
+      spent += ENTRY_COST;
+    }
+    if (rc)
+      return fail(err, E2B_ERR_INVALID_ARGUMENT,
+                  j->fd < 0 ? "COPY: cannot read %s" : "COPY: cannot read %s (or it changed while archived)", rel);
+  }
+  return j->done;
+}
+
+static int copy_step(const e2b_template *t, size_t step, e2b_error *err) {
+  if (e2b_template_check(t, err)) return -1;
+  if (step >= t->step_count || strcmp(t->steps[step].type, "COPY"))
+    return fail(err, E2B_ERR_INVALID_ARGUMENT, "step %s is no COPY", "");
+  return 0;
+}
+
+e2b_files_job *e2b_files_job_new(const e2b_template *t, size_t step, int fd, e2b_error *err) {
+  if (copy_step(t, step, err)) return NULL;
+  e2b_files_job *j = calloc(1, sizeof *j);
+  if (!j) return fail(err, E2B_ERR_UNAVAILABLE, "out of memory%s", ""), NULL;
+  const e2b_template_step *s = &t->steps[step];
+  j->fd = fd;
+  j->resolve = s->resolve_symlinks;
+  if (collect(t, step, &j->p, err)) return free(j), NULL;
+  j->ctx = strdup(t->context && *t->context ? t->context : ".");
+  mbedtls_sha256_init(&j->sha);
+  mbedtls_sha256_starts_ret(&j->sha, 0);
+  if (fd >= 0) j->z_open = deflateInit2(&j->z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) == Z_OK;
+  if (!j->ctx || (fd >= 0 && !j->z_open)) {
+    e2b_files_job_free(j);
+    return fail(err, E2B_ERR_UNAVAILABLE, "out of memory%s", ""), NULL;
+  }
+  sha_text(&j->sha, "COPY ");
+  sha_text(&j->sha, s->args[0]);
+  sha_text(&j->sha, " ");
+  sha_text(&j->sha, s->args[1]);
+  return j;
+}
+
+void e2b_files_job_hash(const e2b_files_job *j, char out[E2B_TEMPLATE_HASH_LEN + 1]) {
+  for (int i = 0; i < 32; i++) snprintf(out + 2 * i, 3, "%02x", j->digest[i]);
+}
+
+void e2b_files_job_free(e2b_files_job *j) {
+  if (!j) return;
+  if (j->cur) fclose(j->cur);
+  if (j->z_open) deflateEnd(&j->z);
+  mbedtls_sha256_free(&j->sha);
+  paths_free(&j->p);
+  free(j->ctx);
+  free(j);
+}
+
+/* The whole job at once, on the calling thread. */
+static int run_all(const e2b_template *t, size_t step, int fd, char *hash, e2b_error *err) {
+  e2b_files_job *j = e2b_files_job_new(t, step, fd, err);
+  int rc = j ? e2b_files_job_run(j, SIZE_MAX, err) : -1;
+  if (rc == 1 && hash) e2b_files_job_hash(j, hash);
+  e2b_files_job_free(j);
+  return rc == 1 ? 0 : -1;
+}
+
+int e2b_template_files_hash(const e2b_template *t, size_t step, char out[E2B_TEMPLATE_HASH_LEN + 1], e2b_error *err) {
+  return run_all(t, step, -1, out, err);
 }
 
 int e2b_template_tar(const e2b_template *t, size_t step, int fd, e2b_error *err) {
-  paths p;
-  if (copy_step(t, step, err) || collect(t, step, &p, err)) return -1;
-  const char *ctx = t->context && *t->context ? t->context : ".";
-  gz *g = malloc(sizeof *g);
-  unsigned char *piece = malloc(PIECE);
-  int rc = g && piece ? 0 : fail(err, E2B_ERR_UNAVAILABLE, "out of memory%s", "");
-  if (rc == 0) gz_init(g, fd);
-  for (size_t i = 0; rc == 0 && i < p.n; i++)
-    if (*p.items[i] && tar_path(g, ctx, p.items[i], t->steps[step].resolve_symlinks, piece) != 0)
-      rc = fail(err, E2B_ERR_INVALID_ARGUMENT, "COPY: cannot read %s (or it changed while archived)", p.items[i]);
-  if (rc == 0) {
-    static const unsigned char end[1024];
-    gz_write(g, end, sizeof end);
-    if (gz_finish(g) != 0) rc = fail(err, E2B_ERR_UNAVAILABLE, "COPY: cannot write the archive%s", "");
-  }
-  free(piece);
-  free(g);
-  paths_free(&p);
-  return rc;
+  if (fd < 0) return fail(err, E2B_ERR_INVALID_ARGUMENT, "no file to write the archive to%s", "");
+  return run_all(t, step, fd, NULL, err);
 }
