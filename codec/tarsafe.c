@@ -32,6 +32,7 @@ struct e2b_tarsafe {
   uint64_t pax_size;
   uint64_t offset; /* of the input, for errors */
   tarsafe_set links; /* the symlinks passed so far */
+  int keep_symlinks; /* targets kept as written (e2b_tarsafe_keep_symlinks) */
   char error[400];
 };
 
@@ -72,6 +73,8 @@ static void clear_ext(e2b_tarsafe *t) {
   t->long_name = t->long_link = t->pax_path = t->pax_link = NULL;
   t->has_pax_size = 0;
 }
+
+void e2b_tarsafe_keep_symlinks(e2b_tarsafe *t) { t->keep_symlinks = 1; }
 
 void e2b_tarsafe_free(e2b_tarsafe *t) {
   if (!t) return;
@@ -343,7 +346,7 @@ static char kind_of(e2b_tarsafe *t, const char *name, char type) {
 static int check_link(e2b_tarsafe *t, const char *name, char kind, const char *link, size_t depth, char *out) {
   const char *why;
   if (kind == '2') {
-    why = tarsafe_symlink_target(link, depth, out);
+    why = t->keep_symlinks ? tarsafe_symlink_as_is(link, out) : tarsafe_symlink_target(link, depth, out);
     if (why) return refuse_link(t, name, "a symlink", why);
     if (tarsafe_set_add(&t->links, name) != 0) return fail(t, name, "too many symlinks in one archive");
     return 0;

@@ -30,4 +30,7 @@ const char *tarsafe_under_link(const tarsafe_set *s, const char *clean);
  * leading ".." components, no more of them than depth. Its clean form goes
  * to out ("." when it names that directory). */
 const char *tarsafe_symlink_target(const char *in, size_t depth, char *out);
+/* A symlink target kept as written (any non-empty target the host can hold),
+ * copied to out. */
+const char *tarsafe_symlink_as_is(const char *in, char *out);
 #endif

@@ -164,6 +164,12 @@ int e2b_tarsafe_feed(e2b_tarsafe *t, const void *data, size_t len, e2b_tarsafe_e
 int e2b_tarsafe_finish(e2b_tarsafe *t);
 /* Why the archive was refused ("refused NAME: why"), or NULL. */
 const char *e2b_tarsafe_error(const e2b_tarsafe *t);
+/* For an archive unpacked inside a sandbox rather than on the host (a
+ * template's COPY): a symlink's target is kept as written, absolute or
+ * leading out, as a tar in the sandbox would make it (there it is only a
+ * name the sandbox could make itself). A path through a symlink of the
+ * archive, and a hard link to one, are still refused. Call before feeding. */
+void e2b_tarsafe_keep_symlinks(e2b_tarsafe *t);
 
 #ifdef __cplusplus
 }

@@ -61,8 +61,11 @@ static int collect(void *ud, const void *p, size_t n) {
 }
 
 /* Runs a through the filter in pieces of `step`: 0, or -1 with *why set. */
+static int keep_symlinks; /* filter() calls e2b_tarsafe_keep_symlinks */
+
 static int filter(const archive *a, size_t step, archive *out, char *why, size_t why_len) {
   e2b_tarsafe *t = e2b_tarsafe_new();
+  if (keep_symlinks) e2b_tarsafe_keep_symlinks(t);
   out->len = 0;
   int r = 0;
   for (size_t off = 0; off < a->len && !r; off += step)
@@ -178,6 +181,34 @@ static void refuses_links_out(void) {
   refuses("refused h: a hard link (a '..' component)");
 }
 
+/* For a sandbox's own tar: any target kept as written; paths through a
+ * symlink and hard links to one still refused. */
+static void keeps_symlinks_as_written_when_asked(void) {
+  keep_symlinks = 1;
+  in.len = 0;
+  member(&in, "a/abs", '2', 0777, "/etc/passwd", 0, 0);
+  member(&in, "a/up", '2', 0777, "../../..", 0, 0);
+  end(&in);
+  CHECK(filter(&in, 100, &out, why, sizeof why) == 0);
+  CHECK_STR((char *)out.data + 157, "/etc/passwd");
+  CHECK_STR((char *)out.data + 512 + 157, "../../..");
+  in.len = 0;
+  member(&in, "s", '2', 0777, "/etc", 0, 0);
+  member(&in, "s/x", '0', 0644, NULL, 1, 'x');
+  end(&in);
+  refuses("refused s/x: a path through a symlink of the archive");
+  in.len = 0;
+  member(&in, "s", '2', 0777, "/etc", 0, 0);
+  member(&in, "h", '1', 0644, "s", 0, 0);
+  end(&in);
+  refuses("refused h: a hard link (it replaces a symlink of the archive)");
+  in.len = 0;
+  member(&in, "s", '2', 0777, "", 0, 0);
+  end(&in);
+  refuses("refused s: a symlink (an empty target)");
+  keep_symlinks = 0;
+}
+
 static void refuses_broken_archives(void) {
   in.len = 0;
   member(&in, "f", '0', 0644, NULL, 10, 'x');
@@ -194,6 +225,7 @@ int main(void) {
   RUN(refuses_names_out);
   RUN(reads_long_names);
   RUN(refuses_links_out);
+  RUN(keeps_symlinks_as_written_when_asked);
   RUN(refuses_broken_archives);
   return TESTING_DONE();
 }

@@ -242,12 +242,14 @@ describe("e2b-local's template-build files", function()
     os.remove(plain)
   end)
 
-  it("fails a COPY whose archive has an absolute name or a symlink leading out, naming the entry", function()
+  it("fails a COPY whose archive has an absolute name or a path through one of its own symlinks, naming the entry", function()
     local abs_dir = h.host("mktemp -d"):gsub("%s+$", "")
     h.host("echo x > " .. h.shell_quote(abs_dir .. "/abs.txt"))
     local abs, abs_hash = make_tar("true", true, "-P " .. h.shell_quote(abs_dir .. "/abs.txt"))
-    local link, link_hash = make_tar("mkdir d && ln -s /etc/passwd d/out", true)
-    for hash, case in pairs({ [abs_hash] = { abs, "abs.txt" }, [link_hash] = { link, "d/out" } }) do
+    -- d/out is a symlink to /etc, then d/out/x a file under it (r/x renamed)
+    local through, through_hash = make_tar("mkdir -p d r && ln -s /etc d/out && echo x > r/x", true,
+      "--transform='s,^r/,d/out/,S' d/out r/x")
+    for hash, case in pairs({ [abs_hash] = { abs, "abs.txt" }, [through_hash] = { through, "d/out/x" } }) do
       local tid, bid = start_with_files(fresh_name(), {
         fromTemplate = "base", steps = { { type = "COPY", args = { "d", "d" }, filesHash = hash } },
       }, { [hash] = case[1] })
@@ -258,6 +260,20 @@ describe("e2b-local's template-build files", function()
       os.remove(case[1])
     end
     h.host("rm -rf " .. h.shell_quote(abs_dir))
+  end)
+
+  it("COPY keeps an archive's symlinks as written, absolute, leading out or dangling, as E2B's tar in the sandbox does", function()
+    local tarball, hash = make_tar("mkdir d && echo t > d/t.txt && ln -s t.txt d/rel && ln -s /etc/hostname d/abs"
+      .. " && ln -s ../../outside d/up && ln -s /nowhere/at/all d/dangling", true)
+    local name = fresh_name()
+    local tid, bid = start_with_files(name, {
+      fromTemplate = "base", steps = { { type = "COPY", args = { "d/*", "d" }, filesHash = hash } },
+    }, { [hash] = tarball })
+    local s, entries = wait_build(tid, bid)
+    assert.are.equal("ready", s.status, messages(entries))
+    assert.are.equal("t\nt.txt\n/etc/hostname\n../../outside\n/nowhere/at/all\n",
+      run_in(name, "cd ~/d && cat rel && readlink rel abs up dangling"))
+    os.remove(tarball)
   end)
 end)
 

@@ -107,13 +107,20 @@ test('copy uploads files (a glob, a directory, a mode, an owner) and the build p
   }
 })
 
-test('copy of a symlink leading out of the copied files is refused, naming the entry', async () => {
+test('copy keeps a symlink leading out of the copied files as written, as E2B does', async () => {
+  // E2B's own JS SDK test 'build template' copies such a folder: an absolute
+  // link to a file of the build host, meaningless in the sandbox but kept.
   const ctx = mkdtempSync(join(tmpdir(), 'tpl-ctx-'))
   try {
     mkdirSync(join(ctx, 'folder'))
+    writeFileSync(join(ctx, 'folder/test.txt'), 'kept')
+    symlinkSync(join(ctx, 'folder/test.txt'), join(ctx, 'folder/abs'))
     symlinkSync('/etc/passwd', join(ctx, 'folder/out'))
-    const t = Template({ fileContextPath: ctx }).fromTemplate('base').copy('folder', 'folder')
-    await assert.rejects(build(t, fresh('escape')), /folder\/out/)
+    const name = fresh('links')
+    const t = Template({ fileContextPath: ctx }).fromTemplate('base').copy('folder/*', 'folder')
+    await build(t, name)
+    const out = await inSandbox(name, 'cat ~/folder/test.txt; echo; readlink ~/folder/abs ~/folder/out')
+    assert.equal(out, `kept\n${join(ctx, 'folder/test.txt')}\n/etc/passwd\n`)
   } finally {
     rmSync(ctx, { recursive: true, force: true })
   }

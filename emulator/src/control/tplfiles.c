@@ -2,8 +2,11 @@
  * (GET /templates/{id}/files/{hash} answers it), the upload itself (a PUT
  * signed for that hash, streamed to disk, bounded), and the COPY step, which
  * unpacks the archive inside the build sandbox after the host has filtered
- * it through the safe-tar filter (codec/tarsafe.c): no link leading out, no
- * device, no owner, no set-id bit reaches the sandbox from an archive. */
+ * it through the safe-tar filter (codec/tarsafe.c): no absolute or '..' name,
+ * no path through a symlink of the archive, no device, no owner, no set-id
+ * bit reaches the sandbox from an archive. Symlinks are kept as written,
+ * wherever they point: E2B's builder unpacks with tar inside the sandbox,
+ * which keeps them so (the SDK's copy of an absolute symlink depends on it). */
 #define _GNU_SOURCE
 #include <ctype.h>
 #include <dirent.h>
@@ -254,6 +257,7 @@ static int prepare_fd(const char *hash, int out, char *err, size_t errcap) {
   unsigned char magic[2] = {0};
   ssize_t m = pread(in, magic, 2, 0);
   e2b_tarsafe *t = e2b_tarsafe_new();
+  if (t) e2b_tarsafe_keep_symlinks(t);
   sink s = {.fd = out};
   int gz = m == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
   int rc = t ? (gz ? feed_gzip(in, t, &s) : feed_plain(in, t, &s)) : -1;
