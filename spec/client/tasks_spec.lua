@@ -53,6 +53,16 @@ describe("tasks", function()
     assert.are.equal("hi\n", out)
   end)
 
+  it("a task joining one task after another, none doing I/O, lets a command finish", function()
+    local spin, out
+    e2b.run(function()
+      spin = spinner(function() e2b.spawn(function() end):wait() end)
+      e2b.spawn(function() out = assert(sbx:run("echo hi")).stdout; spin.done = true end)
+    end)
+    assert.is_true(spin.spins < SPINS, "spun " .. spin.spins .. " rounds")
+    assert.are.equal("hi\n", out)
+  end)
+
   it("a spinning task still yields to ready tasks at every sleep(0)", function()
     local order = {}
     e2b.run(function()
@@ -63,6 +73,13 @@ describe("tasks", function()
       t:wait()
     end)
     assert.are.equal("a1 b1 a2 b2 a3 b3", table.concat(order, " "))
+  end)
+
+  it("sleep(0) outside any task returns before a task's nearer timer fires", function()
+    local t = e2b.spawn(function() e2b.sleep(2000) end)
+    for _ = 1, 3 do e2b.sleep(0) end
+    assert.is_false(t:done(), "sleep(0) waited for the loop's next timer")
+    t:wait()
   end)
 
   it("sleeps without burning CPU while idle", function()
