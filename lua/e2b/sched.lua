@@ -6,6 +6,9 @@
 --   * inside a task a wait yields to the scheduler;
 --   * outside any task a wait drives the scheduler itself until its condition
 --     holds, so other tasks still progress and the caller simply blocks;
+--   * it works in rounds: each resumes the tasks ready when it began, then
+--     steps the core loop, so a task that never waits (sleep(0) in a loop)
+--     cannot hold up anyone's requests;
 --   * when nothing is runnable the core waits in curl_multi_poll on its own
 --     sockets, so an idle wait costs no CPU.
 -- The task logic (waits on requests, tasks, orphaned errors, run) is
@@ -96,36 +99,46 @@ local function resume(t, value)
   return resumed(t, coroutine.resume(t.co, value))
 end
 
-local function run_ready()
-  while nready > 0 do
-    local ts, vs, n = ready_t, ready_v, nready
-    ready_t, ready_v, nready = spare_t or {}, spare_v or {}, 0
-    spare_t, spare_v = nil, nil -- a nested drive() must not take the same arrays
-    for i = 1, n do
-      local t, value = ts[i], vs[i]
-      ts[i], vs[i] = nil, nil
-      if not t.finished then resume(t, value) end
-    end
-    spare_t, spare_v = ts, vs
+-- One scheduling round: resumes the tasks ready when it began. A task
+-- woken meanwhile (or yielding again at once, as sleep(0) does) waits for
+-- the next round, after the loop was stepped, so no task, however busy,
+-- holds up anyone's requests.
+local function run_round()
+  if nready == 0 then return end
+  local ts, vs, n = ready_t, ready_v, nready
+  ready_t, ready_v, nready = spare_t or {}, spare_v or {}, 0
+  spare_t, spare_v = nil, nil -- a nested drive() must not take the same arrays
+  for i = 1, n do
+    local t, value = ts[i], vs[i]
+    ts[i], vs[i] = nil, nil
+    if not t.finished then resume(t, value) end
   end
+  spare_t, spare_v = ts, vs
 end
 
+-- How long the next step may wait in curl_multi_poll: not at all while a
+-- task is ready, else until the nearest deadline (at most a second).
+local function step_timeout(nearest)
+  if nready > 0 then return 0 end
+  if not nearest then return 1000 end
+  return math.max(0, math.min(1000, nearest - now_ms()))
+end
+
+-- Every round steps the loop: without waiting while tasks are ready, in
+-- curl_multi_poll (no CPU) when every task waits.
 local function drive(cond)
   while true do
-    run_ready()
+    run_round()
     if cond() then return end
     local nearest = expire_timers(now_ms())
-    if nready == 0 then
-      local timeout = 1000
-      if nearest then timeout = math.max(0, math.min(timeout, nearest - now_ms())) end
-      local ids, running = loop:step(timeout)
-      if not ids and running == 0 and #timers == 0 and nready == 0 and not cond() then
-        -- Every waiter waits on something that can no longer happen.
-        error("e2b: deadlock: every task is waiting and nothing is in flight", 2)
-      end
-      if ids then S.deliver(ids) end
-      expire_timers(now_ms())
+    if cond() then return end -- the caller's own deadline just passed
+    local ids, running = loop:step(step_timeout(nearest))
+    if not ids and running == 0 and #timers == 0 and nready == 0 and not cond() then
+      -- Every waiter waits on something that can no longer happen.
+      error("e2b: deadlock: every task is waiting and nothing is in flight", 2)
     end
+    if ids then S.deliver(ids) end
+    expire_timers(now_ms())
   end
 end
 --- Runs tasks and the loop until cond() is true: how a wait outside any
@@ -190,9 +203,14 @@ S = tasks.new({
 M.await = S.await
 
 --- Sleeps ms milliseconds: yields inside a task, blocks outside one.
+-- sleep(0) in a task lets the other ready tasks and the loop run once.
 -- @tparam int ms
 function M.sleep(ms)
   ms = tonumber(ms) or 0
+  if ms <= 0 and current_task() then
+    coroutine.yield() -- ready again for the next round, after the loop stepped
+    return
+  end
   park({ deadline = now_ms() + math.max(0, ms) })
 end
 

@@ -243,6 +243,26 @@ case("e2b.sleep lets other tasks run", function(e2b)
   end)
 end)
 
+-- A task spinning on e2b.sleep(0) waits on nothing, but the loop must still
+-- move other tasks' requests on (as ngx.sleep(0) and libuv's setImmediate
+-- let I/O run). The spinner gives up after SPINS rounds, so a scheduler that
+-- starves the loop fails here instead of hanging.
+local SPINS = 1000000
+
+case("a task spinning on e2b.sleep(0) lets another task's command finish", function(e2b, ctx)
+  local sbx = ctx.sandbox()
+  local spins, out = 0, nil
+  e2b.run(function()
+    local spinner = e2b.spawn(function()
+      while not out and spins < SPINS do e2b.sleep(0); spins = spins + 1 end
+    end)
+    e2b.spawn(function() out = assert(sbx:run("echo hi")).stdout end)
+    spinner:wait()
+  end)
+  ok(spins < SPINS, "the command finished while the spinner spun (" .. spins .. " rounds)")
+  eq("hi\n", out, "output")
+end)
+
 case("an unknown logical id is not_found, and nothing is allocated", function(_, ctx)
   local sbx, err = ctx.client:resume("no-such-id-" .. ctx.unique())
   eq(nil, sbx, "sandbox")
