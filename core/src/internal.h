@@ -277,6 +277,8 @@ e2b_code e2b_code_from_connect(const char *connect_code);
 
 /* ---- mem.c: owned-memory helpers (they call nothing else) ---- */
 char *e2b_strdup0(const char *s); /* NULL-safe strdup */
+/* s cut to at most max bytes, never inside a UTF-8 sequence; NULL stays NULL. */
+char *e2b_dup_cut(const char *s, size_t max);
 int e2b_growbuf_append(growbuf *b, const void *data, size_t len);
 void e2b_growbuf_free(growbuf *b);
 
