@@ -485,6 +485,10 @@ int e2b_client_prepare_volume(e2b_client *c, e2b_req *req, const char *method, c
 /* ---- control.c: raw control-plane calls ---- */
 e2b_req *e2b_control(e2b_client *c, const char *op, const char *method, const char *path,
                      json_t *body, req_parse_fn parse, int idempotent, e2b_error *err);
+/* e2b_control on a path it takes and frees; a NULL path (a failed
+ * allocation) is an out-of-memory error, body released. */
+e2b_req *e2b_control_at(e2b_client *c, const char *op, const char *method, char *path, json_t *body,
+                        req_parse_fn parse, int idempotent, e2b_error *err);
 /* The list filters beyond metadata and state (template, started_after,
  * order): 0, or -1 with err naming the field. */
 int e2b_list_filters_check(const e2b_list_opts *o, const char *op, e2b_error *err);

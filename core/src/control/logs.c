@@ -158,13 +158,7 @@ e2b_req *e2b_sandbox_logs(e2b_client *c, const char *sandbox_id, const e2b_logs_
   if (!query) return NULL;
   char *path = e2b_id_path("/v2/sandboxes", sandbox_id, query);
   free(query);
-  if (!path) {
-    e2b_err_set(err, E2B_ERR_UNAVAILABLE, "logs", "out of memory");
-    return NULL;
-  }
-  e2b_req *req = e2b_control(c, "logs", "GET", path, NULL, parse_logs, 1, err);
-  free(path);
-  return e2b_req_typed(req, E2B_RESULT_LOGS);
+  return e2b_req_typed(e2b_control_at(c, "logs", "GET", path, NULL, parse_logs, 1, err), E2B_RESULT_LOGS);
 }
 
 size_t e2b_req_log_count(const e2b_req *req) {

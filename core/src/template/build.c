@@ -179,14 +179,7 @@ static char *path_of(const char *fmt, const char *a, const char *b, long n) {
 
 static e2b_req *call(e2b_client *c, const char *op, const char *method, char *path, json_t *body,
                      req_parse_fn parse, int idempotent, e2b_error *err) {
-  if (!path) {
-    json_decref(body);
-    e2b_err_set(err, E2B_ERR_UNAVAILABLE, op, "out of memory");
-    return NULL;
-  }
-  e2b_req *req = e2b_control(c, op, method, path, body, parse, idempotent, err);
-  free(path);
-  return e2b_req_typed(req, E2B_RESULT_TEMPLATE);
+  return e2b_req_typed(e2b_control_at(c, op, method, path, body, parse, idempotent, err), E2B_RESULT_TEMPLATE);
 }
 
 static int id_ok(const char *id, const char *field, const char *op, e2b_error *err) {
