@@ -6,21 +6,7 @@ local cjson = require("cjson")
 
 if h.live then return end
 
--- The control plane, as the SDKs call it; the API key goes to curl in a
--- private file, never on its command line. -> status, body
-local function api(method, path, body)
-  local header = os.tmpname()
-  local f = assert(io.open(header, "w"))
-  f:write("X-API-Key: ", assert(os.getenv("E2B_API_KEY")), "\n")
-  f:close()
-  local cmd = ("curl -s -w '\\n%%{http_code}' -X %s -H @%s -H 'Content-Type: application/json' %s %s")
-    :format(method, header, body and ("--data-binary " .. h.shell_quote(body)) or "",
-      h.shell_quote(os.getenv("E2B_API_URL") .. path))
-  local out = h.host(cmd)
-  os.remove(header)
-  local text, status = out:match("^(.*)\n(%d+)$")
-  return tonumber(status), text
-end
+local api = h.api
 
 local function create(fields)
   local body = { templateID = "base", timeout = 30 }
