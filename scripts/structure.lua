@@ -487,7 +487,22 @@ do -- 12. bench/README.md: every script has a row, every source comment that cit
   for line in text:sub(start or #text):gmatch("[^\n]+") do
     if line:match("^|") then
       local where = line:match("^|[^|]*|([^|]*)|") or ""
-      for path in where:gmatch("`([^`]+)`") do design[path] = true end
+      local cited -- the file a name after it belongs to: `file.c` (`NAME`)
+      for name in where:gmatch("`([^`]+)`") do
+        design[name] = true
+        if name:match("^[%w_./-]+%.%a+$") then
+          local f = io.open(name, "rb")
+          if f then f:close() end
+          cited = f and name
+          if not cited then
+            problems[#problems + 1] = BENCH .. "'s design rows cite " .. name .. ", which does not exist"
+          end
+        elseif cited and name:match("^[%a_][%w_]*$")
+            and not read(cited):find("%f[%w_]" .. name .. "%f[^%w_]") then
+          problems[#problems + 1] =
+            BENCH .. "'s design rows name " .. name .. " in " .. cited .. ", which does not hold it"
+        end
+      end
     end
   end
   for _, path in ipairs(git_files("bench")) do
