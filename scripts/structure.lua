@@ -374,7 +374,32 @@ do -- 7. paths, links and e2b_ names the document names exist
       end
     end
   end
-  rule("every path, link and e2b_ name in " .. ARCH .. " exists", problems)
+  -- a row of the core's table says what its files hold: an e2b_/E2B_ name in
+  -- it is in one of them, or in a file the row names beside it
+  local folder
+  for line in text:sub(text:find("\n## The core", 1, true), text:find("\n## Kept command output", 1, true))
+      :gmatch("[^\n]+") do
+    folder = line:match("^| %*%*`([^`]+/)`%*%*") or folder
+    local first, rest = line:match("^|([^|]*)|(.*)$")
+    if folder and first and not first:find("**", 1, true) then
+      local held = {}
+      for name in line:gmatch("`([%w_]+%.[ch])`") do
+        for _, dir in ipairs({ folder, "core/src/", "core/src/transport/", "core/src/control/",
+          "core/src/envd/", "core/src/kept/", "core/src/template/" }) do
+          local f = io.open(dir .. name, "rb")
+          if f then held[#held + 1] = f:read("a") f:close() break end
+        end
+      end
+      local src = table.concat(held, "\n")
+      for name in rest:gmatch("`([eE]2[bB]_[%w_]+)") do
+        if not src:find("%f[%w_]" .. name .. "%f[^%w_]") then
+          problems[#problems + 1] = string.format("%s's row for %s names %s, which none of the files it names holds",
+            ARCH, first:gsub("^%s+", ""):gsub("%s+$", ""), name)
+        end
+      end
+    end
+  end
+  rule("every path, link and e2b_ name in " .. ARCH .. " exists, and the core's rows name their own", problems)
 end
 
 do -- 8. mem.c calls nothing else in libe2b (any file may call it without a circle)
