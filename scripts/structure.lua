@@ -553,6 +553,22 @@ do -- 12. bench/README.md: every script has a row, every source comment that cit
   rule("every bench script is in " .. BENCH .. ", and every source that cites it has its numbers there", problems)
 end
 
+do -- 13. a C source names only .c files that exist (files move; comments must follow)
+  local exists, problems = {}, {}
+  for _, path in ipairs(git_files(".")) do exists[path:match("[^/]+$")] = true end
+  for _, path in ipairs(files) do
+    local seen = {}
+    for name in raw[path]:gmatch("%f[%w_]([%a_][%w_]*%.c)%f[^%w_]") do
+      if not exists[name] and not seen[name] then
+        seen[name] = true
+        problems[#problems + 1] = path .. " names " .. name .. ", which is no file of the tree"
+      end
+    end
+  end
+  table.sort(problems)
+  rule("every .c file a C source names exists", problems)
+end
+
 local failed = 0
 for _, r in ipairs(results) do
   if #r.problems == 0 then
