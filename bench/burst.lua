@@ -11,15 +11,7 @@ local stats = require("spec.server_stats")
 
 local rounds, warm = tonumber(arg[1]) or 3, arg[2] == "warm"
 
--- CPU ms (user + system) of a process and its parent's pid, from /proc
-local function cpu_ms(pid)
-  local f = assert(io.open("/proc/" .. pid .. "/stat"))
-  local line = f:read("l")
-  f:close()
-  local t = {}
-  for w in line:gsub("^.*%) ", ""):gmatch("%S+") do t[#t + 1] = w end
-  return (tonumber(t[12]) + tonumber(t[13])) * 10, tonumber(t[2])
-end
+local cpu_ms = stats.cpu_ms
 local function comm(pid)
   local f = assert(io.open("/proc/" .. pid .. "/comm"))
   local c = f:read("l")

@@ -10,16 +10,7 @@ local stats = require("spec.server_stats")
 
 local reps, MB = tonumber(arg[1]) or 5, tonumber(arg[2]) or 200
 
--- CPU ms (user + system) of a process, from /proc (clock ticks of 10 ms)
-local function cpu_ms(pid)
-  local f = io.open("/proc/" .. pid .. "/stat")
-  if not f then return 0 end
-  local line = f:read("l")
-  f:close()
-  local fields = {}
-  for w in line:gsub("^.*%) ", ""):gmatch("%S+") do fields[#fields + 1] = w end
-  return (tonumber(fields[12]) + tonumber(fields[13])) * 10, tonumber(fields[2])
-end
+local cpu_ms = stats.cpu_ms
 local _, server = cpu_ms("self")
 local function requests()
   local t = stats.read()

@@ -90,7 +90,7 @@ static int sbx_run(lua_State *L) {
   return e2bL_push_req(L, u->l, req, &err);
 }
 
-/* boot_id(tag) -> a request whose result is the boot id the tracked
+/* boot_id(tag) -> a request whose result is the boot id the kept
  * process started under (e2b_proc_boot_id) */
 static int sbx_boot_id(lua_State *L) {
   sbx_ud *u = check_sbx(L);
@@ -98,7 +98,7 @@ static int sbx_boot_id(lua_State *L) {
   return e2bL_push_req(L, u->l, e2b_proc_boot_id(u->s, luaL_checkstring(L, 2), &err), &err);
 }
 
-/* track(start_opts, env_replace?, keep_output?, at_end?, park?) -> a tracked process stream;
+/* track(start_opts, env_replace?, keep_output?, at_end?, park?) -> e2b_proc_track's process stream;
  * keep_output false: E2B_TRACK_NO_KEEP; park: true always, false never; nil: the core's default */
 static int sbx_track(lua_State *L) {
   sbx_ud *u = check_sbx(L);

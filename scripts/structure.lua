@@ -374,7 +374,32 @@ do -- 7. paths, links and e2b_ names the document names exist
       end
     end
   end
-  rule("every path, link and e2b_ name in " .. ARCH .. " exists", problems)
+  -- a row of the core's table says what its files hold: an e2b_/E2B_ name in
+  -- it is in one of them, or in a file the row names beside it
+  local folder
+  for line in text:sub(text:find("\n## The core", 1, true), text:find("\n## Kept command output", 1, true))
+      :gmatch("[^\n]+") do
+    folder = line:match("^| %*%*`([^`]+/)`%*%*") or folder
+    local first, rest = line:match("^|([^|]*)|(.*)$")
+    if folder and first and not first:find("**", 1, true) then
+      local held = {}
+      for name in line:gmatch("`([%w_]+%.[ch])`") do
+        for _, dir in ipairs({ folder, "core/src/", "core/src/transport/", "core/src/control/",
+          "core/src/envd/", "core/src/kept/", "core/src/template/" }) do
+          local f = io.open(dir .. name, "rb")
+          if f then held[#held + 1] = f:read("a") f:close() break end
+        end
+      end
+      local src = table.concat(held, "\n")
+      for name in rest:gmatch("`([eE]2[bB]_[%w_]+)") do
+        if not src:find("%f[%w_]" .. name .. "%f[^%w_]") then
+          problems[#problems + 1] = string.format("%s's row for %s names %s, which none of the files it names holds",
+            ARCH, first:gsub("^%s+", ""):gsub("%s+$", ""), name)
+        end
+      end
+    end
+  end
+  rule("every path, link and e2b_ name in " .. ARCH .. " exists, and the core's rows name their own", problems)
 end
 
 do -- 8. mem.c calls nothing else in libe2b (any file may call it without a circle)
@@ -487,7 +512,22 @@ do -- 12. bench/README.md: every script has a row, every source comment that cit
   for line in text:sub(start or #text):gmatch("[^\n]+") do
     if line:match("^|") then
       local where = line:match("^|[^|]*|([^|]*)|") or ""
-      for path in where:gmatch("`([^`]+)`") do design[path] = true end
+      local cited -- the file a name after it belongs to: `file.c` (`NAME`)
+      for name in where:gmatch("`([^`]+)`") do
+        design[name] = true
+        if name:match("^[%w_./-]+%.%a+$") then
+          local f = io.open(name, "rb")
+          if f then f:close() end
+          cited = f and name
+          if not cited then
+            problems[#problems + 1] = BENCH .. "'s design rows cite " .. name .. ", which does not exist"
+          end
+        elseif cited and name:match("^[%a_][%w_]*$")
+            and not read(cited):find("%f[%w_]" .. name .. "%f[^%w_]") then
+          problems[#problems + 1] =
+            BENCH .. "'s design rows name " .. name .. " in " .. cited .. ", which does not hold it"
+        end
+      end
     end
   end
   for _, path in ipairs(git_files("bench")) do
@@ -511,6 +551,22 @@ do -- 12. bench/README.md: every script has a row, every source comment that cit
   p:close()
   table.sort(problems)
   rule("every bench script is in " .. BENCH .. ", and every source that cites it has its numbers there", problems)
+end
+
+do -- 13. a C source names only .c files that exist (files move; comments must follow)
+  local exists, problems = {}, {}
+  for _, path in ipairs(git_files(".")) do exists[path:match("[^/]+$")] = true end
+  for _, path in ipairs(files) do
+    local seen = {}
+    for name in raw[path]:gmatch("%f[%w_]([%a_][%w_]*%.c)%f[^%w_]") do
+      if not exists[name] and not seen[name] then
+        seen[name] = true
+        problems[#problems + 1] = path .. " names " .. name .. ", which is no file of the tree"
+      end
+    end
+  end
+  table.sort(problems)
+  rule("every .c file a C source names exists", problems)
 end
 
 local failed = 0

@@ -93,6 +93,30 @@ function M.admin(method, path, body, server)
   return tonumber(status), text
 end
 
+-- A private file holding the X-API-Key header for curl's -H @file, so the
+-- key is never on a command line; the caller removes it. server: another
+-- e2b-local's variables (default: the one the specs run under).
+function M.key_header(server)
+  local header = os.tmpname()
+  local f = assert(io.open(header, "w"))
+  f:write("X-API-Key: ", assert(server and server.E2B_API_KEY or os.getenv("E2B_API_KEY")), "\n")
+  f:close()
+  return header
+end
+
+-- The control plane, as the SDKs call it, with body (a string) as it is.
+-- -> status, body
+function M.api(method, path, body, server)
+  local header = M.key_header(server)
+  local cmd = ("curl -s -w '\\n%%{http_code}' -X %s -H @%s -H 'Content-Type: application/json' %s %s")
+    :format(method, header, body and ("--data-binary " .. M.shell_quote(body)) or "",
+      M.shell_quote((server and server.E2B_API_URL or os.getenv("E2B_API_URL")) .. path))
+  local out = M.host(cmd)
+  os.remove(header)
+  local text, status = out:match("^(.*)\n(%d+)$")
+  return tonumber(status), text
+end
+
 local function admin(method, path, body, server)
   local status, text = M.admin(method, path, body, server)
   assert(status and status >= 200 and status < 300,

@@ -1084,7 +1084,7 @@ E2B_EXPORT e2b_req *e2b_run_with(e2b_sbx *sbx, const e2b_proc_opts *opts, const 
                                  e2b_error *err);
 /* The same with stdin always opened (stdin_data may be NULL), keeping the
  * tail of max_output bytes of each stream (0: E2B_DEFAULT_MAX_OUTPUT),
- * without tracking. */
+ * not started by e2b_proc_track. */
 E2B_EXPORT e2b_req *e2b_run(e2b_sbx *sbx, const e2b_proc_opts *opts, const void *stdin_data,
                  size_t stdin_len, size_t max_output, e2b_error *err);
 /* The result, once done; also after a failure that kept output (see above). */

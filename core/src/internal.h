@@ -277,17 +277,11 @@ e2b_code e2b_code_from_connect(const char *connect_code);
 
 /* ---- mem.c: owned-memory helpers (they call nothing else) ---- */
 char *e2b_strdup0(const char *s); /* NULL-safe strdup */
+/* s cut to at most max bytes, never inside a UTF-8 sequence; NULL stays NULL. */
+char *e2b_dup_cut(const char *s, size_t max);
 int e2b_growbuf_append(growbuf *b, const void *data, size_t len);
 void e2b_growbuf_free(growbuf *b);
 
-/* envdver.c: 1 when the sandbox reports an envd older than need; and a
- * refusal (unsupported, naming feature and need) of a call that needs it. */
-int e2b_envd_below(const e2b_sbx *sbx, const char *need);
-int e2b_envd_need(const e2b_sbx *sbx, const char *op, const char *feature, const char *need,
-                  e2b_error *err);
-#define E2B_ENVD_CLOSE_STDIN "0.5.2"  /* process.Process/CloseStdin */
-#define E2B_ENVD_WATCH_ENTRY "0.6.3"  /* WatchDir's includeEntry */
-#define E2B_ENVD_WATCH_RECURSIVE "0.1.4" /* WatchDir's recursive */
 /* free()s the pointers of obj at offsets (an E2B_FIELDS list; NULL: none). */
 void e2b_free_fields(void *obj, const size_t *offsets);
 /* The same, then obj itself (NULL: nothing): a result struct's free. */
@@ -299,6 +293,16 @@ void e2b_free_secret(char *secret);
  * the array at twice the size (first items the first time), *cap updated;
  * NULL when out of memory, items and *cap untouched. */
 void *e2b_grow(void *items, size_t *cap, size_t size, size_t first);
+
+/* ---- envdver.c: the envd version a sandbox reports ---- */
+/* 1 when the sandbox reports an envd older than need; and a
+ * refusal (unsupported, naming feature and need) of a call that needs it. */
+int e2b_envd_below(const e2b_sbx *sbx, const char *need);
+int e2b_envd_need(const e2b_sbx *sbx, const char *op, const char *feature, const char *need,
+                  e2b_error *err);
+#define E2B_ENVD_CLOSE_STDIN "0.5.2"  /* process.Process/CloseStdin */
+#define E2B_ENVD_WATCH_ENTRY "0.6.3"  /* WatchDir's includeEntry */
+#define E2B_ENVD_WATCH_RECURSIVE "0.1.4" /* WatchDir's recursive */
 
 /* ---- loop.c: the loop object, its timers and its list to notify ---- */
 int64_t e2b_now_ms(void);
@@ -483,6 +487,10 @@ int e2b_client_prepare_volume(e2b_client *c, e2b_req *req, const char *method, c
 /* ---- control.c: raw control-plane calls ---- */
 e2b_req *e2b_control(e2b_client *c, const char *op, const char *method, const char *path,
                      json_t *body, req_parse_fn parse, int idempotent, e2b_error *err);
+/* e2b_control on a path it takes and frees; a NULL path (a failed
+ * allocation) is an out-of-memory error, body released. */
+e2b_req *e2b_control_at(e2b_client *c, const char *op, const char *method, char *path, json_t *body,
+                        req_parse_fn parse, int idempotent, e2b_error *err);
 /* The list filters beyond metadata and state (template, started_after,
  * order): 0, or -1 with err naming the field. */
 int e2b_list_filters_check(const e2b_list_opts *o, const char *op, e2b_error *err);
@@ -519,18 +527,18 @@ long e2b_idle_budget_ms(long idle_ms);
 e2b_req *e2b_sbx_stream_rpc(e2b_sbx *sbx, const char *op, const char *method_path, const char *user,
                             json_t *body, long keepalive_s, long idle_ms, long timeout_ms,
                             unsigned flags, e2b_error *err);
-/* e2b_proc_start and e2b_proc_connect with e2b_sbx_stream_rpc's flags. */
-/* 0 when v is a tri-state (E2B_DEFAULT, E2B_YES, E2B_NO), else -1 with
- * err naming field; the second checks every tri-state of o. */
-/* A listing's depth (e2b_fs_list, e2b_vol_list): 0 becomes E2B_DEFAULT_LIST_DEPTH;
- * 0, or -1 with err when out of range. */
+/* filesystem.c: a listing's depth (e2b_fs_list, e2b_vol_list): 0 becomes
+ * E2B_DEFAULT_LIST_DEPTH; 0, or -1 with err when out of range. */
 int e2b_list_depth(long *depth, const char *op, e2b_error *err);
+/* control.c: 0 when v is a tri-state (E2B_DEFAULT, E2B_YES, E2B_NO), else
+ * -1 with err naming field; the second checks every tri-state of o. */
 int e2b_tristate_check(int v, const char *field, const char *op, e2b_error *err);
 int e2b_create_tristates_check(const e2b_create_opts *o, const char *op, e2b_error *err);
-/* o->mcp, when set, is the text of a JSON object: 0, or -1 with err naming "mcp". */
+/* control.c: o->mcp, when set, is the text of a JSON object: 0, or -1 with
+ * err naming "mcp". */
 int e2b_create_mcp_check(const e2b_create_opts *o, const char *op, e2b_error *err);
-/* o, or with a shell string (o->shell) o spelled as E2B runs one, bash -l
- * -c shell, in *tmp with argv as its args. */
+/* wrapper.c: o, or with a shell string (o->shell) o spelled as E2B runs
+ * one, bash -l -c shell, in *tmp with argv as its args. */
 const e2b_proc_opts *e2b_proc_opts_spelled(const e2b_proc_opts *o, e2b_proc_opts *tmp, const char *argv[3]);
 /* A Start stream (e2b_proc_start_stream's) whose caller went before envd
  * answered it (a canceled or dropped run or spawn): awaited unattended, and
@@ -539,6 +547,7 @@ const e2b_proc_opts *e2b_proc_opts_spelled(const e2b_proc_opts *o, e2b_proc_opts
  * e2b_proc_stop_async — so no process nobody owns is left running. Takes
  * stream (kill.c). */
 void e2b_proc_adopt_start(e2b_sbx *sbx, e2b_req *stream, const char *tag);
+/* e2b_proc_start and e2b_proc_connect with e2b_sbx_stream_rpc's flags. */
 e2b_req *e2b_proc_start_stream(e2b_sbx *sbx, const e2b_proc_opts *opts, unsigned flags,
                                e2b_error *err);
 e2b_req *e2b_proc_connect_stream(e2b_sbx *sbx, uint32_t pid, const char *tag, long idle_timeout_ms,
@@ -549,7 +558,7 @@ e2b_req *e2b_proc_connect_stream(e2b_sbx *sbx, uint32_t pid, const char *tag, lo
 /* A boot id (/proc/sys/kernel/random/boot_id) is a UUID: 36 characters. */
 #define E2B_BOOT_ID_LEN 36
 char *e2b_kept_prefix(const char *tag); /* E2B_KEPT_ROOT/<hex tag> */
-/* e2b_file_read with curl's receive buffer of `buffer` bytes (1 KiB to
+/* filesystem.c: e2b_file_read with curl's receive buffer of `buffer` bytes (1 KiB to
  * E2B_FILE_IO_BUFFER): curl holds it for the whole transfer, so a read
  * known to be small asks for little (thousands may be in flight at once). */
 e2b_req *e2b_file_read_sized(e2b_sbx *sbx, const char *path, const char *user, int64_t offset,

@@ -11,6 +11,21 @@
 
 char *e2b_strdup0(const char *s) { return s ? strdup(s) : NULL; }
 
+char *e2b_dup_cut(const char *s, size_t max) {
+  if (!s) return NULL;
+  size_t n = strlen(s);
+  if (n > max) {
+    n = max;
+    while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80) n--;
+  }
+  char *out = malloc(n + 1);
+  if (out) {
+    memcpy(out, s, n);
+    out[n] = 0;
+  }
+  return out;
+}
+
 void *e2b_grow(void *items, size_t *cap, size_t size, size_t first) {
   size_t n = *cap ? *cap * 2 : first;
   if (n < *cap || n > SIZE_MAX / size) return NULL;

@@ -441,7 +441,7 @@ local function run(port, cmd, o)
     stdin = o.stdin, max_output = o.max_output, keep = o.keep,
     chunks_stdout = o.on_stdout ~= nil, chunks_stderr = o.on_stderr ~= nil,
     env_replace = o.env_mode == "replace", keep_output = o.keep_output, -- nil: the core's default (kept)
-    track = true, -- every command of lua-e2b can be reattached (attach) or is at least tracked
+    track = true, -- started by e2b_proc_track: kept (reattachable) unless keep_output is false
   })
   if not req then return nil, port.explain(nil, err) end
   -- Only the streams with a callback are handed on (a pty's as stdout).

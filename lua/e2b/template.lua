@@ -485,6 +485,12 @@ end, { two = true, opts = { force = "boolean", user = "string" } })
 local function is_int(v) return type(v) == "number" and v == math.floor(v) end
 local function text(v) return type(v) == "string" and v ~= "" end
 local function bad(field, what) return nil, errors.invalid("template", field, what) end
+-- v (a non-empty string, else invalid_argument naming field) as one word of
+-- sh, libe2b's quoting: the word, or nil, err.
+local function word(field, v)
+  if not text(v) then return bad(field, "must be a non-empty string") end
+  return core.template_quote(v)
+end
 
 --- A ready command: something listens on port (as `ss` sees it).
 -- @tparam int port
@@ -515,8 +521,7 @@ end
 -- @treturn string
 -- @return or nil, err
 function M.wait_for_process(name)
-  if not text(name) then return bad("name", "must be a non-empty string") end
-  local q, err = core.template_quote(name)
+  local q, err = word("name", name)
   if not q then return nil, err end
   return "pgrep " .. q .. " > /dev/null"
 end
@@ -526,8 +531,7 @@ end
 -- @treturn string
 -- @return or nil, err
 function M.wait_for_file(path)
-  if not text(path) then return bad("path", "must be a non-empty string") end
-  local q, err = core.template_quote(path)
+  local q, err = word("path", path)
   if not q then return nil, err end
   return "[ -f " .. q .. " ]"
 end

@@ -97,10 +97,7 @@ describe("e2b-local state containment", function()
 
   it("answers a chunked body past its bounds with 413, not a reset", function()
     -- the key goes to curl in a private file, never on its command line
-    local header = os.tmpname()
-    local f = assert(io.open(header, "w"))
-    f:write("X-API-Key: ", assert(os.getenv("E2B_API_KEY")), "\n")
-    f:close()
+    local header = h.key_header()
     local out = h.host(("head -c 80000000 /dev/zero | curl -s -o /dev/null -w '%%{http_code}' "
       .. "-H 'Transfer-Encoding: chunked' -H 'Content-Type: application/json' -H @%s "
       .. "--data-binary @- '%s/sandboxes'; echo \" rc=$?\""):format(header, os.getenv("E2B_API_URL")))

@@ -6,20 +6,20 @@ local cjson = require("cjson")
 
 if h.live then return end
 
--- The control plane, as the SDKs call it; the API key goes to curl in a
--- private file, never on its command line. -> status, body
-local function api(method, path, body)
-  local header = os.tmpname()
-  local f = assert(io.open(header, "w"))
-  f:write("X-API-Key: ", assert(os.getenv("E2B_API_KEY")), "\n")
-  f:close()
-  local cmd = ("curl -s -w '\\n%%{http_code}' -X %s -H @%s -H 'Content-Type: application/json' %s %s")
-    :format(method, header, body and ("--data-binary " .. h.shell_quote(body)) or "",
-      h.shell_quote(os.getenv("E2B_API_URL") .. path))
-  local out = h.host(cmd)
-  os.remove(header)
-  local text, status = out:match("^(.*)\n(%d+)$")
-  return tonumber(status), text
+local api = h.api
+
+-- fn(id, put) with a running sandbox, put(rules) its network update;
+-- the sandbox is gone afterwards, whatever fn did.
+local function with_sandbox(fn)
+  local status, text = api("POST", "/sandboxes", cjson.encode({ templateID = "base", timeout = 30 }))
+  assert.are.equal(201, status, text)
+  local id = cjson.decode(text).sandboxID
+  local function put(rules)
+    return api("PUT", "/sandboxes/" .. id .. "/network", cjson.encode({ rules = rules }))
+  end
+  local ok, err = pcall(fn, id, put)
+  api("DELETE", "/sandboxes/" .. id)
+  assert(ok, err)
 end
 
 local function create(fields)
@@ -82,13 +82,7 @@ describe("e2b-local's network fields", function()
 
   it("refuses an IP address as a network.rules key (E2B takes domain names only), at create and update", function()
     local ips = { "127.0.0.1", "10.1.2.3", "::1", "[::1]", "fe80::1" }
-    local status, text = api("POST", "/sandboxes", cjson.encode({ templateID = "base", timeout = 30 }))
-    assert.are.equal(201, status, text)
-    local id = cjson.decode(text).sandboxID
-    local function put(rules)
-      return api("PUT", "/sandboxes/" .. id .. "/network", cjson.encode({ rules = rules }))
-    end
-    local ok, err = pcall(function()
+    with_sandbox(function(id, put)
       for _, ip in ipairs(ips) do
         local st, body = create({ network = { rules = { [ip] = rule({ A = "b" }) } } })
         assert.are.equal(400, st, ip .. ": " .. tostring(body))
@@ -101,8 +95,6 @@ describe("e2b-local's network fields", function()
       local _, info = api("GET", "/sandboxes/" .. id)
       assert.are.same({ ["a.example.com"] = rule({ A = "b" }) }, cjson.decode(info).network.rules)
     end)
-    api("DELETE", "/sandboxes/" .. id)
-    assert(ok, err)
   end)
 
   it("holds rules to E2B's limits: 10 domains, one rule each, 20 headers, 64-byte names, 2048-byte values", function()
@@ -137,13 +129,7 @@ describe("e2b-local's network fields", function()
     end
   end)
   it("refuses network.rules keys that are not DNS names as E2B's API checks them (no wildcards), at create and update", function()
-    local status, text = api("POST", "/sandboxes", cjson.encode({ templateID = "base", timeout = 30 }))
-    assert.are.equal(201, status, text)
-    local id = cjson.decode(text).sandboxID
-    local function put(rules)
-      return api("PUT", "/sandboxes/" .. id .. "/network", cjson.encode({ rules = rules }))
-    end
-    local ok, err = pcall(function()
+    with_sandbox(function(_, put)
       -- key -> what the message must say about it
       local bad = {
         ["*.example.com"] = "not a valid domain name", ["*."] = "not a valid domain name",
@@ -168,8 +154,6 @@ describe("e2b-local's network fields", function()
         assert.are.equal(204, (put({ [key] = rule({ A = "b" }) })), key)
       end
     end)
-    api("DELETE", "/sandboxes/" .. id)
-    assert(ok, err)
   end)
 
   it("refuses a malformed E2B placeholder in a rule's header value, and over 32 secrets for one domain", function()

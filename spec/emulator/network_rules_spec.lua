@@ -69,22 +69,7 @@ for _ in range(3):
     sys.stdout.write(f.read(length).decode())
 ]]
 
--- The control plane, as the SDKs call it (srv: another e2b-local's vars);
--- the API key goes to curl in a private file, never on its command line.
--- -> status, body
-local function api(method, path, body, srv)
-  local header = os.tmpname()
-  local f = assert(io.open(header, "w"))
-  f:write("X-API-Key: ", assert(srv and srv.E2B_API_KEY or os.getenv("E2B_API_KEY")), "\n")
-  f:close()
-  local cmd = ("curl -s -w '\\n%%{http_code}' -X %s -H @%s -H 'Content-Type: application/json' %s %s")
-    :format(method, header, body and ("--data-binary " .. h.shell_quote(body)) or "",
-      h.shell_quote((srv and srv.E2B_API_URL or os.getenv("E2B_API_URL")) .. path))
-  local out = h.host(cmd)
-  os.remove(header)
-  local text, status = out:match("^(.*)\n(%d+)$")
-  return tonumber(status), text
-end
+local api = h.api
 
 -- The headers network.rules set for host (Name = value).
 local function rules_for(host, headers)

@@ -12,23 +12,8 @@ if h.live then return end
 -- for the one these specs run under.
 local target = nil
 
--- The control plane; the API key goes to curl in a private file. -> status, body
-local function api(method, path, body, extra)
-  local header = os.tmpname()
-  local f = assert(io.open(header, "w"))
-  f:write("X-API-Key: ", assert(target and target.E2B_API_KEY or os.getenv("E2B_API_KEY")), "\n")
-  f:close()
-  local cmd = ("curl -s -w '\\n%%{http_code}' -X %s -H @%s -H 'Content-Type: application/json' %s %s %s")
-    :format(method, header, body and ("--data-binary " .. h.shell_quote(body)) or "", extra or "",
-      h.shell_quote((target and target.E2B_API_URL or os.getenv("E2B_API_URL")) .. path))
-  local out = h.host(cmd)
-  os.remove(header)
-  local text, status = out:match("^(.*)\n(%d+)$")
-  return tonumber(status), text
-end
-
 local function json_api(method, path, tbl)
-  local status, text = api(method, path, tbl and cjson.encode(tbl))
+  local status, text = h.api(method, path, tbl and cjson.encode(tbl), target)
   local ok, decoded = pcall(cjson.decode, text or "")
   return status, ok and decoded or text, text
 end
@@ -206,10 +191,7 @@ describe("e2b-local's template-build files", function()
 
   it("keeps at most 256 uploaded archives: the oldest is no longer present after 256 newer ones", function()
     local _, req = json_api("POST", "/v3/templates", { name = fresh_name() })
-    local header = os.tmpname()
-    local f = assert(io.open(header, "w"))
-    f:write("X-API-Key: ", assert(os.getenv("E2B_API_KEY")), "\n")
-    f:close()
+    local header = h.key_header()
     local salt = ("%08x"):format(h.now_ms() % 0xffffffff)
     local hash = function(i) return salt .. ("%056x"):format(i) end
     local out = h.host(([[for i in $(seq 0 256); do

@@ -77,6 +77,18 @@ e2b_req *e2b_control(e2b_client *c, const char *op, const char *method, const ch
   return e2b_req_start(req, err) == 0 ? req : NULL;
 }
 
+e2b_req *e2b_control_at(e2b_client *c, const char *op, const char *method, char *path, json_t *body,
+                        req_parse_fn parse, int idempotent, e2b_error *err) {
+  if (!path) {
+    json_decref(body);
+    e2b_err_set(err, E2B_ERR_UNAVAILABLE, op, "out of memory");
+    return NULL;
+  }
+  e2b_req *req = e2b_control(c, op, method, path, body, parse, idempotent, err);
+  free(path);
+  return req;
+}
+
 /* ---- the sandbox list: what sandbox answers leave in the result slot ---- */
 
 static void sandbox_list_free(void *p) {
@@ -326,15 +338,7 @@ e2b_req *e2b_on_sandbox(e2b_client *c, const char *op, const char *method, const
     json_decref(body);
     return NULL;
   }
-  char *path = e2b_id_path("/sandboxes", id, suffix);
-  if (!path) {
-    json_decref(body);
-    e2b_err_set(err, E2B_ERR_UNAVAILABLE, op, "out of memory");
-    return NULL;
-  }
-  e2b_req *req = e2b_control(c, op, method, path, body, parse, idempotent, err);
-  free(path);
-  return req;
+  return e2b_control_at(c, op, method, e2b_id_path("/sandboxes", id, suffix), body, parse, idempotent, err);
 }
 
 e2b_req *e2b_sandbox_connect(e2b_client *c, const char *sandbox_id, long timeout_ms, e2b_error *err) {

@@ -35,21 +35,6 @@ static void logs_free(void *p) {
   free(l);
 }
 
-/* s cut to at most max bytes, never inside a UTF-8 sequence. */
-static char *dup_cut(const char *s, size_t max) {
-  size_t n = strlen(s);
-  if (n > max) {
-    n = max;
-    while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80) n--;
-  }
-  char *out = malloc(n + 1);
-  if (out) {
-    memcpy(out, s, n);
-    out[n] = 0;
-  }
-  return out;
-}
-
 /* A field's value as text: a string as it is, a number written out (E2B
  * sends strings; other servers numbers); anything else is left out (NULL,
  * with *skip set). */
@@ -91,7 +76,7 @@ static int parse_entry(json_t *o, e2b_log_entry *e) {
   const char *ts = e2b_json_str(o, "timestamp", NULL), *level = e2b_json_str(o, "level", NULL);
   const char *msg = e2b_json_str(o, "message", NULL);
   if (!json_is_object(o) || !ts || !msg || e2b_time_parse(ts, &e->timestamp_ms) != 0) return 1;
-  if (!(e->level = dup_cut(level ? level : "info", 16)) || !(e->message = dup_cut(msg, MESSAGE_MAX))) return -1;
+  if (!(e->level = e2b_dup_cut(level ? level : "info", 16)) || !(e->message = e2b_dup_cut(msg, MESSAGE_MAX))) return -1;
   json_t *fields = json_object_get(o, "fields");
   return json_is_object(fields) && parse_fields(fields, &e->fields) ? -1 : 0;
 }
@@ -173,13 +158,7 @@ e2b_req *e2b_sandbox_logs(e2b_client *c, const char *sandbox_id, const e2b_logs_
   if (!query) return NULL;
   char *path = e2b_id_path("/v2/sandboxes", sandbox_id, query);
   free(query);
-  if (!path) {
-    e2b_err_set(err, E2B_ERR_UNAVAILABLE, "logs", "out of memory");
-    return NULL;
-  }
-  e2b_req *req = e2b_control(c, "logs", "GET", path, NULL, parse_logs, 1, err);
-  free(path);
-  return e2b_req_typed(req, E2B_RESULT_LOGS);
+  return e2b_req_typed(e2b_control_at(c, "logs", "GET", path, NULL, parse_logs, 1, err), E2B_RESULT_LOGS);
 }
 
 size_t e2b_req_log_count(const e2b_req *req) {

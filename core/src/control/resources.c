@@ -160,14 +160,7 @@ static e2b_req *snapshot_page(e2b_client *c, const char *name, const char *sandb
 
 static e2b_req *delete_path(e2b_client *c, const char *op, const char *prefix, const char *id,
                             e2b_error *err) {
-  char *path = e2b_id_path(prefix, id, "");
-  if (!path) {
-    e2b_err_set(err, E2B_ERR_UNAVAILABLE, op, "out of memory");
-    return NULL;
-  }
-  e2b_req *req = e2b_control(c, op, "DELETE", path, NULL, e2b_parse_nothing, 1, err);
-  free(path);
-  return req;
+  return e2b_control_at(c, op, "DELETE", e2b_id_path(prefix, id, ""), NULL, e2b_parse_nothing, 1, err);
 }
 
 e2b_req *e2b_volume_create(e2b_client *c, const char *name, e2b_error *err) {

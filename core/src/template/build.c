@@ -50,22 +50,6 @@ static void answer_free(void *p) {
   free(a);
 }
 
-/* s cut to at most max bytes, never inside a UTF-8 sequence; NULL stays NULL. */
-static char *dup_cut(const char *s, size_t max) {
-  if (!s) return NULL;
-  size_t n = strlen(s);
-  if (n > max) {
-    n = max;
-    while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80) n--;
-  }
-  char *out = malloc(n + 1);
-  if (out) {
-    memcpy(out, s, n);
-    out[n] = 0;
-  }
-  return out;
-}
-
 static e2b_template_answer *answer_of(e2b_req *req, e2b_error *err) {
   e2b_template_answer *a = calloc(1, sizeof *a);
   if (!a) {
@@ -92,7 +76,7 @@ static int parse_request_tags(e2b_req *req, json_t *body, e2b_error *err) {
   if (n && !(a->tags = calloc(n, sizeof *a->tags))) return protocol(req, err, "out of memory");
   for (size_t i = 0; i < n; i++) {
     const char *tag = json_string_value(json_array_get(tags, i));
-    if (tag) a->tags[a->tag_count++] = dup_cut(tag, 256);
+    if (tag) a->tags[a->tag_count++] = e2b_dup_cut(tag, 256);
   }
   return 0;
 }
@@ -102,8 +86,8 @@ static int parse_request(e2b_req *req, json_t *body, e2b_error *err) {
   e2b_template_answer *a = req->result;
   const char *tid = e2b_json_str(body, "templateID", NULL), *bid = e2b_json_str(body, "buildID", NULL);
   if (!tid || !bid) return protocol(req, err, "the answer has no templateID or buildID");
-  a->template_id = dup_cut(tid, 256);
-  a->build_id = dup_cut(bid, 256);
+  a->template_id = e2b_dup_cut(tid, 256);
+  a->build_id = e2b_dup_cut(bid, 256);
   return 0;
 }
 
@@ -113,7 +97,7 @@ static int parse_link(e2b_req *req, json_t *body, e2b_error *err) {
   json_t *present = json_object_get(body, "present"), *headers = json_object_get(body, "headers");
   if (!json_is_boolean(present)) return protocol(req, err, "the answer has no \"present\"");
   a->present = json_is_true(present);
-  a->url = dup_cut(e2b_json_str(body, "url", NULL), 16384);
+  a->url = e2b_dup_cut(e2b_json_str(body, "url", NULL), 16384);
   if (!a->present && !a->url) return protocol(req, err, "files not present, and no url to upload them to");
   size_t n = json_is_object(headers) ? json_object_size(headers) : 0;
   if (n > HEADERS_MAX) n = HEADERS_MAX;
@@ -124,8 +108,8 @@ static int parse_link(e2b_req *req, json_t *body, e2b_error *err) {
   json_object_foreach(headers, key, v) {
     if (a->headers.count == n) break;
     if (!json_is_string(v)) continue;
-    a->headers.keys[a->headers.count] = dup_cut(key, 256);
-    a->headers.values[a->headers.count++] = dup_cut(json_string_value(v), 8192);
+    a->headers.keys[a->headers.count] = e2b_dup_cut(key, 256);
+    a->headers.values[a->headers.count++] = e2b_dup_cut(json_string_value(v), 8192);
   }
   return 0;
 }
@@ -142,8 +126,8 @@ static int parse_entries(e2b_template_answer *a, json_t *list) {
      * logsOffset is this count, and a skipped one would come back */
     e2b_log_entry *e = &a->logs[a->log_count++];
     if (ts) e2b_time_parse(ts, &e->timestamp_ms);
-    e->level = dup_cut(level ? level : "info", 16);
-    e->message = dup_cut(msg ? msg : "", TEXT_MAX);
+    e->level = e2b_dup_cut(level ? level : "info", 16);
+    e->message = e2b_dup_cut(msg ? msg : "", TEXT_MAX);
   }
   return 0;
 }
@@ -157,12 +141,12 @@ static int parse_status(e2b_req *req, json_t *body, e2b_error *err) {
   for (size_t i = 0; status && i < 4; i++) ok |= !strcmp(status, known[i]);
   if (!ok) return protocol(req, err, "the build status is none of building, waiting, ready, error");
   a->status = strdup(status);
-  a->template_id = dup_cut(e2b_json_str(body, "templateID", NULL), 256);
-  a->build_id = dup_cut(e2b_json_str(body, "buildID", NULL), 256);
+  a->template_id = e2b_dup_cut(e2b_json_str(body, "templateID", NULL), 256);
+  a->build_id = e2b_dup_cut(e2b_json_str(body, "buildID", NULL), 256);
   json_t *reason = json_object_get(body, "reason");
   if (json_is_object(reason)) {
-    a->reason = dup_cut(e2b_json_str(reason, "message", NULL), TEXT_MAX);
-    a->reason_step = dup_cut(e2b_json_str(reason, "step", NULL), 64);
+    a->reason = e2b_dup_cut(e2b_json_str(reason, "message", NULL), TEXT_MAX);
+    a->reason_step = e2b_dup_cut(e2b_json_str(reason, "step", NULL), 64);
   }
   if (parse_entries(a, json_object_get(body, "logEntries")) != 0) return protocol(req, err, "out of memory");
   return 0;
@@ -195,14 +179,7 @@ static char *path_of(const char *fmt, const char *a, const char *b, long n) {
 
 static e2b_req *call(e2b_client *c, const char *op, const char *method, char *path, json_t *body,
                      req_parse_fn parse, int idempotent, e2b_error *err) {
-  if (!path) {
-    json_decref(body);
-    e2b_err_set(err, E2B_ERR_UNAVAILABLE, op, "out of memory");
-    return NULL;
-  }
-  e2b_req *req = e2b_control(c, op, method, path, body, parse, idempotent, err);
-  free(path);
-  return e2b_req_typed(req, E2B_RESULT_TEMPLATE);
+  return e2b_req_typed(e2b_control_at(c, op, method, path, body, parse, idempotent, err), E2B_RESULT_TEMPLATE);
 }
 
 static int id_ok(const char *id, const char *field, const char *op, e2b_error *err) {
@@ -291,7 +268,7 @@ e2b_req *e2b_template_exists(e2b_client *c, const char *name, e2b_error *err) {
 static int parse_assigned(e2b_req *req, json_t *body, e2b_error *err) {
   if (parse_request_tags(req, body, err)) return -1;
   e2b_template_answer *a = req->result;
-  a->build_id = dup_cut(e2b_json_str(body, "buildID", NULL), 256);
+  a->build_id = e2b_dup_cut(e2b_json_str(body, "buildID", NULL), 256);
   return a->build_id ? 0 : protocol(req, err, "the answer has no buildID");
 }
 
@@ -307,8 +284,8 @@ static int parse_tag_list(e2b_req *req, json_t *body, e2b_error *err) {
     const char *tag = e2b_json_str(o, "tag", NULL), *ts = e2b_json_str(o, "createdAt", NULL);
     if (!tag) continue;
     struct e2b_template_tag *t = &a->tag_list[a->tag_list_count++];
-    t->tag = dup_cut(tag, 256);
-    t->build_id = dup_cut(e2b_json_str(o, "buildID", NULL), 256);
+    t->tag = e2b_dup_cut(tag, 256);
+    t->build_id = e2b_dup_cut(e2b_json_str(o, "buildID", NULL), 256);
     if (ts) e2b_time_parse(ts, &t->created_ms);
   }
   return 0;

@@ -261,3 +261,27 @@ int copy_tree(const char *src, const char *dst) {
   return rc == 0 ? 0 : -1;
 }
 
+static int older(const struct timespec *a, const struct timespec *b) {
+  return a->tv_sec < b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
+}
+
+int dir_oldest(const char *dir, const char *keep, char *oldest, size_t cap, long long *n, long long *bytes) {
+  DIR *d = opendir(dir);
+  if (!d) return -1;
+  struct dirent *de;
+  struct timespec oldest_t = {0, 0};
+  struct stat st;
+  oldest[0] = '\0';
+  *n = *bytes = 0;
+  while ((de = readdir(d))) {
+    if (de->d_name[0] == '.' || fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+    (*n)++;
+    *bytes += st.st_size;
+    if ((!keep || strcmp(de->d_name, keep) != 0) && (!oldest[0] || older(&st.st_mtim, &oldest_t))) {
+      snprintf(oldest, cap, "%s", de->d_name);
+      oldest_t = st.st_mtim;
+    }
+  }
+  closedir(d);
+  return 0;
+}

@@ -41,6 +41,11 @@ int write_all(int fd, const void *data, size_t n);
 
 void set_cloexec(int fd, int on);
 
+/* The oldest entry (by mtime) of dir, other than keep (NULL: none), cut to
+ * cap - 1 bytes into oldest ("" when none); *n and *bytes count all its
+ * entries but dot-names. -1 when dir cannot be opened. */
+int dir_oldest(const char *dir, const char *keep, char *oldest, size_t cap, long long *n, long long *bytes);
+
 /* Whether at least `reserve` descriptors are still free under the soft
  * RLIMIT_NOFILE (always true when the limit is under 4 * reserve). */
 int fds_available(int reserve);

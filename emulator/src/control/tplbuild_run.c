@@ -2,7 +2,7 @@
  * (fromTemplate, or the e2bdev/base image that base stands for), each step
  * inside it (RUN, COPY, ENV, WORKDIR, USER) with its output as the build's
  * log, the start and ready commands, then the sandbox's files kept as the
- * build's result. Steps are cached by a chain of hashes (tplbuild_cache.c). */
+ * build's result. Steps are cached by a chain of hashes (tplbuild_steps.c). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>

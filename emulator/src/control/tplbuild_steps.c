@@ -83,30 +83,13 @@ static json_t *cache_state(const char *key) {
   return st;
 }
 
-static int older(const struct timespec *a, const struct timespec *b) {
-  return a->tv_sec < b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
-}
-
 /* Removes the oldest entries beyond MAX_CACHE - 1. */
 static void cache_trim(void) {
   char *root = xasprintf("%s/build-cache", store_state_dir());
   for (;;) {
-    DIR *d = opendir(root);
-    if (!d) break;
-    struct dirent *de;
-    int n = 0;
-    char oldest[80] = "";
-    struct timespec oldest_t = {0, 0};
-    struct stat st;
-    while ((de = readdir(d))) {
-      if (de->d_name[0] == '.' || fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
-      n++;
-      if (!oldest[0] || older(&st.st_mtim, &oldest_t)) {
-        snprintf(oldest, sizeof oldest, "%.79s", de->d_name);
-        oldest_t = st.st_mtim;
-      }
-    }
-    closedir(d);
+    char oldest[80];
+    long long n, bytes;
+    if (dir_oldest(root, NULL, oldest, sizeof oldest, &n, &bytes) != 0) break;
     if (n < MAX_CACHE || !oldest[0]) break;
     char *p = xasprintf("%s/%s", root, oldest);
     store_files_lock(1);

@@ -116,31 +116,13 @@ static int upload_body(http_req *r, const char *data, size_t n) {
   return 0;
 }
 
-static int older(const struct timespec *a, const struct timespec *b) {
-  return a->tv_sec < b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
-}
-
 /* Keeps at most MAX_ARCHIVES archives of MAX_ARCHIVE_BYTES in all: the
  * oldest (by mtime) go first, never the one just stored (keep). */
 static void trim_archives(const char *keep) {
   for (;;) {
-    DIR *d = opendir(g_files_dir);
-    if (!d) return;
-    struct dirent *de;
-    long long n = 0, bytes = 0;
-    char oldest[80] = "";
-    struct timespec oldest_t = {0, 0};
-    struct stat st;
-    while ((de = readdir(d))) {
-      if (de->d_name[0] == '.' || fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
-      n++;
-      bytes += st.st_size;
-      if (strcmp(de->d_name, keep) != 0 && (!oldest[0] || older(&st.st_mtim, &oldest_t))) {
-        snprintf(oldest, sizeof oldest, "%.79s", de->d_name);
-        oldest_t = st.st_mtim;
-      }
-    }
-    closedir(d);
+    char oldest[80];
+    long long n, bytes;
+    if (dir_oldest(g_files_dir, keep, oldest, sizeof oldest, &n, &bytes) != 0) return;
     if ((n <= MAX_ARCHIVES && bytes <= MAX_ARCHIVE_BYTES) || !oldest[0]) return;
     char *p = archive_path(oldest);
     unlink(p);
