@@ -6,7 +6,8 @@
 -- plain listener: STATS_URL, E2B_LOCAL_ADMIN_TOKEN). R (arg 1, default 5)
 -- repetitions of each; "concurrent_20" is one batch of 20 runs at once,
 -- "concurrent_20_new" one on a sandbox the client has no connection to;
--- "stream_10mb" a spawned command's 10 MiB of stdout read as it comes;
+-- "stream_10mb" a spawned command's 10 MiB of stdout read as it comes
+-- (kept output, the default; "stream_10mb_unkept" with keep_output = false);
 -- "connect" a fresh client connecting to a running sandbox by id and
 -- running one command (what a stateless gateway does per request);
 -- "list_2_pages" two pages of the sandbox list (R sandboxes, ceil(R/2) a
@@ -42,8 +43,8 @@ local mb = string.rep("\0\1\2\3\255", 1048576 // 5 + 1):sub(1, 1048576)
 measure("write_1mb", R, function() assert(sbx.files:write("/tmp/bench_1mb", mb)) end)
 measure("read_1mb", R, function() assert(#assert(sbx.files:read("/tmp/bench_1mb")) == #mb) end)
 local TEN = 10485760
-measure("stream_10mb", R, function()
-  local proc = assert(sbx:spawn("head -c " .. TEN .. " /dev/zero"))
+local function stream_10mb(opts)
+  local proc = assert(sbx:spawn("head -c " .. TEN .. " /dev/zero", opts))
   local got = 0
   while true do
     local data, stream = proc:read(60000)
@@ -54,7 +55,10 @@ measure("stream_10mb", R, function()
   assert(assert(proc:wait()).exit_code == 0)
   proc:close()
   assert(got == TEN, ("stream_10mb: %d bytes"):format(got))
-end)
+end
+measure("stream_10mb", R, function() stream_10mb() end)
+-- the bare live stream (the SDK's only kind): no files to read or remove
+measure("stream_10mb_unkept", R, function() stream_10mb{ keep_output = false } end)
 measure("concurrent_20", 1, function()
   e2b.run(function()
     local tasks = {}
