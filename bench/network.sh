@@ -47,11 +47,11 @@ awk -v R="$ROUNDS" '
   }
   { v[$1, $2, $3] = 1; for (k = 1; k <= 4; k++) v[$1, $2, $3, k] = $(k + 3) }
   END {
-    printf "%-17s %20s %20s | %7s %7s | %7s %7s | %7s %7s\n", "op", "lua_ms", "sdk_ms", "lua_req", "sdk_req", "lua_new", "sdk_new", "lua_tls", "sdk_tls"
-    split("create run_true write_1mb read_1mb concurrent_20 concurrent_20_new kill", ops, " ")
-    for (i = 1; i <= 7; i++) {
+    printf "%-18s %20s %20s | %7s %7s | %7s %7s | %7s %7s\n", "op", "lua_ms", "sdk_ms", "lua_req", "sdk_req", "lua_new", "sdk_new", "lua_tls", "sdk_tls"
+    n = split("create run_true write_1mb read_1mb stream_10mb stream_10mb_unkept concurrent_20 concurrent_20_new connect list_2_pages pause resume kill", ops, " ")
+    for (i = 1; i <= n; i++) {
       o = ops[i]
-      printf "%-17s %20s %20s | %7s %7s | %7s %7s | %7s %7s\n", o, spread("lua", o, 1, "all"), spread("sdk", o, 1, "all"),
+      printf "%-18s %20s %20s | %7s %7s | %7s %7s | %7s %7s\n", o, spread("lua", o, 1, "all"), spread("sdk", o, 1, "all"),
         spread("lua", o, 2), spread("sdk", o, 2), spread("lua", o, 3), spread("sdk", o, 3), spread("lua", o, 4), spread("sdk", o, 4)
     }
   }' "$out/raw"

@@ -43,11 +43,34 @@ await measure('read_1mb', R, async () => {
   const got = await sbx.files.read('/tmp/bench_1mb', { format: 'bytes' })
   if (got.length !== mb.length) throw new Error('short read')
 })
+const TEN = 10485760
+await measure('stream_10mb', R, async () => {
+  let got = 0
+  const r = await sbx.commands.run(`head -c ${TEN} /dev/zero`, { onStdout: (d) => { got += Buffer.byteLength(d) } })
+  if (r.exitCode !== 0 || got !== TEN) throw new Error(`stream_10mb: ${got} bytes`)
+})
 await measure('concurrent_20', 1, async () => {
   await Promise.all(Array.from({ length: 20 }, () => sbx.commands.run('true')))
 })
 await measure('concurrent_20_new', 1, async () => {
   if (!boxes[1]) throw new Error('needs R >= 2')
   await Promise.all(Array.from({ length: 20 }, () => boxes[1].commands.run('true')))
+})
+await measure('connect', R, async (i) => {
+  const h = await Sandbox.connect(boxes[i].sandboxId)
+  if ((await h.commands.run('true')).exitCode !== 0) throw new Error('true failed')
+})
+const perPage = Math.ceil(R / 2)
+await measure('list_2_pages', R, async () => {
+  const pages = Sandbox.list({ limit: perPage })
+  const first = await pages.nextItems()
+  if (first.length !== perPage || !pages.hasNext) throw new Error('list_2_pages: a first page with a next one')
+  const second = await pages.nextItems()
+  if (first.length + second.length !== R) throw new Error(`list_2_pages: ${first.length} + ${second.length}`)
+})
+await measure('pause', R, async (i) => { await boxes[i].pause() })
+await measure('resume', R, async (i) => {
+  const h = await Sandbox.connect(boxes[i].sandboxId)
+  if ((await h.commands.run('true')).exitCode !== 0) throw new Error('true failed')
 })
 await measure('kill', R, async (i) => { await boxes[i].kill() })

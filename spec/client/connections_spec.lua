@@ -247,3 +247,38 @@ describe("a sandbox's output watch nobody waits on", function()
       "the watch still carries the events of commands nobody reads")
   end)
 end)
+
+describe("a connect's round trips", function()
+  after_each(h.cleanup)
+  -- requests the plain listener served while fn ran (the closing stats
+  -- read counts itself: one less)
+  local function requests(fn)
+    local before = stats.read()
+    local back = fn()
+    return stats.read().http.requests - before.http.requests - 1, back
+  end
+  local function left_ms(sbx) return assert(sbx:info()).end_at - os.time() * 1000 end
+
+  -- E2B's connect never shortens a running sandbox's deadline (its
+  -- KeepAliveFor refuses a shorter one), so nothing needs reading before it:
+  -- the connect, then one read for the handle's state and metadata.
+  it("are two requests to a running sandbox, and its longer deadline stays", function()
+    local sbx = h.sandbox({ timeout_ms = 600000 })
+    local n, back = requests(function() return assert(h.client():connect(sbx.sandbox_id)) end)
+    assert.are.equal(2, n)
+    local left = left_ms(back)
+    assert.is_true(left > 590000 and left <= 601000, tostring(left))
+  end)
+
+  -- A paused sandbox resumed with less than it was created with (known from
+  -- the metadata the read brings) gets its lifetime back: one request more.
+  it("are three to a paused one, which gets back the lifetime it was created with", function()
+    local sbx = h.sandbox({ timeout_ms = 600000 })
+    assert(sbx:pause())
+    local n, back = requests(function() return assert(h.client():connect(sbx.sandbox_id)) end)
+    assert.are.equal(3, n)
+    local left = left_ms(back)
+    assert.is_true(left > 590000 and left <= 601000, tostring(left))
+    assert(back:run("true"))
+  end)
+end)

@@ -160,6 +160,8 @@ typedef struct id_state {
   int64_t end_at_ms; /* attach: the deadline seen before connecting */
   e2b_sandbox_info info;  /* attach: metadata kept across the connect */
   int have_info;
+  int fallback;      /* attach: the connect route answered 404, read first */
+  long lifetime_ms;  /* attach: a resumed sandbox's created lifetime, to restore */
   int memory;        /* pause */
   int polls;
   int detailed;      /* describe: op's sandbox came from a get (network included) */
@@ -346,7 +348,8 @@ e2b_req *e2b_sandbox_end(e2b_client *c, const char *sandbox_id, e2b_error *err) 
 
 /* ---- attach: connect without shortening ---- */
 
-enum { ATTACH_INFO = 20, ATTACH_CONNECT, ATTACH_REINFO, ATTACH_RESUME, ATTACH_EXTEND, ATTACH_DETAIL };
+enum { ATTACH_START = 20, ATTACH_INFO, ATTACH_CONNECT, ATTACH_REINFO, ATTACH_RESUME, ATTACH_EXTEND,
+       ATTACH_DETAIL, ATTACH_LIFETIME };
 
 /* The lifetime the sandbox was created with (E2B_META_TIMEOUT), or 0. */
 static long created_lifetime(const e2b_map *m) {
@@ -377,10 +380,15 @@ static long attach_timeout(const id_state *s) {
  * one: 404), a paused sandbox is resumed by /resume and a running one kept
  * as it is, its deadline only extended, then read again (which gives its
  * access token too). Returns the stage that does so for this failure, or 0. */
-static int connect_fallback(const id_state *s, const e2b_error *err) {
+static int connect_fallback(id_state *s, const e2b_error *err) {
   if (s->stage == ATTACH_CONNECT && (err->status == 404 || err->status == 405) &&
-      s->client->connect_route != E2B_CONNECT_ROUTE)
+      s->client->connect_route != E2B_CONNECT_ROUTE) {
+    if (!s->have_info) { /* connected first: read it, then choose */
+      s->fallback = 1;
+      return ATTACH_INFO;
+    }
     return s->info.state == E2B_STATE_PAUSED ? ATTACH_RESUME : ATTACH_EXTEND;
+  }
   if (s->stage == ATTACH_RESUME && err->status == 409) return ATTACH_EXTEND; /* running after all */
   return 0;
 }
@@ -393,6 +401,7 @@ static e2b_req *attach_call(id_state *s, e2b_error *err) {
   case ATTACH_CONNECT: return e2b_sandbox_connect(s->client, id, attach_timeout(s), err);
   case ATTACH_RESUME: return e2b_api_resume(s->client, id, attach_timeout(s), err);
   case ATTACH_EXTEND: return e2b_sandbox_set_timeout(s->client, id, attach_timeout(s), err);
+  case ATTACH_LIFETIME: return e2b_sandbox_set_timeout(s->client, id, s->lifetime_ms, err);
   default: return e2b_sandbox_get(s->client, id, err);
   }
 }
@@ -405,22 +414,33 @@ static void attach_connected(e2b_req *op, id_state *s) {
   e2b_sandboxes(op)->resumed = e2b_req_resumed(s->child);
 }
 
-/* Refresh state and deadline; keep the connect answer's token and domain. */
-static void attach_reinfo(e2b_req *op, id_state *s, const e2b_sandbox_info *got) {
+/* Refresh state, deadline and metadata (the read before the connect's when
+ * there was one); keep the connect answer's token and domain. A sandbox the
+ * connect resumed with less than the lifetime it was created with (known
+ * only now, from its metadata) gets that lifetime back: ATTACH_LIFETIME. */
+static int attach_reinfo(e2b_req *op, id_state *s, e2b_sandbox_info *got) {
   e2b_sandbox_info *res = &e2b_sandboxes(op)->items[0];
   res->state = got->state;
   res->started_at_ms = got->started_at_ms;
   res->end_at_ms = got->end_at_ms;
+  e2b_map *keep = s->have_info ? &s->info.metadata : &got->metadata;
   e2b_map m = res->metadata;
-  res->metadata = s->info.metadata;
-  s->info.metadata = m;
+  res->metadata = *keep;
+  *keep = m;
   if (!res->template_id && got->template_id) res->template_id = strdup(got->template_id);
+  long created = created_lifetime(&res->metadata);
+  if (s->have_info || !e2b_sandboxes(op)->resumed || created <= attach_timeout(s)) return 0;
+  s->lifetime_ms = created;
+  return ATTACH_LIFETIME;
 }
 
 static void attach_advance(e2b_req *op) {
   id_state *s = op->state;
   e2b_error err;
-  if (s->stage < ATTACH_INFO) s->stage = ATTACH_INFO;
+  /* E2B's connect never shortens a running sandbox's deadline: connect
+   * first, read after. Only where connect is known missing, read first. */
+  if (s->stage < ATTACH_INFO)
+    s->stage = s->client->connect_route == E2B_CONNECT_RESUME ? ATTACH_INFO : ATTACH_CONNECT;
   if (!s->child) {
     s->child = e2b_op_child(op, attach_call(s, &err));
     if (!s->child) e2b_op_finish(op, &err);
@@ -433,16 +453,23 @@ static void attach_advance(e2b_req *op) {
     s->stage = next;
   } else if (!child_failed(op, &s->child)) {
     e2b_sandbox_info *got = e2b_req_sandbox_count(s->child) ? &e2b_sandboxes(s->child)->items[0] : NULL;
-    if (!got && s->stage != ATTACH_EXTEND) return nomem(op);
+    if (!got && s->stage != ATTACH_EXTEND && s->stage != ATTACH_LIFETIME) return nomem(op);
     switch (s->stage) {
     case ATTACH_INFO:
       e2b_take_sandbox(s->child, &s->info); /* keep the metadata and the deadline */
       s->have_info = 1;
-      s->stage = ATTACH_CONNECT;
+      s->stage = !s->fallback ? ATTACH_CONNECT
+                 : s->info.state == E2B_STATE_PAUSED ? ATTACH_RESUME : ATTACH_EXTEND;
       break;
     case ATTACH_EXTEND: s->stage = ATTACH_DETAIL; break;
+    case ATTACH_LIFETIME:
+      e2b_sandboxes(op)->items[0].end_at_ms = e2b_wall_ms() + s->lifetime_ms;
+      e2b_req_free(s->child);
+      s->child = NULL;
+      return e2b_op_finish(op, NULL);
     case ATTACH_REINFO:
-      attach_reinfo(op, s, got);
+      s->stage = attach_reinfo(op, s, got);
+      if (s->stage) break;
       e2b_req_free(s->child);
       s->child = NULL;
       return e2b_op_finish(op, NULL);
@@ -491,7 +518,7 @@ static void resume_advance(e2b_req *op) {
     e2b_req_free(s->child);
     s->child = NULL;
     if (!s->sandbox_id) return nomem(op);
-    s->stage = ATTACH_INFO;
+    s->stage = ATTACH_START;
   }
   attach_advance(op);
 }
