@@ -1,0 +1,252 @@
+"""Templates built in code through the Python SDK's Template builder (sync and
+async) against e2b-local: a second referee, after the JS SDK, for the
+template-build API. The Python SDK archives a copy with its own tarfile (PAX
+format, gzip level 9, hard links as link entries, directories as their own
+entries), hashes the files its own way, and polls the build's status itself;
+the sandboxes started from each build prove what the build left behind."""
+
+import asyncio
+import os
+import secrets
+import shutil
+import tempfile
+
+import pytest
+from e2b import (
+    AsyncSandbox,
+    AsyncTemplate,
+    BuildException,
+    Sandbox,
+    SandboxException,
+    Template,
+    TemplateBuildStatus,
+    wait_for_file,
+)
+
+from conftest import wait_for
+
+
+def fresh(prefix):
+    return f"{prefix}-{secrets.token_hex(4)}"
+
+
+def build(template, name, **opts):
+    """Template.build, the log lines it reported collected."""
+    logs = []
+    info = Template.build(template, name, on_build_logs=lambda e: logs.append(str(e.message)), **opts)
+    return info, logs
+
+
+def in_sandbox(template, cmd, **opts):
+    sbx = Sandbox.create(template=template, timeout=60)
+    try:
+        return sbx.commands.run(cmd, **opts).stdout
+    finally:
+        sbx.kill()
+
+
+@pytest.fixture
+def ctx():
+    """A build context: what Python's tarfile makes of it is the point."""
+    d = tempfile.mkdtemp(prefix="pysdk-tpl-ctx-")
+    os.makedirs(os.path.join(d, "folder", "sub"))
+    os.makedirs(os.path.join(d, "folder", "empty"))
+    with open(os.path.join(d, "folder", "test.txt"), "w") as f:
+        f.write("This is a test file.")
+    with open(os.path.join(d, "folder", "sub", "deep.txt"), "w") as f:
+        f.write("deep")
+    os.symlink("test.txt", os.path.join(d, "folder", "link.txt"))
+    # a second name for one inode: tarfile writes it as a hard-link entry
+    os.link(os.path.join(d, "folder", "test.txt"), os.path.join(d, "folder", "hard.txt"))
+    # a name past ustar's 100 bytes and one not ASCII: PAX extended headers
+    long_name = "l" * 150 + ".txt"
+    with open(os.path.join(d, "folder", long_name), "w") as f:
+        f.write("long")
+    with open(os.path.join(d, "folder", "caf\u00e9-\u65e5\u672c.txt"), "w") as f:
+        f.write("utf8")
+    with open(os.path.join(d, "single.sh"), "w") as f:
+        f.write("#!/bin/sh\necho single\n")
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def test_copy_of_a_python_tarfile_archive_places_every_entry_as_docker_copy_does(server, ctx):
+    name = fresh("py-copy")
+    t = (Template(file_context_path=ctx)
+         .from_template("base")
+         .copy("folder", "folder")
+         .copy("single.sh", "/home/user/bin/", mode=0o750)
+         .copy("folder/sub", "/root/sub", user="root")
+         .run_cmd("cat folder/test.txt"))
+    info, logs = build(t, name)
+    assert info.name == name and info.template_id and info.build_id
+    assert "This is a test file." in logs, logs
+    assert any(line.startswith("Uploaded 'folder'") for line in logs), logs
+    long_name = "l" * 150 + ".txt"
+    out = in_sandbox(name, "; ".join([
+        "cat ~/folder/test.txt ~/folder/hard.txt ~/folder/sub/deep.txt; echo",
+        "readlink ~/folder/link.txt",
+        f"cat ~/folder/{long_name} ~/folder/caf\u00e9-\u65e5\u672c.txt; echo",
+        "test -d ~/folder/empty && echo empty-dir",
+        "stat -c '%a %U' ~/bin/single.sh ~/folder/test.txt",
+        "~/bin/single.sh",
+        "sudo stat -c '%U %n' /root/sub/deep.txt",
+    ]))
+    assert out == "\n".join([
+        "This is a test file.This is a test file.deep", "test.txt", "longutf8", "empty-dir",
+        "750 user", "644 user", "single", "root /root/sub/deep.txt", "",
+    ])
+    # the same files again: the SDK's hash finds them uploaded, the steps cached
+    _, again = build(t, name)
+    assert any("Skipping upload of 'folder', already cached" in line for line in again), again
+    assert any(line.startswith("CACHED [builder 1/4]") for line in again), again
+
+
+def test_copy_uncompressed_and_a_symlink_leading_out_is_refused_naming_it(server, ctx):
+    name = fresh("py-plain")
+    t = Template(file_context_path=ctx).from_template("base").copy("folder/sub", "sub", gzip=False)
+    build(t, name)
+    assert in_sandbox(name, "cat ~/sub/deep.txt") == "deep"
+    os.symlink("/etc/passwd", os.path.join(ctx, "folder", "out"))
+    bad = Template(file_context_path=ctx).from_template("base").copy("folder", "folder")
+    with pytest.raises(BuildException, match="folder/out"):
+        build(bad, fresh("py-escape"))
+
+
+def test_envs_symlink_workdir_user_and_start_command_reach_the_sandbox(server):
+    name = fresh("py-defaults")
+    t = (Template()
+         .from_image("e2bdev/base")
+         .set_envs({"GREETING": "hello", "OTHER": "x"})
+         .run_cmd('echo "$GREETING from $(whoami)" > ~/greeting')
+         .run_cmd("echo target > ~/.target")
+         .make_symlink(".target", ".link")
+         .make_symlink(".target", ".link", force=True)
+         .set_workdir("/root/work")
+         .set_user("root")
+         .run_cmd("pwd > here")
+         .set_start_cmd("echo \"$(whoami) $GREETING\" > /tmp/started-by; exec sleep 600",
+                        wait_for_file("/tmp/started-by")))
+    build(t, name)
+    sbx = Sandbox.create(template=name, timeout=60, envs={"OTHER": "y"})
+    try:
+        run = lambda cmd, **o: sbx.commands.run(cmd, **o).stdout  # noqa: E731
+        assert run("cat /tmp/started-by") == "root hello\n"  # ready when create returned
+        assert run("whoami; pwd; cat here") == "root\n/root/work\n/root/work\n"
+        assert run('echo "$GREETING $OTHER"') == "hello y\n"
+        assert run("cat ~/greeting; readlink ~/.link; cat ~/.link", user="user") == \
+            "hello from user\n.target\ntarget\n"
+        sbx.files.write("/root/work/by-default.txt", "x")
+        assert run("stat -c %U /root/work/by-default.txt") == "root\n"
+    finally:
+        sbx.kill()
+
+
+def line_of(marker):
+    """The line of this file that holds marker (a comment on a builder call)."""
+    with open(__file__, encoding="utf-8") as f:
+        hits = [i for i, line in enumerate(f, 1) if line.rstrip().endswith(marker)]
+    assert len(hits) == 1, marker
+    return hits[0]
+
+
+def innermost_line(err):
+    tb = err.__traceback__
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb.tb_lineno
+
+
+def test_a_failing_step_raises_build_exception_at_the_builder_call_of_that_step(server):
+    # the SDK reads reason.step as the step's number (base, 1.., finalize) and
+    # raises with the stack trace it kept for that builder call
+    t = (Template().from_template("base")
+         .run_cmd("true")
+         .run_cmd("echo broken >&2; exit 7")  # <- failing step 2
+         .run_cmd("true"))
+    with pytest.raises(BuildException, match="exit status 7") as err:
+        build(t, fresh("py-fail"))
+    assert innermost_line(err.value) == line_of("# <- failing step 2")
+    img = (Template()
+           .from_image("ubuntu:22.04")  # <- failing base
+           .run_cmd("true"))
+    with pytest.raises(BuildException, match=r"failed to pull image 'ubuntu:22\.04'") as err:
+        build(img, fresh("py-img"))
+    assert innermost_line(err.value) == line_of("# <- failing base")
+    with pytest.raises(BuildException, match="invalid username: 'root123'"):
+        build(Template().from_template("base").run_cmd("whoami", user="root123"), fresh("py-user"))
+
+
+def test_exists_tags_assign_get_remove_and_a_sandbox_by_name_and_tag(server):
+    name = fresh("py-tags")
+    assert Template.exists(name) is False
+    info, _ = build(Template().from_template("base").run_cmd("echo v1 > ~/v"), f"{name}:v1", tags=["stable"])
+    assert sorted(info.tags) == ["stable", "v1"]
+    assert Template.exists(name) is True and Template.exists("base") is True
+    info2, _ = build(Template().from_template("base").run_cmd("echo v2 > ~/v"), f"{name}:v2")
+    assert in_sandbox(f"{name}:v1", "cat ~/v") == "v1\n"
+    assigned = Template.assign_tags(f"{name}:v2", "production")
+    assert assigned.build_id == info2.build_id and assigned.tags == ["production"]
+    by_tag = {t.tag: t.build_id for t in Template.get_tags(name)}
+    assert by_tag == {"v1": info.build_id, "stable": info.build_id, "v2": info2.build_id,
+                      "production": info2.build_id}
+    Template.remove_tags(name, ["stable"])
+    assert sorted(t.tag for t in Template.get_tags(name)) == ["production", "v1", "v2"]
+    assert in_sandbox(f"{name}:production", "cat ~/v") == "v2\n"
+    with pytest.raises(SandboxException, match="not found"):
+        Sandbox.create(template=f"{name}:stable", timeout=30)
+
+
+def test_build_in_background_then_get_build_status_follows_it_to_ready(server):
+    name = fresh("py-bg")
+    t = Template().from_template("base").run_cmd("sleep 2; echo slept").set_start_cmd("echo started", "true")
+    info = Template.build_in_background(t, name)
+    first = Template.get_build_status(info)
+    assert first.status in (TemplateBuildStatus.WAITING, TemplateBuildStatus.BUILDING)
+    assert first.build_id == info.build_id and first.template_id == info.template_id
+    logs = list(first.log_entries)
+
+    def finished():
+        st = Template.get_build_status(info, logs_offset=len(logs))
+        logs.extend(st.log_entries)
+        return st if st.status not in (TemplateBuildStatus.WAITING, TemplateBuildStatus.BUILDING) else None
+
+    last = wait_for(finished, timeout=60, what="the build to finish")
+    assert last.status == TemplateBuildStatus.READY, last.reason
+    while more := Template.get_build_status(info, logs_offset=len(logs)).log_entries:  # the rest, as the SDK reads it
+        logs.extend(more)
+    text = [e.message for e in logs]
+    assert "slept" in text, text
+    assert all(e.level in ("debug", "info", "warn", "error") for e in logs)
+
+
+def test_async_template_builds_copies_and_reports_status(server, ctx):
+    name = fresh("py-async")
+
+    async def body():
+        logs = []
+        t = (AsyncTemplate(file_context_path=ctx)
+             .from_template("base")
+             .copy("folder/sub", "/tmp/sub")
+             .set_envs({"MODE": "async"})
+             .run_cmd('echo "$MODE" > ~/mode'))
+        info = await AsyncTemplate.build(t, name, on_build_logs=lambda e: logs.append(str(e.message)))
+        assert any(line.startswith("Uploaded 'folder/sub'") for line in logs), logs
+        assert (await AsyncTemplate.get_build_status(info)).status == TemplateBuildStatus.READY
+        assert await AsyncTemplate.exists(name) is True
+        assert [t.tag for t in await AsyncTemplate.get_tags(name)] == ["default"]
+        sbx = await AsyncSandbox.create(template=name, timeout=60)
+        try:
+            out = await sbx.commands.run('cat /tmp/sub/deep.txt; echo; cat ~/mode; echo "$MODE"')
+            assert out.stdout == "deep\nasync\nasync\n"
+        finally:
+            await sbx.kill()
+        bg = await AsyncTemplate.build_in_background(
+            AsyncTemplate().from_template(name).run_cmd("echo two >> ~/mode"), name)
+        while (st := await AsyncTemplate.get_build_status(bg)).status in (TemplateBuildStatus.WAITING,
+                                                                          TemplateBuildStatus.BUILDING):
+            await asyncio.sleep(0.1)
+        assert st.status == TemplateBuildStatus.READY, st.reason
+
+    asyncio.run(asyncio.wait_for(body(), 120))
+    assert in_sandbox(name, "cat ~/mode") == "async\ntwo\n"
