@@ -21,6 +21,9 @@ from e2b import (
     Template,
     TemplateBuildStatus,
     wait_for_file,
+    wait_for_port,
+    wait_for_process,
+    wait_for_url,
 )
 
 from conftest import wait_for
@@ -250,3 +253,25 @@ def test_async_template_builds_copies_and_reports_status(server, ctx):
 
     asyncio.run(asyncio.wait_for(body(), 120))
     assert in_sandbox(name, "cat ~/mode") == "async\ntwo\n"
+
+
+@pytest.mark.parametrize("ready", ["port", "url", "process"])
+def test_start_cmd_with_the_sdks_ready_checks_serves_when_create_returns(server, ready):
+    port = 8000 + secrets.randbelow(1000)
+    check = {"port": wait_for_port(port), "url": wait_for_url(f"http://localhost:{port}/ok.txt", 200),
+             "process": wait_for_process("python3")}[ready]
+    name = fresh(f"py-ready-{ready}")
+    t = (Template()
+         .from_template("base")
+         .run_cmd("mkdir -p ~/www && echo served > ~/www/ok.txt")
+         .set_workdir("/home/user/www")
+         .set_start_cmd(f"sleep 1; exec /usr/bin/python3 -m http.server {port}", check))
+    build(t, name)
+    sbx = Sandbox.create(template=name, timeout=60)
+    try:
+        # no waiting here: create returns once the ready check passed
+        out = sbx.commands.run(f"curl -s -o /dev/null -w '%{{http_code}}' http://localhost:{port}/ok.txt; "
+                               f"pgrep -u user -f 'http.server {port}' >/dev/null && echo ' as user'")
+        assert out.stdout == "200 as user\n"
+    finally:
+        sbx.kill()
