@@ -275,3 +275,45 @@ def test_start_cmd_with_the_sdks_ready_checks_serves_when_create_returns(server,
         assert out.stdout == "200 as user\n"
     finally:
         sbx.kill()
+
+
+def test_copy_options_resolve_symlinks_lists_items_ignores_and_skip_cache(server, ctx):
+    with open(os.path.join(ctx, ".dockerignore"), "w") as f:
+        f.write("# not sent\n**/deep.txt\n")
+    with open(os.path.join(ctx, "folder", "x.sh"), "w") as f:
+        f.write("not sent either")
+    base = fresh("py-opts-base")
+    build(Template().from_template("base").run_cmd("echo base > ~/from-base"), f"{base}:v1")
+    name = fresh("py-opts")
+    t = (Template(file_context_path=ctx, file_ignore_patterns=["**/*.sh"])
+         .from_template(f"{base}:v1")
+         .copy("folder/link.txt", "resolved.txt", resolve_symlinks=True)
+         .copy(["folder/test.txt", "folder/sub"], "/tmp/many/")
+         .copy("folder", "/tmp/all")
+         .copy_items([{"src": "folder/empty", "dest": "/tmp/items/empty"},
+                      {"src": "folder/hard.txt", "dest": "/tmp/items/", "mode": 0o600}])
+         .skip_cache()
+         .run_cmd("date +%s%N > ~/stamp"))
+    build(t, name)
+    out = in_sandbox(name, "; ".join([
+        "cat ~/from-base", "test -L ~/resolved.txt || cat ~/resolved.txt; echo",
+        "ls -A /tmp/many /tmp/all/sub", "ls /tmp/all | grep -c .", "stat -c %a /tmp/items/hard.txt", "test -d /tmp/items/empty && echo empty",
+    ]))
+    # a directory's contents merge into dest, as Docker's COPY; deep.txt
+    # (.dockerignore) and x.sh (file_ignore_patterns) never left the host
+    assert out == ("base\nThis is a test file.\n/tmp/all/sub:\n\n/tmp/many:\ntest.txt\n"
+                   "7\n600\nempty\n"), out
+    first = in_sandbox(name, "cat ~/stamp")
+    _, again = build(t, name)
+    assert any(line.startswith("CACHED [builder 6/7]") for line in again), "\n".join(again)
+    assert not any(line.startswith("CACHED [builder 7/7]") for line in again), again
+    assert in_sandbox(name, "cat ~/stamp") != first
+
+
+def test_resources_are_checked_as_e2b_checks_them(server):
+    with pytest.raises(BuildException, match="400: CPU count must be 1 or an even number"):
+        Template.build(Template().from_template("base"), fresh("py-cpu"), cpu_count=3)
+    with pytest.raises(BuildException, match="400: Memory must be divisible by 2"):
+        Template.build(Template().from_template("base"), fresh("py-mem"), memory_mb=513)
+    info = Template.build(Template().from_template("base"), fresh("py-res"), cpu_count=2, memory_mb=1024)
+    assert Template.exists(info.name)
