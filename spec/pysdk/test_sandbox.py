@@ -157,3 +157,14 @@ def test_context_manager_kills_on_exit(server):
         sid = sbx.sandbox_id
         assert sbx.commands.run("true").exit_code == 0
     assert Sandbox.kill(sid) is False
+
+
+def test_mcp_at_create_is_accepted_and_the_sdk_kills_the_sandbox_when_its_gateway_cannot_start(server):
+    tag = secrets.token_hex(4)
+    with pytest.raises(SandboxException, match="Failed to start MCP gateway") as err:
+        Sandbox.create(template="base", timeout=60, metadata={"tag": tag}, mcp={"exa": {"apiKey": "not-a-real-key"}})
+    assert "mcp-gateway" in str(err.value), err.value
+    assert Sandbox.list(query=SandboxQuery(metadata={"tag": tag})).next_items() == []
+    # without a template the SDK asks for E2B's mcp-gateway template, not served here
+    with pytest.raises(SandboxException, match="404: template 'mcp-gateway' not found"):
+        Sandbox.create(timeout=30, mcp={"exa": {"apiKey": "k"}})

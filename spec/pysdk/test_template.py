@@ -186,6 +186,7 @@ def test_exists_tags_assign_get_remove_and_a_sandbox_by_name_and_tag(server):
     info, _ = build(Template().from_template("base").run_cmd("echo v1 > ~/v"), f"{name}:v1", tags=["stable"])
     assert sorted(info.tags) == ["stable", "v1"]
     assert Template.exists(name) is True and Template.exists("base") is True
+    assert Template.exists(f"{name}:stable") is True and Template.exists(f"{name}:nope") is False
     info2, _ = build(Template().from_template("base").run_cmd("echo v2 > ~/v"), f"{name}:v2")
     assert in_sandbox(f"{name}:v1", "cat ~/v") == "v1\n"
     assigned = Template.assign_tags(f"{name}:v2", "production")

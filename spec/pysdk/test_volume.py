@@ -34,8 +34,8 @@ def test_write_read_list_stat_make_dir_metadata_and_remove(server):
         assert vol.token and vol.volume_id
         d = vol.make_dir("/notes")
         assert (d.type.value if hasattr(d.type, "value") else d.type) == "directory" and d.path == "/notes"
-        w = vol.write_file("/notes/a.txt", "hello\n")
-        assert w.size == 6 and w.path == "/notes/a.txt"
+        w = vol.write_file("/notes/a.txt", "hello\n", mode=0o640)
+        assert w.size == 6 and w.path == "/notes/a.txt" and w.mode & 0o777 == 0o640
         assert vol.read_file("/notes/a.txt") == "hello\n"
         vol.write_file("/notes/b.bin", ALL_BYTES)
         assert vol.read_file("/notes/b.bin", format="bytes") == ALL_BYTES
@@ -96,6 +96,11 @@ def test_only_the_volumes_own_token_is_accepted(server):
         assert vol.exists("/g") is False
         connected = Volume.connect(vol.volume_id)
         assert connected.volume_id == vol.volume_id and connected.name == vol.name
+        assert Volume.get_info(vol.volume_id).name == vol.name
+        assert {vol.volume_id, other.volume_id} <= {v.volume_id for v in Volume.list()}
+        with pytest.raises(NotFoundException):
+            Volume.get_info("nosuchvolume")
+        assert Volume.destroy("nosuchvolume") is False
         with pytest.raises(VolumePathNotFoundException):
             Volume("nosuchvolume", "x", vol.token).get_info("/f")
     finally:
