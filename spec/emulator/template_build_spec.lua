@@ -205,22 +205,37 @@ describe("e2b-local's template-build files", function()
     assert.is_true(select(2, files_link(req.templateID, hash(256))).present)
   end)
 
-  it("COPY places a gzip or a plain tar's files, owned by the step's user, the mode given", function()
+  it("COPY places a gzip tar's files, owned by the step's user, the mode given", function()
     local gz, gz_hash = make_tar("mkdir -p app/sub && echo one > app/a.txt && echo two > app/sub/b.txt", true)
-    local plain, plain_hash = make_tar("echo plain > p.txt", false)
+    local gz2, gz2_hash = make_tar("echo second > p.txt", true)
     local name = fresh_name()
     local tid, bid = start_with_files(name, {
       fromTemplate = "base",
       steps = {
         { type = "COPY", args = { "app", "dest", "", "" }, filesHash = gz_hash },
-        { type = "COPY", args = { "p.txt", "/root/p.txt", "root", "0600" }, filesHash = plain_hash },
+        { type = "COPY", args = { "p.txt", "/root/p.txt", "root", "0600" }, filesHash = gz2_hash },
       },
-    }, { [gz_hash] = gz, [plain_hash] = plain })
+    }, { [gz_hash] = gz, [gz2_hash] = gz2 })
     local s, entries = wait_build(tid, bid)
     assert.are.equal("ready", s.status, messages(entries))
     assert.are.equal("one\ntwo\nuser user\n", run_in(name, "cat ~/dest/a.txt ~/dest/sub/b.txt; stat -c '%U %G' ~/dest/sub/b.txt"))
-    assert.are.equal("plain\n600 root\n", run_in(name, "sudo cat /root/p.txt; sudo stat -c '%a %U' /root/p.txt"))
+    assert.are.equal("second\n600 root\n", run_in(name, "sudo cat /root/p.txt; sudo stat -c '%a %U' /root/p.txt"))
     os.remove(gz)
+    os.remove(gz2)
+  end)
+
+  -- E2B's builder unpacks a COPY's archive with `tar -xzf`, so a plain tar
+  -- (the SDKs' gzip: false) fails the step there: here too, never leniently
+  it("fails a COPY whose archive is a plain tar, as E2B's gzip-only unpacking does", function()
+    local plain, plain_hash = make_tar("echo plain > p.txt", false)
+    local tid, bid = start_with_files(fresh_name(), {
+      fromTemplate = "base",
+      steps = { { type = "COPY", args = { "p.txt", "p.txt" }, filesHash = plain_hash } },
+    }, { [plain_hash] = plain })
+    local s = wait_build(tid, bid)
+    assert.are.equal("error", s.status)
+    assert.are.equal("1", s.reason.step)
+    assert.matches("failed to extract files: exit status 2 (gzip: stdin: not in gzip format)", s.reason.message, 1, true)
     os.remove(plain)
   end)
 

@@ -105,11 +105,23 @@ def test_copy_of_a_python_tarfile_archive_places_every_entry_as_docker_copy_does
     assert any(line.startswith("CACHED [builder 1/4]") for line in again), again
 
 
-def test_copy_uncompressed_and_a_symlink_leading_out_is_refused_naming_it(server, ctx):
-    name = fresh("py-plain")
+def test_copy_uncompressed_fails_as_e2bs_gzip_only_unpacking_does(server, ctx):
+    # E2B's builder unpacks every COPY archive with `tar -xzf`: the SDK's
+    # gzip=False plain tar fails the step there, and so here
     t = Template(file_context_path=ctx).from_template("base").copy("folder/sub", "sub", gzip=False)
-    build(t, name)
+    with pytest.raises(BuildException, match=r"failed to extract files: exit status 2 \(gzip: stdin: not in gzip format\)"):
+        build(t, fresh("py-plain"))
+    # gzip is no part of the files hash, so the plain archive stays uploaded
+    # under it (as in E2B's store): only a forced upload replaces it
+    gz = Template(file_context_path=ctx).from_template("base").copy("folder/sub", "sub", gzip=True)
+    with pytest.raises(BuildException, match="not in gzip format"):
+        build(gz, fresh("py-gz"))
+    name = fresh("py-forced")
+    build(Template(file_context_path=ctx).from_template("base").copy("folder/sub", "sub", force_upload=True), name)
     assert in_sandbox(name, "cat ~/sub/deep.txt") == "deep"
+
+
+def test_copy_of_a_symlink_leading_out_is_refused_naming_it(server, ctx):
     os.symlink("/etc/passwd", os.path.join(ctx, "folder", "out"))
     bad = Template(file_context_path=ctx).from_template("base").copy("folder", "folder")
     with pytest.raises(BuildException, match="folder/out"):

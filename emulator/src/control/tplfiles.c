@@ -180,7 +180,9 @@ void tplfiles_route(http_req *r) {
   if (u->fd < 0) refuse(r, u, 507, "cannot store the archive");
 }
 
-/* ---- unpacking: gzip or plain tar in, filtered tar out ---- */
+/* ---- unpacking: a gzip tar in, filtered tar out ----
+ * E2B's builder unpacks a COPY's archive with `tar -xzf`: only gzip. A plain
+ * tar (the SDKs' gzip: false) fails there as GNU tar fails it, so here too. */
 
 typedef struct sink {
   int fd;
@@ -194,23 +196,13 @@ static int sink_write(void *ud, const void *data, size_t len) {
   return write_all(s->fd, data, len);
 }
 
-static int feed_plain(int in, e2b_tarsafe *t, sink *s) {
-  char *buf = xmalloc(65536);
-  ssize_t n;
-  int rc = 0;
-  while (rc == 0 && (n = read(in, buf, 65536)) > 0)
-    if (e2b_tarsafe_feed(t, buf, (size_t)n, sink_write, s) != 0) rc = -1;
-  free(buf);
-  return rc == 0 && n < 0 ? -1 : rc;
-}
-
 static int feed_gzip(int in, e2b_tarsafe *t, sink *s) {
   z_stream z = {0};
   if (inflateInit2(&z, 15 + 32) != Z_OK) return -1;
   unsigned char *ibuf = xmalloc(65536), *obuf = xmalloc(65536); /* not on the stack, never TLS */
   int zr = Z_OK, rc = 0;
   ssize_t n;
-  while (rc == 0 && zr != Z_STREAM_END && (n = read(in, ibuf, sizeof ibuf)) > 0) {
+  while (rc == 0 && zr != Z_STREAM_END && (n = read(in, ibuf, 65536)) > 0) {
     z.next_in = ibuf;
     z.avail_in = (uInt)n;
     while (rc == 0 && z.avail_in > 0 && zr != Z_STREAM_END) {
@@ -242,12 +234,14 @@ static int prepare_fd(const char *hash, int out, char *err, size_t errcap) {
   if (t) e2b_tarsafe_keep_symlinks(t);
   sink s = {.fd = out};
   int gz = m == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
-  int rc = t ? (gz ? feed_gzip(in, t, &s) : feed_plain(in, t, &s)) : -1;
+  int rc = t && gz ? feed_gzip(in, t, &s) : -1;
   if (rc == 0 && e2b_tarsafe_finish(t) != 0) rc = -1;
-  if (rc != 0) {
+  if (t && !gz) {
+    snprintf(err, errcap, "failed to extract files: exit status 2 (gzip: stdin: not in gzip format)");
+  } else if (rc != 0) {
     const char *why = t ? e2b_tarsafe_error(t) : NULL;
     snprintf(err, errcap, "failed to extract files: %.300s",
-             why ? why : s.n > MAX_UNPACKED ? "the archive unpacks past 4 GiB" : "not a tar or gzip-compressed tar archive");
+             why ? why : s.n > MAX_UNPACKED ? "the archive unpacks past 4 GiB" : "not a gzip-compressed tar archive");
   }
   e2b_tarsafe_free(t);
   close(in);
