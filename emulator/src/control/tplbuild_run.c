@@ -75,6 +75,19 @@ static int start_and_ready(tb_run *rc) {
 
 /* ---- the whole build ---- */
 
+/* A duration as E2B's builder logs it (Go's Duration truncated to seconds:
+ * "0s", "42s", "3m5s", "1h0m7s"). */
+static const char *go_seconds(char *out, size_t cap, int64_t ms) {
+  int64_t s = ms > 0 ? ms / 1000 : 0;
+  if (s >= 3600)
+    snprintf(out, cap, "%lldh%lldm%llds", (long long)(s / 3600), (long long)(s % 3600 / 60), (long long)(s % 60));
+  else if (s >= 60)
+    snprintf(out, cap, "%lldm%llds", (long long)(s / 60), (long long)(s % 60));
+  else
+    snprintf(out, cap, "%llds", (long long)s);
+  return out;
+}
+
 static int keep_result(tb_run *rc) {
   char *dir = tb_dir(rc->b);
   char *files = xasprintf("%s/files", dir);
@@ -83,7 +96,8 @@ static int keep_result(tb_run *rc) {
     tb_result res = {.files = files, .env = rc->env, .ro_mounts = rc->ro_mounts, .start_cmd = json_string_value(json_object_get(rc->spec, "startCmd")),
                      .ready_cmd = json_string_value(json_object_get(rc->spec, "readyCmd")), .user = rc->user,
                      .workdir = rc->workdir};
-    tb_log(rc->b, "info", NULL, "Build finished");
+    char took[32];
+    tb_log(rc->b, "info", NULL, "Build finished, took %s", go_seconds(took, sizeof took, mono_ms() - rc->started_ms));
     tb_finish(rc->b, &res, NULL, NULL); /* the last use of rc->b: the registry may drop it from now on */
   } else {
     snprintf(rc->err, sizeof rc->err, "cannot keep the build's files");
@@ -95,6 +109,7 @@ static int keep_result(tb_run *rc) {
 
 static void run_build(tb_run *rc) {
   tpl_ref base = {0};
+  rc->started_ms = mono_ms();
   rc->env = json_object();
   snprintf(rc->user, sizeof rc->user, "user");
   snprintf(rc->failed_step, sizeof rc->failed_step, "base");

@@ -21,6 +21,7 @@ typedef struct tb_run {
   char template_id[24];
   char failed_step[16];
   char err[600];
+  int64_t started_ms; /* mono_ms() when the build began: its log's last line says how long */
   int done;
 } tb_run;
 
