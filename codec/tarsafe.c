@@ -32,7 +32,7 @@ struct e2b_tarsafe {
   uint64_t pax_size;
   uint64_t offset; /* of the input, for errors */
   tarsafe_set links; /* the symlinks passed so far */
-  int keep_symlinks; /* targets kept as written (e2b_tarsafe_keep_symlinks) */
+  int for_sandbox; /* unpacked in a sandbox: symlink targets and directory modes as written (e2b_tarsafe_for_sandbox) */
   char error[400];
 };
 
@@ -74,7 +74,7 @@ static void clear_ext(e2b_tarsafe *t) {
   t->has_pax_size = 0;
 }
 
-void e2b_tarsafe_keep_symlinks(e2b_tarsafe *t) { t->keep_symlinks = 1; }
+void e2b_tarsafe_for_sandbox(e2b_tarsafe *t) { t->for_sandbox = 1; }
 
 void e2b_tarsafe_free(e2b_tarsafe *t) {
   if (!t) return;
@@ -346,7 +346,7 @@ static char kind_of(e2b_tarsafe *t, const char *name, char type) {
 static int check_link(e2b_tarsafe *t, const char *name, char kind, const char *link, size_t depth, char *out) {
   const char *why;
   if (kind == '2') {
-    why = t->keep_symlinks ? tarsafe_symlink_as_is(link, out) : tarsafe_symlink_target(link, depth, out);
+    why = t->for_sandbox ? tarsafe_symlink_as_is(link, out) : tarsafe_symlink_target(link, depth, out);
     if (why) return refuse_link(t, name, "a symlink", why);
     if (tarsafe_set_add(&t->links, name) != 0) return fail(t, name, "too many symlinks in one archive");
     return 0;
@@ -374,7 +374,8 @@ static int admit(e2b_tarsafe *t, sink *s, const char *raw, const char *link, uin
     return 0;
   }
   if ((kind == '2' || kind == '1') && check_link(t, name, kind, link, depth - 1, target) != 0) return -1;
-  unsigned m = kind == '2' ? 0777 : kind == '5' ? (unsigned)(mode & 0777) | 0700 : (unsigned)(mode & 0777);
+  unsigned m = kind == '2' ? 0777 : (unsigned)(mode & 0777);
+  if (kind == '5' && !t->for_sandbox) m |= 0700; /* the host unpacking it must get back in */
   int is_file = kind == '0';
   if (emit_entry(s, name, kind, m, is_file ? size : 0, mtime, (kind == '2' || kind == '1') ? target : NULL) != 0)
     return fail(t, NULL, "the output failed");

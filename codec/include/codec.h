@@ -165,11 +165,13 @@ int e2b_tarsafe_finish(e2b_tarsafe *t);
 /* Why the archive was refused ("refused NAME: why"), or NULL. */
 const char *e2b_tarsafe_error(const e2b_tarsafe *t);
 /* For an archive unpacked inside a sandbox rather than on the host (a
- * template's COPY): a symlink's target is kept as written, absolute or
- * leading out, as a tar in the sandbox would make it (there it is only a
- * name the sandbox could make itself). A path through a symlink of the
- * archive, and a hard link to one, are still refused. Call before feeding. */
-void e2b_tarsafe_keep_symlinks(e2b_tarsafe *t);
+ * template's COPY): what a tar in the sandbox would make is kept, since
+ * there it is only what the sandbox could make itself. A symlink's target
+ * stays as written, absolute or leading out, and a directory keeps its mode
+ * (the host needs no way in: 0700 is added only for the host's own
+ * unpacking). A path through a symlink of the archive, and a hard link to
+ * one, are still refused. Call before feeding. */
+void e2b_tarsafe_for_sandbox(e2b_tarsafe *t);
 
 #ifdef __cplusplus
 }

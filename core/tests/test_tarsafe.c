@@ -61,11 +61,11 @@ static int collect(void *ud, const void *p, size_t n) {
 }
 
 /* Runs a through the filter in pieces of `step`: 0, or -1 with *why set. */
-static int keep_symlinks; /* filter() calls e2b_tarsafe_keep_symlinks */
+static int for_sandbox; /* filter() calls e2b_tarsafe_for_sandbox */
 
 static int filter(const archive *a, size_t step, archive *out, char *why, size_t why_len) {
   e2b_tarsafe *t = e2b_tarsafe_new();
-  if (keep_symlinks) e2b_tarsafe_keep_symlinks(t);
+  if (for_sandbox) e2b_tarsafe_for_sandbox(t);
   out->len = 0;
   int r = 0;
   for (size_t off = 0; off < a->len && !r; off += step)
@@ -184,7 +184,7 @@ static void refuses_links_out(void) {
 /* For a sandbox's own tar: any target kept as written; paths through a
  * symlink and hard links to one still refused. */
 static void keeps_symlinks_as_written_when_asked(void) {
-  keep_symlinks = 1;
+  for_sandbox = 1;
   in.len = 0;
   member(&in, "a/abs", '2', 0777, "/etc/passwd", 0, 0);
   member(&in, "a/up", '2', 0777, "../../..", 0, 0);
@@ -206,7 +206,21 @@ static void keeps_symlinks_as_written_when_asked(void) {
   member(&in, "s", '2', 0777, "", 0, 0);
   end(&in);
   refuses("refused s: a symlink (an empty target)");
-  keep_symlinks = 0;
+  for_sandbox = 0;
+}
+
+/* A directory's mode: the host unpacking it must get back in (0700 added);
+ * a sandbox's own tar keeps it as written, as E2B's builder's does. */
+static void keeps_a_directory_mode_only_for_a_sandbox(void) {
+  for (int sbx = 0; sbx <= 1; sbx++) {
+    for_sandbox = sbx;
+    in.len = 0;
+    member(&in, "d", '5', 0500, NULL, 0, 0);
+    end(&in);
+    CHECK(filter(&in, 100, &out, why, sizeof why) == 0);
+    CHECK_STR((char *)out.data + 100, sbx ? "0000500" : "0000700");
+  }
+  for_sandbox = 0;
 }
 
 static void refuses_broken_archives(void) {
@@ -226,6 +240,7 @@ int main(void) {
   RUN(reads_long_names);
   RUN(refuses_links_out);
   RUN(keeps_symlinks_as_written_when_asked);
+  RUN(keeps_a_directory_mode_only_for_a_sandbox);
   RUN(refuses_broken_archives);
   return TESTING_DONE();
 }

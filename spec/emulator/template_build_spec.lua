@@ -274,6 +274,18 @@ describe("e2b-local's template-build files", function()
       run_in(name, "cd ~/d && cat rel && readlink rel abs up dangling"))
     os.remove(tarball)
   end)
+
+  it("COPY keeps a directory's mode as written (0500 stays 0500), as E2B's tar in the sandbox does", function()
+    local tarball, hash = make_tar("mkdir -p d/ro && echo x > d/ro/f && chmod 500 d/ro", true)
+    local name = fresh_name()
+    local tid, bid = start_with_files(name, {
+      fromTemplate = "base", steps = { { type = "COPY", args = { "d/*", "d" }, filesHash = hash } },
+    }, { [hash] = tarball })
+    local s, entries = wait_build(tid, bid)
+    assert.are.equal("ready", s.status, messages(entries))
+    assert.are.equal("500\nx\n", run_in(name, "stat -c %a ~/d/ro && cat ~/d/ro/f"))
+    os.remove(tarball)
+  end)
 end)
 
 describe("e2b-local's template-build steps and cache", function()

@@ -231,7 +231,7 @@ static int prepare_fd(const char *hash, int out, char *err, size_t errcap) {
   unsigned char magic[2] = {0};
   ssize_t m = pread(in, magic, 2, 0);
   e2b_tarsafe *t = e2b_tarsafe_new();
-  if (t) e2b_tarsafe_keep_symlinks(t);
+  if (t) e2b_tarsafe_for_sandbox(t);
   sink s = {.fd = out};
   int gz = m == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
   int rc = t && gz ? feed_gzip(in, t, &s) : -1;
