@@ -282,3 +282,73 @@ describe("a connect's round trips", function()
     assert(back:run("true"))
   end)
 end)
+
+-- A kept command's files (.out, .err, .exit) go in one request that
+-- removes them all, never one request per file: at a handle's close (what
+-- is still queued), and at once for output past a MiB, where the removal
+-- also opens no connection of its own.
+describe("removing a kept command's files", function()
+  after_each(h.cleanup)
+
+  -- requests and new connections from `before` to now, less `extra`
+  -- requests the caller made itself (the stats read counts itself: one less)
+  local function since(before, extra)
+    local after = stats.read()
+    return after.http.requests - before.http.requests - 1 - extra,
+           after.http.connections - before.http.connections - 1
+  end
+  -- waits until the files of tag are gone, looking through sbx (an
+  -- unkept run, one request) after each call of drive (one request);
+  -- returns the requests those looks and drives cost
+  local function wait_gone(sbx, tag, drive)
+    local prefix = "/tmp/.e2b-proc/" .. tag:gsub(".", function(ch) return ("%02x"):format(ch:byte()) end)
+    local spent = 0
+    local gone = h.eventually(function()
+      if drive then drive() spent = spent + 1 end
+      local r = assert(sbx:run(("test -e %s.out || test -e %s.err || test -e %s.exit"):format(prefix, prefix, prefix),
+        { keep_output = false }))
+      spent = spent + 1
+      return r.exit_code ~= 0
+    end, 10000)
+    assert.is_true(gone, "the files of " .. tag .. " are still there")
+    return spent
+  end
+
+  it("cost one request at a handle's close", function()
+    local sbx = h.sandbox()
+    local c2 = h.client()
+    local other = assert(c2:connect(sbx.sandbox_id))
+    local p = assert(other:spawn("echo x"))
+    for _ in p:lines() do end
+    assert(p:wait())
+    local tag = p.tag
+    p:close()
+    local before = stats.read()
+    other:close()
+    -- the removal goes out with the client's next call
+    local spent = wait_gone(sbx, tag, function() assert(c2:list()) end)
+    local requests = since(before, spent)
+    assert.are.equal(1, requests)
+  end)
+
+  it("cost one request and no new connection for output past a MiB", function()
+    local sbx = h.sandbox()
+    assert(sbx:run("true"))
+    local p = assert(sbx:spawn("head -c 1200000 /dev/zero"))
+    local n = 0
+    while true do
+      local chunk = p:read()
+      if not chunk then break end
+      n = n + #chunk
+    end
+    assert.are.equal(1200000, n)
+    assert(p:wait())
+    local tag = p.tag
+    local before = stats.read()
+    p:close()
+    local spent = wait_gone(sbx, tag)
+    local requests, conns = since(before, spent)
+    assert.are.equal(1, requests)
+    assert.are.equal(0, conns)
+  end)
+end)
