@@ -352,3 +352,18 @@ describe("removing a kept command's files", function()
     assert.are.equal(0, conns)
   end)
 end)
+
+describe("a pause's round trips", function()
+  after_each(h.cleanup)
+  -- E2B answers a pause once its snapshot is taken (the API waits for the
+  -- orchestrator's Pause), as e2b-local does: the 2xx proves it, and no
+  -- read follows. A 409 (already paused, or not pausable) is looked at.
+  it("are one request, as the SDK's, and the sandbox is paused when it returns", function()
+    local sbx = h.sandbox()
+    local before = stats.read()
+    assert.is_true(assert(sbx:pause()))
+    local n = stats.read().http.requests - before.http.requests - 1
+    assert.are.equal(1, n)
+    assert.are.equal("paused", assert(h.client():describe(sbx.sandbox_id)).state)
+  end)
+end)

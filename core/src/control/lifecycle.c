@@ -544,8 +544,11 @@ static void pause_advance(e2b_req *op) {
     }
     if (!e2b_req_done(s->child)) return;
     const e2b_error *perr = e2b_req_error(s->child);
-    /* 409 means "already paused" only if the sandbox says so: look. */
-    if (perr && perr->code != E2B_ERR_CONFLICT) {
+    /* E2B answers 2xx once the snapshot is taken (its API waits for the
+     * orchestrator's pause, or for a pause already under way): that proves
+     * it, no read needed. 409 means "already paused" only if the sandbox
+     * says so: look. */
+    if (!perr || perr->code != E2B_ERR_CONFLICT) {
       e2b_op_finish(op, perr);
       return;
     }
