@@ -836,6 +836,13 @@ E2B_EXPORT e2b_req *e2b_sandbox_describe(e2b_client *c, const char *id, e2b_erro
  * /timeout; the client remembers that. */
 E2B_EXPORT e2b_req *e2b_sandbox_attach(e2b_client *c, const char *sandbox_id, long timeout_ms,
                             e2b_error *err);
+/* attach, for a caller that knows the sandbox paused (it paused it) and
+ * created with lifetime_ms (> 0; 0: attach): the connect asks for
+ * max(timeout_ms, lifetime_ms) itself, so a resume restores the lifetime
+ * with no /timeout after it. Were it running after all, its deadline only
+ * grows (E2B's connect never shortens one). */
+E2B_EXPORT e2b_req *e2b_sandbox_attach_paused(e2b_client *c, const char *sandbox_id, long timeout_ms,
+                                              long lifetime_ms, e2b_error *err);
 /* attach by logical id, searching running and paused sandboxes on every
  * page: none -> E2B_ERR_NOT_FOUND (nothing allocated), two -> E2B_ERR_CONFLICT. */
 E2B_EXPORT e2b_req *e2b_sandbox_resume(e2b_client *c, const char *logical_id, long timeout_ms,

@@ -281,6 +281,33 @@ describe("a connect's round trips", function()
     assert.is_true(left > 590000 and left <= 601000, tostring(left))
     assert(back:run("true"))
   end)
+
+  -- Where the lifetime is known before connecting, the connect itself asks
+  -- for it: the client whose handle paused the sandbox, the handle itself,
+  -- a resume by logical id (its search brings the metadata).
+  it("are two to a sandbox this client paused, the lifetime asked for in the connect", function()
+    local c = h.client()
+    local sbx = h.sandbox({ timeout_ms = 600000 }, c)
+    assert(sbx:pause())
+    local n, back = requests(function() return assert(c:connect(sbx.sandbox_id)) end)
+    assert.are.equal(2, n)
+    local left = left_ms(back)
+    assert.is_true(left > 590000 and left <= 601000, tostring(left))
+    assert(sbx:pause())
+    n = requests(function() return assert(sbx:connect()) end)
+    assert.are.equal(2, n)
+    left = left_ms(sbx)
+    assert.is_true(left > 590000 and left <= 601000, tostring(left))
+  end)
+
+  it("are three for a resume by logical id: the search, the connect, one read", function()
+    local sbx = h.sandbox({ timeout_ms = 600000 })
+    assert(sbx:pause())
+    local n, back = requests(function() return assert(h.client():resume(sbx.id)) end)
+    assert.are.equal(3, n)
+    local left = left_ms(back)
+    assert.is_true(left > 590000 and left <= 601000, tostring(left))
+  end)
 end)
 
 -- A kept command's files (.out, .err, .exit) go in one request that
