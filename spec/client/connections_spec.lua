@@ -312,8 +312,7 @@ end)
 
 -- A kept command's files (.out, .err, .exit) go in one request that
 -- removes them all, never one request per file: at a handle's close (what
--- is still queued), and at once for output past a MiB, where the removal
--- also opens no connection of its own.
+-- is still queued), and at once for output past a MiB.
 describe("removing a kept command's files", function()
   after_each(h.cleanup)
 
@@ -358,7 +357,7 @@ describe("removing a kept command's files", function()
     assert.are.equal(1, requests)
   end)
 
-  it("cost one request and no new connection for output past a MiB", function()
+  it("cost one request for output past a MiB, removed at once", function()
     local sbx = h.sandbox()
     assert(sbx:run("true"))
     local p = assert(sbx:spawn("head -c 1200000 /dev/zero"))
@@ -376,7 +375,9 @@ describe("removing a kept command's files", function()
     local spent = wait_gone(sbx, tag)
     local requests, conns = since(before, spent)
     assert.are.equal(1, requests)
-    assert.are.equal(0, conns)
+    -- the removal goes unattended, beside the caller's next call (here the
+    -- first look): the two may need one connection more, never one per file
+    assert.is_true(conns <= 1, conns .. " new connections")
   end)
 end)
 
