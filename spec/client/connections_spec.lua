@@ -314,66 +314,69 @@ end)
 -- removes them all, never one request per file: at a handle's close (what
 -- is still queued), and at once for output past a MiB.
 describe("removing a kept command's files", function()
-  after_each(h.cleanup)
-
-  -- requests and new connections from `before` to now, less `extra`
-  -- requests the caller made itself (the stats read counts itself: one less)
-  local function since(before, extra)
-    local after = stats.read()
-    return after.http.requests - before.http.requests - 1 - extra,
-           after.http.connections - before.http.connections - 1
-  end
-  -- waits until the files of tag are gone, looking through sbx (an
-  -- unkept run, one request) after each call of drive (one request);
-  -- returns the requests those looks and drives cost
-  local function wait_gone(sbx, tag, drive)
-    local prefix = "/tmp/.e2b-proc/" .. tag:gsub(".", function(ch) return ("%02x"):format(ch:byte()) end)
-    local spent = 0
-    local gone = h.eventually(function()
-      if drive then drive() spent = spent + 1 end
-      local r = assert(sbx:run(("test -e %s.out || test -e %s.err || test -e %s.exit"):format(prefix, prefix, prefix),
-        { keep_output = false }))
+  -- Run in a fresh interpreter, so that no earlier spec's handle, collected
+  -- meanwhile, sends its own cleanup in the window counted. `case`: "close"
+  -- (a connected handle closes with the name queued; the removal goes out
+  -- with its client's next call), "large" (output past a MiB, removed at
+  -- once). Waits until the files are gone, looking through another handle
+  -- (an unkept run: one request per look), and prints the requests and new
+  -- connections the plain listener saw, less the looks and the drives.
+  local CODE = [[
+    local case = ...
+    local stats = require("spec.server_stats")
+    local e2b = require("e2b")
+    local c, c2 = assert(e2b.client{}), assert(e2b.client{})
+    local sbx = assert(c:create{})
+    local other = assert(c2:connect(sbx.sandbox_id))
+    local p
+    if case == "close" then
+      p = assert(other:spawn("echo x"))
+      for _ in p:lines() do end
+    else
+      assert(other:run("true"))
+      p = assert(other:spawn("head -c 1200000 /dev/zero"))
+      local n = 0
+      while true do
+        local chunk = p:read()
+        if not chunk then break end
+        n = n + #chunk
+      end
+      assert(n == 1200000, "read " .. n)
+    end
+    assert(p:wait())
+    local prefix = "/tmp/.e2b-proc/" .. p.tag:gsub(".", function(ch) return ("%02x"):format(ch:byte()) end)
+    local look = ("test -e %s.out || test -e %s.err || test -e %s.exit"):format(prefix, prefix, prefix)
+    if case == "close" then p:close() end
+    collectgarbage()
+    local before = stats.read()
+    if case == "close" then other:close() else p:close() end
+    local spent, gone = 0, false
+    for _ = 1, 200 do
+      if case == "close" then assert(c2:list()) spent = spent + 1 end
+      local r = assert(sbx:run(look, { keep_output = false }))
       spent = spent + 1
-      return r.exit_code ~= 0
-    end, 10000)
-    assert.is_true(gone, "the files of " .. tag .. " are still there")
-    return spent
+      if r.exit_code ~= 0 then gone = true break end
+    end
+    local after = stats.read()
+    assert(gone, "the files are still there")
+    assert(sbx:kill())
+    io.write(after.http.requests - before.http.requests - 1 - spent, " ",
+             after.http.connections - before.http.connections - 1)
+  ]]
+  local function cost_of(case)
+    local out = h.fresh_lua(("assert(load(%q))(%q)"):format(CODE, case),
+      { env = { E2B_API_URL = os.getenv("E2B_API_URL"), E2B_LOCAL_ADMIN_TOKEN = os.getenv("E2B_LOCAL_ADMIN_TOKEN") } })
+    local requests, conns = out:match("^(%-?%d+) (%-?%d+)$")
+    assert(requests, "the workload failed: " .. out)
+    return tonumber(requests), tonumber(conns)
   end
 
   it("cost one request at a handle's close", function()
-    local sbx = h.sandbox()
-    local c2 = h.client()
-    local other = assert(c2:connect(sbx.sandbox_id))
-    local p = assert(other:spawn("echo x"))
-    for _ in p:lines() do end
-    assert(p:wait())
-    local tag = p.tag
-    p:close()
-    local before = stats.read()
-    other:close()
-    -- the removal goes out with the client's next call
-    local spent = wait_gone(sbx, tag, function() assert(c2:list()) end)
-    local requests = since(before, spent)
-    assert.are.equal(1, requests)
+    assert.are.equal(1, (cost_of("close")))
   end)
 
   it("cost one request for output past a MiB, removed at once", function()
-    local sbx = h.sandbox()
-    assert(sbx:run("true"))
-    local p = assert(sbx:spawn("head -c 1200000 /dev/zero"))
-    local n = 0
-    while true do
-      local chunk = p:read()
-      if not chunk then break end
-      n = n + #chunk
-    end
-    assert.are.equal(1200000, n)
-    assert(p:wait())
-    local tag = p.tag
-    local before = stats.read()
-    p:close()
-    local spent = wait_gone(sbx, tag)
-    local requests, conns = since(before, spent)
+    local requests, conns = cost_of("large")
     assert.are.equal(1, requests)
     -- the removal goes unattended, beside the caller's next call (here the
     -- first look): the two may need one connection more, never one per file
