@@ -245,13 +245,15 @@ void e2bL_push_sandbox(lua_State *L, const e2b_sandbox_info *s) {
   if (s->network) push_network(L, s);
   /* The identity keys are the core's stored format: Lua gets their meaning
    * (id, owner) and the caller's own pairs, never the keys themselves. */
-  const char *id = NULL, *owner = NULL;
+  const char *id = NULL, *owner = NULL, *lifetime = NULL;
   lua_createtable(L, 0, (int)s->metadata.count);
   for (size_t i = 0; i < s->metadata.count; i++) {
     if (strcmp(s->metadata.keys[i], E2B_META_ID) == 0) {
       id = s->metadata.values[i];
     } else if (strcmp(s->metadata.keys[i], E2B_META_OWNER) == 0) {
       owner = s->metadata.values[i];
+    } else if (strcmp(s->metadata.keys[i], E2B_META_TIMEOUT) == 0) {
+      lifetime = s->metadata.values[i];
     } else if (strncmp(s->metadata.keys[i], E2B_META_PREFIX, strlen(E2B_META_PREFIX)) != 0) {
       lua_pushstring(L, s->metadata.values[i]);
       lua_setfield(L, -2, s->metadata.keys[i]);
@@ -260,6 +262,9 @@ void e2bL_push_sandbox(lua_State *L, const e2b_sandbox_info *s) {
   lua_setfield(L, -2, "metadata");
   e2bL_set_str(L, "id", id ? id : s->sandbox_id);
   e2bL_set_str(L, "owner", owner);
+  /* the lifetime it was created with: a later resume asks for it */
+  long long ms = lifetime ? strtoll(lifetime, NULL, 10) : 0;
+  if (ms > 0 && ms <= INT32_MAX * 1000LL) e2bL_set_int(L, "lifetime_ms", ms);
 }
 
 void e2bL_push_entry(lua_State *L, const e2b_entry *e) {

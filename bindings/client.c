@@ -304,7 +304,15 @@ static int client_create_volume(lua_State *L) { return by_id(L, e2b_volume_creat
 static int client_delete_snapshot(lua_State *L) { return by_id(L, e2b_snapshot_delete); }
 static int client_delete_volume(lua_State *L) { return by_id(L, e2b_volume_delete); }
 static int client_volume_open(lua_State *L) { return by_id(L, e2b_volume_open); }
-static int client_attach(lua_State *L) { return by_id_ms(L, e2b_sandbox_attach, 0); }
+/* attach(sandbox_id, timeout_ms?, lifetime_ms?): lifetime_ms when the caller
+ * paused the sandbox and knows the lifetime it was created with. */
+static int client_attach(lua_State *L) {
+  client_ud *u = check_client(L);
+  e2b_error err;
+  e2b_req *req = e2b_sandbox_attach_paused(u->c, luaL_checkstring(L, 2), (long)luaL_optinteger(L, 3, 0),
+                                           (long)luaL_optinteger(L, 4, 0), &err);
+  return e2bL_push_req(L, u->l, req, &err);
+}
 static int client_resume(lua_State *L) { return by_id_ms(L, e2b_sandbox_resume, 0); }
 static int client_reap(lua_State *L) { return by_id_ms(L, e2b_sandbox_reap, 0); }
 static int client_reap_preview(lua_State *L) { return by_id_ms(L, e2b_sandbox_reap_preview, 0); }

@@ -699,14 +699,16 @@ E2B_EXPORT void e2b_req_proc_killed(e2b_req *req);
  * when err needs no look, sbx is already known gone (or no memory: report
  * err as it is). Runs and e2b_proc_track's streams ask it themselves. */
 E2B_EXPORT e2b_req *e2b_sbx_explain(e2b_sbx *sbx, const e2b_error *err);
-/* Removes a process's kept files (a file already gone is no error). */
+/* Removes a process's kept files (a file already gone is no error): one
+ * process start, run as root to its end. */
 E2B_EXPORT e2b_req *e2b_proc_forget(e2b_sbx *sbx, const char *tag, e2b_error *err);
 /* The same, lazily: a later kept command of user (NULL: "user") or of
  * root in this sandbox removes them in the background once several wait
  * (root's: the next root command), so cleanup after a short command costs
  * no request and mostly no process; output a reader saw reach a MiB is
- * removed at once (removes, unattended). e2b_sbx_flush_forgets sends what is still
- * queued as removes (unattended); call it before releasing the handle. */
+ * removed at once (one request, unattended). e2b_sbx_flush_forgets removes
+ * what is still queued in one request (unattended); call it before
+ * releasing the handle. */
 E2B_EXPORT void e2b_proc_forget_later(e2b_sbx *sbx, const char *tag, const char *user);
 E2B_EXPORT void e2b_sbx_flush_forgets(e2b_sbx *sbx);
 /* Drops the queue without sending anything (the sandbox is gone). */
@@ -834,6 +836,13 @@ E2B_EXPORT e2b_req *e2b_sandbox_describe(e2b_client *c, const char *id, e2b_erro
  * /timeout; the client remembers that. */
 E2B_EXPORT e2b_req *e2b_sandbox_attach(e2b_client *c, const char *sandbox_id, long timeout_ms,
                             e2b_error *err);
+/* attach, for a caller that knows the sandbox paused (it paused it) and
+ * created with lifetime_ms (> 0; 0: attach): the connect asks for
+ * max(timeout_ms, lifetime_ms) itself, so a resume restores the lifetime
+ * with no /timeout after it. Were it running after all, its deadline only
+ * grows (E2B's connect never shortens one). */
+E2B_EXPORT e2b_req *e2b_sandbox_attach_paused(e2b_client *c, const char *sandbox_id, long timeout_ms,
+                                              long lifetime_ms, e2b_error *err);
 /* attach by logical id, searching running and paused sandboxes on every
  * page: none -> E2B_ERR_NOT_FOUND (nothing allocated), two -> E2B_ERR_CONFLICT. */
 E2B_EXPORT e2b_req *e2b_sandbox_resume(e2b_client *c, const char *logical_id, long timeout_ms,

@@ -77,8 +77,14 @@ local function sandbox_port(self)
     envd = function(raw)
       return assert(h:sandbox(raw.sandbox_id, raw.envd_access_token, raw.domain, raw.envd_version))
     end,
-    -- Connects (resuming a paused one), asking for the client's timeout_ms.
-    attach = function(sandbox_id) return rt.finish(h:attach(sandbox_id, self._timeout_ms)) end,
+    -- Connects (resuming a paused one), asking for the client's timeout_ms,
+    -- or the lifetime it was created with when a handle of this client
+    -- paused it (paused_by_me), which saves the /timeout after the connect.
+    attach = function(sandbox_id)
+      return rt.finish(h:attach(sandbox_id, self._timeout_ms, self:_take_paused(sandbox_id)))
+    end,
+    -- A handle of this client paused sandbox_id, created with lifetime_ms.
+    paused = function(sandbox_id, lifetime_ms) self:_note_paused(sandbox_id, lifetime_ms) end,
     -- The core call `name` on a sandbox id: a request.
     call = function(name, sandbox_id, ...) return h[name](h, sandbox_id, ...) end,
   }
@@ -381,6 +387,41 @@ function Client:destroy(id)
   return self:_by_id("destroy", "id", "destroy", id)
 end
 
+-- The sandboxes this client's handles paused, with the lifetime each was
+-- created with (bounded: past PAUSED_MAX the oldest is forgotten, and a
+-- connect then restores the lifetime with one request more).
+local PAUSED_MAX = 256
+
+function Client:_note_paused(sandbox_id, lifetime_ms)
+  local p = self._paused
+  if not p then
+    p = { ms = {}, order = {} }
+    self._paused = p
+  end
+  if not lifetime_ms then return end
+  if not p.ms[sandbox_id] then
+    if #p.order >= PAUSED_MAX then p.ms[table.remove(p.order, 1)] = nil end
+    p.order[#p.order + 1] = sandbox_id
+  end
+  p.ms[sandbox_id] = lifetime_ms
+end
+
+-- The lifetime of a sandbox this client paused, forgotten once taken (a
+-- connect resumes it).
+function Client:_take_paused(sandbox_id)
+  local p = self._paused
+  local ms = p and type(sandbox_id) == "string" and p.ms[sandbox_id]
+  if not ms then return nil end
+  p.ms[sandbox_id] = nil
+  for i, id in ipairs(p.order) do
+    if id == sandbox_id then
+      table.remove(p.order, i)
+      break
+    end
+  end
+  return ms
+end
+
 --- Connects to a sandbox by provider id: an externally owned handle (close
 -- never kills it). Resumes a paused one; never shortens a running one's
 -- deadline (it asks for the client's timeout_ms).
@@ -388,7 +429,8 @@ end
 -- @treturn e2b.sandbox.Sandbox
 -- @return or nil, err
 function Client:connect(sandbox_id)
-  local raw, err = self:_by_id("connect", "sandbox_id", "attach", sandbox_id, self._timeout_ms)
+  local raw, err = self:_by_id("connect", "sandbox_id", "attach", sandbox_id, self._timeout_ms,
+                               self:_take_paused(sandbox_id))
   if not raw then return nil, err end
   return Sandbox.new(self._port, raw, { owned = false })
 end

@@ -101,6 +101,7 @@ function M.new(port, raw, opts)
     _client = client,
     _port = port,
     _mcp_token = raw.mcp_token, -- a create with mcp made it; a secret, never a public field
+    _lifetime_ms = raw.lifetime_ms, -- what it was created with, for a resume to ask for
     _h = port.envd(raw),
     _owned = opts.owned,
     _on_close = opts.on_close or M.ON_CLOSE_DEFAULT,
@@ -342,7 +343,10 @@ end
 function Sandbox:pause(opts)
   local o, err = check.options("pause", opts, { mode = check.oneof("memory", "filesystem") })
   if not o then return nil, err end
-  return self:_finish(self._port.call("pause", self.sandbox_id, (o.mode or "memory") == "memory"))
+  local ok
+  ok, err = self:_finish(self._port.call("pause", self.sandbox_id, (o.mode or "memory") == "memory"))
+  if ok then self._port.paused(self.sandbox_id, self._lifetime_ms) end
+  return ok, err
 end
 
 --- Moves the deadline to at least now + ms, never earlier.

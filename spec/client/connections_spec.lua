@@ -281,4 +281,120 @@ describe("a connect's round trips", function()
     assert.is_true(left > 590000 and left <= 601000, tostring(left))
     assert(back:run("true"))
   end)
+
+  -- Where the lifetime is known before connecting, the connect itself asks
+  -- for it: the client whose handle paused the sandbox, the handle itself,
+  -- a resume by logical id (its search brings the metadata).
+  it("are two to a sandbox this client paused, the lifetime asked for in the connect", function()
+    local c = h.client()
+    local sbx = h.sandbox({ timeout_ms = 600000 }, c)
+    assert(sbx:pause())
+    local n, back = requests(function() return assert(c:connect(sbx.sandbox_id)) end)
+    assert.are.equal(2, n)
+    local left = left_ms(back)
+    assert.is_true(left > 590000 and left <= 601000, tostring(left))
+    assert(sbx:pause())
+    n = requests(function() return assert(sbx:connect()) end)
+    assert.are.equal(2, n)
+    left = left_ms(sbx)
+    assert.is_true(left > 590000 and left <= 601000, tostring(left))
+  end)
+
+  it("are three for a resume by logical id: the search, the connect, one read", function()
+    local sbx = h.sandbox({ timeout_ms = 600000 })
+    assert(sbx:pause())
+    local n, back = requests(function() return assert(h.client():resume(sbx.id)) end)
+    assert.are.equal(3, n)
+    local left = left_ms(back)
+    assert.is_true(left > 590000 and left <= 601000, tostring(left))
+  end)
+end)
+
+-- A kept command's files (.out, .err, .exit) go in one request that
+-- removes them all, never one request per file: at a handle's close (what
+-- is still queued), and at once for output past a MiB.
+describe("removing a kept command's files", function()
+  -- Run in a fresh interpreter, so that no earlier spec's handle, collected
+  -- meanwhile, sends its own cleanup in the window counted. `case`: "close"
+  -- (a connected handle closes with the name queued; the removal goes out
+  -- with its client's next call), "large" (output past a MiB, removed at
+  -- once). Waits until the files are gone, looking through another handle
+  -- (an unkept run: one request per look), and prints the requests and new
+  -- connections the plain listener saw, less the looks and the drives.
+  local CODE = [[
+    local case = ...
+    local stats = require("spec.server_stats")
+    local e2b = require("e2b")
+    local c, c2 = assert(e2b.client{}), assert(e2b.client{})
+    local sbx = assert(c:create{})
+    local other = assert(c2:connect(sbx.sandbox_id))
+    local p
+    if case == "close" then
+      p = assert(other:spawn("echo x"))
+      for _ in p:lines() do end
+    else
+      assert(other:run("true"))
+      p = assert(other:spawn("head -c 1200000 /dev/zero"))
+      local n = 0
+      while true do
+        local chunk = p:read()
+        if not chunk then break end
+        n = n + #chunk
+      end
+      assert(n == 1200000, "read " .. n)
+    end
+    assert(p:wait())
+    local prefix = "/tmp/.e2b-proc/" .. p.tag:gsub(".", function(ch) return ("%02x"):format(ch:byte()) end)
+    local look = ("test -e %s.out || test -e %s.err || test -e %s.exit"):format(prefix, prefix, prefix)
+    if case == "close" then p:close() end
+    collectgarbage()
+    local before = stats.read()
+    if case == "close" then other:close() else p:close() end
+    local spent, gone = 0, false
+    for _ = 1, 200 do
+      if case == "close" then assert(c2:list()) spent = spent + 1 end
+      local r = assert(sbx:run(look, { keep_output = false }))
+      spent = spent + 1
+      if r.exit_code ~= 0 then gone = true break end
+    end
+    local after = stats.read()
+    assert(gone, "the files are still there")
+    assert(sbx:kill())
+    io.write(after.http.requests - before.http.requests - 1 - spent, " ",
+             after.http.connections - before.http.connections - 1)
+  ]]
+  local function cost_of(case)
+    local out = h.fresh_lua(("assert(load(%q))(%q)"):format(CODE, case),
+      { env = { E2B_API_URL = os.getenv("E2B_API_URL"), E2B_LOCAL_ADMIN_TOKEN = os.getenv("E2B_LOCAL_ADMIN_TOKEN") } })
+    local requests, conns = out:match("^(%-?%d+) (%-?%d+)$")
+    assert(requests, "the workload failed: " .. out)
+    return tonumber(requests), tonumber(conns)
+  end
+
+  it("cost one request at a handle's close", function()
+    assert.are.equal(1, (cost_of("close")))
+  end)
+
+  it("cost one request for output past a MiB, removed at once", function()
+    local requests, conns = cost_of("large")
+    assert.are.equal(1, requests)
+    -- the removal goes unattended, beside the caller's next call (here the
+    -- first look): the two may need one connection more, never one per file
+    assert.is_true(conns <= 1, conns .. " new connections")
+  end)
+end)
+
+describe("a pause's round trips", function()
+  after_each(h.cleanup)
+  -- E2B answers a pause once its snapshot is taken (the API waits for the
+  -- orchestrator's Pause), as e2b-local does: the 2xx proves it, and no
+  -- read follows. A 409 (already paused, or not pausable) is looked at.
+  it("are one request, as the SDK's, and the sandbox is paused when it returns", function()
+    local sbx = h.sandbox()
+    local before = stats.read()
+    assert.is_true(assert(sbx:pause()))
+    local n = stats.read().http.requests - before.http.requests - 1
+    assert.are.equal(1, n)
+    assert.are.equal("paused", assert(h.client():describe(sbx.sandbox_id)).state)
+  end)
 end)

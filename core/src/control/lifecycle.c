@@ -162,6 +162,7 @@ typedef struct id_state {
   int have_info;
   int fallback;      /* attach: the connect route answered 404, read first */
   long lifetime_ms;  /* attach: a resumed sandbox's created lifetime, to restore */
+  long known_ms;     /* attach: the created lifetime of a sandbox the caller knows paused */
   int memory;        /* pause */
   int polls;
   int detailed;      /* describe: op's sandbox came from a get (network included) */
@@ -366,6 +367,7 @@ static long created_lifetime(const e2b_map *m) {
  * gets at least the lifetime it was created with. */
 static long attach_timeout(const id_state *s) {
   long want = s->timeout_ms ? s->timeout_ms : E2B_DEFAULT_SANDBOX_TIMEOUT_MS;
+  if (!s->have_info && s->known_ms > want) want = s->known_ms;
   if (s->info.state == E2B_STATE_RUNNING && s->info.end_at_ms) {
     int64_t left = s->info.end_at_ms - e2b_wall_ms();
     if (left > want) want = (long)left;
@@ -493,7 +495,19 @@ static void attach_advance(e2b_req *op) {
 
 e2b_req *e2b_sandbox_attach(e2b_client *c, const char *sandbox_id, long timeout_ms,
                             e2b_error *err) {
-  return e2b_req_typed(id_op(c, "connect", sandbox_id, timeout_ms, attach_advance, err), E2B_RESULT_SANDBOX);
+  return e2b_sandbox_attach_paused(c, sandbox_id, timeout_ms, 0, err);
+}
+
+e2b_req *e2b_sandbox_attach_paused(e2b_client *c, const char *sandbox_id, long timeout_ms,
+                                   long lifetime_ms, e2b_error *err) {
+  if (lifetime_ms < 0) {
+    e2b_error_clear(err);
+    e2b_err_set(err, E2B_ERR_INVALID_ARGUMENT, "connect", "lifetime_ms must not be negative");
+    return NULL;
+  }
+  e2b_req *op = id_op(c, "connect", sandbox_id, timeout_ms, attach_advance, err);
+  if (op) ((id_state *)op->state)->known_ms = lifetime_ms;
+  return e2b_req_typed(op, E2B_RESULT_SANDBOX);
 }
 
 /* ---- resume: attach by logical id ---- */
@@ -515,6 +529,9 @@ static void resume_advance(e2b_req *op) {
     /* No logical id matched: the id may be E2B's own sandbox id, as for
      * describe and destroy; the info call then says whether it exists. */
     s->sandbox_id = strdup(n ? e2b_req_sandbox(s->child)->sandbox_id : s->id);
+    /* The search brought state, deadline and metadata: the connect asks
+     * for the created lifetime itself, no /timeout after it. */
+    if (n && s->sandbox_id && e2b_take_sandbox(s->child, &s->info) == 0) s->have_info = 1;
     e2b_req_free(s->child);
     s->child = NULL;
     if (!s->sandbox_id) return nomem(op);
@@ -544,8 +561,11 @@ static void pause_advance(e2b_req *op) {
     }
     if (!e2b_req_done(s->child)) return;
     const e2b_error *perr = e2b_req_error(s->child);
-    /* 409 means "already paused" only if the sandbox says so: look. */
-    if (perr && perr->code != E2B_ERR_CONFLICT) {
+    /* E2B answers 2xx once the snapshot is taken (its API waits for the
+     * orchestrator's pause, or for a pause already under way): that proves
+     * it, no read needed. 409 means "already paused" only if the sandbox
+     * says so: look. */
+    if (!perr || perr->code != E2B_ERR_CONFLICT) {
       e2b_op_finish(op, perr);
       return;
     }

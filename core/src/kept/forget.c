@@ -1,11 +1,12 @@
 /* forget.c — removing a kept process's files: at once (e2b_proc_forget:
- * three removes), or lazily (e2b_proc_forget_later): the names wait on the
- * sandbox handle and a later kept command of the same user (or of root)
- * removes them in the background once a few wait (FORGET_BATCH), so a
- * short command's cleanup costs no request and, mostly, no process. What
- * is still waiting when the handle goes is sent as removes
- * (e2b_sbx_flush_forgets). Names are the hex of the tag, so they
- * are safe on a command line and in a shell word list. */
+ * one process removes all three), or lazily (e2b_proc_forget_later): the
+ * names wait on the sandbox handle and a later kept command of the same
+ * user (or of root) removes them in the background once a few wait
+ * (FORGET_BATCH), so a short command's cleanup costs no request and,
+ * mostly, no process. What is still waiting when the handle goes is
+ * removed by one process (e2b_sbx_flush_forgets): one request, as is each
+ * removal at once. Names are the hex of the tag, so they are safe on a
+ * command line and in a shell word list. */
 #include "internal.h"
 
 #include <stdio.h>
@@ -22,12 +23,9 @@
 /* Kept output this large is removed as soon as its handle lets it go:
  * left for a batch, a few of them would hold the sandbox's disk and, as
  * page cache charged to the sandbox, its memory, slowing every later
- * command's writes (bench/README.md). Three removes cost little beside
+ * command's writes (bench/README.md). One request costs little beside
  * moving a MiB. */
 #define FORGET_NOW_BYTES (1 << 20)
-
-static const char *const kept_files[] = {"out", "err", "exit"};
-#define KEPT_FILES 3
 
 static char *hex_name(const char *tag) {
   size_t n = strlen(tag) * 2 + 1;
@@ -49,42 +47,62 @@ char *e2b_kept_prefix(const char *tag) {
   return prefix;
 }
 
+/* One process removes every file of the names it is given: one request
+ * however many there are, never one per file (envd's filesystem API
+ * removes one path per call). $@: the files' prefixes. */
+static const char FORGET_SCRIPT[] = "for p do rm -f -- \"$p.out\" \"$p.err\" \"$p.exit\"; done\n";
+
 typedef struct forget_state {
-  e2b_req *rm[KEPT_FILES];
+  e2b_req *run;
 } forget_state;
 
-static void forget_release(void *p) {
-  for (int i = 0; i < KEPT_FILES; i++) e2b_req_free(((forget_state *)p)->rm[i]);
-}
+static void forget_release(void *p) { e2b_req_free(((forget_state *)p)->run); }
 
-/* The removes are the children; the sandbox is theirs to hold. */
-/* Done when every remove is; a file already gone is no failure. */
+/* Done when the removing process's stream has ended (rm -f finds nothing
+ * missing; it writes nothing unless it cannot remove). */
 static void forget_advance(e2b_req *op) {
   forget_state *f = op->state;
-  const e2b_error *first = NULL;
-  for (int i = 0; i < KEPT_FILES; i++) {
-    if (!f->rm[i]) continue;
-    if (!e2b_req_done(f->rm[i])) return;
-    const e2b_error *e = e2b_req_error(f->rm[i]);
-    if (e && e->code != E2B_ERR_NOT_FOUND && !first) first = e;
-  }
-  e2b_op_finish(op, first);
+  if (e2b_req_done(f->run)) e2b_op_finish(op, e2b_req_error(f->run));
 }
 
 static const e2b_op_kind forget_kind = {.size = sizeof(forget_state), .release = forget_release};
 
-static e2b_req *forget_hex(e2b_sbx *sbx, const char *hex, e2b_error *err) {
-  e2b_req *op = e2b_op_new(&forget_kind, NULL, sbx, "process.forget", forget_advance, NULL, err);
-  forget_state *f = op ? op->state : NULL;
-  for (int i = 0; op && i < KEPT_FILES; i++) {
-    char path[512];
-    snprintf(path, sizeof path, "%s/%.400s.%s", E2B_KEPT_ROOT, hex, kept_files[i]);
-    if (!(f->rm[i] = e2b_op_child(op, e2b_fs_remove(sbx, path, "root", err)))) {
-      e2b_req_free(op);
-      op = NULL;
-    }
+/* Removes the files of count names (hex) in one process run as root (who
+ * may remove anyone's), awaited to its end. */
+static e2b_req *forget_hexes(e2b_sbx *sbx, char *const *hex, size_t count, e2b_error *err) {
+  const char **args = calloc(count + 3, sizeof *args);
+  char **prefixes = calloc(count + 1, sizeof *prefixes);
+  e2b_req *op = NULL;
+  if (!args || !prefixes) {
+    e2b_err_set(err, E2B_ERR_UNAVAILABLE, "process.forget", "out of memory");
+    goto done;
   }
+  args[0] = "-c", args[1] = FORGET_SCRIPT, args[2] = "e2b-forget";
+  for (size_t i = 0; i < count; i++) {
+    size_t n = strlen(hex[i]) + sizeof E2B_KEPT_ROOT + 1;
+    if (!(prefixes[i] = malloc(n))) {
+      e2b_err_set(err, E2B_ERR_UNAVAILABLE, "process.forget", "out of memory");
+      goto done;
+    }
+    snprintf(prefixes[i], n, "%s/%s", E2B_KEPT_ROOT, hex[i]);
+    args[i + 3] = prefixes[i];
+  }
+  e2b_proc_opts o = {.cmd = "/bin/sh", .args = args, .arg_count = count + 3, .user = "root"};
+  op = e2b_op_new(&forget_kind, NULL, sbx, "process.forget", forget_advance, NULL, err);
+  forget_state *f = op ? op->state : NULL;
+  if (f && !(f->run = e2b_op_child(op, e2b_proc_start(sbx, &o, err)))) {
+    e2b_req_free(op);
+    op = NULL;
+  }
+done:
+  for (size_t i = 0; prefixes && i < count; i++) free(prefixes[i]);
+  free(prefixes);
+  free(args);
   return op;
+}
+
+static e2b_req *forget_hex(e2b_sbx *sbx, char *hex, e2b_error *err) {
+  return forget_hexes(sbx, &hex, 1, err);
 }
 
 e2b_req *e2b_proc_forget(e2b_sbx *sbx, const char *tag, e2b_error *err) {
@@ -119,7 +137,7 @@ void e2b_proc_end_async(e2b_sbx *sbx, uint32_t pid, const char *tag) {
   free(prefix);
 }
 
-static void forget_now(e2b_sbx *sbx, const char *hex) {
+static void forget_now(e2b_sbx *sbx, char *hex) {
   e2b_error err;
   e2b_req *req = forget_hex(sbx, hex, &err);
   if (req) e2b_req_autofree(req);
@@ -224,10 +242,17 @@ void e2b_return_forgets(e2b_sbx *sbx, const char *names, const char *user) {
   }
 }
 
+/* What is still queued goes in one request, all users' names at once
+ * (root removes them). */
 static void clear_forgets(e2b_sbx *sbx, int send) {
   if (!sbx) return;
+  char **hex = send && sbx->forget_count ? malloc(sbx->forget_count * sizeof *hex) : NULL;
+  for (size_t i = 0; hex && i < sbx->forget_count; i++) hex[i] = sbx->forgets[i].hex;
+  e2b_error err;
+  e2b_req *req = hex ? forget_hexes(sbx, hex, sbx->forget_count, &err) : NULL;
+  if (req) e2b_req_autofree(req);
+  free(hex);
   for (size_t i = 0; i < sbx->forget_count; i++) {
-    if (send) forget_now(sbx, sbx->forgets[i].hex);
     free(sbx->forgets[i].hex);
     free(sbx->forgets[i].user);
   }
