@@ -830,7 +830,13 @@ E2B_EXPORT e2b_req *e2b_sandbox_find(e2b_client *c, const e2b_list_opts *opts, e
 E2B_EXPORT e2b_req *e2b_sandbox_describe(e2b_client *c, const char *id, e2b_error *err);
 /* Connects to a sandbox by provider id, resuming it if paused, and never
  * shortens its deadline: a running sandbox keeps max(its deadline, now +
- * timeout_ms). Result: the sandbox, with metadata and state. Where E2B has
+ * timeout_ms). Result: the connect's answer alone (id, envd version,
+ * token, domain; state E2B_STATE_UNKNOWN, no metadata, no deadline) when
+ * nothing else is needed, one request: a running sandbox (E2B answers 200)
+ * or a resumed one whose created lifetime the caller gave (attach_paused).
+ * A sandbox it resumed (201) with no known lifetime is read after (state,
+ * deadline, metadata) and given back its created lifetime if that is
+ * longer (one /timeout more). Where E2B has
  * no connect route (404: e2b-dev/infra before October 2025) it resumes a
  * paused sandbox with /resume and extends a running one's deadline with
  * /timeout; the client remembers that. */
@@ -844,7 +850,9 @@ E2B_EXPORT e2b_req *e2b_sandbox_attach(e2b_client *c, const char *sandbox_id, lo
 E2B_EXPORT e2b_req *e2b_sandbox_attach_paused(e2b_client *c, const char *sandbox_id, long timeout_ms,
                                               long lifetime_ms, e2b_error *err);
 /* attach by logical id, searching running and paused sandboxes on every
- * page: none -> E2B_ERR_NOT_FOUND (nothing allocated), two -> E2B_ERR_CONFLICT. */
+ * page: none -> E2B_ERR_NOT_FOUND (nothing allocated), two -> E2B_ERR_CONFLICT.
+ * The search's metadata stands in for a read: the search and the connect,
+ * the result running, with that metadata and the deadline asked for. */
 E2B_EXPORT e2b_req *e2b_sandbox_resume(e2b_client *c, const char *logical_id, long timeout_ms,
                             e2b_error *err);
 /* Forks a running sandbox: snapshots it in place (it goes on; the snapshot,

@@ -424,7 +424,10 @@ end
 
 --- Connects to a sandbox by provider id: an externally owned handle (close
 -- never kills it). Resumes a paused one; never shortens a running one's
--- deadline (it asks for the client's timeout_ms).
+-- deadline (it asks for the client's timeout_ms). One request, as the SDK's,
+-- unless it resumed a sandbox whose created lifetime this client does not
+-- know (then a read, and a /timeout if it was longer); the handle's `id` and
+-- `metadata` are nil when nothing was read (`info()` has them).
 -- @tparam string sandbox_id
 -- @treturn e2b.sandbox.Sandbox
 -- @return or nil, err
@@ -432,6 +435,9 @@ function Client:connect(sandbox_id)
   local raw, err = self:_by_id("connect", "sandbox_id", "attach", sandbox_id, self._timeout_ms,
                                self:_take_paused(sandbox_id))
   if not raw then return nil, err end
+  -- No state: the connect's answer was all (nothing read the sandbox), so
+  -- its logical id and metadata are unknown here; info() reads them.
+  if not raw.state then raw.id, raw.metadata = nil, nil end
   return Sandbox.new(self._port, raw, { owned = false })
 end
 

@@ -16,10 +16,11 @@ local M = {}
 -- `Client:resume` (external). Every method returning values returns
 -- nil, err on failure.
 -- @type Sandbox
--- @field id the logical id (the provider id when it has none)
+-- @field id the logical id (the provider id when it has none); nil on a
+--   handle from `Client:connect` that read nothing (`info()` has it)
 -- @field sandbox_id the provider id
 -- @field template template alias, else id
--- @field metadata E2B metadata without lua-e2b's reserved keys
+-- @field metadata E2B metadata without lua-e2b's reserved keys (nil as id is)
 -- @field traffic_token value for the e2b-traffic-access-token header, or nil
 -- @field domain the domain its ports are served under
 -- @field files the sandbox's filesystem (`e2b.files.Files`)

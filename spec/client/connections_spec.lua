@@ -260,14 +260,21 @@ describe("a connect's round trips", function()
   local function left_ms(sbx) return assert(sbx:info()).end_at - os.time() * 1000 end
 
   -- E2B's connect never shortens a running sandbox's deadline (its
-  -- KeepAliveFor refuses a shorter one), so nothing needs reading before it:
-  -- the connect, then one read for the handle's state and metadata.
-  it("are two requests to a running sandbox, and its longer deadline stays", function()
-    local sbx = h.sandbox({ timeout_ms = 600000 })
+  -- KeepAliveFor refuses a shorter one) and answers it with what a handle
+  -- needs (id, envd version, token, domain): one request, as the SDK's. Its
+  -- logical id and metadata stay unknown until asked (info()).
+  it("are one request to a running sandbox, and its longer deadline stays", function()
+    local sbx = h.sandbox({ timeout_ms = 600000, metadata = { k = "v" } })
     local n, back = requests(function() return assert(h.client():connect(sbx.sandbox_id)) end)
-    assert.are.equal(2, n)
+    assert.are.equal(1, n)
+    assert.is_nil(back.id)
+    assert.is_nil(back.metadata)
+    local info = assert(back:info())
+    assert.are.equal(sbx.id, info.id)
+    assert.are.equal("v", info.metadata.k)
     local left = left_ms(back)
     assert.is_true(left > 590000 and left <= 601000, tostring(left))
+    assert(back:run("true"))
   end)
 
   -- A paused sandbox resumed with less than it was created with (known from
@@ -285,26 +292,30 @@ describe("a connect's round trips", function()
   -- Where the lifetime is known before connecting, the connect itself asks
   -- for it: the client whose handle paused the sandbox, the handle itself,
   -- a resume by logical id (its search brings the metadata).
-  it("are two to a sandbox this client paused, the lifetime asked for in the connect", function()
+  it("are one to a sandbox this client paused, the lifetime asked for in the connect", function()
     local c = h.client()
     local sbx = h.sandbox({ timeout_ms = 600000 }, c)
     assert(sbx:pause())
     local n, back = requests(function() return assert(c:connect(sbx.sandbox_id)) end)
-    assert.are.equal(2, n)
+    assert.are.equal(1, n)
     local left = left_ms(back)
     assert.is_true(left > 590000 and left <= 601000, tostring(left))
     assert(sbx:pause())
     n = requests(function() return assert(sbx:connect()) end)
-    assert.are.equal(2, n)
+    assert.are.equal(1, n)
     left = left_ms(sbx)
     assert.is_true(left > 590000 and left <= 601000, tostring(left))
   end)
 
-  it("are three for a resume by logical id: the search, the connect, one read", function()
-    local sbx = h.sandbox({ timeout_ms = 600000 })
+  -- The search brings state, metadata and the created lifetime: the
+  -- connect asks for that lifetime, and nothing is read after it.
+  it("are two for a resume by logical id: the search, the connect", function()
+    local sbx = h.sandbox({ timeout_ms = 600000, metadata = { k = "v" } })
     assert(sbx:pause())
     local n, back = requests(function() return assert(h.client():resume(sbx.id)) end)
-    assert.are.equal(3, n)
+    assert.are.equal(2, n)
+    assert.are.equal(sbx.id, back.id)
+    assert.are.equal("v", back.metadata.k)
     local left = left_ms(back)
     assert.is_true(left > 590000 and left <= 601000, tostring(left))
   end)

@@ -436,6 +436,25 @@ static int attach_reinfo(e2b_req *op, id_state *s, e2b_sandbox_info *got) {
   return ATTACH_LIFETIME;
 }
 
+/* Whether the connect's answer (id, envd version, token, domain) is the
+ * whole result. A running sandbox (200) keeps its deadline and needs
+ * nothing more: its state is running, its metadata unknown (describe reads
+ * it). A resumed one (201) needs its created lifetime, unless it was known
+ * and asked for in the connect. A resume's search brought the metadata. */
+static int attach_settled(e2b_req *op, id_state *s) {
+  e2b_sandbox_info *res = &e2b_sandboxes(op)->items[0];
+  if (s->have_info) {
+    res->end_at_ms = e2b_wall_ms() + attach_timeout(s); /* what the connect asked for */
+    e2b_map m = res->metadata;
+    res->metadata = s->info.metadata;
+    s->info.metadata = m;
+    if (!res->template_id && s->info.template_id) res->template_id = strdup(s->info.template_id);
+    res->state = E2B_STATE_RUNNING;
+    return 1;
+  }
+  return !e2b_sandboxes(op)->resumed || s->known_ms > 0;
+}
+
 static void attach_advance(e2b_req *op) {
   id_state *s = op->state;
   e2b_error err;
@@ -479,6 +498,11 @@ static void attach_advance(e2b_req *op) {
       attach_connected(op, s);
       if (op->done) return;
       if (s->stage == ATTACH_DETAIL) { /* itself the fresh read */
+        e2b_req_free(s->child);
+        s->child = NULL;
+        return e2b_op_finish(op, NULL);
+      }
+      if (s->stage == ATTACH_CONNECT && attach_settled(op, s)) {
         e2b_req_free(s->child);
         s->child = NULL;
         return e2b_op_finish(op, NULL);
