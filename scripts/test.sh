@@ -70,7 +70,7 @@ record_tap() { # suite log
   record "$1" "$pass" "$fail"
 }
 
-# Runs spec files SPEC_JOBS at a time (default 3), each under its own
+# Runs spec files SPEC_JOBS at a time (default 4), each under its own
 # e2b-local (a pass waits on sandboxes far more than it computes: about 90%
 # of its wall time is idle), the tree's module first on the paths; the
 # largest files (which tend to run longest) go first. One TAP log per file, one count per suite.
@@ -83,7 +83,7 @@ run_busted() { # suite e2b-local-binary lua lua-path lua-cpath files... (env: SP
   export BIN LUA_BIN SPEC_LUA_PATH SPEC_LUA_CPATH DIR
   shift 5
   for f in "$@"; do echo "$(wc -c <"$f") $f"; done | sort -rn | cut -d' ' -f2 |
-    xargs -P "${SPEC_JOBS:-3}" -I{} sh -fc 'timeout 600 "$BIN" exec -- env LUA_PATH="$SPEC_LUA_PATH" \
+    xargs -P "${SPEC_JOBS:-4}" -I{} sh -fc 'timeout 600 "$BIN" exec -- env LUA_PATH="$SPEC_LUA_PATH" \
       LUA_CPATH="$SPEC_LUA_CPATH" ${SPEC_ENV:-} busted --lua="$LUA_BIN" -o TAP "$1" \
       >"$DIR/$(echo "$1" | tr / -).log" 2>&1' _ {}
   cat "$dir"/*.log >"$dir.log"
@@ -97,11 +97,19 @@ run_busted() { # suite e2b-local-binary lua lua-path lua-cpath files... (env: SP
 }
 
 # The official Python SDK (spec/pysdk, pytest): each module starts its own
-# e2b-local and reaches it over HTTPS; three modules at a time (xdist).
-run_pysdk() { # suite e2b-local-binary
-  log="$LOGS/pysdk-$(echo "$1" | tr -c 'a-zA-Z0-9\n' '-').log"
+# e2b-local and reaches it over HTTPS; three modules at a time (xdist). It
+# runs beside the JS SDK's pass (both mostly wait on sandboxes): pysdk_start
+# puts it in the background, pysdk_finish waits for it and counts.
+pysdk_start() { # suite e2b-local-binary
+  PYSDK_LOG="$LOGS/pysdk-$(echo "$1" | tr -c 'a-zA-Z0-9\n' '-').log"
   PYTHONDONTWRITEBYTECODE=1 E2B_LOCAL_BIN=$2 timeout 600 spec/pysdk/.venv/bin/python -m pytest -q -rfE \
-    spec/pysdk >"$log" 2>&1
+    spec/pysdk >"$PYSDK_LOG" 2>&1 &
+  PYSDK_PID=$!
+}
+
+pysdk_finish() { # suite
+  log=$PYSDK_LOG
+  wait "$PYSDK_PID"
   rc=$?
   last=$(tail -n 1 "$log")
   pass=$(echo "$last" | grep -oE '[0-9]+ passed' | cut -d' ' -f1)
@@ -225,10 +233,10 @@ run_busted "busted specs (Lua 5.4)" "$ROOT/build/emulator/e2b-local" lua5.4 \
 # One pass of the newer SDK: its versions test drives the older one (v1
 # routes) through create, connect, commands, files, pause, list and kill.
 echo "== official JS SDK e2b@$(node -p 'require("./spec/sdk/package.json").dependencies.e2b') (and 2.45's routes) against e2b-local"
+echo "== beside it, the official Python SDK e2b==$(sed -nE 's/^e2b==([^ ]+).*/\1/p' spec/pysdk/requirements.txt) (sync and async clients, HTTPS)"
+pysdk_start "official Python SDK compatibility" "$ROOT/build/emulator/e2b-local"
 run_sdk "official SDK compatibility" "$ROOT/build/emulator/e2b-local"
-
-echo "== official Python SDK e2b==$(sed -nE 's/^e2b==([^ ]+).*/\1/p' spec/pysdk/requirements.txt) (sync and async clients, HTTPS) against e2b-local"
-run_pysdk "official Python SDK compatibility" "$ROOT/build/emulator/e2b-local"
+pysdk_finish "official Python SDK compatibility"
 
 echo "== binding against LuaJIT 2.1's headers (warnings are errors)"
 if build "$ROOT/build-luajit" -DLUA_VERSION=5.1 -DE2B_BUILD_TESTS=OFF -DE2B_BUILD_EMULATOR=OFF; then
@@ -374,8 +382,9 @@ if build "$ROOT/build-asan" -DE2B_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug; then
   # shellcheck disable=SC2086
   SPEC_ENV="LD_PRELOAD=$ASAN_LIB ASAN_OPTIONS=$ASAN_OPTIONS" run_busted "busted specs (ASan+UBSan)" \
     "$ROOT/build-asan/emulator/e2b-local" lua5.4 "$ROOT/lua/?.lua;;" "$ROOT/build-asan/lib/?.so;;" $ALL_SPECS
+  pysdk_start "official Python SDK compatibility (ASan+UBSan)" "$ROOT/build-asan/emulator/e2b-local"
   run_sdk "official SDK compatibility (ASan+UBSan)" "$ROOT/build-asan/emulator/e2b-local"
-  run_pysdk "official Python SDK compatibility (ASan+UBSan)" "$ROOT/build-asan/emulator/e2b-local"
+  pysdk_finish "official Python SDK compatibility (ASan+UBSan)"
 else
   tail -n 40 "$LOGS/build-asan-configure.log" "$LOGS/build-asan-build.log" 2>/dev/null
   record "ASan build" 0 1
