@@ -477,6 +477,8 @@ static void attach_advance(e2b_req *op) {
     if (!got && s->stage != ATTACH_EXTEND && s->stage != ATTACH_LIFETIME) return nomem(op);
     switch (s->stage) {
     case ATTACH_INFO:
+      /* a resume's search may have filled it already: this read is fresher */
+      if (s->have_info) e2b_sandbox_info_clear(&s->info);
       e2b_take_sandbox(s->child, &s->info); /* keep the metadata and the deadline */
       s->have_info = 1;
       s->stage = !s->fallback ? ATTACH_CONNECT
