@@ -277,7 +277,11 @@ function Process:_target()
   return self.pid or self.tag
 end
 
--- Takes the next piece of output. Returns data, stream | "end" | nil, err
+-- What _next returns once the process ended and all was read: a value no
+-- output can be (a chunk may well be the bytes "end").
+local ENDED = setmetatable({}, { __name = "e2b.process.ENDED" })
+
+-- Takes the next piece of output. Returns data, stream | ENDED | nil, err
 -- (nil, nil when nothing arrives before deadline). Given a collector out
 -- (wait's core.output), output goes into it in C, as a run's does, and
 -- only the chunks of a stream in want (a callback's) come back.
@@ -305,7 +309,7 @@ function Process:_next(deadline, out, want)
     elseif kind == "end" then
       self._exit = { exit_code = a, exited = b, status = c, error = d }
     elseif kind == false then
-      if self._exit then return "end" end
+      if self._exit then return ENDED end
       local ok, err = self._req:result()
       if ok then
         return nil, errors.new("protocol", "process", "stream ended without an end event",
@@ -356,7 +360,7 @@ function Process:read(timeout_ms)
   local deadline, err = self:_deadline("read", timeout_ms)
   if err then return nil, err end
   local data, stream = self:_next(deadline)
-  if data == "end" then return nil end
+  if data == ENDED then return nil end
   if data == nil and stream == nil then
     return nil, timeout_error("read", timeout_ms, "no output")
   end
@@ -419,7 +423,7 @@ function Process:wait(timeout_ms)
   local want = { stdout = on.stdout ~= nil, pty = on.stdout ~= nil, stderr = on.stderr ~= nil }
   while true do
     local data, stream = self:_next(deadline, out, want)
-    if data == "end" then break end
+    if data == ENDED then break end
     if data == nil then
       if stream == nil then return nil, timeout_error("wait", timeout_ms, "process still running") end
       return nil, stream

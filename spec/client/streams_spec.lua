@@ -52,6 +52,28 @@ describe("command output", function()
     assert.are.equal(table.concat(e, "\n") .. "\n", r.stderr)
   end)
 
+  it("hands on a chunk that is exactly the bytes \"end\", kept or not, to read, lines and a waiting callback", function()
+    -- the pause makes "end" a chunk of its own
+    local cmd = "printf abc; sleep 0.2; printf end; printf end >&2"
+    for _, keep in ipairs({ true, false }) do
+      local label = "keep_output = " .. tostring(keep)
+      local out, err = drain(assert(sbx:spawn(cmd, { keep_output = keep })))
+      assert.are.equal("abcend", out, label)
+      assert.are.equal("end", err, label)
+      local lines = {}
+      for line, stream in assert(sbx:spawn(cmd, { keep_output = keep })):lines() do
+        lines[#lines + 1] = stream .. ":" .. line
+      end
+      table.sort(lines)
+      assert.are.same({ "stderr:end", "stdout:abcend" }, lines, label)
+      local seen = {}
+      local p = assert(sbx:spawn(cmd, { keep_output = keep, on_stderr = function(c) seen[#seen + 1] = c end }))
+      local r = assert(p:wait())
+      assert.are.equal("abcend", r.stdout, label)
+      assert.are.equal("end", table.concat(seen), label)
+    end
+  end)
+
   it("carries zero-byte outputs and an output of only NUL bytes", function()
     local r = assert(sbx:run("true"))
     assert.are.equal("", r.stdout)
