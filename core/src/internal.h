@@ -97,6 +97,7 @@ struct e2b_sbx {
   size_t forget_count, forget_cap;
   char *large[E2B_LARGE_MAX];    /* tags whose kept files are large: removed at once */
   size_t large_count;
+  size_t followed; /* kept commands whose wrappers follow their files (track.c) */
   e2b_error gone; /* set once a look found the sandbox gone (gone.c) */
 };
 
@@ -582,13 +583,24 @@ typedef struct e2b_wrapped {
 /* The first byte a checking wrapper writes to its stdout once the program
  * it runs was found (a shell word, as printf's format). */
 #define E2B_WRAPPER_READY "+"
+/* A kept wrapper that may park (E2B_WRAP_PARKABLE) traps every signal it
+ * can, so only SIGKILL ends it without a status. */
+#define E2B_WRAP_PARKABLE 1u
+/* A kept wrapper given a follow nonce copies its files onto its own stdout
+ * and stderr as they grow (`tail`, where the sandbox has it), and ends its
+ * stderr with a trailer instead of its stdout with the flags letter: NUL,
+ * E2B_FOLLOW_TRAILER, the nonce (E2B_FOLLOW_NONCE_LEN lowercase hex digits,
+ * random per command, so no output ends with it by chance), the flags
+ * letter, a newline. */
+#define E2B_FOLLOW_TRAILER "E2B="
+#define E2B_FOLLOW_NONCE_LEN 8
+#define E2B_FOLLOW_TRAILER_LEN (1 + 4 + E2B_FOLLOW_NONCE_LEN + 2)
 /* Kept when prefix is set (its output goes to files at prefix, and the
  * forgets' files are removed); the environment pruned to opts's when
- * env_replace; a kept wrapper that may park traps every signal it can, so
- * only SIGKILL ends it without a status. 0, or -1 out of memory (nothing
- * left allocated). */
+ * env_replace; how: E2B_WRAP_*; follow: the nonce, or NULL not to follow.
+ * 0, or -1 out of memory (nothing left allocated). */
 int e2b_wrap(e2b_wrapped *w, const e2b_proc_opts *opts, const char *prefix, int env_replace,
-             const char *forgets, int parkable);
+             const char *forgets, unsigned how, const char *follow);
 void e2b_wrapped_free(e2b_wrapped *w);
 /* Shows a process e2b_proc_track wrapped as the command it runs. */
 void e2b_wrapper_unwrap(e2b_proc_info *p);
@@ -617,6 +629,12 @@ void e2b_wrapper_refusal(e2b_wrapper_report *r);
 /* A kept wrapper's stream ended: the flags letter (taken off r->out), or
  * else a refusal. */
 void e2b_wrapper_ended(e2b_wrapper_report *r);
+/* Following with nonce: how many of the last bytes of data (len of them)
+ * may be the start of the trailer, and so wait for the bytes after them. */
+size_t e2b_wrapper_trailer_hold(const char *nonce, const uint8_t *data, size_t len);
+/* Following, ended: 1 when held is the whole trailer (its flags then set
+ * r's nonempty and inlined, which means "came whole on the stream"), else 0. */
+int e2b_wrapper_trailer(e2b_wrapper_report *r, const char *nonce, const uint8_t *held, size_t len);
 /* A kept exit file's status: "-?DIGITS" then a space (the boot id
  * follows). Returns the space's index, or -1 when the file does not start
  * with one: the command has not ended (the file holds the boot id, perhaps
@@ -637,6 +655,15 @@ long e2b_kept_status(const char *data, size_t len, long *status);
  * 11 KB here and a connection and a thread in e2b-local, 10,000 of them
  * about 110 MB more than parked (bench/README.md, 2026-12-05); 256 keep
  * envd's immediate end for what most programs run at once. */
+/* Kept commands of one sandbox handle whose wrappers follow their files
+ * onto their streams at once (track.c): each runs two `tail` processes
+ * there, and each of those holds one of the sandbox user's inotify
+ * instances, of which Linux allows 128 by default (E2B's VMs too), shared
+ * with envd's watches and the user's own programs. Past this, a streaming
+ * reader reads the files beside the sandbox's watch instead. */
+#ifndef E2B_FOLLOWED_PER_SANDBOX
+#define E2B_FOLLOWED_PER_SANDBOX 8
+#endif
 #ifndef E2B_STREAMS_HELD
 #define E2B_STREAMS_HELD 256
 #endif

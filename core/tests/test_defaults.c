@@ -147,7 +147,7 @@ static void shell_string_is_bash_l_c(e2b_sbx *sbx) {
   CHECK_STR(s->args[2], "echo $((6*7))");
   /* kept, it is started as a kept command string (the wrapper runs it) */
   e2b_wrapped w;
-  CHECK(e2b_wrap(&w, &o, "/tmp/.e2b-proc/ab", 0, NULL, 0) == 0);
+  CHECK(e2b_wrap(&w, &o, "/tmp/.e2b-proc/ab", 0, NULL, 0, NULL) == 0);
   CHECK(w.opts.arg_count == 6 && strcmp(w.opts.args[3], "e2b-sh") == 0 && !w.announces);
   e2b_wrapped_free(&w);
   e2b_error err;

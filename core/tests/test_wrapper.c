@@ -12,7 +12,7 @@
 static int script_has(const char *s, const char *piece) {
   e2b_proc_opts opts = {.shell = s};
   e2b_wrapped w;
-  CHECK(e2b_wrap(&w, &opts, "/tmp/.e2b-proc/ab", 0, NULL, 0) == 0);
+  CHECK(e2b_wrap(&w, &opts, "/tmp/.e2b-proc/ab", 0, NULL, 0, NULL) == 0);
   CHECK(w.opts.arg_count == 6 && strcmp(w.opts.args[3], "e2b-sh") == 0);
   CHECK_STR(w.opts.args[5], s);
   int has = strstr(w.opts.args[2], piece) != NULL;
@@ -27,7 +27,7 @@ static int execd(const char *s) { return script_has(s, "exec $__c"); }
 static const char *list_tail(const char *s, char *out, size_t n) {
   e2b_proc_opts opts = {.shell = s};
   e2b_wrapped w;
-  CHECK(e2b_wrap(&w, &opts, "/tmp/.e2b-proc/ab", 0, NULL, 0) == 0);
+  CHECK(e2b_wrap(&w, &opts, "/tmp/.e2b-proc/ab", 0, NULL, 0, NULL) == 0);
   const char *tail = NULL;
   for (size_t i = 0; i < w.opts.env_count; i++)
     if (strcmp(w.opts.env[i].key, "E2B_TAIL") == 0) tail = w.opts.env[i].value;
@@ -53,20 +53,20 @@ static void argv_commands_are_not_strings(void) {
   const char *args[] = {"hi"};
   e2b_proc_opts opts = {.cmd = "echo", .args = args, .arg_count = 1};
   e2b_wrapped w;
-  CHECK(e2b_wrap(&w, &opts, "/tmp/.e2b-proc/ab", 0, NULL, 0) == 0);
+  CHECK(e2b_wrap(&w, &opts, "/tmp/.e2b-proc/ab", 0, NULL, 0, NULL) == 0);
   CHECK_STR(w.opts.args[2], "e2b-proc");
   CHECK_STR(w.opts.args[4], "echo");
   e2b_wrapped_free(&w);
   /* an argv that spells bash -l -c is an argv: nothing reads a string back out of it */
   const char *bash[] = {"-l", "-c", "true"};
   e2b_proc_opts spelled = {.cmd = "/bin/bash", .args = bash, .arg_count = 3};
-  CHECK(e2b_wrap(&w, &spelled, "/tmp/.e2b-proc/ab", 0, NULL, 0) == 0);
+  CHECK(e2b_wrap(&w, &spelled, "/tmp/.e2b-proc/ab", 0, NULL, 0, NULL) == 0);
   CHECK_STR(w.opts.args[2], "e2b-proc");
   CHECK_STR(w.opts.args[4], "/bin/bash");
   e2b_wrapped_free(&w);
   /* not kept, a command string is spelled out for envd */
   e2b_proc_opts str = {.shell = "echo hi"};
-  CHECK(e2b_wrap(&w, &str, NULL, 1, NULL, 0) == 0);
+  CHECK(e2b_wrap(&w, &str, NULL, 1, NULL, 0, NULL) == 0);
   CHECK(w.opts.shell == NULL && strcmp(w.opts.args[2], "e2b-env") == 0);
   CHECK_STR(w.opts.args[3], "/bin/bash");
   CHECK_STR(w.opts.args[6], "echo hi");
@@ -84,7 +84,7 @@ static void only_a_parkable_wrapper_traps_every_signal(void) {
   e2b_proc_opts opts = {.shell = "sleep 9"};
   for (int parkable = 0; parkable < 2; parkable++) {
     e2b_wrapped w;
-    CHECK(e2b_wrap(&w, &opts, "/tmp/.e2b-proc/ab", 0, NULL, parkable) == 0);
+    CHECK(e2b_wrap(&w, &opts, "/tmp/.e2b-proc/ab", 0, NULL, parkable ? E2B_WRAP_PARKABLE : 0, NULL) == 0);
     const char *script = wrapper_script(&w);
     CHECK(strstr(script, "trap '__s=9 __i=1; kill -s KILL -- -$__j") != NULL); /* TERM: a kill, always */
     CHECK((strstr(script, "trap '__s=10 __i=1' 10;") != NULL) == parkable);
@@ -119,13 +119,13 @@ static void exit_status_is_followed_by_the_boot_id(void) {
   }
 }
 
-/* The names handed to a wrapper (E2B_FORGET) lose the three files a kept
- * command has: out, err and exit. */
-static void forgotten_names_lose_three_files(void) {
+/* The names handed to a wrapper (E2B_FORGET) lose the files a kept
+ * command has: out, err, exit and the follower's wake-up. */
+static void forgotten_names_lose_their_files(void) {
   e2b_proc_opts opts = {.shell = "true"};
   e2b_wrapped w;
-  CHECK(e2b_wrap(&w, &opts, "/tmp/.e2b-proc/ab", 0, "cd ef", 0) == 0);
-  CHECK(strstr(wrapper_script(&w), "__l=\"$__l $__n.out $__n.err $__n.exit\";;") != NULL);
+  CHECK(e2b_wrap(&w, &opts, "/tmp/.e2b-proc/ab", 0, "cd ef", 0, NULL) == 0);
+  CHECK(strstr(wrapper_script(&w), "__l=\"$__l $__n.out $__n.err $__n.exit $__n.w\";;") != NULL);
   e2b_wrapped_free(&w);
 }
 
@@ -164,10 +164,58 @@ static void wrapper_stream_is_read_as_written(void) {
   e2b_growbuf_free(&r.out);
 }
 
+/* A following wrapper's stderr ends with NUL "E2B=" nonce letter "\n": the
+ * bytes that may still become it wait, others go on; only the whole
+ * trailer with this command's nonce counts. */
+static void follow_trailer_is_held_and_read(void) {
+  const char *nonce = "0a1b2c3d";
+  static const struct {
+    const char *data;
+    size_t len;
+    size_t held;
+  } cases[] = {
+      {"plain text\n", 11, 0},
+      {"x\0", 2, 1},
+      {"x\0E2B=0a1b", 10, 9},
+      {"x\0E2B=0a1b2c3dp", 15, 14},
+      {"\0E2B=0a1b2c3dp\n", 15, 15},
+      {"\0E2B=0a1b2c3dq\n", 15, 0},   /* no such letter */
+      {"\0E2B=ffffffffp\n", 15, 0},   /* another command's nonce */
+      {"\0E2B=0a1b2c3dp\nx", 16, 0},  /* bytes after it: it was output */
+      {"\0\0", 2, 1},
+      {"E2B=", 4, 0},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+    CHECK(e2b_wrapper_trailer_hold(nonce, (const uint8_t *)cases[i].data, cases[i].len) == cases[i].held);
+  e2b_wrapper_report r = {.nonempty = -1};
+  CHECK(e2b_wrapper_trailer(&r, nonce, (const uint8_t *)"\0E2B=0a1b2c3dn\n", 15)); /* 'a' + 13 */
+  CHECK(r.nonempty == 1 && r.inlined == 3);
+  r = (e2b_wrapper_report){.nonempty = -1};
+  CHECK(!e2b_wrapper_trailer(&r, nonce, (const uint8_t *)"\0E2B=0a1b2c3dn", 14) && r.nonempty == -1);
+}
+
+/* Given a nonce, the wrapper follows its files with tail and ends its
+ * stderr with the trailer; without one it says the flags letter. */
+static void only_a_following_wrapper_starts_tail(void) {
+  e2b_proc_opts opts = {.shell = "sleep 9"};
+  for (int follow = 0; follow < 2; follow++) {
+    e2b_wrapped w;
+    CHECK(e2b_wrap(&w, &opts, "/tmp/.e2b-proc/ab", 0, NULL, 0, follow ? "0a1b2c3d" : NULL) == 0);
+    int has = 0;
+    for (size_t i = 0; i < w.opts.env_count; i++)
+      if (strcmp(w.opts.env[i].key, "E2B_FOLLOW") == 0) has = strcmp(w.opts.env[i].value, "0a1b2c3d") == 0;
+    CHECK(has == follow);
+    CHECK(strstr(wrapper_script(&w), "tail -c +1 --follow=name --pid=$__j") != NULL);
+    e2b_wrapped_free(&w);
+  }
+}
+
 int main(void) {
+  RUN(follow_trailer_is_held_and_read);
+  RUN(only_a_following_wrapper_starts_tail);
   RUN(wrapper_stream_is_read_as_written);
   RUN(exit_status_is_followed_by_the_boot_id);
-  RUN(forgotten_names_lose_three_files);
+  RUN(forgotten_names_lose_their_files);
   RUN(each_plan_starts_its_script);
   RUN(argv_commands_are_not_strings);
   RUN(only_a_parkable_wrapper_traps_every_signal);

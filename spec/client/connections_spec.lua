@@ -235,7 +235,8 @@ describe("a sandbox's output watch nobody waits on", function()
     local server = assert(h.server_process(), "runs under e2b-local exec")
     local sbx = h.sandbox()
     local before = watches(server)
-    local p = assert(sbx:spawn("sleep 0.3; echo x"))
+    -- parked (park = true) rather than followed: a followed reader needs no watch
+    local p = assert(sbx:spawn("sleep 0.3; echo x", { park = true }))
     for _ in p:lines() do end
     assert(p:wait())
     p:close()
@@ -392,6 +393,49 @@ describe("removing a kept command's files", function()
     -- the removal goes unattended, beside the caller's next call (here the
     -- first look): the two may need one connection more, never one per file
     assert.is_true(conns <= 1, conns .. " new connections")
+  end)
+end)
+
+describe("a streamed kept command's round trips", function()
+  -- Its wrapper follows the command's files onto the start's own stream,
+  -- so until its handle closes a streamed kept command costs the one
+  -- request an unkept one costs (the SDK's): no watch, no read of a file.
+  -- Counted in a fresh interpreter, so no earlier spec's collected handle
+  -- sends its cleanup in the window.
+  local CODE = [[
+    local keep = ...
+    local stats = require("spec.server_stats")
+    local e2b = require("e2b")
+    local c = assert(e2b.client{})
+    local sbx = assert(c:create{})
+    assert(sbx:run("true"))
+    local before = stats.read()
+    local p = assert(sbx:spawn("head -c 3000000 /dev/zero; printf 'e\\0r' >&2; sleep 0.2; printf end",
+      { keep_output = keep == "kept" }))
+    local out, err = {}, {}
+    while true do
+      local chunk, stream = p:read(20000)
+      if not chunk then break end
+      if stream == "stderr" then err[#err + 1] = chunk else out[#out + 1] = chunk end
+    end
+    assert(assert(p:wait()).exit_code == 0)
+    local after = stats.read()
+    assert(table.concat(out) == ("\0"):rep(3000000) .. "end", "stdout")
+    assert(table.concat(err) == "e\0r", "stderr")
+    p:close()
+    assert(sbx:kill())
+    io.write(after.http.requests - before.http.requests - 1)
+  ]]
+  local function requests(keep)
+    local out = h.fresh_lua(("assert(load(%q))(%q)"):format(CODE, keep),
+      { env = { E2B_API_URL = os.getenv("E2B_API_URL"), E2B_LOCAL_ADMIN_TOKEN = os.getenv("E2B_LOCAL_ADMIN_TOKEN") } })
+    assert(out:match("^%d+$"), "the workload failed: " .. out)
+    return tonumber(out)
+  end
+
+  it("are one request, as an unkept one's, until its handle closes", function()
+    assert.are.equal(1, requests("unkept"))
+    assert.are.equal(1, requests("kept"))
   end)
 end)
 

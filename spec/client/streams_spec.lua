@@ -339,6 +339,86 @@ end)
 
 -- Where bubblewrap may not run, sandboxes share the host's filesystem: a
 -- kept command's files must still land where its reader watches them.
+describe("a followed kept stream", function()
+  -- A reader that streams a kept command (not a single-shot run) has the
+  -- wrapper copy the command's files onto its own stream as they grow, so
+  -- the output comes on the start's stream, at the files' offsets; whenever
+  -- that cannot hold (no working tail, the stream cut, too many followed)
+  -- the files are read by offset as before.
+  local sbx
+  setup(function() sbx = h.sandbox() end)
+  teardown(h.cleanup)
+
+  local function tails()
+    -- the pattern's brackets keep this command's own line out of the count
+    return tonumber((assert(sbx:run("pgrep -c -f -- '--follo[w]=name' || true")).stdout:match("%d+")))
+  end
+
+  it("is byte-exact: NUL, invalid UTF-8, no final newline, and stderr that ends like the wrapper's trailer", function()
+    local cmd = [[printf 'a\0b\377c'; printf 'e\0E2B=' >&2; sleep 0.1; printf '\0E2B=0a1b2c3dp\n' >&2]]
+    for _, how in ipairs({ "spawn", "run" }) do
+      local out, err
+      if how == "spawn" then
+        out, err = drain(assert(sbx:spawn(cmd)))
+      else
+        local o, e = {}, {}
+        local r = assert(sbx:run(cmd, { on_stdout = function(c) o[#o + 1] = c end,
+          on_stderr = function(c) e[#e + 1] = c end }))
+        assert.are.equal(0, r.exit_code)
+        out, err = table.concat(o), table.concat(e)
+      end
+      assert.are.equal("a\0b\255c", out, how)
+      assert.are.equal("e\0E2B=\0E2B=0a1b2c3dp\n", err, how)
+    end
+  end)
+
+  it("loses or repeats no byte when its stream drops mid-follow", function()
+    if h.live then return end
+    local script = "for i in $(seq 1 60); do echo line$i; printf 'err%d\\n' $i >&2; sleep 0.01; done"
+    local want_out, want_err = {}, {}
+    for i = 1, 60 do want_out[i], want_err[i] = "line" .. i, "err" .. i end
+    for _, after in ipairs({ 2, 5, 30 }) do
+      h.faults({ { match = "POST envd:/process.Process/Start", action = "drop_mid_stream", after_events = after, count = 1 } })
+      local proc = assert(sbx:spawn(script))
+      local out, err = drain(proc)
+      h.faults()
+      assert.are.equal(table.concat(want_out, "\n") .. "\n", out, "after " .. after)
+      assert.are.equal(table.concat(want_err, "\n") .. "\n", err, "after " .. after)
+      assert.are.equal(0, assert(proc:wait()).exit_code)
+      proc:close()
+    end
+  end)
+
+  it("reads the files instead where the sandbox's tail fails or is missing", function()
+    assert(sbx:run("mkdir -p /tmp/badtail && printf '#!/bin/sh\\nexit 1\\n' >/tmp/badtail/tail && chmod +x /tmp/badtail/tail"))
+    for _, path in ipairs({ "/tmp/badtail", "/nonexistent" }) do
+      local proc = assert(sbx:spawn({ "/bin/sh", "-c", "printf out; printf 'e\\0rr' >&2; /bin/sleep 0.2; printf more" },
+        { env = { PATH = path } }))
+      local out, err = drain(proc)
+      assert.are.equal("outmore", out, path)
+      assert.are.equal("e\0rr", err, path)
+      proc:close()
+    end
+  end)
+
+  it("follows at most 8 commands of one sandbox handle at once; the others read their files", function()
+    local procs = {}
+    for j = 1, 12 do
+      procs[j] = assert(sbx:spawn(("echo start-%d; sleep 1; for i in $(seq 1 20); do echo %d-$i; done"):format(j, j)))
+    end
+    for j = 1, 12 do assert.are.equal(("start-%d\n"):format(j), (procs[j]:read(10000))) end
+    local n = tails()
+    assert.is_true(n >= 2 and n <= 16, "tail processes: " .. tostring(n))
+    for j = 1, 12 do
+      local want = {}
+      for i = 1, 20 do want[i] = j .. "-" .. i end
+      assert.are.equal(table.concat(want, "\n") .. "\n", (drain(procs[j])))
+      procs[j]:close()
+    end
+    assert.is_true(h.eventually(function() return tails() == 0 end, 5000), "a follower outlived its command")
+  end)
+end)
+
 describe("command output without isolation", function()
   if h.live then return end
 

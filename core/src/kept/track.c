@@ -16,6 +16,12 @@
  * all when the wrapper reports both files empty. The exit file, written
  * once the command ended, ends a reader whose stream is late (EXIT_GRACE_MS).
  *
+ * Following: a reader that streams a command that will not park has its
+ * wrapper copy the files onto its own stream (tail), so the stream's data is
+ * the output at the files' offsets and no watch or read is needed; the
+ * wrapper's trailer, the last bytes of its stderr, says whether all came.
+ * A cut stream, or a trailer that says not, goes back to the files.
+ *
  * Parking: a kept command still running PARK_AFTER_MS after its start, with
  * its sandbox's watch live, may have its own stream closed (a curl handle and a
  * connection here, a socket and a thread in e2b-local) and is not
@@ -147,6 +153,12 @@ typedef struct track_state {
   e2b_wrapper_report said; /* what the wrapper said on its own stream (wrapper.c reads it) */
   kept_files files;
   track_end end;
+  int follow;        /* its wrapper follows the files onto its stream (E2B_WRAP_FOLLOW): the
+                        stream's data is the output, from offset 0, while that stream holds */
+  int follow_counted; /* one of its sandbox's followed */
+  char nonce[E2B_FOLLOW_NONCE_LEN + 1]; /* following: what its trailer carries */
+  uint8_t held[E2B_FOLLOW_TRAILER_LEN]; /* following: stderr's last bytes, which may start the trailer */
+  size_t held_len;
   int subscribed;    /* woken by the sandbox's watch */
   int park_mode;     /* PARK_NEVER (attach, run(), E2B_TRACK_NO_PARK), PARK_ALWAYS, PARK_BEYOND_HELD */
   int holds;         /* running on with its stream kept: one of its loop's streams_held */
@@ -192,6 +204,8 @@ static void let_go(e2b_req *op, track_state *s) {
   e2b_startq_release(s->sbx->client->loop, &s->start);
   release_hold(s);
   unsubscribe(op, s);
+  if (s->follow_counted) s->sbx->followed--;
+  s->follow_counted = 0;
 }
 
 /* Going before its caller heard of the start (a canceled or timed-out run,
@@ -510,30 +524,107 @@ static int take_inline(e2b_req *op, track_state *s, int which) {
 static void kept_started(e2b_req *op, track_state *s) {
   if (s->started) return;
   emit_start(op, s);
-  if (!s->at_end && !s->end.known) timer_set(op, s, T_FIRST_PASS, FIRST_PASS_MS);
+  if (!s->at_end && !s->end.known && !s->follow) timer_set(op, s, T_FIRST_PASS, FIRST_PASS_MS);
 }
 
-static void stream_event(e2b_req *op, track_state *s, queued *n) {
+/* ---- following: the wrapper copies the files onto its stream ---- */
+
+/* Following, stderr: its last bytes that may start the trailer are held
+ * (taken off n); held bytes that no longer may are handed on first. */
+static int hold_trailer(e2b_req *op, track_state *s, queued *n) {
+  uint8_t last[2 * E2B_FOLLOW_TRAILER_LEN];
+  size_t tail = n->ev.len < E2B_FOLLOW_TRAILER_LEN ? n->ev.len : E2B_FOLLOW_TRAILER_LEN;
+  size_t seen = s->held_len + tail;
+  memcpy(last, s->held, s->held_len);
+  memcpy(last + s->held_len, n->ev.data + n->ev.len - tail, tail);
+  size_t keep = e2b_wrapper_trailer_hold(s->nonce, last, seen);
+  size_t release = s->held_len + n->ev.len - keep;
+  size_t of_held = release < s->held_len ? release : s->held_len;
+  if (of_held && emit(op, E2B_EVENT_STDERR, s->held, of_held, 0, NULL) != 0) return -1;
+  s->files.off[R_ERR] += (int64_t)of_held;
+  memmove(s->held, last + seen - keep, keep);
+  s->held_len = keep;
+  n->ev.len = release - of_held;
+  n->len = n->ev.len;
+  return 0;
+}
+
+/* Following, output: handed on as it comes, counted as read. Stderr's last
+ * bytes wait while they may be the start of the wrapper's trailer. Takes n. */
+static void follow_data(e2b_req *op, track_state *s, queued *n) {
+  n->ev.pid = s->pid;
+  if (n->ev.type == E2B_EVENT_STDERR && hold_trailer(op, s, n) != 0) {
+    free(n);
+    return nomem(op);
+  }
+  s->files.off[n->ev.type == E2B_EVENT_STDOUT ? R_OUT : R_ERR] += (int64_t)n->ev.len;
+  note_size(s);
+  if (n->ev.len) e2b_req_push_node(op, n);
+  else free(n);
+}
+
+/* Following, the stream ended: the trailer says what came whole; bytes
+ * held that are not the trailer are stderr's. */
+static void follow_ended(e2b_req *op, track_state *s) {
+  if (!e2b_wrapper_trailer(&s->said, s->nonce, s->held, s->held_len) && s->held_len) {
+    if (emit(op, E2B_EVENT_STDERR, s->held, s->held_len, 0, NULL) != 0) return nomem(op);
+    s->files.off[R_ERR] += (int64_t)s->held_len;
+  }
+  s->held_len = 0;
+}
+
+/* Following, the stream broke: what it would have brought is read from
+ * the files by offset (held bytes too), and a reconnected stream's data,
+ * from "now", is not the output's. */
+static void follow_lost(track_state *s) {
+  s->follow = 0;
+  s->held_len = 0;
+  s->said.over = 1;
+}
+
+/* Following, announced: stderr that came before the announcement (its
+ * own pipe may overtake stdout's) was the follower's, so the output's. */
+static void follow_announced(e2b_req *op, track_state *s) {
+  const growbuf *early = &s->said.err;
+  if (s->said.over) return follow_lost(s); /* more than kept aside: read from the files */
+  if (!early->len) return;
+  queued *q = calloc(1, sizeof *q + early->len);
+  if (!q) return nomem(op);
+  memcpy(q + 1, early->data, early->len);
+  q->ev.type = E2B_EVENT_STDERR;
+  q->ev.data = (const uint8_t *)(q + 1);
+  q->ev.len = q->len = early->len;
+  follow_data(op, s, q);
+}
+
+/* 1 when it took n. */
+static int stream_event(e2b_req *op, track_state *s, queued *n) {
+  int took = 0;
   if (n->ev.type == E2B_EVENT_START) {
     int heard = s->started;
     envd_start(op, s, n->ev.pid);
-    if (!heard && s->started && !s->at_end) timer_set(op, s, T_FIRST_PASS, FIRST_PASS_MS);
+    if (!heard && s->started && !s->at_end && !s->follow) timer_set(op, s, T_FIRST_PASS, FIRST_PASS_MS);
   } else if (n->ev.type == E2B_EVENT_END) {
     s->end.known = 1;
     s->end.code = n->ev.exit_code;
     snprintf(s->end.status, sizeof s->end.status, "%s", n->ev.status ? n->ev.status : "");
-    e2b_wrapper_ended(&s->said);
+    if (s->follow && s->started) follow_ended(op, s);
+    else e2b_wrapper_ended(&s->said);
     if (!s->said.start_err[0]) kept_started(op, s); /* ended before it announced (say, no files) */
   } else if (announcement(s, n)) {
     kept_started(op, s);
+    if (s->follow) follow_announced(op, s);
     s->said.err.len = 0; /* nothing the wrapper wrote before is the command's */
-    e2b_wrapper_heard(&s->said, &s->said.out, n->ev.data, n->ev.len);
+    if ((took = s->follow)) follow_data(op, s, n);
+    else e2b_wrapper_heard(&s->said, &s->said.out, n->ev.data, n->ev.len);
   } else if (n->ev.type == E2B_EVENT_STDOUT || n->ev.type == E2B_EVENT_STDERR) {
-    e2b_wrapper_heard(&s->said, n->ev.type == E2B_EVENT_STDOUT ? &s->said.out : &s->said.err, n->ev.data,
-                      n->ev.len);
+    if ((took = s->follow && s->started)) follow_data(op, s, n);
+    else e2b_wrapper_heard(&s->said, n->ev.type == E2B_EVENT_STDOUT ? &s->said.out : &s->said.err, n->ev.data,
+                           n->ev.len);
   }
   s->last_contact_ms = e2b_now_ms();
   s->looked_ms = 0;
+  return took;
 }
 
 /* Follows the process's own stream; reconnects by pid when it breaks
@@ -549,11 +640,9 @@ static void stream_step(e2b_req *op, track_state *s) {
     return;
   }
   queued *n;
-  while ((n = e2b_req_pop_node(s->live))) {
-    stream_event(op, s, n);
-    free(n);
-  }
-  if (!e2b_req_done(s->live)) return;
+  while (!(s->follow && over_cap(op)) && (n = e2b_req_pop_node(s->live)))
+    if (!stream_event(op, s, n)) free(n);
+  if (op->done || s->live->queue_head || !e2b_req_done(s->live)) return;
   const e2b_error *err = e2b_req_error(s->live);
   /* Cut after envd's start but before the wrapper's announcement: the
    * files tell the rest, as after any cut. */
@@ -568,6 +657,7 @@ static void stream_step(e2b_req *op, track_state *s) {
   if (err) cut = *err;
   e2b_req_free(s->live);
   s->live = NULL;
+  if (s->follow) follow_lost(s);
   s->reconnect_at = e2b_now_ms() + s->files.poll_ms;
   s->files.due |= DUE_ALL; /* whatever happened meanwhile is in the files */
   if (!s->end.gone && err) look_if_dead(op, s, &cut);
@@ -1019,19 +1109,37 @@ static void take_forgets(track_state *s, const char *user) {
   }
 }
 
+/* A streaming reader of a kept command that will not park is followed:
+ * its wrapper copies the files onto its stream, so while that stream holds
+ * the output costs no read (one request, as an unkept command's), and
+ * offsets stay the truth should it break. Bounded per sandbox
+ * (E2B_FOLLOWED_PER_SANDBOX); by default it takes one of the loop's held
+ * streams at once, as a command that runs on would at PARK_AFTER_MS. */
+static int follow_wanted(track_state *s) {
+  if (!s->kept || s->at_end || s->park_mode == PARK_ALWAYS || s->sbx->followed >= E2B_FOLLOWED_PER_SANDBOX)
+    return 0;
+  if (e2b_random_hex(s->nonce, E2B_FOLLOW_NONCE_LEN) != 0) return 0;
+  if (s->park_mode == PARK_BEYOND_HELD && !hold(s)) return 0;
+  s->sbx->followed++;
+  s->follow_counted = 1;
+  return 1;
+}
+
 /* Starts the wrapped command's stream (s->live); 0, or -1 with err. */
 static int launch(track_state *s, const e2b_proc_opts *opts, int env_replace, e2b_error *err) {
   take_forgets(s, opts->user);
+  s->follow = follow_wanted(s);
   e2b_wrapped w;
   if (e2b_wrap(&w, opts, s->kept ? s->prefix : NULL, env_replace, s->forgets,
-               s->park_mode != PARK_NEVER) != 0) {
+               s->park_mode != PARK_NEVER ? E2B_WRAP_PARKABLE : 0, s->follow ? s->nonce : NULL) != 0) {
     e2b_err_set(err, E2B_ERR_UNAVAILABLE, "process.start", "out of memory");
     return -1;
   }
   w.opts.tag = s->tag;
   s->said.announces = w.announces;
-  /* A kept command's stream carries its events; its output goes to files. */
-  s->live = e2b_proc_start_stream(s->sbx, &w.opts, s->kept ? E2B_STREAM_EVENTS : 0, err);
+  /* A kept command's stream carries its events; its output goes to files
+   * (and onto the stream too, when followed). */
+  s->live = e2b_proc_start_stream(s->sbx, &w.opts, s->kept && !s->follow ? E2B_STREAM_EVENTS : 0, err);
   s->start_sent = s->live != NULL;
   e2b_wrapped_free(&w);
   if (!s->live) return -1;

@@ -52,7 +52,12 @@
  * of this command's group must not stop it), the files of earlier commands
  * named in E2B_FORGET (see forget.c). The
  * command's environment is pruned to E2B_ENV_KEEP's names when that is
- * set. The script travels in E2B_PROC, so a process list shows
+ * set. Given a nonce in E2B_FOLLOW, it follows: two `tail`s copy the files
+ * onto its stdout and stderr from their first byte while the command runs;
+ * at the end it creates PREFIX.w (a created name wakes a name-following tail
+ * at once, where its poll for the job's end takes up to a second), waits for
+ * them, and says its flags in the trailer (internal.h) on stderr, where 4
+ * and 8 mean the file came whole on the stream. The script travels in E2B_PROC, so a process list shows
  * `bash -c eval "$E2B_PROC" e2b-proc PREFIX cmd args`, not the script. */
 /* The signals a group kill or a terminal sends; and all of Linux's signals
  * whose default ends a process, but SIGKILL: one literal trap each (a loop
@@ -83,11 +88,11 @@
  * reopen after a trapped TERM would create it again once a reader that
  * forgot the command had removed it. */
 #define JOB_WAIT                                                                                  \
-  "__j=$!; [ \"$__s\" != 9 ] || kill -s KILL -- -$__j 2>/dev/null; __i=1; "                         \
+  "__j=$!; [ \"$__s\" != 9 ] || kill -s KILL -- -$__j 2>/dev/null; __i=1; __e2b_follow; "            \
   "{ while [ -n \"$__i\" ]; do __i=; wait $__j; __r=$?; done; } 2>>\"$__p.exit\"; __e2b_end $__r"
 
 #define WRAPPER_SCRIPT(traps)                                                                     \
-    "unset E2B_PROC; __p=$1; shift\n" \
+    "unset E2B_PROC; __p=$1; shift; __f=${E2B_FOLLOW-} __fo= __fe=; unset E2B_FOLLOW\n" \
     "[ -d \"${__p%/*}\" ] || mkdir -m 1777 \"${__p%/*}\" 2>/dev/null\n" \
     "while read -r __k __m; do [ \"$__k\" = Umask: ] && break; done </proc/self/status\n" \
     "umask 077\n" \
@@ -95,7 +100,7 @@
     "{ printf %s \"$__b\" >\"$__p.exit\" && : >\"$__p.out\" && : >\"$__p.err\"; } 2>/dev/null || exit 125\n" \
     "umask \"${__m:-022}\"\n" \
     "if [ -n \"${E2B_FORGET-}\" ]; then\n" \
-    "  __l=; for __n in $E2B_FORGET; do case $__n in *[!0-9a-f]*) ;; *) __l=\"$__l $__n.out $__n.err $__n.exit\";; esac; done\n" \
+    "  __l=; for __n in $E2B_FORGET; do case $__n in *[!0-9a-f]*) ;; *) __l=\"$__l $__n.out $__n.err $__n.exit $__n.w\";; esac; done\n" \
     "  if [ -n \"$__l\" ]; then set -m; (cd \"${__p%/*}\" && exec rm -f -- $__l) </dev/null >/dev/null 2>&1 & set +m; fi\n" \
     "fi\n" \
     "unset E2B_FORGET __n __l\n" \
@@ -107,14 +112,23 @@
     "  [ $((t+${#c})) -gt 32768 ] && return 1\n" \
     "  [ $i -gt 0 ] && printf '%s\\0' \"${v[@]}\"; printf %s \"$c\"\n" \
     "}\n" \
+    "__e2b_follow() {\n" \
+    "  [ -n \"$__f\" ] && hash tail 2>/dev/null || return 0\n" \
+    "  tail -c +1 --follow=name --pid=$__j -- \"$__p.out\" 2>/dev/null & __fo=$!\n" \
+    "  tail -c +1 --follow=name --pid=$__j -- \"$__p.err\" 1>&2 2>/dev/null & __fe=$!\n" \
+    "}\n" \
     "__e2b_end() {\n" \
     "  local f=0 st=$1 j\n" \
     "  [ -z \"$__s\" ] && [ $1 -gt 128 ] && [ $1 -lt 160 ] && read -r -n 64 j <\"$__p.exit\" && [ ${#j} -gt ${#__b} ] && __s=$(($1-128))\n" \
     "  [ -n \"$__s\" ] && st=-$__s; [ -s \"$__p.out\" ] && f=1; [ -s \"$__p.err\" ] && f=$((f+2))\n" \
     "  [ -e \"$__p.exit\" ] && printf '%s %s\\n' \"$st\" \"$__b\" >\"$__p.exit\"\n" \
-    "  [ $((f&2)) = 2 ] && __e2b_slurp \"$__p.err\" >&2 && f=$((f+8))\n" \
-    "  [ $((f&1)) = 1 ] && __e2b_slurp \"$__p.out\" && f=$((f+4))\n" \
-    "  printf %s \"${__e2b_l:f:1}\"\n" \
+    "  if [ -n \"$__fo\" ]; then\n" \
+    "    : >\"$__p.w\" 2>/dev/null; wait $__fo && f=$((f|4)); wait $__fe && f=$((f|8))\n" \
+    "  else\n" \
+    "    [ $((f&2)) = 2 ] && __e2b_slurp \"$__p.err\" >&2 && f=$((f+8))\n" \
+    "    [ $((f&1)) = 1 ] && __e2b_slurp \"$__p.out\" && f=$((f+4))\n" \
+    "  fi\n" \
+    "  if [ -n \"$__f\" ]; then printf '\\0" E2B_FOLLOW_TRAILER "%s%s\\n' \"$__f\" \"${__e2b_l:f:1}\" >&2; else printf %s \"${__e2b_l:f:1}\"; fi\n" \
     "  [ -n \"$__s\" ] && { ulimit -c 0; trap - \"$__s\"; kill -s \"$__s\" $$; }\n" \
     "  return \"$1\"\n" \
     "}\n" \
@@ -262,19 +276,20 @@ static const char *sh_script(const char *s, const char **tail) {
 
 /* The caller's env, then what the wrapper reads (names, never values;
  * a list's last part is the caller's own command text). */
-static size_t wrap_env(e2b_kv *env, const e2b_proc_opts *opts, int keep, int parkable,
+static size_t wrap_env(e2b_kv *env, const e2b_proc_opts *opts, int keep, unsigned how, const char *follow,
                        const char *names, const char *forgets, const char *tail) {
   size_t ne = 0;
   for (size_t i = 0; i < opts->env_count; i++) env[ne++] = opts->env[i];
   if (names) env[ne++] = (e2b_kv){"E2B_ENV_KEEP", names};
-  if (keep) env[ne++] = (e2b_kv){"E2B_PROC", parkable ? WRAPPER_PARKABLE : WRAPPER};
+  if (keep) env[ne++] = (e2b_kv){"E2B_PROC", how & E2B_WRAP_PARKABLE ? WRAPPER_PARKABLE : WRAPPER};
+  if (keep && follow) env[ne++] = (e2b_kv){"E2B_FOLLOW", follow};
   if (forgets) env[ne++] = (e2b_kv){"E2B_FORGET", forgets};
   if (tail) env[ne++] = (e2b_kv){"E2B_TAIL", tail};
   return ne;
 }
 
 int e2b_wrap(e2b_wrapped *w, const e2b_proc_opts *opts, const char *prefix, int env_replace,
-             const char *forgets, int parkable) {
+             const char *forgets, unsigned how, const char *follow) {
   memset(w, 0, sizeof *w);
   /* A kept command string (opts->shell) is run by the wrapper itself;
    * any other is spelled out as the argv /bin/bash -l -c S first. */
@@ -283,7 +298,7 @@ int e2b_wrap(e2b_wrapped *w, const e2b_proc_opts *opts, const char *prefix, int 
   if (!str) opts = e2b_proc_opts_spelled(opts, &spelled, argv);
   w->names = env_replace ? env_names(opts->env, opts->env_count) : NULL;
   w->args = calloc(opts->arg_count + 6, sizeof *w->args);
-  w->env = calloc(opts->env_count + 4, sizeof *w->env);
+  w->env = calloc(opts->env_count + 5, sizeof *w->env);
   if ((env_replace && !w->names) || !w->args || !w->env) {
     e2b_wrapped_free(w);
     return -1;
@@ -295,7 +310,7 @@ int e2b_wrap(e2b_wrapped *w, const e2b_proc_opts *opts, const char *prefix, int 
   const char *script = str ? sh_script(str, &tail) : NULL;
   w->opts.arg_count = wrap_args(w->args, opts, prefix, env_replace, script);
   w->opts.env = w->env;
-  w->opts.env_count = wrap_env(w->env, opts, prefix != NULL, parkable, w->names, forgets, tail);
+  w->opts.env_count = wrap_env(w->env, opts, prefix != NULL, how, follow, w->names, forgets, tail);
   w->announces = prefix ? !str : env_replace && !opts->pty_cols;
   return 0;
 }
@@ -349,6 +364,33 @@ void e2b_wrapper_ended(e2b_wrapper_report *r) {
   } else {
     e2b_wrapper_refusal(r);
   }
+}
+
+/* Byte i of the trailer with this nonce; its letter is any of 'a'..'p'. */
+static int trailer_byte(const char *nonce, size_t i, uint8_t c) {
+  static const char head[] = "\0" E2B_FOLLOW_TRAILER;
+  size_t h = sizeof head - 1;
+  if (i < h) return c == (uint8_t)head[i];
+  if (i < h + E2B_FOLLOW_NONCE_LEN) return c == (uint8_t)nonce[i - h];
+  if (i == h + E2B_FOLLOW_NONCE_LEN) return c >= 'a' && c <= 'p';
+  return c == '\n';
+}
+
+size_t e2b_wrapper_trailer_hold(const char *nonce, const uint8_t *data, size_t len) {
+  for (size_t k = len < E2B_FOLLOW_TRAILER_LEN ? len : E2B_FOLLOW_TRAILER_LEN; k > 0; k--) {
+    size_t i = 0;
+    while (i < k && trailer_byte(nonce, i, data[len - k + i])) i++;
+    if (i == k) return k;
+  }
+  return 0;
+}
+
+int e2b_wrapper_trailer(e2b_wrapper_report *r, const char *nonce, const uint8_t *held, size_t len) {
+  if (len != E2B_FOLLOW_TRAILER_LEN || e2b_wrapper_trailer_hold(nonce, held, len) != len) return 0;
+  int flags = held[len - 2] - 'a';
+  r->nonempty = flags & 3;
+  r->inlined = flags >> 2;
+  return 1;
 }
 
 /* bash -c SCRIPT e2b-proc PREFIX cmd args... (kept), bash -l -c SCRIPT
