@@ -119,13 +119,13 @@ static void exit_status_is_followed_by_the_boot_id(void) {
   }
 }
 
-/* The names handed to a wrapper (E2B_FORGET) lose the files a kept
- * command has: out, err, exit and the follower's wake-up. */
-static void forgotten_names_lose_their_files(void) {
+/* The names handed to a wrapper (E2B_FORGET) lose the three files a kept
+ * command has: out, err and exit. */
+static void forgotten_names_lose_three_files(void) {
   e2b_proc_opts opts = {.shell = "true"};
   e2b_wrapped w;
   CHECK(e2b_wrap(&w, &opts, "/tmp/.e2b-proc/ab", 0, "cd ef", 0, NULL) == 0);
-  CHECK(strstr(wrapper_script(&w), "__l=\"$__l $__n.out $__n.err $__n.exit $__n.w\";;") != NULL);
+  CHECK(strstr(wrapper_script(&w), "__l=\"$__l $__n.out $__n.err $__n.exit\";;") != NULL);
   e2b_wrapped_free(&w);
 }
 
@@ -205,7 +205,7 @@ static void only_a_following_wrapper_starts_tail(void) {
     for (size_t i = 0; i < w.opts.env_count; i++)
       if (strcmp(w.opts.env[i].key, "E2B_FOLLOW") == 0) has = strcmp(w.opts.env[i].value, "0a1b2c3d") == 0;
     CHECK(has == follow);
-    CHECK(strstr(wrapper_script(&w), "tail -c +1 --follow=name --pid=$__j") != NULL);
+    CHECK(strstr(wrapper_script(&w), "tail ---disable-inotify -s " E2B_FOLLOW_POLL " -c +1 -f --pid=$__j") != NULL);
     e2b_wrapped_free(&w);
   }
 }
@@ -215,7 +215,7 @@ int main(void) {
   RUN(only_a_following_wrapper_starts_tail);
   RUN(wrapper_stream_is_read_as_written);
   RUN(exit_status_is_followed_by_the_boot_id);
-  RUN(forgotten_names_lose_their_files);
+  RUN(forgotten_names_lose_three_files);
   RUN(each_plan_starts_its_script);
   RUN(argv_commands_are_not_strings);
   RUN(only_a_parkable_wrapper_traps_every_signal);

@@ -351,7 +351,7 @@ describe("a followed kept stream", function()
 
   local function tails()
     -- the pattern's brackets keep this command's own line out of the count
-    return tonumber((assert(sbx:run("pgrep -c -f -- '--follo[w]=name' || true")).stdout:match("%d+")))
+    return tonumber((assert(sbx:run("pgrep -c -f -- '---disable-inotif[y]' || true")).stdout:match("%d+")))
   end
 
   it("is byte-exact: NUL, invalid UTF-8, no final newline, and stderr that ends like the wrapper's trailer", function()
@@ -370,6 +370,18 @@ describe("a followed kept stream", function()
       assert.are.equal("a\0b\255c", out, how)
       assert.are.equal("e\0E2B=\0E2B=0a1b2c3dp\n", err, how)
     end
+  end)
+
+  it("brings the whole output of commands that end before their follower starts", function()
+    -- tail following by name with inotify lost all of it about once in 100 such commands
+    local lost = 0
+    for _ = 1, 300 do
+      local proc = assert(sbx:spawn("echo one; echo two"))
+      local out = drain(proc)
+      if out ~= "one\ntwo\n" then lost = lost + 1 end
+      proc:close()
+    end
+    assert.are.equal(0, lost)
   end)
 
   it("loses or repeats no byte when its stream drops mid-follow", function()
@@ -399,6 +411,23 @@ describe("a followed kept stream", function()
       assert.are.equal("e\0rr", err, path)
       proc:close()
     end
+  end)
+
+  it("hands bulk output over to reads of its files, byte-exact across the switch, status kept", function()
+    -- 16 MiB within 2 s of its start is bulk: the stream is left unread and
+    -- the files are read from the offsets taken (more requests than one)
+    local stats = not h.live and require("spec.server_stats")
+    local before = stats and stats.read()
+    local proc = assert(sbx:spawn("seq 1 4000000; seq 1 1000000 >&2; printf tail; exit 7"))
+    local out, err = drain(proc)
+    local r = assert(proc:wait())
+    assert.are.equal(7, r.exit_code)
+    local want = {}
+    for i = 1, 4000000 do want[i] = i end
+    assert.is_true(out == table.concat(want, "\n") .. "\ntail", "stdout differs")
+    assert.is_true(err == table.concat(want, "\n", 1, 1000000) .. "\n", "stderr differs")
+    if stats then assert.is_true(stats.read().http.requests - before.http.requests - 1 > 1, "no file was read") end
+    proc:close()
   end)
 
   it("follows at most 8 commands of one sandbox handle at once; the others read their files", function()

@@ -50,7 +50,7 @@ char *e2b_kept_prefix(const char *tag) {
 /* One process removes every file of the names it is given: one request
  * however many there are, never one per file (envd's filesystem API
  * removes one path per call). $@: the files' prefixes. */
-static const char FORGET_SCRIPT[] = "for p do rm -f -- \"$p.out\" \"$p.err\" \"$p.exit\" \"$p.w\"; done\n";
+static const char FORGET_SCRIPT[] = "for p do rm -f -- \"$p.out\" \"$p.err\" \"$p.exit\"; done\n";
 
 typedef struct forget_state {
   e2b_req *run;
@@ -122,7 +122,7 @@ e2b_req *e2b_proc_forget(e2b_sbx *sbx, const char *tag, e2b_error *err) {
 static const char END_SCRIPT[] =
     "kill -TERM \"$1\" 2>/dev/null; i=0\n"
     "while kill -0 \"$1\" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done\n"
-    "rm -f -- \"$2.out\" \"$2.err\" \"$2.exit\" \"$2.w\"\n";
+    "rm -f -- \"$2.out\" \"$2.err\" \"$2.exit\"\n";
 
 void e2b_proc_end_async(e2b_sbx *sbx, uint32_t pid, const char *tag) {
   char *prefix = sbx && pid && tag && *tag ? e2b_kept_prefix(tag) : NULL;

@@ -45,6 +45,14 @@
 
 #define POLL_MIN_MS 50
 #define POLL_MAX_MS 2000
+/* A followed command that has given this much output within FOLLOW_BULK_MS
+ * of its start writes in bulk: its stream is left unread (tail then blocks
+ * on it, and the command never does) and the files are read instead, since
+ * one read of a file carries bulk faster than tail's copy through the
+ * stream; a slower writer, a log say, stays followed for good, at no read
+ * per line. */
+#define FOLLOW_BULK (16L << 20)
+#define FOLLOW_BULK_MS 2000
 /* A process that ends this soon is read once, after its end. */
 #define FIRST_PASS_MS 20
 /* A write is read this much later, so a command that writes its last line
@@ -156,6 +164,8 @@ typedef struct track_state {
   int follow;        /* its wrapper follows the files onto its stream (E2B_WRAP_FOLLOW): the
                         stream's data is the output, from offset 0, while that stream holds */
   int follow_counted; /* one of its sandbox's followed */
+  int muted;         /* followed output came in bulk: its stream is no longer read (the files are) */
+  int64_t follow_from_ms; /* when its start was sent */
   char nonce[E2B_FOLLOW_NONCE_LEN + 1]; /* following: what its trailer carries */
   uint8_t held[E2B_FOLLOW_TRAILER_LEN]; /* following: stderr's last bytes, which may start the trailer */
   size_t held_len;
@@ -206,6 +216,10 @@ static void let_go(e2b_req *op, track_state *s) {
   unsubscribe(op, s);
   if (s->follow_counted) s->sbx->followed--;
   s->follow_counted = 0;
+  if (s->muted && s->live) { /* its tail, blocked on it, may finish and the wrapper end */
+    e2b_req_free(s->live);
+    s->live = NULL;
+  }
 }
 
 /* Going before its caller heard of the start (a canceled or timed-out run,
@@ -551,6 +565,8 @@ static int hold_trailer(e2b_req *op, track_state *s, queued *n) {
 
 /* Following, output: handed on as it comes, counted as read. Stderr's last
  * bytes wait while they may be the start of the wrapper's trailer. Takes n. */
+static void bulk_check(e2b_req *op, track_state *s);
+
 static void follow_data(e2b_req *op, track_state *s, queued *n) {
   n->ev.pid = s->pid;
   if (n->ev.type == E2B_EVENT_STDERR && hold_trailer(op, s, n) != 0) {
@@ -561,6 +577,7 @@ static void follow_data(e2b_req *op, track_state *s, queued *n) {
   note_size(s);
   if (n->ev.len) e2b_req_push_node(op, n);
   else free(n);
+  bulk_check(op, s);
 }
 
 /* Following, the stream ended: the trailer says what came whole; bytes
@@ -580,6 +597,24 @@ static void follow_lost(track_state *s) {
   s->follow = 0;
   s->held_len = 0;
   s->said.over = 1;
+}
+
+/* Following, bulk output (FOLLOW_BULK): the stream is no longer read, so
+ * tail blocks on it; the files are read from the offsets taken, the sandbox's
+ * watch says when they grow and when the exit file holds the status, which
+ * ends the command as for a stream that is late (T_EXIT_GRACE). */
+static void mute(e2b_req *op, track_state *s) {
+  follow_lost(s);
+  s->muted = 1;
+  subscribe(op, s);
+  s->files.due |= DUE_ALL;
+  s->files.streaming = 1 << R_OUT | 1 << R_ERR;
+}
+
+static void bulk_check(e2b_req *op, track_state *s) {
+  if (s->follow && s->files.off[R_OUT] + s->files.off[R_ERR] >= FOLLOW_BULK &&
+      e2b_now_ms() - s->follow_from_ms <= FOLLOW_BULK_MS)
+    mute(op, s);
 }
 
 /* Following, announced: stderr that came before the announcement (its
@@ -631,6 +666,7 @@ static int stream_event(e2b_req *op, track_state *s, queued *n) {
  * (envd's tag lookup stops at the first other tagged process it meets, so
  * a tag is only matched in its list; the tag serves while no pid is known). */
 static void stream_step(e2b_req *op, track_state *s) {
+  if (s->muted) return;
   if (!s->live) {
     if (s->phase == PH_PARKED || s->end.known || s->end.gone || e2b_now_ms() < s->reconnect_at) return;
     e2b_error err;
@@ -640,8 +676,9 @@ static void stream_step(e2b_req *op, track_state *s) {
     return;
   }
   queued *n;
-  while (!(s->follow && over_cap(op)) && (n = e2b_req_pop_node(s->live)))
+  while (!s->muted && !(s->follow && over_cap(op)) && (n = e2b_req_pop_node(s->live)))
     if (!stream_event(op, s, n)) free(n);
+  if (s->muted) return;
   if (op->done || s->live->queue_head || !e2b_req_done(s->live)) return;
   const e2b_error *err = e2b_req_error(s->live);
   /* Cut after envd's start but before the wrapper's announcement: the
@@ -872,7 +909,7 @@ static void pass_over(e2b_req *op, track_state *s) {
  * stream holds; until then, T_EXIT_GRACE is due by that time. */
 static void exit_overdue(e2b_req *op, track_state *s) {
   if (s->end.exit_file_ms <= 0 || s->end.known) return;
-  int64_t at = s->end.exit_file_ms + EXIT_GRACE_MS;
+  int64_t at = s->end.exit_file_ms + (s->muted ? 0 : EXIT_GRACE_MS); /* a muted stream is never read */
   if (at <= e2b_now_ms()) {
     s->end.exit_file_ms = -1;
     s->end.exit_late = 1;
@@ -1129,6 +1166,7 @@ static int follow_wanted(track_state *s) {
 static int launch(track_state *s, const e2b_proc_opts *opts, int env_replace, e2b_error *err) {
   take_forgets(s, opts->user);
   s->follow = follow_wanted(s);
+  s->follow_from_ms = e2b_now_ms();
   e2b_wrapped w;
   if (e2b_wrap(&w, opts, s->kept ? s->prefix : NULL, env_replace, s->forgets,
                s->park_mode != PARK_NEVER ? E2B_WRAP_PARKABLE : 0, s->follow ? s->nonce : NULL) != 0) {

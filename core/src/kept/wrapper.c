@@ -53,11 +53,12 @@
  * named in E2B_FORGET (see forget.c). The
  * command's environment is pruned to E2B_ENV_KEEP's names when that is
  * set. Given a nonce in E2B_FOLLOW, it follows: two `tail`s copy the files
- * onto its stdout and stderr from their first byte while the command runs;
- * at the end it creates PREFIX.w (a created name wakes a name-following tail
- * at once, where its poll for the job's end takes up to a second), waits for
- * them, and says its flags in the trailer (internal.h) on stderr, where 4
- * and 8 mean the file came whole on the stream. The script travels in E2B_PROC, so a process list shows
+ * onto its stdout and stderr from their first byte while the command runs,
+ * polling (following by name with inotify, tail lost the whole output of
+ * about 1 in 100 commands that ended at once, and said it had finished;
+ * polling reads the files once more after the command's end); at the
+ * end it waits for them and says its flags in the trailer (internal.h) on
+ * stderr, where 4 and 8 mean the file came whole on the stream. The script travels in E2B_PROC, so a process list shows
  * `bash -c eval "$E2B_PROC" e2b-proc PREFIX cmd args`, not the script. */
 /* The signals a group kill or a terminal sends; and all of Linux's signals
  * whose default ends a process, but SIGKILL: one literal trap each (a loop
@@ -100,7 +101,7 @@
     "{ printf %s \"$__b\" >\"$__p.exit\" && : >\"$__p.out\" && : >\"$__p.err\"; } 2>/dev/null || exit 125\n" \
     "umask \"${__m:-022}\"\n" \
     "if [ -n \"${E2B_FORGET-}\" ]; then\n" \
-    "  __l=; for __n in $E2B_FORGET; do case $__n in *[!0-9a-f]*) ;; *) __l=\"$__l $__n.out $__n.err $__n.exit $__n.w\";; esac; done\n" \
+    "  __l=; for __n in $E2B_FORGET; do case $__n in *[!0-9a-f]*) ;; *) __l=\"$__l $__n.out $__n.err $__n.exit\";; esac; done\n" \
     "  if [ -n \"$__l\" ]; then set -m; (cd \"${__p%/*}\" && exec rm -f -- $__l) </dev/null >/dev/null 2>&1 & set +m; fi\n" \
     "fi\n" \
     "unset E2B_FORGET __n __l\n" \
@@ -114,8 +115,8 @@
     "}\n" \
     "__e2b_follow() {\n" \
     "  [ -n \"$__f\" ] && hash tail 2>/dev/null || return 0\n" \
-    "  tail -c +1 --follow=name --pid=$__j -- \"$__p.out\" 2>/dev/null & __fo=$!\n" \
-    "  tail -c +1 --follow=name --pid=$__j -- \"$__p.err\" 1>&2 2>/dev/null & __fe=$!\n" \
+    "  tail ---disable-inotify -s " E2B_FOLLOW_POLL " -c +1 -f --pid=$__j -- \"$__p.out\" 2>/dev/null & __fo=$!\n" \
+    "  tail ---disable-inotify -s " E2B_FOLLOW_POLL " -c +1 -f --pid=$__j -- \"$__p.err\" 1>&2 2>/dev/null & __fe=$!\n" \
     "}\n" \
     "__e2b_end() {\n" \
     "  local f=0 st=$1 j\n" \
@@ -123,7 +124,7 @@
     "  [ -n \"$__s\" ] && st=-$__s; [ -s \"$__p.out\" ] && f=1; [ -s \"$__p.err\" ] && f=$((f+2))\n" \
     "  [ -e \"$__p.exit\" ] && printf '%s %s\\n' \"$st\" \"$__b\" >\"$__p.exit\"\n" \
     "  if [ -n \"$__fo\" ]; then\n" \
-    "    : >\"$__p.w\" 2>/dev/null; wait $__fo && f=$((f|4)); wait $__fe && f=$((f|8))\n" \
+    "    wait $__fo && f=$((f|4)); wait $__fe && f=$((f|8))\n" \
     "  else\n" \
     "    [ $((f&2)) = 2 ] && __e2b_slurp \"$__p.err\" >&2 && f=$((f+8))\n" \
     "    [ $((f&1)) = 1 ] && __e2b_slurp \"$__p.out\" && f=$((f+4))\n" \
