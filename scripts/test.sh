@@ -73,7 +73,8 @@ record_tap() { # suite log
 # Runs spec files SPEC_JOBS at a time (default 4), each under its own
 # e2b-local (a pass waits on sandboxes far more than it computes: about 90%
 # of its wall time is idle), the tree's module first on the paths; the
-# largest files (which tend to run longest) go first. One TAP log per file, one count per suite.
+# largest files (which tend to run longest) go first. One TAP log per file, one count per suite;
+# a file whose log holds a sanitizer report (scripts/sanitizer_reports.sh) counts one failure.
 run_busted() { # suite e2b-local-binary lua lua-path lua-cpath files... (env: SPEC_ENV)
   suite=$1
   dir="$LOGS/busted-$(echo "$suite" | tr -c 'a-zA-Z0-9\n' '-')"
@@ -91,6 +92,9 @@ run_busted() { # suite e2b-local-binary lua lua-path lua-cpath files... (env: SP
   fail=$(cat "$dir"/*.log | grep -c '^not ok ')
   for log in "$dir"/*.log; do
     grep -q '^1\.\.' "$log" || { fail=$((fail + 1)); echo "no plan (crashed or timed out): $log"; tail -n 20 "$log"; }
+    # a report (a leak at the Lua process's or e2b-local's exit) fails its
+    # file even when every test of it passed
+    sh "$ROOT/scripts/sanitizer_reports.sh" "$log" || fail=$((fail + 1))
   done
   [ "$fail" = 0 ] || grep -hvE '^ok |^[0-9:.]+ e2b-local' "$dir"/*.log | head -80
   record "$suite" "$pass" "$fail"
