@@ -9,8 +9,8 @@ local root = debug.getinfo(1, "S").source:match("^@(.-)spec/docs/sanitizer_gate_
 
 local TAP_OK = "ok 1 - a spec that passed\nok 2 - another\n1..2\n"
 
--- A report as gcc's LeakSanitizer printed it at the end of a spec file's log
--- (the leak fixed by 8d2ab5a, the binding kept mapped to symbolize it).
+-- A report in the shape gcc's LeakSanitizer prints at the end of a spec
+-- file's log (frames as they read with the binding kept mapped).
 local LEAK = [[
 =================================================================
 ==2840217==ERROR: LeakSanitizer: detected memory leaks
