@@ -2,7 +2,8 @@
 -- sanitizer report, even when every test of it printed `ok`: a leak
 -- LeakSanitizer finds as the Lua process (or e2b-local) exits comes after
 -- the last TAP line, where no count of `ok` and `not ok` sees it. The
--- reading is scripts/sanitizer_reports.sh's; these feed it captured logs.
+-- reading is scripts/sanitizer_reports.sh's (and, for the servers a spec
+-- starts itself, spec/helpers.lua's); these feed them captured logs.
 
 -- Paths relative to the checkout, wherever busted was started.
 local root = debug.getinfo(1, "S").source:match("^@(.-)spec/docs/sanitizer_gate_spec%.lua$") or ""
@@ -94,6 +95,15 @@ describe("the sanitized busted pass (scripts/sanitizer_reports.sh)", function()
     local out, status = scan(path)
     assert.equal(0, status, out)
     assert.equal("", out)
+  end)
+
+  it("reads the same in the log of a server a spec starts itself (helpers' serve_local)", function()
+    local h = require("spec.helpers")
+    for _, report in ipairs({ LEAK, USE_AFTER_FREE, UB, NO_CHECK }) do
+      local found = h.sanitizer_report("09:00:00.000 e2b-local: stopped\n" .. report)
+      assert.truthy(found and found:find(report:match("[^\n]*[Ee][Rr][Rr][Oo][Rr][^\n]*"), 1, true), report)
+    end
+    assert.is_nil(h.sanitizer_report("ok 1 - LeakSanitizer: detected memory leaks\nruntime error: x\n"))
   end)
 
   it("fails when a log is missing (a run that wrote none is no clean run)", function()
