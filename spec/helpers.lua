@@ -235,6 +235,9 @@ function M.host(cmd)
   local p = assert(io.popen("env -u LD_PRELOAD sh -c " .. M.shell_quote(cmd), "r"))
   local out = p:read("a")
   p:close()
+  -- an e2b-local run this way (its stderr in out) is read as serve_local's log is
+  local report = M.sanitizer_report(out)
+  assert(not report, "a host command printed a sanitizer report:\n" .. (report or ""))
   return out
 end
 
@@ -291,11 +294,13 @@ end
 function M.sanitizer_report(text)
   local at
   for _, p in ipairs({ "==%d+==ERROR: AddressSanitizer", "==%d+==ERROR: LeakSanitizer",
-                       "[^\n]*:%d+:%d+: runtime error: ", "[^\n]*LeakSanitizer has encountered a fatal error" }) do
+                       ":%d+:%d+: runtime error: ", "LeakSanitizer has encountered a fatal error" }) do
     local s = text:find(p)
     if s and (not at or s < at) then at = s end
   end
-  return at and text:sub(at)
+  if not at then return nil end
+  while at > 1 and text:sub(at - 1, at - 1) ~= "\n" do at = at - 1 end -- from its line's start
+  return text:sub(at)
 end
 
 -- serve_local(args, env) -> vars, stop, pid: a second e2b-local (`serve` on a
