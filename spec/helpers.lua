@@ -235,6 +235,9 @@ function M.host(cmd)
   local p = assert(io.popen("env -u LD_PRELOAD sh -c " .. M.shell_quote(cmd), "r"))
   local out = p:read("a")
   p:close()
+  -- an e2b-local run this way (its stderr in out) is read as serve_local's log is
+  local report = M.sanitizer_report(out)
+  assert(not report, "a host command printed a sanitizer report:\n" .. (report or ""))
   return out
 end
 
@@ -284,11 +287,28 @@ function M.json_lines(text)
   return out
 end
 
+-- sanitizer_report(text) -> the first report AddressSanitizer, LeakSanitizer
+-- or UBSan printed in text (from its first line), or nil: what
+-- scripts/sanitizer_reports.sh finds in the busted logs, for the logs of
+-- the servers a spec starts itself, which never reach those.
+function M.sanitizer_report(text)
+  local at
+  for _, p in ipairs({ "==%d+==ERROR: AddressSanitizer", "==%d+==ERROR: LeakSanitizer",
+                       ":%d+:%d+: runtime error: ", "LeakSanitizer has encountered a fatal error" }) do
+    local s = text:find(p)
+    if s and (not at or s < at) then at = s end
+  end
+  if not at then return nil end
+  while at > 1 and text:sub(at - 1, at - 1) ~= "\n" do at = at - 1 end -- from its line's start
+  return text:sub(at)
+end
+
 -- serve_local(args, env) -> vars, stop, pid: a second e2b-local (`serve` on a
 -- free loopback port with extra args; env: "NAME=value ..." for its
 -- environment, shell-quoted by the caller), the variables it printed and
 -- its pid; stop() ends it with SIGTERM (if it still runs: a zombie waiting
--- for init counts as ended) and returns its log (stderr).
+-- for init counts as ended) and returns its log (stderr), failing when the
+-- log holds a sanitizer report (an ASan build's leak at its exit).
 function M.serve_local(args, env)
   local out, log = os.tmpname(), os.tmpname()
   local pid = M.host(("env %s %s serve --listen 127.0.0.1:0 %s >%s 2>%s & echo $!")
@@ -306,6 +326,8 @@ function M.serve_local(args, env)
     local text = slurp(log)
     os.remove(out)
     os.remove(log)
+    local report = M.sanitizer_report(text)
+    assert(not report, "the second e2b-local printed a sanitizer report:\n" .. (report or ""))
     return text
   end
   return vars, stop, pid

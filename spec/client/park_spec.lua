@@ -270,27 +270,33 @@ end)
 -- By default (park not given) a loop's first 256 kept commands that run on
 -- keep their streams, and the rest park: thousands of long commands hold a
 -- bounded number of streams (track.c's E2B_STREAMS_HELD).
+--
+-- Hundreds of commands at once must fit the sandbox's process bound (1024
+-- tasks in e2b-local), with room. A kept command that waits is three: the
+-- wrapper's bash, its subshell (wrapper.c) and what runs the command. So
+-- each waits in bash builtins, blocked opening a FIFO no one writes yet,
+-- and the release forks nothing: 264 commands peak near 800 tasks. (They
+-- waited in `flock -s LOCK echo N`, and at the release every flock forked
+-- its echo at once, a fourth task each: about 1060 at the peak on a loaded
+-- machine, so some fork failed with EAGAIN and flock exited 71.)
 describe("kept commands that run on, by default", function()
   local HELD = 256
   local sbx
   setup(function() sbx = h.sandbox() end)
   teardown(h.cleanup)
 
-  -- n commands that wait on a lock a holder keeps, spawned at once.
-  local function blocked(n, lock)
-    local holder = assert(sbx:spawn("exec flock " .. lock .. " cat", { stdin = true, park = false }))
-    assert.is_true(eventually(function() return sbx:run("flock -n " .. lock .. " true").exit_code ~= 0 end),
-      "the holder never took the lock")
-    local procs = e2b.run(function()
+  -- n commands that wait to read a line from the FIFO gate, spawned at once.
+  local function blocked(n, gate)
+    assert.are.equal(0, sbx:run("mkfifo " .. gate).exit_code)
+    return e2b.run(function()
       local tasks = {}
       for i = 1, n do
-        tasks[i] = e2b.spawn(function() return assert(sbx:spawn(("flock -s %s echo %d"):format(lock, i))) end)
+        tasks[i] = e2b.spawn(function() return assert(sbx:spawn(("read -r _ < %s; echo %d"):format(gate, i))) end)
       end
       local out = {}
       for i = 1, n do out[i] = tasks[i]:wait() end
       return out
     end)
-    return holder, procs
   end
 
   local function parked_count(procs)
@@ -299,29 +305,33 @@ describe("kept commands that run on, by default", function()
     return c
   end
 
-  -- Releases the lock and checks every command's exact end.
-  local function release(holder, procs)
-    assert(holder:close_stdin())
-    assert.are.equal(0, assert(holder:wait(30000)).exit_code)
-    holder:close()
+  -- Opens the gate with a line for each of n readers, checks every
+  -- command's exact end, then closes it (the writer stays until every
+  -- reader has its line: one that opens late still finds one).
+  local function release(gate, n, procs)
+    local writer = assert(sbx:spawn("exec cat > " .. gate, { stdin = true, park = false }))
+    assert(writer:write(("\n"):rep(n)))
     for i, p in ipairs(procs) do
       local r = assert(p:wait(30000))
-      assert.are.same({ 0, i .. "\n" }, { r.exit_code, r.stdout })
+      assert.are.same({ 0, i .. "\n" }, { r.exit_code, r.stdout }, r.stderr)
       p:close()
     end
+    assert(writer:close_stdin())
+    assert.are.equal(0, assert(writer:wait(30000)).exit_code)
+    writer:close()
   end
 
   it("keeps the streams of the first 256, parks the rest, and never parks park = false", function()
     local n = HELD + 8
-    local holder, procs = blocked(n, "/tmp/held-a")
-    local unparked = assert(sbx:spawn("flock -s /tmp/held-a echo none", { park = false }))
+    local procs = blocked(n, "/tmp/held-a")
+    local unparked = assert(sbx:spawn("read -r _ < /tmp/held-a; echo none", { park = false }))
     assert.is_true(eventually(function() return parked_count(procs) == n - HELD end, 30000),
       "parked: " .. parked_count(procs))
     -- Every command is past its 2 s by now: no more park, whatever the watch says.
     e2b.sleep(2500)
     assert.are.equal(n - HELD, parked_count(procs))
     assert.is_false(parked(unparked))
-    release(holder, procs)
+    release("/tmp/held-a", n + 1, procs)
     assert.are.same({ 0, "none\n" }, (function(r) return { r.exit_code, r.stdout } end)(assert(unparked:wait(30000))))
     unparked:close()
   end)
@@ -329,11 +339,11 @@ describe("kept commands that run on, by default", function()
   it("gives a stream back when its command ends and its handle closes, so the next ones keep theirs", function()
     -- As the test above: a stream held past its end would make more of these park.
     local n = HELD + 4
-    local holder, procs = blocked(n, "/tmp/held-b")
+    local procs = blocked(n, "/tmp/held-b")
     assert.is_true(eventually(function() return parked_count(procs) == n - HELD end, 30000),
       "parked: " .. parked_count(procs))
     e2b.sleep(2500)
     assert.are.equal(n - HELD, parked_count(procs))
-    release(holder, procs)
+    release("/tmp/held-b", n, procs)
   end)
 end)

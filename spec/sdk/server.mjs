@@ -45,10 +45,12 @@ export async function startServer({ extraArgs = [], state: keep } = {}) {
     logs: () => stderr,
     // Stops the server (SIGTERM), which kills every sandbox; resolves to its exit.
     // keepState: leave the state directory for a restarted server.
+    // A sanitizer report in its stderr (an ASan build's leak at exit) throws.
     async stop({ keepState = false } = {}) {
       child.kill('SIGTERM')
       const res = await exited
       if (!keepState) rmSync(state, { recursive: true, force: true })
+      noSanitizerReport(stderr)
       return { ...res, stderr }
     },
   }
@@ -62,4 +64,12 @@ export function sdkOpts(env) {
     sandboxUrl: env.E2B_SANDBOX_URL,
     domain: env.E2B_DOMAIN,
   }
+}
+
+// Throws when an e2b-local's stderr holds what AddressSanitizer,
+// LeakSanitizer or UBSan print on a finding (scripts/sanitizer_reports.sh
+// reads the same lines in the busted logs); every run of BIN ends here.
+export function noSanitizerReport(stderr) {
+  if (/==\d+==ERROR: (AddressSanitizer|LeakSanitizer)|:\d+:\d+: runtime error: |LeakSanitizer has encountered a fatal error/.test(stderr))
+    throw new Error(`e2b-local printed a sanitizer report:\n${stderr}`)
 }
