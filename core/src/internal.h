@@ -98,6 +98,7 @@ struct e2b_sbx {
   char *large[E2B_LARGE_MAX];    /* tags whose kept files are large: removed at once */
   size_t large_count;
   size_t followed; /* kept commands whose wrappers follow their files (track.c) */
+  int unfollowable; /* a wrapper said following does not work here: none is asked to again */
   e2b_error gone; /* set once a look found the sandbox gone (gone.c) */
 };
 
@@ -618,6 +619,7 @@ typedef struct e2b_wrapper_report {
   int inlined;       /* bit 0 out, bit 1 err came in out/err */
   growbuf out, err;  /* its own stdout and stderr (bounded) */
   int over;          /* they were more than a wrapper writes: not ours to trust */
+  int unfollowed;    /* its trailer said following does not work in this sandbox */
   char start_err[8]; /* it could not start the command: "ENOENT" or "EACCES" */
 } e2b_wrapper_report;
 /* The most a kept wrapper copies of a file into its own stream at the end. */

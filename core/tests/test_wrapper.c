@@ -180,6 +180,8 @@ static void follow_trailer_is_held_and_read(void) {
       {"x\0E2B=0a1b2c3dp", 15, 14},
       {"\0E2B=0a1b2c3dp\n", 15, 15},
       {"\0E2B=0a1b2c3dq\n", 15, 0},   /* no such letter */
+      {"\0E2B=0a1b2c3dQ\n", 15, 0},
+      {"\0E2B=0a1b2c3dP\n", 15, 15},  /* following did not work */
       {"\0E2B=ffffffffp\n", 15, 0},   /* another command's nonce */
       {"\0E2B=0a1b2c3dp\nx", 16, 0},  /* bytes after it: it was output */
       {"\0\0", 2, 1},
@@ -189,7 +191,10 @@ static void follow_trailer_is_held_and_read(void) {
     CHECK(e2b_wrapper_trailer_hold(nonce, (const uint8_t *)cases[i].data, cases[i].len) == cases[i].held);
   e2b_wrapper_report r = {.nonempty = -1};
   CHECK(e2b_wrapper_trailer(&r, nonce, (const uint8_t *)"\0E2B=0a1b2c3dn\n", 15)); /* 'a' + 13 */
-  CHECK(r.nonempty == 1 && r.inlined == 3);
+  CHECK(r.nonempty == 1 && r.inlined == 3 && !r.unfollowed);
+  r = (e2b_wrapper_report){.nonempty = -1};
+  CHECK(e2b_wrapper_trailer(&r, nonce, (const uint8_t *)"\0E2B=0a1b2c3dB\n", 15)); /* no tail here */
+  CHECK(r.nonempty == 1 && r.inlined == 0 && r.unfollowed);
   r = (e2b_wrapper_report){.nonempty = -1};
   CHECK(!e2b_wrapper_trailer(&r, nonce, (const uint8_t *)"\0E2B=0a1b2c3dn", 14) && r.nonempty == -1);
 }

@@ -401,14 +401,22 @@ describe("a followed kept stream", function()
     end
   end)
 
-  it("reads the files instead where the sandbox's tail fails or is missing", function()
-    assert(sbx:run("mkdir -p /tmp/badtail && printf '#!/bin/sh\\nexit 1\\n' >/tmp/badtail/tail && chmod +x /tmp/badtail/tail"))
+  it("reads the files instead where the sandbox's tail fails or is missing, and stops following there", function()
     for _, path in ipairs({ "/tmp/badtail", "/nonexistent" }) do
-      local proc = assert(sbx:spawn({ "/bin/sh", "-c", "printf out; printf 'e\\0rr' >&2; /bin/sleep 0.2; printf more" },
+      local s2 = h.sandbox()
+      assert(s2:run("mkdir -p /tmp/badtail && printf '#!/bin/sh\\nexit 1\\n' >/tmp/badtail/tail && chmod +x /tmp/badtail/tail"))
+      local proc = assert(s2:spawn({ "/bin/sh", "-c", "printf out; printf 'e\\0rr' >&2; /bin/sleep 0.2; printf more" },
         { env = { PATH = path } }))
       local out, err = drain(proc)
       assert.are.equal("outmore", out, path)
       assert.are.equal("e\0rr", err, path)
+      proc:close()
+      -- the wrapper said so: this handle's next streamed command is not followed
+      proc = assert(s2:spawn("echo a; sleep 1; echo b"))
+      assert.are.equal("a\n", (proc:read(10000)))
+      local n = tonumber((assert(s2:run("pgrep -c -f -- '---disable-inotif[y]' || true")).stdout:match("%d+")))
+      assert.are.equal(0, n, path)
+      assert.are.equal("b\n", (drain(proc)))
       proc:close()
     end
   end)

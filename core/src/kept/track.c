@@ -583,7 +583,9 @@ static void follow_data(e2b_req *op, track_state *s, queued *n) {
 /* Following, the stream ended: the trailer says what came whole; bytes
  * held that are not the trailer are stderr's. */
 static void follow_ended(e2b_req *op, track_state *s) {
-  if (!e2b_wrapper_trailer(&s->said, s->nonce, s->held, s->held_len) && s->held_len) {
+  int said = e2b_wrapper_trailer(&s->said, s->nonce, s->held, s->held_len);
+  if (said && s->said.unfollowed) s->sbx->unfollowable = 1; /* the files are read, here and from now */
+  if (!said && s->held_len) {
     if (emit(op, E2B_EVENT_STDERR, s->held, s->held_len, 0, NULL) != 0) return nomem(op);
     s->files.off[R_ERR] += (int64_t)s->held_len;
   }
@@ -1153,7 +1155,8 @@ static void take_forgets(track_state *s, const char *user) {
  * (E2B_FOLLOWED_PER_SANDBOX); by default it takes one of the loop's held
  * streams at once, as a command that runs on would at PARK_AFTER_MS. */
 static int follow_wanted(track_state *s) {
-  if (!s->kept || s->at_end || s->park_mode == PARK_ALWAYS || s->sbx->followed >= E2B_FOLLOWED_PER_SANDBOX)
+  if (!s->kept || s->at_end || s->park_mode == PARK_ALWAYS || s->sbx->unfollowable ||
+      s->sbx->followed >= E2B_FOLLOWED_PER_SANDBOX)
     return 0;
   if (e2b_random_hex(s->nonce, E2B_FOLLOW_NONCE_LEN) != 0) return 0;
   if (s->park_mode == PARK_BEYOND_HELD && !hold(s)) return 0;

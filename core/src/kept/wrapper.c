@@ -58,7 +58,9 @@
  * about 1 in 100 commands that ended at once, and said it had finished;
  * polling reads the files once more after the command's end); at the
  * end it waits for them and says its flags in the trailer (internal.h) on
- * stderr, where 4 and 8 mean the file came whole on the stream. The script travels in E2B_PROC, so a process list shows
+ * stderr, where 4 and 8 mean the file came whole on the stream, and an
+ * uppercase letter that following did not work (no tail in PATH, or one
+ * that failed: busybox's has no --pid). The script travels in E2B_PROC, so a process list shows
  * `bash -c eval "$E2B_PROC" e2b-proc PREFIX cmd args`, not the script. */
 /* The signals a group kill or a terminal sends; and all of Linux's signals
  * whose default ends a process, but SIGKILL: one literal trap each (a loop
@@ -93,7 +95,7 @@
   "{ while [ -n \"$__i\" ]; do __i=; wait $__j; __r=$?; done; } 2>>\"$__p.exit\"; __e2b_end $__r"
 
 #define WRAPPER_SCRIPT(traps)                                                                     \
-    "unset E2B_PROC; __p=$1; shift; __f=${E2B_FOLLOW-} __fo= __fe=; unset E2B_FOLLOW\n" \
+    "unset E2B_PROC; __p=$1; shift; __f=${E2B_FOLLOW-} __fo= __fe= __fx=; unset E2B_FOLLOW\n" \
     "[ -d \"${__p%/*}\" ] || mkdir -m 1777 \"${__p%/*}\" 2>/dev/null\n" \
     "while read -r __k __m; do [ \"$__k\" = Umask: ] && break; done </proc/self/status\n" \
     "umask 077\n" \
@@ -114,7 +116,8 @@
     "  [ $i -gt 0 ] && printf '%s\\0' \"${v[@]}\"; printf %s \"$c\"\n" \
     "}\n" \
     "__e2b_follow() {\n" \
-    "  [ -n \"$__f\" ] && hash tail 2>/dev/null || return 0\n" \
+    "  [ -n \"$__f\" ] || return 0\n" \
+    "  hash tail 2>/dev/null || { __fx=1; return 0; }\n" \
     "  tail ---disable-inotify -s " E2B_FOLLOW_POLL " -c +1 -f --pid=$__j -- \"$__p.out\" 2>/dev/null & __fo=$!\n" \
     "  tail ---disable-inotify -s " E2B_FOLLOW_POLL " -c +1 -f --pid=$__j -- \"$__p.err\" 1>&2 2>/dev/null & __fe=$!\n" \
     "}\n" \
@@ -124,16 +127,16 @@
     "  [ -n \"$__s\" ] && st=-$__s; [ -s \"$__p.out\" ] && f=1; [ -s \"$__p.err\" ] && f=$((f+2))\n" \
     "  [ -e \"$__p.exit\" ] && printf '%s %s\\n' \"$st\" \"$__b\" >\"$__p.exit\"\n" \
     "  if [ -n \"$__fo\" ]; then\n" \
-    "    wait $__fo && f=$((f|4)); wait $__fe && f=$((f|8))\n" \
+    "    wait $__fo && f=$((f|4)) || __fx=1; wait $__fe && f=$((f|8)) || __fx=1\n" \
     "  else\n" \
     "    [ $((f&2)) = 2 ] && __e2b_slurp \"$__p.err\" >&2 && f=$((f+8))\n" \
     "    [ $((f&1)) = 1 ] && __e2b_slurp \"$__p.out\" && f=$((f+4))\n" \
     "  fi\n" \
-    "  if [ -n \"$__f\" ]; then printf '\\0" E2B_FOLLOW_TRAILER "%s%s\\n' \"$__f\" \"${__e2b_l:f:1}\" >&2; else printf %s \"${__e2b_l:f:1}\"; fi\n" \
+    "  if [ -n \"$__f\" ]; then printf '\\0" E2B_FOLLOW_TRAILER "%s%s\\n' \"$__f\" \"${__e2b_l:f+16*${__fx:-0}:1}\" >&2; else printf %s \"${__e2b_l:f:1}\"; fi\n" \
     "  [ -n \"$__s\" ] && { ulimit -c 0; trap - \"$__s\"; kill -s \"$__s\" $$; }\n" \
     "  return \"$1\"\n" \
     "}\n" \
-    "__e2b_l=abcdefghijklmnop __s=\n" \
+    "__e2b_l=abcdefghijklmnopABCDEFGHIJKLMNOP __s=\n" \
     traps \
     "if [ \"$0\" != e2b-sh ]; then\n" \
     "  if ! command -v -- \"$1\" >/dev/null; then\n" \
@@ -367,13 +370,14 @@ void e2b_wrapper_ended(e2b_wrapper_report *r) {
   }
 }
 
-/* Byte i of the trailer with this nonce; its letter is any of 'a'..'p'. */
+/* Byte i of the trailer with this nonce; its letter is any of 'a'..'p', or
+ * 'A'..'P' where following did not work (no tail, or one that failed). */
 static int trailer_byte(const char *nonce, size_t i, uint8_t c) {
   static const char head[] = "\0" E2B_FOLLOW_TRAILER;
   size_t h = sizeof head - 1;
   if (i < h) return c == (uint8_t)head[i];
   if (i < h + E2B_FOLLOW_NONCE_LEN) return c == (uint8_t)nonce[i - h];
-  if (i == h + E2B_FOLLOW_NONCE_LEN) return c >= 'a' && c <= 'p';
+  if (i == h + E2B_FOLLOW_NONCE_LEN) return (c >= 'a' && c <= 'p') || (c >= 'A' && c <= 'P');
   return c == '\n';
 }
 
@@ -388,9 +392,11 @@ size_t e2b_wrapper_trailer_hold(const char *nonce, const uint8_t *data, size_t l
 
 int e2b_wrapper_trailer(e2b_wrapper_report *r, const char *nonce, const uint8_t *held, size_t len) {
   if (len != E2B_FOLLOW_TRAILER_LEN || e2b_wrapper_trailer_hold(nonce, held, len) != len) return 0;
-  int flags = held[len - 2] - 'a';
+  uint8_t letter = held[len - 2];
+  int flags = letter - (letter >= 'a' ? 'a' : 'A');
   r->nonempty = flags & 3;
   r->inlined = flags >> 2;
+  r->unfollowed = letter < 'a';
   return 1;
 }
 
