@@ -594,10 +594,6 @@ typedef struct e2b_wrapped {
  * random per command, so no output ends with it by chance), the flags
  * letter, a newline. */
 #define E2B_FOLLOW_TRAILER "E2B="
-/* How often a following tail looks for more (seconds, tail's -s): a
- * followed command's output and its end come at most this late, and each
- * idle tail costs about 0.1% of a core here. */
-#define E2B_FOLLOW_POLL "0.05"
 #define E2B_FOLLOW_NONCE_LEN 8
 #define E2B_FOLLOW_TRAILER_LEN (1 + 4 + E2B_FOLLOW_NONCE_LEN + 2)
 /* Kept when prefix is set (its output goes to files at prefix, and the
@@ -662,10 +658,11 @@ long e2b_kept_status(const char *data, size_t len, long *status);
  * about 110 MB more than parked (bench/README.md, 2026-12-05); 256 keep
  * envd's immediate end for what most programs run at once. */
 /* Kept commands of one sandbox handle whose wrappers follow their files
- * onto their streams at once (track.c): each runs two polling `tail`
- * processes there (E2B_FOLLOW_POLL), which the sandbox pays for while the
- * command runs. Past this, a streaming reader reads the files beside the
- * sandbox's watch instead. */
+ * onto their streams at once (track.c): each runs two `tail` processes
+ * there, and each of those holds one of the sandbox user's inotify
+ * instances, of which Linux allows 128 by default (E2B's VMs too), shared
+ * with envd's watches and the user's own programs. Past this, a streaming
+ * reader reads the files beside the sandbox's watch instead. */
 #ifndef E2B_FOLLOWED_PER_SANDBOX
 #define E2B_FOLLOWED_PER_SANDBOX 8
 #endif

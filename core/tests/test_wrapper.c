@@ -210,7 +210,7 @@ static void only_a_following_wrapper_starts_tail(void) {
     for (size_t i = 0; i < w.opts.env_count; i++)
       if (strcmp(w.opts.env[i].key, "E2B_FOLLOW") == 0) has = strcmp(w.opts.env[i].value, "0a1b2c3d") == 0;
     CHECK(has == follow);
-    CHECK(strstr(wrapper_script(&w), "tail ---disable-inotify -s " E2B_FOLLOW_POLL " -c +1 -f --pid=$__j") != NULL);
+    CHECK(strstr(wrapper_script(&w), "tail -c +1 -f --pid=$__j") != NULL);
     e2b_wrapped_free(&w);
   }
 }

@@ -351,7 +351,7 @@ describe("a followed kept stream", function()
 
   local function tails()
     -- the pattern's brackets keep this command's own line out of the count
-    return tonumber((assert(sbx:run("pgrep -c -f -- '---disable-inotif[y]' || true")).stdout:match("%d+")))
+    return tonumber((assert(sbx:run("pgrep -c -f -- 'tail -c [+]1 -f --pi[d]' || true")).stdout:match("%d+")))
   end
 
   it("is byte-exact: NUL, invalid UTF-8, no final newline, and stderr that ends like the wrapper's trailer", function()
@@ -414,7 +414,7 @@ describe("a followed kept stream", function()
       -- the wrapper said so: this handle's next streamed command is not followed
       proc = assert(s2:spawn("echo a; sleep 1; echo b"))
       assert.are.equal("a\n", (proc:read(10000)))
-      local n = tonumber((assert(s2:run("pgrep -c -f -- '---disable-inotif[y]' || true")).stdout:match("%d+")))
+      local n = tonumber((assert(s2:run("pgrep -c -f -- 'tail -c [+]1 -f --pi[d]' || true")).stdout:match("%d+")))
       assert.are.equal(0, n, path)
       assert.are.equal("b\n", (drain(proc)))
       proc:close()

@@ -53,11 +53,13 @@
  * named in E2B_FORGET (see forget.c). The
  * command's environment is pruned to E2B_ENV_KEEP's names when that is
  * set. Given a nonce in E2B_FOLLOW, it follows: two `tail`s copy the files
- * onto its stdout and stderr from their first byte while the command runs,
- * polling (following by name with inotify, tail lost the whole output of
- * about 1 in 100 commands that ended at once, and said it had finished;
- * polling reads the files once more after the command's end); at the
- * end it waits for them and says its flags in the trailer (internal.h) on
+ * onto its stdout and stderr from their first byte while the command runs
+ * (by descriptor: following by name, tail lost the whole output of about 1
+ * in 100 commands that ended at once, and said it had finished). At the end
+ * it ends the tail of a file that stayed empty at once (SIGPIPE, which bash
+ * does not report) and wakes the others with a write-free change of their
+ * file (fallocate's keep-size: tail looks for its pid's end only when woken,
+ * or a second later), waits for them and says its flags in the trailer (internal.h) on
  * stderr, where 4 and 8 mean the file came whole on the stream, and an
  * uppercase letter that following did not work (no tail in PATH, or one
  * that failed: busybox's has no --pid). The script travels in E2B_PROC, so a process list shows
@@ -118,8 +120,13 @@
     "__e2b_follow() {\n" \
     "  [ -n \"$__f\" ] || return 0\n" \
     "  hash tail 2>/dev/null || { __fx=1; return 0; }\n" \
-    "  tail ---disable-inotify -s " E2B_FOLLOW_POLL " -c +1 -f --pid=$__j -- \"$__p.out\" 2>/dev/null & __fo=$!\n" \
-    "  tail ---disable-inotify -s " E2B_FOLLOW_POLL " -c +1 -f --pid=$__j -- \"$__p.err\" 1>&2 2>/dev/null & __fe=$!\n" \
+    "  tail -c +1 -f --pid=$__j -- \"$__p.out\" 2>/dev/null & __fo=$!\n" \
+    "  tail -c +1 -f --pid=$__j -- \"$__p.err\" 1>&2 2>/dev/null & __fe=$!\n" \
+    "}\n" \
+    "__e2b_tailed() {\n" \
+    "  if [ $((f&$2)) = 0 ]; then kill -s PIPE $1 2>/dev/null; wait $1; f=$((f|$2*4)); return; fi\n" \
+    "  fallocate -n -o 0 -l 1 -- \"$3\" 2>/dev/null\n" \
+    "  wait $1 && f=$((f|$2*4)) || __fx=1\n" \
     "}\n" \
     "__e2b_end() {\n" \
     "  local f=0 st=$1 j\n" \
@@ -127,7 +134,7 @@
     "  [ -n \"$__s\" ] && st=-$__s; [ -s \"$__p.out\" ] && f=1; [ -s \"$__p.err\" ] && f=$((f+2))\n" \
     "  [ -e \"$__p.exit\" ] && printf '%s %s\\n' \"$st\" \"$__b\" >\"$__p.exit\"\n" \
     "  if [ -n \"$__fo\" ]; then\n" \
-    "    wait $__fo && f=$((f|4)) || __fx=1; wait $__fe && f=$((f|8)) || __fx=1\n" \
+    "    __e2b_tailed $__fo 1 \"$__p.out\"; __e2b_tailed $__fe 2 \"$__p.err\"\n" \
     "  else\n" \
     "    [ $((f&2)) = 2 ] && __e2b_slurp \"$__p.err\" >&2 && f=$((f+8))\n" \
     "    [ $((f&1)) = 1 ] && __e2b_slurp \"$__p.out\" && f=$((f+4))\n" \
