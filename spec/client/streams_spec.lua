@@ -438,6 +438,20 @@ describe("a followed kept stream", function()
     proc:close()
   end)
 
+  it("ends bulk output read from its files where the sandbox's watch cannot start", function()
+    if h.live then return end
+    local s2 = h.sandbox()
+    h.faults({ { match = "POST envd:/filesystem.Filesystem/WatchDir", action = "status", status = 503, count = 1000 } })
+    local proc = assert(s2:spawn("head -c 100000000 /dev/zero; sleep 0.3; printf end"))
+    local out, err = drain(proc, 30000)
+    h.faults()
+    assert.are.equal(100000003, #out)
+    assert.is_true(out:sub(-3) == "end", "the last bytes")
+    assert.are.equal("", err)
+    assert.are.equal(0, assert(proc:wait()).exit_code)
+    proc:close()
+  end)
+
   it("follows at most 8 commands of one sandbox handle at once; the others read their files", function()
     local procs = {}
     for j = 1, 12 do

@@ -161,7 +161,7 @@ typedef struct track_state {
   e2b_wrapper_report said; /* what the wrapper said on its own stream (wrapper.c reads it) */
   kept_files files;
   track_end end;
-  int follow;        /* its wrapper follows the files onto its stream (E2B_WRAP_FOLLOW): the
+  int follow;        /* its wrapper follows the files onto its stream (e2b_wrap's nonce): the
                         stream's data is the output, from offset 0, while that stream holds */
   int follow_counted; /* one of its sandbox's followed */
   int muted;         /* followed output came in bulk: its stream is no longer read (the files are) */
@@ -970,7 +970,10 @@ static void timers_step(e2b_req *op, track_state *s) {
 /* Starts the next read of what is due (the exit file only when the stream
  * is late or gone: while it holds, the end comes from it). */
 static void next_read(e2b_req *op, track_state *s) {
-  int stream_holds = s->live && !e2b_req_done(s->live) && !s->end.exit_late;
+  /* A muted stream says nothing: without a live watch to tell of the exit
+   * file, each pass reads it too. */
+  int stream_holds = s->live && !e2b_req_done(s->live) && !s->end.exit_late &&
+                     !(s->muted && !e2b_outwatch_live(s->sbx));
   if (s->end.known || stream_holds) s->files.due &= ~(1 << R_EXIT);
   if (!s->files.due || s->timer_at[T_COALESCE] || over_cap(op)) return;
   if (s->files.due == DUE_ALL) s->files.full_pass = 1;
