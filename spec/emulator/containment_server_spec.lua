@@ -252,6 +252,35 @@ describe("a SIGKILLed e2b-local", function()
     end
   end)
 
+  it("leaves no cgroup directory of its own behind once the next server starts", function()
+    local dir = os.tmpname()
+    os.remove(dir)
+    finally(function() h.host("rm -rf " .. dir) end)
+    local vars, stop, pid = h.serve_local("--state " .. dir .. "/s")
+    local c = h.client({ api_url = vars.E2B_API_URL, sandbox_url = vars.E2B_SANDBOX_URL,
+                         api_key = vars.E2B_API_KEY, domain = vars.E2B_DOMAIN })
+    local sbx = assert(c:create{ on_close = "leave" })
+    -- its level in each hierarchy, and each sandbox's below it
+    local function dirs_of(server_pid, id)
+      return h.host(("find /sys/fs/cgroup -maxdepth 5 -type d \\( -name 'server-%s' -o -name '%s' \\) 2>/dev/null | sort")
+        :format(server_pid, id))
+    end
+    local made = dirs_of(pid, sbx.sandbox_id)
+    h.host("kill -KILL " .. pid)
+    settled(dir)
+    local log = stop()
+    if made == "" then
+      -- a host that lets it make none says so, and leaves nothing
+      assert.is_truthy(log:find("sandbox limits NOT enforced", 1, true), log)
+      return
+    end
+    assert.are.equal(made, dirs_of(pid, sbx.sandbox_id), "gone before the next server started")
+    local _, stop2 = h.serve_local("--state " .. dir .. "/s2")
+    local left = dirs_of(pid, sbx.sandbox_id)
+    stop2()
+    assert.are.equal("", left, "left of the server SIGKILLed before")
+  end)
+
   it("leaves no process of a paused (frozen) sandbox behind", function()
     local dir = os.tmpname()
     os.remove(dir)

@@ -1,4 +1,5 @@
-/* cgsweep.c — empties a sandbox's cgroups after its kill. The kill itself
+/* cgsweep.c — empties a sandbox's cgroups after its kill, and a gone
+ * server's cgroup levels before a new server makes its own. The kill itself
  * signals the processes the runtime lists (the cgroup's own cgroup.procs),
  * which does not show a child cgroup's: before the syscall filter, sandbox
  * root could make one, move a process there and freeze it, and it outlived
@@ -12,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "util.h"
@@ -81,4 +83,43 @@ cg_swept cg_sweep(const char *dir) {
   }
   each_child(dir, 0, remove_below, &r.below);
   return r;
+}
+
+/* Whether pid is a zombie: a SIGKILLed server nobody reaped yet. */
+static int zombie(long pid) {
+  char path[64], buf[256];
+  snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+  FILE *f = fopen(path, "re");
+  size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+  if (f) fclose(f);
+  buf[n] = '\0';
+  const char *paren = strrchr(buf, ')'); /* the name may hold anything: the state follows its last ')' */
+  return paren && paren[1] == ' ' && paren[2] == 'Z';
+}
+
+/* A level named server-<pid> whose pid no longer runs (gone, or a zombie)
+ * was a server's that ended; a live pid's is left alone, whoever it is. */
+static int gone_server(const char *name) {
+  long pid;
+  char extra;
+  if (sscanf(name, "server-%ld%c", &pid, &extra) != 1 || pid <= 0 || pid == (long)getpid()) return 0;
+  return (kill((pid_t)pid, 0) != 0 && errno == ESRCH) || zombie(pid);
+}
+
+char *cg_server_level(const char *parent) {
+  DIR *d = opendir(parent);
+  for (struct dirent *de; d && (de = readdir(d));) {
+    if (de->d_type != DT_DIR || !gone_server(de->d_name)) continue;
+    char *old = xasprintf("%s/%s", parent, de->d_name);
+    cg_sweep(old);
+    rmdir(old);
+    free(old);
+  }
+  if (d) closedir(d);
+  char *dir = xasprintf("%s/server-%ld", parent, (long)getpid());
+  if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
+    free(dir);
+    return NULL;
+  }
+  return dir;
 }

@@ -16,4 +16,10 @@ typedef struct cg_swept {
  * its owner's to remove). */
 cg_swept cg_sweep(const char *dir);
 
+/* This server's own level below parent, parent/server-<pid>, made (NULL if
+ * it cannot be), after the levels of servers that are gone (a SIGKILLed one
+ * leaves its own) were swept as above and removed. Its caller removes it at
+ * exit, as a server that ends well does. */
+char *cg_server_level(const char *parent);
+
 #endif

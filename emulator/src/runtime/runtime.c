@@ -44,6 +44,7 @@ static char *g_bwrap;  /* bubblewrap, or NULL without isolation */
 /* e2b-local's CA in sandboxes (runtime_set_trust): host paths, sandbox paths */
 static char *g_ca_file, *g_ca_dest, *g_bundle_file, *g_bundle_dest;
 static int g_freezer;  /* pausing freezes a cgroup: 1 v1's freezer, 2 v2's cgroup.freeze */
+static char *g_freezer_dir; /* v1: FREEZER_ROOT/server-<pid>, this server's level */
 static void *g_filter; /* the sandboxes' seccomp program (syscall_filter.c), with bwrap */
 static size_t g_filter_len;
 /* E2B_LOCAL_SPAWN_HOLD_MS: how long a forked sandbox waits before its exec,
@@ -184,6 +185,9 @@ void runtime_shutdown(void) {
   free(g_state_root);
   g_state_root = NULL;
   g_own_ids = 0;
+  if (g_freezer_dir) rmdir(g_freezer_dir); /* every sandbox's own is gone by now */
+  free(g_freezer_dir);
+  g_freezer_dir = NULL;
   limits_shutdown();
 }
 
@@ -244,7 +248,8 @@ void runtime_init(int force_no_isolation, int force_no_freezer, long sandbox_pid
   limits_init(sandbox_pids);
   if (force_no_freezer) g_freezer = 0;
   else if (limits_version() == 2) g_freezer = 2;
-  else g_freezer = mkdir_p(FREEZER_ROOT, 0755) == 0 && access(FREEZER_ROOT, W_OK) == 0;
+  else if (mkdir_p(FREEZER_ROOT, 0755) == 0 && access(FREEZER_ROOT, W_OK) == 0)
+    g_freezer = (g_freezer_dir = cg_server_level(FREEZER_ROOT)) != NULL;
   if (!g_freezer)
     log_msg("memory pause uses SIGSTOP/SIGCONT (%s)",
             force_no_freezer ? "--no-freezer" : "no cgroup v2 tree and no writable cgroup v1 freezer");
@@ -745,7 +750,7 @@ static int plan_idmaps(idmap_plan *p, const runtime_config *cfg) {
 static char *make_cgroup(const char *id, const limits *lim) {
   if (g_freezer == 2) return lim->v2 ? xstrdup(lim->v2) : NULL;
   if (!g_freezer) return NULL;
-  char *p = xasprintf("%s/%s", FREEZER_ROOT, id);
+  char *p = xasprintf("%s/%s", g_freezer_dir, id);
   if (mkdir(p, 0755) != 0 && errno != EEXIST) {
     free(p);
     return NULL;

@@ -28,10 +28,11 @@
 #include <unistd.h>
 
 #include "cgroup2.h"
+#include "cgsweep.h"
 #include "log.h"
 #include "util.h"
 
-static char *g_mem_root, *g_pids_root; /* v1: .../e2b-local(/server-<pid>), or NULL */
+static char *g_mem_root, *g_pids_root; /* v1: .../e2b-local/server-<pid>, or NULL */
 static char *g_v2_root;                /* v2: .../e2b-local/server-<pid>, or NULL */
 static long g_pids_total;              /* the budget written, 0 when none could be */
 
@@ -101,18 +102,25 @@ long limits_host_tasks(void) {
 /* This server's level in the pids hierarchy, holding the budget. */
 static char *budget_root(char *parent, long total) {
   if (!parent) return NULL;
-  char *dir = xasprintf("%s/server-%ld", parent, (long)getpid());
+  char *dir = cg_server_level(parent);
   free(parent);
   char value[32];
   snprintf(value, sizeof value, "%ld", total);
-  if ((mkdir(dir, 0755) != 0 && errno != EEXIST) || write_value(dir, "pids.max", value) != 0) {
+  if (!dir || write_value(dir, "pids.max", value) != 0) {
     log_msg("WARNING: cannot hold sandboxes to %ld processes in all (%s): they share this host's",
             total, strerror(errno));
-    rmdir(dir);
+    if (dir) rmdir(dir);
     free(dir);
     return NULL;
   }
   g_pids_total = total;
+  return dir;
+}
+
+/* This server's level in the memory hierarchy (v1), as in the pids one. */
+static char *memory_root(char *parent) {
+  char *dir = parent ? cg_server_level(parent) : NULL;
+  free(parent);
   return dir;
 }
 
@@ -192,13 +200,12 @@ static char *v2_base(void) {
  * controllers handed on to each sandbox's directory. */
 static char *v2_server(char *base, long total) {
   if (!base) return NULL;
-  char *dir = xasprintf("%s/server-%ld", base, (long)getpid());
+  char *dir = cg_server_level(base);
   free(base);
   char value[32];
   snprintf(value, sizeof value, "%ld", total);
-  if ((mkdir(dir, 0755) != 0 && errno != EEXIST) || write_value(dir, "pids.max", value) != 0 ||
-      cg2_delegate(dir, V2_CONTROLLERS) != 0) {
-    rmdir(dir);
+  if (!dir || write_value(dir, "pids.max", value) != 0 || cg2_delegate(dir, V2_CONTROLLERS) != 0) {
+    if (dir) rmdir(dir);
     free(dir);
     return NULL;
   }
@@ -210,7 +217,7 @@ void limits_init(long pids_total) {
   if (pids_total <= 0) pids_total = limits_host_tasks() / 4 * 3;
   g_v2_root = v2_server(v2_base(), pids_total);
   if (g_v2_root) return;
-  g_mem_root = find_root("memory", "memory.limit_in_bytes");
+  g_mem_root = memory_root(find_root("memory", "memory.limit_in_bytes"));
   g_pids_root = budget_root(find_root("pids", "pids.max"), pids_total);
   if (!g_mem_root || !g_pids_root)
     log_msg("WARNING: sandbox limits NOT enforced for%s%s (no cgroup v2 with memory and pids to "
@@ -291,6 +298,7 @@ void limits_destroy(limits *l) {
 
 void limits_shutdown(void) {
   if (g_pids_root) rmdir(g_pids_root); /* every sandbox's own is gone by now */
+  if (g_mem_root) rmdir(g_mem_root);
   if (g_v2_root) rmdir(g_v2_root);
   free(g_pids_root);
   free(g_mem_root);
