@@ -252,14 +252,15 @@ static int set_prefix(track_state *s) {
 
 /* ---- the events handed to the reader ---- */
 
-static int emit(e2b_req *op, e2b_event_type type, const uint8_t *data, size_t len, int exit_code,
-                const char *status) {
+/* An event for the reader, its data and status copied in; NULL out of memory. */
+static queued *new_event(const track_state *s, e2b_event_type type, const uint8_t *data, size_t len,
+                         int exit_code, const char *status) {
   size_t slen = status ? strlen(status) + 1 : 0;
   queued *q = calloc(1, sizeof *q + len + slen + 1);
-  if (!q) return -1;
+  if (!q) return NULL;
   uint8_t *p = (uint8_t *)(q + 1);
   q->ev.type = type;
-  q->ev.pid = ((track_state *)op->state)->pid;
+  q->ev.pid = s->pid;
   if (len) memcpy(p, data, len);
   q->ev.data = p;
   q->ev.len = len;
@@ -270,6 +271,13 @@ static int emit(e2b_req *op, e2b_event_type type, const uint8_t *data, size_t le
     memcpy(p + len, status, slen);
     q->ev.status = (const char *)p + len;
   }
+  return q;
+}
+
+static int emit(e2b_req *op, e2b_event_type type, const uint8_t *data, size_t len, int exit_code,
+                const char *status) {
+  queued *q = new_event(op->state, type, data, len, exit_code, status);
+  if (!q) return -1;
   e2b_req_push_node(op, q);
   return 0;
 }
@@ -625,12 +633,8 @@ static void follow_announced(e2b_req *op, track_state *s) {
   const growbuf *early = &s->said.err;
   if (s->said.over) return follow_lost(s); /* more than kept aside: read from the files */
   if (!early->len) return;
-  queued *q = calloc(1, sizeof *q + early->len);
+  queued *q = new_event(s, E2B_EVENT_STDERR, (const uint8_t *)early->data, early->len, 0, NULL);
   if (!q) return nomem(op);
-  memcpy(q + 1, early->data, early->len);
-  q->ev.type = E2B_EVENT_STDERR;
-  q->ev.data = (const uint8_t *)(q + 1);
-  q->ev.len = q->len = early->len;
   follow_data(op, s, q);
 }
 
