@@ -229,6 +229,19 @@ local function settled(dir)
 end
 
 describe("a SIGKILLed e2b-local", function()
+  -- A second server with its state in a temporary directory (removed when
+  -- the spec ends) and one sandbox left running on it: the directory, the
+  -- sandbox, the server's stop() and its pid.
+  local function server_with_sandbox()
+    local dir = os.tmpname()
+    os.remove(dir)
+    finally(function() h.host("rm -rf " .. dir) end)
+    local vars, stop, pid = h.serve_local("--state " .. dir .. "/s")
+    local c = h.client({ api_url = vars.E2B_API_URL, sandbox_url = vars.E2B_SANDBOX_URL,
+                         api_key = vars.E2B_API_KEY, domain = vars.E2B_DOMAIN })
+    return dir, assert(c:create{ on_close = "leave" }), stop, pid
+  end
+
   it("leaves no process of a sandbox it was creating behind, whenever it dies", function()
     local dir = os.tmpname()
     os.remove(dir)
@@ -253,13 +266,7 @@ describe("a SIGKILLed e2b-local", function()
   end)
 
   it("leaves no cgroup directory of its own behind once the next server starts", function()
-    local dir = os.tmpname()
-    os.remove(dir)
-    finally(function() h.host("rm -rf " .. dir) end)
-    local vars, stop, pid = h.serve_local("--state " .. dir .. "/s")
-    local c = h.client({ api_url = vars.E2B_API_URL, sandbox_url = vars.E2B_SANDBOX_URL,
-                         api_key = vars.E2B_API_KEY, domain = vars.E2B_DOMAIN })
-    local sbx = assert(c:create{ on_close = "leave" })
+    local dir, sbx, stop, pid = server_with_sandbox()
     -- its level in each hierarchy, and each sandbox's below it
     local function dirs_of(server_pid, id)
       return h.host(("find /sys/fs/cgroup -maxdepth 5 -type d \\( -name 'server-%s' -o -name '%s' \\) 2>/dev/null | sort")
@@ -282,13 +289,7 @@ describe("a SIGKILLed e2b-local", function()
   end)
 
   it("leaves no process of a paused (frozen) sandbox behind", function()
-    local dir = os.tmpname()
-    os.remove(dir)
-    finally(function() h.host("rm -rf " .. dir) end)
-    local vars, stop, pid = h.serve_local("--state " .. dir .. "/s")
-    local c = h.client({ api_url = vars.E2B_API_URL, sandbox_url = vars.E2B_SANDBOX_URL,
-                         api_key = vars.E2B_API_KEY, domain = vars.E2B_DOMAIN })
-    local sbx = assert(c:create{ on_close = "leave" })
+    local dir, sbx, stop, pid = server_with_sandbox()
     assert(sbx:spawn({ "sleep", "600" }))
     assert(sbx:pause())
     h.host("kill -KILL " .. pid)

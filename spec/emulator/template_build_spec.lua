@@ -261,30 +261,30 @@ describe("e2b-local's template-build files", function()
     h.host("rm -rf " .. h.shell_quote(abs_dir))
   end)
 
-  it("COPY keeps an archive's symlinks as written, absolute, leading out or dangling, as E2B's tar in the sandbox does", function()
-    local tarball, hash = make_tar("mkdir d && echo t > d/t.txt && ln -s t.txt d/rel && ln -s /etc/hostname d/abs"
-      .. " && ln -s ../../outside d/up && ln -s /nowhere/at/all d/dangling", true)
+  -- Builds a template whose one step COPYs d/* (made by the shell script)
+  -- into d; returns its name once the build is ready.
+  local function copied(script)
+    local tarball, hash = make_tar(script, true)
     local name = fresh_name()
     local tid, bid = start_with_files(name, {
       fromTemplate = "base", steps = { { type = "COPY", args = { "d/*", "d" }, filesHash = hash } },
     }, { [hash] = tarball })
     local s, entries = wait_build(tid, bid)
+    os.remove(tarball)
     assert.are.equal("ready", s.status, messages(entries))
+    return name
+  end
+
+  it("COPY keeps an archive's symlinks as written, absolute, leading out or dangling, as E2B's tar in the sandbox does", function()
+    local name = copied("mkdir d && echo t > d/t.txt && ln -s t.txt d/rel && ln -s /etc/hostname d/abs"
+      .. " && ln -s ../../outside d/up && ln -s /nowhere/at/all d/dangling")
     assert.are.equal("t\nt.txt\n/etc/hostname\n../../outside\n/nowhere/at/all\n",
       run_in(name, "cd ~/d && cat rel && readlink rel abs up dangling"))
-    os.remove(tarball)
   end)
 
   it("COPY keeps a directory's mode as written (0500 stays 0500), as E2B's tar in the sandbox does", function()
-    local tarball, hash = make_tar("mkdir -p d/ro && echo x > d/ro/f && chmod 500 d/ro", true)
-    local name = fresh_name()
-    local tid, bid = start_with_files(name, {
-      fromTemplate = "base", steps = { { type = "COPY", args = { "d/*", "d" }, filesHash = hash } },
-    }, { [hash] = tarball })
-    local s, entries = wait_build(tid, bid)
-    assert.are.equal("ready", s.status, messages(entries))
+    local name = copied("mkdir -p d/ro && echo x > d/ro/f && chmod 500 d/ro")
     assert.are.equal("500\nx\n", run_in(name, "stat -c %a ~/d/ro && cat ~/d/ro/f"))
-    os.remove(tarball)
   end)
 end)
 
