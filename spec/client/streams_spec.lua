@@ -438,6 +438,19 @@ describe("a followed kept stream", function()
     proc:close()
   end)
 
+  it("ends bulk output that comes while the sandbox's watch still lingers after an earlier one", function()
+    -- the second command's end is written before its reader turns to the
+    -- files, while the watch (left by the first) has nobody to tell of it
+    for round = 1, 3 do
+      local proc = assert(sbx:spawn("head -c 20000000 /dev/zero; printf end >&2; exit 3"))
+      local out, err = drain(proc)
+      assert.are.equal(20000000, #out, "round " .. round)
+      assert.are.equal("end", err, "round " .. round)
+      assert.are.equal(3, assert(proc:wait()).exit_code)
+      proc:close()
+    end
+  end)
+
   it("ends bulk output read from its files where the sandbox's watch cannot start", function()
     if h.live then return end
     local s2 = h.sandbox()

@@ -616,7 +616,11 @@ static void follow_lost(track_state *s) {
 static void mute(e2b_req *op, track_state *s) {
   follow_lost(s);
   s->muted = 1;
-  subscribe(op, s);
+  /* A watch already live may have carried the exit file's write before we
+   * listened (the command often ends before its first 16 MiB are read):
+   * that event will not come again, so the exit file is read now too. */
+  if (subscribe(op, s) && e2b_outwatch_live(s->sbx) && !s->end.exit_file_ms)
+    s->end.exit_file_ms = e2b_now_ms();
   s->files.due |= DUE_ALL;
   s->files.streaming = 1 << R_OUT | 1 << R_ERR;
 }
