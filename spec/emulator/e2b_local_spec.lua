@@ -20,6 +20,37 @@ describe("e2b-local", function()
     assert.are.equal("", assert(b:run("ls -A /tmp | grep -vx .e2b-proc || true")).stdout)
   end)
 
+  it("ends a sandbox's inotify watch once its stream's client leaves or its watcher is removed", function()
+    -- as envd ends a watcher with its stream's context; the agent is told
+    -- by a pipe the server closes, never by a message that would wait
+    -- behind the requests queued before it (not secure: raw RPCs below)
+    local sbx = h.sandbox({ secure = false }, client)
+    local function watches()
+      local n = h.host(("for p in $(pgrep -f '^/run/e2b/envd agent'); do"
+        .. " grep -q '/%s$' /proc/$p/cgroup 2>/dev/null && ls -l /proc/$p/fd | grep -c inotify; done; true")
+        :format(sbx.sandbox_id))
+      return tonumber(n:match("%d+"))
+    end
+    assert(sbx.files:mkdir("/tmp/wl"))
+    assert.are.equal(0, watches())
+    local w = assert(sbx.files:watch_dir("/tmp/wl"))
+    assert(sbx.files:write("/tmp/wl/a", "x"))
+    assert.are.equal("a", assert(w:next(10000)).name)
+    assert.are.equal(1, watches())
+    w:stop()
+    assert.is_true(h.eventually(function() return watches() == 0 end, 5000), "the stream's watch outlived it")
+    -- the polling watchers (the Python SDK's): CreateWatcher, RemoveWatcher
+    local function rpc(method, body)
+      return h.host(("curl -s -X POST -H 'E2b-Sandbox-Id: %s' -H 'E2b-Sandbox-Port: 49983' -H 'Content-Type: application/json'"
+        .. " --data '%s' '%s/filesystem.Filesystem/%s'"):format(sbx.sandbox_id, body, os.getenv("E2B_SANDBOX_URL"), method))
+    end
+    local created = rpc("CreateWatcher", '{"path":"/tmp/wl"}')
+    local id = assert(created:match('"watcherId":"([^"]+)"'), created)
+    assert.are.equal(1, watches())
+    assert.are.equal("{}", rpc("RemoveWatcher", ('{"watcherId":"%s"}'):format(id)))
+    assert.is_true(h.eventually(function() return watches() == 0 end, 5000), "a removed watcher's watch stayed")
+  end)
+
   it("isolates processes: one sandbox cannot see or signal another's", function()
     local a, b = h.sandbox({}, client), h.sandbox({}, client)
     local proc = assert(a:spawn({ "sleep", "77" }))

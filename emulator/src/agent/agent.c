@@ -171,7 +171,7 @@ static int fs_op(const ipc_msg *m, json_t **out, int *fd) {
   case IPC_REMOVE: err = afs_remove(m->body, out); break;
   case IPC_OPEN_READ: err = afs_open_read(m->body, out, fd); break;
   case IPC_OPEN_WRITE: err = afs_open_write(m->body, out, fd); break;
-  case IPC_WATCH: err = aw_watch(m->body, out); break;
+  case IPC_WATCH: err = aw_watch(m->body, out, fd); break;
   default: err = ENOSYS; break;
   }
   ident_leave();
@@ -190,7 +190,6 @@ static void handle_fs(const ipc_msg *m) {
   case IPC_OPEN_READ:
   case IPC_OPEN_WRITE:
   case IPC_WATCH: err = fs_op(m, &out, &fd); break;
-  case IPC_UNWATCH: err = aw_unwatch(m->body, &out); break;
   default: err = ENOSYS; break;
   }
   if (err && !out) out = json_pack("{s:s}", "message", strerror(err));
@@ -258,14 +257,12 @@ static void dispatch(const ipc_msg *m) {
  * the channel. */
 static void serve_loop(int sfd, int lfd, int sudo_fd) {
   for (;;) {
-    struct pollfd p[5 + 64 + SUDO_PENDING + 32] = {{g_sock, POLLIN, 0}, {sfd, POLLIN, 0}, {lfd, POLLIN, 0},
-                                                    {sudo_fd, POLLIN, 0}, {relay_fd(), POLLIN, 0}};
-    int wfds[64];
-    uint32_t wids[64];
-    int timeout_ms;
-    int nw = aw_fds(wfds, wids, 64, &timeout_ms);
-    for (int i = 0; i < nw; i++) p[5 + i] = (struct pollfd){wfds[i], POLLIN, 0};
-    struct pollfd *sp = p + 5 + nw;
+    struct pollfd p[5 + AW_POLL_MAX + SUDO_PENDING + 32] = {{g_sock, POLLIN, 0}, {sfd, POLLIN, 0}, {lfd, POLLIN, 0},
+                                                             {sudo_fd, POLLIN, 0}, {relay_fd(), POLLIN, 0}};
+    int timeout_ms = -1;
+    struct pollfd *wp = p + 5;
+    int nw = aw_fds(wp, AW_POLL_MAX, &timeout_ms);
+    struct pollfd *sp = wp + nw;
     int ns = sudo_pending_fds(sp, SUDO_PENDING, &timeout_ms);
     struct pollfd *cp = sp + ns;
     int nc = aconn_fds(cp, 32, &timeout_ms);
@@ -274,8 +271,7 @@ static void serve_loop(int sfd, int lfd, int sudo_fd) {
       return;
     }
     if (p[4].revents) relay_run();
-    for (int i = 0; i < nw; i++)
-      if (p[5 + i].revents) aw_read(wids[i], g_sock);
+    aw_run(wp, nw, g_sock);
     if (p[2].revents) egress_accept_all(lfd);
     sudo_pending_run(sp, ns);
     aconn_run(cp, nc, g_sock);

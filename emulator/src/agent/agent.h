@@ -8,6 +8,7 @@
 #define EMU_AGENT_H
 
 #include <jansson.h>
+#include <poll.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -92,13 +93,18 @@ int ident_enter_req(json_t *req);
 void ident_leave(void);
 
 /* ---- agent_watch.c ---- */
-int aw_watch(json_t *req, json_t **out);
-int aw_unwatch(json_t *req, json_t **out);
-/* The inotify descriptors to poll (with their watch ids); returns how many.
- * *timeout_ms: -1, or how soon a watch resting after its last read (see
- * AW_REST_MS) must be polled again. */
-int aw_fds(int *fds, uint32_t *ids, int max, int *timeout_ms);
-/* Reads the pending events of watch `id` and sends them up. */
-void aw_read(uint32_t id, int sock);
+#define AW_MAX_WATCHES 256
+/* a pipe and an inotify descriptor each */
+#define AW_POLL_MAX (2 * AW_MAX_WATCHES)
+/* Starts a watch; *life: the write end of its pipe, for the server to hold
+ * (closing it ends the watch). */
+int aw_watch(json_t *req, json_t **out, int *life);
+/* What to poll for the watches (each one's pipe, and its inotify descriptor
+ * unless it rests); returns how many. *timeout_ms (-1: none) is lowered to
+ * how soon a resting watch (see AW_REST_MS) must be polled again. */
+int aw_fds(struct pollfd *p, int max, int *timeout_ms);
+/* After the poll: ends the watches the server let go, sends the others'
+ * pending events up. */
+void aw_run(const struct pollfd *p, int n, int sock);
 
 #endif

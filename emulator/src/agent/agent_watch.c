@@ -1,10 +1,17 @@
 /* agent_watch.c — inotify watches inside the sandbox (WatchDir and the
  * watcher RPCs): one inotify descriptor per watch, recursive watches follow
- * new subdirectories, events go up as IPC_WATCH_EVENT messages. */
+ * new subdirectories, events go up as IPC_WATCH_EVENT messages. A watch
+ * lives as long as the server holds the write end of its pipe (given in
+ * IPC_WATCH's reply): the server closing it ends the watch in the next
+ * pass, as envd ends a watcher once its stream's client is gone. A message
+ * on the channel would wait behind every request queued before it (a burst
+ * of spawns), and the watch would send events nobody reads meanwhile. */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
@@ -16,7 +23,6 @@
 #include "util.h"
 
 #define WATCH_MASK (IN_CREATE | IN_DELETE | IN_MODIFY | IN_MOVED_FROM | IN_MOVED_TO | IN_ATTRIB | IN_CLOSE_WRITE)
-#define MAX_WATCHES 256
 /* A watch rests this long after its events were read: a file written in a
  * tight loop then costs one event per rest, not one per write that the
  * agent happened to catch (inotify merges a repeated event with the one
@@ -35,6 +41,7 @@ typedef struct wdir {
 typedef struct awatch {
   uint32_t id;
   int fd, recursive, entry;
+  int life; /* read end of the pipe the server holds open while it wants the watch */
   int64_t rest_until; /* mono_ms: not polled before */
   int uid, gid; /* who asked: later subdirectories and entries are theirs to see */
   char *root; /* sandbox path */
@@ -42,7 +49,7 @@ typedef struct awatch {
   size_t n, cap;
 } awatch;
 
-static awatch *g_w[MAX_WATCHES];
+static awatch *g_w[AW_MAX_WATCHES];
 static uint32_t g_next = 1;
 
 static void add_dir(awatch *w, const char *rel) {
@@ -71,28 +78,32 @@ static void add_dir(awatch *w, const char *rel) {
 
 static void free_watch(awatch *w) {
   close(w->fd);
+  if (w->life >= 0) close(w->life);
   for (size_t i = 0; i < w->n; i++) free(w->dirs[i].rel);
   free(w->dirs);
   free(w->root);
   free(w);
 }
 
-int aw_watch(json_t *req, json_t **out) {
+int aw_watch(json_t *req, json_t **out, int *life) {
   const char *path = json_string_value(json_object_get(req, "path"));
   if (!path) return EINVAL;
   int derr = afs_dir_errno(path);
   if (derr) return derr;
   int slot = -1;
-  for (int i = 0; i < MAX_WATCHES && slot < 0; i++)
+  for (int i = 0; i < AW_MAX_WATCHES && slot < 0; i++)
     if (!g_w[i]) slot = i;
   if (slot < 0) return EMFILE;
   awatch *w = xcalloc(1, sizeof *w);
+  int pp[2] = {-1, -1};
   w->fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-  if (w->fd < 0) {
+  if (w->fd < 0 || pipe2(pp, O_CLOEXEC | O_NONBLOCK) != 0) {
     int e = errno;
+    if (w->fd >= 0) close(w->fd);
     free(w);
     return e;
   }
+  w->life = pp[0];
   w->id = g_next++;
   w->recursive = json_is_true(json_object_get(req, "recursive"));
   w->entry = json_is_true(json_object_get(req, "entry"));
@@ -103,39 +114,50 @@ int aw_watch(json_t *req, json_t **out) {
   add_dir(w, ""); /* the caller (agent.c) runs this as that user */
   if (w->n == 0) {
     free_watch(w);
+    close(pp[1]);
     return EACCES;
   }
   g_w[slot] = w;
+  *life = pp[1];
   *out = json_pack("{s:i}", "id", (int)w->id);
   return 0;
 }
 
-int aw_unwatch(json_t *req, json_t **out) {
-  uint32_t id = (uint32_t)json_integer_value(json_object_get(req, "id"));
-  for (int i = 0; i < MAX_WATCHES; i++)
-    if (g_w[i] && g_w[i]->id == id) {
-      free_watch(g_w[i]);
-      g_w[i] = NULL;
-    }
-  *out = json_object();
-  return 0;
+/* What the last aw_fds polls: entry i is watch polled_id[i]'s pipe
+ * (polled_life[i]) or its inotify descriptor. */
+static uint32_t polled_id[AW_POLL_MAX];
+static char polled_life[AW_POLL_MAX];
+
+static int add_poll(struct pollfd *p, int n, int max, int fd, uint32_t id, char life) {
+  if (n >= max) return n;
+  p[n] = (struct pollfd){fd, POLLIN, 0};
+  polled_id[n] = id;
+  polled_life[n] = life;
+  return n + 1;
 }
 
-int aw_fds(int *fds, uint32_t *ids, int max, int *timeout_ms) {
+int aw_fds(struct pollfd *p, int max, int *timeout_ms) {
   int n = 0;
   int64_t now = mono_ms(), soonest = -1;
-  for (int i = 0; i < MAX_WATCHES && n < max; i++) {
+  if (max > AW_POLL_MAX) max = AW_POLL_MAX;
+  for (int i = 0; i < AW_MAX_WATCHES; i++) {
     if (!g_w[i]) continue;
+    n = add_poll(p, n, max, g_w[i]->life, g_w[i]->id, 1);
     if (g_w[i]->rest_until > now) {
       int64_t left = g_w[i]->rest_until - now;
       if (soonest < 0 || left < soonest) soonest = left;
       continue;
     }
-    fds[n] = g_w[i]->fd;
-    ids[n++] = g_w[i]->id;
+    n = add_poll(p, n, max, g_w[i]->fd, g_w[i]->id, 0);
   }
-  *timeout_ms = (int)soonest;
+  if (soonest >= 0 && (*timeout_ms < 0 || soonest < *timeout_ms)) *timeout_ms = (int)soonest;
   return n;
+}
+
+static int slot_of(uint32_t id) {
+  for (int i = 0; i < AW_MAX_WATCHES; i++)
+    if (g_w[i] && g_w[i]->id == id) return i;
+  return -1;
 }
 
 static const char *event_type(uint32_t mask) {
@@ -197,9 +219,16 @@ static void read_events(awatch *w, int sock) {
   }
 }
 
-void aw_read(uint32_t id, int sock) {
-  awatch *w = NULL;
-  for (int i = 0; i < MAX_WATCHES && !w; i++)
-    if (g_w[i] && g_w[i]->id == id) w = g_w[i];
-  if (w) read_events(w, sock);
+/* Ends the watches whose server end closed, then reads the others' events. */
+void aw_run(const struct pollfd *p, int n, int sock) {
+  for (int i = 0; i < n; i++) {
+    int slot = polled_life[i] && p[i].revents ? slot_of(polled_id[i]) : -1;
+    if (slot < 0) continue;
+    free_watch(g_w[slot]);
+    g_w[slot] = NULL;
+  }
+  for (int i = 0; i < n; i++) {
+    int slot = !polled_life[i] && p[i].revents ? slot_of(polled_id[i]) : -1;
+    if (slot >= 0) read_events(g_w[slot], sock);
+  }
 }

@@ -29,6 +29,7 @@ typedef struct watcher {
   uint32_t agent_id;
   json_t *queue; /* FilesystemEvent[] */
   int closed, refs, efd;
+  int life; /* the agent's watch lives while this pipe end is open (agent_watch.c) */
 } watcher;
 
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -90,7 +91,16 @@ static void unref_locked(watcher *w) {
     }
   json_decref(w->queue);
   close(w->efd);
+  if (w->life >= 0) close(w->life);
   free(w);
+}
+
+/* Ends the agent's watch now: its next pass sees the pipe closed, however
+ * many requests wait on the channel. Called with g_mu held. */
+static void end_agent_watch_locked(watcher *w) {
+  w->closed = 1;
+  if (w->life >= 0) close(w->life);
+  w->life = -1;
 }
 
 /* Starts an agent watch; the watcher is registered before any event. */
@@ -124,8 +134,12 @@ static watcher *start_watch(rpc_call *c, rpc_err *e) {
     else
       rpc_fail_errno(e, reply.err, path);
     ipc_msg_clear(&reply);
+  } else if (reply.nfds < 1) {
+    rpc_fail(e, "internal", "the sandbox's watch came without its pipe");
+    ipc_msg_clear(&reply);
   } else {
     w = xcalloc(1, sizeof *w);
+    w->life = ipc_take_fd(&reply, 0);
     snprintf(w->key, sizeof w->key, "%s", c->sb->id);
     w->agent_id = (uint32_t)json_integer_value(json_object_get(reply.body, "id"));
     char uuid[E2B_UUID_SIZE];
@@ -154,13 +168,9 @@ static watcher *start_watch(rpc_call *c, rpc_err *e) {
   return w;
 }
 
-static void stop_watch(sandbox *sb, watcher *w) {
-  json_t *req = json_pack("{s:i}", "id", (int)w->agent_id);
-  ipc_msg reply;
-  if (sandbox_call(sb, IPC_UNWATCH, req, &reply) == 0) ipc_msg_clear(&reply);
-  json_decref(req);
+static void stop_watch(watcher *w) {
   pthread_mutex_lock(&g_mu);
-  w->closed = 1;
+  end_agent_watch_locked(w);
   unref_locked(w);
   pthread_mutex_unlock(&g_mu);
 }
@@ -230,7 +240,7 @@ static int wstream_fill(void *ctx, sbuf *out) {
 
 static void wstream_free(void *ctx) {
   wstream *s = ctx;
-  stop_watch(s->sb, s->w);
+  stop_watch(s->w);
   sandbox_unref(s->sb);
   free(s);
 }
@@ -298,18 +308,10 @@ int watcher_remove(rpc_call *c, json_t **resp, rpc_err *e) {
   /* drop the lookup's reference and the creation's (the watcher ends) */
   pthread_mutex_lock(&g_mu);
   int live = !w->closed;
-  w->closed = 1;
+  end_agent_watch_locked(w);
   unref_locked(w);
+  if (live) unref_locked(w);
   pthread_mutex_unlock(&g_mu);
-  if (live) {
-    json_t *req = json_pack("{s:i}", "id", (int)w->agent_id);
-    ipc_msg reply;
-    if (sandbox_call(c->sb, IPC_UNWATCH, req, &reply) == 0) ipc_msg_clear(&reply);
-    json_decref(req);
-    pthread_mutex_lock(&g_mu);
-    unref_locked(w);
-    pthread_mutex_unlock(&g_mu);
-  }
   *resp = json_object();
   return 0;
 }
@@ -323,6 +325,7 @@ void watch_shutdown(void) {
     g_list = w->next;
     json_decref(w->queue);
     close(w->efd);
+    if (w->life >= 0) close(w->life);
     free(w);
   }
   pthread_mutex_unlock(&g_mu);

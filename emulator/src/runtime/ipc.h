@@ -28,8 +28,8 @@ enum ipc_type {
   IPC_OPEN_READ = 8, /* {path} -> {size} + fd */
   IPC_OPEN_WRITE = 9, /* {path,uid,gid} -> {path} + fd */
   IPC_SHUTDOWN = 10, /* kill every process of the sandbox, then exit */
-  IPC_WATCH = 11,    /* {path,recursive,entry} -> {id}: inotify in the sandbox */
-  IPC_UNWATCH = 12,  /* {id} -> {} */
+  IPC_WATCH = 11,    /* {path,recursive,entry} -> {id} + fd: inotify in the sandbox, for as
+                      * long as the server keeps that pipe's write end open */
   IPC_CONNECT = 13,  /* {port,host?} -> {} + fd: a TCP socket connected to loopback inside the sandbox */
   /* agent -> server */
   IPC_REPLY = 100, /* id = the request's id, err = errno (0 on success) */
