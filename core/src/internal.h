@@ -95,6 +95,7 @@ struct e2b_sbx {
   int released;                  /* the owner called e2b_sbx_release */
   struct e2b_forget *forgets;    /* kept files the next command may remove */
   size_t forget_count, forget_cap;
+  size_t forget_waited;          /* kept commands started since the queue was last emptied */
   char *large[E2B_LARGE_MAX];    /* tags whose kept files are large: removed at once */
   size_t large_count;
   size_t followed; /* kept commands whose wrappers follow their files (track.c) */
@@ -587,6 +588,24 @@ typedef struct e2b_wrapped {
 /* A kept wrapper that may park (E2B_WRAP_PARKABLE) traps every signal it
  * can, so only SIGKILL ends it without a status. */
 #define E2B_WRAP_PARKABLE 1u
+/* A single-shot run's wrapper (E2B_TRACK_SWEEP) whose output all came
+ * inline with its end leaves its files to the sandbox: it appends
+ * "SECONDS HEXNAME" to /tmp/.e2b-proc/swept-<euid>, and a later such
+ * wrapper of that user whose list's first line is E2B_KEPT_SWEEP_S old
+ * removes, in the background, every listed command that ended at least
+ * that long ago. Its caller then has everything and removes nothing: no
+ * request once its handle closes, and no name waiting for a batch. A
+ * listed command's files stay that long for a reader whose stream was cut
+ * before the end reached it: past its idle budget (at most half of it,
+ * or it is not listed) that reader has failed, so the files are never
+ * removed under one. */
+#define E2B_WRAP_SWEEP 2u
+#define E2B_KEPT_SWEEP_S 180
+/* e2b_proc_track's flag (not public) for run.c's single-shot runs. */
+#define E2B_TRACK_SWEEP (1u << 24)
+/* Whether a kept process's wrapper listed its files for the sandbox's
+ * sweep (E2B_WRAP_SWEEP): then they are not the caller's to remove. */
+int e2b_req_proc_swept(const e2b_req *req);
 /* A kept wrapper given a follow nonce copies its files onto its own stdout
  * and stderr as they grow (`tail`, where the sandbox has it), and ends its
  * stderr with a trailer instead of its stdout with the flags letter: NUL,

@@ -245,9 +245,87 @@ describe("command output", function()
     -- Closing the sandbox handle sends what is still queued.
     local again = assert(client:connect(sbx.sandbox_id))
     local queued = "queued-" .. h.core.uuid4()
-    assert(again:run("echo queued", { tag = queued }))
+    local p3 = assert(again:spawn("echo queued", { tag = queued }))
+    assert(p3:wait(5000))
+    p3:close()
     again:close()
     assert.is_false(kept(queued))
+  end)
+
+  describe("a run whose output all came with its end", function()
+    local function hex(tag) return (tag:gsub(".", function(c) return ("%02x"):format(c:byte()) end)) end
+    local function listing(s2, user)
+      return assert(s2:run("ls -A /tmp/.e2b-proc", { keep_output = false, user = user })).stdout
+    end
+    -- Ages every name the sandbox's sweep list of uid holds, as if listed
+    -- long ago (the list's lines are "SECONDS HEXNAME").
+    local function age(s2, uid)
+      assert(s2:run(("sed -i 's/^[0-9]*/100/' /tmp/.e2b-proc/swept-%d"):format(uid), { keep_output = false, user = "root" }))
+    end
+    local function gone(s2, tag, user)
+      return h.eventually(function() return not listing(s2, user):find(hex(tag), 1, true) end, 5000)
+    end
+
+    it("costs no request when its handle closes: the sandbox sweeps its files", function()
+      if h.live then return end
+      local stats = require("spec.server_stats")
+      local s2 = h.sandbox()
+      assert(s2:run("true"))
+      local before = stats.read().http.requests
+      local again = assert(client:connect(s2.sandbox_id))
+      local tag = "swept-" .. h.core.uuid4()
+      assert.are.equal("x\n", assert(again:run("echo x", { tag = tag })).stdout)
+      again:close()
+      collectgarbage()
+      e2b.sleep(300) -- a removal would be sent unattended: a bounded wait, not a timing assertion
+      -- the connect's one read and the run: no removal
+      assert.are.equal(2, stats.read().http.requests - before - 1)
+      assert.truthy(listing(s2):find(hex(tag) .. ".out", 1, true))
+      assert(s2:kill())
+    end)
+
+    it("is swept once listed long enough, by a later run of its user; nothing younger, spawned or detached", function()
+      local s2 = h.sandbox()
+      local old, young = "old-" .. h.core.uuid4(), "young-" .. h.core.uuid4()
+      local rooted, spawned = "root-" .. h.core.uuid4(), "spawned-" .. h.core.uuid4()
+      assert(s2:run("echo old; echo err >&2", { tag = old }))
+      assert(s2:run("echo root", { tag = rooted, user = "root" }))
+      local p = assert(s2:spawn("echo spawned", { tag = spawned }))
+      assert(p:wait(5000))
+      p:detach()
+      p:close()
+      age(s2, 1000)
+      age(s2, 0)
+      assert(s2:run("echo young", { tag = young }))
+      assert.is_true(gone(s2, old), "an aged run's files stayed")
+      local names = listing(s2)
+      assert.truthy(names:find(hex(young) .. ".out", 1, true), names)
+      assert.truthy(names:find(hex(spawned) .. ".out", 1, true), names)
+      -- a user's run never removes root's: a root run does
+      assert.truthy(names:find(hex(rooted) .. ".out", 1, true), names)
+      assert(s2:run("true", { user = "root" }))
+      assert.is_true(gone(s2, rooted), "an aged root run's files stayed")
+      assert.truthy(listing(s2):find(hex(young) .. ".exit", 1, true))
+      assert(s2:kill())
+    end)
+
+    it("is listed only when all its output came inline; a larger one is removed by its caller", function()
+      local s2 = h.sandbox()
+      local big = "big-" .. h.core.uuid4()
+      local r = assert(s2:run("head -c 40000 /dev/zero | tr '\\0' x", { tag = big }))
+      assert.are.equal(40000, #r.stdout)
+      local list = assert(s2:run("cat /tmp/.e2b-proc/swept-1000 2>/dev/null || true", { keep_output = false })).stdout
+      assert.is_nil(list:find(hex(big), 1, true), list)
+      -- its name waits for a batch of the caller's (eight), as a spawn's does
+      for _ = 1, 8 do
+        local p = assert(s2:spawn("true"))
+        assert(p:wait(5000))
+        p:close()
+      end
+      assert(s2:run("true"))
+      assert.is_true(gone(s2, big), "a larger run's files stayed")
+      assert(s2:kill())
+    end)
   end)
 
   it("removes a user's kept output in batches, not with a process per command", function()
@@ -466,6 +544,8 @@ describe("a followed kept stream", function()
   end)
 
   it("follows at most 8 commands of one sandbox handle at once; the others read their files", function()
+    -- the bulk commands above leave tails draining what nobody reads
+    assert.is_true(h.eventually(function() return tails() == 0 end, 10000), "earlier followers still run")
     local procs = {}
     for j = 1, 12 do
       procs[j] = assert(sbx:spawn(("echo start-%d; sleep 1; for i in $(seq 1 20); do echo %d-$i; done"):format(j, j)))

@@ -130,7 +130,7 @@ static e2b_run_result *make_result(run_state *s, int pty) {
 static void finish_run(e2b_req *op, run_state *s) {
   const e2b_error *err = s->fail.code != E2B_OK ? &s->fail : NULL;
   s->finished = 1;
-  if (s->kept && s->started) e2b_proc_forget_later(s->sbx, s->tag, s->user);
+  if (s->kept && s->started && !e2b_req_proc_swept(s->stream)) e2b_proc_forget_later(s->sbx, s->tag, s->user);
   op->result = make_result(s, s->pty);
   op->result_free = run_result_free;
   if (!op->result && !err) {
@@ -377,7 +377,7 @@ e2b_req *e2b_run_with(e2b_sbx *sbx, const e2b_proc_opts *opts, const e2b_run_opt
   run_state *s = op->state;
   if (fill_state(s, opts, ro) != 0) return e2b_op_nomem(op, err);
   if (ro->track) {
-    unsigned flags = ro->track_flags | E2B_TRACK_NO_PARK | (ro->chunks ? 0 : E2B_TRACK_AT_END);
+    unsigned flags = ro->track_flags | E2B_TRACK_NO_PARK | (ro->chunks ? 0 : E2B_TRACK_AT_END | E2B_TRACK_SWEEP);
     e2b_proc_opts later = *opts;
     if (later.timeout_ms > 0) later.timeout_ms += KILL_SETTLE_MS; /* see KILL_SETTLE_MS */
     s->stream = e2b_proc_track(sbx, &later, flags, err);

@@ -1,8 +1,8 @@
 /* forget.c — removing a kept process's files: at once (e2b_proc_forget:
  * one process removes all three), or lazily (e2b_proc_forget_later): the
  * names wait on the sandbox handle and a later kept command of the same
- * user (or of root) removes them in the background once a few wait
- * (FORGET_BATCH), so a short command's cleanup costs no request and,
+ * user (or of root) removes them in the background once a few wait, or
+ * a few commands later (FORGET_BATCH), so a short command's cleanup costs no request and,
  * mostly, no process. What is still waiting when the handle goes is
  * removed by one process (e2b_sbx_flush_forgets): one request, as is each
  * removal at once. Names are the hex of the tag, so they are safe on a
@@ -18,7 +18,9 @@
 /* Removing costs the wrapper a fork and an exec of rm beside its command
  * (measured: about 0.6 ms of CPU in a sandbox, most of it on every short
  * command run one after another), so a user's names wait until this many
- * can go at once. */
+ * can go at once, or this many kept commands started since they began to
+ * wait (a run's own files mostly go to the sandbox's sweep, E2B_WRAP_SWEEP,
+ * so names come slower than commands). */
 #define FORGET_BATCH 8
 /* Kept output this large is removed as soon as its handle lets it go:
  * left for a batch, a few of them would hold the sandbox's disk and, as
@@ -193,11 +195,13 @@ void e2b_proc_forget_later(e2b_sbx *sbx, const char *tag, const char *user) {
 }
 
 /* The names a command of user may remove ("a b c"), taken off the queue
- * once FORGET_BATCH of them wait; NULL when none are taken. Root may remove
+ * once FORGET_BATCH of them wait or FORGET_BATCH kept commands started
+ * since they began to; NULL when none are taken. Root may remove
  * anyone's files, a user only its own; a root command takes them as soon as
  * one is root's (nobody else may remove it, and root runs fewer commands). */
 char *e2b_take_forgets(e2b_sbx *sbx, const char *user) {
   if (!user || !*user) user = "user";
+  if (sbx->forget_count) sbx->forget_waited++;
   int root = strcmp(user, "root") == 0, roots = 0;
   size_t len = 0, kept = 0, count = 0;
   for (size_t i = 0; i < sbx->forget_count; i++) {
@@ -206,7 +210,7 @@ char *e2b_take_forgets(e2b_sbx *sbx, const char *user) {
     count++;
     roots |= strcmp(sbx->forgets[i].user, "root") == 0;
   }
-  if (count < FORGET_BATCH && !(root && roots)) return NULL;
+  if (!count || (count < FORGET_BATCH && sbx->forget_waited < FORGET_BATCH && !(root && roots))) return NULL;
   char *names = len ? malloc(len) : NULL;
   if (!names) return NULL;
   size_t n = 0;
@@ -225,6 +229,7 @@ char *e2b_take_forgets(e2b_sbx *sbx, const char *user) {
   }
   names[n] = 0;
   sbx->forget_count = kept;
+  if (!kept) sbx->forget_waited = 0;
   return names;
 }
 
@@ -257,6 +262,7 @@ static void clear_forgets(e2b_sbx *sbx, int send) {
     free(sbx->forgets[i].user);
   }
   sbx->forget_count = 0;
+  sbx->forget_waited = 0;
 }
 
 /* A sandbox known gone (gone.c) has no files left to remove. */

@@ -174,6 +174,7 @@ typedef struct track_state {
   int holds;         /* running on with its stream kept: one of its loop's streams_held */
   int64_t park_at;   /* when it may park (0: not timed yet) */
   int at_end;        /* read nothing while the process runs and its stream holds */
+  int sweep;         /* its wrapper lists its files for the sandbox's sweep if all came inline (E2B_WRAP_SWEEP) */
   int64_t timer_at[T_COUNT]; /* each purpose's deadline (e2b_now_ms); 0: not armed */
   int64_t last_contact_ms;
   long idle_ms;      /* the caller's idle_timeout_ms (0: the default) */
@@ -1182,8 +1183,8 @@ static int launch(track_state *s, const e2b_proc_opts *opts, int env_replace, e2
   s->follow = follow_wanted(s);
   s->follow_from_ms = e2b_now_ms();
   e2b_wrapped w;
-  if (e2b_wrap(&w, opts, s->kept ? s->prefix : NULL, env_replace, s->forgets,
-               s->park_mode != PARK_NEVER ? E2B_WRAP_PARKABLE : 0, s->follow ? s->nonce : NULL) != 0) {
+  unsigned how = (s->park_mode != PARK_NEVER ? E2B_WRAP_PARKABLE : 0) | (s->sweep ? E2B_WRAP_SWEEP : 0);
+  if (e2b_wrap(&w, opts, s->kept ? s->prefix : NULL, env_replace, s->forgets, how, s->follow ? s->nonce : NULL) != 0) {
     e2b_err_set(err, E2B_ERR_UNAVAILABLE, "process.start", "out of memory");
     return -1;
   }
@@ -1242,6 +1243,10 @@ e2b_req *e2b_proc_track(e2b_sbx *sbx, const e2b_proc_opts *opts, unsigned flags,
   if (set_prefix(s) != 0 || !(s->cmd = strdup(opts->shell ? "/bin/bash" : opts->cmd))) return e2b_op_nomem(req, err);
   s->kept = !(flags & E2B_TRACK_NO_KEEP) && opts->pty_cols == 0;
   s->at_end = (flags & E2B_TRACK_AT_END) != 0;
+  /* Only a reader that fails within half the sweep's wait may leave its
+   * files to it (E2B_WRAP_SWEEP). */
+  s->sweep = s->kept && s->at_end && (flags & E2B_TRACK_SWEEP) &&
+             e2b_idle_budget_ms(s->idle_ms) <= E2B_KEPT_SWEEP_S * 1000L / 2;
   s->park_mode = flags & E2B_TRACK_PARK       ? PARK_ALWAYS
                  : flags & E2B_TRACK_NO_PARK ? PARK_NEVER
                                              : PARK_BEYOND_HELD;
@@ -1296,6 +1301,11 @@ const char *e2b_req_proc_tag(const e2b_req *req) {
 const char *e2b_req_proc_kept(const e2b_req *req) {
   const track_state *s = tstate(req);
   return s && s->kept ? s->prefix : NULL;
+}
+
+int e2b_req_proc_swept(const e2b_req *req) {
+  const track_state *s = tstate(req);
+  return s && s->sweep && s->said.nonempty >= 0 && !s->said.over && s->said.inlined == s->said.nonempty;
 }
 
 int e2b_req_proc_tracked(const e2b_req *req) {

@@ -62,7 +62,10 @@
  * or a second later), waits for them and says its flags in the trailer (internal.h) on
  * stderr, where 4 and 8 mean the file came whole on the stream, and an
  * uppercase letter that following did not work (no tail in PATH, or one
- * that failed: busybox's has no --pid). The script travels in E2B_PROC, so a process list shows
+ * that failed: busybox's has no --pid). Given E2B_SWEEP (seconds), one not
+ * followed whose output all went inline lists its files for the sandbox's
+ * sweep, and sweeps the list when its first line is that old
+ * (E2B_WRAP_SWEEP). The script travels in E2B_PROC, so a process list shows
  * `bash -c eval "$E2B_PROC" e2b-proc PREFIX cmd args`, not the script. */
 /* The signals a group kill or a terminal sends; and all of Linux's signals
  * whose default ends a process, but SIGKILL: one literal trap each (a loop
@@ -97,7 +100,8 @@
   "{ while [ -n \"$__i\" ]; do __i=; wait $__j; __r=$?; done; } 2>>\"$__p.exit\"; __e2b_end $__r"
 
 #define WRAPPER_SCRIPT(traps)                                                                     \
-    "unset E2B_PROC; __p=$1; shift; __f=${E2B_FOLLOW-} __fo= __fe= __fx=; unset E2B_FOLLOW\n" \
+    "unset E2B_PROC; __p=$1; shift; __f=${E2B_FOLLOW-} __fo= __fe= __fx= __w=${E2B_SWEEP-}; unset E2B_FOLLOW E2B_SWEEP\n" \
+    "case $__w in *[!0-9]*) __w=;; esac\n" \
     "[ -d \"${__p%/*}\" ] || mkdir -m 1777 \"${__p%/*}\" 2>/dev/null\n" \
     "while read -r __k __m; do [ \"$__k\" = Umask: ] && break; done </proc/self/status\n" \
     "umask 077\n" \
@@ -128,6 +132,24 @@
     "  fallocate -n -o 0 -l 1 -- \"$3\" 2>/dev/null\n" \
     "  wait $1 && f=$((f|$2*4)) || __fx=1\n" \
     "}\n" \
+    "__e2b_tomb() {\n" \
+    "  local d=${__p%/*} t n x; umask 077; printf -v t '%(%s)T' -1\n" \
+    "  { printf '%s %s\\n' \"$t\" \"${__p##*/}\" >>\"$d/swept-$EUID\" && read -r n x <\"$d/swept-$EUID\"; } 2>/dev/null || return 0\n" \
+    "  case $n in ''|*[!0-9]*) return 0;; esac\n" \
+    "  [ $((t-n)) -lt $__w ] && return 0\n" \
+    "  set -m; (cd \"$d\" && __e2b_sweep \"$t\") </dev/null >/dev/null 2>&1 & set +m\n" \
+    "}\n" \
+    "__e2b_sweep() {\n" \
+    "  local f=swept-$EUID.$BASHPID t n k=; local -a l=()\n" \
+    "  mv -f -- swept-$EUID \"$f\" || return\n" \
+    "  while read -r t n; do\n" \
+    "    case $t in ''|*[!0-9]*) continue;; esac; case $n in ''|*[!0-9a-f]*) continue;; esac\n" \
+    "    if [ $(($1-t)) -lt $__w ]; then k+=\"$t $n\"$'\\n'; continue; fi\n" \
+    "    l+=(\"$n.out\" \"$n.err\" \"$n.exit\"); [ ${#l[@]} -lt 3000 ] || { rm -f -- \"${l[@]}\"; l=(); }\n" \
+    "  done <\"$f\"\n" \
+    "  [ -z \"$k\" ] || printf %s \"$k\" >>swept-$EUID\n" \
+    "  rm -f -- \"$f\" \"${l[@]}\"\n" \
+    "}\n" \
     "__e2b_end() {\n" \
     "  local f=0 st=$1 j\n" \
     "  [ -z \"$__s\" ] && [ $1 -gt 128 ] && [ $1 -lt 160 ] && read -r -n 64 j <\"$__p.exit\" && [ ${#j} -gt ${#__b} ] && __s=$(($1-128))\n" \
@@ -139,6 +161,7 @@
     "    [ $((f&2)) = 2 ] && __e2b_slurp \"$__p.err\" >&2 && f=$((f+8))\n" \
     "    [ $((f&1)) = 1 ] && __e2b_slurp \"$__p.out\" && f=$((f+4))\n" \
     "  fi\n" \
+    "  [ -n \"$__w\" ] && [ -z \"$__f\" ] && [ $((f>>2)) = $((f&3)) ] && __e2b_tomb\n" \
     "  if [ -n \"$__f\" ]; then printf '\\0" E2B_FOLLOW_TRAILER "%s%s\\n' \"$__f\" \"${__e2b_l:f+16*${__fx:-0}:1}\" >&2; else printf %s \"${__e2b_l:f:1}\"; fi\n" \
     "  [ -n \"$__s\" ] && { ulimit -c 0; trap - \"$__s\"; kill -s \"$__s\" $$; }\n" \
     "  return \"$1\"\n" \
@@ -287,6 +310,8 @@ static const char *sh_script(const char *s, const char **tail) {
 
 /* The caller's env, then what the wrapper reads (names, never values;
  * a list's last part is the caller's own command text). */
+#define STR_(x) #x
+#define STR(x) STR_(x)
 static size_t wrap_env(e2b_kv *env, const e2b_proc_opts *opts, int keep, unsigned how, const char *follow,
                        const char *names, const char *forgets, const char *tail) {
   size_t ne = 0;
@@ -294,6 +319,7 @@ static size_t wrap_env(e2b_kv *env, const e2b_proc_opts *opts, int keep, unsigne
   if (names) env[ne++] = (e2b_kv){"E2B_ENV_KEEP", names};
   if (keep) env[ne++] = (e2b_kv){"E2B_PROC", how & E2B_WRAP_PARKABLE ? WRAPPER_PARKABLE : WRAPPER};
   if (keep && follow) env[ne++] = (e2b_kv){"E2B_FOLLOW", follow};
+  if (keep && (how & E2B_WRAP_SWEEP)) env[ne++] = (e2b_kv){"E2B_SWEEP", STR(E2B_KEPT_SWEEP_S)};
   if (forgets) env[ne++] = (e2b_kv){"E2B_FORGET", forgets};
   if (tail) env[ne++] = (e2b_kv){"E2B_TAIL", tail};
   return ne;
@@ -309,7 +335,7 @@ int e2b_wrap(e2b_wrapped *w, const e2b_proc_opts *opts, const char *prefix, int 
   if (!str) opts = e2b_proc_opts_spelled(opts, &spelled, argv);
   w->names = env_replace ? env_names(opts->env, opts->env_count) : NULL;
   w->args = calloc(opts->arg_count + 6, sizeof *w->args);
-  w->env = calloc(opts->env_count + 5, sizeof *w->env);
+  w->env = calloc(opts->env_count + 6, sizeof *w->env);
   if ((env_replace && !w->names) || !w->args || !w->env) {
     e2b_wrapped_free(w);
     return -1;
