@@ -309,6 +309,30 @@ describe("command output", function()
       assert(s2:kill())
     end)
 
+    it("keeps its status and other files whatever a sandbox process wrote into the sweep list", function()
+      local s2 = h.sandbox()
+      local young = "young-" .. h.core.uuid4()
+      assert(s2:run("echo young", { tag = young }))
+      local function lead(lines)
+        assert(s2:run("cd /tmp/.e2b-proc && { printf '" .. lines .. "'; cat swept-1000; } >l && mv l swept-1000",
+          { keep_output = false }))
+      end
+      -- a leading zero would be octal to bash's arithmetic, which ends a script
+      lead("08 0a\\n")
+      local r = assert(s2:run("echo after; exit 3"))
+      assert.are.same({ 3, "after\n" }, { r.exit_code, r.stdout })
+      -- an old first line starts a sweep over lines it must skip
+      lead("100 6e6f6e65\\n0009 6e6f6e65\\nabc def\\n100 ../../etc/passwd\\n100\\n")
+      r = assert(s2:run("echo again; exit 4"))
+      assert.are.same({ 4, "again\n" }, { r.exit_code, r.stdout })
+      assert.is_true(h.eventually(function()
+        return not assert(s2:run("cat /tmp/.e2b-proc/swept-1000", { keep_output = false })).stdout:find("^100 ")
+      end, 5000), "the sweep did not run")
+      assert.truthy(listing(s2):find(hex(young) .. ".out", 1, true))
+      assert(s2:run("test -s /etc/passwd", { keep_output = false }))
+      assert(s2:kill())
+    end)
+
     it("is listed only when all its output came inline; a larger one is removed by its caller", function()
       local s2 = h.sandbox()
       local big = "big-" .. h.core.uuid4()

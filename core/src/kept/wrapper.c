@@ -135,7 +135,7 @@
     "__e2b_tomb() {\n" \
     "  local d=${__p%/*} t n x; umask 077; printf -v t '%(%s)T' -1\n" \
     "  { printf '%s %s\\n' \"$t\" \"${__p##*/}\" >>\"$d/swept-$EUID\" && read -r n x <\"$d/swept-$EUID\"; } 2>/dev/null || return 0\n" \
-    "  case $n in ''|*[!0-9]*) return 0;; esac\n" \
+    "  case $n in ''|0*|*[!0-9]*) return 0;; esac; case $t in ''|*[!0-9]*) return 0;; esac\n" \
     "  [ $((t-n)) -lt $__w ] && return 0\n" \
     "  set -m; (cd \"$d\" && __e2b_sweep \"$t\") </dev/null >/dev/null 2>&1 & set +m\n" \
     "}\n" \
@@ -143,7 +143,7 @@
     "  local f=swept-$EUID.$BASHPID t n k=; local -a l=()\n" \
     "  mv -f -- swept-$EUID \"$f\" || return\n" \
     "  while read -r t n; do\n" \
-    "    case $t in ''|*[!0-9]*) continue;; esac; case $n in ''|*[!0-9a-f]*) continue;; esac\n" \
+    "    case $t in ''|0*|*[!0-9]*) continue;; esac; case $n in ''|*[!0-9a-f]*) continue;; esac\n" \
     "    if [ $(($1-t)) -lt $__w ]; then k+=\"$t $n\"$'\\n'; continue; fi\n" \
     "    l+=(\"$n.out\" \"$n.err\" \"$n.exit\"); [ ${#l[@]} -lt 3000 ] || { rm -f -- \"${l[@]}\"; l=(); }\n" \
     "  done <\"$f\"\n" \
