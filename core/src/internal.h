@@ -588,8 +588,9 @@ typedef struct e2b_wrapped {
 /* A kept wrapper that may park (E2B_WRAP_PARKABLE) traps every signal it
  * can, so only SIGKILL ends it without a status. */
 #define E2B_WRAP_PARKABLE 1u
-/* A single-shot run's wrapper (E2B_TRACK_SWEEP) whose output all came
- * inline with its end leaves its files to the sandbox: it appends
+/* A single-shot run's wrapper (E2B_TRACK_SWEEP: a generated tag, never
+ * the caller's, which may name a later command's files by then) whose
+ * output all came inline with its end leaves its files to the sandbox: it appends
  * "SECONDS HEXNAME" to /tmp/.e2b-proc/swept-<euid>, and a later such
  * wrapper of that user whose list's first line is E2B_KEPT_SWEEP_S old
  * removes, in the background, every listed command that ended at least

@@ -253,17 +253,19 @@ describe("command output", function()
   end)
 
   describe("a run whose output all came with its end", function()
+    -- Such a run's wrapper lists its files in /tmp/.e2b-proc/swept-<uid>
+    -- ("SECONDS HEXNAME" lines) for the sandbox's own sweep; only runs with
+    -- a generated tag are listed (a tag of the caller's may name a later
+    -- command's files too).
     local function hex(tag) return (tag:gsub(".", function(c) return ("%02x"):format(c:byte()) end)) end
-    local function listing(s2, user)
-      return assert(s2:run("ls -A /tmp/.e2b-proc", { keep_output = false, user = user })).stdout
-    end
-    -- Ages every name the sandbox's sweep list of uid holds, as if listed
-    -- long ago (the list's lines are "SECONDS HEXNAME").
-    local function age(s2, uid)
-      assert(s2:run(("sed -i 's/^[0-9]*/100/' /tmp/.e2b-proc/swept-%d"):format(uid), { keep_output = false, user = "root" }))
-    end
-    local function gone(s2, tag, user)
-      return h.eventually(function() return not listing(s2, user):find(hex(tag), 1, true) end, 5000)
+    local function sh(s2, cmd, user) return assert(s2:run(cmd, { keep_output = false, user = user or "root" })).stdout end
+    local function listed(s2, uid) return sh(s2, ("cat /tmp/.e2b-proc/swept-%d 2>/dev/null || true"):format(uid)) end
+    local function last_listed(s2, uid) return listed(s2, uid):match("(%x+)\n$") end
+    local function files(s2) return sh(s2, "ls -A /tmp/.e2b-proc") end
+    -- Ages every line of uid's list, as if listed long ago.
+    local function age(s2, uid) sh(s2, ("sed -i 's/^[0-9]*/100/' /tmp/.e2b-proc/swept-%d"):format(uid)) end
+    local function gone(s2, name)
+      return h.eventually(function() return not files(s2):find(name, 1, true) end, 5000)
     end
 
     it("costs no request when its handle closes: the sandbox sweeps its files", function()
@@ -273,49 +275,52 @@ describe("command output", function()
       assert(s2:run("true"))
       local before = stats.read().http.requests
       local again = assert(client:connect(s2.sandbox_id))
-      local tag = "swept-" .. h.core.uuid4()
-      assert.are.equal("x\n", assert(again:run("echo x", { tag = tag })).stdout)
+      assert.are.equal("x\n", assert(again:run("echo x")).stdout)
       again:close()
       collectgarbage()
       e2b.sleep(300) -- a removal would be sent unattended: a bounded wait, not a timing assertion
       -- the connect's one read and the run: no removal
       assert.are.equal(2, stats.read().http.requests - before - 1)
-      assert.truthy(listing(s2):find(hex(tag) .. ".out", 1, true))
+      local name = assert(last_listed(s2, 1000))
+      assert.truthy(files(s2):find(name .. ".out", 1, true))
       assert(s2:kill())
     end)
 
-    it("is swept once listed long enough, by a later run of its user; nothing younger, spawned or detached", function()
+    it("is swept once listed long enough, by a later run of its user; nothing younger, tagged, spawned or detached", function()
       local s2 = h.sandbox()
-      local old, young = "old-" .. h.core.uuid4(), "young-" .. h.core.uuid4()
-      local rooted, spawned = "root-" .. h.core.uuid4(), "spawned-" .. h.core.uuid4()
-      assert(s2:run("echo old; echo err >&2", { tag = old }))
-      assert(s2:run("echo root", { tag = rooted, user = "root" }))
+      local tagged, spawned = "tagged-" .. h.core.uuid4(), "spawned-" .. h.core.uuid4()
+      assert(s2:run("echo old; echo err >&2"))
+      local old = assert(last_listed(s2, 1000))
+      assert(s2:run("echo root", { user = "root" }))
+      local rooted = assert(last_listed(s2, 0))
+      assert(s2:run("echo tagged", { tag = tagged }))
+      assert.is_nil(listed(s2, 1000):find(hex(tagged), 1, true))
       local p = assert(s2:spawn("echo spawned", { tag = spawned }))
       assert(p:wait(5000))
       p:detach()
       p:close()
       age(s2, 1000)
       age(s2, 0)
-      assert(s2:run("echo young", { tag = young }))
+      assert(s2:run("echo young"))
+      local young = assert(last_listed(s2, 1000))
       assert.is_true(gone(s2, old), "an aged run's files stayed")
-      local names = listing(s2)
-      assert.truthy(names:find(hex(young) .. ".out", 1, true), names)
+      local names = files(s2)
+      assert.truthy(names:find(young .. ".out", 1, true), names)
       assert.truthy(names:find(hex(spawned) .. ".out", 1, true), names)
       -- a user's run never removes root's: a root run does
-      assert.truthy(names:find(hex(rooted) .. ".out", 1, true), names)
+      assert.truthy(names:find(rooted .. ".out", 1, true), names)
       assert(s2:run("true", { user = "root" }))
       assert.is_true(gone(s2, rooted), "an aged root run's files stayed")
-      assert.truthy(listing(s2):find(hex(young) .. ".exit", 1, true))
+      assert.truthy(files(s2):find(young .. ".exit", 1, true))
       assert(s2:kill())
     end)
 
     it("keeps its status and other files whatever a sandbox process wrote into the sweep list", function()
       local s2 = h.sandbox()
-      local young = "young-" .. h.core.uuid4()
-      assert(s2:run("echo young", { tag = young }))
+      assert(s2:run("echo young"))
+      local young = assert(last_listed(s2, 1000))
       local function lead(lines)
-        assert(s2:run("cd /tmp/.e2b-proc && { printf '" .. lines .. "'; cat swept-1000; } >l && mv l swept-1000",
-          { keep_output = false }))
+        sh(s2, "cd /tmp/.e2b-proc && { printf '" .. lines .. "'; cat swept-1000; } >l && mv l swept-1000", "user")
       end
       -- a leading zero would be octal to bash's arithmetic, which ends a script
       lead("08 0a\\n")
@@ -325,21 +330,25 @@ describe("command output", function()
       lead("100 6e6f6e65\\n0009 6e6f6e65\\nabc def\\n100 ../../etc/passwd\\n100\\n")
       r = assert(s2:run("echo again; exit 4"))
       assert.are.same({ 4, "again\n" }, { r.exit_code, r.stdout })
-      assert.is_true(h.eventually(function()
-        return not assert(s2:run("cat /tmp/.e2b-proc/swept-1000", { keep_output = false })).stdout:find("^100 ")
-      end, 5000), "the sweep did not run")
-      assert.truthy(listing(s2):find(hex(young) .. ".out", 1, true))
-      assert(s2:run("test -s /etc/passwd", { keep_output = false }))
+      assert.is_true(h.eventually(function() return not listed(s2, 1000):find("^100 ") end, 5000),
+        "the sweep did not run")
+      assert.truthy(files(s2):find(young .. ".out", 1, true))
+      sh(s2, "test -s /etc/passwd")
       assert(s2:kill())
     end)
 
     it("is listed only when all its output came inline; a larger one is removed by its caller", function()
       local s2 = h.sandbox()
-      local big = "big-" .. h.core.uuid4()
-      local r = assert(s2:run("head -c 40000 /dev/zero | tr '\\0' x", { tag = big }))
+      assert(s2:run("true"))
+      local list, before = listed(s2, 1000), files(s2)
+      local r = assert(s2:run("head -c 40000 /dev/zero | tr '\\0' x"))
       assert.are.equal(40000, #r.stdout)
-      local list = assert(s2:run("cat /tmp/.e2b-proc/swept-1000 2>/dev/null || true", { keep_output = false })).stdout
-      assert.is_nil(list:find(hex(big), 1, true), list)
+      assert.are.equal(list, listed(s2, 1000))
+      local big
+      for name in files(s2):gmatch("(%x+)%.out") do
+        if not before:find(name, 1, true) then big = name end
+      end
+      assert(big, "the run's files")
       -- its name waits for a batch of the caller's (eight), as a spawn's does
       for _ = 1, 8 do
         local p = assert(s2:spawn("true"))

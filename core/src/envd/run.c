@@ -377,7 +377,10 @@ e2b_req *e2b_run_with(e2b_sbx *sbx, const e2b_proc_opts *opts, const e2b_run_opt
   run_state *s = op->state;
   if (fill_state(s, opts, ro) != 0) return e2b_op_nomem(op, err);
   if (ro->track) {
-    unsigned flags = ro->track_flags | E2B_TRACK_NO_PARK | (ro->chunks ? 0 : E2B_TRACK_AT_END | E2B_TRACK_SWEEP);
+    /* Only a generated tag's files may go to the sandbox's sweep: a tag of
+     * the caller's may name a later command's files by then. */
+    unsigned flags = ro->track_flags | E2B_TRACK_NO_PARK | (ro->chunks ? 0 : E2B_TRACK_AT_END) |
+                     (ro->chunks || opts->tag ? 0 : E2B_TRACK_SWEEP);
     e2b_proc_opts later = *opts;
     if (later.timeout_ms > 0) later.timeout_ms += KILL_SETTLE_MS; /* see KILL_SETTLE_MS */
     s->stream = e2b_proc_track(sbx, &later, flags, err);
