@@ -567,6 +567,9 @@ char *e2b_kept_prefix(const char *tag); /* E2B_KEPT_ROOT/<hex tag> */
 e2b_req *e2b_file_read_sized(e2b_sbx *sbx, const char *path, const char *user, int64_t offset,
                              long buffer, e2b_error *err);
 char *e2b_take_forgets(e2b_sbx *sbx, const char *user);
+/* A command starting with tag writes that tag's files again: an earlier
+ * command's name waiting for removal would remove the new ones. */
+void e2b_forget_unqueue(e2b_sbx *sbx, const char *tag);
 /* Whether `bytes` of tag's kept output make it large; a large one is
  * remembered, so e2b_proc_forget_later removes it at once. */
 int e2b_kept_large(e2b_sbx *sbx, const char *tag, int64_t bytes);

@@ -66,6 +66,19 @@ static void a_lone_name_goes_after_a_batch_of_commands(e2b_sbx *s) {
   CHECK(e2b_take_forgets(s, "user") == NULL); /* nothing waits: nothing counts */
 }
 
+/* A command starting with a tag writes that tag's files again: the name
+ * of an earlier command with it leaves the queue (and the large list). */
+static void a_reused_tag_leaves_the_queue(e2b_sbx *s) {
+  e2b_proc_forget_later(s, "again", "user");
+  e2b_proc_forget_later(s, "other", "user");
+  CHECK(e2b_kept_large(s, "huge", 1 << 20) == 1);
+  size_t large = s->large_count;
+  e2b_forget_unqueue(s, "again");
+  e2b_forget_unqueue(s, "huge");
+  CHECK(waiting(s) == 1 && strcmp(s->forgets[0].hex, "6f74686572") == 0); /* hex of "other" */
+  CHECK(s->large_count == large - 1);
+}
+
 static void forgetting(void) {
   loopback_env env;
   int rc = loopback_env_open(&env);
@@ -75,6 +88,7 @@ static void forgetting(void) {
     large_output_is_removed_at_once(env.sbx, env.loop);
     large_list_is_bounded(env.sbx);
     a_lone_name_goes_after_a_batch_of_commands(env.sbx);
+    a_reused_tag_leaves_the_queue(env.sbx);
     e2b_sbx_drop_forgets(env.sbx);
   }
   /* The removes went to a peer that is gone by then: they fail and are freed. */

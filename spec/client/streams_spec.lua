@@ -361,6 +361,25 @@ describe("command output", function()
     end)
   end)
 
+  it("never removes the files of a command that reuses a closed command's tag", function()
+    local s2 = h.sandbox()
+    local tag = "again-" .. h.core.uuid4()
+    for round = 1, 5 do
+      local p = assert(s2:spawn("echo first", { tag = tag }))
+      assert(p:wait(5000))
+      p:close()
+      -- seven more closed names: the next kept command takes the batch
+      for _ = 1, 7 do
+        local q = assert(s2:spawn("true"))
+        assert(q:wait(5000))
+        q:close()
+      end
+      local r = assert(s2:run("echo second", { tag = tag }))
+      assert.are.equal("second\n", r.stdout, "round " .. round)
+    end
+    assert(s2:kill())
+  end)
+
   it("removes a user's kept output in batches, not with a process per command", function()
     local s2 = h.sandbox()
     local function hex(tag) return (tag:gsub(".", function(c) return ("%02x"):format(c:byte()) end)) end

@@ -233,6 +233,24 @@ char *e2b_take_forgets(e2b_sbx *sbx, const char *user) {
   return names;
 }
 
+void e2b_forget_unqueue(e2b_sbx *sbx, const char *tag) {
+  char *hex = sbx && tag ? hex_name(tag) : NULL;
+  if (!hex) return;
+  size_t kept = 0;
+  for (size_t i = 0; i < sbx->forget_count; i++) {
+    e2b_forget *f = &sbx->forgets[i];
+    if (strcmp(f->hex, hex) != 0) {
+      sbx->forgets[kept++] = *f;
+      continue;
+    }
+    free(f->hex);
+    free(f->user);
+  }
+  sbx->forget_count = kept;
+  take_large(sbx, tag);
+  free(hex);
+}
+
 /* A command that never started removes nothing: its names go back. */
 void e2b_return_forgets(e2b_sbx *sbx, const char *names, const char *user) {
   const char *p = names;

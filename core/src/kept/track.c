@@ -1179,6 +1179,7 @@ static int follow_wanted(track_state *s) {
 
 /* Starts the wrapped command's stream (s->live); 0, or -1 with err. */
 static int launch(track_state *s, const e2b_proc_opts *opts, int env_replace, e2b_error *err) {
+  if (s->kept) e2b_forget_unqueue(s->sbx, s->tag);
   take_forgets(s, opts->user);
   s->follow = follow_wanted(s);
   s->follow_from_ms = e2b_now_ms();
