@@ -96,8 +96,10 @@ struct e2b_sbx {
   struct e2b_forget *forgets;    /* kept files the next command may remove */
   size_t forget_count, forget_cap;
   size_t forget_waited;          /* kept commands started since the queue was last emptied */
-  char *large[E2B_LARGE_MAX];    /* tags whose kept files are large: removed at once */
+  char *large[E2B_LARGE_MAX];    /* tags whose kept files are large: removed by the next command */
+  int64_t large_bytes[E2B_LARGE_MAX]; /* ... and how many bytes their readers saw */
   size_t large_count;
+  int64_t urgent_bytes;          /* of large files whose names wait in forgets */
   size_t followed; /* kept commands whose wrappers follow their files (track.c) */
   int unfollowable; /* a wrapper said following does not work here: none is asked to again */
   e2b_error gone; /* set once a look found the sandbox gone (gone.c) */
@@ -106,6 +108,7 @@ struct e2b_sbx {
 typedef struct e2b_forget {
   char *hex;  /* the tag in hex: the files' name */
   char *user; /* who ran it: that user or root may remove the files */
+  int64_t bytes; /* large: what its readers saw (the next command takes it); 0 small */
 } e2b_forget;
 
 /* How a response body is handled. */
@@ -571,7 +574,8 @@ char *e2b_take_forgets(e2b_sbx *sbx, const char *user);
  * command's name waiting for removal would remove the new ones. */
 void e2b_forget_unqueue(e2b_sbx *sbx, const char *tag);
 /* Whether `bytes` of tag's kept output make it large; a large one is
- * remembered, so e2b_proc_forget_later removes it at once. */
+ * remembered with the most bytes told, so once e2b_proc_forget_later has
+ * it the next kept command removes it (at once past a bound). */
 int e2b_kept_large(e2b_sbx *sbx, const char *tag, int64_t bytes);
 void e2b_return_forgets(e2b_sbx *sbx, const char *names, const char *user);
 

@@ -1,8 +1,8 @@
 /* test_forget.c — when kept files are removed: a small output's tag waits
  * for a batch of eight of its user's, a large one (a MiB or more seen by a
- * reader) is removed at once and never queued, and the list of large tags
- * stays bounded, its oldest falling back to the batch; a lone tag goes
- * eight kept commands later. */
+ * reader) goes with the next kept command (at once past 64 MiB waiting),
+ * and the list of large tags stays bounded, its oldest falling back to the
+ * batch; a lone tag goes eight kept commands later. */
 #include "internal.h"
 #include "loopback.h"
 #include "testing.h"
@@ -24,14 +24,34 @@ static void small_outputs_wait_for_a_batch(e2b_sbx *s) {
   CHECK(e2b_take_forgets(s, "user") == NULL); /* seven wait for an eighth */
 }
 
-static void large_output_is_removed_at_once(e2b_sbx *s, e2b_loop *loop) {
+/* A large one (a MiB or more seen by a reader) goes with the next kept
+ * command of its user, not after a batch, and costs no request. */
+static void large_output_goes_with_the_next_command(e2b_sbx *s, e2b_loop *loop) {
   size_t before = waiting(s), sent = e2b_loop_unattended(loop);
   CHECK(e2b_kept_large(s, "big", 1 << 20) == 1);
-  CHECK(s->large_count == 1);
+  CHECK(e2b_kept_large(s, "big", 3 << 20) == 1); /* its readers saw more: one entry, the larger size */
+  CHECK(s->large_count == 1 && s->large_bytes[0] == 3 << 20);
   e2b_proc_forget_later(s, "big", "user");
-  CHECK(waiting(s) == before); /* sent as removes, not queued */
-  CHECK(e2b_loop_unattended(loop) > sent);
+  CHECK(waiting(s) == before + 1 && s->urgent_bytes == 3 << 20);
+  CHECK(e2b_loop_unattended(loop) == sent);
   CHECK(s->large_count == 0);
+  char *names = e2b_take_forgets(s, "user"); /* with the small ones waiting beside it */
+  CHECK(names != NULL && strstr(names, "626967") != NULL); /* hex of "big" */
+  free(names);
+  CHECK(waiting(s) == 0 && s->urgent_bytes == 0);
+}
+
+/* Past FORGET_URGENT_MAX waiting, a large one is removed at once. */
+static void large_outputs_past_a_bound_are_removed_at_once(e2b_sbx *s, e2b_loop *loop) {
+  size_t sent = e2b_loop_unattended(loop);
+  CHECK(e2b_kept_large(s, "b1", (int64_t)40 << 20) == 1);
+  CHECK(e2b_kept_large(s, "b2", (int64_t)40 << 20) == 1);
+  e2b_proc_forget_later(s, "b1", "user");
+  CHECK(waiting(s) == 1 && e2b_loop_unattended(loop) == sent);
+  e2b_proc_forget_later(s, "b2", "user");
+  CHECK(waiting(s) == 1 && e2b_loop_unattended(loop) > sent);
+  free(e2b_take_forgets(s, "user"));
+  CHECK(waiting(s) == 0 && s->urgent_bytes == 0);
 }
 
 static void large_list_is_bounded(e2b_sbx *s) {
@@ -42,14 +62,13 @@ static void large_list_is_bounded(e2b_sbx *s) {
   }
   CHECK(s->large_count == E2B_LARGE_MAX);
   size_t before = waiting(s);
-  e2b_proc_forget_later(s, "large0", "user"); /* evicted: waits for the batch */
-  CHECK(waiting(s) == before + 1);
-  e2b_proc_forget_later(s, "large19", "user"); /* still listed: removed at once */
+  e2b_proc_forget_later(s, "large0", "user"); /* evicted: waits for the batch, as a small one */
+  CHECK(waiting(s) == before + 1 && s->forgets[before].bytes == 0);
+  CHECK(strcmp(s->forgets[before].hex, "6c6172676530") == 0); /* hex of "large0" */
+  e2b_proc_forget_later(s, "large19", "user"); /* listed, a GiB: past the bound, removed at once */
   CHECK(waiting(s) == before + 1);
   CHECK(s->large_count == E2B_LARGE_MAX - 1);
-  char *names = e2b_take_forgets(s, "user"); /* eight wait now */
-  CHECK(names != NULL && strstr(names, "6c6172676530") != NULL); /* hex of "large0" */
-  free(names);
+  e2b_sbx_drop_forgets(s);
   CHECK(waiting(s) == 0);
 }
 
@@ -85,7 +104,8 @@ static void forgetting(void) {
   CHECK(rc == 0);
   if (rc == 0) {
     small_outputs_wait_for_a_batch(env.sbx);
-    large_output_is_removed_at_once(env.sbx, env.loop);
+    large_output_goes_with_the_next_command(env.sbx, env.loop);
+    large_outputs_past_a_bound_are_removed_at_once(env.sbx, env.loop);
     large_list_is_bounded(env.sbx);
     a_lone_name_goes_after_a_batch_of_commands(env.sbx);
     a_reused_tag_leaves_the_queue(env.sbx);

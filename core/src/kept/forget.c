@@ -2,8 +2,9 @@
  * one process removes all three), or lazily (e2b_proc_forget_later): the
  * names wait on the sandbox handle and a later kept command of the same
  * user (or of root) removes them in the background once a few wait, or
- * a few commands later (FORGET_BATCH), so a short command's cleanup costs no request and,
- * mostly, no process. What is still waiting when the handle goes is
+ * a few commands later (FORGET_BATCH), or at the next one for large output
+ * (FORGET_NOW_BYTES), so cleanup costs no request and, mostly, no process.
+ * What is still waiting when the handle goes is
  * removed by one process (e2b_sbx_flush_forgets): one request, as is each
  * removal at once. Names are the hex of the tag, so they are safe on a
  * command line and in a shell word list. */
@@ -22,12 +23,14 @@
  * wait (a run's own files mostly go to the sandbox's sweep, E2B_WRAP_SWEEP,
  * so names come slower than commands). */
 #define FORGET_BATCH 8
-/* Kept output this large is removed as soon as its handle lets it go:
- * left for a batch, a few of them would hold the sandbox's disk and, as
- * page cache charged to the sandbox, its memory, slowing every later
- * command's writes (bench/README.md). One request costs little beside
- * moving a MiB. */
+/* Kept output this large is removed by the next kept command of its user
+ * (or root) once its handle lets it go, not after a batch: left for one, a
+ * few of them would hold the sandbox's disk and, as page cache charged to
+ * the sandbox, its memory, slowing every later command's writes
+ * (bench/README.md). */
 #define FORGET_NOW_BYTES (1 << 20)
+/* ... and at once (one request) past this much waiting for a command. */
+#define FORGET_URGENT_MAX ((int64_t)64 << 20)
 
 static char *hex_name(const char *tag) {
   size_t n = strlen(tag) * 2 + 1;
@@ -145,7 +148,7 @@ static void forget_now(e2b_sbx *sbx, char *hex) {
   if (req) e2b_req_autofree(req);
 }
 
-static int queue_hex(e2b_sbx *sbx, char *hex, const char *user) {
+static int queue_hex(e2b_sbx *sbx, char *hex, const char *user, int64_t bytes) {
   if (sbx->forget_count == FORGET_QUEUE_MAX) return -1;
   if (sbx->forget_count == sbx->forget_cap) {
     e2b_forget *f = e2b_grow(sbx->forgets, &sbx->forget_cap, sizeof *f, 16);
@@ -154,45 +157,64 @@ static int queue_hex(e2b_sbx *sbx, char *hex, const char *user) {
   }
   char *u = strdup(user && *user ? user : "user");
   if (!u) return -1;
-  sbx->forgets[sbx->forget_count++] = (e2b_forget){hex, u};
+  sbx->forgets[sbx->forget_count++] = (e2b_forget){hex, u, bytes};
+  sbx->urgent_bytes += bytes;
   return 0;
 }
 
 /* Removes entry i of the large list, keeping the rest in order. */
 static void drop_large(e2b_sbx *sbx, size_t i) {
+  size_t after = sbx->large_count - i - 1;
   free(sbx->large[i]);
-  memmove(sbx->large + i, sbx->large + i + 1, (sbx->large_count - i - 1) * sizeof *sbx->large);
+  memmove(sbx->large + i, sbx->large + i + 1, after * sizeof *sbx->large);
+  memmove(sbx->large_bytes + i, sbx->large_bytes + i + 1, after * sizeof *sbx->large_bytes);
   sbx->large_count--;
+}
+
+static long large_at(const e2b_sbx *sbx, const char *tag) {
+  for (size_t i = 0; i < sbx->large_count; i++)
+    if (strcmp(sbx->large[i], tag) == 0) return (long)i;
+  return -1;
 }
 
 int e2b_kept_large(e2b_sbx *sbx, const char *tag, int64_t bytes) {
   if (bytes < FORGET_NOW_BYTES || !tag) return 0;
+  long at = large_at(sbx, tag);
+  if (at >= 0) { /* its readers saw more */
+    if (bytes > sbx->large_bytes[at]) sbx->large_bytes[at] = bytes;
+    return 1;
+  }
   char *copy = strdup(tag);
   if (!copy) return 0;
   if (sbx->large_count == E2B_LARGE_MAX) drop_large(sbx, 0); /* the oldest waits for a batch */
+  sbx->large_bytes[sbx->large_count] = bytes;
   sbx->large[sbx->large_count++] = copy;
   return 1;
 }
 
-/* Takes tag off the large list; returns whether it was on it. */
-static int take_large(e2b_sbx *sbx, const char *tag) {
-  for (size_t i = 0; i < sbx->large_count; i++) {
-    if (strcmp(sbx->large[i], tag) != 0) continue;
-    drop_large(sbx, i);
-    return 1;
-  }
-  return 0;
+/* Takes tag off the large list; returns the bytes its readers saw, or 0
+ * when it was not on it. */
+static int64_t take_large(e2b_sbx *sbx, const char *tag) {
+  long at = large_at(sbx, tag);
+  if (at < 0) return 0;
+  int64_t bytes = sbx->large_bytes[at];
+  drop_large(sbx, (size_t)at);
+  return bytes;
 }
 
 void e2b_proc_forget_later(e2b_sbx *sbx, const char *tag, const char *user) {
   if (!sbx || !tag || !*tag) return;
   char *hex = hex_name(tag);
   if (!hex) return;
-  if (take_large(sbx, tag) || queue_hex(sbx, hex, user) != 0) {
+  int64_t bytes = take_large(sbx, tag);
+  if (sbx->urgent_bytes + bytes > FORGET_URGENT_MAX || queue_hex(sbx, hex, user, bytes) != 0) {
     forget_now(sbx, hex);
     free(hex);
   }
 }
+
+/* Takes entry f off the queue's books (its strings are the caller's). */
+static void unbook(e2b_sbx *sbx, const e2b_forget *f) { sbx->urgent_bytes -= f->bytes; }
 
 /* The names a command of user may remove ("a b c"), taken off the queue
  * once FORGET_BATCH of them wait or FORGET_BATCH kept commands started
@@ -202,15 +224,17 @@ void e2b_proc_forget_later(e2b_sbx *sbx, const char *tag, const char *user) {
 char *e2b_take_forgets(e2b_sbx *sbx, const char *user) {
   if (!user || !*user) user = "user";
   if (sbx->forget_count) sbx->forget_waited++;
-  int root = strcmp(user, "root") == 0, roots = 0;
+  int root = strcmp(user, "root") == 0, roots = 0, urgent = 0;
   size_t len = 0, kept = 0, count = 0;
   for (size_t i = 0; i < sbx->forget_count; i++) {
     if (!root && strcmp(sbx->forgets[i].user, user) != 0) continue;
     len += strlen(sbx->forgets[i].hex) + 1;
     count++;
     roots |= strcmp(sbx->forgets[i].user, "root") == 0;
+    urgent |= sbx->forgets[i].bytes > 0;
   }
-  if (!count || (count < FORGET_BATCH && sbx->forget_waited < FORGET_BATCH && !(root && roots))) return NULL;
+  if (!count || (count < FORGET_BATCH && sbx->forget_waited < FORGET_BATCH && !urgent && !(root && roots)))
+    return NULL;
   char *names = len ? malloc(len) : NULL;
   if (!names) return NULL;
   size_t n = 0;
@@ -221,6 +245,7 @@ char *e2b_take_forgets(e2b_sbx *sbx, const char *user) {
       continue;
     }
     size_t hl = strlen(f->hex);
+    unbook(sbx, f);
     if (n) names[n++] = ' ';
     memcpy(names + n, f->hex, hl);
     n += hl;
@@ -243,6 +268,7 @@ void e2b_forget_unqueue(e2b_sbx *sbx, const char *tag) {
       sbx->forgets[kept++] = *f;
       continue;
     }
+    unbook(sbx, f);
     free(f->hex);
     free(f->user);
   }
@@ -257,7 +283,7 @@ void e2b_return_forgets(e2b_sbx *sbx, const char *names, const char *user) {
   while (p && *p) {
     size_t l = strcspn(p, " ");
     char *hex = strndup(p, l);
-    if (hex && queue_hex(sbx, hex, user) != 0) {
+    if (hex && queue_hex(sbx, hex, user, 0) != 0) {
       forget_now(sbx, hex);
       free(hex);
     }
@@ -281,6 +307,7 @@ static void clear_forgets(e2b_sbx *sbx, int send) {
   }
   sbx->forget_count = 0;
   sbx->forget_waited = 0;
+  sbx->urgent_bytes = 0;
 }
 
 /* A sandbox known gone (gone.c) has no files left to remove. */

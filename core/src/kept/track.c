@@ -116,7 +116,7 @@ typedef struct kept_files {
   int64_t off[2];    /* bytes received of stdout, stderr */
   int64_t told[2];   /* the largest size the watch told of stdout, stderr */
   int told_all;      /* R_* bits of files whose every growth since our last read the watch tells */
-  int large;         /* they are large (forget.c removes them at once) */
+  int64_t large_noted; /* the size forget.c was last told (it keeps large files' sizes) */
   int reading;       /* R_* of the read in flight */
   int64_t read_got;  /* bytes the read in flight gave so far */
   int streaming;     /* R_* bits of files whose last read gave STREAMING_READ */
@@ -479,12 +479,14 @@ static void unpark(e2b_req *op, track_state *s) {
 
 static int64_t larger(int64_t a, int64_t b) { return a > b ? a : b; }
 
-/* Tells forget.c once the kept files are large, so that closing the
- * handle removes them at once. */
+/* Tells forget.c how large the kept files are once they are large (and as
+ * they grow), so that closing the handle has the next command remove them. */
 static void note_size(track_state *s) {
-  if (s->files.large || !s->kept || !s->tag) return;
+  if (!s->kept || !s->tag) return;
   const kept_files *f = &s->files;
-  s->files.large = e2b_kept_large(s->sbx, s->tag, larger(f->off[0], f->told[0]) + larger(f->off[1], f->told[1]));
+  int64_t bytes = larger(f->off[0], f->told[0]) + larger(f->off[1], f->told[1]);
+  if (bytes < s->files.large_noted + (1 << 20)) return; /* told at each MiB */
+  if (e2b_kept_large(s->sbx, s->tag, bytes)) s->files.large_noted = bytes;
 }
 
 static void wake(e2b_req *op, char file, int64_t size) {
