@@ -600,8 +600,13 @@ static const char *ctx_id(http_req *r) { return ((id_ctx *)r->ctx)->id; }
 
 static enum MHD_Result h_get(http_req *r) {
   sandbox *sb = sandbox_get(ctx_id(r));
+  sandbox_view v = sb ? sandbox_view_of(sb) : (sandbox_view){0};
+  if (sb && v.state == SB_KILLED) { /* its kill is under way */
+    sandbox_unref(sb);
+    sb = NULL;
+  }
   if (!sb) return not_found(r, ctx_id(r));
-  enum MHD_Result res = http_json(r->conn, 200, detail_json(sb, sandbox_view_of(sb)));
+  enum MHD_Result res = http_json(r->conn, 200, detail_json(sb, v));
   sandbox_unref(sb);
   return res;
 }

@@ -781,8 +781,11 @@ int sandbox_kill(sandbox *sb) {
     pthread_rwlock_unlock(&sb->lock);
     return -ENOENT;
   }
-  teardown_locked(sb);
+  /* Killed before its processes go: a client whose stream the teardown
+   * cuts looks the sandbox up at once, and must find it gone, not running
+   * (it would report the cut as a network failure). */
   set_state(sb, SB_KILLED, sb->end_at_ms);
+  teardown_locked(sb);
   pthread_rwlock_unlock(&sb->lock);
   registry_remove(sb);
   rm_rf(sb->dir);
