@@ -271,27 +271,34 @@ end)
 -- keep their streams, and the rest park: thousands of long commands hold a
 -- bounded number of streams (track.c's E2B_STREAMS_HELD).
 --
--- Hundreds of commands at once must fit the sandbox's process bound (1024
--- tasks in e2b-local), with room. A kept command that waits is three: the
--- wrapper's bash, its subshell (wrapper.c) and what runs the command. So
--- each waits in bash builtins, blocked opening a FIFO no one writes yet,
--- and the release forks nothing: 264 commands peak near 800 tasks. (They
--- waited in `flock -s LOCK echo N`, and at the release every flock forked
--- its echo at once, a fourth task each: about 1060 at the peak on a loaded
--- machine, so some fork failed with EAGAIN and flock exited 71.)
+-- Hundreds of commands at once must fit the sandboxes' process bound (560
+-- tasks each in e2b-local, below a 512 MiB E2B sandbox's), with room: the
+-- bound on held streams is the loop's, so the commands alternate between
+-- two sandboxes. A kept command that waits is three tasks: the wrapper's
+-- bash, its subshell (wrapper.c) and what runs the command. So each waits in
+-- bash builtins, blocked opening a FIFO no one writes yet, and the release
+-- forks nothing: 132 commands a sandbox peak near 400 tasks. (They waited in
+-- `flock -s LOCK echo N`, and at the release every flock forked its echo
+-- at once, a fourth task each: about 1060 at the peak in one sandbox on a
+-- loaded machine, so some fork failed with EAGAIN and flock exited 71.)
 describe("kept commands that run on, by default", function()
   local HELD = 256
-  local sbx
-  setup(function() sbx = h.sandbox() end)
+  local boxes
+  setup(function() boxes = { (h.sandbox()), (h.sandbox()) } end)
   teardown(h.cleanup)
+  -- command i's sandbox
+  local function box(i) return i % 2 + 1 end
 
-  -- n commands that wait to read a line from the FIFO gate, spawned at once.
+  -- n commands that wait to read a line from the FIFO gate (one in each
+  -- sandbox), spawned at once.
   local function blocked(n, gate)
-    assert.are.equal(0, sbx:run("mkfifo " .. gate).exit_code)
+    for _, b in ipairs(boxes) do assert.are.equal(0, b:run("mkfifo " .. gate).exit_code) end
     return e2b.run(function()
       local tasks = {}
       for i = 1, n do
-        tasks[i] = e2b.spawn(function() return assert(sbx:spawn(("read -r _ < %s; echo %d"):format(gate, i))) end)
+        tasks[i] = e2b.spawn(function()
+          return assert(boxes[box(i)]:spawn(("read -r _ < %s; echo %d"):format(gate, i)))
+        end)
       end
       local out = {}
       for i = 1, n do out[i] = tasks[i]:wait() end
@@ -305,33 +312,41 @@ describe("kept commands that run on, by default", function()
     return c
   end
 
-  -- Opens the gate with a line for each of n readers, checks every
-  -- command's exact end, then closes it (the writer stays until every
-  -- reader has its line: one that opens late still finds one).
-  local function release(gate, n, procs)
-    local writer = assert(sbx:spawn("exec cat > " .. gate, { stdin = true, park = false }))
-    assert(writer:write(("\n"):rep(n)))
+  -- Opens each sandbox's gate with a line for each of its readers (procs,
+  -- and `extra` more in the first sandbox), checks every command's exact
+  -- end, then closes the gates (a writer stays until every reader has its
+  -- line: one that opens late still finds one).
+  local function release(gate, procs, extra)
+    local lines = { extra or 0, 0 }
+    for i = 1, #procs do lines[box(i)] = lines[box(i)] + 1 end
+    local writers = {}
+    for k, b in ipairs(boxes) do
+      writers[k] = assert(b:spawn("exec cat > " .. gate, { stdin = true, park = false }))
+      assert(writers[k]:write(("\n"):rep(lines[k])))
+    end
     for i, p in ipairs(procs) do
       local r = assert(p:wait(30000))
       assert.are.same({ 0, i .. "\n" }, { r.exit_code, r.stdout }, r.stderr)
       p:close()
     end
-    assert(writer:close_stdin())
-    assert.are.equal(0, assert(writer:wait(30000)).exit_code)
-    writer:close()
+    for _, writer in ipairs(writers) do
+      assert(writer:close_stdin())
+      assert.are.equal(0, assert(writer:wait(30000)).exit_code)
+      writer:close()
+    end
   end
 
   it("keeps the streams of the first 256, parks the rest, and never parks park = false", function()
     local n = HELD + 8
     local procs = blocked(n, "/tmp/held-a")
-    local unparked = assert(sbx:spawn("read -r _ < /tmp/held-a; echo none", { park = false }))
+    local unparked = assert(boxes[1]:spawn("read -r _ < /tmp/held-a; echo none", { park = false }))
     assert.is_true(eventually(function() return parked_count(procs) == n - HELD end, 30000),
       "parked: " .. parked_count(procs))
     -- Every command is past its 2 s by now: no more park, whatever the watch says.
     e2b.sleep(2500)
     assert.are.equal(n - HELD, parked_count(procs))
     assert.is_false(parked(unparked))
-    release("/tmp/held-a", n + 1, procs)
+    release("/tmp/held-a", procs, 1)
     assert.are.same({ 0, "none\n" }, (function(r) return { r.exit_code, r.stdout } end)(assert(unparked:wait(30000))))
     unparked:close()
   end)
@@ -344,6 +359,6 @@ describe("kept commands that run on, by default", function()
       "parked: " .. parked_count(procs))
     e2b.sleep(2500)
     assert.are.equal(n - HELD, parked_count(procs))
-    release("/tmp/held-b", n, procs)
+    release("/tmp/held-b", procs)
   end)
 end)

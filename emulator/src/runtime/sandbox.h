@@ -35,7 +35,14 @@ typedef struct sb_metric {
 #define SANDBOX_DISK_MB 10240
 /* diskSizeMB: SANDBOX_DISK_MB, or E2B_LOCAL_DISK_MB from the environment. */
 int sandbox_disk_mb(void);
-#define SANDBOX_PIDS_MAX 1024 /* processes + threads, enforced by the pids cgroup */
+/* Processes + threads, enforced by the pids cgroup. E2B runs a sandbox's
+ * commands in envd.service, which sets no TasksMax (e2b-dev/infra
+ * packages/orchestrator/pkg/template/build/core/rootfs/files/
+ * envd.service.tpl), so systemd's default caps it: 15% of the guest's
+ * threads-max, which the kernel sets to RAM / 128 KiB (about 3,900 in a
+ * 512 MiB VM), near 580 tasks with envd's own threads. Never more lenient:
+ * a little below that. */
+#define SANDBOX_PIDS_MAX 560
 #define SB_LOG_CAP 1000
 #define SB_METRIC_CAP 720 /* one hour at one sample per 5 s */
 
