@@ -99,7 +99,6 @@ struct e2b_sbx {
   char *large[E2B_LARGE_MAX];    /* tags whose kept files are large: removed by the next command */
   int64_t large_bytes[E2B_LARGE_MAX]; /* ... and how many bytes their readers saw */
   size_t large_count;
-  int64_t urgent_bytes;          /* of large files whose names wait in forgets */
   size_t followed; /* kept commands whose wrappers follow their files (track.c) */
   int unfollowable; /* a wrapper said following does not work here: none is asked to again */
   e2b_error gone; /* set once a look found the sandbox gone (gone.c) */

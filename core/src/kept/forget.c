@@ -158,7 +158,6 @@ static int queue_hex(e2b_sbx *sbx, char *hex, const char *user, int64_t bytes) {
   char *u = strdup(user && *user ? user : "user");
   if (!u) return -1;
   sbx->forgets[sbx->forget_count++] = (e2b_forget){hex, u, bytes};
-  sbx->urgent_bytes += bytes;
   return 0;
 }
 
@@ -202,19 +201,23 @@ static int64_t take_large(e2b_sbx *sbx, const char *tag) {
   return bytes;
 }
 
+/* The bytes of large output whose names wait on the queue. */
+static int64_t urgent_bytes(const e2b_sbx *sbx) {
+  int64_t sum = 0;
+  for (size_t i = 0; i < sbx->forget_count; i++) sum += sbx->forgets[i].bytes;
+  return sum;
+}
+
 void e2b_proc_forget_later(e2b_sbx *sbx, const char *tag, const char *user) {
   if (!sbx || !tag || !*tag) return;
   char *hex = hex_name(tag);
   if (!hex) return;
   int64_t bytes = take_large(sbx, tag);
-  if (sbx->urgent_bytes + bytes > FORGET_URGENT_MAX || queue_hex(sbx, hex, user, bytes) != 0) {
+  if (urgent_bytes(sbx) + bytes > FORGET_URGENT_MAX || queue_hex(sbx, hex, user, bytes) != 0) {
     forget_now(sbx, hex);
     free(hex);
   }
 }
-
-/* Takes entry f off the queue's books (its strings are the caller's). */
-static void unbook(e2b_sbx *sbx, const e2b_forget *f) { sbx->urgent_bytes -= f->bytes; }
 
 /* The names a command of user may remove ("a b c"), taken off the queue
  * once FORGET_BATCH of them wait or FORGET_BATCH kept commands started
@@ -245,7 +248,6 @@ char *e2b_take_forgets(e2b_sbx *sbx, const char *user) {
       continue;
     }
     size_t hl = strlen(f->hex);
-    unbook(sbx, f);
     if (n) names[n++] = ' ';
     memcpy(names + n, f->hex, hl);
     n += hl;
@@ -259,7 +261,8 @@ char *e2b_take_forgets(e2b_sbx *sbx, const char *user) {
 }
 
 void e2b_forget_unqueue(e2b_sbx *sbx, const char *tag) {
-  char *hex = sbx && tag ? hex_name(tag) : NULL;
+  if (!sbx || (!sbx->forget_count && !sbx->large_count)) return; /* mostly: nothing waits */
+  char *hex = tag ? hex_name(tag) : NULL;
   if (!hex) return;
   size_t kept = 0;
   for (size_t i = 0; i < sbx->forget_count; i++) {
@@ -268,7 +271,6 @@ void e2b_forget_unqueue(e2b_sbx *sbx, const char *tag) {
       sbx->forgets[kept++] = *f;
       continue;
     }
-    unbook(sbx, f);
     free(f->hex);
     free(f->user);
   }
@@ -307,7 +309,6 @@ static void clear_forgets(e2b_sbx *sbx, int send) {
   }
   sbx->forget_count = 0;
   sbx->forget_waited = 0;
-  sbx->urgent_bytes = 0;
 }
 
 /* A sandbox known gone (gone.c) has no files left to remove. */
