@@ -58,6 +58,12 @@ function M.client(opts)
 end
 
 -- sandbox(opts) -> a new sandbox, killed by M.cleanup()
+-- kept_name(tag) -> the name of a kept command's files in /tmp/.e2b-proc
+-- (the hex of its tag: <name>.out, .err, .exit).
+function M.kept_name(tag)
+  return (tag:gsub(".", function(c) return ("%02x"):format(c:byte()) end))
+end
+
 function M.sandbox(opts, client)
   client = client or M.client()
   local sbx = assert(client:create(opts or {}))

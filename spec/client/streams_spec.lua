@@ -214,7 +214,7 @@ describe("command output", function()
   end)
 
   it("removes a process's kept output once its handle is closed (by a later command or the handle's close)", function()
-    local function hex(tag) return (tag:gsub(".", function(c) return ("%02x"):format(c:byte()) end)) end
+    local hex = h.kept_name
     -- Whether any of this tag's files is still there (bounded wait for the
     -- background removal: not a timing assertion).
     local function kept(tag, user)
@@ -257,7 +257,7 @@ describe("command output", function()
     -- ("SECONDS HEXNAME" lines) for the sandbox's own sweep; only runs with
     -- a generated tag are listed (a tag of the caller's may name a later
     -- command's files too).
-    local function hex(tag) return (tag:gsub(".", function(c) return ("%02x"):format(c:byte()) end)) end
+    local hex = h.kept_name
     local function sh(s2, cmd, user) return assert(s2:run(cmd, { keep_output = false, user = user or "root" })).stdout end
     local function listed(s2, uid) return sh(s2, ("cat /tmp/.e2b-proc/swept-%d 2>/dev/null || true"):format(uid)) end
     local function last_listed(s2, uid) return listed(s2, uid):match("(%x+)\n$") end
@@ -382,7 +382,7 @@ describe("command output", function()
 
   it("removes a user's kept output in batches, not with a process per command", function()
     local s2 = h.sandbox()
-    local function hex(tag) return (tag:gsub(".", function(c) return ("%02x"):format(c:byte()) end)) end
+    local hex = h.kept_name
     local function listing() return assert(s2:run("ls -A /tmp/.e2b-proc", { keep_output = false })).stdout end
     local one = "one-" .. h.core.uuid4()
     local p = assert(s2:spawn("echo one", { tag = one }))
@@ -408,7 +408,7 @@ describe("command output", function()
     -- Left for a batch, a few large outputs would hold the sandbox's disk
     -- and, as page cache, its memory, slowing the next command's writes.
     local s2 = h.sandbox()
-    local function hex(tag) return (tag:gsub(".", function(c) return ("%02x"):format(c:byte()) end)) end
+    local hex = h.kept_name
     local function listing() return assert(s2:run("ls -A /tmp/.e2b-proc", { keep_output = false })).stdout end
     local big, ran = "big-" .. h.core.uuid4(), "ran-" .. h.core.uuid4()
     local p = assert(s2:spawn("head -c 3000000 /dev/zero", { tag = big }))
@@ -459,7 +459,7 @@ describe("command output", function()
     end
     assert.is_false(listed(), "the process outlived its script")
     local left = assert(sbx:run("ls -A /tmp/.e2b-proc", { user = "root", keep_output = false })).stdout
-    local dir = tag:gsub(".", function(c) return ("%02x"):format(c:byte()) end)
+    local dir = h.kept_name(tag)
     assert.is_nil(left:find(dir, 1, true), left)
   end)
 end)
@@ -629,7 +629,7 @@ describe("command output without isolation", function()
         proc:close()
         if keep then
           -- in the sandbox's own /tmp, as its files API sees it, not the host's
-          local hex = tag:gsub(".", function(c) return ("%02x"):format(c:byte()) end)
+          local hex = h.kept_name(tag)
           assert.is_true((assert(sbx.files:exists("/tmp/.e2b-proc/" .. hex .. ".out"))))
           assert.are.equal("", h.host("ls -A /tmp/.e2b-proc 2>/dev/null | grep -F " .. hex))
         end
@@ -807,7 +807,7 @@ describe("reattaching", function()
     local boot = "12345678-1234-1234-1234-123456789abc"
     local function ended(exit_file)
       local tag = "format-" .. h.core.uuid4()
-      local hex = tag:gsub(".", function(c) return ("%02x"):format(c:byte()) end)
+      local hex = h.kept_name(tag)
       assert(sbx:run(("cd /tmp/.e2b-proc && printf 'o\\n' >%s.out && printf 'e' >%s.err && printf '%%s' %s >%s.exit")
         :format(hex, hex, h.shell_quote(exit_file), hex)))
       local p = assert(sbx:attach(tag))
@@ -829,7 +829,7 @@ describe("reattaching", function()
 
   it("reads a wrapper killed between bash's job report and its status as killed, its boot id intact", function()
     local tag = "report-" .. h.core.uuid4()
-    local hex = tag:gsub(".", function(c) return ("%02x"):format(c:byte()) end)
+    local hex = h.kept_name(tag)
     local boot = "12345678-1234-1234-1234-123456789abc"
     assert(sbx:run(("cd /tmp/.e2b-proc && printf 'o' >%s.out && : >%s.err"
       .. " && printf '%%s%%s\\n' %s '1 bash: line 1: 12 Killed ( x )' >%s.exit"):format(hex, hex, boot, hex)))
