@@ -199,6 +199,20 @@ static void follow_trailer_is_held_and_read(void) {
   CHECK(!e2b_wrapper_trailer(&r, nonce, (const uint8_t *)"\0E2B=0a1b2c3dn", 14) && r.nonempty == -1);
 }
 
+/* ext4 writes a file truncated from non-empty out to disk as it is
+ * closed (auto_da_alloc): the status goes over the boot id in place, and
+ * only an exit file longer than the boot id (bash's job report behind it)
+ * is emptied first. */
+static void the_status_is_written_in_place(void) {
+  e2b_proc_opts opts = {.shell = "sleep 9"};
+  e2b_wrapped w;
+  CHECK(e2b_wrap(&w, &opts, "/tmp/.e2b-proc/ab", 0, NULL, E2B_WRAP_SWEEP, NULL) == 0);
+  const char *script = wrapper_script(&w);
+  CHECK(strstr(script, "printf '%s %s\\n' \"$st\" \"$__b\" 1<>\"$__p.exit\"") != NULL);
+  CHECK(strstr(script, "[ ${#j} -gt ${#__b} ] && : >\"$__p.exit\"") != NULL);
+  e2b_wrapped_free(&w);
+}
+
 /* Given a nonce, the wrapper follows its files with tail and ends its
  * stderr with the trailer; without one it says the flags letter. */
 static void only_a_following_wrapper_starts_tail(void) {
@@ -218,6 +232,7 @@ static void only_a_following_wrapper_starts_tail(void) {
 int main(void) {
   RUN(follow_trailer_is_held_and_read);
   RUN(only_a_following_wrapper_starts_tail);
+  RUN(the_status_is_written_in_place);
   RUN(wrapper_stream_is_read_as_written);
   RUN(exit_status_is_followed_by_the_boot_id);
   RUN(forgotten_names_lose_three_files);

@@ -26,7 +26,12 @@
  * this disk creating a file is the wrapper's largest cost (bench/README.md),
  * so the exit file first holds the boot id alone, with no newline, and
  * once the command ended "STATUS BOOTID\n": an exit file that ends in a
- * newline means the output files are complete. The command runs in
+ * newline means the output files are complete. The status is written over
+ * the boot id in place, not through a truncating open: ext4 (auto_da_alloc,
+ * on by default) writes a file truncated from non-empty out to disk as it
+ * is closed, which made every kept command a disk write (bench/README.md,
+ * wrapper); only a file longer than the boot id (bash's job report behind
+ * it) is emptied first. The command runs in
  * a process group of its own (JOB_WAIT), as envd signals one pid: the
  * wrapper's. The wrapper traps HUP, INT and QUIT (a trap is reset in the
  * command), so it keeps the command's exit status, and TERM, on which it
@@ -151,10 +156,11 @@
     "  rm -f -- \"$f\" \"${l[@]}\"\n" \
     "}\n" \
     "__e2b_end() {\n" \
-    "  local f=0 st=$1 j\n" \
-    "  [ -z \"$__s\" ] && [ $1 -gt 128 ] && [ $1 -lt 160 ] && read -r -n 64 j <\"$__p.exit\" && [ ${#j} -gt ${#__b} ] && __s=$(($1-128))\n" \
+    "  local f=0 st=$1 j=\n" \
+    "  [ -e \"$__p.exit\" ] && { read -r -n 64 j <\"$__p.exit\"; } 2>/dev/null\n" \
+    "  [ -z \"$__s\" ] && [ ${#j} -gt ${#__b} ] && [ $1 -gt 128 ] && [ $1 -lt 160 ] && __s=$(($1-128))\n" \
     "  [ -n \"$__s\" ] && st=-$__s; [ -s \"$__p.out\" ] && f=1; [ -s \"$__p.err\" ] && f=$((f+2))\n" \
-    "  [ -e \"$__p.exit\" ] && printf '%s %s\\n' \"$st\" \"$__b\" >\"$__p.exit\"\n" \
+    "  if [ -e \"$__p.exit\" ]; then [ ${#j} -gt ${#__b} ] && : >\"$__p.exit\"; printf '%s %s\\n' \"$st\" \"$__b\" 1<>\"$__p.exit\"; fi\n" \
     "  if [ -n \"$__fo\" ]; then\n" \
     "    __e2b_tailed $__fo 1 \"$__p.out\"; __e2b_tailed $__fe 2 \"$__p.err\"\n" \
     "  else\n" \
