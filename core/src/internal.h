@@ -586,6 +586,7 @@ typedef struct e2b_wrapped {
   const char **args;
   e2b_kv *env;
   char *names;
+  char *script; /* a kept command's wrapper (E2B_PROC) */
   int announces; /* the wrapper checks the program and says E2B_WRAPPER_READY first */
 } e2b_wrapped;
 /* The first byte a checking wrapper writes to its stdout once the program

@@ -199,6 +199,44 @@ static void follow_trailer_is_held_and_read(void) {
   CHECK(!e2b_wrapper_trailer(&r, nonce, (const uint8_t *)"\0E2B=0a1b2c3dn", 14) && r.nonempty == -1);
 }
 
+/* bash parses all of a wrapper for every command: each has only the
+ * pieces it needs. The sweep's text waits in E2B_SWEEP, parsed only when
+ * a sweep is due; a followed command is never listed for it. */
+static void a_wrapper_holds_only_what_its_command_needs(void) {
+  e2b_proc_opts str = {.shell = "echo hi"}, argv = {.cmd = "ls"};
+  for (int i = 0; i < 8; i++) {
+    int is_argv = i & 1, follow = (i >> 1) & 1, sweep = (i >> 2) & 1;
+    e2b_wrapped w;
+    CHECK(e2b_wrap(&w, is_argv ? &argv : &str, "/tmp/.e2b-proc/ab", 0, NULL, sweep ? E2B_WRAP_SWEEP : 0,
+                   follow ? "0a1b2c3d" : NULL) == 0);
+    const char *script = wrapper_script(&w), *sweep_env = NULL;
+    for (size_t k = 0; k < w.opts.env_count; k++)
+      if (strcmp(w.opts.env[k].key, "E2B_SWEEP") == 0) sweep_env = w.opts.env[k].value;
+    CHECK((strstr(script, "command -v -- \"$1\"") != NULL) == is_argv);
+    CHECK((strstr(script, "__e2b_tomb") != NULL) == (sweep && !follow));
+    CHECK((sweep_env != NULL) == (sweep && !follow));
+    CHECK(!sweep_env || strstr(sweep_env, "mv -f -- swept-$EUID") != NULL);
+    CHECK(strstr(script, "mv -f") == NULL);
+    CHECK(strstr(script, "E2B_FORGET") == NULL && strstr(script, "E2B_ENV_KEEP") == NULL);
+    e2b_wrapped_free(&w);
+  }
+}
+
+/* A replaced environment is pruned once the wrapper read what it was
+ * handed (the follow nonce, the sweep's text): a pruned one is gone. */
+static void the_environment_is_pruned_after_the_wrapper_read_its_own(void) {
+  e2b_proc_opts opts = {.cmd = "ls"};
+  for (int follow = 0; follow < 2; follow++) {
+    e2b_wrapped w;
+    CHECK(e2b_wrap(&w, &opts, "/tmp/.e2b-proc/ab", 1, "cd", E2B_WRAP_SWEEP, follow ? "0a1b2c3d" : NULL) == 0);
+    const char *script = wrapper_script(&w), *prune = strstr(script, "compgen -e");
+    const char *read = strstr(script, follow ? "__f=$E2B_FOLLOW" : "__w=$E2B_SWEEP");
+    CHECK(prune && read && read < prune);
+    CHECK(strstr(script, "for __n in $E2B_FORGET") < prune);
+    e2b_wrapped_free(&w);
+  }
+}
+
 /* ext4 writes a file truncated from non-empty out to disk as it is
  * closed (auto_da_alloc): the status goes over the boot id in place, and
  * only an exit file longer than the boot id (bash's job report behind it)
@@ -209,7 +247,14 @@ static void the_status_is_written_in_place(void) {
   CHECK(e2b_wrap(&w, &opts, "/tmp/.e2b-proc/ab", 0, NULL, E2B_WRAP_SWEEP, NULL) == 0);
   const char *script = wrapper_script(&w);
   CHECK(strstr(script, "printf '%s %s\\n' \"$st\" \"$__b\" 1<>\"$__p.exit\"") != NULL);
-  CHECK(strstr(script, "[ ${#j} -gt ${#__b} ] && : >\"$__p.exit\"") != NULL);
+  CHECK(strstr(script, "((${#j}>${#__b})) && : >\"$__p.exit\"") != NULL);
+  const char *at = script;
+  int truncating = 0;
+  while ((at = strstr(at, ">\"$__p.exit\"")) != NULL) {
+    truncating += at[-1] != '>' && at[-1] != '<';
+    at++;
+  }
+  CHECK(truncating == 2); /* the creation with the boot id, and the emptying of a longer one */
   e2b_wrapped_free(&w);
 }
 
@@ -224,7 +269,7 @@ static void only_a_following_wrapper_starts_tail(void) {
     for (size_t i = 0; i < w.opts.env_count; i++)
       if (strcmp(w.opts.env[i].key, "E2B_FOLLOW") == 0) has = strcmp(w.opts.env[i].value, "0a1b2c3d") == 0;
     CHECK(has == follow);
-    CHECK(strstr(wrapper_script(&w), "tail -c +1 -f --pid=$__j") != NULL);
+    CHECK((strstr(wrapper_script(&w), "tail -c +1 -f --pid=$__j") != NULL) == follow);
     e2b_wrapped_free(&w);
   }
 }
@@ -232,7 +277,9 @@ static void only_a_following_wrapper_starts_tail(void) {
 int main(void) {
   RUN(follow_trailer_is_held_and_read);
   RUN(only_a_following_wrapper_starts_tail);
+  RUN(a_wrapper_holds_only_what_its_command_needs);
   RUN(the_status_is_written_in_place);
+  RUN(the_environment_is_pruned_after_the_wrapper_read_its_own);
   RUN(wrapper_stream_is_read_as_written);
   RUN(exit_status_is_followed_by_the_boot_id);
   RUN(forgotten_names_lose_three_files);
