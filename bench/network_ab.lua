@@ -6,39 +6,11 @@
 -- per operation (per batch for the concurrent ones). Server CPU is
 -- e2b-local's process tree (its sandboxes included; DRV_PID's subtree, the
 -- clients, left out), user + system with reaped children, at the kernel's
--- 10 ms tick. "lua5.4 bench/network_ab.lua cpu ROOT EXCL" prints that sum
--- alone (network_ab_sdk.mjs reads it so).
-local function tree_cpu_ms(root, excl)
-  local parent, ticks = {}, {}
-  local ls = assert(io.popen("ls /proc"))
-  for name in ls:lines() do
-    local pid = tonumber(name)
-    local f = pid and io.open("/proc/" .. name .. "/stat")
-    local stat = f and f:read("a")
-    if f then f:close() end
-    local rest = stat and stat:match("%) (.*)$")
-    if rest then
-      local t = {}
-      for w in rest:gmatch("%S+") do t[#t + 1] = w end
-      parent[pid] = tonumber(t[2])
-      ticks[pid] = t[12] + t[13] + t[14] + t[15]
-    end
-  end
-  ls:close()
-  local function under(pid, top)
-    while pid and pid > 1 do
-      if pid == top then return true end
-      pid = parent[pid]
-    end
-    return false
-  end
-  local sum = 0
-  for pid, t in pairs(ticks) do
-    if under(pid, root) and not under(pid, excl) then sum = sum + t end
-  end
-  return sum * 10
-end
-
+-- 10 ms tick (spec/server_stats.lua's tree_cpu_ms). "lua5.4
+-- bench/network_ab.lua cpu ROOT EXCL" prints that sum alone
+-- (network_ab_sdk.mjs reads it so).
+local stats = require("spec.server_stats")
+local tree_cpu_ms = stats.tree_cpu_ms
 if arg[1] == "cpu" then
   print(tree_cpu_ms(tonumber(arg[2]), tonumber(arg[3])))
   return
@@ -46,7 +18,6 @@ end
 
 local e2b = require("e2b")
 local core = require("e2b.core")
-local stats = require("spec.server_stats")
 
 local TAG = assert(arg[1], "usage: network_ab.lua TAG")
 local url, token = assert(os.getenv("STATS_URL")), assert(os.getenv("E2B_LOCAL_ADMIN_TOKEN"))

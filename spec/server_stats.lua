@@ -43,4 +43,38 @@ function M.cpu_ms(pid)
   return (tonumber(fields[12]) + tonumber(fields[13])) * 10, tonumber(fields[2])
 end
 
+-- tree_cpu_ms(root, excl) -> the CPU ms (user + system, with reaped
+-- children, at the kernel's 10 ms tick) of every process under root
+-- (e2b-local: its sandboxes included) but excl's subtree (the clients).
+function M.tree_cpu_ms(root, excl)
+  local parent, ticks = {}, {}
+  local ls = assert(io.popen("ls /proc"))
+  for name in ls:lines() do
+    local pid = tonumber(name)
+    local f = pid and io.open("/proc/" .. name .. "/stat")
+    local stat = f and f:read("a")
+    if f then f:close() end
+    local rest = stat and stat:match("%) (.*)$")
+    if rest then
+      local t = {}
+      for w in rest:gmatch("%S+") do t[#t + 1] = w end
+      parent[pid] = tonumber(t[2])
+      ticks[pid] = t[12] + t[13] + t[14] + t[15]
+    end
+  end
+  ls:close()
+  local function under(pid, top)
+    while pid and pid > 1 do
+      if pid == top then return true end
+      pid = parent[pid]
+    end
+    return false
+  end
+  local sum = 0
+  for pid, t in pairs(ticks) do
+    if under(pid, root) and not under(pid, excl) then sum = sum + t end
+  end
+  return sum * 10
+end
+
 return M
