@@ -242,20 +242,22 @@ static void the_environment_is_pruned_after_the_wrapper_read_its_own(void) {
  * only an exit file longer than the boot id (bash's job report behind it)
  * is emptied first. */
 static void the_status_is_written_in_place(void) {
-  e2b_proc_opts opts = {.shell = "sleep 9"};
-  e2b_wrapped w;
-  CHECK(e2b_wrap(&w, &opts, "/tmp/.e2b-proc/ab", 0, NULL, E2B_WRAP_SWEEP, NULL) == 0);
-  const char *script = wrapper_script(&w);
-  CHECK(strstr(script, "printf '%s %s\\n' \"$st\" \"$__b\" 1<>\"$__p.exit\"") != NULL);
-  CHECK(strstr(script, "((${#j}>${#__b})) && : >\"$__p.exit\"") != NULL);
-  const char *at = script;
-  int truncating = 0;
-  while ((at = strstr(at, ">\"$__p.exit\"")) != NULL) {
-    truncating += at[-1] != '>' && at[-1] != '<';
-    at++;
+  e2b_proc_opts str = {.shell = "sleep 9"}, argv = {.cmd = "sleep"};
+  for (int is_argv = 0; is_argv < 2; is_argv++) {
+    e2b_wrapped w;
+    CHECK(e2b_wrap(&w, is_argv ? &argv : &str, "/tmp/.e2b-proc/ab", 0, NULL, E2B_WRAP_SWEEP, NULL) == 0);
+    const char *script = wrapper_script(&w);
+    CHECK(strstr(script, "printf '%s %s\\n' \"$st\" \"$__b\" 1<>\"$__p.exit\"") != NULL);
+    CHECK(strstr(script, "((${#j}>${#__b})) && : >\"$__p.exit\"") != NULL);
+    const char *at = script;
+    int truncating = 0;
+    while ((at = strstr(at, ">\"$__p.exit\"")) != NULL) {
+      truncating += at[-1] != '>' && at[-1] != '<';
+      at++;
+    }
+    CHECK(truncating == 2); /* the creation with the boot id, and the emptying of a longer one */
+    e2b_wrapped_free(&w);
   }
-  CHECK(truncating == 2); /* the creation with the boot id, and the emptying of a longer one */
-  e2b_wrapped_free(&w);
 }
 
 /* Given a nonce, the wrapper follows its files with tail and ends its

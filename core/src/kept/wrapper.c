@@ -205,11 +205,12 @@ static const char SWEEP[] =
   "{ while [[ $__i ]]; do __i=; wait $__j; __r=$?; done; } 2>>\"$__p.exit\"; __e2b_end $__r"
 
 /* An argv command is looked up first, as envd would: what cannot be
- * started is refused, what can is announced, then runs as a job. */
+ * started is refused (its status too goes over the boot id in place),
+ * what can is announced, then runs as a job. */
 #define W_ARGV_RUN                                                                                \
   "if ! command -v -- \"$1\" >/dev/null; then\n"                                                 \
-  "  case $1 in */*) [ -e \"$1\" ] && { printf '!EACCES' >&2; printf '126 %s\\n' \"$__b\" >\"$__p.exit\"; exit 126; };; esac\n" \
-  "  printf '!ENOENT' >&2; printf '127 %s\\n' \"$__b\" >\"$__p.exit\"; exit 127\n"           \
+  "  case $1 in */*) [ -e \"$1\" ] && { printf '!EACCES' >&2; printf '126 %s\\n' \"$__b\" 1<>\"$__p.exit\"; exit 126; };; esac\n" \
+  "  printf '!ENOENT' >&2; printf '127 %s\\n' \"$__b\" 1<>\"$__p.exit\"; exit 127\n"         \
   "fi\n"                                                                                         \
   "printf " E2B_WRAPPER_READY "\n"                                                              \
   "set -m; { \"$@\" >>\"$__p.out\" 2>>\"$__p.err\"; } 2>>\"$__p.exit\" & set +m; " JOB_WAIT "\n"
