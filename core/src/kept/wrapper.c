@@ -151,10 +151,12 @@ static const char SWEEP[] =
 #define W_END_HEAD                                                                                \
   "__e2b_end() {\n"                                                                              \
   "  local f=0 st=$1 j= o= l=abcdefghijklmnopABCDEFGHIJKLMNOP\n"                                 \
-  "  [[ -e $__p.exit ]] && { read -r -n 64 j <\"$__p.exit\"; } 2>/dev/null\n"                     \
-  "  ((${#j}>${#__b} && !__s && $1>128 && $1<160)) && __s=$(($1-128))\n"                        \
-  "  [[ $__s ]] && st=-$__s; [[ -s $__p.out ]] && f=1; [[ -s $__p.err ]] && ((f+=2))\n"            \
-  "  if [[ -e $__p.exit ]]; then ((${#j}>${#__b})) && : >\"$__p.exit\"; printf '%s %s\\n' \"$st\" \"$__b\" 1<>\"$__p.exit\"; fi\n"
+  "  if [[ -e $__p.exit ]]; then\n"                                                              \
+  "    { read -r -n 64 j <\"$__p.exit\"; } 2>/dev/null\n"                                          \
+  "    ((${#j}>${#__b} && !__s && $1>128 && $1<160)) && __s=$(($1-128))\n"                      \
+  "    [[ $__s ]] && st=-$__s; ((${#j}>${#__b})) && : >\"$__p.exit\"; printf '%s %s\\n' \"$st\" \"$__b\" 1<>\"$__p.exit\"\n" \
+  "  fi\n"                                                                                       \
+  "  [[ -s $__p.out ]] && f=1; [[ -s $__p.err ]] && ((f+=2))\n"
 #define W_END_INLINE                                                                              \
   "  case ${LC_ALL-}${LC_CTYPE-}${LANG-} in ''|C|POSIX) ;; *) local LC_ALL=C;; esac\n"          \
   "  ((f&2)) && __e2b_slurp \"$__p.err\" && { ((f+=8)); ((${#__v[@]})) && printf '%s\\0' \"${__v[@]}\" >&2; printf %s \"$__t\" >&2; }\n" \
