@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -254,11 +255,85 @@ static void test_channel_deadlines(void) {
   CHECK(open_fds() <= before - 1); /* the late reply's descriptor and the channel's socket are closed */
 }
 
+/* ---- channel: a reply wakes the caller it is for, and no other ---- */
+
+#define CROWD 96
+
+typedef struct crowd_caller {
+  channel *c;
+  json_t *req;
+  int rc;
+} crowd_caller;
+
+static void *crowd_call(void *arg) {
+  crowd_caller *k = arg;
+  ipc_msg reply;
+  k->rc = channel_call(k->c, IPC_STAT, k->req, &reply);
+  if (k->rc == 0) ipc_msg_clear(&reply);
+  return NULL;
+}
+
+/* The agent's side: once the crowd has queued up, each request answered as
+ * it is taken, one at a time, as the single-threaded agent does. */
+static void *crowd_agent(void *arg) {
+  int sock = *(int *)arg;
+  usleep(300000);
+  for (int i = 0; i < CROWD; i++) {
+    ipc_msg m;
+    if (ipc_recv(sock, &m) != 1) break;
+    ipc_send(sock, IPC_REPLY, m.id, 0, NULL, NULL, 0);
+    ipc_msg_clear(&m);
+  }
+  return NULL;
+}
+
+/* A burst of starts (a kept command's request carries its wrapper, a few
+ * KiB) fills the socket's buffer. Callers that each slept in the send, or on
+ * one condition every reply broadcast, were all woken by every request the
+ * agent took and every reply it sent: hundreds of wake-ups per call, most of
+ * e2b-local's CPU in a burst. Counted in this process's voluntary context
+ * switches (every thread's), never timed. */
+static void test_channel_wakes_only_the_caller(void) {
+  int sv[2];
+  CHECK(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == 0);
+  seen s = {.mu = PTHREAD_MUTEX_INITIALIZER};
+  channel_ops ops = {on_exit_cb, on_broken_cb, NULL, NULL, on_violation_cb};
+  channel *c = channel_open(sv[0], &ops, &s);
+  char pad[8192];
+  memset(pad, 'x', sizeof pad - 1);
+  pad[sizeof pad - 1] = 0;
+  json_t *req = json_pack("{ss}", "pad", pad);
+  static crowd_caller k[CROWD];
+  pthread_t t[CROWD], agent;
+  struct rusage r0, r1;
+  getrusage(RUSAGE_SELF, &r0);
+  CHECK(pthread_create(&agent, NULL, crowd_agent, &sv[1]) == 0);
+  for (int i = 0; i < CROWD; i++) {
+    k[i] = (crowd_caller){c, req, -1};
+    CHECK(pthread_create(&t[i], NULL, crowd_call, &k[i]) == 0);
+  }
+  int answered = 0;
+  for (int i = 0; i < CROWD; i++) {
+    pthread_join(t[i], NULL);
+    answered += k[i].rc == 0;
+  }
+  pthread_join(agent, NULL);
+  getrusage(RUSAGE_SELF, &r1);
+  long switches = r1.ru_nvcsw - r0.ru_nvcsw;
+  CHECK(answered == CROWD);
+  if (switches >= 8 * CROWD) fprintf(stderr, "%ld voluntary switches for %d calls\n", switches, CROWD);
+  CHECK(switches < 8 * CROWD);
+  json_decref(req);
+  channel_close(c);
+  close(sv[1]);
+}
+
 int main(void) {
   test_decoder_refusals();
   test_round_trip_and_send_bound();
   test_channel_violations();
   test_channel_deadlines();
+  test_channel_wakes_only_the_caller();
   printf("%d checks, %d failures\n", testing_checks, testing_failures);
   return testing_failures ? 1 : 0;
 }

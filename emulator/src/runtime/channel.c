@@ -13,10 +13,13 @@
 
 #include "util.h"
 
+/* A call in flight waits on its own condition: a reply wakes the one
+ * thread it is for, not every caller (a burst of starts has hundreds). */
 typedef struct call {
   struct call *next;
   uint32_t id;
   int done, rc;
+  pthread_cond_t cv;
   ipc_msg reply;
 } call;
 
@@ -24,7 +27,11 @@ struct channel {
   int sock;
   pthread_t reader;
   pthread_mutex_t mu;
-  pthread_cond_t cv;
+  pthread_condattr_t ca; /* the calls' conditions: CLOCK_MONOTONIC */
+  /* One sender at a time: the others queue here, each woken alone, and not
+   * in a send blocked on the socket's buffer, where every reply the agent
+   * sends and every request it takes wakes all of them. */
+  pthread_mutex_t send_mu;
   call *pending;
   uint32_t next_id;
   int broken, closing;
@@ -38,8 +45,8 @@ static void fail_pending_locked(channel *c) {
     if (k->done) continue;
     k->done = 1;
     k->rc = -EPIPE;
+    pthread_cond_signal(&k->cv);
   }
-  pthread_cond_broadcast(&c->cv);
 }
 
 static void deliver(channel *c, ipc_msg *m) {
@@ -49,7 +56,7 @@ static void deliver(channel *c, ipc_msg *m) {
     k->reply = *m;
     memset(m, 0, sizeof *m);
     k->done = 1;
-    pthread_cond_broadcast(&c->cv);
+    pthread_cond_signal(&k->cv);
     break;
   }
   pthread_mutex_unlock(&c->mu);
@@ -131,11 +138,9 @@ channel *channel_open(int sock, const channel_ops *ops, void *ctx) {
   c->next_id = 1;
   c->refs = 1;
   pthread_mutex_init(&c->mu, NULL);
-  pthread_condattr_t ca;
-  pthread_condattr_init(&ca);
-  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* call deadlines ignore clock steps */
-  pthread_cond_init(&c->cv, &ca);
-  pthread_condattr_destroy(&ca);
+  pthread_mutex_init(&c->send_mu, NULL);
+  pthread_condattr_init(&c->ca);
+  pthread_condattr_setclock(&c->ca, CLOCK_MONOTONIC); /* call deadlines ignore clock steps */
   /* A request the agent does not take within the call's deadline is not
    * waited for either: a send never blocks its caller past it. */
   struct timeval tv = {CHANNEL_CALL_TIMEOUT_MS / 1000, 0};
@@ -148,7 +153,8 @@ channel *channel_open(int sock, const channel_ops *ops, void *ctx) {
   if (rc != 0) { /* the host is out of tasks: this sandbox cannot start, the server goes on */
     close(sock);
     pthread_mutex_destroy(&c->mu);
-    pthread_cond_destroy(&c->cv);
+    pthread_mutex_destroy(&c->send_mu);
+    pthread_condattr_destroy(&c->ca);
     free(c);
     errno = rc;
     return NULL;
@@ -167,12 +173,18 @@ static void deadline_in(struct timespec *ts, int ms) {
 }
 
 /* Waits for k's reply until the deadline (under c->mu). 0, or -ETIMEDOUT. */
-static int wait_reply_locked(channel *c, call *k, int timeout_ms) {
-  struct timespec ts;
-  deadline_in(&ts, timeout_ms);
+static int wait_reply_locked(channel *c, call *k, const struct timespec *deadline) {
   while (!k->done)
-    if (pthread_cond_timedwait(&c->cv, &c->mu, &ts) == ETIMEDOUT && !k->done) return -ETIMEDOUT;
+    if (pthread_cond_timedwait(&k->cv, &c->mu, deadline) == ETIMEDOUT && !k->done) return -ETIMEDOUT;
   return 0;
+}
+
+/* Sends k's request once the senders before it did, by the deadline. */
+static int send_request(channel *c, uint32_t type, uint32_t id, json_t *req, const struct timespec *deadline) {
+  if (pthread_mutex_clocklock(&c->send_mu, CLOCK_MONOTONIC, deadline) != 0) return -ETIMEDOUT;
+  int rc = ipc_send(c->sock, type, id, 0, req, NULL, 0);
+  pthread_mutex_unlock(&c->send_mu);
+  return rc == -EAGAIN || rc == -EWOULDBLOCK ? -ETIMEDOUT : rc; /* SO_SNDTIMEO: the agent reads nothing */
 }
 
 int channel_call(channel *c, uint32_t type, json_t *req, ipc_msg *reply) {
@@ -181,21 +193,23 @@ int channel_call(channel *c, uint32_t type, json_t *req, ipc_msg *reply) {
 
 int channel_call_within(channel *c, uint32_t type, json_t *req, ipc_msg *reply, int timeout_ms) {
   call k = {0};
+  struct timespec deadline;
   memset(reply, 0, sizeof *reply);
+  deadline_in(&deadline, timeout_ms);
   pthread_mutex_lock(&c->mu);
   if (c->broken) {
     pthread_mutex_unlock(&c->mu);
     return -EPIPE;
   }
+  pthread_cond_init(&k.cv, &c->ca);
   k.id = c->next_id++;
   if (c->next_id == 0) c->next_id = 1;
   k.next = c->pending;
   c->pending = &k;
   pthread_mutex_unlock(&c->mu);
-  int rc = ipc_send(c->sock, type, k.id, 0, req, NULL, 0);
-  if (rc == -EAGAIN || rc == -EWOULDBLOCK) rc = -ETIMEDOUT; /* SO_SNDTIMEO: the agent reads nothing */
+  int rc = send_request(c, type, k.id, req, &deadline);
   pthread_mutex_lock(&c->mu);
-  if (rc == 0) rc = wait_reply_locked(c, &k, timeout_ms);
+  if (rc == 0) rc = wait_reply_locked(c, &k, &deadline);
   if (rc != 0 && k.done) ipc_msg_clear(&k.reply);
   for (call **pp = &c->pending; *pp; pp = &(*pp)->next)
     if (*pp == &k) {
@@ -203,6 +217,7 @@ int channel_call_within(channel *c, uint32_t type, json_t *req, ipc_msg *reply, 
       break;
     }
   pthread_mutex_unlock(&c->mu);
+  pthread_cond_destroy(&k.cv);
   if (rc != 0) return rc;
   if (k.rc != 0) return k.rc;
   *reply = k.reply;
@@ -223,7 +238,8 @@ void channel_unref(channel *c) {
   if (!last) return;
   close(c->sock); /* only now: a caller still sending must never reach a reused descriptor */
   pthread_mutex_destroy(&c->mu);
-  pthread_cond_destroy(&c->cv);
+  pthread_mutex_destroy(&c->send_mu);
+  pthread_condattr_destroy(&c->ca);
   free(c);
 }
 
