@@ -18,7 +18,9 @@
 #define E2B_SMALL_READ_BUFFER 1024L   /* curl's least receive buffer: a /files read known to be small */
 #define E2B_UPLOAD_LOW_WATER (1u << 20)   /* upload backlog at which the producer is told to send more */
 #define E2B_UPLOAD_QUEUE_CAP (1u << 20)   /* queued upload bytes a producer should not exceed */
-#define E2B_IDLE_CONNECTIONS 64L        /* finished connections curl keeps for reuse */
+#define E2B_IDLE_CONNECTIONS 64L        /* finished connections curl keeps for reuse, at least */
+#define E2B_IDLE_CONNECTIONS_MAX 256L   /* and at most, after a burst (E2B_IDLE_HOLD_MS) */
+#define E2B_IDLE_HOLD_MS 30000          /* how long a burst's connections are kept for the next */
 #define E2B_ENVD_PORT 49983
 
 typedef struct e2b_bridge e2b_bridge;
@@ -40,6 +42,8 @@ struct e2b_loop {
   e2b_bridge *bridge; /* the readiness bridge, once a host opened it */
   int track_sockets;  /* a bridge was opened: curl reports its sockets on each perform */
   size_t transfers;  /* easy handles in the multi (see e2b_loop_count_transfer) */
+  size_t peak;       /* the most of them at once since peak_at, E2B_IDLE_HOLD_MS at most ago */
+  int64_t peak_at;
   size_t starts;     /* process starts waiting for their answer (startq.c) */
   size_t streams_held; /* kept commands running on with their own streams (track.c) */
   struct e2b_start_wait *start_head, *start_tail; /* starts waiting for a slot */
@@ -318,7 +322,8 @@ void e2b_req_arm_timer(e2b_req *req, int64_t delay_ms);
 void e2b_req_disarm_timer(e2b_req *req);
 void e2b_req_mark_dirty(e2b_req *req);
 /* A transfer entered (+1) or left (-1) the multi: keeps curl's connection
- * cache at the transfers running plus E2B_IDLE_CONNECTIONS idle ones. */
+ * cache at the transfers running plus as many idle ones as a recent burst
+ * used (E2B_IDLE_CONNECTIONS to E2B_IDLE_CONNECTIONS_MAX). */
 void e2b_loop_count_transfer(e2b_loop *loop, int delta);
 
 /* ---- step.c: stepping the loop (the public e2b_loop_step, e2b_req_wait) ---- */

@@ -33,6 +33,13 @@ local WORKLOAD = [[
     assert(c:list())
   elseif what == "create" then
     assert(assert(c:create{}):kill())
+  elseif what == "burst" then
+    local e2b = require("e2b")
+    e2b.run(function()
+      local tasks = {}
+      for i = 1, 100 do tasks[i] = e2b.spawn(function() return assert(sbx:run("echo " .. i)).stdout end) end
+      for i = 1, 100 do assert(tasks[i]:wait() == i .. "\n") end
+    end)
   end
 ]]
 
@@ -88,6 +95,20 @@ for _, https in ipairs({ false, true }) do
     end
   end)
 end
+
+describe("a burst's connections", function()
+  -- An agent's commands often come in bursts: the connections one burst
+  -- opened serve the next, as the SDK's pool keeps them, instead of a new
+  -- connection (a TLS handshake) for each command past a few idle ones.
+  for _, https in ipairs({ false, true }) do
+    it("serve the next bursts of 100 runs at once " .. (https and "over HTTPS" or "over plain HTTP"), function()
+      local conns, handshakes, requests = cost("burst", 3, https)
+      assert.are.equal(300, requests)
+      assert.are.equal(0, conns)
+      assert.are.equal(0, handshakes)
+    end)
+  end
+end)
 
 describe("a run's round trips", function()
   -- Kept output (the default) reaches the caller inlined at the end of the

@@ -51,14 +51,27 @@ void e2b_loop_release(e2b_loop *loop) {
 /* curl keeps every finished connection up to 4x the transfers it has: with
  * thousands of streams open, thousands of idle sockets, each a thread and a
  * buffer in a server like e2b-local. The cache counts connections in use
- * too, so its size follows the transfers running, plus a few idle ones to
- * reuse. */
+ * too, so its size follows the transfers running, plus idle ones to reuse:
+ * as many as the busiest moment of the last E2B_IDLE_HOLD_MS had running
+ * (within E2B_IDLE_CONNECTIONS..E2B_IDLE_CONNECTIONS_MAX), so that the next
+ * burst of an agent's commands finds its connections (a TCP and a TLS
+ * set-up each over a real network) where the last one left them, as the
+ * SDK's pool keeps them. Past the hold curl closes the extra ones as
+ * connections come back to a smaller cache. */
 void e2b_loop_count_transfer(e2b_loop *loop, int delta) {
+  int64_t now = e2b_now_ms();
   if (delta > 0)
     loop->transfers++;
   else if (loop->transfers > 0)
     loop->transfers--;
-  curl_multi_setopt(loop->multi, CURLMOPT_MAXCONNECTS, (long)loop->transfers + E2B_IDLE_CONNECTIONS);
+  if (loop->transfers >= loop->peak || now - loop->peak_at > E2B_IDLE_HOLD_MS) {
+    loop->peak = loop->transfers;
+    loop->peak_at = now;
+  }
+  long idle = (long)loop->peak;
+  if (idle < E2B_IDLE_CONNECTIONS) idle = E2B_IDLE_CONNECTIONS;
+  if (idle > E2B_IDLE_CONNECTIONS_MAX) idle = E2B_IDLE_CONNECTIONS_MAX;
+  curl_multi_setopt(loop->multi, CURLMOPT_MAXCONNECTS, (long)loop->transfers + idle);
 }
 
 int e2b_loop_active(const e2b_loop *loop) { return loop->running + (int)loop->timer_count; }
