@@ -61,34 +61,41 @@ static void reset_oom_score(void) {
   close(fd);
 }
 
-/* Runs in the forked child; reports the failing errno through errfd. */
-static void child_exec(json_t *req, char **argv, char **envp, int in, int out, int err_fd,
-                       int is_pty, int session, int errfd) {
-  sigset_t all;
-  sigemptyset(&all);
-  sigprocmask(SIG_SETMASK, &all, NULL);
+/* What the child needs, all worked out before the fork: the child of a
+ * vfork shares the agent's memory, so it allocates nothing and calls only
+ * system calls until it execs. */
+typedef struct child_plan {
+  char **argv, **envp;
+  int in, out, err, errfd;
+  int is_pty, session;
+  const char *cwd; /* real path, or NULL */
+  uid_t uid;
+  gid_t gid;
+} child_plan;
+
+/* Runs in the vforked child; reports the failing errno through errfd and
+ * never returns. Handlers are reset before signals are let in: until it
+ * execs, a handler would run the agent's code on the agent's memory. */
+static void child_exec(const child_plan *p) {
   for (int s = 1; s < NSIG; s++) signal(s, SIG_DFL);
-  if (session) setsid();
-  if (is_pty) ioctl(in, TIOCSCTTY, 0);
-  if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(err_fd, 2) < 0) goto fail;
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, NULL);
+  if (p->session) setsid();
+  if (p->is_pty) ioctl(p->in, TIOCSCTTY, 0);
+  if (dup2(p->in, 0) < 0 || dup2(p->out, 1) < 0 || dup2(p->err, 2) < 0) goto fail;
   reset_oom_score();
   /* errfd is CLOEXEC; nothing else above 2 may leak into the command. */
-  if (errfd > 3) close_range(3, (unsigned)errfd - 1, 0);
-  close_range((unsigned)errfd + 1, ~0u, 0);
-  const char *cwd = json_string_value(json_object_get(req, "cwd"));
-  if (cwd && *cwd) {
-    char *real = afs_to_real(cwd);
-    if (chdir(real) != 0) goto fail;
-  }
-  gid_t gid = (gid_t)json_integer_value(json_object_get(req, "gid"));
-  uid_t uid = (uid_t)json_integer_value(json_object_get(req, "uid"));
-  if (setgroups(1, &gid) != 0 || setgid(gid) != 0 || setuid(uid) != 0) goto fail;
+  if (p->errfd > 3) close_range(3, (unsigned)p->errfd - 1, 0);
+  close_range((unsigned)p->errfd + 1, ~0u, 0);
+  if (p->cwd && chdir(p->cwd) != 0) goto fail;
+  if (setgroups(1, &p->gid) != 0 || setgid(p->gid) != 0 || setuid(p->uid) != 0) goto fail;
   umask(022);
-  environ = envp; /* execvp searches the command's own PATH */
-  execvp(argv[0], argv);
+  environ = p->envp; /* execvp searches the command's own PATH; the parent puts its own back */
+  execvp(p->argv[0], p->argv);
 fail:;
   int e = errno;
-  if (write(errfd, &e, sizeof e) < 0) _exit(126);
+  if (write(p->errfd, &e, sizeof e) < 0) _exit(126);
   _exit(127);
 }
 
@@ -154,17 +161,35 @@ void agent_close_stdio(agent_stdio *s) {
 /* Forks and execs; returns the pid, or -errno (exec failures included: the
  * CLOEXEC pipe stays silent only when exec succeeded). A command gets a
  * session of its own only when asked (a pty's, as envd's pty library makes
- * one): envd starts the others in its own process group. */
+ * one): envd starts the others in its own process group. vfork, as envd's
+ * Go runtime starts a command (clone with CLONE_VM|CLONE_VFORK): a fork
+ * copied the agent's page tables and then took a fault per page either
+ * side wrote before the exec threw the copy away, most of a start's cost in
+ * a burst. Signals stay blocked in the agent until the child has exec'd. */
 pid_t agent_fork_exec(json_t *req, char **argv, char **envp, const agent_stdio *s, int is_pty, int session) {
+  const char *cwd = json_string_value(json_object_get(req, "cwd"));
+  child_plan p = {argv, envp, is_pty ? s->slave : s->in[0], is_pty ? s->slave : s->out[1],
+                  is_pty ? s->slave : s->er[1], -1, is_pty, is_pty || session, NULL,
+                  (uid_t)json_integer_value(json_object_get(req, "uid")),
+                  (gid_t)json_integer_value(json_object_get(req, "gid"))};
+  char *real = cwd && *cwd ? afs_to_real(cwd) : NULL;
+  p.cwd = real;
   int ep[2];
-  if (pipe2(ep, O_CLOEXEC) != 0) return -errno;
-  pid_t pid = fork();
-  if (pid == 0) {
-    close(ep[0]);
-    if (is_pty) child_exec(req, argv, envp, s->slave, s->slave, s->slave, 1, 1, ep[1]);
-    child_exec(req, argv, envp, s->in[0], s->out[1], s->er[1], 0, session, ep[1]);
+  if (pipe2(ep, O_CLOEXEC) != 0) {
+    free(real);
+    return -errno;
   }
+  p.errfd = ep[1];
+  char **own_environ = environ;
+  sigset_t all, old;
+  sigfillset(&all);
+  sigprocmask(SIG_SETMASK, &all, &old);
+  pid_t pid = vfork();
+  if (pid == 0) child_exec(&p);
   int err = pid < 0 ? errno : 0;
+  environ = own_environ;
+  sigprocmask(SIG_SETMASK, &old, NULL);
+  free(real);
   close(ep[1]);
   int child_err = 0;
   ssize_t r = 0;
