@@ -10,7 +10,10 @@
 # median / max (times, CPU and memory: lower is better; MB/s: higher). The
 # SDK and curl keep no output: their one number stands in the tracked and the
 # live-only (keep_output = false) rows alike. Last, once, file transfers
-# paired with curl's (bench/files_paired.lua). The rounds' raw lines follow.
+# paired with curl's (bench/files_paired.lua) and 200 commands at once
+# paired with the SDK's (bench/burst_paired.mjs): this machine's speed moves
+# within seconds, and a round's clients run tens of seconds apart. The
+# rounds' raw lines follow.
 #   sh bench/compare.sh [N=10] [MB=200] [FILE_MB=1024] [R=5]
 set -eu
 cd "$(dirname "$0")/.."
@@ -44,6 +47,7 @@ e2b-local exec -- sh -c "
     r=\$((r + 1))
   done
   lua5.4 bench/files_paired.lua $FILE_MB $out/src 4 > $out/paired
+  node bench/burst_paired.mjs 8 >> $out/paired
 " 2>"$out/log" || { grep -v ' e2b-local: ' "$out/log" >&2; exit 1; }
 echo "$R rounds of N=$N MB=$MB FILE_MB=$FILE_MB at $(git rev-parse --short HEAD 2>/dev/null || echo ?)," \
   "$(date -u '+%F %H:%M') UTC, load $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -72,8 +76,9 @@ file_read_whole_mibps file_read_whole_peak_x cpu_s peak_rss_mb" '
       printf "%-26s %20s %20s %20s %16s %16s\n", m, cell("lua", m), cell("sdk", m), cell("curl", m), ratio("sdk", m), ratio("curl", m)
     }
   }' "$out/raw"
-# The same transfers with lua-e2b and curl back to back (bench/files_paired.lua):
-# the ratio the disk's swings between the rows above do not decide.
+# The same transfers with lua-e2b and curl back to back (bench/files_paired.lua),
+# and bursts with lua-e2b and the SDK (bench/burst_paired.mjs): the ratios the
+# disk's and the CPU's swings between the rows above do not decide.
 echo
 cat "$out/paired"
 echo
