@@ -176,8 +176,9 @@ pid_t agent_fork_exec(json_t *req, char **argv, char **envp, const agent_stdio *
   p.cwd = real;
   int ep[2];
   if (pipe2(ep, O_CLOEXEC) != 0) {
+    int e = errno;
     free(real);
-    return -errno;
+    return -e;
   }
   p.errfd = ep[1];
   char **own_environ = environ;
