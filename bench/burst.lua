@@ -8,6 +8,7 @@
 local e2b = require("e2b")
 local core = require("e2b.core")
 local stats = require("spec.server_stats")
+local run_burst = require("bench.burst_workload")
 
 local rounds, warm = tonumber(arg[1]) or 3, arg[2] == "warm"
 
@@ -39,13 +40,7 @@ for round = 1, rounds do
     end
     local r0, n0 = counted()
     local c0, s0, t0 = os.clock(), cpu_ms(server), core.now_ms()
-    e2b.run(function()
-      local tasks = {}
-      for i = 1, 200 do
-        tasks[i] = e2b.spawn(function() return assert(sbx:run("echo " .. i, { keep_output = kept })).stdout end)
-      end
-      for i = 1, 200 do assert(tasks[i]:wait() == i .. "\n") end
-    end)
+    run_burst(sbx, { keep_output = kept })
     local ms = core.now_ms() - t0
     local r1, n1 = counted()
     print(("round %d %-6s %5d ms %4d requests %4d connections  client cpu %4.0f ms  e2b-local cpu %4d ms")

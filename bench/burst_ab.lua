@@ -9,6 +9,7 @@
 local e2b = require("e2b")
 local core = require("e2b.core")
 local stats = require("spec.server_stats")
+local run_burst = require("bench.burst_workload")
 
 local SIDE, ROUND, KEPT = assert(arg[1]), assert(arg[2]), arg[3] ~= "unkept"
 local srv, drv = assert(tonumber(os.getenv("SRV_PID"))), assert(tonumber(os.getenv("DRV_PID")))
@@ -26,13 +27,7 @@ local sbx = assert(client:create{ timeout_ms = 600000 })
 for _ = 1, 5 do assert(sbx:run("true")) end
 for burst = 1, 3 do
   local t0, c0, s0, m0 = core.now_ms(), os.clock(), stats.tree_cpu_ms(srv, drv), machine_ms()
-  e2b.run(function()
-    local tasks = {}
-    for i = 1, 200 do
-      tasks[i] = e2b.spawn(function() return assert(sbx:run("echo " .. i, { keep_output = KEPT })).stdout end)
-    end
-    for i = 1, 200 do assert(tasks[i]:wait() == i .. "\n") end
-  end)
+  run_burst(sbx, { keep_output = KEPT })
   print(("%s %s %d %d %.0f %d %d"):format(SIDE, ROUND, burst, core.now_ms() - t0, (os.clock() - c0) * 1000,
     stats.tree_cpu_ms(srv, drv) - s0, machine_ms() - m0))
   io.stdout:flush()

@@ -4,6 +4,7 @@
 -- line back: its wall ms. Ends at the end of its input.
 local e2b = require("e2b")
 local core = require("e2b.core")
+local run_burst = require("bench.burst_workload")
 
 local client = assert(e2b.client())
 local sbx = assert(client:create{ timeout_ms = 600000 })
@@ -12,11 +13,7 @@ io.stdout:write("ready\n")
 io.stdout:flush()
 for _ in io.stdin:lines() do
   local t0 = core.now_ms()
-  e2b.run(function()
-    local tasks = {}
-    for i = 1, 200 do tasks[i] = e2b.spawn(function() return assert(sbx:run("echo " .. i)).stdout end) end
-    for i = 1, 200 do assert(tasks[i]:wait() == i .. "\n") end
-  end)
+  run_burst(sbx)
   io.stdout:write(core.now_ms() - t0, "\n")
   io.stdout:flush()
 end

@@ -83,22 +83,13 @@ proc:close()
 report("stdout_mbps_polled", throughput(function() return assert(sbx:attach(proc.tag)) end))
 
 -- 200 concurrent commands
+local run_burst = require("bench.burst_workload")
 local t0 = now()
-e2b.run(function()
-  local tasks = {}
-  for i = 1, 200 do tasks[i] = e2b.spawn(function() return assert(sbx:run("echo " .. i)).stdout end) end
-  for i = 1, 200 do assert(tasks[i]:wait() == i .. "\n") end
-end)
+run_burst(sbx)
 report("concurrent_200_ms", now() - t0)
 
--- and without kept output (no wrapper, no tee processes)
+-- and without kept output (no wrapper)
 t0 = now()
-e2b.run(function()
-  local tasks = {}
-  for i = 1, 200 do
-    tasks[i] = e2b.spawn(function() return assert(sbx:run("echo " .. i, { keep_output = false })).stdout end)
-  end
-  for i = 1, 200 do assert(tasks[i]:wait() == i .. "\n") end
-end)
+run_burst(sbx, { keep_output = false })
 report("concurrent_200_unkept_ms", now() - t0)
 sbx:kill()
