@@ -156,15 +156,21 @@ static void on_violation_cb(void *ctx, const char *why) {
   pthread_mutex_unlock(&s->mu);
 }
 
+/* A channel on one end of a fresh socket pair (sv[1]: the agent's end),
+ * its callbacks counting into s. */
+static channel *open_channel(int sv[2], seen *s) {
+  CHECK(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == 0);
+  channel_ops ops = {on_exit_cb, on_broken_cb, NULL, NULL, on_violation_cb};
+  return channel_open(sv[0], &ops, s);
+}
+
 /* The forged frame is sent from the agent's end; channel_call must come back
  * with -EPIPE (not hang) and the peer must see EOF. */
 static void expect_violation(const struct hdr *h, const char *payload, const int *fds, int nfds,
                              const char *why) {
   int sv[2];
-  CHECK(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == 0);
   seen s = {.mu = PTHREAD_MUTEX_INITIALIZER};
-  channel_ops ops = {on_exit_cb, on_broken_cb, NULL, NULL, on_violation_cb};
-  channel *c = channel_open(sv[0], &ops, &s);
+  channel *c = open_channel(sv, &s);
   send_raw(sv[1], h, sizeof *h, payload, fds, nfds);
   for (int i = 0; i < nfds; i++) close(fds[i]);
   ipc_msg reply;
@@ -226,10 +232,8 @@ static void *call_main(void *arg) {
  * while the caller's reference keeps the channel. */
 static void test_channel_deadlines(void) {
   int sv[2];
-  CHECK(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == 0);
   seen s = {.mu = PTHREAD_MUTEX_INITIALIZER};
-  channel_ops ops = {on_exit_cb, on_broken_cb, NULL, NULL, on_violation_cb};
-  channel *c = channel_open(sv[0], &ops, &s);
+  channel *c = open_channel(sv, &s);
   int before = open_fds();
   ipc_msg reply;
   int64_t t0 = mono_now_ms();
@@ -295,10 +299,8 @@ static void *crowd_agent(void *arg) {
  * switches (every thread's), never timed. */
 static void test_channel_wakes_only_the_caller(void) {
   int sv[2];
-  CHECK(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == 0);
   seen s = {.mu = PTHREAD_MUTEX_INITIALIZER};
-  channel_ops ops = {on_exit_cb, on_broken_cb, NULL, NULL, on_violation_cb};
-  channel *c = channel_open(sv[0], &ops, &s);
+  channel *c = open_channel(sv, &s);
   char pad[8192];
   memset(pad, 'x', sizeof pad - 1);
   pad[sizeof pad - 1] = 0;
