@@ -1,5 +1,5 @@
 -- bench/ngx_wait.lua: how should lua-e2b wait inside nginx? Runs
--- bench/wait_workload.lua under plain Lua 5.4 (e2b.sched, curl_multi_poll:
+-- bench/wait_workload.lua under plain Lua 5.4 (e2b.sched, sleeping on the core's sockets:
 -- the event-driven reference) and inside one nginx worker, with e2b.ngx's
 -- one pump on the readiness bridge and with the polling a host without the
 -- bridge falls back to; one row per setting. Numbers, not assertions.

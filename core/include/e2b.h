@@ -5,8 +5,9 @@
  *
  *   e2b_loop     the transport: one libcurl multi handle. Every transfer of
  *                every client attached to it progresses in e2b_loop_step(),
- *                which never blocks inside a transfer; it only waits (in
- *                curl_multi_poll, costing no CPU) when told to.
+ *                which never blocks inside a transfer; it only waits (on
+ *                an epoll set of curl's sockets, costing no CPU) when told
+ *                to, and then acts only on the sockets that are ready.
  *   e2b_client   one context per E2B account/endpoint: configuration, auth
  *                headers and the control-plane operations.
  *   e2b_sbx      the envd side of one sandbox: process and filesystem calls.

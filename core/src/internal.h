@@ -32,15 +32,15 @@ typedef struct e2b_sock {
 struct e2b_loop {
   int refs;
   CURLM *multi;
-  int running;
   e2b_req *dirty;   /* requests that progressed since the last notification round */
   e2b_req **timers; /* requests with an armed timer (retries, backoffs, deadlines) */
   size_t timer_count, timer_cap;
   size_t unattended; /* autofree requests not yet finished */
-  e2b_sock *socks;   /* curl's sockets and what it waits for on each (bridge.c) */
+  e2b_sock *socks;   /* curl's sockets and what it waits for on each (events.c) */
   size_t sock_count, sock_cap;
+  int ep, wake;      /* their epoll set and e2b_loop_wakeup's eventfd (Linux) */
+  int pid;           /* the process the set belongs to: a forked child makes its own */
   e2b_bridge *bridge; /* the readiness bridge, once a host opened it */
-  int track_sockets;  /* a bridge was opened: curl reports its sockets on each perform */
   size_t transfers;  /* easy handles in the multi (see e2b_loop_count_transfer) */
   size_t peak;       /* the most of them at once since peak_at, E2B_IDLE_HOLD_MS at most ago */
   int64_t peak_at;
@@ -261,10 +261,15 @@ struct e2b_req {
   e2b_upload up;       /* what a caller uploads (upload.c) */
 };
 
+/* ---- events.c: curl's sockets and timer, and the wait on them ---- */
+int e2b_events_init(e2b_loop *loop);  /* 0: no descriptor left for the set */
+void e2b_events_free(e2b_loop *loop);
+int e2b_events_perform(e2b_loop *loop); /* acts on what is ready; returns how many sockets were */
+void e2b_events_wait(e2b_loop *loop, long timeout_ms); /* until one is ready, or a wakeup */
+void e2b_events_wakeup(e2b_loop *loop); /* any thread */
+
 /* ---- bridge.c ---- */
-void e2b_bridge_init(e2b_loop *loop);    /* records curl's sockets from now on */
 void e2b_bridge_stepped(e2b_loop *loop); /* re-arms the watcher after a step */
-void e2b_bridge_perform(e2b_loop *loop); /* curl_multi_perform, reporting sockets if needed */
 void e2b_bridge_watch(e2b_loop *loop, int fd, int what); /* CURL_POLL_*: into the epoll set */
 unsigned long e2b_bridge_wakes(const e2b_loop *loop);     /* bytes written to the host (tests) */
 

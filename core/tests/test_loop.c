@@ -73,7 +73,7 @@ static void retry_backoff_is_the_deadline(void) {
     for (int i = 0; i < 200 && !req->xfer.waiting_retry && !e2b_req_done(req); i++)
       e2b_loop_step(loop, 10);
     CHECK(req->xfer.waiting_retry);
-    CHECK(loop->running == 0); /* no transfer: e2b_loop_active counts the timer alone */
+    CHECK(loop->transfers == 0); /* no transfer: e2b_loop_active counts the timer alone */
     long next = e2b_loop_timeout(loop);
     CHECK(next >= 0 && next <= 250); /* the first backoff is at most 250 ms */
     e2b_req_free(req);

@@ -9,8 +9,8 @@
 --   * it works in rounds: each resumes the tasks ready when it began, then
 --     steps the core loop, so a task that never waits (sleep(0) in a loop)
 --     cannot hold up anyone's requests;
---   * when nothing is runnable the core waits in curl_multi_poll on its own
---     sockets, so an idle wait costs no CPU.
+--   * when nothing is runnable the core waits on its own sockets (an epoll
+--     set of curl's sockets, events.c), so an idle wait costs no CPU.
 -- The task logic (waits on requests, tasks, orphaned errors, run) is
 -- e2b.tasks, shared with e2b.ngx; this file supplies how a caller parks
 -- and drives the loop.
@@ -116,7 +116,7 @@ local function run_round()
   spare_t, spare_v = ts, vs
 end
 
--- How long the next step may wait in curl_multi_poll: not at all while a
+-- How long the next step may wait on the core's sockets: not at all while a
 -- task is ready, else until the nearest deadline (at most a second).
 local function step_timeout(nearest)
   if nready > 0 then return 0 end
@@ -124,8 +124,8 @@ local function step_timeout(nearest)
   return math.max(0, math.min(1000, nearest - now_ms()))
 end
 
--- Every round steps the loop: without waiting while tasks are ready, in
--- curl_multi_poll (no CPU) when every task waits.
+-- Every round steps the loop: without waiting while tasks are ready, on
+-- the core's sockets (no CPU) when every task waits.
 local function drive(cond)
   while true do
     run_round()

@@ -1,7 +1,8 @@
 /* bridge.c — the readiness bridge: lets a host loop that cannot watch
  * curl's sockets (nginx from Lua) sleep until one of them is ready. curl's
- * sockets are kept in an epoll set (CURLMOPT_SOCKETFUNCTION, always
- * recorded so a bridge opened mid-transfer knows them all); a watcher
+ * sockets are kept in an epoll set of its own (events.c's socket callback
+ * tells it, and records them all so a bridge opened mid-transfer knows
+ * them); a watcher
  * thread waits on that set and writes one byte to a unix stream socket the
  * host connected, then waits until the host stepped the loop before it
  * looks again (the sockets are level-triggered: looking again at once would
@@ -304,7 +305,6 @@ int e2b_loop_bridge_open(e2b_loop *loop, char *path, size_t path_size, e2b_error
   }
   if (loop->bridge && !bridge_live(loop->bridge)) e2b_loop_bridge_close(loop);
   if (!loop->bridge && !(loop->bridge = bridge_new(loop, err))) return 0;
-  loop->track_sockets = 1; /* from now on, for good: see e2b_bridge_perform */
   e2b_bridge *b = loop->bridge;
   char dir[BRIDGE_DIR_MAX];
   int fd = make_listener(dir, err);
@@ -338,51 +338,3 @@ int e2b_loop_bridge_open(e2b_loop *loop, char *path, size_t path_size, e2b_error
 }
 
 #endif
-
-/* ---- curl's sockets (every loop, bridge or not) ---- */
-
-/* Records what curl waits for on each socket, so a bridge opened later
- * starts with all of them, and tells a live bridge at once. */
-static int on_socket(CURL *easy, curl_socket_t fd, int what, void *userp, void *socketp) {
-  (void)easy, (void)socketp;
-  e2b_loop *loop = userp;
-  size_t i = 0;
-  while (i < loop->sock_count && loop->socks[i].fd != (int)fd) i++;
-  if (what == CURL_POLL_REMOVE) {
-    if (i < loop->sock_count) loop->socks[i] = loop->socks[--loop->sock_count];
-  } else if (i < loop->sock_count) {
-    loop->socks[i].what = what;
-  } else {
-    if (loop->sock_count == loop->sock_cap) {
-      e2b_sock *s = e2b_grow(loop->socks, &loop->sock_cap, sizeof *s, 16);
-      /* Out of memory: a bridge opened later misses this socket until curl
-       * changes it; the host's deadline still bounds every wait. */
-      if (s) loop->socks = s;
-    }
-    if (loop->sock_count < loop->sock_cap)
-      loop->socks[loop->sock_count++] = (e2b_sock){.fd = (int)fd, .what = what};
-  }
-  e2b_bridge_watch(loop, (int)fd, what);
-  return 0;
-}
-
-/* libcurl 7.88's curl_multi_perform never calls the socket callback, so a
- * loop that ever had a bridge drives with curl_multi_socket_all: perform,
- * then every transfer's sockets reported. It is deprecated in favour of
- * curl_multi_socket_action, which would make the loop event-driven
- * throughout (one call per ready socket), a larger change; libcurl keeps it
- * in its ABI. Once on, it stays on, so what was recorded stays true. */
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-void e2b_bridge_perform(e2b_loop *loop) {
-  if (loop->track_sockets)
-    curl_multi_socket_all(loop->multi, &loop->running);
-  else
-    curl_multi_perform(loop->multi, &loop->running);
-}
-#pragma GCC diagnostic pop
-
-void e2b_bridge_init(e2b_loop *loop) {
-  curl_multi_setopt(loop->multi, CURLMOPT_SOCKETFUNCTION, on_socket);
-  curl_multi_setopt(loop->multi, CURLMOPT_SOCKETDATA, loop);
-}

@@ -33,7 +33,13 @@ e2b_loop *e2b_loop_new(e2b_error *err) {
     return NULL;
   }
   loop->refs = 1;
-  e2b_bridge_init(loop);
+  if (!e2b_events_init(loop)) {
+    e2b_events_free(loop);
+    curl_multi_cleanup(loop->multi);
+    free(loop);
+    e2b_err_set(err, E2B_ERR_UNAVAILABLE, "loop", "no descriptor left for an epoll set");
+    return NULL;
+  }
   return loop;
 }
 
@@ -43,6 +49,7 @@ void e2b_loop_release(e2b_loop *loop) {
   if (!loop || --loop->refs > 0) return;
   e2b_loop_bridge_close(loop); /* joins the watcher before curl's sockets go */
   curl_multi_cleanup(loop->multi);
+  e2b_events_free(loop); /* after curl, whose cleanup still reports sockets */
   free(loop->socks);
   free(loop->timers);
   free(loop);
@@ -74,11 +81,11 @@ void e2b_loop_count_transfer(e2b_loop *loop, int delta) {
   curl_multi_setopt(loop->multi, CURLMOPT_MAXCONNECTS, (long)loop->transfers + idle);
 }
 
-int e2b_loop_active(const e2b_loop *loop) { return loop->running + (int)loop->timer_count; }
+int e2b_loop_active(const e2b_loop *loop) { return (int)loop->transfers + (int)loop->timer_count; }
 
 size_t e2b_loop_unattended(const e2b_loop *loop) { return loop->unattended; }
 
-void e2b_loop_wakeup(e2b_loop *loop) { curl_multi_wakeup(loop->multi); }
+void e2b_loop_wakeup(e2b_loop *loop) { e2b_events_wakeup(loop); }
 
 /* The fields every request starts with (a transfer or a composite op). */
 void e2b_req_init(e2b_req *req, e2b_loop *loop, const char *op) {

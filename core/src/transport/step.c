@@ -1,8 +1,8 @@
 /* step.c — stepping the loop: firing due timers, letting curl perform,
  * handing finished transfers back to their requests, and the notification
  * round; the blocking wait on one request. Nothing here blocks inside a
- * transfer: waiting happens only in curl_multi_poll, at the caller's
- * request, and never past the next timer. It sits at the top of the
+ * transfer: waiting happens only in e2b_events_wait, at the caller's
+ * request, and never past the next timer, ours or curl's. It sits at the top of the
  * transport and calls down by name: req.c for timers and unattended
  * requests, transfer.c for finished transfers. */
 #include "internal.h"
@@ -70,23 +70,16 @@ static void drain_completions(e2b_loop *loop) {
   }
 }
 
-static int perform(e2b_loop *loop) {
+/* *ready: how many of curl's sockets were ready. */
+static int perform(e2b_loop *loop, int *ready) {
   fire_timers(loop);
-  e2b_bridge_perform(loop);
+  *ready = e2b_events_perform(loop);
   drain_completions(loop);
   return flush_notifications(loop);
 }
 
-/* Whether one of curl's sockets is ready right now (a poll that never waits). */
-static int socket_ready(e2b_loop *loop) {
-  int numfds = 0;
-  if (!loop->running) return 0;
-  curl_multi_poll(loop->multi, NULL, 0, 0, &numfds);
-  return numfds > 0;
-}
-
-/* libcurl moves one buffer per transfer and perform: a 3.6 MB upload is ~60
- * performs. Performing again while a socket is ready (bounded, so a host's
+/* libcurl moves one buffer per transfer and action: a 3.6 MB upload is ~60
+ * of them. Performing again while a socket was ready (bounded, so a host's
  * event loop is never held long) does in one step what would otherwise take
  * one step per buffer, which matters to a host that cannot wait on curl's
  * sockets and steps at its own pace. */
@@ -94,17 +87,14 @@ static int socket_ready(e2b_loop *loop) {
 #define DRAIN_MAX_MS 2
 
 static int perform_ready(e2b_loop *loop) {
-  int progressed = perform(loop);
+  int ready = 0, progressed = perform(loop, &ready);
   int64_t until = e2b_now_ms() + DRAIN_MAX_MS;
-  for (int i = 0; i < DRAIN_MAX_ROUNDS && socket_ready(loop); i++) {
-    progressed += perform(loop);
-    if (e2b_now_ms() >= until) break;
-  }
+  for (int i = 0; i < DRAIN_MAX_ROUNDS && ready && e2b_now_ms() < until; i++) progressed += perform(loop, &ready);
   return progressed;
 }
 
-long e2b_loop_timeout(e2b_loop *loop) {
-  if (loop->dirty) return 0;
+/* ms until our timers or curl's are due (-1: neither). */
+static long due_in(e2b_loop *loop) {
   long next = timers_timeout(loop);
   long curl_next = -1;
   if (curl_multi_timeout(loop->multi, &curl_next) != CURLM_OK) curl_next = -1;
@@ -112,14 +102,15 @@ long e2b_loop_timeout(e2b_loop *loop) {
   return next;
 }
 
+long e2b_loop_timeout(e2b_loop *loop) { return loop->dirty ? 0 : due_in(loop); }
+
 int e2b_loop_step(e2b_loop *loop, long timeout_ms) {
   int progressed = perform_ready(loop);
   if (progressed == 0 && timeout_ms > 0) {
-    long next = timers_timeout(loop);
+    long next = due_in(loop);
     if (next >= 0 && next < timeout_ms) timeout_ms = next;
     if (timeout_ms > 0x7fffffffL) timeout_ms = 0x7fffffffL;
-    int numfds = 0;
-    if (timeout_ms > 0) curl_multi_poll(loop->multi, NULL, 0, (int)timeout_ms, &numfds);
+    if (timeout_ms > 0) e2b_events_wait(loop, timeout_ms);
     perform_ready(loop);
   }
   e2b_bridge_stepped(loop);

@@ -1,0 +1,147 @@
+/* test_events.c — what the loop waits on (events.c): a wakeup from another
+ * thread ends a wait at once, a step with nothing ready acts on no socket,
+ * and a forked child drives the loop it inherited with a set of its own
+ * while the parent keeps driving its own. Only loopback sockets this test
+ * opens itself. */
+#include "internal.h"
+#include "loopback.h"
+#include "testing.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#define LONG_WAIT_MS 20000 /* a step that is not woken waits this long */
+
+static e2b_client *client_at(e2b_loop *loop, int port) {
+  char url[64];
+  snprintf(url, sizeof url, "http://127.0.0.1:%d", port);
+  e2b_config cfg = {0};
+  cfg.api_key = "test-key";
+  cfg.api_url = url;
+  cfg.max_retries = E2B_NO_RETRY;
+  e2b_error err;
+  return e2b_client_new(loop, &cfg, &err);
+}
+
+static void *wake_later(void *arg) {
+  usleep(100 * 1000);
+  e2b_loop_wakeup(arg);
+  return NULL;
+}
+
+/* A step told to wait 20 s on a silent peer returns once another thread
+ * wakes it (within the 10 s checked here, so a lost wakeup fails). */
+static void a_wakeup_from_another_thread_ends_a_wait(void) {
+  int port = 0, fd = listen_loopback(&port);
+  e2b_error err;
+  e2b_loop *loop = e2b_loop_new(&err);
+  e2b_client *c = fd >= 0 && loop ? client_at(loop, port) : NULL;
+  e2b_req *req = c ? e2b_sandbox_kill(c, "sbxundertest", &err) : NULL;
+  CHECK(req != NULL);
+  if (!req) return;
+  for (int i = 0; i < 5; i++) e2b_loop_step(loop, 10); /* connected, sent, waiting */
+  pthread_t t;
+  CHECK(pthread_create(&t, NULL, wake_later, loop) == 0);
+  int64_t t0 = e2b_now_ms();
+  e2b_loop_step(loop, LONG_WAIT_MS);
+  CHECK(e2b_now_ms() - t0 < LONG_WAIT_MS / 2);
+  pthread_join(t, NULL);
+  CHECK(!e2b_req_done(req));
+  e2b_req_free(req);
+  e2b_client_release(c);
+  e2b_loop_release(loop);
+  close(fd);
+}
+
+/* Sixteen transfers (the default cap of control-plane requests) wait on a
+ * silent peer: a step finds no socket ready and acts on none of them (the
+ * loop's work follows readiness, not how many transfers it holds). */
+static void a_step_with_nothing_ready_acts_on_no_socket(void) {
+  int port = 0, fd = listen_loopback(&port);
+  e2b_error err;
+  e2b_loop *loop = e2b_loop_new(&err);
+  e2b_client *c = fd >= 0 && loop ? client_at(loop, port) : NULL;
+  e2b_req *reqs[E2B_DEFAULT_MAX_INFLIGHT] = {0};
+  for (int i = 0; c && i < E2B_DEFAULT_MAX_INFLIGHT; i++) reqs[i] = e2b_sandbox_kill(c, "sbxundertest", &err);
+  for (int i = 0; i < 20; i++) e2b_loop_step(loop, 10);
+  CHECK(e2b_loop_active(loop) == E2B_DEFAULT_MAX_INFLIGHT);
+  CHECK(loop->sock_count == E2B_DEFAULT_MAX_INFLIGHT);
+  CHECK(e2b_events_perform(loop) == 0);
+  for (int i = 0; i < E2B_DEFAULT_MAX_INFLIGHT; i++) e2b_req_free(reqs[i]);
+  CHECK(e2b_loop_active(loop) == 0);
+  e2b_client_release(c);
+  e2b_loop_release(loop);
+  close(fd);
+}
+
+/* A server process: answers every request on its connections 204 until
+ * killed. */
+static pid_t serve_204(int lfd) {
+  pid_t pid = fork();
+  if (pid != 0) return pid;
+  for (;;) {
+    int conn = accept(lfd, NULL, NULL);
+    if (conn < 0) continue;
+    char buf[4096];
+    size_t got = 0;
+    ssize_t n;
+    while ((n = recv(conn, buf + got, sizeof buf - 1 - got, 0)) > 0) {
+      got += (size_t)n;
+      buf[got] = '\0';
+      if (!strstr(buf, "\r\n\r\n")) continue;
+      const char *answer = "HTTP/1.1 204 No Content\r\nContent-Length: 0\r\n\r\n";
+      if (send(conn, answer, strlen(answer), MSG_NOSIGNAL) < 0) break;
+      got = 0;
+    }
+    close(conn);
+  }
+}
+
+/* Drives one kill through the loop: 1 when it got its answer. */
+static int one_kill(e2b_loop *loop, e2b_client *c) {
+  e2b_error err;
+  e2b_req *req = e2b_sandbox_kill(c, "sbxundertest", &err);
+  if (!req) return 0;
+  for (int i = 0; i < 500 && !e2b_req_done(req); i++) e2b_loop_step(loop, 10);
+  int ok = e2b_req_done(req) && e2b_req_error(req) == NULL;
+  e2b_req_free(req);
+  return ok;
+}
+
+/* The parent has a connection in curl's cache when it forks; the child
+ * drives requests on the loop it inherited from a set of its own, and the
+ * parent goes on with its own. */
+static void a_forked_child_drives_its_own_set(void) {
+  int port = 0, lfd = listen_loopback(&port);
+  CHECK(lfd >= 0);
+  if (lfd < 0) return;
+  pid_t server = serve_204(lfd);
+  e2b_error err;
+  e2b_loop *loop = e2b_loop_new(&err);
+  e2b_client *c = loop ? client_at(loop, port) : NULL;
+  CHECK(c && one_kill(loop, c));
+  int parent_ep = loop ? loop->ep : -1;
+  pid_t child = fork();
+  if (child == 0) {
+    int ok = one_kill(loop, c) && one_kill(loop, c);
+    _exit(ok && loop->pid == (int)getpid() && loop->ep >= 0 ? 0 : 1);
+  }
+  CHECK(one_kill(loop, c) && one_kill(loop, c));
+  CHECK(loop->ep == parent_ep);
+  int status = 0;
+  CHECK(child > 0 && waitpid(child, &status, 0) == child && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  kill(server, SIGKILL);
+  waitpid(server, NULL, 0);
+  e2b_client_release(c);
+  e2b_loop_release(loop);
+  close(lfd);
+}
+
+int main(void) {
+  RUN(a_wakeup_from_another_thread_ends_a_wait);
+  RUN(a_step_with_nothing_ready_acts_on_no_socket);
+  RUN(a_forked_child_drives_its_own_set);
+  return TESTING_DONE();
+}
