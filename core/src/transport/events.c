@@ -57,7 +57,10 @@ static int on_socket(CURL *easy, curl_socket_t fd, int what, void *userp, void *
   (void)easy, (void)socketp;
   e2b_loop *loop = userp;
   record(loop, (int)fd, what);
-  if (what == CURL_POLL_REMOVE)
+  /* A socket curl has no interest in leaves the set: epoll reports a hang-up
+   * whatever it was asked, and a level-triggered one nobody reads is
+   * reported on every wait. */
+  if (!(what & (CURL_POLL_IN | CURL_POLL_OUT)))
     epoll_ctl(loop->ep, EPOLL_CTL_DEL, (int)fd, NULL);
   else
     ep_set(loop->ep, (int)fd, what);
@@ -71,7 +74,8 @@ static int open_set(e2b_loop *loop) {
   if (loop->ep < 0 || loop->wake < 0) return 0;
   struct epoll_event ev = {.events = EPOLLIN, .data.fd = loop->wake};
   if (epoll_ctl(loop->ep, EPOLL_CTL_ADD, loop->wake, &ev) != 0) return 0;
-  for (size_t i = 0; i < loop->sock_count; i++) ep_set(loop->ep, loop->socks[i].fd, loop->socks[i].what);
+  for (size_t i = 0; i < loop->sock_count; i++)
+    if (loop->socks[i].what & (CURL_POLL_IN | CURL_POLL_OUT)) ep_set(loop->ep, loop->socks[i].fd, loop->socks[i].what);
   loop->pid = getpid();
   return 1;
 }
