@@ -424,7 +424,7 @@ end
 do -- 9. the transport is one chain: each file of core/src/transport/ calls only those below it
   -- The order docs/architecture.md gives ("Shape rules"); a file not listed
   -- is outside the chain and may call any of it (op.c, prepare.c).
-  local CHAIN = { "step.c", "req.c", "transfer.c", "queue.c", "upload.c", "loop.c", "events.c", "bridge.c" }
+  local CHAIN = { "step.c", "req.c", "transfer.c", "queue.c", "upload.c", "loop.c", "bridge.c", "events.c" }
   local rank, owner, problems = {}, {}, {}
   for i, name in ipairs(CHAIN) do rank["core/src/transport/" .. name] = i end
   for _, path in ipairs(files) do

@@ -267,10 +267,11 @@ void e2b_events_free(e2b_loop *loop);
 int e2b_events_perform(e2b_loop *loop); /* acts on what is ready; returns how many sockets were */
 void e2b_events_wait(e2b_loop *loop, long timeout_ms); /* until one is ready, or a wakeup */
 void e2b_events_wakeup(e2b_loop *loop); /* any thread */
+void e2b_events_watch(e2b_loop *loop, int fd, int what); /* CURL_POLL_*: into the set (the socket callback) */
+int e2b_events_fd(e2b_loop *loop); /* the set, this process's own (-1: none) */
 
 /* ---- bridge.c ---- */
 void e2b_bridge_stepped(e2b_loop *loop); /* re-arms the watcher after a step */
-void e2b_bridge_watch(e2b_loop *loop, int fd, int what); /* CURL_POLL_*: into the epoll set */
 unsigned long e2b_bridge_wakes(const e2b_loop *loop);     /* bytes written to the host (tests) */
 
 /* ---- error.c ---- */

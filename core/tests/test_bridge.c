@@ -60,7 +60,7 @@ static void ready_socket_wakes_once_until_a_step(void) {
   int host = -1, sp[2];
   e2b_loop *loop = loop_with_host(path, &host);
   if (!loop || host < 0 || socketpair(AF_UNIX, SOCK_STREAM, 0, sp) != 0) return;
-  e2b_bridge_watch(loop, sp[0], CURL_POLL_IN);
+  e2b_events_watch(loop, sp[0], CURL_POLL_IN);
   CHECK(bytes_within(host, QUIET_MS) == 0); /* nothing ready yet */
   CHECK(write(sp[1], "x", 1) == 1);
   CHECK(bytes_within(host, ARRIVE_MS) == 1);
@@ -78,7 +78,7 @@ static void ready_socket_wakes_once_until_a_step(void) {
   CHECK(bytes_within(host, QUIET_MS) == 0);
   CHECK(write(sp[1], "y", 1) == 1); /* armed: the next readiness wakes */
   CHECK(bytes_within(host, ARRIVE_MS) == 1);
-  e2b_bridge_watch(loop, sp[0], CURL_POLL_REMOVE);
+  e2b_events_watch(loop, sp[0], CURL_POLL_REMOVE);
   e2b_loop_step(loop, 0);
   CHECK(bytes_within(host, QUIET_MS) == 0); /* removed from the set */
   CHECK(e2b_bridge_wakes(loop) == 3);
@@ -156,9 +156,9 @@ static int child_succeeded(pid_t pid) {
  * watched sp[0] wakes host once), then everything is released and closed. */
 static void host_wakes_then_release(e2b_loop *loop, int host, int sp[2], char byte) {
   CHECK(write(sp[1], &byte, 1) == 1);
-  e2b_bridge_watch(loop, sp[0], CURL_POLL_IN);
+  e2b_events_watch(loop, sp[0], CURL_POLL_IN);
   CHECK(bytes_within(host, ARRIVE_MS) == 1);
-  e2b_bridge_watch(loop, sp[0], CURL_POLL_REMOVE);
+  e2b_events_watch(loop, sp[0], CURL_POLL_REMOVE);
   e2b_loop_release(loop);
   close(host);
   close(sp[0]);
@@ -200,9 +200,9 @@ static void a_forked_child_opens_its_own(void) {
     int fd = ok ? connect_unix(child_path) : -1;
     int cp[2];
     ok = fd >= 0 && socketpair(AF_UNIX, SOCK_STREAM, 0, cp) == 0 && write(cp[1], "c", 1) == 1;
-    if (ok) e2b_bridge_watch(loop, cp[0], CURL_POLL_IN);
+    if (ok) e2b_events_watch(loop, cp[0], CURL_POLL_IN);
     ok = ok && bytes_within(fd, ARRIVE_MS) == 1;
-    if (ok) e2b_bridge_watch(loop, cp[0], CURL_POLL_REMOVE);
+    if (ok) e2b_events_watch(loop, cp[0], CURL_POLL_REMOVE);
     e2b_loop_release(loop);
     _exit(ok ? 0 : 1);
   }

@@ -1,12 +1,12 @@
 /* bridge.c — the readiness bridge: lets a host loop that cannot watch
  * curl's sockets (nginx from Lua) sleep until one of them is ready. curl's
- * sockets are kept in an epoll set of its own (events.c's socket callback
- * tells it, and records them all so a bridge opened mid-transfer knows
- * them); a watcher
+ * sockets are in the loop's epoll set (events.c), which also holds the
+ * loop's wakeup, so a bridge opened mid-transfer knows them all; a watcher
  * thread waits on that set and writes one byte to a unix stream socket the
  * host connected, then waits until the host stepped the loop before it
  * looks again (the sockets are level-triggered: looking again at once would
- * spin). The thread never calls curl; only epoll_ctl (thread-safe) and an
+ * spin). The thread never calls curl and only polls the set (an epoll
+ * set is readable while one of its files is ready); only that and an
  * eventfd cross threads. */
 #define _GNU_SOURCE /* accept4, struct ucred */
 #include "internal.h"
@@ -24,7 +24,6 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
-#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -36,7 +35,7 @@
 struct e2b_bridge {
   pid_t pid;       /* the process that opened it: a forked child starts over */
   pthread_t thread;
-  int ep;          /* epoll set of curl's sockets */
+  int ep;          /* the loop's set of curl's sockets (events.c's, not closed here) */
   int ctl;         /* eventfd, owner -> thread: re-armed, new listener, stop */
   atomic_int armed; /* the thread may wake the host (cleared when it did) */
   atomic_int stop;
@@ -167,29 +166,7 @@ static void *watch(void *arg) {
 
 /* ---- the owner's side ---- */
 
-static int epoll_events(int what) {
-  return ((what & CURL_POLL_IN) ? EPOLLIN : 0) | ((what & CURL_POLL_OUT) ? EPOLLOUT : 0);
-}
-
-/* Adds or changes fd in the set. curl may close a socket and get its number
- * again; epoll forgets closed files itself, so both ways round are tried. */
-static void ep_set(int ep, int fd, int what) {
-  struct epoll_event ev = {.events = (uint32_t)epoll_events(what), .data.fd = fd};
-  if (epoll_ctl(ep, EPOLL_CTL_MOD, fd, &ev) == 0) return;
-  if (epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) != 0 && errno == EEXIST)
-    epoll_ctl(ep, EPOLL_CTL_MOD, fd, &ev);
-}
-
 static int bridge_live(const e2b_bridge *b) { return b && b->pid == getpid(); }
-
-void e2b_bridge_watch(e2b_loop *loop, int fd, int what) {
-  e2b_bridge *b = loop->bridge;
-  if (!bridge_live(b)) return;
-  if (what == CURL_POLL_REMOVE)
-    epoll_ctl(b->ep, EPOLL_CTL_DEL, fd, NULL);
-  else
-    ep_set(b->ep, fd, what);
-}
 
 void e2b_bridge_stepped(e2b_loop *loop) {
   e2b_bridge *b = loop->bridge;
@@ -202,10 +179,10 @@ unsigned long e2b_bridge_wakes(const e2b_loop *loop) {
 }
 
 /* Frees a bridge inherited through fork: its thread is not in this process
- * and its epoll set and eventfd are shared with the parent, so nothing is
+ * and its eventfd is shared with the parent, so nothing is
  * signalled, joined or removed; only this process's descriptors close. */
 static void abandon(e2b_bridge *b) {
-  int fds[] = {b->ep, b->ctl, b->pending, b->listener, b->conn};
+  int fds[] = {b->ctl, b->pending, b->listener, b->conn};
   for (size_t i = 0; i < sizeof fds / sizeof fds[0]; i++)
     if (fds[i] >= 0) close(fds[i]);
   free(b);
@@ -220,7 +197,6 @@ static void bridge_free(e2b_bridge *b) {
   close_fd(&b->listener);
   remove_dir(b->dir);
   close_fd(&b->conn);
-  close_fd(&b->ep);
   close_fd(&b->ctl);
   pthread_mutex_destroy(&b->mu);
   free(b);
@@ -255,14 +231,13 @@ static e2b_bridge *bridge_new(e2b_loop *loop, e2b_error *err) {
   }
   b->pid = getpid();
   b->pending = b->listener = b->conn = -1;
-  b->ep = epoll_create1(EPOLL_CLOEXEC);
+  b->ep = e2b_events_fd(loop);
   b->ctl = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (b->ep < 0 || b->ctl < 0 || pthread_mutex_init(&b->mu, NULL) != 0) {
     e2b_err_set(err, E2B_ERR_UNAVAILABLE, "bridge", "epoll or eventfd: %s", strerror(errno));
     abandon(b);
     return NULL;
   }
-  for (size_t i = 0; i < loop->sock_count; i++) ep_set(b->ep, loop->socks[i].fd, loop->socks[i].what);
   if (!start_thread(b)) {
     e2b_err_set(err, E2B_ERR_UNAVAILABLE, "bridge", "cannot start the watcher thread");
     pthread_mutex_destroy(&b->mu);
@@ -322,9 +297,6 @@ int e2b_loop_bridge_open(e2b_loop *loop, char *path, size_t path_size, e2b_error
 
 #else /* !__linux__: no epoll; hosts keep polling */
 
-void e2b_bridge_watch(e2b_loop *loop, int fd, int what) {
-  (void)loop, (void)fd, (void)what;
-}
 void e2b_bridge_stepped(e2b_loop *loop) { (void)loop; }
 unsigned long e2b_bridge_wakes(const e2b_loop *loop) {
   (void)loop;

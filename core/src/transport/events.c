@@ -6,9 +6,10 @@
  * socket with a poll of its own on each call: with 200 commands at once
  * that was ~8,800 polls a burst, a third of the client's CPU
  * (bench/README.md, burst). Where there is no epoll the loop performs and
- * waits in curl_multi_poll (and has no bridge). The socket callback also
- * records every socket, for a bridge opened later (bridge.c) and for a
- * forked child, which gets a set of its own. */
+ * waits in curl_multi_poll (and has no bridge). The readiness bridge
+ * (bridge.c) watches this same set, wakeups included. The socket callback
+ * also records every socket, for a forked child, which gets a set of its
+ * own. */
 #include "internal.h"
 
 #ifdef __linux__
@@ -22,8 +23,8 @@
 
 #define EVENTS_PER_ROUND 64
 
-/* Records what curl waits for on fd: the list a bridge or a forked child
- * starts from. */
+/* Records what curl waits for on fd: the list a forked child's set starts
+ * from. */
 static void record(e2b_loop *loop, int fd, int what) {
   size_t i = 0;
   while (i < loop->sock_count && loop->socks[i].fd != fd) i++;
@@ -37,8 +38,8 @@ static void record(e2b_loop *loop, int fd, int what) {
   }
   if (loop->sock_count == loop->sock_cap) {
     e2b_sock *s = e2b_grow(loop->socks, &loop->sock_cap, sizeof *s, 16);
-    /* Out of memory: a bridge or a fork misses this socket until curl
-     * changes it; every wait is bounded by the host's deadline. */
+    /* Out of memory: a forked child misses this socket until curl changes
+     * it; every wait is bounded by the host's deadline. */
     if (s) loop->socks = s;
   }
   if (loop->sock_count < loop->sock_cap) loop->socks[loop->sock_count++] = (e2b_sock){.fd = fd, .what = what};
@@ -53,18 +54,20 @@ static void ep_set(int ep, int fd, int what) {
   if (epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) != 0 && errno == EEXIST) epoll_ctl(ep, EPOLL_CTL_MOD, fd, &ev);
 }
 
-static int on_socket(CURL *easy, curl_socket_t fd, int what, void *userp, void *socketp) {
-  (void)easy, (void)socketp;
-  e2b_loop *loop = userp;
-  record(loop, (int)fd, what);
+void e2b_events_watch(e2b_loop *loop, int fd, int what) {
+  record(loop, fd, what);
   /* A socket curl has no interest in leaves the set: epoll reports a hang-up
    * whatever it was asked, and a level-triggered one nobody reads is
    * reported on every wait. */
   if (!(what & (CURL_POLL_IN | CURL_POLL_OUT)))
-    epoll_ctl(loop->ep, EPOLL_CTL_DEL, (int)fd, NULL);
+    epoll_ctl(loop->ep, EPOLL_CTL_DEL, fd, NULL);
   else
-    ep_set(loop->ep, (int)fd, what);
-  e2b_bridge_watch(loop, (int)fd, what);
+    ep_set(loop->ep, fd, what);
+}
+
+static int on_socket(CURL *easy, curl_socket_t fd, int what, void *userp, void *socketp) {
+  (void)easy, (void)socketp;
+  e2b_events_watch(userp, (int)fd, what);
   return 0;
 }
 
@@ -136,6 +139,8 @@ int e2b_events_perform(e2b_loop *loop) {
   return acted;
 }
 
+int e2b_events_fd(e2b_loop *loop) { return own_set(loop) ? loop->ep : -1; }
+
 void e2b_events_wait(e2b_loop *loop, long timeout_ms) {
   struct epoll_event ev;
   if (own_set(loop)) epoll_wait(loop->ep, &ev, 1, (int)timeout_ms);
@@ -155,6 +160,13 @@ int e2b_events_init(e2b_loop *loop) {
 }
 
 void e2b_events_free(e2b_loop *loop) { (void)loop; }
+
+void e2b_events_watch(e2b_loop *loop, int fd, int what) { (void)loop, (void)fd, (void)what; }
+
+int e2b_events_fd(e2b_loop *loop) {
+  (void)loop;
+  return -1;
+}
 
 int e2b_events_perform(e2b_loop *loop) {
   int numfds = 0, running;
