@@ -1,7 +1,8 @@
 /* test_events.c — what the loop waits on (events.c): a wakeup from another
  * thread ends a wait at once, a step with nothing ready acts on no socket,
  * and a forked child drives the loop it inherited with a set of its own
- * while the parent keeps driving its own. Only loopback sockets this test
+ * while the parent keeps driving its own, or without one when it has no
+ * descriptor for it. Only loopback sockets this test
  * opens itself. */
 #include "internal.h"
 #include "loopback.h"
@@ -10,6 +11,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 
 #define LONG_WAIT_MS 20000 /* a step that is not woken waits this long */
@@ -140,9 +142,46 @@ static void a_forked_child_drives_its_own_set(void) {
   close(lfd);
 }
 
+/* A forked child with one descriptor left: its set cannot be made, so the
+ * loop falls back to curl's own look at every socket (and to waiting in
+ * curl_multi_poll), and the request is still answered. */
+static void a_child_without_descriptors_for_a_set_falls_back(void) {
+  int port = 0, lfd = listen_loopback(&port);
+  CHECK(lfd >= 0);
+  if (lfd < 0) return;
+  pid_t server = serve_204(lfd);
+  e2b_error err;
+  e2b_loop *loop = e2b_loop_new(&err);
+  e2b_client *c = loop ? client_at(loop, port) : NULL;
+  CHECK(c && one_kill(loop, c));
+  pid_t child = fork();
+  if (child == 0) {
+    /* No new descriptor may be numbered past the inherited set's, and all
+     * below are taken but one: the new epoll set takes it, its eventfd
+     * fails, and curl's socket gets it once the set is given up. */
+    int limit = loop->ep < loop->wake ? loop->ep : loop->wake, last = -1, d;
+    struct rlimit lim = {.rlim_cur = (rlim_t)limit, .rlim_max = (rlim_t)limit};
+    close(lfd); /* the server's, below the set's numbers */
+    int ok = setrlimit(RLIMIT_NOFILE, &lim) == 0;
+    while (ok && (d = dup(0)) >= 0) last = d;
+    if (last >= 0) close(last);
+    ok = ok && last >= 0 && one_kill(loop, c);
+    _exit(ok && loop->ep < 0 ? 0 : 1);
+  }
+  int status = 0;
+  CHECK(child > 0 && waitpid(child, &status, 0) == child && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  CHECK(one_kill(loop, c));
+  kill(server, SIGKILL);
+  waitpid(server, NULL, 0);
+  e2b_client_release(c);
+  e2b_loop_release(loop);
+  close(lfd);
+}
+
 int main(void) {
   RUN(a_wakeup_from_another_thread_ends_a_wait);
   RUN(a_step_with_nothing_ready_acts_on_no_socket);
   RUN(a_forked_child_drives_its_own_set);
+  RUN(a_child_without_descriptors_for_a_set_falls_back);
   return TESTING_DONE();
 }

@@ -71,22 +71,25 @@ static int on_socket(CURL *easy, curl_socket_t fd, int what, void *userp, void *
   return 0;
 }
 
-static int open_set(e2b_loop *loop) {
-  loop->ep = epoll_create1(EPOLL_CLOEXEC);
-  loop->wake = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  if (loop->ep < 0 || loop->wake < 0) return 0;
-  struct epoll_event ev = {.events = EPOLLIN, .data.fd = loop->wake};
-  if (epoll_ctl(loop->ep, EPOLL_CTL_ADD, loop->wake, &ev) != 0) return 0;
-  for (size_t i = 0; i < loop->sock_count; i++)
-    if (loop->socks[i].what & (CURL_POLL_IN | CURL_POLL_OUT)) ep_set(loop->ep, loop->socks[i].fd, loop->socks[i].what);
-  loop->pid = getpid();
-  return 1;
-}
-
 static void close_set(e2b_loop *loop) {
   if (loop->ep >= 0) close(loop->ep);
   if (loop->wake >= 0) close(loop->wake);
   loop->ep = loop->wake = -1;
+}
+
+/* 0, with nothing left open, when a descriptor is missing. */
+static int open_set(e2b_loop *loop) {
+  loop->ep = epoll_create1(EPOLL_CLOEXEC);
+  loop->wake = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  struct epoll_event ev = {.events = EPOLLIN, .data.fd = loop->wake};
+  if (loop->ep < 0 || loop->wake < 0 || epoll_ctl(loop->ep, EPOLL_CTL_ADD, loop->wake, &ev) != 0) {
+    close_set(loop);
+    return 0;
+  }
+  for (size_t i = 0; i < loop->sock_count; i++)
+    if (loop->socks[i].what & (CURL_POLL_IN | CURL_POLL_OUT)) ep_set(loop->ep, loop->socks[i].fd, loop->socks[i].what);
+  loop->pid = getpid();
+  return 1;
 }
 
 int e2b_events_init(e2b_loop *loop) {
@@ -116,20 +119,23 @@ static int cselect(uint32_t events) {
 
 int e2b_events_perform(e2b_loop *loop) {
   int acted = 0, running; /* curl's count; the loop counts its own transfers */
-  if (own_set(loop)) {
-    struct epoll_event ev[EVENTS_PER_ROUND];
-    int n = epoll_wait(loop->ep, ev, EVENTS_PER_ROUND, 0);
-    for (int i = 0; i < n; i++) {
-      int fd = ev[i].data.fd;
-      if (fd == loop->wake) {
-        uint64_t count;
-        ssize_t r = read(loop->wake, &count, sizeof count);
-        (void)r;
-        continue;
-      }
-      curl_multi_socket_action(loop->multi, fd, cselect(ev[i].events), &running);
-      acted++;
+  if (!own_set(loop)) {
+    /* A forked child out of descriptors: curl looks at every socket itself. */
+    curl_multi_perform(loop->multi, &running);
+    return 0;
+  }
+  struct epoll_event ev[EVENTS_PER_ROUND];
+  int n = epoll_wait(loop->ep, ev, EVENTS_PER_ROUND, 0);
+  for (int i = 0; i < n; i++) {
+    int fd = ev[i].data.fd;
+    if (fd == loop->wake) {
+      uint64_t count;
+      ssize_t r = read(loop->wake, &count, sizeof count);
+      (void)r;
+      continue;
     }
+    curl_multi_socket_action(loop->multi, fd, cselect(ev[i].events), &running);
+    acted++;
   }
   /* curl's own clock decides when its timer is due: a wait that ended
    * early only finds it not due yet, never loses it. */
@@ -143,10 +149,18 @@ int e2b_events_fd(e2b_loop *loop) { return own_set(loop) ? loop->ep : -1; }
 
 void e2b_events_wait(e2b_loop *loop, long timeout_ms) {
   struct epoll_event ev;
-  if (own_set(loop)) epoll_wait(loop->ep, &ev, 1, (int)timeout_ms);
+  int numfds;
+  if (own_set(loop))
+    epoll_wait(loop->ep, &ev, 1, (int)timeout_ms);
+  else
+    curl_multi_poll(loop->multi, NULL, 0, (int)timeout_ms, &numfds); /* as perform falls back */
 }
 
 void e2b_events_wakeup(e2b_loop *loop) {
+  if (loop->wake < 0) { /* the fallback above waits in curl_multi_poll */
+    curl_multi_wakeup(loop->multi);
+    return;
+  }
   uint64_t one = 1;
   ssize_t n = write(loop->wake, &one, sizeof one);
   (void)n; /* EAGAIN: the counter is already non-zero, the loop will wake */
