@@ -113,69 +113,89 @@ static int one_kill(e2b_loop *loop, e2b_client *c) {
   return ok;
 }
 
-/* The parent has stepped the loop when it forks; the child drives
- * requests on the loop it inherited from a set of its own, and the parent
- * goes on with its own. */
-static void a_forked_child_drives_its_own_set(void) {
-  int port = 0, lfd = listen_loopback(&port);
-  CHECK(lfd >= 0);
-  if (lfd < 0) return;
-  pid_t server = serve_204(lfd);
+/* A loop and a client whose requests a server process answers, one of
+ * them answered already (the loop stepped before a fork). */
+typedef struct served {
+  int lfd;
+  pid_t server;
+  e2b_loop *loop;
+  e2b_client *c;
+} served;
+
+static int served_open(served *s) {
+  int port = 0;
+  *s = (served){.lfd = listen_loopback(&port), .server = -1};
+  if (s->lfd < 0) return -1;
+  s->server = serve_204(s->lfd);
   e2b_error err;
-  e2b_loop *loop = e2b_loop_new(&err);
-  e2b_client *c = loop ? client_at(loop, port) : NULL;
-  CHECK(c && one_kill(loop, c));
-  int parent_ep = loop ? loop->ep : -1;
+  s->loop = e2b_loop_new(&err);
+  s->c = s->loop ? client_at(s->loop, port) : NULL;
+  return s->c && one_kill(s->loop, s->c) ? 0 : -1;
+}
+
+static void served_close(served *s) {
+  if (s->server > 0) {
+    kill(s->server, SIGKILL);
+    waitpid(s->server, NULL, 0);
+  }
+  e2b_client_release(s->c);
+  e2b_loop_release(s->loop);
+  if (s->lfd >= 0) close(s->lfd);
+}
+
+static int child_succeeded(pid_t pid) {
+  int status = 0;
+  return pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+/* The child drives requests on the loop it inherited from a set of its
+ * own, and the parent goes on with its own. */
+static void a_forked_child_drives_its_own_set(void) {
+  served s;
+  CHECK(served_open(&s) == 0);
+  if (!s.c) {
+    served_close(&s);
+    return;
+  }
+  int parent_ep = s.loop->ep;
   pid_t child = fork();
   if (child == 0) {
-    int ok = one_kill(loop, c) && one_kill(loop, c);
-    _exit(ok && loop->pid == (int)getpid() && loop->ep >= 0 ? 0 : 1);
+    int ok = one_kill(s.loop, s.c) && one_kill(s.loop, s.c);
+    _exit(ok && s.loop->pid == (int)getpid() && s.loop->ep >= 0 ? 0 : 1);
   }
-  CHECK(one_kill(loop, c) && one_kill(loop, c));
-  CHECK(loop->ep == parent_ep);
-  int status = 0;
-  CHECK(child > 0 && waitpid(child, &status, 0) == child && WIFEXITED(status) && WEXITSTATUS(status) == 0);
-  kill(server, SIGKILL);
-  waitpid(server, NULL, 0);
-  e2b_client_release(c);
-  e2b_loop_release(loop);
-  close(lfd);
+  CHECK(one_kill(s.loop, s.c) && one_kill(s.loop, s.c));
+  CHECK(s.loop->ep == parent_ep);
+  CHECK(child_succeeded(child));
+  served_close(&s);
 }
 
 /* A forked child with one descriptor left: its set cannot be made, so the
  * loop falls back to curl's own look at every socket (and to waiting in
  * curl_multi_poll), and the request is still answered. */
 static void a_child_without_descriptors_for_a_set_falls_back(void) {
-  int port = 0, lfd = listen_loopback(&port);
-  CHECK(lfd >= 0);
-  if (lfd < 0) return;
-  pid_t server = serve_204(lfd);
-  e2b_error err;
-  e2b_loop *loop = e2b_loop_new(&err);
-  e2b_client *c = loop ? client_at(loop, port) : NULL;
-  CHECK(c && one_kill(loop, c));
+  served s;
+  CHECK(served_open(&s) == 0);
+  if (!s.c) {
+    served_close(&s);
+    return;
+  }
   pid_t child = fork();
   if (child == 0) {
     /* No new descriptor may be numbered past the inherited set's, and all
      * below are taken but one: the new epoll set takes it, its eventfd
      * fails, and curl's socket gets it once the set is given up. */
-    int limit = loop->ep < loop->wake ? loop->ep : loop->wake, last = -1, d;
+    int limit = s.loop->ep < s.loop->wake ? s.loop->ep : s.loop->wake, last = -1, d;
     struct rlimit lim = {.rlim_cur = (rlim_t)limit, .rlim_max = (rlim_t)limit};
-    close(lfd); /* the server's, below the set's numbers */
+    close(s.lfd); /* the server's, below the set's numbers */
     int ok = setrlimit(RLIMIT_NOFILE, &lim) == 0;
     while (ok && (d = dup(0)) >= 0) last = d;
     if (last >= 0) close(last);
-    ok = ok && last >= 0 && one_kill(loop, c);
-    _exit(ok && loop->ep < 0 ? 0 : 1);
+    ok = ok && last >= 0 && one_kill(s.loop, s.c);
+    _exit(ok && s.loop->ep < 0 ? 0 : 1);
   }
-  int status = 0;
-  CHECK(child > 0 && waitpid(child, &status, 0) == child && WIFEXITED(status) && WEXITSTATUS(status) == 0);
-  CHECK(one_kill(loop, c));
-  kill(server, SIGKILL);
-  waitpid(server, NULL, 0);
-  e2b_client_release(c);
-  e2b_loop_release(loop);
-  close(lfd);
+  CHECK(child_succeeded(child));
+  CHECK(one_kill(s.loop, s.c));
+  served_close(&s);
 }
 
 int main(void) {
