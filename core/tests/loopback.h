@@ -25,6 +25,21 @@ static int listen_loopback(int *port) {
   return fd;
 }
 
+/* A client whose API is the loopback port: a request's attempt may wait
+ * 30 s (its deadline is curl's), the call 60 s; retries extra attempts. */
+static inline e2b_client *loopback_client(e2b_loop *loop, int port, int retries) {
+  char url[64];
+  snprintf(url, sizeof url, "http://127.0.0.1:%d", port);
+  e2b_config cfg = {0};
+  cfg.api_key = "test-key";
+  cfg.api_url = url;
+  cfg.request_timeout_ms = 30000;
+  cfg.budget_ms = 60000;
+  cfg.max_retries = retries;
+  e2b_error err;
+  return e2b_client_new(loop, &cfg, &err);
+}
+
 /* A loop, a client and a sandbox handle ("sbx") whose API and envd are a
  * loopback socket that never answers: requests start and wait. */
 typedef struct loopback_env {

@@ -16,17 +16,6 @@
 
 #define LONG_WAIT_MS 20000 /* a step that is not woken waits this long */
 
-static e2b_client *client_at(e2b_loop *loop, int port) {
-  char url[64];
-  snprintf(url, sizeof url, "http://127.0.0.1:%d", port);
-  e2b_config cfg = {0};
-  cfg.api_key = "test-key";
-  cfg.api_url = url;
-  cfg.max_retries = E2B_NO_RETRY;
-  e2b_error err;
-  return e2b_client_new(loop, &cfg, &err);
-}
-
 static void *wake_later(void *arg) {
   usleep(100 * 1000);
   e2b_loop_wakeup(arg);
@@ -39,7 +28,7 @@ static void a_wakeup_from_another_thread_ends_a_wait(void) {
   int port = 0, fd = listen_loopback(&port);
   e2b_error err;
   e2b_loop *loop = e2b_loop_new(&err);
-  e2b_client *c = fd >= 0 && loop ? client_at(loop, port) : NULL;
+  e2b_client *c = fd >= 0 && loop ? loopback_client(loop, port, E2B_NO_RETRY) : NULL;
   e2b_req *req = c ? e2b_sandbox_kill(c, "sbxundertest", &err) : NULL;
   CHECK(req != NULL);
   if (!req) return;
@@ -64,7 +53,7 @@ static void a_step_with_nothing_ready_acts_on_no_socket(void) {
   int port = 0, fd = listen_loopback(&port);
   e2b_error err;
   e2b_loop *loop = e2b_loop_new(&err);
-  e2b_client *c = fd >= 0 && loop ? client_at(loop, port) : NULL;
+  e2b_client *c = fd >= 0 && loop ? loopback_client(loop, port, E2B_NO_RETRY) : NULL;
   e2b_req *reqs[E2B_DEFAULT_MAX_INFLIGHT] = {0};
   for (int i = 0; c && i < E2B_DEFAULT_MAX_INFLIGHT; i++) reqs[i] = e2b_sandbox_kill(c, "sbxundertest", &err);
   for (int i = 0; i < 20; i++) e2b_loop_step(loop, 10);
@@ -129,7 +118,7 @@ static int served_open(served *s) {
   s->server = serve_204(s->lfd);
   e2b_error err;
   s->loop = e2b_loop_new(&err);
-  s->c = s->loop ? client_at(s->loop, port) : NULL;
+  s->c = s->loop ? loopback_client(s->loop, port, E2B_NO_RETRY) : NULL;
   return s->c && one_kill(s->loop, s->c) ? 0 : -1;
 }
 

@@ -6,19 +6,6 @@
 #include "loopback.h"
 #include "testing.h"
 
-static e2b_client *client_at(e2b_loop *loop, int port, int retries) {
-  char url[64];
-  snprintf(url, sizeof url, "http://127.0.0.1:%d", port);
-  e2b_config cfg = {0};
-  cfg.api_key = "test-key";
-  cfg.api_url = url;
-  cfg.request_timeout_ms = 30000;
-  cfg.budget_ms = 60000;
-  cfg.max_retries = retries;
-  e2b_error err;
-  return e2b_client_new(loop, &cfg, &err);
-}
-
 static void idle_loop_has_no_deadline(void) {
   e2b_error err;
   e2b_loop *loop = e2b_loop_new(&err);
@@ -38,7 +25,7 @@ static void running_transfer_has_curls_deadline(void) {
   if (fd < 0) return;
   e2b_error err;
   e2b_loop *loop = e2b_loop_new(&err);
-  e2b_client *c = client_at(loop, port, E2B_NO_RETRY);
+  e2b_client *c = loopback_client(loop, port, E2B_NO_RETRY);
   CHECK(c != NULL);
   e2b_req *req = c ? e2b_sandbox_kill(c, "sbxundertest", &err) : NULL;
   CHECK(req != NULL);
@@ -66,7 +53,7 @@ static void retry_backoff_is_the_deadline(void) {
   close(fd); /* now refused: the call never reached a server, so it is retried */
   e2b_error err;
   e2b_loop *loop = e2b_loop_new(&err);
-  e2b_client *c = client_at(loop, port, 3);
+  e2b_client *c = loopback_client(loop, port, 3);
   e2b_req *req = c ? e2b_sandbox_kill(c, "sbxundertest", &err) : NULL;
   CHECK(req != NULL);
   if (req) {
