@@ -1,5 +1,6 @@
 // bench/client_sdk.mjs: the official JS SDK's side of bench/compare.sh (same
 // measurements as client.lua, same output format). Run under e2b-local exec.
+import { execSync } from 'node:child_process'
 import { createRequire } from 'node:module'
 
 // The SDK pinned for the compatibility suite (npm ci --prefix spec/sdk).
@@ -37,6 +38,7 @@ runs.sort((a, b) => a - b)
 console.log('run_true_ms', runs[Math.ceil(runs.length / 2) - 1].toFixed(1))
 
 let bytes = 0
+execSync('sync') // as bench/client.lua's streams: no earlier write-back runs into it
 let t0 = now()
 await sbx.commands.run(`head -c ${MB * 1000000} /dev/zero`, {
   onStdout: (d) => { bytes += Buffer.byteLength(d) },
