@@ -596,6 +596,38 @@ describe("a followed kept stream", function()
     end
   end)
 
+  it("ends bulk output whose status is written while its exit file is being read", function()
+    -- Once bulk output mutes the stream, only the exit file tells the end.
+    -- The reader looks at it once at the switch; a status written after the
+    -- sandbox read the file but told (by the watch) before that read's
+    -- answer was taken is the file's last event: the reader must look
+    -- again. Pausing between steps of 1 ms lets the event and the answer
+    -- arrive together; the command's end sweeps across that window.
+    local bound = h.live and 30000 or 5000
+    assert(sbx:run("true"))
+    local hung = {}
+    for round = 1, 40 do
+      local delay = 0.025 + (round % 8) * 0.005
+      local proc = assert(sbx:spawn(("head -c 17000000 /dev/zero; sleep %.3f; exit 3"):format(delay)))
+      local got, t0 = 0, h.core.now_ms()
+      while got < 17000000 do
+        local data, stream = proc:read(20000)
+        assert(data, tostring(stream))
+        got = got + #data
+      end
+      local ended = false
+      while not ended and h.core.now_ms() - t0 < bound do
+        local data, err = proc:read(1)
+        ended = data == nil and err == nil
+        if not ended then os.execute("sleep 0.03") end
+      end
+      if not ended then hung[#hung + 1] = delay end
+      if ended then assert.are.equal(3, assert(proc:wait()).exit_code) end
+      proc:close()
+    end
+    assert.are.same({}, hung)
+  end)
+
   it("ends bulk output read from its files where the sandbox's watch cannot start", function()
     if h.live then return end
     local s2 = h.sandbox()
