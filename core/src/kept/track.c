@@ -773,7 +773,11 @@ static void take_read(e2b_req *op, track_state *s) {
 static void read_exit_file(track_state *s) {
   if (s->end.known) return;
   if (!s->files.small.len || s->files.small.data[s->files.small.len - 1] != '\n') {
-    s->end.exit_file_ms = s->end.exit_late = 0; /* not written yet: its next event times it again */
+    /* Not written yet: its next event times it again; but one that came
+     * while this read was answered (R_EXIT due again) may have been its
+     * last, so it stays late and is read once more. */
+    if (s->files.due & (1 << R_EXIT)) return;
+    s->end.exit_file_ms = s->end.exit_late = 0;
     return;
   }
   long parsed;
