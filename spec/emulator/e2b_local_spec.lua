@@ -51,6 +51,57 @@ describe("e2b-local", function()
     assert.is_true(h.eventually(function() return watches() == 0 end, 5000), "a removed watcher's watch stayed")
   end)
 
+  describe("a watch that lost events ends with envd's overflow error, never with a gap", function()
+    -- envd ends a watch on fsnotify's overflow error: WatchDir's stream ends
+    -- with it, GetWatcherEvents answers it. e2b-local keeps at most 10,000
+    -- events a watcher waits on; past that (or on inotify's own overflow
+    -- in the sandbox) events were lost, and it says so the same way.
+    local overflow = "watcher error: fsnotify: queue or buffer overflow"
+    local sbx
+    before_each(function() sbx = h.sandbox({ secure = false }, client) end)
+    local function envd(method, body, out)
+      return h.host(("curl -sN -X POST -H 'E2b-Sandbox-Id: %s' -H 'E2b-Sandbox-Port: 49983' %s '%s/filesystem.Filesystem/%s'")
+        :format(sbx.sandbox_id, body, os.getenv("E2B_SANDBOX_URL"), method) .. (out or ""))
+    end
+
+    it("GetWatcherEvents answers it once more than 10,000 events wait", function()
+      assert(sbx.files:mkdir("/tmp/wo"))
+      local created = envd("CreateWatcher", "-H 'Content-Type: application/json' --data '{\"path\":\"/tmp/wo\"}'")
+      local id = assert(created:match('"watcherId":"([^"]+)"'), created)
+      -- a file each: created, its times set, closed written: about 36,000 events
+      assert(sbx:run("cd /tmp/wo && seq 1 12000 | xargs touch && sleep 1"))
+      local body = ("-H 'Content-Type: application/json' --data '{\"watcherId\":\"%s\"}'"):format(id)
+      local answer = envd("GetWatcherEvents", body, " -w ' %{http_code}'")
+      assert.truthy(answer:find('"code":"internal"', 1, true), answer:sub(1, 300))
+      assert.truthy(answer:find(overflow, 1, true), answer:sub(1, 300))
+      assert.truthy(answer:find(" 500$"), answer:sub(-100))
+      assert.truthy(envd("GetWatcherEvents", body):find(overflow, 1, true), "said once")
+      assert.are.equal("{}", envd("RemoveWatcher", body))
+    end)
+
+    it("WatchDir's stream ends with it after the events before, once its reader fell behind", function()
+      assert(sbx.files:mkdir("/tmp/ws"))
+      local req = '{"path":"/tmp/ws"}'
+      local out = os.tmpname()
+      -- the reader stops reading for 4 s: the pipe, then the sockets, fill
+      local envelope = ("printf '\\0\\0\\0\\0\\%03o%s'"):format(#req, req)
+      h.host(("(%s | %s | (sleep 4; cat) >%s) >/dev/null 2>&1 &"):format(envelope,
+        ("curl -sN -X POST -H 'E2b-Sandbox-Id: %s' -H 'E2b-Sandbox-Port: 49983' -H 'Content-Type: application/connect+json'"
+          .. " --data-binary @- '%s/filesystem.Filesystem/WatchDir'"):format(sbx.sandbox_id, os.getenv("E2B_SANDBOX_URL")), out))
+      assert(sbx:run("sleep 0.5; cd /tmp/ws && perl -e 'for (1..100000) { open(my $f, \">\", \"a\") or die; close $f; unlink \"a\" }'"))
+      local text
+      assert.is_true(h.eventually(function()
+        local f = io.open(out, "rb")
+        text = f and f:read("a") or ""
+        if f then f:close() end
+        return text:find(overflow, 1, true) ~= nil
+      end, 30000), "no overflow error: " .. #text .. " bytes, ending " .. text:sub(-200))
+      assert.truthy(text:find('"code":"internal"', 1, true))
+      assert.truthy(text:find('"name":"a"', 1, true), "the events before it")
+      os.remove(out)
+    end)
+  end)
+
   it("isolates processes: one sandbox cannot see or signal another's", function()
     local a, b = h.sandbox({}, client), h.sandbox({}, client)
     local proc = assert(a:spawn({ "sleep", "77" }))
