@@ -44,6 +44,7 @@ typedef struct awatch {
   int life; /* read end of the pipe the server holds open while it wants the watch */
   int64_t rest_until; /* mono_ms: not polled before */
   int uid, gid; /* who asked: later subdirectories and entries are theirs to see */
+  int overflowed; /* inotify dropped events: said once, nothing sent after */
   char *root; /* sandbox path */
   wdir *dirs;
   size_t n, cap;
@@ -170,8 +171,18 @@ static const char *event_type(uint32_t mask) {
 }
 
 /* Sends one event of w up; what it looks at (new subdirectories, entries)
- * it looks at as the watch's user. */
+ * it looks at as the watch's user. Once inotify's queue overflowed, events
+ * were lost: that is said instead, once, and the server ends the watch
+ * with an error, as envd ends one on fsnotify's overflow error. */
 static void send_event(awatch *w, const struct inotify_event *ev, int sock) {
+  if (w->overflowed) return;
+  if (ev->mask & IN_Q_OVERFLOW) {
+    w->overflowed = 1;
+    json_t *body = json_pack("{s:i, s:b}", "id", (int)w->id, "overflow", 1);
+    ipc_send(sock, IPC_WATCH_EVENT, 0, 0, body, NULL, 0);
+    json_decref(body);
+    return;
+  }
   const char *type = event_type(ev->mask);
   if (!type || !ev->len) return;
   const char *rel = NULL;

@@ -20,7 +20,13 @@
 #include "sandbox.h"
 #include "util.h"
 
-#define WATCH_QUEUE_MAX 10000 /* events kept per watcher; older ones are dropped */
+/* Events kept per watcher. One more, or inotify's own overflow in the
+ * sandbox, is an overflow: events were lost, so the watcher ends with the
+ * error envd ends one with on fsnotify's overflow (its WatchDir stream ends
+ * with it after the events before; its GetWatcherEvents answers it), never
+ * with a silent gap. envd's polling list has no bound: here it is this. */
+#define WATCH_QUEUE_MAX 10000
+#define WATCH_OVERFLOW "watcher error: fsnotify: queue or buffer overflow"
 
 typedef struct watcher {
   struct watcher *next;
@@ -29,6 +35,7 @@ typedef struct watcher {
   uint32_t agent_id;
   json_t *queue; /* FilesystemEvent[] */
   int closed, refs, efd;
+  int overflowed; /* events were lost (WATCH_OVERFLOW) */
   int life; /* the agent's watch lives while this pipe end is open (agent_watch.c) */
 } watcher;
 
@@ -47,10 +54,22 @@ static void wake(watcher *w) {
   }
 }
 
+/* The agent's watch ends once the pipe it watches is closed. */
+static void end_agent_pipe_locked(watcher *w) {
+  if (w->life >= 0) close(w->life);
+  w->life = -1;
+}
+
 static void queue_locked(watcher *w, json_t *ev) {
+  if (w->overflowed) return;
+  if (json_is_true(json_object_get(ev, "overflow")) || json_array_size(w->queue) >= WATCH_QUEUE_MAX) {
+    w->overflowed = 1;
+    end_agent_pipe_locked(w);
+    wake(w);
+    return;
+  }
   json_t *fe = json_pack("{s:O, s:O}", "name", json_object_get(ev, "name"), "type", json_object_get(ev, "type"));
   if (json_object_get(ev, "entry")) json_object_set(fe, "entry", json_object_get(ev, "entry"));
-  if (json_array_size(w->queue) >= WATCH_QUEUE_MAX) json_array_remove(w->queue, 0);
   json_array_append_new(w->queue, fe);
   wake(w);
 }
@@ -99,8 +118,7 @@ static void unref_locked(watcher *w) {
  * many requests wait on the channel. Called with g_mu held. */
 static void end_agent_watch_locked(watcher *w) {
   w->closed = 1;
-  if (w->life >= 0) close(w->life);
-  w->life = -1;
+  end_agent_pipe_locked(w);
 }
 
 /* Starts an agent watch; the watcher is registered before any event. */
@@ -196,7 +214,7 @@ static int wstream_fill(void *ctx, sbuf *out) {
   for (;;) {
     pthread_mutex_lock(&g_mu);
     size_t n = json_array_size(s->w->queue);
-    int closed = s->w->closed;
+    int closed = s->w->closed, overflowed = s->w->overflowed;
     json_t *batch = n ? s->w->queue : NULL;
     if (n) s->w->queue = json_array();
     pthread_mutex_unlock(&g_mu);
@@ -205,6 +223,12 @@ static int wstream_fill(void *ctx, sbuf *out) {
         rpc_env_msg(out, json_pack("{s:O}", "filesystem", json_array_get(batch, i)), s->pb);
       json_decref(batch);
       return 0;
+    }
+    if (overflowed) {
+      rpc_err e = {0};
+      rpc_fail(&e, "internal", "%s", WATCH_OVERFLOW);
+      rpc_env_end(out, &e);
+      return 1;
     }
     if (closed) {
       rpc_err e = {0};
@@ -294,10 +318,15 @@ int watcher_events(rpc_call *c, json_t **resp, rpc_err *e) {
   watcher *w = named_watcher(c, e);
   if (!w) return -1;
   pthread_mutex_lock(&g_mu);
-  json_t *events = w->queue;
-  w->queue = json_array();
+  int overflowed = w->overflowed;
+  json_t *events = overflowed ? NULL : w->queue;
+  if (!overflowed) w->queue = json_array();
   unref_locked(w);
   pthread_mutex_unlock(&g_mu);
+  if (overflowed) {
+    rpc_fail(e, "internal", "%s", WATCH_OVERFLOW);
+    return -1;
+  }
   *resp = json_array_size(events) ? json_pack("{s:o}", "events", events) : (json_decref(events), json_object());
   return 0;
 }

@@ -34,7 +34,8 @@ enum ipc_type {
   /* agent -> server */
   IPC_REPLY = 100, /* id = the request's id, err = errno (0 on success) */
   IPC_EXIT = 101,  /* {pid,status}: a spawned process was reaped */
-  IPC_WATCH_EVENT = 102, /* {id,name,type,entry?}: a change under a watched directory */
+  IPC_WATCH_EVENT = 102, /* {id,name,type,entry?}: a change under a watched directory;
+                          * {id,overflow:true}: inotify dropped events (the watch ends) */
   IPC_EGRESS = 103       /* {} + fd: a connection accepted by the in-sandbox forwarder */
 };
 
