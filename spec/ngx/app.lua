@@ -121,22 +121,33 @@ function M.abortable()
   proc:close()
 end
 
--- GET /idle -> { cpu_ms, stdout, bridged }: the CPU time the worker process
--- (all its threads: os.clock) used while it waited for a 3 s command in the
--- shared sandbox (which exists before the clock starts), and whether the
--- pump slept on the readiness bridge meanwhile.
+-- GET /idle[?bridge=0] -> { cpu_ms, stdout, bridged }: the CPU time the worker
+-- process (all its threads: os.clock) used in a second of waiting for a 4 s
+-- command in the shared sandbox: the least of three such seconds, after its
+-- start (the request, the sandbox's watch, its listing: costs that vary with
+-- what earlier cases left there, as a collection step may), so that only
+-- what every second costs is left. And whether the pump slept on the
+-- readiness bridge meanwhile. ?bridge=0: the pump polls curl's sockets (the
+-- fallback).
 function M.idle()
   local sbx = context().sandbox()
   assert(sbx:run("true"))
-  local cpu0 = os.clock()
-  local res, err, bridged
+  local adapter = require("e2b.ngx")
+  local old = adapter._force_polling(ngx.var.arg_bridge == "0")
+  local res, err, bridged, cpu_ms
   e2b.run(function()
-    local t = e2b.spawn(function() return sbx:run("sleep 3; echo idle") end)
-    e2b.sleep(1000)
-    bridged = require("e2b.ngx").stats().bridged
+    local t = e2b.spawn(function() return sbx:run("sleep 4; echo idle") end)
+    e2b.sleep(500)
+    bridged = adapter.stats().bridged
+    for _ = 1, 3 do
+      local cpu0 = os.clock()
+      e2b.sleep(1000)
+      local used = (os.clock() - cpu0) * 1000
+      cpu_ms = math.min(cpu_ms or used, used)
+    end
     res, err = t:wait()
   end)
-  local cpu_ms = (os.clock() - cpu0) * 1000
+  adapter._force_polling(old)
   if not res then
     ngx.status = 500
     return say_json({ error = tostring(err) })
