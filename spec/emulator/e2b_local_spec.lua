@@ -5,6 +5,20 @@ local e2b = h.e2b
 
 if h.live then return end
 
+-- The curl command line of a raw filesystem.Filesystem call to sbx's envd
+-- (a sandbox made with secure = false: no access token), args before the URL.
+local function envd_curl(sbx, method, args)
+  return ("curl -s -X POST -H 'E2b-Sandbox-Id: %s' -H 'E2b-Sandbox-Port: 49983' %s '%s/filesystem.Filesystem/%s'")
+    :format(sbx.sandbox_id, args, os.getenv("E2B_SANDBOX_URL"), method)
+end
+
+-- A unary call with a JSON body: what curl printed (and, with curl_args,
+-- what they add, as -w's status).
+local function envd_rpc(sbx, method, json, curl_args)
+  return h.host(envd_curl(sbx, method, "-H 'Content-Type: application/json' --data " .. h.shell_quote(json)
+    .. " " .. (curl_args or "")))
+end
+
 describe("e2b-local", function()
   local client
   setup(function() client = h.client() end)
@@ -40,14 +54,10 @@ describe("e2b-local", function()
     w:stop()
     assert.is_true(h.eventually(function() return watches() == 0 end, 5000), "the stream's watch outlived it")
     -- the polling watchers (the Python SDK's): CreateWatcher, RemoveWatcher
-    local function rpc(method, body)
-      return h.host(("curl -s -X POST -H 'E2b-Sandbox-Id: %s' -H 'E2b-Sandbox-Port: 49983' -H 'Content-Type: application/json'"
-        .. " --data '%s' '%s/filesystem.Filesystem/%s'"):format(sbx.sandbox_id, body, os.getenv("E2B_SANDBOX_URL"), method))
-    end
-    local created = rpc("CreateWatcher", '{"path":"/tmp/wl"}')
+    local created = envd_rpc(sbx, "CreateWatcher", '{"path":"/tmp/wl"}')
     local id = assert(created:match('"watcherId":"([^"]+)"'), created)
     assert.are.equal(1, watches())
-    assert.are.equal("{}", rpc("RemoveWatcher", ('{"watcherId":"%s"}'):format(id)))
+    assert.are.equal("{}", envd_rpc(sbx, "RemoveWatcher", ('{"watcherId":"%s"}'):format(id)))
     assert.is_true(h.eventually(function() return watches() == 0 end, 5000), "a removed watcher's watch stayed")
   end)
 
@@ -59,24 +69,20 @@ describe("e2b-local", function()
     local overflow = "watcher error: fsnotify: queue or buffer overflow"
     local sbx
     before_each(function() sbx = h.sandbox({ secure = false }, client) end)
-    local function envd(method, body, out)
-      return h.host(("curl -sN -X POST -H 'E2b-Sandbox-Id: %s' -H 'E2b-Sandbox-Port: 49983' %s '%s/filesystem.Filesystem/%s'")
-        :format(sbx.sandbox_id, body, os.getenv("E2B_SANDBOX_URL"), method) .. (out or ""))
-    end
 
     it("GetWatcherEvents answers it once more than 10,000 events wait", function()
       assert(sbx.files:mkdir("/tmp/wo"))
-      local created = envd("CreateWatcher", "-H 'Content-Type: application/json' --data '{\"path\":\"/tmp/wo\"}'")
+      local created = envd_rpc(sbx, "CreateWatcher", '{"path":"/tmp/wo"}')
       local id = assert(created:match('"watcherId":"([^"]+)"'), created)
       -- a file each: created, its times set, closed written: about 36,000 events
       assert(sbx:run("cd /tmp/wo && seq 1 12000 | xargs touch && sleep 1"))
-      local body = ("-H 'Content-Type: application/json' --data '{\"watcherId\":\"%s\"}'"):format(id)
-      local answer = envd("GetWatcherEvents", body, " -w ' %{http_code}'")
+      local body = ('{"watcherId":"%s"}'):format(id)
+      local answer = envd_rpc(sbx, "GetWatcherEvents", body, "-w ' %{http_code}'")
       assert.truthy(answer:find('"code":"internal"', 1, true), answer:sub(1, 300))
       assert.truthy(answer:find(overflow, 1, true), answer:sub(1, 300))
       assert.truthy(answer:find(" 500$"), answer:sub(-100))
-      assert.truthy(envd("GetWatcherEvents", body):find(overflow, 1, true), "said once")
-      assert.are.equal("{}", envd("RemoveWatcher", body))
+      assert.truthy(envd_rpc(sbx, "GetWatcherEvents", body):find(overflow, 1, true), "said once")
+      assert.are.equal("{}", envd_rpc(sbx, "RemoveWatcher", body))
     end)
 
     it("WatchDir's stream ends with it after the events before, once its reader fell behind", function()
@@ -86,8 +92,7 @@ describe("e2b-local", function()
       -- the reader stops reading for 4 s: the pipe, then the sockets, fill
       local envelope = ("printf '\\0\\0\\0\\0\\%03o%s'"):format(#req, req)
       h.host(("(%s | %s | (sleep 4; cat) >%s) >/dev/null 2>&1 &"):format(envelope,
-        ("curl -sN -X POST -H 'E2b-Sandbox-Id: %s' -H 'E2b-Sandbox-Port: 49983' -H 'Content-Type: application/connect+json'"
-          .. " --data-binary @- '%s/filesystem.Filesystem/WatchDir'"):format(sbx.sandbox_id, os.getenv("E2B_SANDBOX_URL")), out))
+        envd_curl(sbx, "WatchDir", "-N -H 'Content-Type: application/connect+json' --data-binary @-"), out))
       assert(sbx:run("sleep 0.5; cd /tmp/ws && perl -e 'for (1..100000) { open(my $f, \">\", \"a\") or die; close $f; unlink \"a\" }'"))
       local text
       assert.is_true(h.eventually(function()
