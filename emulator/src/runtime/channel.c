@@ -93,11 +93,10 @@ static const char *dispatch(channel *c, ipc_msg *m) {
   }
   case IPC_WATCH_EVENT: {
     /* a change, or (overflow: true, nothing else) events inotify dropped */
-    int lost = json_is_true(json_object_get(m->body, "overflow"));
-    if (!is_int_in(json_object_get(m->body, "id"), 1, UINT32_MAX) || m->nfds ||
-        (lost ? json_object_size(m->body) != 2
-              : !is_short_string(json_object_get(m->body, "name")) ||
-                    !is_short_string(json_object_get(m->body, "type")) || json_object_get(m->body, "overflow")))
+    int lost = json_is_true(json_object_get(m->body, "overflow")) && json_object_size(m->body) == 2;
+    int change = !json_object_get(m->body, "overflow") && is_short_string(json_object_get(m->body, "name")) &&
+                 is_short_string(json_object_get(m->body, "type"));
+    if (!is_int_in(json_object_get(m->body, "id"), 1, UINT32_MAX) || m->nfds || !(lost || change))
       return "bad watch event";
     if (c->ops.on_watch) c->ops.on_watch(c->ctx, m->body);
     return NULL;
