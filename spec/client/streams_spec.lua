@@ -621,8 +621,7 @@ describe("a followed kept stream", function()
         ended = data == nil and err == nil
         if not ended then os.execute("sleep 0.03") end
       end
-      if not ended then hung[#hung + 1] = delay end
-      if ended then assert.are.equal(3, assert(proc:wait()).exit_code) end
+      if ended then assert.are.equal(3, assert(proc:wait()).exit_code) else hung[#hung + 1] = delay end
       proc:close()
     end
     assert.are.same({}, hung)
