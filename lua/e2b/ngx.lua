@@ -156,6 +156,7 @@ local pump_idle = false   -- it is waiting on pump_sem right now
 local pump_kicked = false -- pump_sem was posted since
 local bridged = false     -- this pump run reads the readiness bridge
 local bridge_failed       -- why the bridge could not be used (then never tried again)
+local pump_steps = 0      -- the pump's steps of the loop since the worker started
 
 local SWEEP_MS = 1000
 -- With the bridge, how long a pump with nothing to do stays for the next
@@ -191,6 +192,7 @@ local function pump()
   local idle_since
   while true do
     local ids, running = loop:step(0)
+    pump_steps = pump_steps + 1
     if ids then S.deliver(ids) end
     local now = now_ms()
     if now >= next_sweep then
@@ -487,13 +489,14 @@ end
 --- The pump's state, after a sweep (a dead wait goes at its second sweep).
 -- @treturn table { waiting = parked waits, pumping = boolean, requests = ids waited on,
 --   bridged = whether the running pump sleeps on the readiness bridge,
---   bridge_failed = why the worker polls instead, or nil }
+--   bridge_failed = why the worker polls instead, or nil, steps = the pump's steps of the
+--   loop so far: each is a wake-up of the worker }
 function M.stats()
   sweep()
   local n = 0
   for _ in pairs(waiters) do n = n + 1 end
   return { waiting = nwaiting, pumping = pumping, requests = n, bridged = bridged,
-           bridge_failed = bridge_failed }
+           bridge_failed = bridge_failed, steps = pump_steps }
 end
 
 --- Whether a wait here yields: inside any handler that can yield every

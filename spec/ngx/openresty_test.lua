@@ -107,17 +107,18 @@ describe("OpenResty (nginx + LuaJIT, e2b.ngx)", function()
     assert.is_true(#r.chunks >= 2)
   end)
 
-  -- Polling curl's sockets every 16 ms costs the worker 3.7-4.3 ms of CPU a
-  -- second here; sleeping until a socket is ready or the core's next deadline,
-  -- 0.3-0.8 (the least of three seconds, app.lua: one-off costs such as the
-  -- run's start or a collection step are left out). CPU time, never wall time.
+  -- Polling curl's sockets every 16 ms wakes the pump 62 times a second;
+  -- sleeping until a socket is ready or the core's next deadline, once (its
+  -- sweep), in the quietest of three seconds (app.lua). The worker's CPU in
+  -- that second moved with the machine (0.3-4 ms sleeping, 3.7-10 polling,
+  -- 2.03 once in a fresh set-up), so the wake-ups are what is counted.
   it("waits for a command without burning the worker's CPU", function()
     local r = srv:get("/idle", 30000)
     assert.are.equal(200, r.status, r.body)
     local t = cjson.decode(r.body)
     assert.are.equal("idle\n", t.stdout)
     assert.is_true(t.bridged, "the pump did not sleep on the readiness bridge")
-    assert.is_true(t.cpu_ms < 2, ("the worker used %.2f ms of CPU in its quietest second"):format(t.cpu_ms))
+    assert.is_true(t.steps <= 5, ("the pump woke %d times in its quietest second (%.2f ms of CPU)"):format(t.steps, t.cpu_ms))
   end)
 
   -- Where the bridge is unavailable (or turned off) the pump polls.
